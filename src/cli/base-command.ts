@@ -1,0 +1,143 @@
+/**
+ * BaseCommand: what every edgeadm command shares.
+ *
+ * - Global flags: `--json` (exactly one JSON document on stdout, success or
+ *   failure), `--verbose` (debug lines on stderr) and `--log-file`.
+ * - A redacting run log per command under `$EDGEADM_HOME/logs`.
+ * - The one place where errors become output and an exit code (kubeadm's:
+ *   1 general, 2 preflight, 3 validation).
+ *
+ * Subclasses implement `run()`, which returns the result object used for
+ * `--json`, and print human output with `this.log` / `this.logToStderr`.
+ */
+import { Command, Errors, Flags, type Interfaces } from '@oclif/core';
+import type { ChalkInstance } from 'chalk';
+import { EdgeadmError } from '../errors.js';
+import { Redactor } from '../log/redact.js';
+import { RunLog, silentLogger, type Logger } from '../log/run-log.js';
+import { errorDocument, renderErrorText, toEdgeadmError } from './render-error.js';
+import { styleFor } from './style.js';
+
+export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<
+  (typeof BaseCommand)['baseFlags'] & T['flags']
+>;
+export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>;
+
+/** Flag names whose values are secrets: registered with the redactor on parse. */
+const SECRET_FLAG = /(password|passphrase|secret|token)$/i;
+
+export abstract class BaseCommand<T extends typeof Command> extends Command {
+  static override enableJsonFlag = true;
+
+  static override baseFlags = {
+    verbose: Flags.boolean({
+      summary: 'Print debug detail on stderr as the command runs.',
+      helpGroup: 'GLOBAL',
+    }),
+    'log-file': Flags.string({
+      summary: 'Write the run log to this file instead of $EDGEADM_HOME/logs.',
+      helpGroup: 'GLOBAL',
+    }),
+  };
+
+  protected flags!: BaseFlags<T>;
+  protected args!: BaseArgs<T>;
+  /** Shared by the run log, error rendering and any subprocess output we echo. */
+  protected readonly redactor = new Redactor();
+  #runLog: RunLog | undefined;
+
+  /** The run log, as the {@link Logger} that domain code takes. */
+  protected get logger(): Logger {
+    return this.#runLog ?? silentLogger;
+  }
+
+  /** Styling for stdout (colour only on a TTY, never with NO_COLOR). */
+  protected get style(): ChalkInstance {
+    return styleFor(process.stdout);
+  }
+
+  public override async init(): Promise<void> {
+    await super.init();
+    const ctor = this.ctor as typeof BaseCommand;
+    const { args, flags } = await this.parse({
+      flags: ctor.flags,
+      baseFlags: ctor.baseFlags,
+      enableJsonFlag: ctor.enableJsonFlag,
+      args: ctor.args,
+      strict: ctor.strict,
+    });
+    this.flags = flags as BaseFlags<T>;
+    this.args = args as BaseArgs<T>;
+    for (const [name, value] of Object.entries(flags)) {
+      if (SECRET_FLAG.test(name)) for (const v of [value].flat()) if (typeof v === 'string') this.redactor.addSecret(v);
+    }
+    this.#openRunLog(this.flags['log-file'], this.flags.verbose);
+  }
+
+  public override async catch(error: Error & { exitCode?: number }): Promise<never> {
+    if (error instanceof Errors.ExitError) throw error;
+    const failure = toEdgeadmError(error, this.id);
+    if (!this.#runLog) this.#openRunLogQuietly();
+    this.logger.error(`${failure.code}: ${failure.message}`);
+    const cause = failure.cause ?? failure;
+    if (cause instanceof Error && cause.stack) this.logger.debug(cause.stack);
+    const logFile = this.#runLog?.path;
+    if (this.jsonEnabled()) {
+      this.logJson(errorDocument(failure, this.redactor, logFile));
+    } else {
+      process.stderr.write(`${renderErrorText(failure, this.redactor, styleFor(process.stderr), logFile)}\n`);
+    }
+    throw new Errors.ExitError(failure.exitCode);
+  }
+
+  public override async finally(error: Error | undefined): Promise<void> {
+    if (error === undefined) this.#runLog?.info('done');
+    this.#runLog?.close();
+    await super.finally(error);
+  }
+
+  /** Exactly one JSON document, uncoloured, on stdout. */
+  public override logJson(json: unknown): void {
+    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  }
+
+  /** Throws a typed error; never returns. Kept for symmetry with oclif's `error()`. */
+  protected fail(error: EdgeadmError): never {
+    throw error;
+  }
+
+  #openRunLog(file: string | undefined, verbose: boolean): void {
+    const stderrStyle = styleFor(process.stderr);
+    try {
+      this.#runLog = RunLog.open({
+        commandId: this.id ?? 'edgeadm',
+        file,
+        redactor: this.redactor,
+        echoLevel: verbose ? 'debug' : 'warn',
+        echo: (line, level) => {
+          if (level === 'error') return; // errors are rendered once, by catch()
+          const tag = level === 'warn' ? stderrStyle.yellow('warning:') : stderrStyle.dim(`[${level}]`);
+          process.stderr.write(`${tag} ${line}\n`);
+        },
+      });
+    } catch (error) {
+      throw new EdgeadmError(`cannot write the run log: ${(error as Error).message}`, {
+        code: 'E_LOG_FILE',
+        exitCode: 3,
+        hints: ['Pass --log-file with a writable path, or set EDGEADM_HOME to a writable directory.'],
+        cause: error,
+      });
+    }
+    this.#runLog.info(`edgeadm ${this.config.version} ${this.id ?? ''} ${this.argv.join(' ')}`.trim());
+  }
+
+  /** For failures before init() finished (bad flags): log if we can, never fail again. */
+  #openRunLogQuietly(): void {
+    try {
+      this.#runLog = RunLog.open({ commandId: this.id ?? 'edgeadm', redactor: this.redactor });
+      this.#runLog.info(`edgeadm ${this.config.version} ${this.id ?? ''} ${this.argv.join(' ')}`.trim());
+    } catch {
+      this.#runLog = undefined;
+    }
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Typed errors for every layer of edgeadm.
+ *
+ * Domain code throws an {@link EdgeadmError} (or a subclass) with a stable
+ * `code`, an exit code and hints. Only the CLI layer turns it into output and
+ * an exit status, so the same errors serve the CLI, the agents and the tests.
+ *
+ * Exit codes follow kubeadm: 1 general, 2 preflight, 3 validation.
+ */
+
+/** kubeadm-compatible process exit codes. */
+export const ExitCode = {
+  /** Anything that is not one of the classes below. */
+  General: 1,
+  /** A preflight check failed (host not fit for the job). */
+  Preflight: 2,
+  /** Bad flags, arguments or input files. */
+  Validation: 3,
+} as const;
+
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** What an error carries besides its message. */
+export interface EdgeadmErrorOptions {
+  /** Stable, documented identifier, for example `E_DISCOVERY_PIN_MISMATCH`. */
+  code: string;
+  /** Process exit code when this error ends a command. Defaults to 1. */
+  exitCode?: ExitCodeValue;
+  /** "Try this" lines shown under the message. */
+  hints?: string[];
+  /** The error that caused this one, kept for the run log. */
+  cause?: unknown;
+  /** Structured detail for `--json` consumers (never secrets). */
+  details?: Record<string, unknown>;
+}
+
+/** The one error type the CLI layer knows how to render. */
+export class EdgeadmError extends Error {
+  readonly code: string;
+  readonly exitCode: ExitCodeValue;
+  readonly hints: string[];
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(message: string, options: EdgeadmErrorOptions) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'EdgeadmError';
+    this.code = options.code;
+    this.exitCode = options.exitCode ?? ExitCode.General;
+    this.hints = options.hints ?? [];
+    this.details = options.details;
+  }
+}
+
+/** Bad flags, arguments, configuration or input data. Exit code 3. */
+export class ValidationError extends EdgeadmError {
+  constructor(message: string, options: Omit<EdgeadmErrorOptions, 'exitCode'> = { code: 'E_VALIDATION' }) {
+    super(message, { ...options, exitCode: ExitCode.Validation });
+    this.name = 'ValidationError';
+  }
+}
+
+/** A preflight check failed. Exit code 2. */
+export class PreflightError extends EdgeadmError {
+  constructor(message: string, options: Omit<EdgeadmErrorOptions, 'exitCode'> = { code: 'E_PREFLIGHT' }) {
+    super(message, { ...options, exitCode: ExitCode.Preflight });
+    this.name = 'PreflightError';
+  }
+}
+
+/** A command that is registered but not implemented in this version. Exit code 3. */
+export class NotBuiltError extends EdgeadmError {
+  constructor(commandId: string, version: string) {
+    super(`"edgeadm ${commandId}" is not built yet in edgeadm ${version}. Nothing was done.`, {
+      code: 'E_NOT_BUILT',
+      exitCode: ExitCode.Validation,
+      hints: [
+        `Run "edgeadm ${commandId} --help" to see what the command will do.`,
+        'See "Command reference" in README.md for what works in this version.',
+      ],
+    });
+    this.name = 'NotBuiltError';
+  }
+}
+
+/** True when `value` is an {@link EdgeadmError}, also across bundle copies. */
+export function isEdgeadmError(value: unknown): value is EdgeadmError {
+  return (
+    value instanceof EdgeadmError ||
+    (value instanceof Error &&
+      typeof (value as Partial<EdgeadmError>).code === 'string' &&
+      typeof (value as Partial<EdgeadmError>).exitCode === 'number' &&
+      Array.isArray((value as Partial<EdgeadmError>).hints))
+  );
+}
