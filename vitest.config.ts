@@ -8,5 +8,6 @@ export default defineConfig({
     // Integration suites start network namespaces and sshd processes as root:
     // files run in parallel, each file's tests in order.
     pool: 'forks',
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

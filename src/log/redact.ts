@@ -64,12 +64,13 @@ export class Redactor {
   /** Returns `text` with every known secret shape and registered value replaced. */
   redact(text: string): string {
     let out = text;
-    // Longest first, so that a secret containing another is replaced whole.
-    for (const literal of [...this.#literals].sort((a, b) => b.length - a.length)) {
-      out = out.split(literal).join(REDACTED);
-    }
+    // Shapes first: they keep what is not secret (a token's id) and mark the rest.
     for (const rule of RULES) {
       out = out.replace(rule.pattern, rule.replace as (substring: string, ...args: unknown[]) => string);
+    }
+    // Then literals, longest first, so that a secret containing another is replaced whole.
+    for (const literal of [...this.#literals].sort((a, b) => b.length - a.length)) {
+      out = out.split(literal).join(REDACTED);
     }
     return out;
   }
