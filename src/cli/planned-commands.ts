@@ -29,10 +29,6 @@ export const PLANNED_COMMANDS: Record<string, PlannedCommand> = {
     summary: 'Undo init or join: stop services and remove everything edgeadm wrote.',
     examples: ['<%= config.bin %> reset --dry-run', `<%= config.bin %> reset ${sshFlags} --force`],
   },
-  'token:generate': {
-    summary: 'Generate a new bootstrap token and print it (it is not stored anywhere).',
-    examples: ['<%= config.bin %> token generate'],
-  },
   'token:create': {
     summary: 'Create a bootstrap token on the cluster.',
     examples: ['<%= config.bin %> token create --ttl 2h --print-join-command'],
@@ -42,31 +38,9 @@ export const PLANNED_COMMANDS: Record<string, PlannedCommand> = {
     examples: ['<%= config.bin %> token list --json'],
   },
   'token:delete': { summary: 'Delete a bootstrap token.', examples: ['<%= config.bin %> token delete abcdef'] },
-  'certs:ca-hash': {
-    summary: 'Print the sha256 pin of a CA certificate, for --discovery-token-ca-cert-hash.',
-    examples: ['<%= config.bin %> certs ca-hash --cert /var/lib/rancher/k3s/server/tls/server-ca.crt'],
-  },
   'config:print': {
     summary: 'Print a default init or join configuration (init-defaults | join-defaults).',
     examples: ['<%= config.bin %> config print init-defaults > edgeadm.yaml'],
-  },
-  'package:build': {
-    summary: 'Build an offline install package from a directory.',
-    examples: [
-      '<%= config.bin %> package build --from ./pkg --distribution k3s --kubernetes-version v1.30.4 --arch amd64 -o pkg.tar.gz',
-    ],
-  },
-  'package:verify': {
-    summary: 'Verify an install package: manifest, checksums and safe paths.',
-    examples: ['<%= config.bin %> package verify pkg.tar.gz'],
-  },
-  'package:inspect': {
-    summary: 'Show what an install package holds.',
-    examples: ['<%= config.bin %> package inspect pkg.tar.gz --json'],
-  },
-  'host:check': {
-    summary: 'Print the facts and preflight results of a host.',
-    examples: [`<%= config.bin %> host check ${sshFlags} --json`],
   },
   'hub:serve': {
     summary: 'Run the cloud hub: operator API, agent tunnel endpoint and kube proxy on one HTTPS port.',

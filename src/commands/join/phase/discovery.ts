@@ -1,0 +1,106 @@
+import { resolve } from 'node:path';
+import { Args, Flags } from '@oclif/core';
+import { BaseCommand } from '../../../cli/base-command.js';
+import { ValidationError } from '../../../errors.js';
+import { DEFAULT_DISCOVERY_TIMEOUT_MS, discoverClusterInfo } from '../../../trust/discovery.js';
+import { formatGoDuration, parseGoDuration } from '../../../trust/duration.js';
+import { assertSecretFileWritable, writeSecretFileAtomic } from '../../../trust/secret-file.js';
+
+/**
+ * What `join phase discovery --json` prints. `kubeconfig` (which holds the
+ * token) is there only without --output; with it, `output` names the file.
+ */
+export interface JoinDiscoveryResult {
+  endpoint: string;
+  server: string;
+  caPins: string[];
+  matchedPin?: string;
+  isCaVerified: boolean;
+  output?: string;
+  kubeconfig?: string;
+}
+
+export default class JoinPhaseDiscovery extends BaseCommand<typeof JoinPhaseDiscovery> {
+  static override summary = "Run join's discovery phase alone: verify the API server with a token and CA pin.";
+  static override description =
+    'Fetches kube-public/cluster-info from the API server, checks its JWS signature with the bootstrap token, checks ' +
+    'the CA against --discovery-token-ca-cert-hash, fetches it again over TLS verified with that CA, and writes the ' +
+    "kubelet's TLS-bootstrap kubeconfig to --output (mode 0600, atomically) or stdout. It exits 0 only when " +
+    'discovery is verified; on any failure it writes nothing. With --json it prints the server and CA pins, and ' +
+    'the kubeconfig itself only when there is no --output.';
+  static override examples = [
+    '<%= config.bin %> join phase discovery 10.0.0.10:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:<hash> --output /etc/kubernetes/bootstrap-kubelet.conf',
+    '<%= config.bin %> join phase discovery 10.0.0.10:6443 --token abcdef.0123456789abcdef --discovery-token-unsafe-skip-ca-verification',
+  ];
+  static override args = {
+    endpoint: Args.string({ required: true, description: 'The API server, host:port.' }),
+  };
+  static override flags = {
+    token: Flags.string({ required: true, summary: 'Bootstrap token, <id>.<secret>.' }),
+    'discovery-token-ca-cert-hash': Flags.string({
+      multiple: true,
+      summary:
+        'Pin of the cluster CA, sha256:<hex> (edgeadm certs ca-hash prints it). Repeatable: any one matching is enough.',
+    }),
+    'discovery-token-unsafe-skip-ca-verification': Flags.boolean({
+      summary: 'Trust the CA in cluster-info without a pin. Only on a network you trust.',
+    }),
+    'discovery-timeout': Flags.string({
+      summary: 'How long to keep trying, as a Go duration (30s, 5m, 1h).',
+      default: formatGoDuration(DEFAULT_DISCOVERY_TIMEOUT_MS),
+    }),
+    output: Flags.string({
+      char: 'o',
+      summary: 'Write the bootstrap kubeconfig here instead of stdout.',
+      helpValue: 'FILE',
+    }),
+  };
+
+  async run(): Promise<JoinDiscoveryResult> {
+    const { flags } = this;
+    const output = flags.output === undefined ? undefined : resolve(flags.output);
+    if (output !== undefined) assertSecretFileWritable(output);
+    const result = await discoverClusterInfo({
+      endpoint: this.args.endpoint,
+      token: flags.token,
+      caCertHashes: flags['discovery-token-ca-cert-hash'] ?? [],
+      isUnsafeSkipCaVerification: flags['discovery-token-unsafe-skip-ca-verification'],
+      timeoutMs: parseTimeout(flags['discovery-timeout']),
+      logger: this.logger,
+    });
+    const summary = `${result.server}, CA ${result.isCaVerified ? `verified by pin ${result.matchedPin}` : 'NOT verified'}`;
+    if (output === undefined) {
+      this.logToStderr(`[discovery] verified ${summary}`);
+      this.log(result.bootstrapKubeconfig.trimEnd());
+    } else {
+      writeSecretFileAtomic(output, result.bootstrapKubeconfig);
+      this.log(`[discovery] verified ${summary}; wrote the bootstrap kubeconfig to ${output}`);
+    }
+    return {
+      endpoint: result.endpoint,
+      server: result.server,
+      caPins: result.caPins,
+      ...(result.matchedPin === undefined ? {} : { matchedPin: result.matchedPin }),
+      isCaVerified: result.isCaVerified,
+      ...(output === undefined ? { kubeconfig: result.bootstrapKubeconfig } : { output }),
+    };
+  }
+}
+
+function parseTimeout(text: string): number {
+  let ms: number;
+  try {
+    ms = parseGoDuration(text);
+  } catch (error) {
+    throw new ValidationError(`invalid --discovery-timeout: ${(error as Error).message}`, {
+      code: 'E_DURATION_INVALID',
+      hints: (error as ValidationError).hints,
+    });
+  }
+  if (ms <= 0) {
+    throw new ValidationError(`invalid --discovery-timeout ${JSON.stringify(text)}: it must be positive`, {
+      code: 'E_DURATION_INVALID',
+    });
+  }
+  return ms;
+}

@@ -1,0 +1,197 @@
+/**
+ * From "what the operator typed" to a {@link Host}: no `--host` means this
+ * machine; otherwise the target and its bastions are resolved through the ssh
+ * config (HostName, User, Port, IdentityFile, ProxyJump), credentials are
+ * loaded, and a chain of SSH connections is built, each host key checked.
+ *
+ * Precedence, most specific first: `user@host:port` as typed, then the
+ * `--ssh-*` flags, then the ssh config, then defaults (the local user name,
+ * port 22, ~/.ssh/id_* keys).
+ */
+import { homedir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { ValidationError } from '../errors.js';
+import { silentLogger, type Logger } from '../log/run-log.js';
+import type { Host } from './host.js';
+import { normalizeFingerprint } from './known-hosts.js';
+import { LocalHost } from './local-host.js';
+import { loadSshCredentials } from './ssh-auth.js';
+import { loadSshConfig, resolveSshConfig, type SshConfigBlock, type SshConfigContext } from './ssh-config.js';
+import { SshConnection } from './ssh-connection.js';
+import { SshHost } from './ssh-host.js';
+import { DEFAULT_SSH_PORT, parseSshTarget, type SshEndpoint } from './ssh-target.js';
+
+/** Most bastions in one chain (also stops ProxyJump loops in an ssh config). */
+export const MAX_JUMP_HOPS = 8;
+
+/** Everything that decides how a host is reached. */
+export interface HostConnectOptions {
+  /** `user@host[:port]` or an ssh config alias; undefined for this machine. */
+  host?: string;
+  /** Bastions in order, `user@host[:port]` each; replaces the config's ProxyJump. */
+  jumps?: string[];
+  /** Private key files to offer (replace IdentityFile and the defaults). */
+  keyFiles?: string[];
+  keyPassphrase?: string;
+  /** Password for the target (never offered to bastions). */
+  password?: string;
+  sudoPassword?: string;
+  /** `SHA256:…` the target's host key must have. */
+  hostKeyFingerprint?: string;
+  /** Trust unknown host keys on first use and record them. */
+  acceptNewHostKeys?: boolean;
+  /** Default ~/.ssh/known_hosts. */
+  knownHostsFile?: string;
+  /** Default ~/.ssh/config (a missing file is fine). */
+  sshConfigFile?: string;
+  /** Port for the target when `host` has none. */
+  port?: number;
+  connectTimeoutMs?: number;
+  /** ssh-agent socket; default $SSH_AUTH_SOCK. */
+  agentSocket?: string;
+  homeDir?: string;
+  localUser?: string;
+  logger?: Logger;
+}
+
+/** A resolved endpoint and the key files it uses. */
+export interface ResolvedHop {
+  endpoint: SshEndpoint;
+  /** From --ssh-key or IdentityFile; empty means the default key files. */
+  keyFiles: string[];
+}
+
+/** The target and the bastions before it, resolved. */
+export interface ResolvedChain {
+  target: ResolvedHop;
+  jumps: ResolvedHop[];
+}
+
+/**
+ * Resolves the target and its jump chain through the ssh config. Pure apart
+ * from reading nothing: the config blocks are passed in.
+ */
+export function resolveSshChain(
+  options: Pick<HostConnectOptions, 'host' | 'jumps' | 'keyFiles' | 'port'> & { host: string },
+  blocks: SshConfigBlock[],
+  context: SshConfigContext,
+): ResolvedChain {
+  const resolveHop = (text: string, what: string, portOverride?: number): { hop: ResolvedHop; proxyJump?: string[] } => {
+    const typed = parseSshTarget(text, what);
+    const config = resolveSshConfig(blocks, typed.host, context);
+    const endpoint: SshEndpoint = {
+      user: typed.user ?? config.user ?? context.localUser,
+      host: config.hostName ?? typed.host,
+      port: typed.port ?? portOverride ?? config.port ?? DEFAULT_SSH_PORT,
+    };
+    const keyFiles = options.keyFiles && options.keyFiles.length > 0 ? options.keyFiles : config.identityFiles;
+    return { hop: { endpoint, keyFiles }, ...(config.proxyJump ? { proxyJump: config.proxyJump } : {}) };
+  };
+
+  const target = resolveHop(options.host, 'SSH target (--host)', options.port);
+  const jumps: ResolvedHop[] = [];
+  // Bastions from the flags win over the config; a bastion's own ProxyJump comes before it.
+  const expand = (specs: string[], depth: number): void => {
+    for (const spec of specs) {
+      if (depth + jumps.length >= MAX_JUMP_HOPS) {
+        throw new ValidationError(`more than ${MAX_JUMP_HOPS} SSH jump hosts (is there a ProxyJump loop in the ssh config?)`, {
+          code: 'E_SSH_CONFIG',
+        });
+      }
+      const resolved = resolveHop(spec, 'jump host (--ssh-jump)');
+      if (resolved.proxyJump && resolved.proxyJump.length > 0) {
+        expand(resolved.proxyJump, depth + 1);
+      }
+      jumps.push(resolved.hop);
+    }
+  };
+  const flagJumps = options.jumps && options.jumps.length > 0 ? options.jumps : undefined;
+  expand(flagJumps ?? target.proxyJump ?? [], 0);
+  return { target: target.hop, jumps };
+}
+
+/**
+ * The host to act on: LocalHost without `host`, else an SshHost that is
+ * already connected (so auth and host key problems surface here).
+ */
+export async function connectHost(options: HostConnectOptions): Promise<Host> {
+  const logger = options.logger ?? silentLogger;
+  if (options.host === undefined) {
+    return new LocalHost({ logger, ...(options.sudoPassword === undefined ? {} : { sudoPassword: options.sudoPassword }) });
+  }
+  const host = openSshHost({ ...options, host: options.host });
+  try {
+    await host.connect();
+  } catch (error) {
+    await host.close();
+    throw error;
+  }
+  return host;
+}
+
+/** Builds the SshHost and its connection chain without connecting yet. */
+export function openSshHost(options: HostConnectOptions & { host: string }): SshHost {
+  const logger = options.logger ?? silentLogger;
+  const homeDir = options.homeDir ?? homedir();
+  const context: SshConfigContext = { homeDir, localUser: options.localUser ?? userInfo().username };
+  const blocks = loadSshConfig(options.sshConfigFile ?? join(homeDir, '.ssh', 'config'), context);
+  const chain = resolveSshChain(options, blocks, context);
+
+  let pinnedFingerprint: string | undefined;
+  if (options.hostKeyFingerprint !== undefined) {
+    pinnedFingerprint = normalizeFingerprint(options.hostKeyFingerprint);
+    if (pinnedFingerprint === undefined) {
+      throw new ValidationError(`invalid host key fingerprint ${JSON.stringify(options.hostKeyFingerprint)}`, {
+        code: 'E_SSH_FINGERPRINT',
+        hints: ['Use the SHA256 form that ssh-keygen -lf prints: SHA256: and 43 base64 characters.'],
+      });
+    }
+  }
+  const knownHostsFile = options.knownHostsFile ?? join(homeDir, '.ssh', 'known_hosts');
+  const agentSocket = options.agentSocket ?? process.env.SSH_AUTH_SOCK;
+  const credentialsFor = (hop: ResolvedHop, password: string | undefined) =>
+    loadSshCredentials(
+      {
+        ...(agentSocket ? { agentSocket } : {}),
+        keyFiles: hop.keyFiles,
+        homeDir,
+        ...(options.keyPassphrase === undefined ? {} : { keyPassphrase: options.keyPassphrase }),
+        ...(password === undefined ? {} : { password }),
+      },
+      logger,
+    );
+  const common = {
+    logger,
+    ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
+  };
+
+  let via: SshConnection | undefined;
+  const jumps: SshConnection[] = [];
+  for (const hop of chain.jumps) {
+    via = new SshConnection({
+      ...common,
+      endpoint: hop.endpoint,
+      ...(via ? { via } : {}),
+      credentials: credentialsFor(hop, undefined),
+      hostKeys: { knownHostsFile, acceptNew: options.acceptNewHostKeys === true },
+    });
+    jumps.push(via);
+  }
+  const connection = new SshConnection({
+    ...common,
+    endpoint: chain.target.endpoint,
+    ...(via ? { via } : {}),
+    credentials: credentialsFor(chain.target, options.password),
+    hostKeys: {
+      knownHostsFile,
+      acceptNew: options.acceptNewHostKeys === true,
+      ...(pinnedFingerprint ? { pinnedFingerprint } : {}),
+    },
+  });
+  return new SshHost({
+    connection,
+    ownedJumps: jumps.reverse(),
+    logger,
+    ...(options.sudoPassword === undefined ? {} : { sudoPassword: options.sudoPassword }),
+  });
+}

@@ -1,0 +1,427 @@
+/**
+ * File transfers and file queries over a shell: what `put`, `get`, `stat`,
+ * `exists` and `sha256` do on any {@link ShellHost}, with nothing but
+ * coreutils (or busybox) on the far side.
+ *
+ * An upload goes to `<path>.edgeadm-part`, is checked against the SHA-256 of
+ * the source, and only then gets its owner and mode and is renamed over
+ * `<path>`: a reader never sees a half-written file. Before sending anything,
+ * edgeadm asks the host for the SHA-256 of the file already there (skip when
+ * equal) and for the size and SHA-256 of a part file left by an interrupted
+ * upload. When that part is a prefix of the source, only the rest is sent,
+ * appended to it. The final checksum catches anything the prefix check could
+ * not (a writer from the dropped connection still flushing, say).
+ */
+import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { rename, rm, stat as statLocal } from 'node:fs/promises';
+import { Readable, Transform, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { EdgeadmError, ValidationError } from '../errors.js';
+import {
+  HostCommandError,
+  PROGRESS_INTERVAL_BYTES,
+  type ExecResult,
+  type FileStat,
+  type GetOptions,
+  type GetResult,
+  type PutOptions,
+  type PutResult,
+  type PutSource,
+  type ReadOptions,
+  type TransferProgress,
+} from './host.js';
+import { quoteShellArg } from './shell.js';
+
+/** Suffix of the file an upload is written to before it is renamed into place. */
+export const PART_SUFFIX = '.edgeadm-part';
+/** Mode of an uploaded file when none is given. */
+export const DEFAULT_FILE_MODE = 0o644;
+/** Exit code of the finalize script when the uploaded bytes do not hash to the source's SHA-256. */
+const CHECKSUM_MISMATCH_EXIT = 65;
+/** Exit code of a query script when the path is absent. */
+const ABSENT_EXIT = 3;
+/** Exit code of the probe script when the destination is a directory. */
+const IS_DIRECTORY_EXIT = 66;
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+const OWNER = /^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?(?::[A-Za-z0-9_][A-Za-z0-9_.-]*\$?)?$/;
+
+/** The shell a transfer runs its scripts on. */
+export interface TransferShell {
+  name: string;
+  run(script: string, io: { sudo?: boolean; stdin?: Readable | Buffer; stdout?: Writable }): Promise<ExecResult>;
+}
+
+interface SourceInfo {
+  size: number | undefined;
+  sha256: string | undefined;
+  /** Opens the source from a byte offset; undefined for a stream, which can be read once. */
+  openAt: ((offset: number) => Readable) | undefined;
+  stream: Readable | undefined;
+  /** SHA-256 of the first `length` bytes, for checking a part file. */
+  prefixSha256: ((length: number) => Promise<string>) | undefined;
+}
+
+/** Uploads `source` to `path` on the host; see the module comment for the steps. */
+export async function putFile(
+  shell: TransferShell,
+  source: PutSource,
+  path: string,
+  options: PutOptions = {},
+): Promise<PutResult> {
+  assertRemotePath(path);
+  const mode = options.mode ?? DEFAULT_FILE_MODE;
+  if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) throw new ValidationError(`invalid file mode ${mode}`);
+  if (options.owner !== undefined && !OWNER.test(options.owner)) {
+    throw new ValidationError(`invalid owner ${JSON.stringify(options.owner)}: expected user or user:group`);
+  }
+  const info = await describeSource(source, options);
+  const part = `${path}${PART_SUFFIX}`;
+  const q = { dest: quoteShellArg(path), part: quoteShellArg(part) };
+  const sudo = options.sudo === true;
+
+  // 1. What is there already: the file (hashed only when its size matches) and any part file.
+  const resumable = info.openAt !== undefined && info.size !== undefined;
+  const probe = await shell.run(
+    [
+      `d=${q.dest}; p=${q.part}`,
+      `if [ -d "$d" ] && [ ! -L "$d" ]; then exit ${IS_DIRECTORY_EXIT}; fi`,
+      'if [ -f "$d" ] && [ ! -L "$d" ]; then',
+      `  set -- $(stat -c '%s %a %U %G' "$d") && echo "dest $1 $2 $3:$4"`,
+      info.sha256 !== undefined && info.size !== undefined
+        ? `  if [ "$1" = ${info.size} ]; then echo "dest-sha256 $(sha256sum < "$d" | cut -c1-64)"; fi`
+        : '  :',
+      'fi',
+      'if [ -f "$p" ]; then',
+      '  s=$(stat -c %s "$p") && echo "part $s"',
+      resumable
+        ? `  if [ "$s" -gt 0 ] && [ "$s" -le ${info.size} ]; then echo "part-sha256 $(sha256sum < "$p" | cut -c1-64)"; fi`
+        : '  :',
+      'fi',
+    ].join('\n'),
+    { sudo },
+  );
+  if (probe.exitCode === IS_DIRECTORY_EXIT) {
+    throw new EdgeadmError(`cannot upload to ${path} on ${shell.name}: it is a directory`, { code: 'E_HOST_PUT_TARGET' });
+  }
+  if (probe.exitCode !== 0) throw new HostCommandError(shell.name, probe, `check ${path}`);
+  const found = parseProbe(probe.stdout);
+
+  // 2. Same content already there: fix owner and mode if needed, send nothing.
+  if (info.sha256 !== undefined && found.destSha256 === info.sha256) {
+    const fixes: string[] = [];
+    if (found.destMode !== undefined && Number.parseInt(found.destMode, 8) !== mode) {
+      fixes.push(`chmod ${mode.toString(8)} ${q.dest}`);
+    }
+    if (options.owner !== undefined && !ownerMatches(options.owner, found.destOwner)) {
+      fixes.push(`chown ${quoteShellArg(options.owner)} ${q.dest}`);
+    }
+    if (found.partSize !== undefined) fixes.push(`rm -f ${q.part}`);
+    if (fixes.length > 0) await mustRun(shell, fixes.join(' && '), sudo, `set owner and mode of ${path}`);
+    return { path, sha256: info.sha256, size: info.size ?? found.destSize ?? 0, skipped: true, bytesSent: 0, resumedFrom: 0 };
+  }
+
+  // 3. Resume from a part file that is a prefix of the source, else start over.
+  let resumedFrom = 0;
+  if (resumable && found.partSize !== undefined && found.partSha256 !== undefined && info.prefixSha256) {
+    if ((await info.prefixSha256(found.partSize)) === found.partSha256) resumedFrom = found.partSize;
+  }
+
+  // 4. Send the bytes.
+  // Only a stream of unknown content needs hashing on the way out.
+  const counter = new TransferCounter(resumedFrom, info.size, options.onProgress, info.sha256 === undefined);
+  const body = info.openAt ? info.openAt(resumedFrom) : info.stream!;
+  body.once('error', (error) => counter.destroy(error));
+  const upload = await shell.run(
+    [
+      `mkdir -p ${quoteShellArg(parentDir(path))}`,
+      'umask 077',
+      `exec cat ${resumedFrom > 0 ? '>>' : '>'} ${q.part}`,
+    ].join('\n'),
+    { sudo, stdin: body.pipe(counter) },
+  );
+  counter.finish();
+  if (upload.exitCode !== 0) throw new HostCommandError(shell.name, upload, `upload ${path}`);
+
+  // 5. Check, set owner and mode, and rename into place.
+  const expected = info.sha256 ?? counter.sha256();
+  const finalize = await shell.run(
+    [
+      `p=${q.part}`,
+      'h=$(sha256sum < "$p" | cut -c1-64)',
+      `if [ "$h" != ${expected} ]; then rm -f "$p"; echo "$h" >&2; exit ${CHECKSUM_MISMATCH_EXIT}; fi`,
+      ...(options.owner === undefined ? [] : [`chown ${quoteShellArg(options.owner)} "$p"`]),
+      `chmod ${mode.toString(8)} "$p"`,
+      `mv -f "$p" ${q.dest}`,
+    ].join('\n'),
+    { sudo },
+  );
+  if (finalize.exitCode === CHECKSUM_MISMATCH_EXIT) {
+    throw new EdgeadmError(
+      `the upload of ${path} to ${shell.name} arrived corrupted (SHA-256 ${finalize.stderr.trim()}, expected ${expected}); the partial file was removed`,
+      { code: 'E_HOST_PUT_CHECKSUM', hints: ['Run the command again: the upload starts over.'] },
+    );
+  }
+  if (finalize.exitCode !== 0) throw new HostCommandError(shell.name, finalize, `install ${path}`);
+  return {
+    path,
+    sha256: expected,
+    size: resumedFrom + counter.bytes,
+    skipped: false,
+    bytesSent: counter.bytes,
+    resumedFrom,
+  };
+}
+
+/** Downloads `path` from the host to a local file (via a temporary name) or a stream. */
+export async function getFile(
+  shell: TransferShell,
+  path: string,
+  destination: string | Writable,
+  options: GetOptions = {},
+): Promise<GetResult> {
+  assertRemotePath(path);
+  const counter = new TransferCounter(0, undefined, options.onProgress, true);
+  const temp = typeof destination === 'string' ? `${destination}.edgeadm-tmp-${randomBytes(4).toString('hex')}` : undefined;
+  const target = temp === undefined ? (destination as Writable) : createWriteStream(temp, { mode: 0o600 });
+  const sink = counter.into(target);
+  try {
+    const result = await shell.run(`exec cat ${quoteShellArg(path)}`, { sudo: options.sudo === true, stdout: sink });
+    counter.finish();
+    if (result.exitCode !== 0) throw new HostCommandError(shell.name, result, `read ${path}`);
+    if (temp !== undefined) await rename(temp, destination as string);
+  } catch (error) {
+    if (temp !== undefined) await rm(temp, { force: true });
+    throw error;
+  }
+  return { path: temp === undefined ? undefined : (destination as string), sha256: counter.sha256(), size: counter.bytes };
+}
+
+/** Whether anything (even a dangling link) is at `path`. */
+export async function remoteExists(shell: TransferShell, path: string, options: ReadOptions = {}): Promise<boolean> {
+  assertRemotePath(path);
+  const q = quoteShellArg(path);
+  const result = await shell.run(`if [ -e ${q} ] || [ -L ${q} ]; then exit 0; else exit ${ABSENT_EXIT}; fi`, {
+    sudo: options.sudo === true,
+  });
+  if (result.exitCode === 0) return true;
+  if (result.exitCode === ABSENT_EXIT) return false;
+  throw new HostCommandError(shell.name, result, `check ${path}`);
+}
+
+/** Metadata of `path` (not following a link), or undefined when absent. */
+export async function remoteStat(
+  shell: TransferShell,
+  path: string,
+  options: ReadOptions = {},
+): Promise<FileStat | undefined> {
+  assertRemotePath(path);
+  const q = quoteShellArg(path);
+  const result = await shell.run(
+    `if [ -e ${q} ] || [ -L ${q} ]; then stat -c '%F|%s|%a|%u|%g|%U|%G|%Y' ${q}; else exit ${ABSENT_EXIT}; fi`,
+    { sudo: options.sudo === true },
+  );
+  if (result.exitCode === ABSENT_EXIT) return undefined;
+  if (result.exitCode !== 0) throw new HostCommandError(shell.name, result, `stat ${path}`);
+  return parseStatLine(result.stdout.trim());
+}
+
+/** SHA-256 (hex) of the regular file at `path`, or undefined when there is none. */
+export async function remoteSha256(
+  shell: TransferShell,
+  path: string,
+  options: ReadOptions = {},
+): Promise<string | undefined> {
+  assertRemotePath(path);
+  const q = quoteShellArg(path);
+  const result = await shell.run(`if [ -f ${q} ]; then sha256sum < ${q}; else exit ${ABSENT_EXIT}; fi`, {
+    sudo: options.sudo === true,
+  });
+  if (result.exitCode === ABSENT_EXIT) return undefined;
+  const hash = result.stdout.slice(0, 64);
+  if (result.exitCode !== 0 || !SHA256_HEX.test(hash)) throw new HostCommandError(shell.name, result, `hash ${path}`);
+  return hash;
+}
+
+/** Runs a script that must succeed. */
+async function mustRun(shell: TransferShell, script: string, sudo: boolean, description: string): Promise<void> {
+  const result = await shell.run(script, { sudo });
+  if (result.exitCode !== 0) throw new HostCommandError(shell.name, result, description);
+}
+
+/** Parses one line of `stat -c '%F|%s|%a|%u|%g|%U|%G|%Y'`. */
+export function parseStatLine(line: string): FileStat {
+  const [kind = '', size, mode, uid, gid, owner = '', group = '', mtime] = line.split('|');
+  const type = kind.includes('regular')
+    ? 'file'
+    : kind === 'directory'
+      ? 'directory'
+      : kind === 'symbolic link'
+        ? 'symlink'
+        : 'other';
+  return {
+    type,
+    size: Number(size),
+    mode: Number.parseInt(mode ?? '0', 8),
+    uid: Number(uid),
+    gid: Number(gid),
+    owner,
+    group,
+    mtimeMs: Number(mtime) * 1000,
+  };
+}
+
+interface ProbeFindings {
+  destSize?: number;
+  destMode?: string;
+  destOwner?: string;
+  destSha256?: string;
+  partSize?: number;
+  partSha256?: string;
+}
+
+function parseProbe(stdout: string): ProbeFindings {
+  const found: ProbeFindings = {};
+  for (const line of stdout.split('\n')) {
+    const [key, ...rest] = line.trim().split(' ');
+    if (key === 'dest') {
+      found.destSize = Number(rest[0]);
+      found.destMode = rest[1];
+      found.destOwner = rest[2];
+    } else if (key === 'dest-sha256' && SHA256_HEX.test(rest[0] ?? '')) {
+      found.destSha256 = rest[0];
+    } else if (key === 'part') {
+      found.partSize = Number(rest[0]);
+    } else if (key === 'part-sha256' && SHA256_HEX.test(rest[0] ?? '')) {
+      found.partSha256 = rest[0];
+    }
+  }
+  return found;
+}
+
+function ownerMatches(wanted: string, actual: string | undefined): boolean {
+  if (actual === undefined) return false;
+  const [wantUser, wantGroup] = wanted.split(':');
+  const [user, group] = actual.split(':');
+  return wantUser === user && (wantGroup === undefined || wantGroup === group);
+}
+
+function assertRemotePath(path: string): void {
+  if (!path.startsWith('/') || /[\0\n]/.test(path)) {
+    throw new ValidationError(`host paths must be absolute, without newlines: ${JSON.stringify(path)}`, {
+      code: 'E_HOST_PATH',
+    });
+  }
+}
+
+function parentDir(path: string): string {
+  const index = path.lastIndexOf('/');
+  return index <= 0 ? '/' : path.slice(0, index);
+}
+
+async function describeSource(source: PutSource, options: PutOptions): Promise<SourceInfo> {
+  if (options.sha256 !== undefined && !SHA256_HEX.test(options.sha256)) {
+    throw new ValidationError(`invalid SHA-256 ${JSON.stringify(options.sha256)}: expected 64 lowercase hex digits`);
+  }
+  if (typeof source === 'string') {
+    const { size } = await statLocal(source);
+    return {
+      size,
+      // A caller sending one file to many hosts hashes it once and passes the hash.
+      sha256: options.sha256 ?? (await hashStream(createReadStream(source))),
+      openAt: (offset) => createReadStream(source, { start: offset }),
+      stream: undefined,
+      prefixSha256: (length) => hashStream(createReadStream(source, { start: 0, end: length - 1 })),
+    };
+  }
+  if (Buffer.isBuffer(source)) {
+    return {
+      size: source.length,
+      sha256: createHash('sha256').update(source).digest('hex'),
+      openAt: (offset) => Readable.from([source.subarray(offset)]),
+      stream: undefined,
+      prefixSha256: async (length) => createHash('sha256').update(source.subarray(0, length)).digest('hex'),
+    };
+  }
+  return { size: options.size, sha256: options.sha256, openAt: undefined, stream: source, prefixSha256: undefined };
+}
+
+async function hashStream(stream: Readable): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(stream, hash);
+  return hash.digest('hex');
+}
+
+/**
+ * Counts (and hashes) the bytes of one transfer attempt and reports progress.
+ * As a Transform it sits between a source and the channel; {@link into}
+ * makes a Writable that feeds a destination.
+ */
+class TransferCounter extends Transform {
+  bytes = 0;
+  readonly #resumedFrom: number;
+  readonly #total: number | undefined;
+  readonly #onProgress: ((progress: TransferProgress) => void) | undefined;
+  readonly #hash: Hash | undefined;
+  #lastReported = 0;
+  #finished = false;
+
+  constructor(
+    resumedFrom: number,
+    total: number | undefined,
+    onProgress: ((progress: TransferProgress) => void) | undefined,
+    isHashing: boolean,
+  ) {
+    super();
+    this.#resumedFrom = resumedFrom;
+    this.#total = total;
+    this.#onProgress = onProgress;
+    this.#hash = isHashing ? createHash('sha256') : undefined;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
+    this.#count(chunk);
+    this.push(chunk);
+    callback();
+  }
+
+  /** A Writable that counts what it is given and writes it on to `target`, with backpressure. */
+  into(target: Writable): Writable {
+    return new Writable({
+      write: (chunk: Buffer, _encoding, callback) => {
+        this.#count(chunk);
+        if (target.write(chunk)) callback();
+        else target.once('drain', () => callback());
+      },
+      final: (callback) => {
+        target.once('error', callback);
+        target.end(() => callback());
+      },
+    });
+  }
+
+  /** Reports the final progress once. */
+  finish(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#report();
+  }
+
+  /** SHA-256 (hex) of everything counted; the counter must have been made hashing. */
+  sha256(): string {
+    if (this.#hash === undefined) throw new Error('internal: transfer counter is not hashing');
+    return this.#hash.copy().digest('hex');
+  }
+
+  #count(chunk: Buffer): void {
+    this.bytes += chunk.length;
+    this.#hash?.update(chunk);
+    if (this.bytes - this.#lastReported >= PROGRESS_INTERVAL_BYTES) this.#report();
+  }
+
+  #report(): void {
+    this.#lastReported = this.bytes;
+    this.#onProgress?.({ bytesTransferred: this.bytes, resumedFrom: this.#resumedFrom, totalBytes: this.#total });
+  }
+}

@@ -1,0 +1,465 @@
+/**
+ * Token discovery: how a joining node comes to trust an API server it has
+ * never seen, from a bootstrap token and a CA pin (kubeadm's flow, with
+ * kubeadm's messages, so operators recognise them):
+ *
+ * 1. GET cluster-info without trusting TLS, retrying every
+ *    {@link DISCOVERY_RETRY_INTERVAL_MS} until the timeout while the request
+ *    fails or the token's signature is missing (signatures appear a little
+ *    after a token is made).
+ * 2. Verify the detached JWS with the token secret: the server knows the token.
+ * 3. Verify the CA in it against the pins (or, only when asked, skip that).
+ * 4. GET cluster-info again over TLS verified with that CA, and require the
+ *    same kubeconfig: the server holds the pinned CA's certificate.
+ *
+ * The result is the TLS-bootstrap kubeconfig for the kubelet. Nothing is
+ * written here; the caller writes it only once everything verified.
+ */
+import { request } from 'node:https';
+import { isIP } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EdgeadmError, ValidationError } from '../errors.js';
+import { silentLogger, type Logger } from '../log/run-log.js';
+import { formatBootstrapToken, parseBootstrapToken, type BootstrapToken } from './bootstrap-token.js';
+import { caPinOf, checkCaPins, parseCaPins } from './ca-pin.js';
+import {
+  CLUSTER_INFO_KUBECONFIG_KEY,
+  CLUSTER_INFO_NAME,
+  CLUSTER_INFO_PATH,
+  jwsSignatureKey,
+  parseClusterInfoResponse,
+  verifyClusterInfo,
+} from './cluster-info.js';
+import { formatGoDuration } from './duration.js';
+import { readKubeconfigCluster, renderBootstrapKubeconfig } from './kubeconfig.js';
+import { parsePemCertificates } from './pem.js';
+
+/** How often discovery asks again: 5s, as kubeadm. */
+export const DISCOVERY_RETRY_INTERVAL_MS = 5_000;
+/** How long discovery keeps asking by default: 5m, as kubeadm's `--discovery-timeout`. */
+export const DEFAULT_DISCOVERY_TIMEOUT_MS = 5 * 60_000;
+/** The most one request may take (connect, TLS, answer). */
+export const DISCOVERY_REQUEST_TIMEOUT_MS = 10_000;
+/** The largest answer read: a ConfigMap cannot exceed 1 MiB, and the response wraps it. */
+export const MAX_CLUSTER_INFO_RESPONSE_BYTES = 2 * 1024 * 1024;
+
+/** Where to find the API server and what to trust it with. */
+export interface DiscoveryOptions {
+  /** The API server, `host:port` (`[v6]:port` for IPv6), as kubeadm's join argument. */
+  endpoint: string;
+  /** The bootstrap token, `<id>.<secret>` or parsed. */
+  token: string | BootstrapToken;
+  /** `--discovery-token-ca-cert-hash` values; any one matching a CA certificate is enough. */
+  caCertHashes: readonly string[];
+  /** `--discovery-token-unsafe-skip-ca-verification`: accept the CA without a pin. */
+  isUnsafeSkipCaVerification?: boolean;
+  /** Give up after this long. Defaults to {@link DEFAULT_DISCOVERY_TIMEOUT_MS}. */
+  timeoutMs?: number;
+  /** Ask again after this long. Defaults to {@link DISCOVERY_RETRY_INTERVAL_MS}. */
+  pollIntervalMs?: number;
+  /** Progress goes here (never the token secret). */
+  logger?: Logger;
+}
+
+/** What discovery established. */
+export interface DiscoveryResult {
+  /** The endpoint discovery asked. */
+  endpoint: string;
+  /** The API server address cluster-info gives (may differ from the endpoint, e.g. behind a load balancer). */
+  server: string;
+  /** The CA bundle exactly as cluster-info holds it. */
+  caPem: string;
+  /** The pin of every certificate in the bundle. */
+  caPins: string[];
+  /** The pin that matched, when the CA was verified. */
+  matchedPin?: string;
+  /** False only with the unsafe flag and no pins. */
+  isCaVerified: boolean;
+  /** The verified cluster-info kubeconfig. */
+  clusterInfoKubeconfig: string;
+  /** The kubelet's TLS-bootstrap kubeconfig. Holds the token: a credential. */
+  bootstrapKubeconfig: string;
+}
+
+/** An API server address, split. */
+interface Target {
+  host: string;
+  port: number;
+}
+
+/** How the TLS of a request is checked. */
+type TlsTrust = { kind: 'insecure' } | { kind: 'pinned-ca'; caPem: string };
+
+/**
+ * Node's codes for a server certificate that does not verify. On the second
+ * fetch these are final, not transient: retrying cannot make a certificate
+ * chain to the pinned CA, so discovery stops at once rather than waiting
+ * out the timeout.
+ */
+const CERTIFICATE_REJECTED_CODES = new Set([
+  'CERT_CHAIN_TOO_LONG',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'ERROR_IN_CERT_NOT_BEFORE_FIELD',
+  'HOSTNAME_MISMATCH',
+  'INVALID_CA',
+  'INVALID_PURPOSE',
+  'PATH_LENGTH_EXCEEDED',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
+
+const HOST_NAME = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+const MAX_PORT = 65_535;
+
+/**
+ * Parses `host:port`; the port is required, as kubeadm requires it.
+ *
+ * @throws {ValidationError} `E_DISCOVERY_ENDPOINT_INVALID`.
+ */
+export function parseDiscoveryEndpoint(endpoint: string): Target {
+  const invalid = (why: string): ValidationError =>
+    new ValidationError(`invalid API server endpoint ${JSON.stringify(endpoint)}: ${why}`, {
+      code: 'E_DISCOVERY_ENDPOINT_INVALID',
+      hints: ['Pass the API server as host:port, for example 10.0.0.10:6443 or [fd00::10]:6443.'],
+    });
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(endpoint);
+  if (!match) throw invalid('expected host:port');
+  const port = Number(match[3]);
+  if (port < 1 || port > MAX_PORT) throw invalid(`port ${port} is out of range`);
+  if (match[1] !== undefined) {
+    if (isIP(match[1]) !== 6) throw invalid('the part in brackets is not an IPv6 address');
+    return { host: match[1], port };
+  }
+  const host = match[2] as string;
+  if (isIP(host) === 0 && !HOST_NAME.test(host)) throw invalid('the host is neither an IP address nor a DNS name');
+  return { host, port };
+}
+
+function endpointUrl(target: Target): string {
+  return `https://${isIP(target.host) === 6 ? `[${target.host}]` : target.host}:${target.port}`;
+}
+
+/** Why one request failed. */
+type FailureKind = 'certificate-rejected' | 'timed-out' | 'other';
+
+/** An error from one request, kept as the last error while polling. */
+class RequestFailure extends Error {
+  constructor(
+    message: string,
+    readonly kind: FailureKind,
+  ) {
+    super(message);
+  }
+}
+
+/** Marks the error a request is destroyed with when it runs out of time. */
+const REQUEST_TIMED_OUT = Symbol('request timed out');
+
+/** The message of an API error Status body, if the body is one. */
+function statusMessage(body: string): string | undefined {
+  try {
+    const status = JSON.parse(body) as { kind?: unknown; message?: unknown };
+    return status.kind === 'Status' && typeof status.message === 'string' ? status.message : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One anonymous GET of cluster-info, on a fresh connection. */
+function getClusterInfoOnce(target: Target, trust: TlsTrust, timeoutMs: number): Promise<Record<string, string>> {
+  return new Promise((resolve, reject) => {
+    const fail = (message: string, kind: FailureKind = 'other'): void => reject(new RequestFailure(message, kind));
+    const req = request(
+      {
+        host: target.host,
+        port: target.port,
+        path: CLUSTER_INFO_PATH,
+        method: 'GET',
+        headers: { Accept: 'application/json', 'User-Agent': 'edgeadm-discovery' },
+        // A fresh connection each time: the second fetch must not ride on a
+        // socket that was set up without verification.
+        agent: false,
+        timeout: timeoutMs,
+        ...(trust.kind === 'insecure' ? { rejectUnauthorized: false } : { rejectUnauthorized: true, ca: trust.caPem }),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_CLUSTER_INFO_RESPONSE_BYTES) {
+            req.destroy(new Error(`the response is larger than ${MAX_CLUSTER_INFO_RESPONSE_BYTES} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('error', (error) => fail(error.message));
+        res.on('end', () => {
+          const body = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          if (status !== 200) {
+            fail(
+              statusMessage(body) ??
+                `the server answered HTTP ${status}${res.statusMessage ? ` ${res.statusMessage}` : ''}`,
+            );
+            return;
+          }
+          try {
+            resolve(parseClusterInfoResponse(body));
+          } catch (error) {
+            fail((error as Error).message);
+          }
+        });
+      },
+    );
+    req.on('timeout', () =>
+      req.destroy(
+        Object.assign(new Error(`no answer within ${formatGoDuration(timeoutMs)}`), { [REQUEST_TIMED_OUT]: true }),
+      ),
+    );
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      // Node suggests the system CA store for unknown issuers; discovery
+      // trusts only the pinned CA, so that advice would mislead.
+      const message = error.message.replace(/; if the root CA is installed locally.*$/s, '');
+      if (REQUEST_TIMED_OUT in error) fail(message, 'timed-out');
+      else if (trust.kind === 'pinned-ca' && CERTIFICATE_REJECTED_CODES.has(error.code ?? '')) {
+        fail(message, 'certificate-rejected');
+      } else fail(message);
+    });
+    req.end();
+  });
+}
+
+interface PollOptions {
+  target: Target;
+  trust: TlsTrust;
+  tokenId: string;
+  timeoutMs: number;
+  intervalMs: number;
+  logger: Logger;
+}
+
+/**
+ * Asks for cluster-info until it comes back with the token's signature key,
+ * or the timeout passes; then fails with the last error, as kubeadm does.
+ */
+async function pollClusterInfo(options: PollOptions): Promise<Record<string, string>> {
+  const { target, trust, tokenId, timeoutMs, logger } = options;
+  const intervalMs = Math.min(options.intervalMs, timeoutMs);
+  const deadline = Date.now() + timeoutMs;
+  let attempts = 0;
+  let last: { code: string; message: string } | undefined;
+  for (;;) {
+    attempts += 1;
+    logger.debug(
+      `[discovery] Waiting for the cluster-info ConfigMap to receive a JWS signature for token ID "${tokenId}"`,
+    );
+    // The last request is cut short at the deadline, so that the timeout
+    // holds even against a server that accepts connections and never answers.
+    const requestTimeoutMs = Math.max(1, Math.min(DISCOVERY_REQUEST_TIMEOUT_MS, deadline - Date.now()));
+    try {
+      const data = await getClusterInfoOnce(target, trust, requestTimeoutMs);
+      if (data[jwsSignatureKey(tokenId)] !== undefined) return data;
+      last = {
+        code: 'E_DISCOVERY_NO_JWS',
+        message: `could not find a JWS signature in the cluster-info ConfigMap for token ID ${JSON.stringify(tokenId)}`,
+      };
+    } catch (error) {
+      const failure = error as RequestFailure;
+      if (failure.kind === 'certificate-rejected') {
+        throw new EdgeadmError(
+          `failed to request the cluster-info ConfigMap over TLS verified with the pinned cluster CA: ${failure.message}`,
+          {
+            code: 'E_DISCOVERY_TLS_UNTRUSTED',
+            hints: [
+              `The certificate that ${endpointUrl(target)} presented does not verify against the CA that cluster-info pinned. Something between this host and the API server may be intercepting TLS.`,
+              'If the address is right but missing from the API server certificate, add it to the certificate SANs and retry.',
+            ],
+            details: { endpoint: endpointUrl(target), attempts },
+          },
+        );
+      }
+      // A request cut short by the deadline says nothing new about the
+      // server: keep the error that came before it (a missing signature is
+      // far more useful to the operator than "no answer within 12ms").
+      const isCutShort = failure.kind === 'timed-out' && requestTimeoutMs < DISCOVERY_REQUEST_TIMEOUT_MS;
+      if (!isCutShort || last === undefined) {
+        last = {
+          code: 'E_DISCOVERY_TIMEOUT',
+          message: `failed to request the cluster-info ConfigMap: ${failure.message}`,
+        };
+      }
+    }
+    logger.debug(`[discovery] Retrying due to error: ${last.message}`);
+    const wait = Math.min(intervalMs, deadline - Date.now());
+    if (wait <= 0) break;
+    await sleep(wait);
+    if (Date.now() >= deadline) break;
+  }
+  const hints = [
+    `Discovery asked ${attempts} times over ${formatGoDuration(timeoutMs)}; raise --discovery-timeout to wait longer.`,
+  ];
+  if (last.code === 'E_DISCOVERY_NO_JWS') {
+    hints.unshift(
+      `The cluster does not know token ID "${tokenId}", or it has expired, or it may not sign: create a new token on the control plane ("edgeadm token create") and use the join command it prints.`,
+    );
+  } else {
+    hints.unshift(`Check that ${endpointUrl(target)} is the API server and that this host can reach it.`);
+  }
+  throw new EdgeadmError(last.message, {
+    code: last.code,
+    hints,
+    details: { endpoint: endpointUrl(target), tokenId, attempts, timeout: formatGoDuration(timeoutMs) },
+  });
+}
+
+/** Checks the options before any network traffic: flags mistakes fail at once. */
+function validateOptions(options: DiscoveryOptions): {
+  target: Target;
+  token: BootstrapToken;
+  pins: string[];
+  timeoutMs: number;
+  intervalMs: number;
+} {
+  const token =
+    typeof options.token === 'string'
+      ? parseBootstrapToken(options.token)
+      : parseBootstrapToken(formatBootstrapToken(options.token));
+  let pins: string[];
+  try {
+    pins = parseCaPins(options.caCertHashes);
+  } catch (error) {
+    const cause = error as ValidationError;
+    throw new ValidationError(`invalid discovery token CA certificate hash: ${cause.message}`, {
+      code: cause.code,
+      hints: cause.hints,
+      cause,
+    });
+  }
+  if (pins.length === 0 && !options.isUnsafeSkipCaVerification) {
+    throw new ValidationError(
+      'using token-based discovery without --discovery-token-ca-cert-hash can be unsafe: nothing would prove that the API server is the one you mean',
+      {
+        code: 'E_DISCOVERY_NO_PIN',
+        hints: [
+          'Pass --discovery-token-ca-cert-hash sha256:<hash>; print the hash on the control plane with "edgeadm certs ca-hash".',
+          'Or, to trust whatever CA the server presents (only on a network you trust), pass --discovery-token-unsafe-skip-ca-verification.',
+        ],
+      },
+    );
+  }
+  const timeoutMs = options.timeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS;
+  const intervalMs = options.pollIntervalMs ?? DISCOVERY_RETRY_INTERVAL_MS;
+  if (!(timeoutMs > 0)) {
+    throw new ValidationError('the discovery timeout must be positive', { code: 'E_DISCOVERY_TIMEOUT_INVALID' });
+  }
+  if (!(intervalMs > 0)) {
+    throw new ValidationError('the discovery poll interval must be positive', { code: 'E_DISCOVERY_TIMEOUT_INVALID' });
+  }
+  return { target: parseDiscoveryEndpoint(options.endpoint), token, pins, timeoutMs, intervalMs };
+}
+
+/**
+ * Runs token discovery against `options.endpoint`.
+ *
+ * @throws {ValidationError} (exit 3) for bad options, before any request:
+ * `E_TOKEN_INVALID`, `E_CA_PIN_INVALID`, `E_DISCOVERY_NO_PIN`,
+ * `E_DISCOVERY_ENDPOINT_INVALID`.
+ * @throws {EdgeadmError} (exit 1) when the server cannot be trusted or
+ * reached: `E_DISCOVERY_NO_JWS`, `E_DISCOVERY_TIMEOUT`,
+ * `E_DISCOVERY_JWS_INVALID`, `E_DISCOVERY_TOKEN_EXPIRED`,
+ * `E_DISCOVERY_NO_KUBECONFIG`, `E_KUBECONFIG_INVALID`, `E_DISCOVERY_BAD_CA`,
+ * `E_DISCOVERY_PIN_MISMATCH`, `E_DISCOVERY_TLS_UNTRUSTED`, `E_DISCOVERY_CHANGED`.
+ */
+export async function discoverClusterInfo(options: DiscoveryOptions): Promise<DiscoveryResult> {
+  const logger = options.logger ?? silentLogger;
+  const { target, token, pins, timeoutMs, intervalMs } = validateOptions(options);
+  const endpoint = endpointUrl(target);
+  const poll = (trust: TlsTrust): Promise<Record<string, string>> =>
+    pollClusterInfo({ target, trust, tokenId: token.id, timeoutMs, intervalMs, logger });
+
+  logger.info(`[discovery] Requesting cluster-info from ${JSON.stringify(endpoint)} without TLS verification`);
+  const insecureData = await poll({ kind: 'insecure' });
+  const kubeconfig = verifyClusterInfo(insecureData, token);
+  const cluster = readKubeconfigCluster(kubeconfig, `the ${CLUSTER_INFO_NAME} ConfigMap`);
+  let certificates;
+  try {
+    certificates = parsePemCertificates(cluster.caPem, `the cluster CA of the ${CLUSTER_INFO_NAME} ConfigMap`);
+  } catch (error) {
+    throw new EdgeadmError(
+      `failed to parse cluster CA from the ${CLUSTER_INFO_NAME} ConfigMap: ${(error as Error).message}`,
+      {
+        code: 'E_DISCOVERY_BAD_CA',
+        cause: error,
+      },
+    );
+  }
+  const caPins = certificates.map(({ certificate }) => caPinOf(certificate));
+  const result = (extra: { isCaVerified: boolean; matchedPin?: string }): DiscoveryResult => ({
+    endpoint,
+    server: cluster.server,
+    caPem: cluster.caPem,
+    caPins,
+    ...extra,
+    clusterInfoKubeconfig: kubeconfig,
+    bootstrapKubeconfig: renderBootstrapKubeconfig({
+      server: cluster.server,
+      caPem: cluster.caPem,
+      token: formatBootstrapToken(token),
+    }),
+  });
+
+  if (pins.length === 0) {
+    logger.warn(
+      `[discovery] Cluster info signature and contents are valid but no CA pin was given (--discovery-token-unsafe-skip-ca-verification): trusting CA ${caPins.join(', ')} of ${cluster.server} unverified`,
+    );
+    return result({ isCaVerified: false });
+  }
+
+  const check = checkCaPins(
+    certificates.map(({ certificate }) => certificate),
+    pins,
+  );
+  if (!check.isPinned) {
+    throw new EdgeadmError(`cluster CA found in ${CLUSTER_INFO_NAME} ConfigMap is invalid: ${check.message}`, {
+      code: 'E_DISCOVERY_PIN_MISMATCH',
+      hints: [
+        'The CA this server presents is not the one the pin names: check the pin (run "edgeadm certs ca-hash" on the control plane) and the address.',
+        'If the pin is right, this is not the cluster you meant, or something is intercepting the connection.',
+      ],
+      details: { endpoint, expected: pins, actual: check.actual },
+    });
+  }
+
+  logger.info(
+    `[discovery] Requesting cluster-info from ${JSON.stringify(endpoint)} again to validate TLS against the pinned public key`,
+  );
+  const secureData = await poll({ kind: 'pinned-ca', caPem: cluster.caPem });
+  if (secureData[CLUSTER_INFO_KUBECONFIG_KEY] !== kubeconfig) {
+    throw new EdgeadmError(
+      `the second kubeconfig from the ${CLUSTER_INFO_NAME} ConfigMap (using validated TLS) was different from the first`,
+      {
+        code: 'E_DISCOVERY_CHANGED',
+        hints: [
+          'cluster-info changed between the two requests, or the first answer did not come from the API server. Retry; if it persists, check the network path.',
+        ],
+        details: { endpoint },
+      },
+    );
+  }
+  logger.info(
+    `[discovery] Cluster info signature and contents are valid and TLS certificate validates against pinned roots, will use API Server ${JSON.stringify(cluster.server)}`,
+  );
+  return result({ isCaVerified: true, matchedPin: check.pin });
+}

@@ -1,0 +1,51 @@
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertSecretFileWritable, writeSecretFileAtomic } from '../../../src/trust/secret-file.js';
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'edgeadm-secret-file-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('writeSecretFileAtomic', () => {
+  it('writes the content with mode 0600 and leaves no temporary file', () => {
+    const path = join(dir, 'bootstrap.conf');
+    writeSecretFileAtomic(path, 'token: x\n');
+    expect(readFileSync(path, 'utf8')).toBe('token: x\n');
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readdirSync(dir)).toEqual(['bootstrap.conf']);
+  });
+
+  it('replaces an existing file whole, and makes it 0600 even if it was not', () => {
+    const path = join(dir, 'replace.conf');
+    writeFileSync(path, 'old content that is longer', { mode: 0o644 });
+    writeSecretFileAtomic(path, 'new');
+    expect(readFileSync(path, 'utf8')).toBe('new');
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  it('leaves nothing behind when the target cannot be written', () => {
+    const sub = join(dir, 'target-is-a-dir');
+    mkdirSync(join(sub, 'out.conf'), { recursive: true });
+    expect(() => writeSecretFileAtomic(join(sub, 'out.conf'), 'x')).toThrow();
+    expect(readdirSync(sub)).toEqual(['out.conf']);
+  });
+});
+
+describe('assertSecretFileWritable', () => {
+  it('accepts a new file in an existing directory', () => {
+    expect(() => assertSecretFileWritable(join(dir, 'new.conf'))).not.toThrow();
+  });
+
+  it('refuses a missing directory and a path that is a directory', () => {
+    expect(() => assertSecretFileWritable(join(dir, 'missing', 'x.conf'))).toThrow(
+      expect.objectContaining({ code: 'E_OUTPUT_PATH', exitCode: 3 }),
+    );
+    expect(() => assertSecretFileWritable(dir)).toThrow(
+      expect.objectContaining({ code: 'E_OUTPUT_PATH', message: `cannot write ${dir}: it is a directory` }),
+    );
+  });
+});
