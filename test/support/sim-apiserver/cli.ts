@@ -1,0 +1,145 @@
+/**
+ * The simulated API server as a process (see main.ts): parses
+ * `--listen host:port --data-dir DIR`, keeps its CA, admin token and objects
+ * in DIR so a restarted process carries on where it stopped, writes
+ * `ca.crt`, `admin.kubeconfig` and finally `ready` when serving, and stops
+ * cleanly on SIGTERM or SIGINT.
+ *
+ * DIR layout: ca.crt, ca.key, admin-token, admin.kubeconfig, state.json
+ * (the objects, rewritten shortly after each change), ready (the URL).
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadAll as loadAllYaml } from 'js-yaml';
+import { SimCertificateAuthority } from './pki.js';
+import { startSimApiServer } from './sim-apiserver.js';
+import type { SimApiServer } from './sim-apiserver.js';
+import type { KubeObject, StoreSnapshot } from './store.js';
+import type { TokenIdentity } from './authn.js';
+
+/** Delay between a change and the snapshot that records it (batches bursts of writes). */
+export const SNAPSHOT_DELAY_MS = 100;
+
+const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]...
+
+A SIMULATED Kubernetes API server for edgeadm's tests (not kube-apiserver).`;
+
+function parseListen(value: string): { host: string; port: number } {
+  const match = /^\[?([^\]]*?)\]?:(\d+)$/.exec(value);
+  if (!match) throw new Error(`--listen must be HOST:PORT, got "${value}"`);
+  return { host: match[1] || '127.0.0.1', port: Number(match[2]) };
+}
+
+function parseToken(value: string): [string, TokenIdentity] {
+  const match = /^([^=]+)=([^:]+)(?::(.*))?$/.exec(value);
+  if (!match) throw new Error(`--token must be TOKEN=USER[:GROUP,...], got "${value}"`);
+  const groups = (match[3] ?? '').split(',').filter((g) => g.length > 0);
+  return [match[1] ?? '', { user: match[2] ?? '', groups }];
+}
+
+async function readIfExists(path: string): Promise<string | undefined> {
+  return existsSync(path) ? readFile(path, 'utf8') : undefined;
+}
+
+async function writeAtomically(path: string, text: string, mode: number): Promise<void> {
+  const temporary = `${path}.tmp-${process.pid}`;
+  await writeFile(temporary, text, { mode });
+  await rename(temporary, path);
+}
+
+/** Runs the server until a signal arrives; returns the process exit code. */
+export async function runCli(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        listen: { type: 'string' },
+        'data-dir': { type: 'string' },
+        token: { type: 'string', multiple: true },
+        objects: { type: 'string' },
+        version: { type: 'string' },
+        san: { type: 'string', multiple: true },
+        help: { type: 'boolean' },
+      },
+    }));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (!values.listen || !values['data-dir']) {
+    process.stderr.write(`--listen and --data-dir are required\n${USAGE}\n`);
+    return 2;
+  }
+  const { host, port } = parseListen(values.listen);
+  const dataDir = values['data-dir'];
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await rm(join(dataDir, 'ready'), { force: true });
+
+  let caCert = await readIfExists(join(dataDir, 'ca.crt'));
+  let caKey = await readIfExists(join(dataDir, 'ca.key'));
+  if (!caCert || !caKey) {
+    const ca = await SimCertificateAuthority.generate();
+    caCert = ca.certPem;
+    caKey = ca.keyPem;
+    await writeAtomically(join(dataDir, 'ca.key'), caKey, 0o600);
+    await writeAtomically(join(dataDir, 'ca.crt'), caCert, 0o644);
+  }
+  const adminToken = (await readIfExists(join(dataDir, 'admin-token')))?.trim() || randomBytes(24).toString('hex');
+  const stateText = await readIfExists(join(dataDir, 'state.json'));
+  const snapshot = stateText ? (JSON.parse(stateText) as StoreSnapshot) : undefined;
+  const objects = values.objects
+    ? (loadAllYaml(await readFile(values.objects, 'utf8')) as KubeObject[]).filter(Boolean)
+    : [];
+
+  let snapshotTimer: NodeJS.Timeout | undefined;
+  let pendingWrite: Promise<void> = Promise.resolve();
+  // Writes are chained so that an older snapshot never lands after a newer one.
+  const saveSnapshot = (from: SimApiServer): Promise<void> => {
+    const text = JSON.stringify(from.store.snapshot());
+    pendingWrite = pendingWrite.then(() => writeAtomically(join(dataDir, 'state.json'), text, 0o600));
+    return pendingWrite;
+  };
+
+  const server: SimApiServer = await startSimApiServer({
+    host,
+    port,
+    adminToken,
+    ...(values.san ? { sans: values.san } : {}),
+    ca: { certPem: caCert, keyPem: caKey },
+    ...(snapshot ? { snapshot } : { objects }),
+    ...(values.version ? { gitVersion: values.version } : {}),
+    tokens: Object.fromEntries((values.token ?? []).map(parseToken)),
+    onChange: () => {
+      if (snapshotTimer) return;
+      snapshotTimer = setTimeout(() => {
+        snapshotTimer = undefined;
+        void saveSnapshot(server);
+      }, SNAPSHOT_DELAY_MS);
+    },
+  });
+  if (snapshot && objects.length > 0) for (const object of objects) server.setObject(object);
+
+  await writeAtomically(join(dataDir, 'admin-token'), `${adminToken}\n`, 0o600);
+  await writeAtomically(join(dataDir, 'admin.kubeconfig'), server.kubeconfig(), 0o600);
+  await saveSnapshot(server);
+  await writeAtomically(join(dataDir, 'ready'), `${server.url}\n`, 0o644);
+  process.stderr.write(`sim-apiserver (a simulation for tests, not kube-apiserver) serving at ${server.url}\n`);
+
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  if (snapshotTimer) clearTimeout(snapshotTimer);
+  await server.stop();
+  await saveSnapshot(server);
+  await rm(join(dataDir, 'ready'), { force: true });
+  return 0;
+}
