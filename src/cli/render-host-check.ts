@@ -34,7 +34,9 @@ export function renderHostCheck(report: HostCheckReport, style: ChalkInstance): 
   lines.push('');
   lines.push(
     fail > 0
-      ? style.red.bold(`${fail} failed, ${warn} warning${warn === 1 ? '' : 's'}, ${pass} passed: not fit for a ${report.role} node as it is`)
+      ? style.red.bold(
+          `${fail} failed, ${warn} warning${warn === 1 ? '' : 's'}, ${pass} passed: not fit for a ${report.role} node as it is`,
+        )
       : `${pass} passed, ${warn} warning${warn === 1 ? '' : 's'}: fit for a ${report.role} node`,
   );
   return lines;

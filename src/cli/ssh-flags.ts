@@ -34,7 +34,8 @@ export const sshFlags = {
     helpGroup,
   }),
   'ssh-key': Flags.string({
-    summary: 'Private key file to log in with (repeatable). Default: ssh-agent, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa.',
+    summary:
+      'Private key file to log in with (repeatable). Default: ssh-agent, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa.',
     multiple: true,
     helpGroup,
   }),
@@ -55,7 +56,7 @@ export const sshFlags = {
     helpGroup,
   }),
   'ssh-host-key-fingerprint': Flags.string({
-    summary: "Trust only this host key (SHA256:… as ssh-keygen -lf prints it), instead of known_hosts.",
+    summary: 'Trust only this host key (SHA256:… as ssh-keygen -lf prints it), instead of known_hosts.',
     helpGroup,
   }),
   'ssh-accept-new': Flags.boolean({
@@ -67,7 +68,8 @@ export const sshFlags = {
     helpGroup,
   }),
   'ssh-config': Flags.string({
-    summary: 'ssh config file for Host entries (HostName, User, Port, IdentityFile, ProxyJump). Default: ~/.ssh/config.',
+    summary:
+      'ssh config file for Host entries (HostName, User, Port, IdentityFile, ProxyJump). Default: ~/.ssh/config.',
     helpGroup,
   }),
   'ssh-port': Flags.integer({
@@ -132,7 +134,9 @@ export function hostConnectOptionsFromFlags(flags: SshFlagValues, context: SshFl
   // A file beats the flag, which beats the environment.
   const passwordFile = flags['ssh-password-file'];
   if (flags['ssh-password'] !== undefined) {
-    logger.warn(`--ssh-password is visible in the process list; prefer --ssh-password-file or ${SSH_PASSWORD_ENV}`);
+    logger.warn(
+      `a password on the command line (--ssh-password) is visible in the process list; prefer --ssh-password-file or ${SSH_PASSWORD_ENV}`,
+    );
   }
   const password =
     passwordFile !== undefined || flags['ssh-password'] === undefined

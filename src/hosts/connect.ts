@@ -19,7 +19,7 @@ import { loadSshCredentials } from './ssh-auth.js';
 import { loadSshConfig, resolveSshConfig, type SshConfigBlock, type SshConfigContext } from './ssh-config.js';
 import { SshConnection } from './ssh-connection.js';
 import { SshHost } from './ssh-host.js';
-import { DEFAULT_SSH_PORT, parseSshTarget, type SshEndpoint } from './ssh-target.js';
+import { DEFAULT_SSH_PORT, formatEndpoint, parseSshTarget, type SshEndpoint } from './ssh-target.js';
 
 /** Most bastions in one chain (also stops ProxyJump loops in an ssh config). */
 export const MAX_JUMP_HOPS = 8;
@@ -52,6 +52,20 @@ export interface HostConnectOptions {
   homeDir?: string;
   localUser?: string;
   logger?: Logger;
+  /**
+   * Bastion connections shared by every host connected with the same map,
+   * keyed by their chain (`user@bastion:22`): a fleet behind one bastion
+   * then uses one connection to it. Hosts do not close shared bastions;
+   * whoever owns the map does, with {@link closeSharedJumps}.
+   */
+  sharedJumps?: Map<string, SshConnection>;
+}
+
+/** Closes the bastion connections collected in a `sharedJumps` map, innermost first. */
+export async function closeSharedJumps(sharedJumps: Map<string, SshConnection>): Promise<void> {
+  const connections = [...sharedJumps.values()].sort((a, b) => b.path.length - a.path.length);
+  sharedJumps.clear();
+  for (const connection of connections) await connection.close();
 }
 
 /** A resolved endpoint and the key files it uses. */
@@ -76,7 +90,11 @@ export function resolveSshChain(
   blocks: SshConfigBlock[],
   context: SshConfigContext,
 ): ResolvedChain {
-  const resolveHop = (text: string, what: string, portOverride?: number): { hop: ResolvedHop; proxyJump?: string[] } => {
+  const resolveHop = (
+    text: string,
+    what: string,
+    portOverride?: number,
+  ): { hop: ResolvedHop; proxyJump?: string[] } => {
     const typed = parseSshTarget(text, what);
     const config = resolveSshConfig(blocks, typed.host, context);
     const endpoint: SshEndpoint = {
@@ -94,9 +112,12 @@ export function resolveSshChain(
   const expand = (specs: string[], depth: number): void => {
     for (const spec of specs) {
       if (depth + jumps.length >= MAX_JUMP_HOPS) {
-        throw new ValidationError(`more than ${MAX_JUMP_HOPS} SSH jump hosts (is there a ProxyJump loop in the ssh config?)`, {
-          code: 'E_SSH_CONFIG',
-        });
+        throw new ValidationError(
+          `more than ${MAX_JUMP_HOPS} SSH jump hosts (is there a ProxyJump loop in the ssh config?)`,
+          {
+            code: 'E_SSH_CONFIG',
+          },
+        );
       }
       const resolved = resolveHop(spec, 'jump host (--ssh-jump)');
       if (resolved.proxyJump && resolved.proxyJump.length > 0) {
@@ -117,9 +138,12 @@ export function resolveSshChain(
 export async function connectHost(options: HostConnectOptions): Promise<Host> {
   const logger = options.logger ?? silentLogger;
   if (options.host === undefined) {
-    return new LocalHost({ logger, ...(options.sudoPassword === undefined ? {} : { sudoPassword: options.sudoPassword }) });
+    return new LocalHost({
+      logger,
+      ...(options.sudoPassword === undefined ? {} : { sudoPassword: options.sudoPassword }),
+    });
   }
-  const host = openSshHost({ ...options, host: options.host });
+  const host = await openSshHost({ ...options, host: options.host });
   try {
     await host.connect();
   } catch (error) {
@@ -130,7 +154,7 @@ export async function connectHost(options: HostConnectOptions): Promise<Host> {
 }
 
 /** Builds the SshHost and its connection chain without connecting yet. */
-export function openSshHost(options: HostConnectOptions & { host: string }): SshHost {
+export async function openSshHost(options: HostConnectOptions & { host: string }): Promise<SshHost> {
   const logger = options.logger ?? silentLogger;
   const homeDir = options.homeDir ?? homedir();
   const context: SshConfigContext = { homeDir, localUser: options.localUser ?? userInfo().username };
@@ -165,23 +189,35 @@ export function openSshHost(options: HostConnectOptions & { host: string }): Ssh
     ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
   };
 
+  // Credentials first: from here on nothing awaits, so concurrent callers
+  // sharing `sharedJumps` see each other's bastion connections.
+  const jumpCredentials = await Promise.all(chain.jumps.map((hop) => credentialsFor(hop, undefined)));
+  const targetCredentials = await credentialsFor(chain.target, options.password);
+
   let via: SshConnection | undefined;
-  const jumps: SshConnection[] = [];
-  for (const hop of chain.jumps) {
+  const ownedJumps: SshConnection[] = [];
+  for (const [index, hop] of chain.jumps.entries()) {
+    const key = `${via ? `${via.path} -> ` : ''}${formatEndpoint(hop.endpoint)}`;
+    const shared = options.sharedJumps?.get(key);
+    if (shared) {
+      via = shared;
+      continue;
+    }
     via = new SshConnection({
       ...common,
       endpoint: hop.endpoint,
       ...(via ? { via } : {}),
-      credentials: credentialsFor(hop, undefined),
+      credentials: jumpCredentials[index]!,
       hostKeys: { knownHostsFile, acceptNew: options.acceptNewHostKeys === true },
     });
-    jumps.push(via);
+    if (options.sharedJumps) options.sharedJumps.set(key, via);
+    else ownedJumps.push(via);
   }
   const connection = new SshConnection({
     ...common,
     endpoint: chain.target.endpoint,
     ...(via ? { via } : {}),
-    credentials: credentialsFor(chain.target, options.password),
+    credentials: targetCredentials,
     hostKeys: {
       knownHostsFile,
       acceptNew: options.acceptNewHostKeys === true,
@@ -190,7 +226,7 @@ export function openSshHost(options: HostConnectOptions & { host: string }): Ssh
   });
   return new SshHost({
     connection,
-    ownedJumps: jumps.reverse(),
+    ownedJumps: ownedJumps.reverse(),
     logger,
     ...(options.sudoPassword === undefined ? {} : { sudoPassword: options.sudoPassword }),
   });

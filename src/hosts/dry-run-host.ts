@@ -163,9 +163,11 @@ async function describeLocal(
   options: PutOptions,
 ): Promise<{ size: number | undefined; sha256: string | undefined }> {
   if (typeof source === 'string') {
+    const size = (await statLocal(source)).size;
+    if (options.sha256 !== undefined) return { size, sha256: options.sha256 };
     const hash = createHash('sha256');
     await pipeline(createReadStream(source), hash);
-    return { size: (await statLocal(source)).size, sha256: options.sha256 ?? hash.digest('hex') };
+    return { size, sha256: hash.digest('hex') };
   }
   if (Buffer.isBuffer(source)) {
     return { size: source.length, sha256: createHash('sha256').update(source).digest('hex') };

@@ -103,7 +103,9 @@ export async function putFile(
     { sudo },
   );
   if (probe.exitCode === IS_DIRECTORY_EXIT) {
-    throw new EdgeadmError(`cannot upload to ${path} on ${shell.name}: it is a directory`, { code: 'E_HOST_PUT_TARGET' });
+    throw new EdgeadmError(`cannot upload to ${path} on ${shell.name}: it is a directory`, {
+      code: 'E_HOST_PUT_TARGET',
+    });
   }
   if (probe.exitCode !== 0) throw new HostCommandError(shell.name, probe, `check ${path}`);
   const found = parseProbe(probe.stdout);
@@ -119,7 +121,14 @@ export async function putFile(
     }
     if (found.partSize !== undefined) fixes.push(`rm -f ${q.part}`);
     if (fixes.length > 0) await mustRun(shell, fixes.join(' && '), sudo, `set owner and mode of ${path}`);
-    return { path, sha256: info.sha256, size: info.size ?? found.destSize ?? 0, skipped: true, bytesSent: 0, resumedFrom: 0 };
+    return {
+      path,
+      sha256: info.sha256,
+      size: info.size ?? found.destSize ?? 0,
+      skipped: true,
+      bytesSent: 0,
+      resumedFrom: 0,
+    };
   }
 
   // 3. Resume from a part file that is a prefix of the source, else start over.
@@ -133,14 +142,20 @@ export async function putFile(
   const counter = new TransferCounter(resumedFrom, info.size, options.onProgress, info.sha256 === undefined);
   const body = info.openAt ? info.openAt(resumedFrom) : info.stream!;
   body.once('error', (error) => counter.destroy(error));
-  const upload = await shell.run(
-    [
-      `mkdir -p ${quoteShellArg(parentDir(path))}`,
-      'umask 077',
-      `exec cat ${resumedFrom > 0 ? '>>' : '>'} ${q.part}`,
-    ].join('\n'),
-    { sudo, stdin: body.pipe(counter) },
-  );
+  let upload: ExecResult;
+  try {
+    upload = await shell.run(
+      [
+        `mkdir -p ${quoteShellArg(parentDir(path))}`,
+        'umask 077',
+        `exec cat ${resumedFrom > 0 ? '>>' : '>'} ${q.part}`,
+      ].join('\n'),
+      { sudo, stdin: body.pipe(counter) },
+    );
+  } finally {
+    // Whatever happened, release the source (an interrupted upload leaves it half read).
+    body.destroy();
+  }
   counter.finish();
   if (upload.exitCode !== 0) throw new HostCommandError(shell.name, upload, `upload ${path}`);
 
@@ -183,7 +198,8 @@ export async function getFile(
 ): Promise<GetResult> {
   assertRemotePath(path);
   const counter = new TransferCounter(0, undefined, options.onProgress, true);
-  const temp = typeof destination === 'string' ? `${destination}.edgeadm-tmp-${randomBytes(4).toString('hex')}` : undefined;
+  const temp =
+    typeof destination === 'string' ? `${destination}.edgeadm-tmp-${randomBytes(4).toString('hex')}` : undefined;
   const target = temp === undefined ? (destination as Writable) : createWriteStream(temp, { mode: 0o600 });
   const sink = counter.into(target);
   try {
@@ -195,7 +211,11 @@ export async function getFile(
     if (temp !== undefined) await rm(temp, { force: true });
     throw error;
   }
-  return { path: temp === undefined ? undefined : (destination as string), sha256: counter.sha256(), size: counter.bytes };
+  return {
+    path: temp === undefined ? undefined : (destination as string),
+    sha256: counter.sha256(),
+    size: counter.bytes,
+  };
 }
 
 /** Whether anything (even a dangling link) is at `path`. */
@@ -345,6 +365,14 @@ async function describeSource(source: PutSource, options: PutOptions): Promise<S
     };
   }
   return { size: options.size, sha256: options.sha256, openAt: undefined, stream: source, prefixSha256: undefined };
+}
+
+/**
+ * SHA-256 (hex) of a local file. Hash a file once and pass it as
+ * `PutOptions.sha256` when sending it to many hosts.
+ */
+export async function sha256OfFile(path: string): Promise<string> {
+  return hashStream(createReadStream(path));
 }
 
 async function hashStream(stream: Readable): Promise<string> {

@@ -81,8 +81,10 @@ export interface PutOptions {
   /** Called as bytes go out (at most every {@link PROGRESS_INTERVAL_BYTES}, and at the end). */
   onProgress?: (progress: TransferProgress) => void;
   /**
-   * SHA-256 (hex) of a stream source, when known. Makes a stream upload
-   * skippable; path and Buffer sources are hashed by edgeadm itself.
+   * SHA-256 (hex) of the source, when known. Makes a stream upload
+   * skippable, and spares hashing a file again for every host it goes to
+   * (see `sha256OfFile`). A Buffer is always hashed by edgeadm. Whatever is
+   * given, the host checks the bytes it received against it.
    */
   sha256?: string;
   /** Size of a stream source, for progress. */

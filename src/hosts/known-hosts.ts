@@ -130,7 +130,10 @@ export function fingerprintSha256(keyBlob: Buffer): string {
 
 /** Normalizes a fingerprint the user typed (`SHA256:abc=` or `abc`) to {@link fingerprintSha256}'s form. */
 export function normalizeFingerprint(text: string): string | undefined {
-  const body = text.trim().replace(/^SHA256:/i, '').replace(/=+$/, '');
+  const body = text
+    .trim()
+    .replace(/^SHA256:/i, '')
+    .replace(/=+$/, '');
   if (!/^[A-Za-z0-9+/]{43}$/.test(body)) return undefined;
   return `SHA256:${body}`;
 }

@@ -43,7 +43,13 @@ export const ROLE_REQUIREMENTS: Record<
     recommendedDiskBytes: 10 * GiB,
     ports: [6443, 10250],
   },
-  worker: { minCpus: 1, minMemoryBytes: 512 * MiB, minDiskBytes: 1 * GiB, recommendedDiskBytes: 5 * GiB, ports: [10250] },
+  worker: {
+    minCpus: 1,
+    minMemoryBytes: 512 * MiB,
+    minDiskBytes: 1 * GiB,
+    recommendedDiskBytes: 5 * GiB,
+    ports: [10250],
+  },
 };
 
 /**
@@ -104,7 +110,9 @@ export function runPreflight(facts: HostFacts, options: PreflightOptions): Prefl
         `port-${port}`,
         `Port ${port}`,
         fact.isFree ? 'pass' : 'fail',
-        fact.isFree ? `TCP port ${port} is free` : `something already listens on TCP port ${port}, which ${portUse(port)} needs`,
+        fact.isFree
+          ? `TCP port ${port} is free`
+          : `something already listens on TCP port ${port}, which ${portUse(port)} needs`,
       );
   }
 

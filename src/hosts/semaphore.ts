@@ -7,7 +7,8 @@ export class Semaphore {
   readonly #waiting: Array<() => void> = [];
 
   constructor(permits: number) {
-    if (!Number.isInteger(permits) || permits < 1) throw new RangeError(`permits must be a positive integer: ${permits}`);
+    if (!Number.isInteger(permits) || permits < 1)
+      throw new RangeError(`permits must be a positive integer: ${permits}`);
     this.#available = permits;
   }
 

@@ -41,6 +41,11 @@ import {
  */
 export const TRANSPORT_TIMEOUT_MARGIN_MS = (TIMEOUT_KILL_GRACE_SECONDS + 1) * 1000;
 
+/** How much of a command the debug log shows. */
+const LOGGED_COMMAND_CHARS = 200;
+/** How much of a failed command's stderr the debug log shows (its end). */
+const LOGGED_STDERR_CHARS = 2_000;
+
 /** One process to run, as the transport sees it. */
 export interface RawCommand {
   argv: string[];
@@ -134,7 +139,9 @@ export abstract class ShellHost implements Host {
     if (sudo === 'password') stdin = prependPassword(sudoPasswordPrefix(this.#sudoPassword!), stdin);
     const stdout = new OutputCapture(MAX_CAPTURED_OUTPUT_BYTES);
     const stderr = new OutputCapture(MAX_CAPTURED_OUTPUT_BYTES);
-    this.logger.debug(`[${this.name}] run${sudo && sudo !== 'root' ? ' (sudo)' : ''}: ${command}`);
+    this.logger.debug(
+      `[${this.name}] run${sudo && sudo !== 'root' ? ' (sudo)' : ''}: ${options.description ?? summarize(command)}`,
+    );
     const started = Date.now();
     const outcome = await this.runRaw({
       argv,
@@ -160,7 +167,9 @@ export abstract class ShellHost implements Host {
     if (timedOut) result.timedOut = true;
     if (stdout.truncated || stderr.truncated) result.truncated = true;
     if (result.exitCode !== 0) {
-      this.logger.debug(`[${this.name}] exit ${result.exitCode ?? result.signal ?? 'none'}: ${result.stderr.trim()}`);
+      this.logger.debug(
+        `[${this.name}] exit ${result.exitCode ?? result.signal ?? 'none'}: ${result.stderr.trim().slice(-LOGGED_STDERR_CHARS)}`,
+      );
     }
     return result;
   }
@@ -250,6 +259,13 @@ function prependPassword(prefix: Buffer, stdin: Readable | Buffer | undefined): 
     })(),
     { objectMode: false },
   );
+}
+
+/** A command for the log: its first line, shortened. */
+function summarize(command: string): string {
+  const lines = command.split('\n');
+  const first = lines[0]!.length > LOGGED_COMMAND_CHARS ? `${lines[0]!.slice(0, LOGGED_COMMAND_CHARS)}…` : lines[0]!;
+  return lines.length > 1 ? `${first} (+${lines.length - 1} lines)` : first;
 }
 
 function lastLine(text: string): string {

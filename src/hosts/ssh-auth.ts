@@ -10,9 +10,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import ssh2, { type AnyAuthMethod, type AuthenticationType, type NextAuthHandler, type ParsedKey } from 'ssh2';
+import type { AnyAuthMethod, AuthenticationType, NextAuthHandler, ParsedKey } from 'ssh2';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
+import { loadSsh2, type Ssh2 } from './ssh2-loader.js';
 
 /** Key files tried, in order, when none is given (as OpenSSH's default IdentityFile list, minus DSA). */
 export const DEFAULT_KEY_FILES = ['.ssh/id_ed25519', '.ssh/id_ecdsa', '.ssh/id_rsa'] as const;
@@ -38,11 +39,13 @@ export interface SshCredentialSources {
 }
 
 /** Loads the credentials to offer, in order. Throws when a named key cannot be used. */
-export function loadSshCredentials(sources: SshCredentialSources, logger: Logger): SshCredential[] {
+export async function loadSshCredentials(sources: SshCredentialSources, logger: Logger): Promise<SshCredential[]> {
+  const ssh2 = await loadSsh2();
   const credentials: SshCredential[] = [];
   if (sources.agentSocket) credentials.push({ kind: 'agent', socket: sources.agentSocket });
   const named = sources.keyFiles ?? [];
-  const files = named.length > 0 ? named : sources.homeDir ? DEFAULT_KEY_FILES.map((f) => join(sources.homeDir!, f)) : [];
+  const files =
+    named.length > 0 ? named : sources.homeDir ? DEFAULT_KEY_FILES.map((f) => join(sources.homeDir!, f)) : [];
   for (const file of files) {
     const isNamed = named.length > 0;
     let data: Buffer;
@@ -56,7 +59,7 @@ export function loadSshCredentials(sources: SshCredentialSources, logger: Logger
         cause: error,
       });
     }
-    const key = parseKeyFile(data, file, sources.keyPassphrase);
+    const key = parseKeyFile(ssh2, data, file, sources.keyPassphrase);
     if (key instanceof EdgeadmError) {
       if (isNamed) throw key;
       logger.debug(`skipping SSH key ${file}: ${key.message}`);
@@ -68,7 +71,12 @@ export function loadSshCredentials(sources: SshCredentialSources, logger: Logger
   return credentials;
 }
 
-function parseKeyFile(data: Buffer, file: string, passphrase: string | undefined): ParsedKey | EdgeadmError {
+function parseKeyFile(
+  ssh2: Ssh2,
+  data: Buffer,
+  file: string,
+  passphrase: string | undefined,
+): ParsedKey | EdgeadmError {
   const parsed = ssh2.utils.parseKey(data, passphrase) as ParsedKey | ParsedKey[] | Error;
   const key = Array.isArray(parsed) ? parsed[0] : parsed;
   if (key instanceof Error || key === undefined) {
@@ -83,7 +91,9 @@ function parseKeyFile(data: Buffer, file: string, passphrase: string | undefined
       {
         code: isEncrypted ? 'E_SSH_KEY_PASSPHRASE' : 'E_SSH_KEY',
         hints: isEncrypted
-          ? ['Give the passphrase with --ssh-key-passphrase-file FILE or EDGEADM_SSH_KEY_PASSPHRASE, or load the key into ssh-agent.']
+          ? [
+              'Give the passphrase with --ssh-key-passphrase-file FILE or EDGEADM_SSH_KEY_PASSPHRASE, or load the key into ssh-agent.',
+            ]
           : ['edgeadm reads OpenSSH and PEM private keys (ed25519, ecdsa, rsa).'],
       },
     );

@@ -196,7 +196,9 @@ export function resolveSshConfig(
     hostName,
     user,
     port,
-    identityFiles: identityFiles.filter((file) => file.toLowerCase() !== 'none').map((file) => expandPath(file, tokens)),
+    identityFiles: identityFiles
+      .filter((file) => file.toLowerCase() !== 'none')
+      .map((file) => expandPath(file, tokens)),
     proxyJump:
       jump === undefined
         ? undefined

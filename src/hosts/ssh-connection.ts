@@ -11,8 +11,7 @@
  * - Keepalives detect a dead link; session channels are bounded by a
  *   semaphore below sshd's MaxSessions (10 by default).
  */
-// ssh2 is CommonJS: Node's ESM loader only sees its default export.
-import ssh2, { type Client, type ClientChannel, type ConnectConfig, type ServerHostKeyAlgorithm } from 'ssh2';
+import type { Client, ClientChannel, ConnectConfig, ServerHostKeyAlgorithm } from 'ssh2';
 import type { Duplex } from 'node:stream';
 import { silentLogger, type Logger } from '../log/run-log.js';
 import {
@@ -36,6 +35,7 @@ import {
   type Ssh2Error,
   type SshFailureContext,
 } from './ssh-errors.js';
+import { loadSsh2 } from './ssh2-loader.js';
 import { formatEndpoint, type SshEndpoint } from './ssh-target.js';
 
 /** How often an idle connection is probed. */
@@ -105,6 +105,11 @@ export class SshConnection {
   /** How many times this connection has been established (reconnects included). */
   get connectCount(): number {
     return this.#connectCount;
+  }
+
+  /** The bastion connection this one runs through, if any. */
+  get via(): SshConnection | undefined {
+    return this.#options.via;
   }
 
   /** The chain to this host, for messages: `ops@bastion:22 -> root@10.0.0.5:22`. */
@@ -192,7 +197,7 @@ export class SshConnection {
       return verdict.status === 'trusted' || verdict.status === 'accept-new';
     };
 
-    const client = new ssh2.Client();
+    const client = new (await loadSsh2()).Client();
     let isGone = false;
     const config: ConnectConfig = {
       host: endpoint.host,
@@ -223,7 +228,7 @@ export class SshConnection {
         resolve();
       });
       client.on('error', (error: Ssh2Error) => {
-        if (isSettled) {
+        if (isSettled || isRecoverableAuthError(error)) {
           this.#logger.debug(`[${this.label}] ssh: ${error.message}`);
           return;
         }
@@ -245,7 +250,10 @@ export class SshConnection {
         isGone = true;
         if (this.#client === client) this.#client = undefined;
         fail(
-          sshConnectFailure(Object.assign(new Error('the connection closed during setup'), { level: 'client-socket' }), context),
+          sshConnectFailure(
+            Object.assign(new Error('the connection closed during setup'), { level: 'client-socket' }),
+            context,
+          ),
         );
       };
       client.once('end', onGone);
@@ -275,6 +283,18 @@ export class SshConnection {
   }
 }
 
+/**
+ * Errors ssh2 reports and then moves on to the next credential: the agent
+ * cannot be reached (a stale SSH_AUTH_SOCK) or one key cannot sign. Only
+ * "all methods failed" ends authentication.
+ */
+function isRecoverableAuthError(error: Ssh2Error): boolean {
+  if (error.level === 'agent') return true;
+  return (
+    error.level === 'client-authentication' && !/all configured authentication methods failed/i.test(error.message)
+  );
+}
+
 /** Puts the host key algorithms of known key types first, so the host offers the key on record. */
 function preferKnownTypes(knownTypes: string[]): ServerHostKeyAlgorithm[] {
   const isKnown = (algorithm: string): boolean =>
@@ -294,7 +314,12 @@ export function decideHostKey(input: {
   if (policy.pinnedFingerprint) {
     return fingerprint === policy.pinnedFingerprint
       ? { status: 'trusted', how: 'pinned' }
-      : { status: 'mismatch', how: 'pinned', expected: [policy.pinnedFingerprint], where: ['--ssh-host-key-fingerprint'] };
+      : {
+          status: 'mismatch',
+          how: 'pinned',
+          expected: [policy.pinnedFingerprint],
+          where: ['--ssh-host-key-fingerprint'],
+        };
   }
   const found = checkKnownHost(entries, { host: endpoint.host, port: endpoint.port, keyBlob });
   switch (found.status) {

@@ -76,8 +76,20 @@ export function sshConnectFailure(error: Ssh2Error, context: SshFailureContext):
       hints: ['Raise --ssh-timeout on slow links.'],
     });
   }
+  if (!context.isHandshakeDone && /lost before handshake|closed during setup/i.test(error.message)) {
+    // TCP connected, but nothing spoke SSH: a firewall, a proxy, or no sshd behind the port.
+    return sshUnreachable(
+      context,
+      'the connection closed before an SSH server answered (no sshd there, or a firewall or proxy in between)',
+      error,
+    );
+  }
   if (level === 'client-timeout' || level === 'client-dns' || UNREACHABLE_CODES.has(error.code ?? '')) {
-    return sshUnreachable(context, level === 'client-timeout' ? `no SSH answer within ${context.connectTimeoutMs / 1000} s` : error.message, error);
+    return sshUnreachable(
+      context,
+      level === 'client-timeout' ? `no SSH answer within ${context.connectTimeoutMs / 1000} s` : error.message,
+      error,
+    );
   }
   return new EdgeadmError(`SSH connection to ${context.target}${through(context)} failed: ${error.message}`, {
     code: 'E_SSH_CONNECT',

@@ -51,8 +51,8 @@ export class SshHost extends ShellHost {
   protected async runRaw(command: RawCommand): Promise<RawOutcome> {
     const commandLine = joinShellArgs(command.argv);
     return this.connection.withChannel(async (client) => {
-      const channel = await this.#openExecChannel(client, commandLine);
-      return this.#drive(channel, command, () => this.connection.isCurrent(client));
+      const { channel, exit } = await this.#openExecChannel(client, commandLine);
+      return this.#drive(channel, exit, command, () => this.connection.isCurrent(client));
     });
   }
 
@@ -61,12 +61,17 @@ export class SshHost extends ShellHost {
    * channel closes, so a new channel can meet MaxSessions even when fewer are
    * open: such refusals are retried with a short backoff.
    */
-  async #openExecChannel(client: Client, commandLine: string): Promise<ClientChannel> {
+  async #openExecChannel(client: Client, commandLine: string): Promise<{ channel: ClientChannel; exit: ExitRecord }> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await new Promise<ClientChannel>((resolve, reject) => {
+        return await new Promise((resolve, reject) => {
           try {
-            client.exec(commandLine, (error, stream) => (error ? reject(error) : resolve(stream)));
+            client.exec(commandLine, (error, stream) => {
+              if (error) return reject(error);
+              // The exit status can arrive in the same packet batch as the
+              // exec reply: listen now, not after the promise settles.
+              resolve({ channel: stream, exit: recordExit(stream) });
+            });
           } catch (error) {
             reject(error as Error);
           }
@@ -77,7 +82,7 @@ export class SshHost extends ShellHost {
           throw new EdgeadmError(`cannot start a command on ${this.name}: ${(error as Error).message}`, {
             code: 'E_SSH_CHANNEL',
             cause: error,
-            hints: ['Check MaxSessions in the host\'s sshd_config (edgeadm opens up to 8 sessions at once).'],
+            hints: ["Check MaxSessions in the host's sshd_config (edgeadm opens up to 8 sessions at once)."],
           });
         }
         await new Promise((resolve) => setTimeout(resolve, CHANNEL_OPEN_RETRY_DELAY_MS * 2 ** (attempt - 1)));
@@ -86,18 +91,15 @@ export class SshHost extends ShellHost {
   }
 
   /** Feeds stdin, drains stdout and stderr, and waits for the exit status and the channel's close. */
-  async #drive(channel: ClientChannel, command: RawCommand, isConnected: () => boolean): Promise<RawOutcome> {
-    let exitCode: number | null = null;
-    let signal: string | undefined;
-    let hasExited = false;
+  async #drive(
+    channel: ClientChannel,
+    exit: ExitRecord,
+    command: RawCommand,
+    isConnected: () => boolean,
+  ): Promise<RawOutcome> {
     let timedOut = false;
     let stdinError: Error | undefined;
 
-    channel.on('exit', (code: number | null, signalName?: string) => {
-      hasExited = true;
-      if (typeof code === 'number') exitCode = code;
-      else if (signalName) signal = signalName.replace(/^SIG/, '');
-    });
     channel.pipe(command.stdout);
     channel.stderr.pipe(command.stderr);
 
@@ -114,9 +116,11 @@ export class SshHost extends ShellHost {
       stdin.pipe(channel);
     }
 
-    // On timeout: TERM, then KILL, then stop waiting for the channel. OpenSSH
-    // signals the command's process group as the login user, so a command run
-    // through sudo may outlive the channel; the result says it timed out.
+    // The host's own `timeout` (see shell.ts) normally stops a command first.
+    // This is the backstop for hosts without one: SSH "signal" requests, TERM
+    // then KILL, then stop waiting for the channel. OpenSSH refuses signals
+    // for root logins, so there the command may outlive the channel; the
+    // result says it timed out either way.
     const timers: NodeJS.Timeout[] = [];
     let stopWaiting: (() => void) | undefined;
     if (command.timeoutMs !== undefined) {
@@ -162,9 +166,9 @@ export class SshHost extends ShellHost {
         cause: stdinError,
       });
     }
-    if (!hasExited && !timedOut && !isConnected()) throw sshDisconnected(this.name, 'a command was running');
-    const outcome: RawOutcome = { exitCode, timedOut };
-    if (signal !== undefined) outcome.signal = signal;
+    if (!exit.hasExited && !timedOut && !isConnected()) throw sshDisconnected(this.name, 'a command was running');
+    const outcome: RawOutcome = { exitCode: exit.code, timedOut };
+    if (exit.signal !== undefined) outcome.signal = exit.signal;
     return outcome;
   }
 
@@ -172,6 +176,23 @@ export class SshHost extends ShellHost {
     await this.connection.close();
     for (const jump of this.#ownedJumps) await jump.close();
   }
+}
+
+/** How a command on a channel ended, as far as known. */
+interface ExitRecord {
+  hasExited: boolean;
+  code: number | null;
+  signal: string | undefined;
+}
+
+function recordExit(channel: ClientChannel): ExitRecord {
+  const record: ExitRecord = { hasExited: false, code: null, signal: undefined };
+  channel.once('exit', (code: number | null, signalName?: string) => {
+    record.hasExited = true;
+    if (typeof code === 'number') record.code = code;
+    else if (signalName) record.signal = signalName.replace(/^SIG/, '');
+  });
+  return record;
 }
 
 /** The parts of ssh2's channel that sending a signal needs. */

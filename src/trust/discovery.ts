@@ -15,7 +15,6 @@
  * The result is the TLS-bootstrap kubeconfig for the kubelet. Nothing is
  * written here; the caller writes it only once everything verified.
  */
-import { request } from 'node:https';
 import { isIP } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EdgeadmError, ValidationError } from '../errors.js';
@@ -177,7 +176,10 @@ function statusMessage(body: string): string | undefined {
 }
 
 /** One anonymous GET of cluster-info, on a fresh connection. */
-function getClusterInfoOnce(target: Target, trust: TlsTrust, timeoutMs: number): Promise<Record<string, string>> {
+async function getClusterInfoOnce(target: Target, trust: TlsTrust, timeoutMs: number): Promise<Record<string, string>> {
+  // Loaded on use: node:http's parser cannot live in the single binary's
+  // start-up snapshot, which evaluates every statically imported module.
+  const { request } = await import('node:https');
   return new Promise((resolve, reject) => {
     const fail = (message: string, kind: FailureKind = 'other'): void => reject(new RequestFailure(message, kind));
     const req = request(

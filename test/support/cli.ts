@@ -30,7 +30,11 @@ export async function runCli(args: string[], options: CliOptions = {}): Promise<
   const [file, fileArgs] = binary ? [binary, args] : [process.execPath, [join(REPO_ROOT, 'bin/run.js'), ...args]];
   const result = await execa(file, fileArgs, {
     reject: false,
-    env: { EDGEADM_HOME: mkdtempSync(join(tmpdir(), 'edgeadm-cli-home-')), NO_COLOR: '1', ...options.env },
+    env: {
+      EDGEADM_HOME: options.env?.EDGEADM_HOME ?? mkdtempSync(join(tmpdir(), 'edgeadm-cli-home-')),
+      NO_COLOR: '1',
+      ...options.env,
+    },
     input: options.input ?? '',
     cwd: options.cwd ?? REPO_ROOT,
     timeout: options.timeoutMs ?? 60_000,

@@ -25,11 +25,18 @@ export default class HostCheck extends BaseCommand<typeof HostCheck> {
   };
 
   async run(): Promise<HostCheckReport> {
-    const options = hostConnectOptionsFromFlags(this.flags, { env: process.env, redactor: this.redactor, logger: this.logger });
+    const options = hostConnectOptionsFromFlags(this.flags, {
+      env: process.env,
+      redactor: this.redactor,
+      logger: this.logger,
+    });
     const host = await connectHost(options);
     let report: HostCheckReport;
     try {
-      report = await checkHost(host, { role: this.flags.role, ...(this.flags.arch ? { expectedArch: this.flags.arch } : {}) });
+      report = await checkHost(host, {
+        role: this.flags.role,
+        ...(this.flags.arch ? { expectedArch: this.flags.arch } : {}),
+      });
     } finally {
       await host.close();
     }
