@@ -112,24 +112,26 @@ describe('edgeadm host check over SSH', () => {
   it('exits 2 with the failing check in a human table when the host does not fit', async () => {
     const target = env.targets[0]!;
     // The test hosts share this machine's Node; a listener on 6443 makes the port check fail.
+    // It marks when it listens, so that a slow start under load is waited for, not raced.
+    const ready = '/var/lib/edgeadm/port-6443-ready';
     const listener = await env.run(
       target,
-      `nohup ${process.execPath} -e "require('node:net').createServer().listen(6443); setTimeout(() => {}, 60000)" >/dev/null 2>&1 & echo $!`,
+      `rm -f ${ready}; nohup ${process.execPath} -e "require('node:net').createServer().listen(6443, () => require('node:fs').writeFileSync('${ready}', '')); setTimeout(() => {}, 120000)" >/var/lib/edgeadm/port-6443.log 2>&1 & echo $!`,
+    );
+    await env.run(
+      target,
+      `for i in $(seq 1 600); do [ -e ${ready} ] && exit 0; sleep 0.1; done; cat /var/lib/edgeadm/port-6443.log; exit 1`,
     );
     const wrongArch = process.arch === 'arm64' ? 'amd64' : 'arm64';
-    let run: CliResult | undefined;
-    for (let attempt = 0; attempt < 20; attempt++) {
-      run = await edgeadm(['host', 'check', ...sshArgs(target), '--arch', wrongArch]);
-      if (run.stdout.includes('Port 6443') && /fail\s+Port 6443/.test(run.stdout)) break;
-    }
-    await env.run(target, `kill ${listener.trim()}`);
-    expect(run!.exitCode).toBe(2);
-    expect(run!.stdout).toMatch(/fail\s+Port 6443\s+something already listens on TCP port 6443/);
-    expect(run!.stdout).toMatch(
+    const run: CliResult = await edgeadm(['host', 'check', ...sshArgs(target), '--arch', wrongArch]);
+    await env.run(target, `kill ${listener.trim()} 2>/dev/null || true`);
+    expect(run.exitCode).toBe(2);
+    expect(run.stdout).toMatch(/fail\s+Port 6443\s+something already listens on TCP port 6443/);
+    expect(run.stdout).toMatch(
       new RegExp(`fail\\s+Architecture\\s+the host is \\w+ \\(\\w+\\), but ${wrongArch} is expected`),
     );
-    expect(run!.stdout).toContain(`root@${target.address}:22 (${target.name})`);
-    expect(run!.stdout).toMatch(/\d+ failed, \d+ warnings?, \d+ passed: not fit for a control-plane node/);
+    expect(run.stdout).toContain(`root@${target.address}:22 (${target.name})`);
+    expect(run.stdout).toMatch(/\d+ failed, \d+ warnings?, \d+ passed: not fit for a control-plane node/);
   });
 
   it('refuses an unknown host with its fingerprint and the --ssh-accept-new hint; --ssh-accept-new records it', async () => {

@@ -270,14 +270,15 @@ describe('facts', () => {
     const host = await rootHost(0);
     try {
       // The test hosts share this machine's files, so the Node running the tests is there too.
+      // The listener marks when it listens, so that a slow start under load is waited for, not raced.
+      const ready = '/var/lib/edgeadm/port-10250-ready';
       const listener = await host.exec(
-        `nohup ${process.execPath} -e "require('node:net').createServer().listen(10250); setTimeout(() => {}, 30000)" >/dev/null 2>&1 & echo $!`,
+        `rm -f ${ready}; nohup ${process.execPath} -e "require('node:net').createServer().listen(10250, () => require('node:fs').writeFileSync('${ready}', '')); setTimeout(() => {}, 60000)" >/dev/null 2>&1 & echo $!`,
       );
       const pid = listener.stdout.trim();
-      let isFree = true;
-      for (let attempt = 0; attempt < 50 && isFree; attempt++) {
-        isFree = (await host.facts({ ports: [10250] })).ports[0]!.isFree;
-      }
+      const waited = await host.exec(`for i in $(seq 1 600); do [ -e ${ready} ] && exit 0; sleep 0.1; done; exit 1`);
+      expect(waited.exitCode).toBe(0);
+      const isFree = (await host.facts({ ports: [10250] })).ports[0]!.isFree;
       await host.exec(`kill ${pid}`);
       expect(isFree).toBe(false);
     } finally {
