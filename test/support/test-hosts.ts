@@ -29,6 +29,7 @@ import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_pro
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -67,6 +68,8 @@ export const TMPFS_DIRS = [
   '/etc/kubernetes',
 ] as const;
 const SSHD = '/usr/sbin/sshd';
+/** The repository root, kept visible inside every test host. */
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** One running test host. */
 export interface TestHost {
@@ -520,10 +523,16 @@ class Harness {
       'mkdir -p /etc/ssh/edgeadm-test',
       'cp -r "$H/authorized_keys" "$H/ssh_host_ed25519_key" "$H/sshd_config" "$H/user-password" /etc/ssh/edgeadm-test/',
       'chmod 600 /etc/ssh/edgeadm-test/ssh_host_ed25519_key /etc/ssh/edgeadm-test/user-password',
+      // The repository (and the Node it pins) stays visible at its own path,
+      // even when it lives under a directory hidden below (a CI clone in /tmp):
+      // tests and the simulated distribution run this Node inside hosts.
+      `mount --bind ${quote(REPO_ROOT)} /srv`,
       // From here on the harness directory (under /tmp) is hidden.
       ...[...TMPFS_DIRS, '/run', '/tmp', '/home', '/root', '/var/tmp'].map(
         (target) => `mkdir -p ${target} && mount -t tmpfs -o mode=0755 edgeadm-test ${target}`,
       ),
+      `if [ ! -e ${quote(join(REPO_ROOT, 'package.json'))} ]; then mkdir -p ${quote(REPO_ROOT)} && mount --bind /srv ${quote(REPO_ROOT)}; fi`,
+      'umount /srv',
       'chmod 1777 /tmp /var/tmp && chmod 700 /root && mkdir -p /run/sshd',
       `useradd --create-home --groups sudo --shell /bin/sh ${TEST_SUDO_USER} 2>/dev/null || true`,
       'chpasswd < /etc/ssh/edgeadm-test/user-password && rm /etc/ssh/edgeadm-test/user-password',
