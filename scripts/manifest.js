@@ -1,20 +1,9 @@
 // After tsc: write lib/build-info.json (the git commit) and oclif.manifest.json,
 // the cached command metadata oclif reads instead of importing every command.
-import { execFileSync } from 'node:child_process';
+import { gitCommit } from './git-commit.js';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Plugin } from '@oclif/core';
-
-function gitCommit() {
-  try {
-    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 writeFileSync(new URL('../lib/build-info.json', import.meta.url), `${JSON.stringify({ commit: gitCommit() })}\n`);
