@@ -5,17 +5,38 @@
 import type { Command } from '@oclif/core';
 import { notBuiltCommand } from './cli/not-built.js';
 import { PLANNED_COMMANDS } from './cli/planned-commands.js';
+import AgentEdgeProxy from './commands/agent/edge-proxy.js';
 import CertsCaHash from './commands/certs/ca-hash.js';
+import ConfigPrint from './commands/config/print.js';
 import HostCheck from './commands/host/check.js';
+import Init from './commands/init.js';
+import { initPhaseCommands } from './commands/init/phase/index.js';
+import Join from './commands/join.js';
+import { joinPhaseCommands } from './commands/join/phase/index.js';
 import JoinPhaseDiscovery from './commands/join/phase/discovery.js';
 import PackageBuild from './commands/package/build.js';
 import PackageInspect from './commands/package/inspect.js';
 import PackageVerify from './commands/package/verify.js';
+import Reset from './commands/reset.js';
+import TokenCreate from './commands/token/create.js';
+import TokenDelete from './commands/token/delete.js';
 import TokenGenerate from './commands/token/generate.js';
+import TokenList from './commands/token/list.js';
 import Version from './commands/version.js';
+import HubServe from './commands/hub/serve.js';
+import HubTokenCreate from './commands/hub/token/create.js';
+import HubClustersList from './commands/hub/clusters/list.js';
+import HubClustersGet from './commands/hub/clusters/get.js';
+import HubClustersDelete from './commands/hub/clusters/delete.js';
+import HubUserCreate from './commands/hub/user/create.js';
+import RegisterCloud from './commands/register-cloud.js';
+import Kubeconfig from './commands/kubeconfig.js';
+import Kubectl from './commands/kubectl.js';
+import AgentTunnel from './commands/agent/tunnel.js';
 
 const BUILT_COMMANDS: Record<string, Command.Class> = {
   version: Version,
+  'agent:edge-proxy': AgentEdgeProxy,
   'host:check': HostCheck,
   'package:build': PackageBuild,
   'package:verify': PackageVerify,
@@ -23,6 +44,25 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'token:generate': TokenGenerate,
   'certs:ca-hash': CertsCaHash,
   'join:phase:discovery': JoinPhaseDiscovery,
+  'hub:serve': HubServe,
+  'hub:token:create': HubTokenCreate,
+  'hub:clusters:list': HubClustersList,
+  'hub:clusters:get': HubClustersGet,
+  'hub:clusters:delete': HubClustersDelete,
+  'hub:user:create': HubUserCreate,
+  'register-cloud': RegisterCloud,
+  kubeconfig: Kubeconfig,
+  kubectl: Kubectl,
+  'agent:tunnel': AgentTunnel,
+  init: Init,
+  ...initPhaseCommands(),
+  join: Join,
+  ...joinPhaseCommands(),
+  reset: Reset,
+  'token:create': TokenCreate,
+  'token:list': TokenList,
+  'token:delete': TokenDelete,
+  'config:print': ConfigPrint,
 };
 
 /** Every command id (oclif's `topic:command` form) to its class. */

@@ -36,7 +36,7 @@ export function notBuiltCommand(planned: PlannedCommand): typeof BaseCommand {
     }
 
     async run(): Promise<never> {
-      throw new NotBuiltError(this.id ?? 'command', this.config.version);
+      throw new NotBuiltError((this.id ?? 'command').replaceAll(':', ' '), this.config.version);
     }
   }
   return NotBuilt as unknown as typeof BaseCommand;

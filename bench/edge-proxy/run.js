@@ -1,0 +1,393 @@
+// edge-proxy benchmark: cached GET latency (p50/p99) and throughput through
+// `edgeadm agent edge-proxy` in OFFLINE mode, against direct GETs to the
+// upstream, interleaved in one run; and the proxy's steady RSS with 1,000
+// cached objects.
+//
+//   npm run build && node bench/edge-proxy/run.js [--objects 1000] [--requests 4000] [--seconds 3] [--rounds 3] [--concurrency 16]
+//
+// The upstream is the SIMULATED API server of test/support (a process), not
+// kube-apiserver: "direct" measures the simulation's GET path, so the
+// comparison says whether the proxy's cache answers as fast as an in-memory
+// API server on the same machine — not how a real control plane performs.
+// The proxy reaches the upstream through a TCP relay in this script; cutting
+// the relay puts the proxy offline while direct requests still reach the
+// upstream. Each process (bench client, simulation, proxy) has its own
+// event loop, all on the same cores.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:https';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({
+  options: {
+    objects: { type: 'string', default: '1000' },
+    requests: { type: 'string', default: '4000' },
+    seconds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '3' },
+    concurrency: { type: 'string', default: '16' },
+    'proxy-node-options': { type: 'string', default: '' },
+    /** Run the proxy from this single binary (how it is deployed) instead of bin/run.js. */
+    'proxy-bin': { type: 'string' },
+    /** Run the proxy core alone (lib/edge, no CLI framework): what the proxy itself costs. */
+    'core-only': { type: 'boolean' },
+    /** Give the proxy process the environment of assets/systemd/edgeadm-edge-proxy.service (memory tuning). */
+    'unit-env': { type: 'boolean' },
+    json: { type: 'boolean' },
+  },
+});
+const OBJECTS = Number(values.objects);
+const REQUESTS = Number(values.requests);
+const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
+const CONCURRENCY = Number(values.concurrency);
+/** Safety net for a process to start; not part of any figure. */
+const READY_WAIT_MS = 60_000;
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+if (!existsSync(join(root, 'lib/commands/agent/edge-proxy.js'))) throw new Error('run "npm run build" first');
+const dir = mkdtempSync(join(tmpdir(), 'edgeadm-bench-edge-proxy-'));
+const children = [];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** The Environment= lines of assets/systemd/edgeadm-edge-proxy.service. */
+function unitEnvironment() {
+  const unit = readFileSync(join(root, 'assets/systemd/edgeadm-edge-proxy.service'), 'utf8');
+  return Object.fromEntries([...unit.matchAll(/^Environment=([A-Z_]+)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+}
+
+function startProcess(args, isReady, nodeOptions = [], executable = process.execPath, extraEnv = {}) {
+  const child = spawn(executable, executable === process.execPath ? [...nodeOptions, ...args] : args, {
+    cwd: root,
+    env: { ...process.env, EDGEADM_HOME: join(dir, 'home'), NO_COLOR: '1', ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  children.push({ child, name: args.slice(0, 3).join(' '), output: () => output });
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  return new Promise((resolve, reject) => {
+    const deadline = Date.now() + READY_WAIT_MS;
+    const poll = () => {
+      if (isReady(output)) resolve(child);
+      else if (child.exitCode !== null || Date.now() > deadline) reject(new Error(`process did not start: ${output}`));
+      else setTimeout(poll, 50);
+    };
+    poll();
+  });
+}
+
+function rssMiB(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)[1]) / 1024;
+}
+
+let retries = 0;
+
+/**
+ * One GET. A kept-alive connection the server closes just as it is reused
+ * fails before any answer ("socket hang up"); like any HTTP client, retry
+ * such an idempotent GET once, and count it.
+ */
+async function get(target, path, agent) {
+  try {
+    return await getOnce(target, path, agent);
+  } catch (error) {
+    if (error.code !== 'ECONNRESET') throw error;
+    retries++;
+    return getOnce(target, path, agent);
+  }
+}
+
+function getOnce(target, path, agent) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = request(`${target.url}${path}`, {
+      agent,
+      ca: target.ca,
+      headers: { authorization: `Bearer ${target.token}`, accept: 'application/json' },
+    });
+    req.on('response', (res) => {
+      let size = 0;
+      res.on('data', (chunk) => (size += chunk.length));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode,
+          ms: performance.now() - started,
+          size,
+          cached: res.headers['x-edgeadm-edge-proxy'],
+        }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function call(target, method, path, body) {
+  return new Promise((resolve, reject) => {
+    const req = request(`${target.url}${path}`, {
+      method,
+      ca: target.ca,
+      headers: {
+        authorization: `Bearer ${target.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json',
+      },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const objectPath = (i) => `/api/v1/namespaces/bench/configmaps/cm-${String(i).padStart(5, '0')}`;
+
+try {
+  // 1. The simulated upstream, as a process.
+  const simPort = await freePort();
+  await startProcess(
+    ['test/support/sim-apiserver/main.ts', '--listen', `127.0.0.1:${simPort}`, '--data-dir', join(dir, 'sim')],
+    () => existsSync(join(dir, 'sim', 'ready')),
+  );
+  const simCa = readFileSync(join(dir, 'sim', 'ca.crt'), 'utf8');
+  const token = readFileSync(join(dir, 'sim', 'admin-token'), 'utf8').trim();
+  const direct = { url: `https://127.0.0.1:${simPort}`, ca: simCa, token };
+  await call(direct, 'POST', '/api/v1/namespaces', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: 'bench' },
+  });
+  for (let i = 0; i < OBJECTS; i++) {
+    const status = await call(direct, 'POST', '/api/v1/namespaces/bench/configmaps', {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: `cm-${String(i).padStart(5, '0')}`,
+        namespace: 'bench',
+        labels: { app: 'bench', index: String(i) },
+      },
+      data: { 'config.yaml': `setting: value-${i}\n`.repeat(8) },
+    });
+    if (status !== 201) throw new Error(`creating object ${i}: HTTP ${status}`);
+  }
+
+  // 2. A TCP relay between the proxy and the upstream: closing it is the proxy's outage.
+  const relaySockets = new Set();
+  const relay = createServer((socket) => {
+    const upstream = connect(simPort, '127.0.0.1');
+    relaySockets.add(socket).add(upstream);
+    socket.pipe(upstream).pipe(socket);
+    const drop = () => {
+      socket.destroy();
+      upstream.destroy();
+    };
+    socket.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+  });
+  await new Promise((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  const relayPort = relay.address().port;
+  const upstreamKubeconfig = readFileSync(join(dir, 'sim', 'admin.kubeconfig'), 'utf8').replaceAll(
+    `127.0.0.1:${simPort}`,
+    `127.0.0.1:${relayPort}`,
+  );
+  writeFileSync(join(dir, 'up.yaml'), upstreamKubeconfig, { mode: 0o600 });
+
+  // 3. The edge-proxy, as a process through the CLI.
+  const proxyPort = await freePort();
+  const metricsPort = await freePort();
+  const proxyArgs = [
+    'agent',
+    'edge-proxy',
+    '--kubeconfig',
+    join(dir, 'up.yaml'),
+    '--listen',
+    `127.0.0.1:${proxyPort}`,
+    '--metrics-listen',
+    `127.0.0.1:${metricsPort}`,
+    '--cache-dir',
+    join(dir, 'cache'),
+    '--health-interval',
+    '1s',
+  ];
+  const nodeOptions = values['proxy-node-options'].split(' ').filter(Boolean);
+  const isServing = (output) => output.includes('edge-proxy serving');
+  const proxyEnv = values['unit-env'] ? unitEnvironment() : {};
+  let proxyProcess;
+  if (values['proxy-bin']) {
+    proxyProcess = await startProcess(proxyArgs, isServing, [], values['proxy-bin'], proxyEnv);
+  } else if (values['core-only']) {
+    const core = [
+      `const { startEdgeProxy } = await import(${JSON.stringify(join(root, 'lib/edge/edge-proxy.js'))});`,
+      `const { readUpstreamConfig } = await import(${JSON.stringify(join(root, 'lib/edge/upstream-config.js'))});`,
+      `const proxy = await startEdgeProxy({ upstream: readUpstreamConfig(${JSON.stringify(join(dir, 'up.yaml'))}),`,
+      `  listen: { host: '127.0.0.1', port: ${proxyPort} }, metricsListen: { host: '127.0.0.1', port: ${metricsPort} },`,
+      `  cacheDir: ${JSON.stringify(join(dir, 'cache'))}, cacheMaxBytes: 256 * 1024 * 1024, cacheMaxEntries: 10000,`,
+      `  clientCerts: new Map(), healthIntervalMs: 1000 });`,
+      `console.error('edge-proxy serving ' + proxy.url);`,
+      `process.once('SIGTERM', () => void proxy.close());`,
+    ].join('\n');
+    proxyProcess = await startProcess(
+      ['--input-type=module', '-e', core],
+      isServing,
+      nodeOptions,
+      process.execPath,
+      proxyEnv,
+    );
+  } else {
+    proxyProcess = await startProcess(['bin/run.js', ...proxyArgs], isServing, nodeOptions, process.execPath, proxyEnv);
+  }
+  const proxy = {
+    url: `https://127.0.0.1:${proxyPort}`,
+    ca: readFileSync(join(dir, 'cache', 'pki', 'ca.crt'), 'utf8'),
+    token,
+  };
+  const rssStart = rssMiB(proxyProcess.pid);
+
+  // 4. Warm the cache online: every object, and the whole list.
+  const warmAgent = new Agent({ keepAlive: true, maxSockets: 8 });
+  for (let i = 0; i < OBJECTS; i++) {
+    const answer = await get(proxy, objectPath(i), warmAgent);
+    if (answer.status !== 200) throw new Error(`warming ${objectPath(i)}: HTTP ${answer.status}`);
+  }
+  const listed = await get(proxy, '/api/v1/namespaces/bench/configmaps', warmAgent);
+  warmAgent.destroy();
+  const rssWarm = rssMiB(proxyProcess.pid);
+
+  // 5. Cut the relay: the proxy goes offline, the upstream stays up for direct requests.
+  relay.close();
+  for (const socket of relaySockets) socket.destroy();
+  const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const offlineDeadline = Date.now() + READY_WAIT_MS;
+  while (!/^edgeadm_edge_proxy_online 0$/m.test(await metrics())) {
+    if (Date.now() > offlineDeadline) throw new Error('the proxy did not go offline');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  // 6. Latency: one request in flight, proxy and direct alternating request by request.
+  const agents = {
+    proxy: new Agent({ keepAlive: true, maxSockets: CONCURRENCY }),
+    direct: new Agent({ keepAlive: true, maxSockets: CONCURRENCY }),
+  };
+  const latencies = { proxy: [], direct: [] };
+  for (let n = 0; n < REQUESTS; n++) {
+    const path = objectPath(n % OBJECTS);
+    const order = n % 2 === 0 ? ['proxy', 'direct'] : ['direct', 'proxy'];
+    for (const which of order) {
+      const answer = await get(which === 'proxy' ? proxy : direct, path, agents[which]);
+      if (answer.status !== 200) throw new Error(`${which} GET ${path}: HTTP ${answer.status}`);
+      if (which === 'proxy' && !answer.cached)
+        throw new Error('the proxy answered without its cache header while offline');
+      latencies[which].push(answer.ms);
+    }
+  }
+
+  // 7. Throughput: CONCURRENCY requests in flight for SECONDS, alternating cases round by round.
+  const throughput = { proxy: [], direct: [] };
+  const rssSamples = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const which of round % 2 === 0 ? ['proxy', 'direct'] : ['direct', 'proxy']) {
+      let done = 0;
+      const until = performance.now() + SECONDS * 1000;
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async (_, worker) => {
+          for (let n = worker; performance.now() < until; n += CONCURRENCY) {
+            const answer = await get(which === 'proxy' ? proxy : direct, objectPath(n % OBJECTS), agents[which]);
+            if (answer.status !== 200) throw new Error(`${which}: HTTP ${answer.status}`);
+            done++;
+          }
+        }),
+      );
+      throughput[which].push(done / SECONDS);
+      if (which === 'proxy') rssSamples.push(rssMiB(proxyProcess.pid));
+    }
+  }
+  const rssSteady = rssMiB(proxyProcess.pid);
+  const cacheMetrics = await metrics();
+
+  const summary = (which) => {
+    const sorted = [...latencies[which]].sort((a, b) => a - b);
+    const rates = throughput[which];
+    return {
+      p50Ms: Number(percentile(sorted, 50).toFixed(3)),
+      p99Ms: Number(percentile(sorted, 99).toFixed(3)),
+      requestsPerSecond: Math.round(rates.reduce((a, b) => a + b, 0) / rates.length),
+      requestsPerSecondByRound: rates.map(Math.round),
+    };
+  };
+  const result = {
+    objects: OBJECTS,
+    listBytes: listed.size,
+    latencyRequestsPerCase: REQUESTS,
+    concurrency: CONCURRENCY,
+    secondsPerRound: SECONDS,
+    rounds: ROUNDS,
+    offlineViaEdgeProxy: summary('proxy'),
+    directToUpstream: summary('direct'),
+    proxyRssMiB: {
+      atStart: Number(rssStart.toFixed(1)),
+      afterCaching: Number(rssWarm.toFixed(1)),
+      duringOfflineLoad: rssSamples.map((v) => Number(v.toFixed(1))),
+      steadyAfterLoad: Number(rssSteady.toFixed(1)),
+    },
+    cacheEntries: Number(/^edgeadm_edge_proxy_cache_entries (\d+)$/m.exec(cacheMetrics)[1]),
+    cacheBytes: Number(/^edgeadm_edge_proxy_cache_bytes (\d+)$/m.exec(cacheMetrics)[1]),
+    connectionResetRetries: retries,
+    proxyEntry: values['proxy-bin']
+      ? `single binary ${values['proxy-bin']}`
+      : values['core-only']
+        ? 'proxy core only (lib/edge)'
+        : 'bin/run.js (CLI)',
+    proxyNodeOptions: values['proxy-node-options'],
+    proxyEnvironment: proxyEnv,
+    node: process.version,
+    cpus: (await import('node:os')).cpus().length,
+  };
+  for (const agent of Object.values(agents)) agent.destroy();
+  if (values.json) console.log(JSON.stringify(result, null, 2));
+  else {
+    const row = (name, s) =>
+      `${name.padEnd(30)} p50 ${String(s.p50Ms).padStart(7)} ms   p99 ${String(s.p99Ms).padStart(7)} ms   ${String(s.requestsPerSecond).padStart(6)} req/s (${s.requestsPerSecondByRound.join(', ')})`;
+    const tuning = [result.proxyNodeOptions, ...Object.entries(proxyEnv).map(([k, v]) => `${k}=${v}`)].filter(Boolean);
+    console.log(
+      `edge-proxy entry: ${result.proxyEntry}${tuning.length > 0 ? ` with ${tuning.join(' ')}` : ''}; connection-reset retries: ${retries}`,
+    );
+    console.log(
+      `edge-proxy benchmark: ${OBJECTS} objects, ${REQUESTS} GETs per case for latency, ${CONCURRENCY} in flight x ${SECONDS}s x ${ROUNDS} rounds for throughput`,
+    );
+    console.log(row('edge-proxy offline (cache)', result.offlineViaEdgeProxy));
+    console.log(row('direct to upstream (sim)', result.directToUpstream));
+    console.log(
+      `edge-proxy RSS: ${result.proxyRssMiB.atStart} MiB at start, ${result.proxyRssMiB.afterCaching} MiB after caching ${OBJECTS} objects + the list, ` +
+        `${result.proxyRssMiB.duringOfflineLoad.join('/')} MiB under offline load, ${result.proxyRssMiB.steadyAfterLoad} MiB after (cache: ${result.cacheEntries} entries, ${result.cacheBytes} bytes)`,
+    );
+  }
+} catch (error) {
+  // Say which process failed: a crashed proxy shows up here, not as a client error.
+  for (const { child, name, output } of children) {
+    console.error(`--- ${name} (exit ${child.exitCode}, signal ${child.signalCode}):\n${output().slice(-4000)}`);
+  }
+  throw error;
+} finally {
+  for (const { child } of children) child.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,323 @@
+/**
+ * Tunnel benchmarks, each case side by side in one run:
+ *
+ * (a) small GETs at 64 concurrent connections, through hub + tunnel and
+ *     direct to the same edge API server: throughput ratio, p50 and p99;
+ * (c) head-of-line: one stream's reader stalls (a followed pod log that is
+ *     never read, while the edge keeps writing to it) while another stream
+ *     moves 100 MiB (a pod log read whole); the moving stream's throughput
+ *     with the stall against alone, and against direct.
+ *
+ * The hub and the agent run as real `edgeadm` processes (bin/run.js); the
+ * edge API server is the SIMULATED API server from test/support, in this
+ * process with the client (so both paths share that cost alike).
+ *
+ *   npm run build && node bench/tunnel/run.ts [--requests 20000] [--concurrency 64] [--mib 100]
+ *
+ * Node 24 runs this TypeScript directly; the hook below lets the simulated
+ * server's modules import each other as `./x.js`.
+ */
+import type { Agent as HttpsAgent } from 'node:https';
+import { registerHooks } from 'node:module';
+
+const SIM_DIR = new URL('../../test/support/sim-apiserver/', import.meta.url).href;
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    const isSim =
+      specifier.endsWith('.js') &&
+      ((context.parentURL ?? '').startsWith(SIM_DIR) || specifier.includes('sim-apiserver/'));
+    if (isSim) {
+      try {
+        return nextResolve(specifier, context);
+      } catch {
+        return nextResolve(`${specifier.slice(0, -3)}.ts`, context);
+      }
+    }
+    return nextResolve(specifier, context);
+  },
+});
+
+const { spawn } = await import('node:child_process');
+const { mkdtempSync, readFileSync, writeFileSync } = await import('node:fs');
+const https = await import('node:https');
+const { tmpdir } = await import('node:os');
+const { join } = await import('node:path');
+const { setTimeout: sleep } = await import('node:timers/promises');
+const { fileURLToPath } = await import('node:url');
+const { parseArgs } = await import('node:util');
+const { startSimApiServer } = await import('../../test/support/sim-apiserver/index.js');
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '20000' },
+    concurrency: { type: 'string', default: '64' },
+    mib: { type: 'string', default: '100' },
+    json: { type: 'boolean' },
+  },
+});
+const REQUESTS = Number(values.requests);
+const CONCURRENCY = Number(values.concurrency);
+const MOVING_MIB = Number(values.mib);
+/** Bytes written into the stalled stream while the other one moves. */
+const STALLED_MIB = 32;
+/** Log line size: the simulated server keeps 10,000 lines per log, so 100 MiB needs long lines. */
+const LINE_BYTES = 12 * 1024;
+const LINE_TEXT = 'x'.repeat(LINE_BYTES - 1);
+const linesFor = (mib: number): number => Math.ceil((mib * 1024 * 1024) / LINE_BYTES);
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), 'edgeadm-bench-tunnel-'));
+
+interface Child {
+  output: () => string;
+  kill: () => void;
+}
+
+function startEdgeadm(args: string[]): Child {
+  const child = spawn(process.execPath, [join(root, 'bin/run.js'), ...args], {
+    env: { ...process.env, EDGEADM_HOME: join(scratch, `home-${args[0]}`), NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let printed = '';
+  child.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+  // Never leave a hub or agent behind, also when the benchmark fails.
+  process.once('exit', () => child.kill('SIGTERM'));
+  return { output: () => printed, kill: () => child.kill('SIGTERM') };
+}
+
+async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>): Promise<T> {
+  for (let i = 0; i < 600; i += 1) {
+    let value: T | undefined;
+    try {
+      value = await check();
+    } catch {
+      value = undefined;
+    }
+    if (value !== undefined) return value;
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function call(options: {
+  url: string;
+  ca: string;
+  token: string;
+  method?: string;
+  body?: unknown;
+  agent?: HttpsAgent;
+}): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const req = https.request(
+      options.url,
+      {
+        method: options.method ?? 'GET',
+        ca: options.ca,
+        agent: options.agent ?? false,
+        headers: {
+          Authorization: `Bearer ${options.token}`,
+          ...(payload ? { 'Content-Type': 'application/json' } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+// --- set up: edge API server, hub, agent, a user ------------------------------------------
+const sim = await startSimApiServer({ gitVersion: 'v1.30.4+sim' });
+const kubeconfig = join(scratch, 'edge.kubeconfig');
+writeFileSync(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
+const hubDir = join(scratch, 'hub');
+const hub = startEdgeadm(['hub', 'serve', '--listen', '127.0.0.1:0', '--data-dir', hubDir]);
+const hubUrl = await until('the hub', () => /hub listening on (\S+)/.exec(hub.output())?.[1]);
+const pin = /hub CA pin: (\S+)/.exec(hub.output())?.[1] ?? '';
+const hubCa = readFileSync(join(hubDir, 'pki', 'ca.crt'), 'utf8');
+const adminToken = /^token: (\S+)$/m.exec(readFileSync(join(hubDir, 'admin.yaml'), 'utf8'))?.[1] ?? '';
+const hubToken = JSON.parse(
+  (
+    await call({
+      url: `${hubUrl}/hub/v1/tokens`,
+      ca: hubCa,
+      token: adminToken,
+      method: 'POST',
+      body: { ttlMs: 600_000 },
+    })
+  ).body.toString(),
+).token as string;
+const user = JSON.parse(
+  (
+    await call({
+      url: `${hubUrl}/hub/v1/users`,
+      ca: hubCa,
+      token: adminToken,
+      method: 'POST',
+      body: { name: 'bench', clustersSelector: '', groups: ['system:masters'] },
+    })
+  ).body.toString(),
+) as { token: string };
+const agent = startEdgeadm([
+  'register-cloud',
+  new URL(hubUrl).host,
+  '--token',
+  hubToken,
+  '--hub-ca-cert-hash',
+  pin,
+  '--name',
+  'bench',
+  '--kubeconfig',
+  kubeconfig,
+  '--data-dir',
+  join(scratch, 'agent'),
+  '--foreground',
+]);
+await until('the agent to connect', async () => {
+  const answer = await call({ url: `${hubUrl}/hub/v1/clusters/bench`, ca: hubCa, token: adminToken });
+  return answer.status === 200 && JSON.parse(answer.body.toString()).state === 'Connected' ? true : undefined;
+});
+
+const paths = {
+  direct: { base: sim.url, ca: sim.caPem, token: sim.adminToken },
+  tunnel: { base: `${hubUrl}/clusters/bench`, ca: hubCa, token: user.token },
+};
+type PathName = keyof typeof paths;
+
+// --- (a) small GETs ------------------------------------------------------------------------
+async function smallGets(name: PathName, requests: number): Promise<{ rps: number; p50: number; p99: number }> {
+  const target = paths[name];
+  const agentPool = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: target.ca });
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < requests) {
+        next += 1;
+        const t0 = performance.now();
+        const answer = await call({
+          url: `${target.base}/api/v1/namespaces/default`,
+          ca: target.ca,
+          token: target.token,
+          agent: agentPool,
+        });
+        if (answer.status !== 200) throw new Error(`${name}: HTTP ${answer.status}: ${answer.body.toString()}`);
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  agentPool.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  return { rps: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
+}
+
+await smallGets('direct', 1000);
+await smallGets('tunnel', 1000);
+const rounds: Record<PathName, { rps: number; p50: number; p99: number }[]> = { direct: [], tunnel: [] };
+for (let round = 0; round < 2; round += 1) {
+  for (const name of ['direct', 'tunnel'] as const) rounds[name].push(await smallGets(name, REQUESTS / 2));
+}
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+const small = Object.fromEntries(
+  (['direct', 'tunnel'] as const).map((n) => [
+    n,
+    {
+      rps: mean(rounds[n].map((r) => r.rps)),
+      p50: mean(rounds[n].map((r) => r.p50)),
+      p99: mean(rounds[n].map((r) => r.p99)),
+    },
+  ]),
+) as Record<PathName, { rps: number; p50: number; p99: number }>;
+
+// --- (c) head-of-line ----------------------------------------------------------------------
+for (const pod of ['moving', 'stalled']) {
+  sim.setObject({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: pod, namespace: 'default' },
+    spec: { containers: [{ name: 'c', image: 'x' }] },
+  });
+}
+for (let i = 0; i < linesFor(MOVING_MIB); i += 1) sim.appendPodLog('default', 'moving', LINE_TEXT);
+
+async function moveLog(name: PathName): Promise<number> {
+  const target = paths[name];
+  const started = performance.now();
+  const answer = await call({
+    url: `${target.base}/api/v1/namespaces/default/pods/moving/log`,
+    ca: target.ca,
+    token: target.token,
+  });
+  if (answer.status !== 200 || answer.body.length < MOVING_MIB * 1024 * 1024)
+    throw new Error(`moving log: HTTP ${answer.status}, ${answer.body.length} bytes`);
+  return answer.body.length / (1024 * 1024) / ((performance.now() - started) / 1000);
+}
+
+const alone = [await moveLog('tunnel'), await moveLog('tunnel')];
+const direct = [await moveLog('direct'), await moveLog('direct')];
+// The stalled stream: followed, never read, while the edge writes STALLED_MIB into it.
+const stalledReq = https.request(`${paths.tunnel.base}/api/v1/namespaces/default/pods/stalled/log?follow=true`, {
+  ca: hubCa,
+  agent: false,
+  headers: { Authorization: `Bearer ${user.token}` },
+});
+let stalledHeld = 0;
+stalledReq.on('response', (res) => {
+  res.pause();
+  stalledHeld = 1;
+});
+stalledReq.end();
+await until('the stalled stream to open', () => (stalledHeld === 1 ? true : undefined));
+for (let i = 0; i < linesFor(STALLED_MIB); i += 1) sim.appendPodLog('default', 'stalled', LINE_TEXT);
+await sleep(1000);
+const withStall = [await moveLog('tunnel'), await moveLog('tunnel')];
+stalledReq.destroy();
+
+const results = {
+  smallGets: {
+    requests: REQUESTS,
+    concurrency: CONCURRENCY,
+    direct: small.direct,
+    tunnel: small.tunnel,
+    throughputRatio: small.tunnel.rps / small.direct.rps,
+    p99DeltaMs: small.tunnel.p99 - small.direct.p99,
+  },
+  headOfLine: {
+    movingMiB: MOVING_MIB,
+    stalledMiBWritten: STALLED_MIB,
+    directMiBps: mean(direct),
+    tunnelAloneMiBps: mean(alone),
+    tunnelWithStallMiBps: mean(withStall),
+    keptFraction: mean(withStall) / mean(alone),
+    tunnelVsDirect: mean(alone) / mean(direct),
+  },
+};
+const f = (x: number, d = 2): string => x.toFixed(d);
+if (values.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+else {
+  const s = results.smallGets;
+  process.stdout.write(
+    [
+      `(a) small GETs, ${s.requests} requests, ${s.concurrency} connections`,
+      `    direct: ${f(s.direct.rps, 0)} req/s  p50 ${f(s.direct.p50)} ms  p99 ${f(s.direct.p99)} ms`,
+      `    tunnel: ${f(s.tunnel.rps, 0)} req/s  p50 ${f(s.tunnel.p50)} ms  p99 ${f(s.tunnel.p99)} ms`,
+      `    ratio ${f(s.throughputRatio)}; p99 delta ${f(s.p99DeltaMs)} ms`,
+      `(c) head-of-line: ${MOVING_MIB} MiB moving while another stream is stalled (${STALLED_MIB} MiB written into it)`,
+      `    direct ${f(results.headOfLine.directMiBps, 0)} MiB/s; tunnel alone ${f(results.headOfLine.tunnelAloneMiBps, 0)} MiB/s; tunnel with stall ${f(results.headOfLine.tunnelWithStallMiBps, 0)} MiB/s`,
+      `    kept ${f(results.headOfLine.keptFraction)} of its throughput; tunnel/direct ${f(results.headOfLine.tunnelVsDirect)}`,
+      '',
+    ].join('\n'),
+  );
+}
+agent.kill();
+hub.kill();
+await sleep(500);
+await sim.stop();

@@ -1,0 +1,178 @@
+/**
+ * edgeadm's configuration files (`--config FILE`) for init and join, their
+ * defaults (`edgeadm config print init-defaults | join-defaults`), and the
+ * merge of a file with flags: a flag given on the command line wins over the
+ * file, and the file over the defaults.
+ */
+import { dump, load } from 'js-yaml';
+import { ValidationError } from '../errors.js';
+import { DEFAULT_BOOTSTRAP_TOKEN_TTL_MS } from '../trust/bootstrap-token.js';
+import { formatGoDuration } from '../trust/duration.js';
+import { DEFAULT_DISTRIBUTION } from './distributions/index.js';
+
+/** The apiVersion of edgeadm's configuration files. */
+export const CONFIG_API_VERSION = 'edgeadm.io/v1alpha1';
+/** k3s's default pod network. */
+export const DEFAULT_POD_CIDR = '10.42.0.0/16';
+/** k3s's default Service network. */
+export const DEFAULT_SERVICE_CIDR = '10.43.0.0/16';
+
+/** What `init` is told, from flags and the config file together. */
+export interface InitSettings {
+  distribution: string;
+  installPackage?: string;
+  nodeName?: string;
+  nodeLabels: Record<string, string>;
+  advertiseAddress?: string;
+  certSans: string[];
+  podCidr: string;
+  serviceCidr: string;
+  enableEdge: boolean;
+  /** A bootstrap token to create (else one is generated). A secret. */
+  token?: string;
+  tokenTtl: string;
+}
+
+/** What `join` is told. */
+export interface JoinSettings {
+  /** `host:port` of the API server. */
+  endpoint?: string;
+  token?: string;
+  caCertHashes: string[];
+  unsafeSkipCaVerification: boolean;
+  discoveryTimeout: string;
+  installPackage?: string;
+  nodeName?: string;
+  nodeLabels: Record<string, string>;
+  enableEdge: boolean;
+}
+
+/** The defaults `config print init-defaults` shows. */
+export function initDefaults(): InitSettings {
+  return {
+    distribution: DEFAULT_DISTRIBUTION,
+    nodeLabels: {},
+    certSans: [],
+    podCidr: DEFAULT_POD_CIDR,
+    serviceCidr: DEFAULT_SERVICE_CIDR,
+    enableEdge: false,
+    tokenTtl: formatGoDuration(DEFAULT_BOOTSTRAP_TOKEN_TTL_MS),
+  };
+}
+
+/** The defaults `config print join-defaults` shows. */
+export function joinDefaults(): JoinSettings {
+  return {
+    caCertHashes: [],
+    unsafeSkipCaVerification: false,
+    discoveryTimeout: '5m0s',
+    nodeLabels: {},
+    enableEdge: false,
+  };
+}
+
+/** A configuration document as YAML, with placeholders for what has no default. */
+export function renderConfigDefaults(kind: 'init' | 'join'): string {
+  const document =
+    kind === 'init'
+      ? {
+          apiVersion: CONFIG_API_VERSION,
+          kind: 'InitConfiguration',
+          ...initDefaults(),
+          installPackage: './edge-k3s-v1.30.4-amd64.tar.gz',
+          advertiseAddress: '10.0.0.10',
+        }
+      : {
+          apiVersion: CONFIG_API_VERSION,
+          kind: 'JoinConfiguration',
+          ...joinDefaults(),
+          endpoint: '10.0.0.10:6443',
+          token: 'abcdef.0123456789abcdef',
+          caCertHashes: ['sha256:<hash printed by edgeadm init>'],
+          installPackage: './edge-k3s-v1.30.4-amd64.tar.gz',
+        };
+  return dump(document, { lineWidth: -1 });
+}
+
+function parseDocument(text: string, kind: 'InitConfiguration' | 'JoinConfiguration', file: string): unknown {
+  let document: unknown;
+  try {
+    document = load(text);
+  } catch (error) {
+    throw new ValidationError(`${file} is not valid YAML: ${(error as Error).message}`, { code: 'E_CONFIG_INVALID' });
+  }
+  const record = document as { apiVersion?: unknown; kind?: unknown } | null;
+  if (!record || typeof record !== 'object' || record.kind !== kind || record.apiVersion !== CONFIG_API_VERSION) {
+    throw new ValidationError(`${file} must be an ${CONFIG_API_VERSION} ${kind}`, {
+      code: 'E_CONFIG_INVALID',
+      hints: [`Start from: edgeadm config print ${kind === 'InitConfiguration' ? 'init' : 'join'}-defaults`],
+    });
+  }
+  return document;
+}
+
+function pick<T extends object>(defaults: T, fromFile: Partial<T>, fromFlags: Partial<T>): T {
+  const out: Record<string, unknown> = { ...(defaults as Record<string, unknown>) };
+  for (const source of [fromFile, fromFlags]) {
+    for (const [key, value] of Object.entries(source)) if (value !== undefined) out[key] = value;
+  }
+  return out as T;
+}
+
+/** Merges defaults, the config file's text (if any) and the flags given. */
+export function resolveInitSettings(options: {
+  configText?: string;
+  configFile?: string;
+  flags: Partial<InitSettings>;
+}): InitSettings {
+  const file =
+    options.configText === undefined
+      ? {}
+      : (parseDocument(
+          options.configText,
+          'InitConfiguration',
+          options.configFile ?? '--config',
+        ) as Partial<InitSettings>);
+  const {
+    apiVersion: _a,
+    kind: _k,
+    ...settings
+  } = file as Partial<InitSettings> & { apiVersion?: string; kind?: string };
+  return pick(initDefaults(), settings, options.flags);
+}
+
+/** Merges defaults, the config file's text (if any) and the flags given. */
+export function resolveJoinSettings(options: {
+  configText?: string;
+  configFile?: string;
+  flags: Partial<JoinSettings>;
+}): JoinSettings {
+  const file =
+    options.configText === undefined
+      ? {}
+      : (parseDocument(
+          options.configText,
+          'JoinConfiguration',
+          options.configFile ?? '--config',
+        ) as Partial<JoinSettings>);
+  const {
+    apiVersion: _a,
+    kind: _k,
+    ...settings
+  } = file as Partial<JoinSettings> & { apiVersion?: string; kind?: string };
+  return pick(joinDefaults(), settings, options.flags);
+}
+
+/** Parses `--node-labels a=b,c=d`. */
+export function parseNodeLabels(text: string | undefined): Record<string, string> | undefined {
+  if (text === undefined) return undefined;
+  const labels: Record<string, string> = {};
+  for (const part of text.split(',').filter((p) => p.trim() !== '')) {
+    const [key, ...rest] = part.split('=');
+    if (!key || rest.length === 0) {
+      throw new ValidationError(`--node-labels: ${JSON.stringify(part)} is not key=value`, { code: 'E_FLAG_INVALID' });
+    }
+    labels[key.trim()] = rest.join('=').trim();
+  }
+  return labels;
+}

@@ -1,0 +1,79 @@
+/**
+ * The k3s driver (the default distribution): one binary, `k3s server` for a
+ * control plane and `k3s agent` for a node, configured through
+ * /etc/rancher/k3s/config.yaml (rendered with js-yaml from edgeadm's
+ * options), joined with a `K10<ca hash>::<id>.<secret>` token that edgeadm
+ * builds from the CA it verified by pin.
+ */
+import { dump } from 'js-yaml';
+import { buildK3sToken } from '../../trust/k3s-token.js';
+import { K3S_SERVER_CA_PATH } from '../../trust/local-ca.js';
+import type { AgentConfigInput, Distribution, ServerConfigInput } from './distribution.js';
+import { K3S_AGENT_UNIT, K3S_SERVER_UNIT } from './k3s-units.js';
+
+/** Where k3s reads its configuration. */
+export const K3S_CONFIG_PATH = '/etc/rancher/k3s/config.yaml';
+/** The admin kubeconfig k3s writes (server https://127.0.0.1:6443). */
+export const K3S_ADMIN_KUBECONFIG_PATH = '/etc/rancher/k3s/k3s.yaml';
+/** The kubelet kubeconfig of a k3s agent. */
+export const K3S_NODE_KUBECONFIG_PATH = '/var/lib/rancher/k3s/agent/kubelet.kubeconfig';
+
+function labelList(labels: Record<string, string>): string[] {
+  return Object.entries(labels).map(([key, value]) => `${key}=${value}`);
+}
+
+/** The k3s server's config.yaml. Pure, so tests check it without a host. */
+export function renderK3sServerConfig(input: ServerConfigInput): string {
+  const config: Record<string, unknown> = {
+    'node-name': input.nodeName,
+    'advertise-address': input.advertiseAddress,
+    'node-ip': input.advertiseAddress,
+    'tls-san': [...new Set([input.advertiseAddress, ...input.certSans])],
+    'write-kubeconfig-mode': '0600',
+  };
+  if (Object.keys(input.nodeLabels).length > 0) config['node-label'] = labelList(input.nodeLabels);
+  if (input.podCidr) config['cluster-cidr'] = input.podCidr;
+  if (input.serviceCidr) config['service-cidr'] = input.serviceCidr;
+  if (input.isClusterInit) config['cluster-init'] = true;
+  return `# Written by edgeadm init; edgeadm reset removes it.\n${dump(config, { lineWidth: -1 })}`;
+}
+
+/** The k3s agent's config.yaml; it holds the join token (mode 0600). */
+export function renderK3sAgentConfig(input: AgentConfigInput): string {
+  const config: Record<string, unknown> = {
+    server: input.server,
+    token: input.joinCredential,
+    'node-name': input.nodeName,
+  };
+  if (Object.keys(input.nodeLabels).length > 0) config['node-label'] = labelList(input.nodeLabels);
+  return `# Written by edgeadm join; edgeadm reset removes it.\n${dump(config, { lineWidth: -1 })}`;
+}
+
+/** The k3s driver. */
+export const k3sDistribution: Distribution = {
+  name: 'k3s',
+  apiPort: 6443,
+  requiredBinaries: ['k3s'],
+  binDir: '/usr/local/bin',
+  configPath: () => K3S_CONFIG_PATH,
+  renderServerConfig: renderK3sServerConfig,
+  renderAgentConfig: renderK3sAgentConfig,
+  serviceUnit: (role) =>
+    role === 'control-plane'
+      ? { name: 'k3s.service', content: K3S_SERVER_UNIT }
+      : { name: 'k3s-agent.service', content: K3S_AGENT_UNIT },
+  caPath: K3S_SERVER_CA_PATH,
+  adminKubeconfigPath: K3S_ADMIN_KUBECONFIG_PATH,
+  nodeKubeconfigPath: K3S_NODE_KUBECONFIG_PATH,
+  ownedDirectories: ['/etc/rancher/k3s', '/var/lib/rancher/k3s', '/run/k3s'],
+  joinCredential: ({ caPem, token }) => buildK3sToken({ caBundle: caPem, credentials: token }),
+  networkCleanupScript: () =>
+    [
+      'for link in cni0 flannel.1 flannel-v6.1 kube-ipvs0 flannel-wg flannel-wg-v6; do',
+      '  if ip link show "$link" >/dev/null 2>&1; then ip link delete "$link"; fi',
+      'done',
+      'if command -v iptables-save >/dev/null 2>&1 && iptables-save 2>/dev/null | grep -qE "KUBE-|CNI-|flannel"; then',
+      '  iptables-save | grep -vE "KUBE-|CNI-|flannel" | iptables-restore',
+      'fi',
+    ].join('\n'),
+};

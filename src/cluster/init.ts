@@ -1,0 +1,415 @@
+/**
+ * The init workflow: a lightweight control plane on one host, from an
+ * offline install package.
+ *
+ * preflight → package → control-plane → wait-ready → bootstrap-token →
+ * edge-addons (with --enable-edge) → show-join-command
+ *
+ * Every phase checks before it changes, so a re-run after success says
+ * "already done" for each, and a re-run after a failure completes. Under
+ * --dry-run the host is a DryRunHost reading from the real one: phases that
+ * need the API server say what they would do instead.
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { EdgeadmError, ValidationError } from '../errors.js';
+import type { Host } from '../hosts/host.js';
+import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
+import { kubeCredentialsOf, mergeKubeconfig, renderKubeconfig, type KubeCredentials } from '../kube/kubeconfig.js';
+import type { Logger } from '../log/run-log.js';
+import type { ResolvedPackage } from '../packages/source.js';
+import {
+  formatBootstrapToken,
+  generateBootstrapToken,
+  parseBootstrapToken,
+  type BootstrapToken,
+} from '../trust/bootstrap-token.js';
+import { caPinsOfPem } from '../trust/ca-pin.js';
+import { parseGoDuration } from '../trust/duration.js';
+import { renderClusterInfoKubeconfig } from '../trust/kubeconfig.js';
+import { writeSecretFileAtomic } from '../trust/secret-file.js';
+import type { Phase } from '../workflow/phase.js';
+import type { PhaseResult } from '../workflow/runner.js';
+import { applyClusterInfoRbac, createBootstrapToken, getBootstrapToken, signClusterInfo } from './bootstrap-tokens.js';
+import type { Distribution } from './distributions/distribution.js';
+import { readHostFile, waitForHostFiles } from './host-files.js';
+import type { NodeData } from './node-context.js';
+import { packagePhase } from './package-phase.js';
+import { preflightPhase } from './preflight-phase.js';
+import { runClusterWorkflow } from './run-workflow.js';
+import type { ServiceManager } from './service-manager.js';
+import { configureAndStartService } from './service-phase.js';
+import type { StateRecorder } from './state.js';
+
+/** How long init waits for the API server to be ready. */
+export const API_READY_TIMEOUT_MS = 180_000;
+/** How often readiness is polled. */
+export const API_READY_POLL_MS = 500;
+/** The ConfigMap that holds the edge settings joining edge nodes read. */
+export const EDGE_CONFIG_NAME = 'edgeadm-edge';
+/** The label and taint edge nodes get. */
+export const EDGE_NODE_LABEL = 'node-role.kubernetes.io/edge';
+
+/** What the init phases depend on. */
+export interface InitData extends NodeData {
+  nodeName?: string;
+  nodeLabels: Record<string, string>;
+  advertiseAddress?: string;
+  certSans: string[];
+  podCidr: string;
+  serviceCidr: string;
+  enableEdge: boolean;
+  /** The token to create, when the operator chose one. */
+  requestedToken?: BootstrapToken;
+  tokenTtlMs: number;
+  /** The package path or URL the join command repeats. */
+  installPackagePath: string;
+  kubeconfigOut?: string;
+  /** Merge the admin kubeconfig into this file (unless kubeconfigOut or skipped). */
+  userKubeconfigPath?: string;
+  /** Filled in by the phases. */
+  server?: string;
+  caPem?: string;
+  admin?: KubeCredentials;
+  token?: BootstrapToken;
+  joinCommand?: string;
+  kubeconfigWritten?: { path: string; context: string; isMerged: boolean };
+}
+
+function serverOf(ctx: InitData): string {
+  return `https://${advertiseAddressOf(ctx)}:${ctx.distribution.apiPort}`;
+}
+
+function advertiseAddressOf(ctx: InitData): string {
+  if (ctx.advertiseAddress) return ctx.advertiseAddress;
+  const address = ctx.facts?.addresses.find((a) => a.family === 'inet' && a.scope === 'global')?.address;
+  if (!address) {
+    throw new ValidationError(`cannot tell which address ${ctx.host.name} should advertise`, {
+      code: 'E_NO_ADVERTISE_ADDRESS',
+      hints: ['Pass --apiserver-advertise-address.'],
+    });
+  }
+  return address;
+}
+
+/** Facts are collected by preflight; a single-phase run collects them itself. */
+async function ensureFacts(ctx: InitData): Promise<void> {
+  if (!ctx.facts) ctx.facts = await ctx.host.facts();
+}
+
+function nodeNameOf(ctx: InitData): string {
+  return ctx.nodeName ?? ctx.facts?.hostname ?? 'control-plane';
+}
+
+async function adminClient(ctx: InitData): Promise<KubeClient> {
+  if (ctx.admin) return new KubeClient(ctx.admin);
+  await ensureFacts(ctx);
+  const text = await readHostFile(ctx.host, ctx.distribution.adminKubeconfigPath);
+  const credentials = await kubeCredentialsOf(text, {
+    what: `${ctx.host.name}:${ctx.distribution.adminKubeconfigPath}`,
+    readFile: (path) => readHostFile(ctx.host, path),
+  });
+  ctx.caPem = await readHostFile(ctx.host, ctx.distribution.caPath);
+  // The distribution writes a loopback address; this machine reaches the advertised one.
+  ctx.admin = { ...credentials, server: serverOf(ctx), caPem: ctx.caPem };
+  return new KubeClient(ctx.admin);
+}
+
+function controlPlanePhase(): Phase<InitData> {
+  return {
+    name: 'control-plane',
+    summary: 'Write the distribution configuration and service unit, and start the control plane',
+    async run(ctx) {
+      await ensureFacts(ctx);
+      const config = ctx.distribution.renderServerConfig({
+        nodeName: nodeNameOf(ctx),
+        nodeLabels: ctx.nodeLabels,
+        advertiseAddress: advertiseAddressOf(ctx),
+        certSans: ctx.certSans,
+        podCidr: ctx.podCidr,
+        serviceCidr: ctx.serviceCidr,
+      });
+      return configureAndStartService(ctx, config);
+    },
+  };
+}
+
+function waitReadyPhase(): Phase<InitData> {
+  return {
+    name: 'wait-ready',
+    summary: 'Wait for the API server to answer /readyz',
+    async run(ctx) {
+      await ensureFacts(ctx);
+      if (ctx.isDryRun) {
+        ctx.say(`Would wait for ${serverOf(ctx)}/readyz, verified with the CA in ${ctx.distribution.caPath}`);
+        return 'unchanged';
+      }
+      await waitForHostFiles(ctx.host, [ctx.distribution.caPath, ctx.distribution.adminKubeconfigPath], {
+        timeoutMs: API_READY_TIMEOUT_MS,
+        what: `the ${ctx.distribution.name} server`,
+      });
+      const client = await adminClient(ctx);
+      const deadline = Date.now() + API_READY_TIMEOUT_MS;
+      let last: string;
+      for (;;) {
+        try {
+          const response = await client.raw('GET', '/readyz');
+          if (response.status === 200) break;
+          last = `HTTP ${response.status}`;
+        } catch (error) {
+          last = (error as Error).message;
+        }
+        if (Date.now() > deadline) {
+          throw new EdgeadmError(
+            `the API server at ${client.server} was not ready within ${API_READY_TIMEOUT_MS / 1000} s: ${last}`,
+            {
+              code: 'E_API_NOT_READY',
+            },
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, API_READY_POLL_MS));
+      }
+      ctx.say(`${client.server} is ready`);
+      return 'unchanged';
+    },
+  };
+}
+
+function bootstrapTokenPhase(): Phase<InitData> {
+  return {
+    name: 'bootstrap-token',
+    summary: 'Create the bootstrap token, sign cluster-info with it, and let anonymous users read cluster-info',
+    async run(ctx) {
+      await ensureFacts(ctx);
+      if (ctx.isDryRun) {
+        ctx.token = ctx.requestedToken ?? generateBootstrapToken();
+        ctx.say(`Would create the bootstrap token Secret kube-system/bootstrap-token-${ctx.token.id}`);
+        ctx.say(`Would create or update kube-public/cluster-info (kubeconfig for ${serverOf(ctx)}, JWS per token)`);
+        ctx.say('Would apply the Role and RoleBinding that let system:anonymous get cluster-info');
+        return 'unchanged';
+      }
+      const client = await adminClient(ctx);
+      let isChanged = false;
+      const previousId = ctx.state.state.bootstrapTokenId;
+      const wanted = ctx.requestedToken;
+      const existing = wanted
+        ? await getBootstrapToken(client, wanted.id)
+        : previousId
+          ? await getBootstrapToken(client, previousId)
+          : undefined;
+      const isUsable = existing && (existing.expires === undefined || existing.expires > new Date());
+      if (existing && isUsable && (!wanted || existing.token.secret === wanted.secret)) {
+        ctx.token = existing.token;
+        ctx.say(`bootstrap token ${existing.token.id} already exists`);
+      } else {
+        const token = wanted ?? generateBootstrapToken();
+        await createBootstrapToken(client, {
+          token,
+          ttlMs: ctx.tokenTtlMs,
+          description: 'The default bootstrap token generated by edgeadm init.',
+        });
+        ctx.token = token;
+        isChanged = true;
+        ctx.say(`created bootstrap token ${token.id}`);
+      }
+      ctx.state.update((s) => ({ ...s, bootstrapTokenId: ctx.token!.id }));
+      await ctx.state.save();
+      const kubeconfig = renderClusterInfoKubeconfig({ server: serverOf(ctx), caPem: ctx.caPem! });
+      if (await signClusterInfo(client, { kubeconfig })) {
+        isChanged = true;
+        ctx.say('wrote kube-public/cluster-info, signed with every signing token');
+      }
+      if (await applyClusterInfoRbac(client)) {
+        isChanged = true;
+        ctx.say('applied the RBAC that lets anonymous users read cluster-info');
+      }
+      return isChanged ? 'changed' : 'unchanged';
+    },
+  };
+}
+
+function edgeAddonsPhase(): Phase<InitData> {
+  return {
+    name: 'edge-addons',
+    summary: 'With --enable-edge: record the labels and taints edge nodes get (the edge-proxy comes with edge nodes)',
+    runIf: (ctx) => ctx.enableEdge,
+    async run(ctx) {
+      const object: KubeObject = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name: EDGE_CONFIG_NAME,
+          namespace: 'kube-system',
+          labels: { 'app.kubernetes.io/managed-by': 'edgeadm' },
+        },
+        data: {
+          nodeLabels: `${EDGE_NODE_LABEL}=true`,
+          nodeTaints: `${EDGE_NODE_LABEL}=true:NoSchedule`,
+          note: 'Edge nodes joined with --enable-edge get these labels and taints. The edge-proxy is not installed by this version.',
+        },
+      };
+      if (ctx.isDryRun) {
+        ctx.say(`Would apply kube-system/${EDGE_CONFIG_NAME} (edge node labels and taints)`);
+        return 'unchanged';
+      }
+      const client = await adminClient(ctx);
+      const path = corePath('configmaps', { namespace: 'kube-system', name: EDGE_CONFIG_NAME });
+      const before = await client.get(path);
+      const after = await client.apply(path, object, { force: true });
+      ctx.say('edge-proxy is not built in this version: only the edge node labels and taints are configured');
+      return before?.metadata?.resourceVersion === after.metadata?.resourceVersion ? 'unchanged' : 'changed';
+    },
+  };
+}
+
+function showJoinCommandPhase(): Phase<InitData> {
+  return {
+    name: 'show-join-command',
+    summary: 'Write the admin kubeconfig where asked and print the join command',
+    async run(ctx) {
+      await ensureFacts(ctx);
+      // A single-phase run (init phase show-join-command) reads what earlier phases made.
+      if (!ctx.isDryRun && !ctx.admin) await adminClient(ctx);
+      const tokenId = ctx.state.state.bootstrapTokenId;
+      if (!ctx.token && ctx.admin && tokenId)
+        ctx.token = (await getBootstrapToken(new KubeClient(ctx.admin), tokenId))?.token;
+      const token = ctx.token ? formatBootstrapToken(ctx.token) : '<token>';
+      const caPin = ctx.caPem ? caPinsOfPem(ctx.caPem, 'the cluster CA')[0] : 'sha256:<hash>';
+      const address = `${advertiseAddressOf(ctx)}:${ctx.distribution.apiPort}`;
+      ctx.joinCommand = `edgeadm join ${address} --token ${token} --discovery-token-ca-cert-hash ${caPin} --install-pkg-path ${ctx.installPackagePath}`;
+      if (ctx.isDryRun || !ctx.admin) {
+        if (ctx.kubeconfigOut ?? ctx.userKubeconfigPath) {
+          ctx.say(`Would write the admin kubeconfig to ${ctx.kubeconfigOut ?? ctx.userKubeconfigPath}`);
+        }
+        return 'unchanged';
+      }
+      const context = `edgeadm-${nodeNameOf(ctx)}`;
+      const own = renderKubeconfig(ctx.admin, context);
+      let isChanged = false;
+      if (ctx.kubeconfigOut) {
+        const current = existsSync(ctx.kubeconfigOut) ? readFileSync(ctx.kubeconfigOut, 'utf8') : undefined;
+        if (current !== own) {
+          mkdirSync(dirname(ctx.kubeconfigOut), { recursive: true });
+          writeSecretFileAtomic(ctx.kubeconfigOut, own);
+          isChanged = true;
+        }
+        ctx.kubeconfigWritten = { path: ctx.kubeconfigOut, context, isMerged: false };
+      } else if (ctx.userKubeconfigPath) {
+        const path = ctx.userKubeconfigPath;
+        const current = existsSync(path) ? readFileSync(path, 'utf8') : undefined;
+        const merged = mergeKubeconfig(current, own, { setCurrent: true });
+        if (merged !== current) {
+          mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+          writeSecretFileAtomic(path, merged);
+          isChanged = true;
+        }
+        ctx.kubeconfigWritten = { path, context, isMerged: true };
+      }
+      if (ctx.kubeconfigWritten) {
+        ctx.say(
+          `${isChanged ? 'wrote' : 'already wrote'} the admin kubeconfig to ${ctx.kubeconfigWritten.path} (context ${context})`,
+        );
+      }
+      return isChanged ? 'changed' : 'unchanged';
+    },
+  };
+}
+
+/** The init phase tree. */
+export function initPhases(): Phase<InitData>[] {
+  return [
+    preflightPhase<InitData>(),
+    packagePhase<InitData>(),
+    controlPlanePhase(),
+    waitReadyPhase(),
+    bootstrapTokenPhase(),
+    edgeAddonsPhase(),
+    showJoinCommandPhase(),
+  ];
+}
+
+/** Everything `edgeadm init` needs, parsed. */
+export interface InitOptions {
+  host: Host;
+  isDryRun: boolean;
+  distribution: Distribution;
+  serviceManager: ServiceManager;
+  state: StateRecorder;
+  package: ResolvedPackage;
+  installPackagePath: string;
+  ignorePreflightErrors: string[];
+  nodeName?: string;
+  nodeLabels: Record<string, string>;
+  advertiseAddress?: string;
+  certSans: string[];
+  podCidr: string;
+  serviceCidr: string;
+  enableEdge: boolean;
+  token?: string;
+  tokenTtl: string;
+  kubeconfigOut?: string;
+  userKubeconfigPath?: string;
+  skipPhases?: string[];
+  /** Run only this phase (`edgeadm init phase <name>`). */
+  only?: string;
+  logger: Logger;
+  onLine: (line: string) => void;
+}
+
+/** What init reports (`--json`). The join command holds the token: a credential. */
+export interface InitResult {
+  host: string;
+  isDryRun: boolean;
+  phases: PhaseResult[];
+  isChanged: boolean;
+  server?: string;
+  caCertHash?: string;
+  joinCommand?: string;
+  kubeconfig?: { path: string; context: string; isMerged: boolean };
+  plan?: string[];
+}
+
+/** Runs init. */
+export async function runInit(options: InitOptions): Promise<InitResult> {
+  const ctx: InitData = {
+    host: options.host,
+    isDryRun: options.isDryRun,
+    role: 'control-plane',
+    distribution: options.distribution,
+    serviceManager: options.serviceManager,
+    state: options.state,
+    package: options.package,
+    ignorePreflightErrors: options.ignorePreflightErrors,
+    logger: options.logger,
+    say: () => undefined,
+    nodeLabels: options.nodeLabels,
+    certSans: options.certSans,
+    podCidr: options.podCidr,
+    serviceCidr: options.serviceCidr,
+    enableEdge: options.enableEdge,
+    tokenTtlMs: parseGoDuration(options.tokenTtl),
+    installPackagePath: options.installPackagePath,
+    ...(options.nodeName ? { nodeName: options.nodeName } : {}),
+    ...(options.advertiseAddress ? { advertiseAddress: options.advertiseAddress } : {}),
+    ...(options.token ? { requestedToken: parseBootstrapToken(options.token) } : {}),
+    ...(options.kubeconfigOut ? { kubeconfigOut: options.kubeconfigOut } : {}),
+    ...(options.userKubeconfigPath ? { userKubeconfigPath: options.userKubeconfigPath } : {}),
+  };
+  const report = await runClusterWorkflow(initPhases(), ctx, {
+    ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),
+    ...(options.only ? { only: options.only } : {}),
+    onLine: options.onLine,
+  });
+  await ctx.state.save();
+  return {
+    host: options.host.name,
+    isDryRun: options.isDryRun,
+    phases: report.phases,
+    isChanged: report.changed,
+    ...(ctx.admin ? { server: ctx.admin.server } : {}),
+    ...(ctx.caPem ? { caCertHash: caPinsOfPem(ctx.caPem, 'the cluster CA')[0]! } : {}),
+    ...(ctx.joinCommand ? { joinCommand: ctx.joinCommand } : {}),
+    ...(ctx.kubeconfigWritten ? { kubeconfig: ctx.kubeconfigWritten } : {}),
+    ...(options.isDryRun ? { plan: report.plan } : {}),
+  };
+}

@@ -1,0 +1,284 @@
+/**
+ * The join workflow: an edge node joins a cluster with kubeadm's trust
+ * model (bootstrap token + CA pin).
+ *
+ * preflight → discovery → package → node-join → wait-ready → labels
+ *
+ * Discovery runs on this machine (where edgeadm runs) against the control
+ * plane, before anything reaches the host: a wrong token, a wrong pin or an
+ * unreachable control plane stop the join with nothing installed. The node's
+ * join credential (k3s: `K10<ca hash>::<token>`) is built from the CA that
+ * discovery verified.
+ */
+import { EdgeadmError } from '../errors.js';
+import type { Host } from '../hosts/host.js';
+import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
+import { kubeCredentialsOf } from '../kube/kubeconfig.js';
+import type { Logger } from '../log/run-log.js';
+import type { ResolvedPackage } from '../packages/source.js';
+import { parseBootstrapToken, type BootstrapToken } from '../trust/bootstrap-token.js';
+import { discoverClusterInfo, type DiscoveryResult } from '../trust/discovery.js';
+import { parseGoDuration } from '../trust/duration.js';
+import type { Phase } from '../workflow/phase.js';
+import type { PhaseResult } from '../workflow/runner.js';
+import type { Distribution } from './distributions/distribution.js';
+import { readHostFile, waitForHostFiles } from './host-files.js';
+import { EDGE_NODE_LABEL } from './init.js';
+import type { NodeData } from './node-context.js';
+import { packagePhase } from './package-phase.js';
+import { preflightPhase } from './preflight-phase.js';
+import { runClusterWorkflow } from './run-workflow.js';
+import type { ServiceManager } from './service-manager.js';
+import { configureAndStartService } from './service-phase.js';
+import type { StateRecorder } from './state.js';
+
+/** How long join waits for the node to be Ready. */
+export const NODE_READY_TIMEOUT_MS = 180_000;
+/** How often the node is polled. */
+export const NODE_READY_POLL_MS = 1_000;
+
+/** What the join phases depend on. */
+export interface JoinData extends NodeData {
+  endpoint: string;
+  token: BootstrapToken;
+  caCertHashes: string[];
+  isUnsafeSkipCaVerification: boolean;
+  discoveryTimeoutMs: number;
+  nodeName?: string;
+  nodeLabels: Record<string, string>;
+  enableEdge: boolean;
+  /** Filled in by the phases. */
+  discovery?: DiscoveryResult;
+  node?: { name: string; isReady: boolean };
+}
+
+function nodeNameOf(ctx: JoinData): string {
+  return ctx.nodeName ?? ctx.facts?.hostname ?? 'node';
+}
+
+function labelsOf(ctx: JoinData): Record<string, string> {
+  return ctx.enableEdge ? { ...ctx.nodeLabels, [EDGE_NODE_LABEL]: 'true' } : ctx.nodeLabels;
+}
+
+async function ensureFacts(ctx: JoinData): Promise<void> {
+  if (!ctx.facts) ctx.facts = await ctx.host.facts();
+}
+
+async function ensureDiscovery(ctx: JoinData): Promise<DiscoveryResult> {
+  if (ctx.discovery) return ctx.discovery;
+  ctx.discovery = await discoverClusterInfo({
+    endpoint: ctx.endpoint,
+    token: ctx.token,
+    caCertHashes: ctx.caCertHashes,
+    isUnsafeSkipCaVerification: ctx.isUnsafeSkipCaVerification,
+    timeoutMs: ctx.discoveryTimeoutMs,
+    logger: ctx.logger,
+  });
+  return ctx.discovery;
+}
+
+/** The node's own API client: its agent's credentials, against the server discovery verified. */
+async function nodeClient(ctx: JoinData): Promise<KubeClient> {
+  const discovery = await ensureDiscovery(ctx);
+  const path = ctx.distribution.nodeKubeconfigPath;
+  const credentials = await kubeCredentialsOf(await readHostFile(ctx.host, path), {
+    what: `${ctx.host.name}:${path}`,
+    readFile: (file) => readHostFile(ctx.host, file),
+  });
+  // The agent may reach the server through a node-local proxy; this machine goes direct.
+  return new KubeClient({ ...credentials, server: discovery.server, caPem: discovery.caPem });
+}
+
+function isNodeReady(node: KubeObject | undefined): boolean {
+  const conditions = (node?.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)
+    ?.conditions;
+  return conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+}
+
+function discoveryPhase(): Phase<JoinData> {
+  return {
+    name: 'discovery',
+    summary: 'Verify the API server with the bootstrap token (JWS) and the CA pin',
+    async run(ctx) {
+      const result = await ensureDiscovery(ctx);
+      ctx.say(
+        `verified ${result.server}${result.isCaVerified ? ` (CA pin ${result.matchedPin})` : ' (CA NOT verified: --discovery-token-unsafe-skip-ca-verification)'}`,
+      );
+      return 'unchanged';
+    },
+  };
+}
+
+function nodeJoinPhase(): Phase<JoinData> {
+  return {
+    name: 'node-join',
+    summary: "Write the node agent's configuration and service unit, and start it",
+    async run(ctx) {
+      await ensureFacts(ctx);
+      const discovery = await ensureDiscovery(ctx);
+      const config = ctx.distribution.renderAgentConfig({
+        nodeName: nodeNameOf(ctx),
+        nodeLabels: labelsOf(ctx),
+        server: discovery.server,
+        joinCredential: ctx.distribution.joinCredential({ caPem: discovery.caPem, token: ctx.token }),
+      });
+      return configureAndStartService(ctx, config);
+    },
+  };
+}
+
+function waitReadyPhase(): Phase<JoinData> {
+  return {
+    name: 'wait-ready',
+    summary: 'Wait until the Node is registered and Ready',
+    async run(ctx) {
+      await ensureFacts(ctx);
+      const name = nodeNameOf(ctx);
+      if (ctx.isDryRun) {
+        ctx.say(`Would wait until Node ${name} is Ready`);
+        return 'unchanged';
+      }
+      await waitForHostFiles(ctx.host, [ctx.distribution.nodeKubeconfigPath], {
+        timeoutMs: NODE_READY_TIMEOUT_MS,
+        what: `the ${ctx.distribution.name} agent`,
+      });
+      const client = await nodeClient(ctx);
+      const deadline = Date.now() + NODE_READY_TIMEOUT_MS;
+      let last: string;
+      for (;;) {
+        try {
+          const node = await client.get(corePath('nodes', { name }));
+          if (isNodeReady(node)) break;
+          last = node ? 'registered, not Ready' : 'not registered yet';
+        } catch (error) {
+          last = (error as Error).message;
+        }
+        if (Date.now() > deadline) {
+          throw new EdgeadmError(`Node ${name} was not Ready within ${NODE_READY_TIMEOUT_MS / 1000} s: ${last}`, {
+            code: 'E_NODE_NOT_READY',
+            hints: ['Look at the agent log on the node (journalctl -u k3s-agent, or /var/lib/edgeadm/services).'],
+          });
+        }
+        await new Promise((resolve) => setTimeout(resolve, NODE_READY_POLL_MS));
+      }
+      ctx.node = { name, isReady: true };
+      ctx.say(`Node ${name} is Ready`);
+      return 'unchanged';
+    },
+  };
+}
+
+function labelsPhase(): Phase<JoinData> {
+  return {
+    name: 'labels',
+    summary: 'Make sure the Node carries the labels asked for',
+    async run(ctx) {
+      await ensureFacts(ctx);
+      const wanted = labelsOf(ctx);
+      const name = nodeNameOf(ctx);
+      if (Object.keys(wanted).length === 0) return 'unchanged';
+      if (ctx.isDryRun) {
+        ctx.say(
+          `Would label Node ${name}: ${Object.entries(wanted)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(', ')}`,
+        );
+        return 'unchanged';
+      }
+      const client = await nodeClient(ctx);
+      const path = corePath('nodes', { name });
+      const node = await client.get(path);
+      const current = node?.metadata?.labels ?? {};
+      const missing = Object.fromEntries(Object.entries(wanted).filter(([key, value]) => current[key] !== value));
+      if (Object.keys(missing).length === 0) return 'unchanged';
+      await client.mergePatch(path, { metadata: { labels: missing } });
+      ctx.say(`labelled Node ${name}: ${Object.keys(missing).join(', ')}`);
+      return 'changed';
+    },
+  };
+}
+
+/** The join phase tree. */
+export function joinPhases(): Phase<JoinData>[] {
+  return [
+    preflightPhase<JoinData>(),
+    discoveryPhase(),
+    packagePhase<JoinData>(),
+    nodeJoinPhase(),
+    waitReadyPhase(),
+    labelsPhase(),
+  ];
+}
+
+/** Everything `edgeadm join` needs, parsed. */
+export interface JoinOptions {
+  host: Host;
+  isDryRun: boolean;
+  distribution: Distribution;
+  serviceManager: ServiceManager;
+  state: StateRecorder;
+  package: ResolvedPackage;
+  ignorePreflightErrors: string[];
+  endpoint: string;
+  token: string;
+  caCertHashes: string[];
+  isUnsafeSkipCaVerification: boolean;
+  discoveryTimeout: string;
+  nodeName?: string;
+  nodeLabels: Record<string, string>;
+  enableEdge: boolean;
+  skipPhases?: string[];
+  only?: string;
+  logger: Logger;
+  onLine: (line: string) => void;
+}
+
+/** What join reports (`--json`). */
+export interface JoinResult {
+  host: string;
+  isDryRun: boolean;
+  phases: PhaseResult[];
+  isChanged: boolean;
+  server?: string;
+  node?: { name: string; isReady: boolean };
+  plan?: string[];
+}
+
+/** Runs join. */
+export async function runJoin(options: JoinOptions): Promise<JoinResult> {
+  const ctx: JoinData = {
+    host: options.host,
+    isDryRun: options.isDryRun,
+    role: 'worker',
+    distribution: options.distribution,
+    serviceManager: options.serviceManager,
+    state: options.state,
+    package: options.package,
+    ignorePreflightErrors: options.ignorePreflightErrors,
+    logger: options.logger,
+    say: () => undefined,
+    endpoint: options.endpoint,
+    token: parseBootstrapToken(options.token),
+    caCertHashes: options.caCertHashes,
+    isUnsafeSkipCaVerification: options.isUnsafeSkipCaVerification,
+    discoveryTimeoutMs: parseGoDuration(options.discoveryTimeout),
+    nodeLabels: options.nodeLabels,
+    enableEdge: options.enableEdge,
+    ...(options.nodeName ? { nodeName: options.nodeName } : {}),
+  };
+  const report = await runClusterWorkflow(joinPhases(), ctx, {
+    ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),
+    ...(options.only ? { only: options.only } : {}),
+    onLine: options.onLine,
+  });
+  await ctx.state.save();
+  return {
+    host: options.host.name,
+    isDryRun: options.isDryRun,
+    phases: report.phases,
+    isChanged: report.changed,
+    ...(ctx.discovery ? { server: ctx.discovery.server } : {}),
+    ...(ctx.node ? { node: ctx.node } : {}),
+    ...(options.isDryRun ? { plan: report.plan } : {}),
+  };
+}

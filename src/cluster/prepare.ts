@@ -1,0 +1,72 @@
+/**
+ * What init, join and reset set up before their phases run: the install
+ * package verified on this machine (nothing reaches a host before that), the
+ * host connected (wrapped in a DryRunHost under --dry-run), its service
+ * manager chosen, and its install state loaded.
+ */
+import { join } from 'node:path';
+import { ValidationError } from '../errors.js';
+import { connectHost, type HostConnectOptions } from '../hosts/connect.js';
+import { DryRunHost } from '../hosts/dry-run-host.js';
+import type { Host } from '../hosts/host.js';
+import { edgeadmHome } from '../log/run-log.js';
+import type { Logger } from '../log/run-log.js';
+import { resolvePackageSource, type ResolvedPackage } from '../packages/source.js';
+import type { Distribution } from './distributions/distribution.js';
+import { distributionFor } from './distributions/index.js';
+import { selectServiceManager, type ServiceManager, type ServiceManagerKind } from './service-manager.js';
+import { StateRecorder } from './state.js';
+
+/** Options of {@link prepareNode}. */
+export interface PrepareNodeOptions {
+  connect: HostConnectOptions;
+  isDryRun: boolean;
+  distribution: string;
+  /** `--install-pkg-path`: a file or an http(s) URL. */
+  installPackage: string | undefined;
+  requestedServiceManager: ServiceManagerKind | undefined;
+  logger: Logger;
+}
+
+/** A host ready for a node workflow. Close `host` when done. */
+export interface PreparedNode {
+  host: Host;
+  distribution: Distribution;
+  serviceManager: ServiceManager;
+  state: StateRecorder;
+  package: ResolvedPackage;
+}
+
+/** Verifies the package, connects, and loads what the phases need. */
+export async function prepareNode(options: PrepareNodeOptions): Promise<PreparedNode> {
+  const distribution = distributionFor(options.distribution);
+  if (!options.installPackage) {
+    throw new ValidationError('no install package: pass --install-pkg-path (a file or an http(s) URL)', {
+      code: 'E_NO_PACKAGE',
+      hints: ['edgeadm package build makes one from a directory with bin/k3s.'],
+    });
+  }
+  const pkg = await resolvePackageSource(options.installPackage, {
+    cacheDir: join(edgeadmHome(), 'packages'),
+  });
+  if (pkg.manifest.distribution !== distribution.name) {
+    throw new ValidationError(
+      `the install package ${pkg.manifest.name} is for ${pkg.manifest.distribution}, not ${distribution.name}`,
+      { code: 'E_PACKAGE_DISTRIBUTION' },
+    );
+  }
+  const real = await connectHost({ ...options.connect, logger: options.logger });
+  try {
+    const facts = await real.facts();
+    const serviceManager = selectServiceManager({
+      requested: options.requestedServiceManager,
+      initSystem: facts.initSystem,
+      hostName: real.name,
+    });
+    const host = options.isDryRun ? new DryRunHost({ fallback: real }) : real;
+    return { host, distribution, serviceManager, state: await StateRecorder.open(host), package: pkg };
+  } catch (error) {
+    await real.close();
+    throw error;
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * The reset workflow: take a host back to how it was before init or join.
+ *
+ * stop-services → remove-files → cleanup-network → remove-state
+ *
+ * What goes comes from the install state (/var/lib/edgeadm/state), which
+ * init and join fill as they write. Without a state, reset refuses unless
+ * `--force`, and then removes what the distribution is known to write.
+ * Under --dry-run it lists what would go and changes nothing.
+ */
+import { EdgeadmError } from '../errors.js';
+import { execOrThrow, type Host } from '../hosts/host.js';
+import type { Logger } from '../log/run-log.js';
+import type { Phase } from '../workflow/phase.js';
+import type { PhaseResult } from '../workflow/runner.js';
+import type { Distribution } from './distributions/distribution.js';
+import { runClusterWorkflow } from './run-workflow.js';
+import {
+  DirectServiceManager,
+  SystemdServiceManager,
+  type ServiceManager,
+  type ServiceManagerKind,
+} from './service-manager.js';
+import { STATE_FILE, directoriesToRemove, emptyState, loadState, type InstallState } from './state.js';
+
+/** What the reset phases depend on. */
+export interface ResetData {
+  host: Host;
+  isDryRun: boolean;
+  distribution: Distribution;
+  state: InstallState;
+  serviceManager: ServiceManager;
+  logger: Logger;
+  say(line: string): void;
+  removed: string[];
+}
+
+function quote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+function holdsState(dir: string): boolean {
+  return STATE_FILE.startsWith(`${dir}/`);
+}
+
+/** The reset phase tree. */
+export function resetPhases(): Phase<ResetData>[] {
+  return [
+    {
+      name: 'stop-services',
+      summary: 'Stop and disable the services init or join started',
+      async run(ctx) {
+        const units = new Set([
+          ...ctx.state.services,
+          ctx.distribution.serviceUnit('control-plane').name,
+          ctx.distribution.serviceUnit('worker').name,
+        ]);
+        let isChanged = false;
+        for (const unit of units) {
+          if (!ctx.isDryRun && !(await ctx.serviceManager.isActive(ctx.host, unit))) continue;
+          await ctx.serviceManager.stop(ctx.host, unit);
+          ctx.say(`stopped ${unit}`);
+          isChanged = true;
+        }
+        return isChanged ? 'changed' : 'unchanged';
+      },
+    },
+    {
+      name: 'remove-files',
+      summary: 'Remove every file and directory recorded in the install state',
+      async run(ctx) {
+        const files = ctx.state.files.filter((file) => file !== STATE_FILE);
+        // Directories holding the state go last (remove-state), so that an interrupted reset can be re-run.
+        const directories = directoriesToRemove(ctx.state.directories).filter((dir) => !holdsState(dir));
+        const existing: string[] = [];
+        for (const path of [...files, ...directories]) {
+          if (ctx.isDryRun || (await ctx.host.exists(path, { sudo: true }))) existing.push(path);
+        }
+        if (existing.length === 0) return 'unchanged';
+        for (const path of existing) {
+          await execOrThrow(ctx.host, `rm -rf ${quote(path)}`, { sudo: true, description: `remove ${path}` });
+          ctx.removed.push(path);
+        }
+        ctx.say(`removed ${existing.length} paths`);
+        return 'changed';
+      },
+    },
+    {
+      name: 'cleanup-network',
+      summary: 'Remove the network interfaces and iptables rules the distribution created',
+      async run(ctx) {
+        await execOrThrow(ctx.host, ctx.distribution.networkCleanupScript(), {
+          sudo: true,
+          description: `remove ${ctx.distribution.name}'s network interfaces (cni0, flannel.1) and iptables rules, if any`,
+        });
+        return 'unchanged';
+      },
+    },
+    {
+      name: 'remove-state',
+      summary: 'Remove the install state',
+      async run(ctx) {
+        if (!ctx.isDryRun && !(await ctx.host.exists(STATE_FILE, { sudo: true }))) return 'unchanged';
+        const paths = [STATE_FILE, ...directoriesToRemove(ctx.state.directories).filter(holdsState)];
+        for (const path of paths) {
+          await execOrThrow(ctx.host, `rm -rf ${quote(path)}`, { sudo: true, description: `remove ${path}` });
+          ctx.removed.push(path);
+        }
+        return 'changed';
+      },
+    },
+  ];
+}
+
+/** Everything `edgeadm reset` needs. */
+export interface ResetOptions {
+  host: Host;
+  isDryRun: boolean;
+  isForced: boolean;
+  distribution: Distribution;
+  /** The service manager asked for; otherwise the one the state names, else systemd. */
+  requestedServiceManager: ServiceManagerKind | undefined;
+  skipPhases?: string[];
+  logger: Logger;
+  onLine: (line: string) => void;
+}
+
+/** What reset reports. */
+export interface ResetResult {
+  host: string;
+  isDryRun: boolean;
+  hadState: boolean;
+  phases: PhaseResult[];
+  removed: string[];
+  plan?: string[];
+}
+
+/** Runs reset. */
+export async function runReset(options: ResetOptions): Promise<ResetResult> {
+  const loaded = await loadState(options.host);
+  if (!loaded && !options.isForced) {
+    throw new EdgeadmError(`${options.host.name} has no edgeadm install state (${STATE_FILE}): nothing to reset`, {
+      code: 'E_RESET_NO_STATE',
+      hints: [
+        'Pass --force to remove what the distribution is known to write anyway (its data directories and units).',
+      ],
+    });
+  }
+  const state: InstallState = loaded ?? {
+    ...emptyState(),
+    files: [
+      ...options.distribution.requiredBinaries.map((b) => `${options.distribution.binDir}/${b}`),
+      options.distribution.configPath('control-plane'),
+    ],
+    directories: [...options.distribution.ownedDirectories],
+  };
+  const kind = options.requestedServiceManager ?? state.serviceManager ?? 'systemd';
+  const ctx: ResetData = {
+    host: options.host,
+    isDryRun: options.isDryRun,
+    distribution: options.distribution,
+    state,
+    serviceManager: kind === 'direct' ? new DirectServiceManager() : new SystemdServiceManager(),
+    logger: options.logger,
+    say: () => undefined,
+    removed: [],
+  };
+  if (!loaded) {
+    for (const unit of ['control-plane', 'worker'] as const) {
+      for (const file of ctx.serviceManager.filesOf(options.distribution.serviceUnit(unit).name))
+        state.files.push(file);
+    }
+  }
+  const report = await runClusterWorkflow(resetPhases(), ctx, {
+    ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),
+    onLine: options.onLine,
+  });
+  return {
+    host: options.host.name,
+    isDryRun: options.isDryRun,
+    hadState: loaded !== undefined,
+    phases: report.phases,
+    removed: options.isDryRun ? [] : ctx.removed,
+    ...(options.isDryRun ? { plan: report.plan } : {}),
+  };
+}

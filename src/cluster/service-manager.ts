@@ -1,0 +1,229 @@
+/**
+ * Service managers: how a distribution's long-running service (k3s server
+ * or agent) is installed, started, stopped and removed on a host.
+ *
+ * - `systemd` (real hosts): the unit goes to /etc/systemd/system, then
+ *   `systemctl daemon-reload` and `enable --now` (or `restart` when the
+ *   unit or its configuration changed).
+ * - `direct`: for hosts without systemd, such as the test hosts of the
+ *   integration suite (network namespaces whose PID 1 is not systemd). It is
+ *   never chosen silently: the operator (or the test harness) asks for it
+ *   with {@link SERVICE_MANAGER_ENV}`=direct`. The unit file is still
+ *   written, and its `ExecStart` is started detached (`setsid nohup`) with a
+ *   pid file and a log under {@link DIRECT_SERVICE_DIR}. Nothing restarts
+ *   the service if it dies or the host reboots.
+ */
+import { EdgeadmError, PreflightError } from '../errors.js';
+import { execOrThrow, type Host } from '../hosts/host.js';
+
+/** The environment variable that selects the service manager. */
+export const SERVICE_MANAGER_ENV = 'EDGEADM_SERVICE_MANAGER';
+/** Where systemd units are written. */
+export const SYSTEMD_UNIT_DIR = '/etc/systemd/system';
+/** Pid files and logs of services started by the direct service manager. */
+export const DIRECT_SERVICE_DIR = '/var/lib/edgeadm/services';
+/** How long a stopped service may take to exit before it is killed. */
+export const SERVICE_STOP_TIMEOUT_SECONDS = 10;
+/** How long a systemctl call may take. */
+export const SYSTEMCTL_TIMEOUT_MS = 120_000;
+
+export type ServiceManagerKind = 'systemd' | 'direct';
+
+/** A service as a distribution describes it. */
+export interface ServiceUnit {
+  /** `k3s.service`. */
+  name: string;
+  /** The unit file's text. */
+  content: string;
+}
+
+/** What {@link ServiceManager.ensureRunning} did. */
+export type StartOutcome = 'started' | 'restarted' | 'already-running';
+
+/** One way of running services on a host. */
+export interface ServiceManager {
+  readonly kind: ServiceManagerKind;
+  /** The files the manager writes for a unit (for the install state). */
+  filesOf(unitName: string): string[];
+  /** Writes the unit file; true when it changed. */
+  install(host: Host, unit: ServiceUnit): Promise<boolean>;
+  /** Starts the service, or restarts it when `isRestartNeeded` (its configuration changed). */
+  ensureRunning(host: Host, unit: ServiceUnit, options: { isRestartNeeded: boolean }): Promise<StartOutcome>;
+  isActive(host: Host, unitName: string): Promise<boolean>;
+  /** Stops and disables the service; a missing service is fine. */
+  stop(host: Host, unitName: string): Promise<void>;
+}
+
+/**
+ * The `ExecStart=` command of a unit, with systemd's line continuations
+ * joined. Only what edgeadm's own units use is understood.
+ */
+export function execStartOf(unitText: string): string {
+  const joined = unitText.replace(/[ \t]*\\\n\s*/g, ' ');
+  const line = joined.split('\n').find((l) => l.startsWith('ExecStart='));
+  if (!line) throw new EdgeadmError('the unit has no ExecStart= line', { code: 'E_SERVICE_UNIT_INVALID' });
+  return line.slice('ExecStart='.length).trim();
+}
+
+function quote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** systemd on a real host. */
+export class SystemdServiceManager implements ServiceManager {
+  readonly kind = 'systemd';
+
+  filesOf(unitName: string): string[] {
+    return [`${SYSTEMD_UNIT_DIR}/${unitName}`];
+  }
+
+  async install(host: Host, unit: ServiceUnit): Promise<boolean> {
+    const result = await host.put(Buffer.from(unit.content), `${SYSTEMD_UNIT_DIR}/${unit.name}`, {
+      mode: 0o644,
+      sudo: true,
+      description: `write the systemd unit ${SYSTEMD_UNIT_DIR}/${unit.name}`,
+    });
+    if (!result.skipped) {
+      await execOrThrow(host, 'systemctl daemon-reload', {
+        sudo: true,
+        timeoutMs: SYSTEMCTL_TIMEOUT_MS,
+        description: 'reload systemd units (systemctl daemon-reload)',
+      });
+    }
+    return !result.skipped;
+  }
+
+  async ensureRunning(host: Host, unit: ServiceUnit, options: { isRestartNeeded: boolean }): Promise<StartOutcome> {
+    const isActive = await this.isActive(host, unit.name);
+    if (isActive && !options.isRestartNeeded) return 'already-running';
+    const verb = isActive ? 'restart' : 'enable --now';
+    await execOrThrow(host, `systemctl ${verb} ${quote(unit.name)}`, {
+      sudo: true,
+      timeoutMs: SYSTEMCTL_TIMEOUT_MS,
+      description: `${isActive ? 'restart' : 'enable and start'} ${unit.name} (systemctl ${verb})`,
+    });
+    return isActive ? 'restarted' : 'started';
+  }
+
+  async isActive(host: Host, unitName: string): Promise<boolean> {
+    const result = await host.exec(`systemctl is-active --quiet ${quote(unitName)}`, { sudo: true, readOnly: true });
+    return result.exitCode === 0 && result.dryRun !== true;
+  }
+
+  async stop(host: Host, unitName: string): Promise<void> {
+    await execOrThrow(host, `systemctl disable --now ${quote(unitName)} 2>/dev/null || true`, {
+      sudo: true,
+      timeoutMs: SYSTEMCTL_TIMEOUT_MS,
+      description: `stop and disable ${unitName} (systemctl disable --now)`,
+    });
+  }
+}
+
+/** Detached processes with pid files, for hosts without systemd (see the module comment). */
+export class DirectServiceManager implements ServiceManager {
+  readonly kind = 'direct';
+
+  filesOf(unitName: string): string[] {
+    return [`${SYSTEMD_UNIT_DIR}/${unitName}`, this.#pidFile(unitName), this.#logFile(unitName)];
+  }
+
+  #pidFile(unitName: string): string {
+    return `${DIRECT_SERVICE_DIR}/${unitName}.pid`;
+  }
+
+  #logFile(unitName: string): string {
+    return `${DIRECT_SERVICE_DIR}/${unitName}.log`;
+  }
+
+  async install(host: Host, unit: ServiceUnit): Promise<boolean> {
+    const result = await host.put(Buffer.from(unit.content), `${SYSTEMD_UNIT_DIR}/${unit.name}`, {
+      mode: 0o644,
+      sudo: true,
+      description: `write the unit ${SYSTEMD_UNIT_DIR}/${unit.name} (started directly: ${SERVICE_MANAGER_ENV}=direct)`,
+    });
+    return !result.skipped;
+  }
+
+  async ensureRunning(host: Host, unit: ServiceUnit, options: { isRestartNeeded: boolean }): Promise<StartOutcome> {
+    const isActive = await this.isActive(host, unit.name);
+    if (isActive && !options.isRestartNeeded) return 'already-running';
+    if (isActive) await this.stop(host, unit.name);
+    const command = execStartOf(unit.content);
+    const pidFile = this.#pidFile(unit.name);
+    // setsid: a session of its own, so the SSH session ending does not take it along;
+    // every descriptor is redirected so the channel can close.
+    await execOrThrow(
+      host,
+      [
+        `mkdir -p ${DIRECT_SERVICE_DIR}`,
+        `setsid nohup ${command} </dev/null >>${quote(this.#logFile(unit.name))} 2>&1 &`,
+        `echo $! > ${quote(pidFile)}`,
+      ].join('\n'),
+      { sudo: true, description: `start ${unit.name} directly, without systemd: ${command}` },
+    );
+    return isActive ? 'restarted' : 'started';
+  }
+
+  async isActive(host: Host, unitName: string): Promise<boolean> {
+    const pidFile = quote(this.#pidFile(unitName));
+    const result = await host.exec(`[ -f ${pidFile} ] && kill -0 "$(cat ${pidFile})" 2>/dev/null`, {
+      sudo: true,
+      readOnly: true,
+    });
+    return result.exitCode === 0 && result.dryRun !== true;
+  }
+
+  async stop(host: Host, unitName: string): Promise<void> {
+    const pidFile = quote(this.#pidFile(unitName));
+    // The service leads its own process group (setsid), so the group is signalled.
+    const script = [
+      `[ -f ${pidFile} ] || exit 0`,
+      `pid=$(cat ${pidFile})`,
+      'kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true',
+      'i=0',
+      `while kill -0 "$pid" 2>/dev/null && [ $i -lt ${SERVICE_STOP_TIMEOUT_SECONDS * 10} ]; do sleep 0.1; i=$((i+1)); done`,
+      'kill -KILL -- "-$pid" 2>/dev/null || true',
+      `rm -f ${pidFile}`,
+    ].join('\n');
+    await execOrThrow(host, script, {
+      sudo: true,
+      description: `stop ${unitName} (pid file ${this.#pidFile(unitName)})`,
+    });
+  }
+}
+
+/**
+ * The service manager for a host: the one asked for, else systemd when the
+ * host runs it. A host without systemd is an error unless `direct` was asked
+ * for explicitly.
+ *
+ * @throws {PreflightError} `E_NO_SYSTEMD`.
+ */
+export function selectServiceManager(options: {
+  requested: ServiceManagerKind | undefined;
+  initSystem: string;
+  hostName: string;
+}): ServiceManager {
+  if (options.requested === 'direct') return new DirectServiceManager();
+  if (options.requested === 'systemd' || options.initSystem === 'systemd') return new SystemdServiceManager();
+  throw new PreflightError(
+    `${options.hostName} does not run systemd (its init system is ${options.initSystem}); edgeadm installs services as systemd units`,
+    {
+      code: 'E_NO_SYSTEMD',
+      hints: [
+        `On hosts without systemd (containers, test namespaces) set ${SERVICE_MANAGER_ENV}=direct: the service is then started as a detached process with a pid file, and nothing restarts it.`,
+      ],
+    },
+  );
+}
+
+/** Reads {@link SERVICE_MANAGER_ENV}. */
+export function requestedServiceManager(env: NodeJS.ProcessEnv): ServiceManagerKind | undefined {
+  const value = env[SERVICE_MANAGER_ENV];
+  if (value === undefined || value === '') return undefined;
+  if (value === 'systemd' || value === 'direct') return value;
+  throw new EdgeadmError(`${SERVICE_MANAGER_ENV} must be "systemd" or "direct", not ${JSON.stringify(value)}`, {
+    code: 'E_SERVICE_MANAGER_INVALID',
+    exitCode: 3,
+  });
+}

@@ -1,0 +1,47 @@
+/**
+ * The step both init's control-plane phase and join's node-join phase end
+ * with: write the distribution's configuration file and service unit, and
+ * start the service (restarting it when either changed). Everything written
+ * is recorded in the install state first.
+ */
+import { dirname } from 'node:path/posix';
+import type { PhaseOutcome } from '../workflow/phase.js';
+import type { NodeData } from './node-context.js';
+
+/** Writes `configText` and the role's unit, then makes sure the service runs. */
+export async function configureAndStartService(ctx: NodeData, configText: string): Promise<PhaseOutcome> {
+  const { host, state, distribution, serviceManager } = ctx;
+  const configPath = distribution.configPath(ctx.role);
+  const unit = distribution.serviceUnit(ctx.role);
+  state.update((s) => ({
+    ...s,
+    role: ctx.role,
+    distribution: distribution.name,
+    serviceManager: serviceManager.kind,
+  }));
+  for (const dir of distribution.ownedDirectories) await state.claimDirectory(dir);
+  await state.ensureDirectory(dirname(configPath));
+  state.file(configPath);
+  for (const file of serviceManager.filesOf(unit.name)) {
+    await state.ensureDirectory(dirname(file));
+    state.file(file);
+  }
+  state.service(unit.name);
+  await state.save();
+
+  const config = await host.put(Buffer.from(configText), configPath, {
+    mode: 0o600,
+    sudo: true,
+    description: `write the ${distribution.name} configuration ${configPath}`,
+  });
+  ctx.say(config.skipped ? `${configPath} unchanged` : `wrote ${configPath}`);
+  const isUnitChanged = await serviceManager.install(host, unit);
+  ctx.say(isUnitChanged ? `wrote the unit ${unit.name}` : `unit ${unit.name} unchanged`);
+  const outcome = await serviceManager.ensureRunning(host, unit, {
+    isRestartNeeded: !config.skipped || isUnitChanged,
+  });
+  ctx.say(
+    outcome === 'already-running' ? `${unit.name} already running` : `${unit.name} ${outcome} (${serviceManager.kind})`,
+  );
+  return !config.skipped || isUnitChanged || outcome !== 'already-running' ? 'changed' : 'unchanged';
+}

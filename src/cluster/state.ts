@@ -1,0 +1,202 @@
+/**
+ * The install state: what edgeadm and the distribution wrote on a host, kept
+ * at {@link STATE_FILE} so that `edgeadm reset` removes exactly that and
+ * leaves the host's file tree as it was before.
+ *
+ * Every path is recorded before it is written, and the record is saved at
+ * the end of each phase and before a service starts, so an install cut off
+ * half way still leaves a record that reset can follow. The record functions
+ * are pure; {@link StateRecorder} ties them to a host.
+ */
+import { EdgeadmError } from '../errors.js';
+import type { Host } from '../hosts/host.js';
+import type { ServiceManagerKind } from './service-manager.js';
+
+/** The directory of the state. */
+export const STATE_DIR = '/var/lib/edgeadm/state';
+/** The state file. */
+export const STATE_FILE = `${STATE_DIR}/install.json`;
+/** Format of the state file. */
+export const STATE_FORMAT_VERSION = 1;
+
+/** What the state file holds. */
+export interface InstallState {
+  formatVersion: typeof STATE_FORMAT_VERSION;
+  role?: 'control-plane' | 'worker';
+  distribution?: string;
+  serviceManager?: ServiceManagerKind;
+  /** Files written, removed by reset. */
+  files: string[];
+  /** Directories created (or owned outright by the distribution), removed with their content by reset. */
+  directories: string[];
+  /** Services started (unit names), stopped by reset. */
+  services: string[];
+  /** The id of the bootstrap token init created (the secret stays in the cluster). */
+  bootstrapTokenId?: string;
+}
+
+/** A state with nothing recorded. */
+export function emptyState(): InstallState {
+  return { formatVersion: STATE_FORMAT_VERSION, files: [], directories: [], services: [] };
+}
+
+function withEntry(list: readonly string[], entry: string): string[] {
+  return list.includes(entry) ? [...list] : [...list, entry];
+}
+
+/** The state with a file added (once). */
+export function recordFile(state: InstallState, path: string): InstallState {
+  return { ...state, files: withEntry(state.files, path) };
+}
+
+/** The state with a directory added (once). */
+export function recordDirectory(state: InstallState, path: string): InstallState {
+  return { ...state, directories: withEntry(state.directories, path) };
+}
+
+/** The state with a service added (once). */
+export function recordService(state: InstallState, name: string): InstallState {
+  return { ...state, services: withEntry(state.services, name) };
+}
+
+/** The directories from `/` down to `path`, outermost first: `/a/b` → `/a`, `/a/b`. */
+export function pathChain(path: string): string[] {
+  const parts = path.split('/').filter((part) => part !== '');
+  return parts.map((_, index) => `/${parts.slice(0, index + 1).join('/')}`);
+}
+
+/**
+ * Directories in the order reset removes them: deepest first, and none
+ * inside another one that goes anyway.
+ */
+export function directoriesToRemove(directories: readonly string[]): string[] {
+  const unique = [...new Set(directories)];
+  const covered = (dir: string): boolean => unique.some((other) => other !== dir && dir.startsWith(`${other}/`));
+  return unique.filter((dir) => !covered(dir)).sort((a, b) => b.split('/').length - a.split('/').length);
+}
+
+/** Parses a state file's text. */
+export function parseState(text: string): InstallState {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new EdgeadmError(`the install state ${STATE_FILE} is not valid JSON`, {
+      code: 'E_STATE_INVALID',
+      cause: error,
+      hints: ['Use reset --force to remove what the distribution is known to write anyway.'],
+    });
+  }
+  const state = value as Partial<InstallState>;
+  if (state.formatVersion !== STATE_FORMAT_VERSION) {
+    throw new EdgeadmError(`the install state ${STATE_FILE} has an unknown format version`, {
+      code: 'E_STATE_INVALID',
+    });
+  }
+  return {
+    ...emptyState(),
+    ...state,
+    files: [...(state.files ?? [])],
+    directories: [...(state.directories ?? [])],
+    services: [...(state.services ?? [])],
+  };
+}
+
+/** Reads the state of a host; undefined when there is none. */
+export async function loadState(host: Host): Promise<InstallState | undefined> {
+  const result = await host.exec(`cat ${STATE_FILE}`, { sudo: true, readOnly: true });
+  if (result.exitCode !== 0 || result.stdout.trim() === '') return undefined;
+  return parseState(result.stdout);
+}
+
+/** Records into a host's state as a workflow goes. */
+export class StateRecorder {
+  #state: InstallState;
+  #isDirty = false;
+  readonly #host: Host;
+
+  constructor(host: Host, state: InstallState) {
+    this.#host = host;
+    this.#state = state;
+  }
+
+  /** Loads the host's state (or starts an empty one). */
+  static async open(host: Host): Promise<StateRecorder> {
+    return new StateRecorder(host, (await loadState(host)) ?? emptyState());
+  }
+
+  get state(): InstallState {
+    return this.#state;
+  }
+
+  update(change: (state: InstallState) => InstallState): void {
+    const next = change(this.#state);
+    if (JSON.stringify(next) !== JSON.stringify(this.#state)) {
+      this.#state = next;
+      this.#isDirty = true;
+    }
+  }
+
+  file(path: string): void {
+    this.update((state) => recordFile(state, path));
+  }
+
+  service(name: string): void {
+    this.update((state) => recordService(state, name));
+  }
+
+  /**
+   * Records a directory the distribution owns outright (removed with its
+   * content by reset), and those of its parents that do not exist yet,
+   * without creating anything: the distribution creates them.
+   */
+  async claimDirectory(path: string): Promise<void> {
+    for (const dir of pathChain(path).slice(0, -1)) {
+      if (this.#state.directories.includes(dir)) continue;
+      if (!(await this.#host.exists(dir, { sudo: true }))) this.update((state) => recordDirectory(state, dir));
+    }
+    this.update((state) => recordDirectory(state, path));
+  }
+
+  /**
+   * Creates `path` with its parents, recording each directory that did not
+   * exist, so reset removes exactly those.
+   */
+  async ensureDirectory(path: string): Promise<void> {
+    const chain = pathChain(path);
+    let firstMissing = -1;
+    for (let i = 0; i < chain.length; i++) {
+      if (!(await this.#host.exists(chain[i]!, { sudo: true }))) {
+        firstMissing = i;
+        break;
+      }
+    }
+    if (firstMissing < 0) return;
+    for (const dir of chain.slice(firstMissing)) this.update((state) => recordDirectory(state, dir));
+    await this.save();
+    const result = await this.#host.exec(`mkdir -p '${path}'`, { sudo: true, description: `create ${path}` });
+    if (result.exitCode !== 0) {
+      throw new EdgeadmError(`cannot create ${path} on ${this.#host.name}: ${result.stderr.trim()}`, {
+        code: 'E_HOST_COMMAND_FAILED',
+      });
+    }
+  }
+
+  /** Writes the state file when something changed since the last save. */
+  async save(): Promise<void> {
+    if (!this.#isDirty) return;
+    if (!(await this.#host.exists(STATE_DIR, { sudo: true }))) {
+      for (const dir of pathChain(STATE_DIR)) {
+        if (!(await this.#host.exists(dir, { sudo: true }))) this.#state = recordDirectory(this.#state, dir);
+      }
+      await this.#host.exec(`mkdir -p ${STATE_DIR}`, { sudo: true, description: `create ${STATE_DIR}` });
+    }
+    this.#state = recordFile(this.#state, STATE_FILE);
+    await this.#host.put(Buffer.from(`${JSON.stringify(this.#state, null, 2)}\n`), STATE_FILE, {
+      mode: 0o600,
+      sudo: true,
+      description: `record what was installed in ${STATE_FILE}`,
+    });
+    this.#isDirty = false;
+  }
+}

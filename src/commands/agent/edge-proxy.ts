@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { ValidationError } from '../../errors.js';
+import { parseByteSize } from '../../edge/byte-size.js';
+import { parseHostPort, startEdgeProxy } from '../../edge/edge-proxy.js';
+import {
+  DEFAULT_CACHE_DIR,
+  DEFAULT_CACHE_MAX_ENTRIES,
+  DEFAULT_HEALTH_INTERVAL,
+  DEFAULT_LISTEN,
+  DEFAULT_METRICS_LISTEN,
+} from '../../edge/limits.js';
+import { loadClientCertMappings, parseClientCertMapping, readUpstreamConfig } from '../../edge/upstream-config.js';
+import { parseGoDuration } from '../../trust/duration.js';
+
+/** What `--json` prints once the proxy has stopped. */
+export interface EdgeProxyRunResult {
+  url: string;
+  metricsUrl: string | undefined;
+  servingCaFile: string | undefined;
+  cacheEntries: number;
+}
+
+export default class AgentEdgeProxy extends BaseCommand<typeof AgentEdgeProxy> {
+  static override summary = 'Run the edge-proxy: a caching API proxy that keeps an edge node working offline.';
+  static override description = `The node's kubelet and agents talk to the API server through it. GET and LIST answers are cached on local disk per identity (kept current from WATCH events); when the API server is unreachable they are served from there, watches are held open and resync when it returns, and writes get 503 — except a node registration for a node already known, which gets the 409 AlreadyExists the API server would give, so the kubelet comes back after an offline reboot. Bearer tokens pass through; client certificates are mapped with --client-cert-map. Runs until SIGTERM or SIGINT.`;
+  static override examples = [
+    '<%= config.bin %> agent edge-proxy --kubeconfig /etc/edgeadm/upstream.yaml --listen 127.0.0.1:10261 --cache-dir /var/lib/edgeadm/edge-proxy',
+    '<%= config.bin %> agent edge-proxy --kubeconfig /etc/kubernetes/kubelet.conf --client-cert-map system:node:edge-1=/var/lib/kubelet/pki/kubelet-client-current.pem,/var/lib/kubelet/pki/kubelet-client-current.pem',
+    '<%= config.bin %> agent edge-proxy --kubeconfig up.yaml --tls-cert /etc/edgeadm/proxy.crt --tls-key /etc/edgeadm/proxy.key --cache-max-bytes 512Mi --cache-max-entries 20000 --health-interval 10s',
+  ];
+
+  static override flags = {
+    kubeconfig: Flags.string({
+      summary: 'Kubeconfig of the upstream API server: its URL, CA, and the credentials of the /readyz probe.',
+      required: true,
+    }),
+    listen: Flags.string({ summary: 'ADDRESS:PORT to serve HTTPS on (loopback by default).', default: DEFAULT_LISTEN }),
+    'metrics-listen': Flags.string({
+      summary: 'ADDRESS:PORT of the plain-HTTP /healthz and /metrics endpoint; "none" turns it off.',
+      default: DEFAULT_METRICS_LISTEN,
+    }),
+    'cache-dir': Flags.string({
+      summary: 'Directory of the on-disk cache (made 0700), and of the generated serving CA in pki/.',
+      default: DEFAULT_CACHE_DIR,
+    }),
+    'cache-max-bytes': Flags.string({
+      summary: 'Bound on the bytes the cache keeps (256Mi, 1Gi, or bytes); least recently used entries go first.',
+      default: '256Mi',
+    }),
+    'cache-max-entries': Flags.integer({
+      summary: 'Bound on the number of cached answers.',
+      default: DEFAULT_CACHE_MAX_ENTRIES,
+      min: 1,
+    }),
+    'tls-cert': Flags.string({
+      summary:
+        'Serving certificate (PEM). Without it one is made for --listen, signed by a CA kept in <cache-dir>/pki.',
+      dependsOn: ['tls-key'],
+    }),
+    'tls-key': Flags.string({ summary: 'Private key of --tls-cert (PEM).', dependsOn: ['tls-cert'] }),
+    'client-ca-file': Flags.string({
+      summary: 'CA that client certificates must chain to. Defaults to the upstream CA from --kubeconfig.',
+    }),
+    'client-cert-map': Flags.string({
+      summary: 'CN=certfile,keyfile: a client certificate with this CN is proxied with this certificate. Repeatable.',
+      description:
+        'Client certificates with a CN not listed here are refused (401), never proxied with another identity.',
+      multiple: true,
+      default: [],
+    }),
+    'health-interval': Flags.string({
+      summary: 'Interval of the /readyz probe while online (offline it probes every second).',
+      default: DEFAULT_HEALTH_INTERVAL,
+    }),
+  };
+
+  async run(): Promise<EdgeProxyRunResult> {
+    const flags = this.flags;
+    const healthIntervalMs = parseGoDuration(flags['health-interval']);
+    if (healthIntervalMs <= 0) {
+      throw new ValidationError('--health-interval must be positive', { code: 'E_EDGE_HEALTH_INTERVAL' });
+    }
+    const readPem = (path: string | undefined): string | undefined => (path ? readFileSync(path, 'utf8') : undefined);
+    const proxy = await startEdgeProxy({
+      upstream: readUpstreamConfig(flags.kubeconfig),
+      listen: parseHostPort(flags.listen, '--listen'),
+      metricsListen:
+        flags['metrics-listen'] === 'none' ? undefined : parseHostPort(flags['metrics-listen'], '--metrics-listen'),
+      cacheDir: flags['cache-dir'],
+      cacheMaxBytes: parseByteSize(flags['cache-max-bytes'], '--cache-max-bytes'),
+      cacheMaxEntries: flags['cache-max-entries'],
+      tls: flags['tls-cert'] ? { certPem: readPem(flags['tls-cert'])!, keyPem: readPem(flags['tls-key'])! } : undefined,
+      clientCaPem: readPem(flags['client-ca-file']),
+      clientCerts: loadClientCertMappings(flags['client-cert-map'].map(parseClientCertMapping)),
+      healthIntervalMs,
+      logger: this.logger,
+    });
+    this.logToStderr(
+      `edge-proxy serving ${proxy.url} (${proxy.isOnline ? 'online' : 'offline: serving from the cache'})` +
+        (proxy.metricsUrl ? `, /healthz and /metrics on ${proxy.metricsUrl}` : '') +
+        (proxy.servingCaFile ? `; clients trust ${proxy.servingCaFile}` : ''),
+    );
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
+    });
+    await proxy.close();
+    return {
+      url: proxy.url,
+      metricsUrl: proxy.metricsUrl,
+      servingCaFile: proxy.servingCaFile,
+      cacheEntries: proxy.cache.entryCount,
+    };
+  }
+}

@@ -1,0 +1,22 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../../cli/base-command.js';
+import { HubClient } from '../../../hub/hub-client.js';
+import { loadHubConfig } from '../../../hub/hub-config.js';
+import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
+import { renderClusterTable } from '../../../hub/cluster-table.js';
+import type { ClusterView } from '../../../hub/operator-api.js';
+
+export default class HubClustersList extends BaseCommand<typeof HubClustersList> {
+  static override summary = 'List the clusters registered with the hub.';
+  static override examples = ['<%= config.bin %> hub clusters list --selector env=prod --json'];
+  static override flags = {
+    'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }),
+    selector: Flags.string({ char: 'l', summary: 'Only clusters whose labels match (k=v,k2!=v2).' }),
+  };
+
+  async run(): Promise<{ clusters: ClusterView[] }> {
+    const clusters = await new HubClient(loadHubConfig(this.flags['hub-config'])).listClusters(this.flags.selector);
+    this.log(renderClusterTable(clusters));
+    return { clusters };
+  }
+}

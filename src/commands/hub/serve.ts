@@ -1,0 +1,57 @@
+import { resolve } from 'node:path';
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { startHub } from '../../hub/hub-server.js';
+import { serviceLogger, stopSignal } from '../../hub/service-logger.js';
+
+/** What `hub serve --json` prints once it has stopped. */
+export interface HubServeResult {
+  url: string;
+  caCertHash: string;
+  adminConfig: string;
+}
+
+export default class HubServe extends BaseCommand<typeof HubServe> {
+  static override summary = 'Run the cloud hub: operator API, agent tunnel endpoint and kube proxy on one HTTPS port.';
+  static override description =
+    'On first start it makes the hub CA, a serving certificate and an admin credential, writes DIR/admin.yaml ' +
+    '(mode 0600) and prints the CA pin. State lives in node:sqlite under --data-dir; a restart keeps every ' +
+    'registration. SIGINT or SIGTERM drains the tunnels and stops.';
+  static override examples = [
+    '<%= config.bin %> hub serve --listen 0.0.0.0:9443 --data-dir /var/lib/edgeadm-hub --advertise-address hub.example.com',
+  ];
+  static override flags = {
+    listen: Flags.string({ required: true, summary: 'Address to listen on, host:port.', helpValue: 'ADDR:PORT' }),
+    'data-dir': Flags.string({ required: true, summary: 'Where the hub keeps its CA, store and admin.yaml.' }),
+    'advertise-address': Flags.string({ summary: 'Host name or IP that agents and users reach the hub by.' }),
+    store: Flags.string({
+      summary: 'State store: sqlite (the only one built so far).',
+      default: 'sqlite',
+      options: ['sqlite'],
+    }),
+    'ca-cert': Flags.string({
+      summary: 'Adopt this CA certificate on first start instead of making one.',
+      dependsOn: ['ca-key'],
+    }),
+    'ca-key': Flags.string({ summary: 'The key of --ca-cert.', dependsOn: ['ca-cert'] }),
+  };
+
+  async run(): Promise<HubServeResult> {
+    const { flags } = this;
+    const logger = serviceLogger({ logger: this.logger, redactor: this.redactor, isVerbose: flags.verbose });
+    const signal = stopSignal();
+    const hub = await startHub({
+      listen: flags.listen,
+      dataDir: resolve(flags['data-dir']),
+      logger,
+      ...(flags['advertise-address'] === undefined ? {} : { advertiseAddress: flags['advertise-address'] }),
+      ...(flags['ca-cert'] === undefined ? {} : { caCertFile: flags['ca-cert'], caKeyFile: flags['ca-key'] }),
+    });
+    this.log(`hub listening on ${hub.url}`);
+    this.log(`hub CA pin: ${hub.caPin}`);
+    this.log(`admin config: ${hub.adminConfigPath}${hub.isFirstStart ? ' (new)' : ''}`);
+    await new Promise<void>((done) => signal.addEventListener('abort', () => done(), { once: true }));
+    await hub.close();
+    return { url: hub.url, caCertHash: hub.caPin, adminConfig: hub.adminConfigPath };
+  }
+}

@@ -1,0 +1,43 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../../cli/base-command.js';
+import { HubClient, type CreatedHubToken } from '../../../hub/hub-client.js';
+import { loadHubConfig } from '../../../hub/hub-config.js';
+import { DEFAULT_HUB_TOKEN_TTL_MS } from '../../../hub/hub-tokens.js';
+import { formatGoDuration, parseGoDuration } from '../../../trust/duration.js';
+import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
+
+/** What `hub token create --json` prints. The token is a credential. */
+export interface HubTokenCreateResult extends CreatedHubToken {
+  command: string;
+}
+
+export default class HubTokenCreate extends BaseCommand<typeof HubTokenCreate> {
+  static override summary = 'Create a hub token and print the register-cloud command.';
+  static override examples = [
+    '<%= config.bin %> hub token create --ttl 1h',
+    '<%= config.bin %> hub token create --usages 1 --json',
+  ];
+  static override flags = {
+    'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }),
+    ttl: Flags.string({
+      summary: 'How long the token lives (Go duration; 0 = never expires).',
+      default: formatGoDuration(DEFAULT_HUB_TOKEN_TTL_MS),
+    }),
+    usages: Flags.integer({
+      summary: 'How many clusters the token may register (default: any number within the TTL).',
+      min: 1,
+    }),
+  };
+
+  async run(): Promise<HubTokenCreateResult> {
+    const client = new HubClient(loadHubConfig(this.flags['hub-config']));
+    const created = await client.createToken({
+      ttlMs: parseGoDuration(this.flags.ttl),
+      ...(this.flags.usages === undefined ? {} : { usages: this.flags.usages }),
+    });
+    this.redactor.addSecret(created.token);
+    const command = `edgeadm register-cloud ${created.hub} --token ${created.token} --hub-ca-cert-hash ${created.caCertHash}`;
+    this.log(command);
+    return { ...created, command };
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Flags shared by init and join (and their `phase` subcommands), and their
+ * translation into settings.
+ */
+import { Flags } from '@oclif/core';
+import { readFileSync } from 'node:fs';
+import { ValidationError } from '../../../errors.js';
+
+const helpGroup = 'NODE';
+
+/** Splits repeatable, comma-separated flag values. */
+export function listFlag(values: string[] | undefined): string[] | undefined {
+  if (values === undefined) return undefined;
+  return values
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+}
+
+/** Reads `--config FILE`. */
+export function readConfigFile(path: string | undefined): { configText?: string; configFile?: string } {
+  if (path === undefined) return {};
+  try {
+    return { configText: readFileSync(path, 'utf8'), configFile: path };
+  } catch (error) {
+    throw new ValidationError(`cannot read --config ${path}: ${(error as Error).message}`, {
+      code: 'E_CONFIG_INVALID',
+    });
+  }
+}
+
+/** Flags of both init and join. */
+export const nodeFlags = {
+  config: Flags.string({ summary: 'An edgeadm configuration file (YAML); flags given win over it.', helpGroup }),
+  distribution: Flags.string({ summary: 'k3s (default). kubeadm is not built yet.', helpGroup }),
+  'install-pkg-path': Flags.string({
+    summary: 'The offline install package: a .tar.gz file or an http(s) URL (edgeadm fetches it itself).',
+    helpGroup,
+  }),
+  'dry-run': Flags.boolean({ summary: 'Print every file and command per phase; change nothing.', helpGroup }),
+  'ignore-preflight-errors': Flags.string({
+    summary: 'Preflight check ids whose failure is only a warning (comma-separated; "all" for every one).',
+    multiple: true,
+    helpGroup,
+  }),
+  'skip-phases': Flags.string({
+    summary: 'Phases to skip, comma-separated (see the phase list above).',
+    multiple: true,
+    helpGroup,
+  }),
+  'node-name': Flags.string({ summary: "The Node's name; default: the host's hostname.", helpGroup }),
+  'node-labels': Flags.string({ summary: 'Labels for the Node: key=value,key=value.', helpGroup }),
+  'enable-edge': Flags.boolean({ summary: 'Set up edge autonomy (labels and taints for edge nodes).', helpGroup }),
+};

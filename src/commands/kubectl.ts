@@ -1,0 +1,43 @@
+import { Errors, Flags } from '@oclif/core';
+import { BaseCommand } from '../cli/base-command.js';
+import { renderClusterKubeconfig } from '../hub/cluster-kubeconfig.js';
+import { loadHubConfig } from '../hub/hub-config.js';
+import { HUB_CONFIG_FLAG_SUMMARY } from '../hub/hub-flags.js';
+import { runKubectlThroughHub } from '../hub/kubectl-runner.js';
+import { CLUSTER_NAME_PATTERN } from '../hub/operator-api.js';
+import { ValidationError } from '../errors.js';
+
+export default class Kubectl extends BaseCommand<typeof Kubectl> {
+  static override summary = 'Run kubectl against a registered cluster through the hub.';
+  static override description =
+    'Everything after -- goes to the kubectl found on PATH; its streams and exit code pass through.';
+  static override examples = [
+    '<%= config.bin %> kubectl --cluster store-042 -- get pods -A',
+    '<%= config.bin %> kubectl --cluster store-042 -- exec -it web-0 -- sh',
+  ];
+  static override strict = false;
+  static override enableJsonFlag = false;
+  static override flags = {
+    'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }),
+    cluster: Flags.string({ required: true, summary: 'Name of the registered cluster.' }),
+  };
+
+  async run(): Promise<void> {
+    if (!CLUSTER_NAME_PATTERN.test(this.flags.cluster)) {
+      throw new ValidationError(`invalid cluster name ${JSON.stringify(this.flags.cluster)}`, {
+        code: 'E_HUB_CLUSTER_NAME',
+      });
+    }
+    const separator = this.argv.indexOf('--');
+    const args = separator === -1 ? [] : this.argv.slice(separator + 1);
+    if (args.length === 0) {
+      throw new ValidationError('give the kubectl arguments after --', {
+        code: 'E_KUBECTL_ARGS',
+        hints: ['For example: edgeadm kubectl --cluster store-042 -- get pods -A'],
+      });
+    }
+    const kubeconfig = renderClusterKubeconfig(loadHubConfig(this.flags['hub-config']), this.flags.cluster);
+    const exitCode = await runKubectlThroughHub({ kubeconfig, args });
+    if (exitCode !== 0) throw new Errors.ExitError(exitCode);
+  }
+}

@@ -1,0 +1,69 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../cli/base-command.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
+import { distributionFor } from '../cluster/distributions/index.js';
+import { resetPhases, runReset, type ResetResult } from '../cluster/reset.js';
+import { requestedServiceManager } from '../cluster/service-manager.js';
+import { ValidationError } from '../errors.js';
+import { connectHost } from '../hosts/connect.js';
+import { DryRunHost } from '../hosts/dry-run-host.js';
+import { describePhases } from '../workflow/phase.js';
+import { listFlag } from './init/phase/node-flags.js';
+
+export default class Reset extends BaseCommand<typeof Reset> {
+  static override summary =
+    'Undo init or join: stop services and remove everything edgeadm and the distribution wrote.';
+  static override description = `Phases:\n\n${describePhases(resetPhases())}\n\nWhat goes is what init and join recorded in /var/lib/edgeadm/state. Without a terminal to confirm on, --force is required.`;
+  static override examples = [
+    '<%= config.bin %> reset --dry-run',
+    '<%= config.bin %> reset --host root@10.0.0.10 --force',
+  ];
+  static override flags = {
+    ...sshFlags,
+    force: Flags.boolean({
+      summary: 'Reset without asking (and without an install state, remove what the distribution is known to write).',
+    }),
+    'dry-run': Flags.boolean({ summary: 'List what would be stopped and removed; change nothing.' }),
+    distribution: Flags.string({ summary: 'k3s (default).' }),
+    'skip-phases': Flags.string({ summary: 'Phases to skip, comma-separated.', multiple: true }),
+  };
+
+  async run(): Promise<ResetResult> {
+    const { flags } = this;
+    if (!flags.force && !flags['dry-run']) {
+      throw new ValidationError(
+        'reset removes the cluster from the host: pass --force to go ahead, or --dry-run to see what would go',
+        {
+          code: 'E_RESET_NOT_CONFIRMED',
+        },
+      );
+    }
+    const distribution = distributionFor(flags.distribution ?? 'k3s');
+    const real = await connectHost({
+      ...hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
+      logger: this.logger,
+    });
+    const host = flags['dry-run'] ? new DryRunHost({ fallback: real }) : real;
+    try {
+      const result = await runReset({
+        host,
+        isDryRun: flags['dry-run'],
+        isForced: flags.force,
+        distribution,
+        requestedServiceManager: requestedServiceManager(process.env),
+        ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
+        logger: this.logger,
+        onLine: (line) => {
+          this.logger.info(line);
+          this.logToStderr(line);
+        },
+      });
+      if (!this.jsonEnabled()) {
+        this.log(result.isDryRun ? `Dry run: nothing was changed on ${result.host}.` : `${result.host} is reset.`);
+      }
+      return result;
+    } finally {
+      await host.close();
+    }
+  }
+}

@@ -1,0 +1,340 @@
+/**
+ * The edge-proxy's on-disk cache: one file per entry under
+ * `<cache-dir>/entries`, the directory 0700 and every file 0600 (it holds
+ * what the API server told each identity, Secrets included).
+ *
+ * - Writes are atomic and crash-safe: temporary file, fsync, rename; writes
+ *   to one key are serialised so an older answer never lands last. The
+ *   directory is not fsynced after the rename, so a power cut may leave an
+ *   entry at its previous version — still complete and checksummed, never
+ *   half-written.
+ * - Every entry carries a checksum (see cache-entry.ts); a corrupt one is
+ *   deleted on read and reported as a miss.
+ * - Bounded by bytes and by entries, evicting the least recently used.
+ * - The index is rebuilt at start from each file's first bytes, so the cache
+ *   survives a restart (recency from the files' mtimes).
+ * - The per-install HMAC key of cache-key.ts lives here too (`install.key`).
+ * - LIST entries patched by watch events are held in memory and flushed
+ *   after {@link LIST_FLUSH_DELAY_MS}, so a busy watch does not rewrite a
+ *   large list per event.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  readdirSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
+import { open, readFile, rename, rm, unlink, utimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import { EdgeadmError } from '../errors.js';
+import { silentLogger, type Logger } from '../log/run-log.js';
+import { writeSecretFileAtomic } from '../trust/secret-file.js';
+import {
+  CorruptCacheEntryError,
+  decodeCacheEntry,
+  encodeCacheEntry,
+  peekCacheEntryMeta,
+  type CacheEntry,
+  type CacheEntryMeta,
+} from './cache-entry.js';
+import { entryFileNameOf } from './cache-key.js';
+import { LIST_FLUSH_DELAY_MS } from './limits.js';
+
+/** Mode of the cache directories: root only. */
+export const CACHE_DIR_MODE = 0o700;
+/** Mode of every cache file. */
+export const CACHE_FILE_MODE = 0o600;
+/** Bytes of the per-install identity key. */
+export const INSTALL_KEY_BYTES = 32;
+/**
+ * The on-disk recency (mtime) of an entry is refreshed at most this often:
+ * recency in memory is exact, and one file-system call per cache hit would
+ * double the cost of a hit for an ordering that only matters after a restart.
+ */
+const TOUCH_INTERVAL_MS = 60_000;
+/** Bytes read from each entry at start to index it. */
+const INDEX_PEEK_BYTES = 16 * 1024;
+
+/** Options of {@link DiskCache.open}. */
+export interface DiskCacheOptions {
+  dir: string;
+  maxBytes: number;
+  maxEntries: number;
+  logger?: Logger;
+  /** Called when a corrupt entry is dropped (for metrics). */
+  onCorrupt?: () => void;
+}
+
+interface IndexRecord {
+  file: string;
+  size: number;
+  meta: CacheEntryMeta | undefined;
+  /** When the file's mtime was last moved to mark a use (ms since epoch). */
+  touchedAt: number;
+}
+
+interface PendingJson {
+  meta: CacheEntryMeta;
+  value: unknown;
+  timer: NodeJS.Timeout;
+}
+
+/** The cache. Create with {@link DiskCache.open}. */
+export class DiskCache {
+  readonly installKey: Buffer;
+  readonly #entriesDir: string;
+  readonly #options: DiskCacheOptions;
+  readonly #logger: Logger;
+  /** Insertion order is recency order: the first record is the least recently used. */
+  readonly #index = new Map<string, IndexRecord>();
+  readonly #writes = new Map<string, Promise<void>>();
+  readonly #pending = new Map<string, PendingJson>();
+  #bytes = 0;
+
+  private constructor(options: DiskCacheOptions, installKey: Buffer) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentLogger;
+    this.installKey = installKey;
+    this.#entriesDir = join(options.dir, 'entries');
+  }
+
+  /**
+   * Opens (or creates) the cache in `options.dir`, tightening the directory
+   * modes, and indexes the entries found there.
+   *
+   * @throws {EdgeadmError} `E_EDGE_CACHE_DIR` when the directory cannot be made or read.
+   */
+  static open(options: DiskCacheOptions): DiskCache {
+    try {
+      for (const dir of [options.dir, join(options.dir, 'entries')]) {
+        mkdirSync(dir, { recursive: true, mode: CACHE_DIR_MODE });
+        chmodSync(dir, CACHE_DIR_MODE);
+      }
+      const keyPath = join(options.dir, 'install.key');
+      let key: Buffer;
+      try {
+        key = readFileSync(keyPath);
+      } catch {
+        key = randomBytes(INSTALL_KEY_BYTES);
+        writeSecretFileAtomic(keyPath, key.toString('hex'));
+        key = readFileSync(keyPath);
+      }
+      if (key.length === 0) throw new Error(`${keyPath} is empty`);
+      const cache = new DiskCache(options, key);
+      cache.#indexExisting();
+      return cache;
+    } catch (error) {
+      throw new EdgeadmError(`cannot open the edge-proxy cache in ${options.dir}: ${(error as Error).message}`, {
+        code: 'E_EDGE_CACHE_DIR',
+        hints: ['--cache-dir must be a local directory that root can write.'],
+        cause: error,
+      });
+    }
+  }
+
+  /** Number of entries. */
+  get entryCount(): number {
+    return this.#index.size;
+  }
+
+  /** Bytes on disk taken by entries. */
+  get byteCount(): number {
+    return this.#bytes;
+  }
+
+  /** The metadata of every indexed entry of one identity (for lookups such as "is this node known?"). */
+  entriesOf(identityKey: string): CacheEntryMeta[] {
+    const found: CacheEntryMeta[] = [];
+    for (const record of this.#index.values()) if (record.meta?.identityKey === identityKey) found.push(record.meta);
+    return found;
+  }
+
+  /** Reads and verifies an entry; a corrupt one is deleted and reported as a miss. */
+  async get(key: string): Promise<CacheEntry | undefined> {
+    const pending = this.#pending.get(key);
+    if (pending) return { meta: pending.meta, body: Buffer.from(JSON.stringify(pending.value)) };
+    const file = entryFileNameOf(key);
+    // A write in flight (a LIST answer just stored) must land first: a watch
+    // event that follows it at once would otherwise find no entry to patch.
+    await this.#writes.get(file);
+    const record = this.#index.get(file);
+    if (!record) return undefined;
+    let data: Buffer;
+    try {
+      data = await readFile(join(this.#entriesDir, file));
+    } catch {
+      this.#forget(file);
+      return undefined;
+    }
+    try {
+      const entry = decodeCacheEntry(data);
+      if (entry.meta.key !== key) throw new CorruptCacheEntryError('key mismatch');
+      this.#touch(file, record);
+      return entry;
+    } catch (error) {
+      if (!(error instanceof CorruptCacheEntryError)) throw error;
+      this.#logger.warn(`edge-proxy cache: dropped ${file}: ${error.message}`);
+      this.#options.onCorrupt?.();
+      this.#forget(file);
+      await unlink(join(this.#entriesDir, file)).catch(() => {});
+      return undefined;
+    }
+  }
+
+  /** Stores an entry (atomically), then evicts down to the bounds. */
+  async put(entry: CacheEntry): Promise<void> {
+    const pending = this.#pending.get(entry.meta.key);
+    if (pending) {
+      clearTimeout(pending.timer);
+      this.#pending.delete(entry.meta.key);
+    }
+    await this.#write(entry);
+  }
+
+  /**
+   * Updates a JSON entry in memory with `update` (which returns whether it
+   * changed anything) and schedules the write. Missing entries are left alone.
+   */
+  async updateJson(key: string, update: (value: unknown) => boolean): Promise<void> {
+    let pending = this.#pending.get(key);
+    if (!pending) {
+      const entry = await this.get(key);
+      if (!entry) return;
+      pending = this.#pending.get(key); // another update may have loaded it meanwhile
+      if (!pending) {
+        let value: unknown;
+        try {
+          value = JSON.parse(entry.body.toString('utf8'));
+        } catch {
+          return;
+        }
+        pending = { meta: entry.meta, value, timer: setTimeout(() => this.#flush(key), LIST_FLUSH_DELAY_MS) };
+        pending.timer.unref();
+        this.#pending.set(key, pending);
+      }
+    }
+    if (update(pending.value)) pending.meta = { ...pending.meta, storedAt: new Date().toISOString() };
+  }
+
+  /** Removes an entry. */
+  async delete(key: string): Promise<void> {
+    const file = entryFileNameOf(key);
+    this.#pending.delete(key);
+    this.#forget(file);
+    await rm(join(this.#entriesDir, file), { force: true });
+  }
+
+  /** Writes every pending list update now (at shutdown). */
+  async flush(): Promise<void> {
+    await Promise.all([...this.#pending.keys()].map((key) => this.#flush(key)));
+    await Promise.all([...this.#writes.values()]);
+  }
+
+  async #flush(key: string): Promise<void> {
+    const pending = this.#pending.get(key);
+    if (!pending) return;
+    clearTimeout(pending.timer);
+    this.#pending.delete(key);
+    await this.#write({ meta: pending.meta, body: Buffer.from(JSON.stringify(pending.value)) }).catch((error) =>
+      this.#logger.warn(`edge-proxy cache: cannot write ${entryFileNameOf(key)}: ${(error as Error).message}`),
+    );
+  }
+
+  #write(entry: CacheEntry): Promise<void> {
+    const file = entryFileNameOf(entry.meta.key);
+    const previous = this.#writes.get(file) ?? Promise.resolve();
+    const data = encodeCacheEntry(entry);
+    const next = previous.then(async () => {
+      const target = join(this.#entriesDir, file);
+      const temporary = `${target}.${randomBytes(4).toString('hex')}.tmp`;
+      const handle = await open(temporary, 'wx', CACHE_FILE_MODE);
+      try {
+        await handle.writeFile(data);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      try {
+        await rename(temporary, target);
+      } catch (error) {
+        await rm(temporary, { force: true });
+        throw error;
+      }
+      const old = this.#index.get(file);
+      if (old) this.#forget(file);
+      this.#index.set(file, { file, size: data.length, meta: entry.meta, touchedAt: Date.now() });
+      this.#bytes += data.length;
+      await this.#evict();
+    });
+    const settled = next.catch(() => {});
+    this.#writes.set(file, settled);
+    void settled.then(() => {
+      if (this.#writes.get(file) === settled) this.#writes.delete(file);
+    });
+    return next;
+  }
+
+  async #evict(): Promise<void> {
+    while (this.#index.size > this.#options.maxEntries || this.#bytes > this.#options.maxBytes) {
+      const oldest = this.#index.values().next().value;
+      if (!oldest) break;
+      this.#forget(oldest.file);
+      await rm(join(this.#entriesDir, oldest.file), { force: true });
+    }
+  }
+
+  #touch(file: string, record: IndexRecord): void {
+    this.#index.delete(file);
+    this.#index.set(file, record);
+    // Recency survives a restart through the mtime; best effort, and not on every hit.
+    const now = Date.now();
+    if (now - record.touchedAt < TOUCH_INTERVAL_MS) return;
+    record.touchedAt = now;
+    void utimes(join(this.#entriesDir, file), new Date(now), new Date(now)).catch(() => {});
+  }
+
+  #forget(file: string): void {
+    const record = this.#index.get(file);
+    if (!record) return;
+    this.#index.delete(file);
+    this.#bytes -= record.size;
+  }
+
+  #indexExisting(): void {
+    const found: { record: IndexRecord; mtime: number }[] = [];
+    for (const name of readdirSync(this.#entriesDir)) {
+      const path = join(this.#entriesDir, name);
+      if (name.endsWith('.tmp')) {
+        unlinkSync(path); // a write that crashed before its rename
+        continue;
+      }
+      if (!/^[0-9a-f]{64}$/.test(name)) continue;
+      const stat = statSync(path);
+      const head = Buffer.alloc(Math.min(INDEX_PEEK_BYTES, stat.size));
+      const fd = openSync(path, 'r');
+      try {
+        readSync(fd, head, 0, head.length, 0);
+      } finally {
+        closeSync(fd);
+      }
+      const meta = peekCacheEntryMeta(head);
+      if (meta && entryFileNameOf(meta.key) !== name) {
+        unlinkSync(path); // renamed or planted: it can never be looked up
+        continue;
+      }
+      found.push({ record: { file: name, size: stat.size, meta, touchedAt: stat.mtimeMs }, mtime: stat.mtimeMs });
+    }
+    found.sort((a, b) => a.mtime - b.mtime);
+    for (const { record } of found) {
+      this.#index.set(record.file, record);
+      this.#bytes += record.size;
+    }
+    void this.#evict();
+  }
+}

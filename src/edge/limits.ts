@@ -1,0 +1,45 @@
+/**
+ * Every limit, timeout and interval of the edge-proxy in one place, so an
+ * operator reading why the proxy went offline (or evicted an entry) finds
+ * the number behind it here.
+ */
+
+/** Default listen address: loopback only, the node's own kubelet and agents. */
+export const DEFAULT_LISTEN = '127.0.0.1:10261';
+/** Default address of the plain-HTTP `/healthz` and `/metrics` endpoint. */
+export const DEFAULT_METRICS_LISTEN = '127.0.0.1:10262';
+/** Default cache directory. */
+export const DEFAULT_CACHE_DIR = '/var/lib/edgeadm/edge-proxy';
+/** Default bound on the bytes the cache keeps on disk (256 MiB). */
+export const DEFAULT_CACHE_MAX_BYTES = 256 * 1024 * 1024;
+/** Default bound on the number of cached entries. */
+export const DEFAULT_CACHE_MAX_ENTRIES = 10_000;
+/** The largest response body the cache keeps; larger ones are forwarded but not cached. */
+export const MAX_CACHED_BODY_BYTES = 16 * 1024 * 1024;
+
+/** TCP+TLS connect budget towards the upstream: beyond it the upstream counts as unreachable (as a kubelet's 3 s). */
+export const UPSTREAM_CONNECT_TIMEOUT_MS = 3_000;
+/** How long a cacheable GET waits for response headers before it is answered from the cache instead. */
+export const UPSTREAM_RESPONSE_TIMEOUT_MS = 10_000;
+/** How often the files of a `--client-cert-map` entry are checked for a rotated certificate (the kubelet rotates its own). */
+export const CLIENT_CERT_RELOAD_CHECK_MS = 30_000;
+/** Default interval of the `/readyz` probe while online. */
+export const DEFAULT_HEALTH_INTERVAL = '5s';
+/** Probe interval while offline: short, so the proxy switches back as soon as the upstream returns. */
+export const OFFLINE_PROBE_INTERVAL_MS = 1_000;
+/** Budget of one `/readyz` probe. */
+export const HEALTH_PROBE_TIMEOUT_MS = 3_000;
+/** Largest request body read to decide an offline write (node registration). */
+export const MAX_OFFLINE_WRITE_BODY_BYTES = 1024 * 1024;
+/** Largest watch event line accepted from the upstream (an object is at most ~1.5 MiB in etcd). */
+export const MAX_WATCH_EVENT_BYTES = 4 * 1024 * 1024;
+/** Watch events for one cached list are written to disk at most this often. */
+export const LIST_FLUSH_DELAY_MS = 100;
+/**
+ * How long an idle client connection is kept open. Long, like the API
+ * server's: a TLS handshake is expensive on a small edge CPU, and the
+ * kubelet's requests come seconds apart.
+ */
+export const CLIENT_KEEP_ALIVE_TIMEOUT_MS = 90_000;
+/** How long shutdown waits for open connections before it closes them. */
+export const SHUTDOWN_GRACE_MS = 2_000;

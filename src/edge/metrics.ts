@@ -1,0 +1,61 @@
+/**
+ * The edge-proxy's state as Prometheus text: online or offline, cache size,
+ * and requests by outcome. Counters live here; the proxy bumps them.
+ */
+
+/** How one request ended. */
+export type RequestOutcome =
+  | 'forwarded'
+  | 'cache_hit_offline'
+  | 'cache_miss_offline'
+  | 'write_refused_offline'
+  | 'write_answered_offline'
+  | 'unauthorized'
+  | 'upstream_error';
+
+/** What {@link renderMetrics} reads. */
+export interface MetricsSnapshot {
+  isOnline: boolean;
+  cacheEntries: number;
+  cacheBytes: number;
+  corruptEntriesDropped: number;
+  heldWatches: number;
+  requests: ReadonlyMap<RequestOutcome, number>;
+}
+
+/** Counts requests by outcome. */
+export class RequestCounters {
+  readonly byOutcome = new Map<RequestOutcome, number>();
+  corruptEntriesDropped = 0;
+
+  count(outcome: RequestOutcome): void {
+    this.byOutcome.set(outcome, (this.byOutcome.get(outcome) ?? 0) + 1);
+  }
+}
+
+/** Renders the Prometheus text exposition format (version 0.0.4). */
+export function renderMetrics(snapshot: MetricsSnapshot): string {
+  const lines = [
+    '# HELP edgeadm_edge_proxy_online Whether the upstream API server is reachable (1) or the proxy serves from its cache (0).',
+    '# TYPE edgeadm_edge_proxy_online gauge',
+    `edgeadm_edge_proxy_online ${snapshot.isOnline ? 1 : 0}`,
+    '# HELP edgeadm_edge_proxy_cache_entries Entries in the on-disk cache.',
+    '# TYPE edgeadm_edge_proxy_cache_entries gauge',
+    `edgeadm_edge_proxy_cache_entries ${snapshot.cacheEntries}`,
+    '# HELP edgeadm_edge_proxy_cache_bytes Bytes on disk taken by cache entries.',
+    '# TYPE edgeadm_edge_proxy_cache_bytes gauge',
+    `edgeadm_edge_proxy_cache_bytes ${snapshot.cacheBytes}`,
+    '# HELP edgeadm_edge_proxy_cache_corrupt_dropped_total Cache entries dropped because their checksum did not match.',
+    '# TYPE edgeadm_edge_proxy_cache_corrupt_dropped_total counter',
+    `edgeadm_edge_proxy_cache_corrupt_dropped_total ${snapshot.corruptEntriesDropped}`,
+    '# HELP edgeadm_edge_proxy_held_watches Client watches held open while the upstream is away.',
+    '# TYPE edgeadm_edge_proxy_held_watches gauge',
+    `edgeadm_edge_proxy_held_watches ${snapshot.heldWatches}`,
+    '# HELP edgeadm_edge_proxy_requests_total Requests by outcome.',
+    '# TYPE edgeadm_edge_proxy_requests_total counter',
+    ...[...snapshot.requests.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([outcome, count]) => `edgeadm_edge_proxy_requests_total{outcome="${outcome}"} ${count}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,194 @@
+/**
+ * Connections to the upstream API server: one HTTPS agent per upstream
+ * identity (bearer-token and anonymous clients share a CA-only agent; each
+ * `--client-cert-map` CN has an agent presenting its certificate), a
+ * connect budget, the classification of errors that mean "unreachable",
+ * and the `/readyz` probe (made with the proxy's own kubeconfig identity,
+ * the only thing that identity is used for).
+ *
+ * `node:https` is loaded when the client is created, never at import: the
+ * single binary's startup snapshot cannot hold sockets or agents.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import type { Agent, AgentOptions, RequestOptions } from 'node:https';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { silentLogger, type Logger } from '../log/run-log.js';
+import { CLIENT_CERT_RELOAD_CHECK_MS, HEALTH_PROBE_TIMEOUT_MS, UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
+import type { UpstreamClientCertificate, UpstreamConfig } from './upstream-config.js';
+
+/** Socket error codes that mean the upstream cannot be reached (the proxy then serves from its cache). */
+export const UNREACHABLE_ERROR_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+]);
+
+/** Whether an error from a request to the upstream means it is unreachable (not that it answered badly). */
+export function isUnreachableError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && UNREACHABLE_ERROR_CODES.has(code)) return true;
+  // A socket that hangs up before any answer ("socket hang up") carries ECONNRESET; an aborted answer says "aborted".
+  return error instanceof Error && /socket hang up|aborted/i.test(error.message);
+}
+
+/** Makes an error that {@link isUnreachableError} recognises, for timeouts the proxy enforces itself. */
+export function timeoutError(what: string): Error {
+  return Object.assign(new Error(`${what} timed out`), { code: 'ETIMEDOUT' });
+}
+
+/** Options of one upstream request. */
+export interface UpstreamRequestOptions {
+  method: string;
+  /** Path and query, as the client sent them. */
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The `--client-cert-map` CN whose certificate to present, or none. */
+  clientCertCn?: string | undefined;
+}
+
+/** Requests to the upstream API server. Create with {@link createUpstreamClient}. */
+export interface UpstreamClient {
+  readonly server: URL;
+  /** Starts a request (the caller writes the body and ends it); connect time is bounded. */
+  request(options: UpstreamRequestOptions): ClientRequest;
+  /** One `/readyz` probe: true when the upstream answers below 500. */
+  probe(): Promise<boolean>;
+  /** Closes idle connections. */
+  close(): void;
+}
+
+/** The agent of one mapped CN, and what it was made from. */
+interface CnAgent {
+  agent: Agent;
+  source: UpstreamClientCertificate;
+  /** The files' mtimes when last loaded. */
+  stamp: string;
+  checkedAt: number;
+}
+
+function fileStamp(source: UpstreamClientCertificate): string {
+  if (!source.certFile || !source.keyFile) return '';
+  return `${statSync(source.certFile).mtimeMs}:${statSync(source.keyFile).mtimeMs}`;
+}
+
+/** Creates the agents for the upstream and the mapped client certificates. */
+export async function createUpstreamClient(options: {
+  upstream: UpstreamConfig;
+  clientCerts: ReadonlyMap<string, UpstreamClientCertificate>;
+  /** How often mapped certificate files are checked for rotation. Defaults to {@link CLIENT_CERT_RELOAD_CHECK_MS}. */
+  certReloadCheckMs?: number | undefined;
+  logger?: Logger;
+}): Promise<UpstreamClient> {
+  const https = await import('node:https');
+  const logger = options.logger ?? silentLogger;
+  const reloadCheckMs = options.certReloadCheckMs ?? CLIENT_CERT_RELOAD_CHECK_MS;
+  const { server, caPem, credentials } = options.upstream;
+  const base: AgentOptions = { ca: caPem, keepAlive: true };
+  const shared = new https.Agent(base);
+  const perCn = new Map<string, CnAgent>();
+  for (const [cn, source] of options.clientCerts) {
+    perCn.set(cn, {
+      agent: new https.Agent({ ...base, cert: source.certPem, key: source.keyPem }),
+      source,
+      stamp: fileStamp(source),
+      checkedAt: Date.now(),
+    });
+  }
+  /**
+   * The agent for a mapped CN, remade when its files changed (the kubelet
+   * rotates its client certificate in place). The old agent is left to
+   * finish its open requests; its idle connections close on their own.
+   */
+  const agentForCn = (cn: string): Agent | undefined => {
+    const entry = perCn.get(cn);
+    if (!entry || !entry.source.certFile || !entry.source.keyFile) return entry?.agent;
+    if (Date.now() - entry.checkedAt < reloadCheckMs) return entry.agent;
+    entry.checkedAt = Date.now();
+    try {
+      const stamp = fileStamp(entry.source);
+      if (stamp !== entry.stamp) {
+        const certPem = readFileSync(entry.source.certFile, 'utf8');
+        const keyPem = readFileSync(entry.source.keyFile, 'utf8');
+        entry.agent = new https.Agent({ ...base, cert: certPem, key: keyPem });
+        entry.stamp = stamp;
+        logger.info(`edge-proxy: reloaded the upstream certificate for CN ${cn}`);
+      }
+    } catch (error) {
+      logger.warn(`edge-proxy: cannot reload the upstream certificate for CN ${cn}: ${(error as Error).message}`);
+    }
+    return entry.agent;
+  };
+  const probeAgent = new https.Agent({
+    ca: caPem,
+    keepAlive: false,
+    ...(credentials.certPem && credentials.keyPem ? { cert: credentials.certPem, key: credentials.keyPem } : {}),
+  });
+  const prefix = server.pathname.replace(/\/+$/, '');
+
+  const start = (requestOptions: RequestOptions, agent: Agent): ClientRequest => {
+    const request = https.request({
+      protocol: 'https:',
+      hostname: server.hostname.replace(/^\[|\]$/g, ''),
+      port: server.port || 443,
+      agent,
+      ...requestOptions,
+    });
+    request.on('socket', (socket) => {
+      if (!socket.connecting) return;
+      const timer = setTimeout(
+        () => request.destroy(timeoutError('connecting to the API server')),
+        UPSTREAM_CONNECT_TIMEOUT_MS,
+      );
+      socket.once('connect', () => clearTimeout(timer));
+      socket.once('close', () => clearTimeout(timer));
+    });
+    return request;
+  };
+
+  return {
+    server,
+    request(requestOptions) {
+      const agent = requestOptions.clientCertCn === undefined ? shared : agentForCn(requestOptions.clientCertCn);
+      if (!agent) throw new Error(`no upstream certificate for CN ${requestOptions.clientCertCn}`);
+      return start(
+        {
+          method: requestOptions.method,
+          path: `${prefix}${requestOptions.path}`,
+          headers: { ...requestOptions.headers, host: server.host },
+        },
+        agent,
+      );
+    },
+    probe() {
+      return new Promise<boolean>((resolve) => {
+        const headers: Record<string, string> = { accept: 'text/plain', host: server.host };
+        if (credentials.token) headers['authorization'] = `Bearer ${credentials.token}`;
+        const request = start({ method: 'GET', path: `${prefix}/readyz`, headers }, probeAgent);
+        const timer = setTimeout(() => request.destroy(timeoutError('the readiness probe')), HEALTH_PROBE_TIMEOUT_MS);
+        request.on('response', (response: IncomingMessage) => {
+          clearTimeout(timer);
+          response.resume();
+          resolve((response.statusCode ?? 500) < 500);
+        });
+        request.on('error', () => {
+          clearTimeout(timer);
+          resolve(false);
+        });
+        request.end();
+      });
+    },
+    close() {
+      shared.destroy();
+      probeAgent.destroy();
+      for (const entry of perCn.values()) entry.agent.destroy();
+    },
+  };
+}

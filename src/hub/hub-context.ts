@@ -1,0 +1,40 @@
+/**
+ * What the hub's handlers share: the store, the PKI, the open tunnels and
+ * the metrics, plus the authentication of bearer tokens (one function, used
+ * by the operator API and the kube proxy alike).
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from '../log/run-log.js';
+import type { HubTunnel } from '../tunnel/hub-tunnel.js';
+import type { HubPki } from './hub-pki.js';
+import { hashUserToken } from './hub-tokens.js';
+import { bearerToken } from './http-replies.js';
+import type { HubMetrics } from './metrics.js';
+import type { HubStore, UserRecord } from './store.js';
+
+/** The hub's shared state. */
+export interface HubContext {
+  store: HubStore;
+  pki: HubPki;
+  metrics: HubMetrics;
+  logger: Logger;
+  /** `https://host:port` the hub is reached at (written into configs and the discovery document). */
+  advertiseUrl: string;
+  /** Open tunnels by cluster name. */
+  tunnels: Map<string, HubTunnel>;
+  /** Closes the tunnel of a cluster, if open (on delete). */
+  closeTunnel(cluster: string): void;
+}
+
+/** The user a request's bearer token names, if it is valid and not expired. */
+export async function authenticateUser(context: HubContext, req: IncomingMessage): Promise<UserRecord | undefined> {
+  const token = bearerToken(req);
+  if (token === undefined) return undefined;
+  const user = await context.store.findUserByTokenHash(hashUserToken(token));
+  if (user === undefined) return undefined;
+  if (user.expiresAt !== undefined && Date.parse(user.expiresAt) <= Date.now()) return undefined;
+  return user;
+}
+
+/** The name of the admin user `hub serve` creates. */
+export const HUB_ADMIN_USER = 'edgeadm-hub-admin';

@@ -1,0 +1,212 @@
+/**
+ * The kube proxy: `https://HUB/clusters/NAME/…`. It authenticates the
+ * user's bearer token, checks that the user's cluster selector matches
+ * NAME, drops the user's credentials and any identity headers, and sends
+ * the request through NAME's tunnel with the user's identity for the agent
+ * to impersonate. Nothing is forwarded before all of that passed.
+ *
+ * Plain requests become one HTTP/2 stream each; upgrades (exec, attach,
+ * port-forward) become a CONNECT stream that carries raw bytes both ways.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { pipeline } from 'node:stream';
+import type { HubTunnel } from '../tunnel/hub-tunnel.js';
+import {
+  encodeUpgradeRequest,
+  forwardableRequestHeaders,
+  forwardableResponseHeaders,
+  identityHeaders,
+  isIdentityHeader,
+  REQUEST_HEADER,
+  UPGRADE_AUTHORITY,
+  type StreamIdentity,
+} from '../tunnel/protocol.js';
+import { authenticateUser, type HubContext } from './hub-context.js';
+import { endSocketWithStatus, HttpError, sendStatus } from './http-replies.js';
+import { matchesSelector, parseLabelSelector } from './label-selector.js';
+import { MAX_PROXY_REQUEST_BODY_BYTES } from './limits.js';
+
+/** The path prefix of the kube proxy. */
+export const KUBE_PROXY_PREFIX = '/clusters/';
+
+/** A request aimed at one cluster, split. */
+interface ProxyTarget {
+  cluster: string;
+  /** The path (and query) on the cluster's API server. */
+  path: string;
+}
+
+/** Splits `/clusters/NAME/rest?query`; undefined when the URL is not a proxy URL. */
+export function parseProxyUrl(url: string): ProxyTarget | undefined {
+  if (!url.startsWith(KUBE_PROXY_PREFIX)) return undefined;
+  const rest = url.slice(KUBE_PROXY_PREFIX.length);
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)((?:[/?].*)?)$/.exec(rest);
+  if (!match) return undefined;
+  let path = match[3] ?? '';
+  if (path === '' || path.startsWith('?')) path = `/${path}`;
+  return { cluster: match[1] as string, path };
+}
+
+/**
+ * Authenticates and authorizes a proxy request, and finds the tunnel.
+ *
+ * @throws {HttpError} 401 (no or bad credentials), 403 (selector does not
+ * match or the cluster does not exist: the answer does not tell which), 503
+ * (not connected).
+ */
+async function admit(
+  context: HubContext,
+  req: IncomingMessage,
+  target: ProxyTarget,
+): Promise<{ tunnel: HubTunnel; identity: StreamIdentity }> {
+  const user = await authenticateUser(context, req);
+  if (user === undefined) {
+    context.metrics.unauthorizedRequests += 1;
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'Unauthorized');
+  }
+  const cluster = await context.store.getCluster(target.cluster);
+  const isAllowed = cluster !== undefined && matchesSelector(parseLabelSelector(user.clustersSelector), cluster.labels);
+  if (!isAllowed) {
+    context.logger.info(`kube proxy: user ${user.name} may not reach cluster ${target.cluster}`);
+    throw new HttpError(
+      403,
+      'E_HUB_FORBIDDEN',
+      `user "${user.name}" cannot reach cluster "${target.cluster}" through the hub`,
+    );
+  }
+  const tunnel = context.tunnels.get(target.cluster);
+  if (tunnel === undefined || !tunnel.isOpen) {
+    throw new HttpError(503, 'E_HUB_CLUSTER_DISCONNECTED', `cluster "${target.cluster}" is not connected to the hub`);
+  }
+  return { tunnel, identity: { user: user.name, groups: user.groups } };
+}
+
+/** Serves one plain proxied request. */
+export async function proxyRequest(
+  context: HubContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: ProxyTarget,
+): Promise<void> {
+  let admitted;
+  try {
+    admitted = await admit(context, req, target);
+  } catch (error) {
+    const failure = error as HttpError;
+    sendStatus(res, failure.status ?? 500, failure.message);
+    req.resume();
+    return;
+  }
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_PROXY_REQUEST_BODY_BYTES) {
+    // Answer first, then read and drop the body so the client sees the 413
+    // (destroying at once would often show it a reset instead); the
+    // connection closes after it.
+    res.setHeader('connection', 'close');
+    sendStatus(res, 413, `the request body is larger than ${MAX_PROXY_REQUEST_BODY_BYTES} bytes`);
+    req.resume();
+    return;
+  }
+  const started = process.hrtime.bigint();
+  const { tunnel, identity } = admitted;
+  context.metrics.activeStreams += 1;
+  context.metrics.streamsTotal += 1;
+  const stream = tunnel.request({
+    ':method': req.method ?? 'GET',
+    ':path': target.path,
+    ...forwardableRequestHeaders(req.headers),
+    ...identityHeaders(identity),
+  });
+  let size = 0;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    context.metrics.bytesToAgents += chunk.length;
+    if (size > MAX_PROXY_REQUEST_BODY_BYTES) {
+      stream.destroy();
+      sendStatus(res, 413, `the request body is larger than ${MAX_PROXY_REQUEST_BODY_BYTES} bytes`);
+      req.destroy();
+    }
+  });
+  stream.on('response', (headers) => {
+    context.metrics.observeLatency(Number(process.hrtime.bigint() - started) / 1e9);
+    const status = Number(headers[':status'] ?? 502);
+    res.writeHead(status, forwardableResponseHeaders(headers));
+    res.flushHeaders();
+    stream.on('data', (chunk: Buffer) => (context.metrics.bytesFromAgents += chunk.length));
+    // pipe, not pipeline: same backpressure, without pipeline's per-call
+    // AbortController (its abort builds a DOMException per request, a
+    // measurable share of the hub's CPU); errors are handled beside it.
+    stream.pipe(res);
+  });
+  stream.on('error', (error) => {
+    context.logger.debug(`kube proxy stream to ${target.cluster} failed: ${error.message}`);
+    sendStatus(res, 502, `the tunnel to cluster "${target.cluster}" failed: ${error.message}`);
+  });
+  stream.on('close', () => {
+    context.metrics.activeStreams -= 1;
+    if (!res.writableEnded) res.destroy();
+  });
+  res.on('close', () => {
+    if (!stream.destroyed) stream.close();
+  });
+  req.on('error', () => stream.destroy());
+  req.pipe(stream);
+}
+
+/** Serves one upgrade (exec, attach, port-forward). */
+export async function proxyUpgrade(
+  context: HubContext,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  target: ProxyTarget,
+): Promise<void> {
+  let admitted;
+  try {
+    admitted = await admit(context, req, target);
+  } catch (error) {
+    const failure = error as HttpError;
+    endSocketWithStatus(socket, failure.status ?? 500, failure.message);
+    return;
+  }
+  const { tunnel, identity } = admitted;
+  const headers: [string, string][] = [];
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i] as string;
+    if (!isIdentityHeader(name) && name.toLowerCase() !== 'host') headers.push([name, req.rawHeaders[i + 1] as string]);
+  }
+  context.metrics.activeStreams += 1;
+  context.metrics.streamsTotal += 1;
+  const stream = tunnel.request({
+    ':method': 'CONNECT',
+    ':authority': UPGRADE_AUTHORITY,
+    [REQUEST_HEADER]: encodeUpgradeRequest({ method: req.method ?? 'GET', path: target.path, headers }),
+    ...identityHeaders(identity),
+  });
+  stream.on('response', (responseHeaders) => {
+    if (Number(responseHeaders[':status']) !== 200) {
+      endSocketWithStatus(
+        socket,
+        502,
+        `the agent of cluster "${target.cluster}" could not open the upgraded connection`,
+      );
+      stream.close();
+      return;
+    }
+    if (head.length > 0) stream.write(head);
+    stream.on('data', (chunk: Buffer) => (context.metrics.bytesFromAgents += chunk.length));
+    socket.on('data', (chunk: Buffer) => (context.metrics.bytesToAgents += chunk.length));
+    pipeline(socket, stream, () => {});
+    pipeline(stream, socket, () => {});
+  });
+  stream.on('error', () => socket.destroy());
+  stream.on('close', () => {
+    context.metrics.activeStreams -= 1;
+    socket.destroy();
+  });
+  socket.on('error', () => stream.destroy());
+  socket.on('close', () => {
+    if (!stream.destroyed) stream.close();
+  });
+}

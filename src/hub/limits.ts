@@ -1,0 +1,24 @@
+/**
+ * The hub's limits and timeouts, in one place.
+ */
+
+/** Largest request head (request line and headers) the hub reads; larger gets 431. */
+export const MAX_REQUEST_HEADER_BYTES = 32 * 1024;
+/** Largest body of an operator API request (JSON). */
+export const MAX_API_BODY_BYTES = 1024 * 1024;
+/**
+ * Largest body of a proxied kube request (not of upgraded streams, which
+ * carry exec and port-forward bytes without limit). The API server itself
+ * refuses bodies over about 3 MiB; this leaves room and stops abuse.
+ */
+export const MAX_PROXY_REQUEST_BODY_BYTES = 8 * 1024 * 1024;
+/** How long a client may take to send its request head. */
+export const REQUEST_HEADERS_TIMEOUT_MS = 30_000;
+/** How long a graceful shutdown waits before closing what is left. */
+export const SHUTDOWN_GRACE_MS = 10_000;
+/** Lifetime of the client certificates the hub issues to agents (renewed at 2/3 of it). */
+export const AGENT_CERT_VALIDITY_DAYS = 30;
+/** How often the hub refreshes `lastSeen` of connected clusters. */
+export const LAST_SEEN_REFRESH_MS = 30_000;
+/** The organization (group) of every agent certificate. */
+export const AGENT_CERT_ORGANIZATION = 'edgeadm:hub:clusters';

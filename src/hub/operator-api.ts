@@ -1,0 +1,349 @@
+/**
+ * The hub's HTTPS routes other than the kube proxy:
+ *
+ * - `/healthz`, `/readyz`, `/metrics`;
+ * - the discovery document (`cluster-info`, signed for every usable hub token);
+ * - registration (`POST /hub/v1/register`, hub token) and renewal
+ *   (`POST /hub/v1/renew`, the cluster's client certificate);
+ * - the operator API (admin bearer token): tokens, clusters, users.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { X509Certificate } from 'node:crypto';
+import type { TLSSocket } from 'node:tls';
+import { parseBootstrapToken } from '../trust/bootstrap-token.js';
+import { clusterInfoConfigMap, CLUSTER_INFO_PATH } from '../trust/cluster-info.js';
+import { renderClusterInfoKubeconfig } from '../trust/kubeconfig.js';
+import { describeCsr, signCsr } from '../trust/pki.js';
+import { authenticateUser, type HubContext } from './hub-context.js';
+import { hashUserToken, hubTokenState, newHubToken, newUserToken, secretsEqual, formatHubToken } from './hub-tokens.js';
+import { bearerToken, HttpError, readJsonBody, sendJson } from './http-replies.js';
+import { matchesSelector, parseLabelSelector } from './label-selector.js';
+import { AGENT_CERT_ORGANIZATION, AGENT_CERT_VALIDITY_DAYS, MAX_API_BODY_BYTES } from './limits.js';
+import type { ClusterRecord, UserRecord } from './store.js';
+
+/** A cluster name: a DNS label, so it fits in URLs and certificate names. */
+export const CLUSTER_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** A user or group name: no spaces or control characters (they end up in HTTP headers). */
+export const SUBJECT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,252}$/;
+
+/** A cluster as the operator API shows it. */
+export interface ClusterView {
+  name: string;
+  labels: Record<string, string>;
+  state: 'Connected' | 'Disconnected';
+  lastSeen?: string;
+  kubernetesVersion?: string;
+  nodeCount?: number;
+  registeredAt: string;
+  certNotAfter: string;
+}
+
+function viewOf(context: HubContext, cluster: ClusterRecord): ClusterView {
+  const tunnel = context.tunnels.get(cluster.name);
+  const view: ClusterView = {
+    name: cluster.name,
+    labels: cluster.labels,
+    state: tunnel?.isOpen ? 'Connected' : 'Disconnected',
+    registeredAt: cluster.registeredAt,
+    certNotAfter: cluster.certNotAfter,
+  };
+  const lastSeen = tunnel?.isOpen ? new Date().toISOString() : cluster.lastSeen;
+  if (lastSeen !== undefined) view.lastSeen = lastSeen;
+  const version = tunnel?.hello.kubernetesVersion ?? cluster.kubernetesVersion;
+  if (version !== undefined) view.kubernetesVersion = version;
+  const nodeCount = tunnel?.hello.nodeCount ?? cluster.nodeCount;
+  if (nodeCount !== undefined) view.nodeCount = nodeCount;
+  return view;
+}
+
+async function requireAdmin(context: HubContext, req: IncomingMessage): Promise<UserRecord> {
+  const user = await authenticateUser(context, req);
+  if (user === undefined) {
+    context.metrics.unauthorizedRequests += 1;
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a valid hub admin token is required');
+  }
+  if (!user.isAdmin) throw new HttpError(403, 'E_HUB_FORBIDDEN', `user "${user.name}" is not a hub admin`);
+  return user;
+}
+
+function hubEndpoint(context: HubContext): string {
+  return new URL(context.advertiseUrl).host;
+}
+
+function optionalNumber(body: Record<string, unknown>, key: string): number | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', `${key} must be a non-negative number`);
+  }
+  return value;
+}
+
+/** Serves the discovery document: the hub's address and CA, signed for each usable token. */
+async function discovery(context: HubContext, res: ServerResponse): Promise<void> {
+  const now = new Date();
+  const tokens = (await context.store.listTokens())
+    .filter((token) => hubTokenState(token, now) === 'usable')
+    .map((token) => ({ id: token.id, secret: token.secret }));
+  const kubeconfig = renderClusterInfoKubeconfig({ server: context.advertiseUrl, caPem: context.pki.ca.certPem });
+  sendJson(res, 200, clusterInfoConfigMap({ kubeconfig, tokens }));
+}
+
+function serialOf(certPem: string): { serial: string; notAfter: string } {
+  const certificate = new X509Certificate(certPem);
+  return { serial: certificate.serialNumber.toLowerCase(), notAfter: new Date(certificate.validTo).toISOString() };
+}
+
+/** Checks a CSR for a cluster and signs it. */
+async function signClusterCsr(context: HubContext, cluster: string, csrPem: unknown): Promise<string> {
+  if (typeof csrPem !== 'string') throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'csr is missing');
+  let info;
+  try {
+    info = describeCsr(csrPem);
+  } catch (error) {
+    throw new HttpError(400, 'E_CSR_INVALID', (error as Error).message);
+  }
+  if (info.commonName !== cluster || info.organizations.join(',') !== AGENT_CERT_ORGANIZATION) {
+    throw new HttpError(
+      400,
+      'E_CSR_SUBJECT',
+      `the certificate request must name CN=${cluster}, O=${AGENT_CERT_ORGANIZATION}`,
+    );
+  }
+  if (info.dnsNames.length > 0 || info.ipAddresses.length > 0) {
+    throw new HttpError(400, 'E_CSR_SUBJECT', 'an agent certificate request must not ask for alternative names');
+  }
+  try {
+    return (await signCsr({ ca: context.pki.ca, csrPem, usages: ['client'], validityDays: AGENT_CERT_VALIDITY_DAYS }))
+      .certPem;
+  } catch (error) {
+    throw new HttpError(400, 'E_CSR_INVALID', (error as Error).message);
+  }
+}
+
+/** `POST /hub/v1/register`: a hub token holder registers a cluster and gets its client certificate. */
+async function register(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const presented = bearerToken(req);
+  let tokenId: string;
+  let tokenSecret: string;
+  try {
+    ({ id: tokenId, secret: tokenSecret } = parseBootstrapToken(presented ?? ''));
+  } catch {
+    context.metrics.unauthorizedRequests += 1;
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a hub token is required');
+  }
+  const stored = await context.store.getToken(tokenId);
+  if (stored === undefined || !secretsEqual(stored.secret, tokenSecret)) {
+    context.metrics.unauthorizedRequests += 1;
+    throw new HttpError(401, 'E_HUB_TOKEN_UNKNOWN', `hub token "${tokenId}" is not valid on this hub`);
+  }
+  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
+  const name = body.name;
+  if (typeof name !== 'string' || !CLUSTER_NAME_PATTERN.test(name)) {
+    throw new HttpError(400, 'E_HUB_CLUSTER_NAME', 'the cluster name must be a DNS label (a-z, 0-9, -; at most 63)');
+  }
+  const labels = (body.labels ?? {}) as Record<string, unknown>;
+  if (typeof labels !== 'object' || Object.values(labels).some((v) => typeof v !== 'string')) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'labels must map strings to strings');
+  }
+  if (await context.store.getCluster(name)) {
+    throw new HttpError(
+      409,
+      'E_HUB_CLUSTER_EXISTS',
+      `a cluster named "${name}" is already registered; delete it first`,
+    );
+  }
+  const use = await context.store.useToken(tokenId, new Date());
+  if (use !== 'used') {
+    throw new HttpError(
+      401,
+      use === 'expired' ? 'E_HUB_TOKEN_EXPIRED' : use === 'spent' ? 'E_HUB_TOKEN_SPENT' : 'E_HUB_TOKEN_UNKNOWN',
+      use === 'expired'
+        ? `hub token "${tokenId}" has expired`
+        : use === 'spent'
+          ? `hub token "${tokenId}" has no registrations left`
+          : `hub token "${tokenId}" is not valid on this hub`,
+    );
+  }
+  const certPem = await signClusterCsr(context, name, body.csr);
+  const { serial, notAfter } = serialOf(certPem);
+  const isAdded = await context.store.addCluster({
+    name,
+    labels: labels as Record<string, string>,
+    certSerial: serial,
+    certNotAfter: notAfter,
+    registeredAt: new Date().toISOString(),
+  });
+  if (!isAdded) {
+    await context.store.revokeCertificate(serial, 'registration lost a race for the name');
+    throw new HttpError(409, 'E_HUB_CLUSTER_EXISTS', `a cluster named "${name}" is already registered`);
+  }
+  context.logger.info(`registered cluster ${name} with token ${tokenId}`);
+  sendJson(res, 201, { name, certPem, caPem: context.pki.ca.certPem, server: context.advertiseUrl });
+}
+
+/** `POST /hub/v1/renew`: an agent trades its (valid) certificate for a new one. */
+async function renew(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const socket = req.socket as TLSSocket;
+  const peer = typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate() : undefined;
+  if (!socket.authorized || !peer || !peer.subject) {
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'renewal needs the cluster client certificate');
+  }
+  const cluster = await context.store.getCluster(String(peer.subject.CN));
+  const serial = peer.serialNumber.toLowerCase();
+  if (cluster === undefined || (await context.store.isCertificateRevoked(serial))) {
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'this certificate is revoked or its cluster is gone');
+  }
+  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
+  const certPem = await signClusterCsr(context, cluster.name, body.csr);
+  const renewed = serialOf(certPem);
+  await context.store.updateClusterCertificate(cluster.name, renewed.serial, renewed.notAfter);
+  await context.store.revokeCertificate(serial, 'renewed');
+  context.logger.info(`renewed the certificate of cluster ${cluster.name}`);
+  sendJson(res, 200, { certPem });
+}
+
+/** `POST /hub/v1/tokens`. */
+async function createToken(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  await requireAdmin(context, req);
+  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
+  const ttlMs = optionalNumber(body, 'ttlMs') ?? 0;
+  const usages = optionalNumber(body, 'usages');
+  if (usages !== undefined && (!Number.isInteger(usages) || usages < 1)) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'usages must be a positive integer');
+  }
+  const { record } = newHubToken({ ttlMs, ...(usages === undefined ? {} : { usages }) });
+  await context.store.addToken(record);
+  context.logger.info(`created hub token ${record.id}`);
+  sendJson(res, 201, {
+    token: formatHubToken(record),
+    id: record.id,
+    ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
+    ...(record.usagesLeft === undefined ? {} : { usages: record.usagesLeft }),
+    hub: hubEndpoint(context),
+    caCertHash: context.pki.caPin,
+  });
+}
+
+/** `POST /hub/v1/users`. */
+async function createUser(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  await requireAdmin(context, req);
+  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
+  const { name, clustersSelector } = body;
+  const groups = body.groups ?? [];
+  if (typeof name !== 'string' || !SUBJECT_NAME_PATTERN.test(name)) {
+    throw new HttpError(400, 'E_HUB_USER_NAME', 'the user name may hold letters, digits and . _ @ : + - only');
+  }
+  if (typeof clustersSelector !== 'string')
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'clustersSelector is missing');
+  try {
+    parseLabelSelector(clustersSelector);
+  } catch (error) {
+    throw new HttpError(400, 'E_SELECTOR_INVALID', (error as Error).message);
+  }
+  if (!Array.isArray(groups) || !groups.every((g) => typeof g === 'string' && SUBJECT_NAME_PATTERN.test(g))) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'groups must be names of letters, digits and . _ @ : + -');
+  }
+  const existing = (await context.store.listUsers()).find((user) => user.name === name);
+  if (existing?.isAdmin) throw new HttpError(409, 'E_HUB_USER_EXISTS', `"${name}" is the hub admin`);
+  const ttlMs = optionalNumber(body, 'ttlMs') ?? 0;
+  const token = newUserToken();
+  const now = new Date();
+  const user: UserRecord = {
+    name,
+    tokenHash: hashUserToken(token),
+    clustersSelector,
+    groups: groups as string[],
+    isAdmin: false,
+    createdAt: now.toISOString(),
+  };
+  if (ttlMs > 0) user.expiresAt = new Date(now.getTime() + ttlMs).toISOString();
+  await context.store.putUser(user);
+  context.logger.info(`created hub user ${name} for clusters "${clustersSelector}"`);
+  sendJson(res, 201, {
+    name,
+    token,
+    clustersSelector,
+    groups: user.groups,
+    ...(user.expiresAt === undefined ? {} : { expiresAt: user.expiresAt }),
+    server: context.advertiseUrl,
+    caPem: context.pki.ca.certPem,
+  });
+}
+
+async function clusters(context: HubContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  await requireAdmin(context, req);
+  const name = decodeURIComponent(url.pathname.slice('/hub/v1/clusters'.length).replace(/^\//, ''));
+  if (name === '') {
+    if (req.method !== 'GET') throw new HttpError(405, 'E_HUB_METHOD', 'only GET lists clusters');
+    let selector;
+    try {
+      selector = parseLabelSelector(url.searchParams.get('selector') ?? '');
+    } catch (error) {
+      throw new HttpError(400, 'E_SELECTOR_INVALID', (error as Error).message);
+    }
+    const all = await context.store.listClusters();
+    sendJson(res, 200, {
+      clusters: all.filter((c) => matchesSelector(selector, c.labels)).map((c) => viewOf(context, c)),
+    });
+    return;
+  }
+  if (req.method === 'GET') {
+    const cluster = await context.store.getCluster(name);
+    if (!cluster) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
+    sendJson(res, 200, viewOf(context, cluster));
+    return;
+  }
+  if (req.method === 'DELETE') {
+    const removed = await context.store.deleteCluster(name);
+    if (!removed) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
+    await context.store.revokeCertificate(removed.certSerial, 'cluster deleted');
+    context.closeTunnel(name);
+    context.logger.info(`deleted cluster ${name}: certificate revoked, tunnel closed`);
+    sendJson(res, 200, { name, isDeleted: true });
+    return;
+  }
+  throw new HttpError(405, 'E_HUB_METHOD', `${req.method} is not allowed here`);
+}
+
+/**
+ * Serves a non-proxy request; returns false when the path is not one of
+ * these routes.
+ */
+export async function serveApi(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  const url = new URL(req.url ?? '/', 'https://hub.invalid');
+  const route = `${req.method} ${url.pathname}`;
+  switch (route) {
+    case 'GET /healthz':
+    case 'GET /livez':
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      return true;
+    case 'GET /readyz':
+      await context.store.listTokens();
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      return true;
+    case 'GET /metrics':
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(context.metrics.render());
+      return true;
+    case `GET ${CLUSTER_INFO_PATH}`:
+      await discovery(context, res);
+      return true;
+    case 'POST /hub/v1/register':
+      await register(context, req, res);
+      return true;
+    case 'POST /hub/v1/renew':
+      await renew(context, req, res);
+      return true;
+    case 'POST /hub/v1/tokens':
+      await createToken(context, req, res);
+      return true;
+    case 'POST /hub/v1/users':
+      await createUser(context, req, res);
+      return true;
+  }
+  if (url.pathname === '/hub/v1/clusters' || url.pathname.startsWith('/hub/v1/clusters/')) {
+    await clusters(context, req, res, url);
+    return true;
+  }
+  return false;
+}

@@ -1,0 +1,268 @@
+/**
+ * The hub's default store: node:sqlite (built into Node 24, no native
+ * addon) in one file under the data directory, mode 0600 because it holds
+ * hub token secrets. Every write is one statement or one transaction, so a
+ * hub killed at any point restarts with consistent state.
+ */
+import { existsSync, writeFileSync } from 'node:fs';
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import { EdgeadmError } from '../errors.js';
+import { hubTokenState } from './hub-tokens.js';
+import type { ClusterRecord, ClusterStatusUpdate, HubStore, HubTokenRecord, TokenUse, UserRecord } from './store.js';
+
+/** The schema; `IF NOT EXISTS` makes opening an existing store a no-op. */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS clusters (
+  name TEXT PRIMARY KEY,
+  labels TEXT NOT NULL,
+  cert_serial TEXT NOT NULL,
+  cert_not_after TEXT NOT NULL,
+  registered_at TEXT NOT NULL,
+  last_seen TEXT,
+  kubernetes_version TEXT,
+  node_count INTEGER
+);
+CREATE TABLE IF NOT EXISTS tokens (
+  id TEXT PRIMARY KEY,
+  secret TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT,
+  usages_left INTEGER
+);
+CREATE TABLE IF NOT EXISTS users (
+  name TEXT PRIMARY KEY,
+  token_hash TEXT NOT NULL UNIQUE,
+  clusters_selector TEXT NOT NULL,
+  groups_json TEXT NOT NULL,
+  is_admin INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT
+);
+CREATE TABLE IF NOT EXISTS revoked_certificates (
+  serial TEXT PRIMARY KEY,
+  reason TEXT NOT NULL,
+  revoked_at TEXT NOT NULL
+);
+`;
+
+type Row = Record<string, SQLInputValue>;
+
+function optionalString(value: SQLInputValue | undefined): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+function optionalNumber(value: SQLInputValue | undefined): number | undefined {
+  return typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : undefined;
+}
+
+function clusterFromRow(row: Row): ClusterRecord {
+  const cluster: ClusterRecord = {
+    name: String(row.name),
+    labels: JSON.parse(String(row.labels)) as Record<string, string>,
+    certSerial: String(row.cert_serial),
+    certNotAfter: String(row.cert_not_after),
+    registeredAt: String(row.registered_at),
+  };
+  const lastSeen = optionalString(row.last_seen);
+  if (lastSeen !== undefined) cluster.lastSeen = lastSeen;
+  const version = optionalString(row.kubernetes_version);
+  if (version !== undefined) cluster.kubernetesVersion = version;
+  const nodeCount = optionalNumber(row.node_count);
+  if (nodeCount !== undefined) cluster.nodeCount = nodeCount;
+  return cluster;
+}
+
+function tokenFromRow(row: Row): HubTokenRecord {
+  const token: HubTokenRecord = { id: String(row.id), secret: String(row.secret), createdAt: String(row.created_at) };
+  const expiresAt = optionalString(row.expires_at);
+  if (expiresAt !== undefined) token.expiresAt = expiresAt;
+  const usagesLeft = optionalNumber(row.usages_left);
+  if (usagesLeft !== undefined) token.usagesLeft = usagesLeft;
+  return token;
+}
+
+function userFromRow(row: Row): UserRecord {
+  const user: UserRecord = {
+    name: String(row.name),
+    tokenHash: String(row.token_hash),
+    clustersSelector: String(row.clusters_selector),
+    groups: JSON.parse(String(row.groups_json)) as string[],
+    isAdmin: Number(row.is_admin) === 1,
+    createdAt: String(row.created_at),
+  };
+  const expiresAt = optionalString(row.expires_at);
+  if (expiresAt !== undefined) user.expiresAt = expiresAt;
+  return user;
+}
+
+/** The node:sqlite implementation of {@link HubStore}. */
+export class SqliteHubStore implements HubStore {
+  readonly #db: DatabaseSync;
+  /** Prepared once: preparing is most of the cost of a lookup, and the kube proxy looks up on every request. */
+  readonly #statements = new Map<string, StatementSync>();
+
+  private constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+
+  #prepare(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /**
+   * Opens (creating if needed) the store at `path`.
+   *
+   * @throws {EdgeadmError} `E_HUB_STORE` when the file cannot be opened.
+   */
+  static async open(path: string): Promise<SqliteHubStore> {
+    // Loaded on use, like every module with native handles (see ARCHITECTURE.md, single binary).
+    const { DatabaseSync } = await import('node:sqlite');
+    // Created 0600 before SQLite opens it: the WAL and shared-memory files
+    // SQLite makes beside it take the database file's permissions.
+    if (path !== ':memory:' && !existsSync(path)) writeFileSync(path, '', { mode: 0o600 });
+    let db: DatabaseSync;
+    try {
+      db = new DatabaseSync(path);
+      db.exec('PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000;');
+      db.exec(SCHEMA);
+    } catch (error) {
+      throw new EdgeadmError(`cannot open the hub store ${path}: ${(error as Error).message}`, {
+        code: 'E_HUB_STORE',
+        cause: error,
+      });
+    }
+    return new SqliteHubStore(db);
+  }
+
+  async addCluster(cluster: ClusterRecord): Promise<boolean> {
+    const result = this.#prepare(
+      `INSERT OR IGNORE INTO clusters (name, labels, cert_serial, cert_not_after, registered_at, last_seen, kubernetes_version, node_count)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      cluster.name,
+      JSON.stringify(cluster.labels),
+      cluster.certSerial,
+      cluster.certNotAfter,
+      cluster.registeredAt,
+      cluster.lastSeen ?? null,
+      cluster.kubernetesVersion ?? null,
+      cluster.nodeCount ?? null,
+    );
+    return Number(result.changes) === 1;
+  }
+
+  async getCluster(name: string): Promise<ClusterRecord | undefined> {
+    const row = this.#prepare('SELECT * FROM clusters WHERE name = ?').get(name) as Row | undefined;
+    return row === undefined ? undefined : clusterFromRow(row);
+  }
+
+  async listClusters(): Promise<ClusterRecord[]> {
+    return (this.#prepare('SELECT * FROM clusters ORDER BY name').all() as Row[]).map(clusterFromRow);
+  }
+
+  async deleteCluster(name: string): Promise<ClusterRecord | undefined> {
+    const existing = await this.getCluster(name);
+    if (existing) this.#prepare('DELETE FROM clusters WHERE name = ?').run(name);
+    return existing;
+  }
+
+  async updateClusterStatus(name: string, status: ClusterStatusUpdate): Promise<void> {
+    this.#prepare(
+      `UPDATE clusters SET last_seen = ?, kubernetes_version = COALESCE(?, kubernetes_version),
+         node_count = COALESCE(?, node_count) WHERE name = ?`,
+    ).run(status.lastSeen, status.kubernetesVersion ?? null, status.nodeCount ?? null, name);
+  }
+
+  async updateClusterCertificate(name: string, certSerial: string, certNotAfter: string): Promise<void> {
+    this.#prepare('UPDATE clusters SET cert_serial = ?, cert_not_after = ? WHERE name = ?').run(
+      certSerial,
+      certNotAfter,
+      name,
+    );
+  }
+
+  async addToken(token: HubTokenRecord): Promise<void> {
+    this.#prepare('INSERT INTO tokens (id, secret, created_at, expires_at, usages_left) VALUES (?, ?, ?, ?, ?)').run(
+      token.id,
+      token.secret,
+      token.createdAt,
+      token.expiresAt ?? null,
+      token.usagesLeft ?? null,
+    );
+  }
+
+  async getToken(id: string): Promise<HubTokenRecord | undefined> {
+    const row = this.#prepare('SELECT * FROM tokens WHERE id = ?').get(id) as Row | undefined;
+    return row === undefined ? undefined : tokenFromRow(row);
+  }
+
+  async listTokens(): Promise<HubTokenRecord[]> {
+    return (this.#prepare('SELECT * FROM tokens ORDER BY created_at').all() as Row[]).map(tokenFromRow);
+  }
+
+  async useToken(id: string, now: Date): Promise<TokenUse> {
+    this.#db.exec('BEGIN IMMEDIATE');
+    try {
+      const token = await this.getToken(id);
+      let outcome: TokenUse;
+      if (token === undefined) outcome = 'unknown';
+      else {
+        const state = hubTokenState(token, now);
+        outcome = state === 'usable' ? 'used' : state;
+        if (outcome === 'used' && token.usagesLeft !== undefined) {
+          this.#prepare('UPDATE tokens SET usages_left = usages_left - 1 WHERE id = ?').run(id);
+        }
+      }
+      this.#db.exec('COMMIT');
+      return outcome;
+    } catch (error) {
+      this.#db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  async putUser(user: UserRecord): Promise<void> {
+    this.#prepare(
+      `INSERT OR REPLACE INTO users (name, token_hash, clusters_selector, groups_json, is_admin, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      user.name,
+      user.tokenHash,
+      user.clustersSelector,
+      JSON.stringify(user.groups),
+      user.isAdmin ? 1 : 0,
+      user.createdAt,
+      user.expiresAt ?? null,
+    );
+  }
+
+  async findUserByTokenHash(tokenHash: string): Promise<UserRecord | undefined> {
+    const row = this.#prepare('SELECT * FROM users WHERE token_hash = ?').get(tokenHash) as Row | undefined;
+    return row === undefined ? undefined : userFromRow(row);
+  }
+
+  async listUsers(): Promise<UserRecord[]> {
+    return (this.#prepare('SELECT * FROM users ORDER BY name').all() as Row[]).map(userFromRow);
+  }
+
+  async revokeCertificate(serial: string, reason: string): Promise<void> {
+    this.#prepare('INSERT OR IGNORE INTO revoked_certificates (serial, reason, revoked_at) VALUES (?, ?, ?)').run(
+      serial.toLowerCase(),
+      reason,
+      new Date().toISOString(),
+    );
+  }
+
+  async isCertificateRevoked(serial: string): Promise<boolean> {
+    return this.#prepare('SELECT 1 FROM revoked_certificates WHERE serial = ?').get(serial.toLowerCase()) !== undefined;
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.isOpen) this.#db.close();
+  }
+}

@@ -1,0 +1,231 @@
+/**
+ * A small typed Kubernetes API client over node:https: JSON requests with a
+ * bearer token or client certificate, verified against the cluster CA, and
+ * the handful of verbs edgeadm's workflows need (get, list, create,
+ * replace, merge-patch, server-side apply, delete).
+ *
+ * Why not @kubernetes/client-node: edgeadm makes fewer than ten kinds of
+ * request, the library adds a large dependency tree to the single binary,
+ * and its module graph creates handles at import time that the binary's
+ * startup snapshot cannot hold unless everything is carefully deferred. A
+ * client this size has every timeout and size limit in view. node:https is
+ * imported at the point of use for the same snapshot reason.
+ */
+import type { IncomingMessage } from 'node:http';
+import { EdgeadmError } from '../errors.js';
+import type { KubeCredentials } from './kubeconfig.js';
+
+/** The most one request may take. */
+export const KUBE_REQUEST_TIMEOUT_MS = 15_000;
+/** The largest response body read. */
+export const MAX_KUBE_RESPONSE_BYTES = 16 * 1024 * 1024;
+/** The field manager edgeadm applies as. */
+export const EDGEADM_FIELD_MANAGER = 'edgeadm';
+
+/** A Kubernetes object, loosely typed. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    resourceVersion?: string;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+/** A list answer. */
+export interface KubeList<T extends KubeObject = KubeObject> {
+  items: T[];
+}
+
+/** The API server answered with an error status. */
+export class KubeApiError extends EdgeadmError {
+  readonly status: number;
+  readonly reason: string | undefined;
+
+  constructor(options: { method: string; path: string; status: number; message: string; reason?: string }) {
+    super(`${options.method} ${options.path}: ${options.status} ${options.message}`, {
+      code: options.status === 401 || options.status === 403 ? 'E_KUBE_FORBIDDEN' : 'E_KUBE_API',
+      details: { status: options.status, reason: options.reason, path: options.path },
+    });
+    this.name = 'KubeApiError';
+    this.status = options.status;
+    this.reason = options.reason;
+  }
+}
+
+/** Options of one request. */
+export interface KubeRequestOptions {
+  body?: unknown;
+  contentType?: string;
+  query?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+/** A raw answer: status and body text. */
+export interface KubeResponse {
+  status: number;
+  body: string;
+}
+
+/** The client. Stateless apart from its credentials; one per cluster. */
+export class KubeClient {
+  readonly server: string;
+  readonly #credentials: KubeCredentials;
+
+  constructor(credentials: KubeCredentials) {
+    this.#credentials = credentials;
+    this.server = credentials.server.replace(/\/+$/, '');
+  }
+
+  /** One request; any status is returned (transport failures throw `E_KUBE_UNREACHABLE`). */
+  async raw(method: string, path: string, options: KubeRequestOptions = {}): Promise<KubeResponse> {
+    const { request } = await import('node:https');
+    const url = new URL(this.server + path);
+    for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
+    const credentials = this.#credentials;
+    const body =
+      options.body === undefined
+        ? undefined
+        : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    if (credentials.token !== undefined) headers.Authorization = `Bearer ${credentials.token}`;
+    if (body !== undefined) {
+      headers['Content-Type'] = options.contentType ?? 'application/json';
+      headers['Content-Length'] = String(body.length);
+    }
+    const timeoutMs = options.timeoutMs ?? KUBE_REQUEST_TIMEOUT_MS;
+    return new Promise<KubeResponse>((resolve, reject) => {
+      const req = request(
+        url,
+        {
+          method,
+          headers,
+          ...(credentials.caPem === undefined ? {} : { ca: credentials.caPem }),
+          ...(credentials.clientCertificatePem === undefined ? {} : { cert: credentials.clientCertificatePem }),
+          ...(credentials.clientKeyPem === undefined ? {} : { key: credentials.clientKeyPem }),
+          agent: false,
+        },
+        (response: IncomingMessage) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          response.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > MAX_KUBE_RESPONSE_BYTES) {
+              req.destroy(new Error(`the response is larger than ${MAX_KUBE_RESPONSE_BYTES} bytes`));
+              return;
+            }
+            chunks.push(chunk);
+          });
+          response.on('end', () =>
+            resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+          );
+          response.on('error', reject);
+        },
+      );
+      req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      req.on('error', (error: Error & { code?: string }) =>
+        reject(
+          new EdgeadmError(`cannot reach the API server at ${this.server}: ${error.message}`, {
+            code: 'E_KUBE_UNREACHABLE',
+            cause: error,
+            details: { server: this.server, errorCode: error.code },
+          }),
+        ),
+      );
+      req.end(body);
+    });
+  }
+
+  /** A request whose answer must be 2xx; returns the parsed body. */
+  async request<T>(method: string, path: string, options: KubeRequestOptions = {}): Promise<T> {
+    const response = await this.raw(method, path, options);
+    if (response.status < 200 || response.status >= 300) throw apiError(method, path, response);
+    return (response.body === '' ? undefined : JSON.parse(response.body)) as T;
+  }
+
+  /** GET an object; undefined when it does not exist. */
+  async get<T extends KubeObject>(path: string): Promise<T | undefined> {
+    const response = await this.raw('GET', path);
+    if (response.status === 404) return undefined;
+    if (response.status < 200 || response.status >= 300) throw apiError('GET', path, response);
+    return JSON.parse(response.body) as T;
+  }
+
+  /** LIST a collection, optionally by label or field selector. */
+  async list<T extends KubeObject>(
+    path: string,
+    selectors: { labelSelector?: string; fieldSelector?: string } = {},
+  ): Promise<T[]> {
+    const query: Record<string, string> = {};
+    if (selectors.labelSelector) query.labelSelector = selectors.labelSelector;
+    if (selectors.fieldSelector) query.fieldSelector = selectors.fieldSelector;
+    return (await this.request<KubeList<T>>('GET', path, { query })).items ?? [];
+  }
+
+  /** POST to a collection. */
+  async create<T extends KubeObject>(collectionPath: string, object: T): Promise<T> {
+    return this.request<T>('POST', collectionPath, { body: object });
+  }
+
+  /** PUT an object (needs its current resourceVersion to avoid a conflict). */
+  async replace<T extends KubeObject>(path: string, object: T): Promise<T> {
+    return this.request<T>('PUT', path, { body: object });
+  }
+
+  /** JSON merge patch. */
+  async mergePatch<T extends KubeObject>(path: string, patch: unknown): Promise<T> {
+    return this.request<T>('PATCH', path, { body: patch, contentType: 'application/merge-patch+json' });
+  }
+
+  /**
+   * Server-side apply as {@link EDGEADM_FIELD_MANAGER}; an identical
+   * re-apply changes nothing (the returned resourceVersion stays).
+   */
+  async apply<T extends KubeObject>(path: string, object: T, options: { force?: boolean } = {}): Promise<T> {
+    return this.request<T>('PATCH', path, {
+      body: object,
+      contentType: 'application/apply-patch+yaml',
+      query: { fieldManager: EDGEADM_FIELD_MANAGER, ...(options.force ? { force: 'true' } : {}) },
+    });
+  }
+
+  /** DELETE; false when there was nothing to delete. */
+  async delete(path: string): Promise<boolean> {
+    const response = await this.raw('DELETE', path);
+    if (response.status === 404) return false;
+    if (response.status < 200 || response.status >= 300) throw apiError('DELETE', path, response);
+    return true;
+  }
+}
+
+function apiError(method: string, path: string, response: KubeResponse): KubeApiError {
+  let message = response.body.slice(0, 500);
+  let reason: string | undefined;
+  try {
+    const status = JSON.parse(response.body) as { message?: string; reason?: string };
+    if (status.message) message = status.message;
+    reason = status.reason;
+  } catch {
+    // Not a Status object: keep the text.
+  }
+  return new KubeApiError({ method, path, status: response.status, message, ...(reason ? { reason } : {}) });
+}
+
+/** The path of a core (v1) object or collection. */
+export function corePath(resource: string, options: { namespace?: string; name?: string } = {}): string {
+  return `/api/v1${options.namespace ? `/namespaces/${options.namespace}` : ''}/${resource}${options.name ? `/${options.name}` : ''}`;
+}
+
+/** The path of a grouped object or collection (`rbac.authorization.k8s.io/v1`). */
+export function groupPath(
+  groupVersion: string,
+  resource: string,
+  options: { namespace?: string; name?: string } = {},
+): string {
+  return `/apis/${groupVersion}${options.namespace ? `/namespaces/${options.namespace}` : ''}/${resource}${options.name ? `/${options.name}` : ''}`;
+}

@@ -1,0 +1,53 @@
+/**
+ * The long-running agent as `register-cloud --foreground` and
+ * `agent tunnel` run it: read the state, keep the tunnel open, renew the
+ * certificate when due, stop cleanly on abort.
+ */
+import type { Logger } from '../log/run-log.js';
+import { readAgentState, type AgentState } from './agent-state.js';
+import { runTunnelAgent } from './agent.js';
+import { CERT_RENEW_CHECK_INTERVAL_MS } from './limits.js';
+import { isRenewalDue, renewAgentCertificate } from './registration.js';
+import { readUpstreamKubeconfig, Upstream } from './upstream.js';
+
+/** Options of {@link runAgentService}. */
+export interface AgentServiceOptions {
+  dataDir: string;
+  logger: Logger;
+  signal: AbortSignal;
+  /** State already in hand (right after registration); read from `dataDir` otherwise. */
+  state?: AgentState;
+}
+
+/** Runs the agent until `signal` aborts. */
+export async function runAgentService(options: AgentServiceOptions): Promise<void> {
+  let state = options.state ?? readAgentState(options.dataDir);
+  const upstream = new Upstream(readUpstreamKubeconfig(state.kubeconfig), options.logger);
+  let isRenewing = false;
+  const renewIfDue = async (): Promise<void> => {
+    if (isRenewing || !isRenewalDue(state.certPem)) return;
+    isRenewing = true;
+    try {
+      state = await renewAgentCertificate(options.dataDir, state, options.logger);
+    } catch (error) {
+      options.logger.warn(`certificate renewal failed, will retry: ${(error as Error).message}`);
+    } finally {
+      isRenewing = false;
+    }
+  };
+  const timer = setInterval(() => void renewIfDue(), CERT_RENEW_CHECK_INTERVAL_MS);
+  timer.unref();
+  try {
+    await runTunnelAgent({
+      hubServer: state.hubServer,
+      hubCaPem: state.hubCaPem,
+      identity: () => ({ cluster: state.cluster, certPem: state.certPem, keyPem: state.keyPem }),
+      upstream,
+      logger: options.logger,
+      signal: options.signal,
+      onConnected: () => void renewIfDue(),
+    });
+  } finally {
+    clearInterval(timer);
+  }
+}

@@ -1,0 +1,283 @@
+/**
+ * The tunnel agent: dials the hub outbound (one TLS connection with the
+ * cluster's client certificate), then serves HTTP/2 on that socket, the
+ * roles reversed, forwarding each stream to the cluster's API server.
+ *
+ * It answers the hub's hello, pings to detect a dead link, redials with
+ * jittered exponential backoff, and on shutdown stops taking new streams
+ * and lets the open ones finish (up to a bound).
+ */
+import type { Http2Session, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
+import type { TLSSocket } from 'node:tls';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EdgeadmError } from '../errors.js';
+import type { Logger } from '../log/run-log.js';
+import { reconnectDelayMs } from './backoff.js';
+import {
+  TUNNEL_ALPN_PROTOCOL,
+  TUNNEL_CONNECT_TIMEOUT_MS,
+  TUNNEL_CONNECTION_WINDOW_BYTES,
+  TUNNEL_DRAIN_TIMEOUT_MS,
+  TUNNEL_MAX_CONCURRENT_STREAMS,
+  TUNNEL_MAX_FRAME_BYTES,
+  TUNNEL_MAX_HEADER_LIST_BYTES,
+  TUNNEL_MAX_SESSION_MEMORY_MB,
+  TUNNEL_PING_INTERVAL_MS,
+  TUNNEL_PING_TIMEOUT_MS,
+  TUNNEL_STREAM_WINDOW_BYTES,
+} from './limits.js';
+import { CONTROL_PATH_PREFIX, HELLO_PATH, REFUSE_PATH, WELCOME_PATH, type AgentHello } from './protocol.js';
+import type { Upstream } from './upstream.js';
+
+/** The agent's identity towards the hub. `keyPem` is a secret. */
+export interface AgentIdentity {
+  cluster: string;
+  certPem: string;
+  keyPem: string;
+}
+
+/** Options of {@link connectTunnel} and {@link runTunnelAgent}. */
+export interface TunnelAgentOptions {
+  /** `https://host:port` of the hub. */
+  hubServer: string;
+  /** The hub CA (pinned at registration). */
+  hubCaPem: string;
+  /** Read before every dial, so a renewed certificate is used at the next connection. */
+  identity: () => AgentIdentity;
+  upstream: Upstream;
+  logger: Logger;
+}
+
+/** HTTP/2 settings both ends of the tunnel use. */
+export const TUNNEL_HTTP2_SETTINGS = {
+  initialWindowSize: TUNNEL_STREAM_WINDOW_BYTES,
+  maxFrameSize: TUNNEL_MAX_FRAME_BYTES,
+  maxHeaderListSize: TUNNEL_MAX_HEADER_LIST_BYTES,
+  maxConcurrentStreams: TUNNEL_MAX_CONCURRENT_STREAMS,
+};
+
+/** One established tunnel, as the agent sees it. */
+export interface AgentConnection {
+  /** Resolves when the tunnel closes, for any reason. */
+  closed: Promise<void>;
+  /** Stops taking new streams, lets open ones finish (bounded), then closes. */
+  drain(): Promise<void>;
+}
+
+/** Pings `session` periodically and destroys it when a ping goes unanswered. */
+export function keepAlive(session: Http2Session, onDead: (why: string) => void): () => void {
+  const timer = setInterval(() => {
+    if (session.closed || session.destroyed) return;
+    const deadline = setTimeout(() => onDead('a keepalive ping went unanswered'), TUNNEL_PING_TIMEOUT_MS);
+    const sent = session.ping((error) => {
+      clearTimeout(deadline);
+      if (error && !session.destroyed) onDead(`keepalive ping failed: ${error.message}`);
+    });
+    if (!sent) clearTimeout(deadline);
+  }, TUNNEL_PING_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** What the agent tells the hub about its cluster; version and node count are best effort. */
+async function helloOf(cluster: string, upstream: Upstream, logger: Logger): Promise<AgentHello> {
+  const hello: AgentHello = { cluster };
+  try {
+    const version = (await upstream.getJson('/version')) as { gitVersion?: unknown };
+    if (typeof version.gitVersion === 'string') hello.kubernetesVersion = version.gitVersion;
+    const nodes = (await upstream.getJson('/api/v1/nodes')) as { items?: unknown };
+    if (Array.isArray(nodes.items)) hello.nodeCount = nodes.items.length;
+  } catch (error) {
+    logger.debug(`cannot read the cluster version or nodes for the hub: ${(error as Error).message}`);
+  }
+  return hello;
+}
+
+function readBody(stream: ServerHttp2Stream, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) stream.destroy(new Error('control message too large'));
+      else chunks.push(chunk);
+    });
+    stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    stream.on('error', reject);
+  });
+}
+
+/** Largest control message body. */
+const MAX_CONTROL_BODY_BYTES = 16 * 1024;
+
+/**
+ * Dials the hub once and resolves when the hub welcomes the agent.
+ *
+ * @throws {EdgeadmError} `E_TUNNEL_REFUSED` when the hub refuses the agent
+ * (the reason is in the message), `E_TUNNEL_CONNECT` when the hub cannot be
+ * reached or the handshake does not finish.
+ */
+export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentConnection> {
+  const { connect } = await import('node:tls');
+  const http2 = await import('node:http2');
+  const identity = options.identity();
+  const hub = new URL(options.hubServer);
+  const socket: TLSSocket = connect({
+    host: hub.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(hub.port || 443),
+    servername: /^[\d.:[\]]+$/.test(hub.hostname) ? undefined : hub.hostname,
+    ca: options.hubCaPem,
+    cert: identity.certPem,
+    key: identity.keyPem,
+    ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
+    rejectUnauthorized: true,
+  });
+  socket.setNoDelay(true);
+  socket.setKeepAlive(true, TUNNEL_PING_INTERVAL_MS);
+
+  return new Promise<AgentConnection>((resolve, reject) => {
+    let isSettled = false;
+    let session: ServerHttp2Session | undefined;
+    let stopKeepAlive = (): void => {};
+    let resolveClosed = (): void => {};
+    const closed = new Promise<void>((r) => (resolveClosed = r));
+    const fail = (error: EdgeadmError): void => {
+      if (isSettled) return;
+      isSettled = true;
+      clearTimeout(timer);
+      session?.destroy();
+      socket.destroy();
+      reject(error);
+    };
+    const timer = setTimeout(
+      () => fail(new EdgeadmError('the hub did not accept the tunnel in time', { code: 'E_TUNNEL_CONNECT' })),
+      TUNNEL_CONNECT_TIMEOUT_MS,
+    );
+    socket.once('error', (error) =>
+      fail(new EdgeadmError(`cannot connect to the hub: ${error.message}`, { code: 'E_TUNNEL_CONNECT', cause: error })),
+    );
+    socket.once('close', () => {
+      fail(new EdgeadmError('the hub closed the connection', { code: 'E_TUNNEL_CONNECT' }));
+      stopKeepAlive();
+      resolveClosed();
+    });
+    socket.once('secureConnect', () => {
+      if (socket.alpnProtocol !== TUNNEL_ALPN_PROTOCOL) {
+        fail(new EdgeadmError(`the hub does not speak ${TUNNEL_ALPN_PROTOCOL}`, { code: 'E_TUNNEL_CONNECT' }));
+        return;
+      }
+      const serverSession = http2.performServerHandshake(socket, {
+        settings: TUNNEL_HTTP2_SETTINGS,
+        maxSessionMemory: TUNNEL_MAX_SESSION_MEMORY_MB,
+      });
+      session = serverSession;
+      serverSession.on('error', (error) => options.logger.debug(`tunnel session error: ${error.message}`));
+      serverSession.on('connect', () => serverSession.setLocalWindowSize(TUNNEL_CONNECTION_WINDOW_BYTES));
+      serverSession.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
+        stream.on('error', (error) => options.logger.debug(`tunnel stream error: ${error.message}`));
+        const path = String(headers[':path'] ?? '');
+        if (path.startsWith(CONTROL_PATH_PREFIX)) {
+          void handleControl(stream, path);
+          return;
+        }
+        const work =
+          headers[':method'] === 'CONNECT'
+            ? options.upstream.forwardUpgrade(stream, headers)
+            : options.upstream.forwardRequest(stream, headers);
+        work.catch((error: Error) => {
+          options.logger.debug(`forwarding failed: ${error.message}`);
+          stream.destroy();
+        });
+      });
+      serverSession.on('close', () => {
+        stopKeepAlive();
+        resolveClosed();
+      });
+    });
+
+    const handleControl = async (stream: ServerHttp2Stream, path: string): Promise<void> => {
+      if (path === HELLO_PATH) {
+        const hello = await helloOf(identity.cluster, options.upstream, options.logger);
+        stream.respond({ ':status': 200, 'content-type': 'application/json' });
+        stream.end(JSON.stringify(hello));
+        return;
+      }
+      const body = await readBody(stream, MAX_CONTROL_BODY_BYTES).catch(() => '');
+      stream.respond({ ':status': 204 });
+      stream.end();
+      if (path === WELCOME_PATH && session !== undefined && !isSettled) {
+        isSettled = true;
+        clearTimeout(timer);
+        const active = session;
+        stopKeepAlive = keepAlive(active, (why) => {
+          options.logger.warn(`tunnel to the hub is dead (${why}); reconnecting`);
+          active.destroy();
+          socket.destroy();
+        });
+        resolve({
+          closed,
+          drain: async () => {
+            if (active.closed) return;
+            active.close();
+            const limit = sleep(TUNNEL_DRAIN_TIMEOUT_MS, undefined, { ref: false });
+            await Promise.race([closed, limit]);
+            active.destroy();
+            socket.destroy();
+          },
+        });
+      } else if (path === REFUSE_PATH) {
+        let reason = 'no reason given';
+        try {
+          reason = String((JSON.parse(body) as { reason?: unknown }).reason ?? reason);
+        } catch {
+          // keep the default
+        }
+        fail(
+          new EdgeadmError(`the hub refused the tunnel: ${reason}`, {
+            code: 'E_TUNNEL_REFUSED',
+            hints: ['The cluster may have been deleted from the hub; register it again with "edgeadm register-cloud".'],
+          }),
+        );
+      }
+    };
+  });
+}
+
+/** Options of {@link runTunnelAgent}. */
+export interface RunTunnelAgentOptions extends TunnelAgentOptions {
+  /** Aborting it drains the tunnel and ends the loop. */
+  signal: AbortSignal;
+  /** Called after each welcome: the place for certificate renewal checks. */
+  onConnected?: () => void;
+}
+
+/**
+ * Keeps a tunnel to the hub open until `signal` aborts: connect, wait for
+ * the tunnel to close, back off, redial.
+ */
+export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<void> {
+  let attempt = 0;
+  while (!options.signal.aborted) {
+    let connection: AgentConnection | undefined;
+    try {
+      connection = await connectTunnel(options);
+      attempt = 0;
+      options.logger.info(`tunnel to ${options.hubServer} is up`);
+      options.onConnected?.();
+      const onAbort = (): void => void connection?.drain();
+      options.signal.addEventListener('abort', onAbort, { once: true });
+      await connection.closed;
+      options.signal.removeEventListener('abort', onAbort);
+      if (!options.signal.aborted) options.logger.warn('tunnel to the hub closed; reconnecting');
+    } catch (error) {
+      const failure = error as EdgeadmError;
+      options.logger.warn(`${failure.code ?? 'E_TUNNEL_CONNECT'}: ${failure.message}`);
+    }
+    if (options.signal.aborted) break;
+    const delay = reconnectDelayMs({ attempt });
+    attempt += 1;
+    options.logger.debug(`redialling the hub in ${delay} ms`);
+    await sleep(delay, undefined, { signal: options.signal }).catch(() => undefined);
+  }
+  options.upstream.close();
+}

@@ -1,0 +1,181 @@
+/**
+ * The hub's side of one tunnel: over the TLS socket an agent opened, the
+ * hub is the HTTP/2 client. It checks the agent (its certificate, via the
+ * caller's policy, and then that the agent's hello names the same cluster),
+ * welcomes or refuses it, and then opens one stream per kube request.
+ */
+import type { ClientHttp2Session, ClientHttp2Stream, OutgoingHttpHeaders } from 'node:http2';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
+import { EdgeadmError } from '../errors.js';
+import type { Logger } from '../log/run-log.js';
+import { keepAlive, TUNNEL_HTTP2_SETTINGS } from './agent.js';
+import {
+  TUNNEL_CONNECTION_WINDOW_BYTES,
+  TUNNEL_DRAIN_TIMEOUT_MS,
+  TUNNEL_HELLO_TIMEOUT_MS,
+  TUNNEL_MAX_SESSION_MEMORY_MB,
+} from './limits.js';
+import { HELLO_PATH, REFUSE_PATH, WELCOME_PATH, type AgentHello } from './protocol.js';
+
+/** Largest hello body the hub reads. */
+const MAX_HELLO_BYTES = 16 * 1024;
+
+/** The caller's verdict on a peer certificate. */
+export type TunnelVerdict = { cluster: string } | { refusal: string };
+
+/** Options of {@link acceptTunnel}. */
+export interface AcceptTunnelOptions {
+  socket: TLSSocket;
+  /** Decides from the verified peer certificate which cluster the agent may serve, if any. */
+  authorize: (certificate: PeerCertificate) => Promise<TunnelVerdict>;
+  logger: Logger;
+}
+
+/** An accepted tunnel. */
+export class HubTunnel {
+  readonly cluster: string;
+  readonly hello: AgentHello;
+  /** Resolves when the tunnel is gone. */
+  readonly closed: Promise<void>;
+  readonly #session: ClientHttp2Session;
+  readonly #socket: TLSSocket;
+  readonly #stopKeepAlive: () => void;
+
+  constructor(options: {
+    cluster: string;
+    hello: AgentHello;
+    session: ClientHttp2Session;
+    socket: TLSSocket;
+    logger: Logger;
+  }) {
+    this.cluster = options.cluster;
+    this.hello = options.hello;
+    this.#session = options.session;
+    this.#socket = options.socket;
+    this.closed = new Promise((resolve) => {
+      if (options.session.destroyed) resolve();
+      options.session.once('close', () => resolve());
+    });
+    this.#stopKeepAlive = keepAlive(options.session, (why) => {
+      options.logger.warn(`tunnel of cluster ${this.cluster} is dead (${why}); closing it`);
+      this.destroy();
+    });
+    void this.closed.then(() => this.#stopKeepAlive());
+  }
+
+  /** Whether new streams can be opened. */
+  get isOpen(): boolean {
+    return !this.#session.closed && !this.#session.destroyed;
+  }
+
+  /** Opens one stream to the agent. */
+  request(headers: OutgoingHttpHeaders, options: { endStream?: boolean } = {}): ClientHttp2Stream {
+    return this.#session.request(headers, { endStream: options.endStream ?? false });
+  }
+
+  /** Closes at once: open streams are reset. */
+  destroy(): void {
+    this.#session.destroy();
+    this.#socket.destroy();
+  }
+
+  /** Stops new streams and lets open ones finish, bounded by the drain timeout. */
+  async drain(): Promise<void> {
+    if (this.#session.destroyed) return;
+    this.#session.close();
+    const timer = setTimeout(() => this.destroy(), TUNNEL_DRAIN_TIMEOUT_MS);
+    await this.closed;
+    clearTimeout(timer);
+    this.#socket.destroy();
+  }
+}
+
+function sendControl(session: ClientHttp2Session, path: string, body: unknown): Promise<void> {
+  return new Promise((resolve) => {
+    const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/json' });
+    stream.on('response', () => resolve());
+    stream.on('error', () => resolve());
+    stream.on('close', () => resolve());
+    stream.resume();
+    stream.end(JSON.stringify(body));
+  });
+}
+
+function readHello(session: ClientHttp2Session): Promise<AgentHello> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request({ ':method': 'GET', ':path': HELLO_PATH }, { endStream: true });
+    const timer = setTimeout(() => stream.destroy(new Error('no hello in time')), TUNNEL_HELLO_TIMEOUT_MS);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_HELLO_BYTES) stream.destroy(new Error('the hello is too large'));
+      else chunks.push(chunk);
+    });
+    stream.on('end', () => {
+      clearTimeout(timer);
+      try {
+        const hello = JSON.parse(Buffer.concat(chunks).toString('utf8')) as AgentHello;
+        if (typeof hello.cluster !== 'string') throw new Error('the hello names no cluster');
+        resolve(hello);
+      } catch (error) {
+        reject(error as Error);
+      }
+    });
+    stream.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
+/**
+ * Takes over a TLS socket that asked for the tunnel protocol, and returns
+ * the tunnel once the agent is accepted.
+ *
+ * @throws {EdgeadmError} `E_TUNNEL_REFUSED` (the agent was told why) or
+ * `E_TUNNEL_HANDSHAKE`.
+ */
+export async function acceptTunnel(options: AcceptTunnelOptions): Promise<HubTunnel> {
+  const { socket } = options;
+  if (!socket.authorized) {
+    socket.destroy();
+    throw new EdgeadmError(
+      `tunnel refused: the client certificate does not verify (${String(socket.authorizationError)})`,
+      {
+        code: 'E_TUNNEL_REFUSED',
+      },
+    );
+  }
+  const http2 = await import('node:http2');
+  const session = http2.connect('http://edgeadm-agent.invalid', {
+    createConnection: () => socket,
+    settings: TUNNEL_HTTP2_SETTINGS,
+    maxSessionMemory: TUNNEL_MAX_SESSION_MEMORY_MB,
+  });
+  session.on('error', (error) => options.logger.debug(`tunnel session error: ${error.message}`));
+  session.once('connect', () => session.setLocalWindowSize(TUNNEL_CONNECTION_WINDOW_BYTES));
+  const refuse = async (reason: string): Promise<never> => {
+    await sendControl(session, REFUSE_PATH, { reason });
+    session.destroy();
+    socket.destroy();
+    throw new EdgeadmError(`tunnel refused: ${reason}`, { code: 'E_TUNNEL_REFUSED' });
+  };
+  const verdict = await options.authorize(socket.getPeerCertificate());
+  if ('refusal' in verdict) return refuse(verdict.refusal);
+  let hello: AgentHello;
+  try {
+    hello = await readHello(session);
+  } catch (error) {
+    session.destroy();
+    socket.destroy();
+    throw new EdgeadmError(`tunnel handshake failed: ${(error as Error).message}`, { code: 'E_TUNNEL_HANDSHAKE' });
+  }
+  if (hello.cluster !== verdict.cluster) {
+    return refuse(
+      `this certificate is for cluster ${JSON.stringify(verdict.cluster)}, not ${JSON.stringify(hello.cluster)}`,
+    );
+  }
+  await sendControl(session, WELCOME_PATH, { cluster: verdict.cluster });
+  return new HubTunnel({ cluster: verdict.cluster, hello, session, socket, logger: options.logger });
+}

@@ -1,0 +1,47 @@
+/**
+ * Every timeout, interval and size limit of the reverse tunnel, in one
+ * place, so that what bounds the tunnel can be read (and tuned) at a glance.
+ */
+
+/** The TLS ALPN protocol an agent asks for on the hub's one port: it selects the tunnel instead of HTTPS. */
+export const TUNNEL_ALPN_PROTOCOL = 'edgeadm-tunnel/1';
+
+/** How often each side pings the other over HTTP/2. */
+export const TUNNEL_PING_INTERVAL_MS = 10_000;
+/** A ping not answered within this long means the tunnel is dead: it is closed and the agent redials. */
+export const TUNNEL_PING_TIMEOUT_MS = 20_000;
+/** How long the hub waits for an agent's hello before it drops the connection. */
+export const TUNNEL_HELLO_TIMEOUT_MS = 15_000;
+/** How long an agent waits for the TLS connection and the hub's welcome. */
+export const TUNNEL_CONNECT_TIMEOUT_MS = 15_000;
+/** How long a clean shutdown waits for open streams to finish before closing the tunnel anyway. */
+export const TUNNEL_DRAIN_TIMEOUT_MS = 10_000;
+
+/** First reconnect delay; it doubles per failed attempt, with full jitter. */
+export const RECONNECT_BASE_DELAY_MS = 500;
+/** Largest reconnect delay. */
+export const RECONNECT_MAX_DELAY_MS = 30_000;
+
+/**
+ * Per-stream HTTP/2 flow-control window. Large, so that one stream can fill
+ * a long fat link (small windows are what made other tunnels slow), and per
+ * stream, so that a stalled reader holds back only its own stream.
+ */
+export const TUNNEL_STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
+/** Connection-level window: room for many streams in flight at once. */
+export const TUNNEL_CONNECTION_WINDOW_BYTES = 32 * 1024 * 1024;
+/** Largest HTTP/2 frame either side accepts (the protocol's default, kept explicit). */
+export const TUNNEL_MAX_FRAME_BYTES = 16 * 1024;
+/** Largest header list of one tunnel stream (names and values, uncompressed). */
+export const TUNNEL_MAX_HEADER_LIST_BYTES = 64 * 1024;
+/** Most concurrent streams one tunnel carries. */
+export const TUNNEL_MAX_CONCURRENT_STREAMS = 1000;
+/** Memory one HTTP/2 session may hold in buffers (megabytes, as node:http2 counts it). */
+export const TUNNEL_MAX_SESSION_MEMORY_MB = 64;
+
+/** Agent certificates are renewed once this share of their lifetime has passed. */
+export const CERT_RENEW_AT_LIFETIME_FRACTION = 2 / 3;
+/** How often the agent checks whether its certificate is due for renewal. */
+export const CERT_RENEW_CHECK_INTERVAL_MS = 60 * 60 * 1000;
+/** How long one request to the cluster's API server may take to start answering (not watches: those stream). */
+export const UPSTREAM_CONNECT_TIMEOUT_MS = 15_000;

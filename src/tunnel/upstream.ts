@@ -1,0 +1,317 @@
+/**
+ * The agent's side of a stream: the cluster's API server, reached with the
+ * agent's own kubeconfig identity plus `Impersonate-User` / `-Group` for the
+ * hub user, so that the edge cluster's RBAC decides what that user may do.
+ *
+ * Owns reading the upstream kubeconfig (server, CA, token or client
+ * certificate) and forwarding plain and upgraded streams to that server.
+ */
+import { readFileSync } from 'node:fs';
+import type { ServerHttp2Stream, IncomingHttpHeaders as Http2Headers } from 'node:http2';
+import type { Agent as HttpsAgent } from 'node:https';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { pipeline } from 'node:stream';
+import { load } from 'js-yaml';
+import { ValidationError } from '../errors.js';
+import type { Logger } from '../log/run-log.js';
+import { UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
+import {
+  decodeUpgradeRequest,
+  forwardableRequestHeaders,
+  forwardableResponseHeaders,
+  readIdentity,
+  renderUpgradeRequestHead,
+  type StreamIdentity,
+} from './protocol.js';
+
+/** Methods whose requests carry no body in practice, so they can be retried. */
+const BODILESS_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Most sockets the agent keeps open to its API server at once. */
+export const UPSTREAM_MAX_SOCKETS = 512;
+
+/** Where the cluster's API server is and how the agent authenticates to it. Holds credentials. */
+export interface UpstreamCredentials {
+  /** `https://host:port`, without a path. */
+  server: string;
+  caPem?: string;
+  isInsecureSkipTlsVerify: boolean;
+  token?: string;
+  clientCertPem?: string;
+  clientKeyPem?: string;
+}
+
+interface RawKubeconfig {
+  clusters?: { name?: string; cluster?: Record<string, unknown> }[];
+  users?: { name?: string; user?: Record<string, unknown> }[];
+  contexts?: { name?: string; context?: { cluster?: string; user?: string } }[];
+  'current-context'?: string;
+}
+
+/**
+ * Reads the current context of a kubeconfig file into upstream credentials.
+ * Supports CA and client certificate data or files, bearer tokens and token
+ * files; exec and auth-provider plugins are refused.
+ *
+ * @throws {ValidationError} `E_UPSTREAM_KUBECONFIG`.
+ */
+export function readUpstreamKubeconfig(path: string): UpstreamCredentials {
+  const invalid = (why: string): ValidationError =>
+    new ValidationError(`the kubeconfig ${path} cannot be used: ${why}`, {
+      code: 'E_UPSTREAM_KUBECONFIG',
+      hints: [
+        'Pass --kubeconfig with a kubeconfig whose current context reaches the cluster with a token or a client certificate.',
+      ],
+    });
+  let doc: RawKubeconfig;
+  try {
+    doc = load(readFileSync(path, 'utf8')) as RawKubeconfig;
+  } catch (error) {
+    throw invalid((error as Error).message);
+  }
+  const base = dirname(path);
+  const fileOrData = (entry: Record<string, unknown>, dataKey: string, fileKey: string): string | undefined => {
+    const data = entry[dataKey];
+    if (typeof data === 'string' && data !== '') return Buffer.from(data, 'base64').toString('utf8');
+    const file = entry[fileKey];
+    if (typeof file === 'string' && file !== '')
+      return readFileSync(isAbsolute(file) ? file : resolve(base, file), 'utf8');
+    return undefined;
+  };
+  const context = doc.contexts?.find((c) => c.name === doc['current-context'])?.context;
+  if (!context) throw invalid('it has no current context');
+  const cluster = doc.clusters?.find((c) => c.name === context.cluster)?.cluster;
+  const user = doc.users?.find((u) => u.name === context.user)?.user ?? {};
+  if (!cluster || typeof cluster.server !== 'string')
+    throw invalid('the current context names no cluster with a server');
+  const url = new URL(cluster.server);
+  if (url.protocol !== 'https:') throw invalid('the server is not https://');
+  if (user.exec !== undefined || user['auth-provider'] !== undefined) {
+    throw invalid('exec and auth-provider credentials are not supported; use a token or a client certificate');
+  }
+  const credentials: UpstreamCredentials = {
+    server: url.origin,
+    isInsecureSkipTlsVerify: cluster['insecure-skip-tls-verify'] === true,
+  };
+  const caPem = fileOrData(cluster, 'certificate-authority-data', 'certificate-authority');
+  if (caPem !== undefined) credentials.caPem = caPem;
+  let token = typeof user.token === 'string' && user.token !== '' ? user.token : undefined;
+  if (token === undefined && typeof user.tokenFile === 'string') token = readFileSync(user.tokenFile, 'utf8').trim();
+  if (token !== undefined) credentials.token = token;
+  const certPem = fileOrData(user, 'client-certificate-data', 'client-certificate');
+  const keyPem = fileOrData(user, 'client-key-data', 'client-key');
+  if (certPem !== undefined && keyPem !== undefined) {
+    credentials.clientCertPem = certPem;
+    credentials.clientKeyPem = keyPem;
+  }
+  if (credentials.token === undefined && credentials.clientCertPem === undefined) {
+    throw invalid('the current user has neither a token nor a client certificate');
+  }
+  return credentials;
+}
+
+/** A Kubernetes Status body for errors the agent answers itself. */
+export function statusBody(code: number, reason: string, message: string): string {
+  return JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+}
+
+/** Forwards streams to one API server. */
+export class Upstream {
+  readonly credentials: UpstreamCredentials;
+  readonly #logger: Logger;
+  #agent: HttpsAgent | undefined;
+  #request: typeof import('node:https').request | undefined;
+
+  constructor(credentials: UpstreamCredentials, logger: Logger) {
+    this.credentials = credentials;
+    this.#logger = logger;
+  }
+
+  /** TLS options for every connection to the API server. */
+  #tlsOptions(): Record<string, unknown> {
+    const c = this.credentials;
+    return {
+      rejectUnauthorized: !c.isInsecureSkipTlsVerify,
+      ...(c.caPem === undefined ? {} : { ca: c.caPem }),
+      ...(c.clientCertPem === undefined ? {} : { cert: c.clientCertPem, key: c.clientKeyPem }),
+    };
+  }
+
+  async #httpsAgent(): Promise<HttpsAgent> {
+    if (this.#agent === undefined) {
+      const { Agent } = await import('node:https');
+      this.#agent = new Agent({ keepAlive: true, maxSockets: UPSTREAM_MAX_SOCKETS, ...this.#tlsOptions() });
+    }
+    return this.#agent;
+  }
+
+  #authorization(): string | undefined {
+    return this.credentials.token === undefined ? undefined : `Bearer ${this.credentials.token}`;
+  }
+
+  /** GETs a path as the agent itself (for the hello: version and node count). */
+  async getJson(path: string): Promise<unknown> {
+    const { request } = await import('node:https');
+    const url = new URL(path, this.credentials.server);
+    const agent = await this.#httpsAgent();
+    return new Promise((resolvePromise, reject) => {
+      const auth = this.#authorization();
+      const req = request(
+        url,
+        {
+          agent,
+          headers: { Accept: 'application/json', ...(auth ? { Authorization: auth } : {}) },
+          timeout: UPSTREAM_CONNECT_TIMEOUT_MS,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => {
+            if (res.statusCode !== 200) {
+              reject(new Error(`GET ${path} answered HTTP ${res.statusCode}`));
+              return;
+            }
+            try {
+              resolvePromise(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+            } catch (error) {
+              reject(error as Error);
+            }
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  /** Forwards one plain request stream and pipes the answer back. */
+  async forwardRequest(stream: ServerHttp2Stream, headers: Http2Headers): Promise<void> {
+    const identity = readIdentity(headers);
+    if (identity === undefined) {
+      this.#refuse(stream, 400, 'BadRequest', 'the tunnel stream carries no identity to impersonate');
+      return;
+    }
+    const method = String(headers[':method'] ?? 'GET');
+    const outgoing: Record<string, string | string[]> = {
+      ...forwardableRequestHeaders(headers),
+      ...this.#identityHeaders(identity),
+    };
+    // A bodiless request may be sent again when a kept-alive socket turns
+    // out to have been closed by the API server just as it was reused (the
+    // race every keep-alive client has); a request with a body may not.
+    const isRetryable = BODILESS_METHODS.has(method) && headers['content-length'] === undefined;
+    await this.#send({ stream, method, path: String(headers[':path'] ?? '/'), outgoing, isRetryable, isRetry: false });
+  }
+
+  async #send(options: {
+    stream: ServerHttp2Stream;
+    method: string;
+    path: string;
+    outgoing: Record<string, string | string[]>;
+    isRetryable: boolean;
+    isRetry: boolean;
+  }): Promise<void> {
+    const { stream } = options;
+    const agent = await this.#httpsAgent();
+    const request = this.#request ?? (this.#request = (await import('node:https')).request);
+    const url = new URL(options.path, this.credentials.server);
+    const req = request(url, { method: options.method, agent, headers: options.outgoing });
+    req.setTimeout(UPSTREAM_CONNECT_TIMEOUT_MS, () => req.destroy(new Error('the API server did not answer in time')));
+    req.on('response', (res) => {
+      // Long-lived answers (watch, logs -f) must not time out once they started.
+      req.setTimeout(0);
+      if (stream.destroyed) {
+        res.destroy();
+        return;
+      }
+      stream.respond({ ':status': res.statusCode ?? 502, ...forwardableResponseHeaders(res.headers) });
+      // pipe, not pipeline, on this per-request path (see the hub's kube proxy for why).
+      res.on('error', () => stream.destroy());
+      res.pipe(stream);
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      if (options.isRetryable && !options.isRetry && req.reusedSocket && error.code === 'ECONNRESET') {
+        void this.#send({ ...options, isRetry: true });
+        return;
+      }
+      this.#logger.debug(`upstream request failed: ${error.message}`);
+      this.#refuse(stream, 502, 'BadGateway', `the edge agent cannot reach its API server: ${error.message}`);
+    });
+    const onClose = (): void => {
+      if (!req.destroyed) req.destroy();
+    };
+    stream.once('close', onClose);
+    req.once('close', () => stream.off('close', onClose));
+    if (options.isRetryable) {
+      stream.resume();
+      req.end();
+    } else pipeline(stream, req, () => {});
+  }
+
+  /** Forwards one upgrade stream: a fresh TLS connection to the API server, then raw bytes both ways. */
+  async forwardUpgrade(stream: ServerHttp2Stream, headers: Http2Headers): Promise<void> {
+    const identity = readIdentity(headers);
+    const upgrade = decodeUpgradeRequest(headers['edgeadm-upgrade-request']);
+    if (identity === undefined || upgrade === undefined) {
+      this.#refuse(stream, 400, 'BadRequest', 'the tunnel upgrade stream is malformed');
+      return;
+    }
+    const { connect } = await import('node:tls');
+    const url = new URL(this.credentials.server);
+    const socket = connect({
+      host: url.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(url.port || 443),
+      servername: /^[\d.:[\]]+$/.test(url.hostname) ? undefined : url.hostname,
+      ALPNProtocols: ['http/1.1'],
+      ...this.#tlsOptions(),
+    });
+    const timer = setTimeout(
+      () => socket.destroy(new Error('connecting to the API server timed out')),
+      UPSTREAM_CONNECT_TIMEOUT_MS,
+    );
+    socket.once('secureConnect', () => {
+      clearTimeout(timer);
+      if (stream.destroyed) {
+        socket.destroy();
+        return;
+      }
+      socket.write(
+        renderUpgradeRequestHead({ request: upgrade, host: url.host, authorization: this.#authorization(), identity }),
+      );
+      stream.respond({ ':status': 200 });
+      pipeline(stream, socket, () => {});
+      pipeline(socket, stream, () => {});
+    });
+    socket.once('error', (error) => {
+      clearTimeout(timer);
+      this.#logger.debug(`upstream upgrade failed: ${error.message}`);
+      this.#refuse(stream, 502, 'BadGateway', `the edge agent cannot reach its API server: ${error.message}`);
+    });
+    stream.on('close', () => socket.destroy());
+  }
+
+  #identityHeaders(identity: StreamIdentity): Record<string, string | string[]> {
+    const auth = this.#authorization();
+    return {
+      ...(auth === undefined ? {} : { authorization: auth }),
+      'impersonate-user': identity.user,
+      ...(identity.groups.length > 0 ? { 'impersonate-group': identity.groups } : {}),
+    };
+  }
+
+  #refuse(stream: ServerHttp2Stream, code: number, reason: string, message: string): void {
+    if (stream.destroyed) return;
+    if (stream.headersSent) {
+      stream.close();
+      return;
+    }
+    stream.respond({ ':status': code, 'content-type': 'application/json' });
+    stream.end(statusBody(code, reason, message));
+  }
+
+  /** Closes idle keep-alive sockets. */
+  close(): void {
+    this.#agent?.destroy();
+  }
+}

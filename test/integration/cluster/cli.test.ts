@@ -1,0 +1,102 @@
+/**
+ * The cluster commands' surface without hosts: the phase tree in --help,
+ * the generated `init phase` / `join phase` subcommands, `config print`, and
+ * the errors that stop before anything is touched.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { load } from 'js-yaml';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureCliBuilt } from '../../support/cli-build.js';
+import { runCli } from '../../support/cli.js';
+
+beforeAll(() => {
+  ensureCliBuilt('commands/init.js', ['src']);
+});
+
+describe('init and join help', () => {
+  it('lists the init phase tree', async () => {
+    const { exitCode, stdout } = await runCli(['init', '--help']);
+    expect(exitCode).toBe(0);
+    for (const phase of [
+      'preflight',
+      'package',
+      'control-plane',
+      'wait-ready',
+      'bootstrap-token',
+      'edge-addons',
+      'show-join-command',
+    ]) {
+      expect(stdout).toMatch(new RegExp(`^\\s+${phase}\\s+\\S`, 'm'));
+    }
+  });
+
+  it('offers one subcommand per phase, generated from the tree', async () => {
+    const { exitCode, stdout } = await runCli(['init', 'phase', 'bootstrap-token', '--help']);
+    expect(exitCode).toBe(0);
+    expect(stdout).toContain("Run init's bootstrap-token phase alone");
+    const joinPhase = await runCli(['join', 'phase', 'node-join', '--help']);
+    expect(joinPhase.stdout).toContain("Run join's node-join phase alone");
+  });
+});
+
+describe('config print', () => {
+  it('prints init and join defaults as YAML that init and join read back', async () => {
+    const init = await runCli(['config', 'print', 'init-defaults']);
+    expect(load(init.stdout)).toMatchObject({
+      kind: 'InitConfiguration',
+      distribution: 'k3s',
+      podCidr: '10.42.0.0/16',
+    });
+    const joinDefaults = await runCli(['config', 'print', 'join-defaults']);
+    expect(load(joinDefaults.stdout)).toMatchObject({ kind: 'JoinConfiguration', discoveryTimeout: '5m0s' });
+  });
+});
+
+describe('errors before anything is touched', () => {
+  it('--distribution kubeadm says it is not built', async () => {
+    const { exitCode, stdout } = await runCli([
+      'init',
+      '--distribution',
+      'kubeadm',
+      '--install-pkg-path',
+      'x',
+      '--json',
+    ]);
+    expect(exitCode).toBe(3);
+    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_NOT_BUILT' } });
+  });
+
+  it('init without a package says which flag is missing', async () => {
+    const { exitCode, stdout } = await runCli(['init', '--json']);
+    expect(exitCode).toBe(3);
+    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_NO_PACKAGE' } });
+  });
+
+  it('a --config of the wrong kind is refused', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'edgeadm-cfg-')), 'join.yaml');
+    writeFileSync(file, (await runCli(['config', 'print', 'join-defaults'])).stdout);
+    const { exitCode, stdout } = await runCli(['init', '--config', file, '--json']);
+    expect(exitCode).toBe(3);
+    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_CONFIG_INVALID' } });
+  });
+
+  it('reset without --force or --dry-run asks for one', async () => {
+    const { exitCode, stdout } = await runCli(['reset', '--json']);
+    expect(exitCode).toBe(3);
+    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_RESET_NOT_CONFIRMED' } });
+  });
+
+  it('join without a CA pin refuses to go on', async () => {
+    const { exitCode, stdout } = await runCli([
+      'join',
+      '10.0.0.10:6443',
+      '--token',
+      'abcdef.0123456789abcdef',
+      '--json',
+    ]);
+    expect(exitCode).toBe(3);
+    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_FLAG_MISSING' } });
+  });
+});

@@ -1,0 +1,370 @@
+/**
+ * A SIMULATED k3s — not k3s — for edgeadm's integration tests. The real k3s
+ * binary cannot be downloaded on the project's machines, so the fixture
+ * install package ships this stand-in instead, and edgeadm's real init, join
+ * and reset code paths install, configure, start and remove it on the test
+ * hosts exactly as they would the real binary.
+ *
+ * What it does, and which real k3s behaviour it stands in for:
+ *
+ * - `k3s server`: reads /etc/rancher/k3s/config.yaml, runs the simulated API
+ *   server (../sim-apiserver) on `<advertise-address>:6443` with its data
+ *   under /var/lib/rancher/k3s/server/sim-apiserver, and writes what k3s
+ *   writes: tls/server-ca.crt, /etc/rancher/k3s/k3s.yaml (the admin
+ *   kubeconfig, server https://127.0.0.1:6443 like k3s), server/token and
+ *   server/node-token (`K10<ca hash>::server:<password>`). It registers its
+ *   own Node (k3s servers run an agent) and keeps it Ready.
+ * - `k3s agent`: reads the same config file (`server`, `token`), checks the
+ *   CA against the token's `K10` hash (real k3s fetches /cacerts; the
+ *   simulation reads the CA from kube-public/cluster-info), writes
+ *   agent/kubelet.kubeconfig and registers a Node named after the host with
+ *   the bootstrap token, then keeps it Ready with a heartbeat.
+ * - Real k3s agents get kubelet certificates from the k3s supervisor; the
+ *   simulation instead lets `system:bootstrappers` manage Nodes through a
+ *   ClusterRole the server creates (`sim-k3s:node-registration`).
+ * - `k3s --version` prints a version marked `+sim`.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { dirname, join } from 'node:path';
+import { request } from 'node:https';
+import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
+
+/** Where k3s reads its configuration. */
+export const K3S_CONFIG_PATH = '/etc/rancher/k3s/config.yaml';
+/** The admin kubeconfig k3s writes. */
+export const K3S_ADMIN_KUBECONFIG = '/etc/rancher/k3s/k3s.yaml';
+export const K3S_SERVER_DIR = '/var/lib/rancher/k3s/server';
+export const K3S_AGENT_DIR = '/var/lib/rancher/k3s/agent';
+/** The version the simulation reports; `+sim` says what it is. */
+export const SIM_K3S_VERSION = 'v1.30.4+sim';
+/** The API port, as k3s's default `https-listen-port`. */
+export const SIM_K3S_PORT = 6443;
+/** How often Nodes get a heartbeat (the kubelet's default node status update is 10 s). */
+const HEARTBEAT_INTERVAL_MS = 10_000;
+/** How long to wait between attempts while the server is not reachable yet. */
+const RETRY_INTERVAL_MS = 1_000;
+/** How long the server waits for its embedded API server to be ready. */
+const API_READY_TIMEOUT_MS = 60_000;
+/** One request's bound. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
+type K3sConfig = Record<string, unknown>;
+
+function log(message: string): void {
+  process.stderr.write(`${new Date().toISOString()} sim-k3s (SIMULATED k3s for tests): ${message}\n`);
+}
+
+async function readConfig(path: string): Promise<K3sConfig> {
+  if (!existsSync(path)) return {};
+  return ((loadYaml(await readFile(path, 'utf8')) as K3sConfig | null) ?? {}) as K3sConfig;
+}
+
+function stringOf(config: K3sConfig, key: string): string | undefined {
+  const value = config[key];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function listOf(config: K3sConfig, key: string): string[] {
+  const value = config[key];
+  if (Array.isArray(value)) return value.map(String);
+  return typeof value === 'string' ? [value] : [];
+}
+
+function labelsOf(config: K3sConfig): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const entry of listOf(config, 'node-label')) {
+    const [key, ...rest] = entry.split('=');
+    if (key) labels[key] = rest.join('=');
+  }
+  return labels;
+}
+
+async function writeAtomically(path: string, text: string, mode: number): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const temporary = `${path}.tmp-${process.pid}`;
+  await writeFile(temporary, text, { mode });
+  await rename(temporary, path);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Call {
+  method: string;
+  url: string;
+  token?: string;
+  caPem?: string;
+  body?: unknown;
+  contentType?: string;
+}
+
+/** One HTTPS request; without a CA, TLS is not verified (the agent's first, pin-checked fetch). */
+function call(options: Call): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const body = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
+    const req = request(
+      options.url,
+      {
+        method: options.method,
+        ...(options.caPem ? { ca: options.caPem } : { rejectUnauthorized: false }),
+        headers: {
+          Accept: 'application/json',
+          ...(options.token ? { Authorization: `Bearer ${options.token}` } : {}),
+          ...(body ? { 'Content-Type': options.contentType ?? 'application/json' } : {}),
+        },
+        timeout: REQUEST_TIMEOUT_MS,
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function expectOk(what: string, options: Call, okStatuses: number[] = []): Promise<unknown> {
+  const response = await call(options);
+  if ((response.status < 200 || response.status >= 300) && !okStatuses.includes(response.status)) {
+    throw new Error(`${what}: HTTP ${response.status} ${response.body.slice(0, 300)}`);
+  }
+  return response.body ? JSON.parse(response.body) : undefined;
+}
+
+/** Creates (or relabels) a Node and marks it Ready, as a kubelet would. */
+async function registerNode(options: {
+  server: string;
+  token: string;
+  caPem: string;
+  name: string;
+  labels: Record<string, string>;
+}): Promise<void> {
+  const base = { token: options.token, caPem: options.caPem };
+  await expectOk(
+    `create Node ${options.name}`,
+    {
+      ...base,
+      method: 'POST',
+      url: `${options.server}/api/v1/nodes`,
+      body: { apiVersion: 'v1', kind: 'Node', metadata: { name: options.name, labels: options.labels } },
+    },
+    [409],
+  );
+  await expectOk(`label Node ${options.name}`, {
+    ...base,
+    method: 'PATCH',
+    url: `${options.server}/api/v1/nodes/${options.name}`,
+    contentType: 'application/merge-patch+json',
+    body: { metadata: { labels: options.labels } },
+  });
+  await heartbeat({ ...options });
+}
+
+async function heartbeat(options: { server: string; token: string; caPem: string; name: string }): Promise<void> {
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  await expectOk(`update the status of Node ${options.name}`, {
+    token: options.token,
+    caPem: options.caPem,
+    method: 'PATCH',
+    url: `${options.server}/api/v1/nodes/${options.name}/status`,
+    contentType: 'application/merge-patch+json',
+    body: {
+      status: {
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'KubeletReady',
+            message: 'sim-k3s (a simulation) reports this node ready',
+            lastHeartbeatTime: now,
+            lastTransitionTime: now,
+          },
+        ],
+        nodeInfo: { kubeletVersion: SIM_K3S_VERSION, containerRuntimeVersion: 'sim://none' },
+      },
+    },
+  });
+}
+
+/** Keeps a Node Ready until the process is stopped. */
+async function keepReady(options: { server: string; token: string; caPem: string; name: string }): Promise<never> {
+  for (;;) {
+    await sleep(HEARTBEAT_INTERVAL_MS);
+    await heartbeat(options).catch((error: unknown) => log(`heartbeat failed: ${(error as Error).message}`));
+  }
+}
+
+/** RBAC that stands in for the k3s supervisor issuing kubelet certificates to agents. */
+function nodeRegistrationObjects(): unknown[] {
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'sim-k3s:node-registration' },
+      rules: [
+        { apiGroups: [''], resources: ['nodes', 'nodes/status'], verbs: ['get', 'list', 'create', 'update', 'patch'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'sim-k3s:node-registration' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'sim-k3s:node-registration' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:bootstrappers' }],
+    },
+  ];
+}
+
+async function runServer(configPath: string): Promise<number> {
+  const config = await readConfig(configPath);
+  const address =
+    stringOf(config, 'advertise-address') ?? stringOf(config, 'node-ip') ?? stringOf(config, 'bind-address');
+  const listenHost = address ?? '127.0.0.1';
+  const nodeName = stringOf(config, 'node-name') ?? hostname();
+  const dataDir = join(K3S_SERVER_DIR, 'sim-apiserver');
+  const objectsFile = join(K3S_SERVER_DIR, 'sim-objects.yaml');
+  await writeAtomically(
+    objectsFile,
+    nodeRegistrationObjects()
+      .map((o) => dumpYaml(o))
+      .join('---\n'),
+    0o600,
+  );
+  const sans = listOf(config, 'tls-san');
+  const { runCli } = await import('../sim-apiserver/cli.js');
+  const serving = runCli([
+    '--listen',
+    `${listenHost}:${SIM_K3S_PORT}`,
+    '--data-dir',
+    dataDir,
+    '--objects',
+    objectsFile,
+    '--version',
+    SIM_K3S_VERSION,
+    ...sans.flatMap((san) => ['--san', san]),
+  ]);
+  const readyFile = join(dataDir, 'ready');
+  const deadline = Date.now() + API_READY_TIMEOUT_MS;
+  while (!existsSync(readyFile)) {
+    if (Date.now() > deadline) throw new Error(`the simulated API server did not start in ${API_READY_TIMEOUT_MS} ms`);
+    await sleep(50);
+  }
+  const caPem = await readFile(join(dataDir, 'ca.crt'), 'utf8');
+  const adminToken = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
+  const server = `https://${listenHost}:${SIM_K3S_PORT}`;
+  await writeAtomically(join(K3S_SERVER_DIR, 'tls', 'server-ca.crt'), caPem, 0o644);
+  const adminKubeconfig = (await readFile(join(dataDir, 'admin.kubeconfig'), 'utf8')).replace(
+    /server: .*/,
+    `server: https://127.0.0.1:${SIM_K3S_PORT}`,
+  );
+  await writeAtomically(K3S_ADMIN_KUBECONFIG, adminKubeconfig, 0o600);
+  const tokenFile = join(K3S_SERVER_DIR, 'token');
+  if (!existsSync(tokenFile)) {
+    const hash = createHash('sha256').update(caPem).digest('hex');
+    const token = `K10${hash}::server:${randomBytes(16).toString('hex')}\n`;
+    await writeAtomically(tokenFile, token, 0o600);
+    await writeAtomically(join(K3S_SERVER_DIR, 'node-token'), token, 0o600);
+  }
+  const labels = {
+    'node-role.kubernetes.io/control-plane': 'true',
+    'node-role.kubernetes.io/master': 'true',
+    ...labelsOf(config),
+  };
+  await registerNode({ server, token: adminToken, caPem, name: nodeName, labels });
+  log(`server ${nodeName} ready at ${server}`);
+  void keepReady({ server, token: adminToken, caPem, name: nodeName });
+  return serving;
+}
+
+function parseK10(token: string): { caHash: string; credentials: string } {
+  const match = /^K10([0-9a-f]{64})::(.+)$/.exec(token.trim());
+  if (!match) throw new Error('the token is not a full K10<ca hash>::<credentials> token');
+  return { caHash: match[1]!, credentials: match[2]! };
+}
+
+async function runAgent(configPath: string): Promise<number> {
+  const config = await readConfig(configPath);
+  const server = stringOf(config, 'server');
+  const tokenText = stringOf(config, 'token');
+  if (!server || !tokenText) {
+    log(`${configPath} must set server and token`);
+    return 1;
+  }
+  const { caHash, credentials } = parseK10(tokenText);
+  const nodeName = stringOf(config, 'node-name') ?? hostname();
+  let caPem: string | undefined;
+  while (caPem === undefined) {
+    try {
+      const configMap = (await expectOk('fetch cluster-info', {
+        method: 'GET',
+        url: `${server}/api/v1/namespaces/kube-public/configmaps/cluster-info`,
+      })) as { data?: Record<string, string> };
+      const kubeconfig = loadYaml(configMap.data?.kubeconfig ?? '') as {
+        clusters?: Array<{ cluster?: Record<string, string> }>;
+      };
+      const caData = kubeconfig.clusters?.[0]?.cluster?.['certificate-authority-data'] ?? '';
+      caPem = Buffer.from(caData, 'base64').toString('utf8');
+    } catch (error) {
+      log(`waiting for the server: ${(error as Error).message}`);
+      await sleep(RETRY_INTERVAL_MS);
+    }
+  }
+  const actual = createHash('sha256').update(caPem).digest('hex');
+  if (actual !== caHash) {
+    log(`CA cert hash ${actual} does not match the token's hash ${caHash}: refusing to join`);
+    return 1;
+  }
+  const kubeletKubeconfig = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      { name: 'local', cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } },
+    ],
+    users: [{ name: 'kubelet', user: { token: credentials } }],
+    contexts: [{ name: 'local', context: { cluster: 'local', user: 'kubelet' } }],
+    'current-context': 'local',
+  };
+  await writeAtomically(join(K3S_AGENT_DIR, 'server-ca.crt'), caPem, 0o644);
+  await writeAtomically(join(K3S_AGENT_DIR, 'kubelet.kubeconfig'), dumpYaml(kubeletKubeconfig), 0o600);
+  for (;;) {
+    try {
+      await registerNode({ server, token: credentials, caPem, name: nodeName, labels: labelsOf(config) });
+      break;
+    } catch (error) {
+      log(`registering Node ${nodeName}: ${(error as Error).message}`);
+      await sleep(RETRY_INTERVAL_MS);
+    }
+  }
+  log(`agent ${nodeName} registered with ${server}`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+    void keepReady({ server, token: credentials, caPem: caPem!, name: nodeName });
+  });
+  return 0;
+}
+
+/** `k3s server | agent | --version`, as the simulation understands them. */
+export async function runSimK3s(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const configIndex = rest.indexOf('--config');
+  const configPath = configIndex >= 0 ? (rest[configIndex + 1] ?? K3S_CONFIG_PATH) : K3S_CONFIG_PATH;
+  if (command === '--version' || command === '-v' || command === 'version') {
+    process.stdout.write(`k3s version ${SIM_K3S_VERSION} (SIMULATED k3s for edgeadm tests, not k3s)\n`);
+    return 0;
+  }
+  try {
+    if (command === 'server') return await runServer(configPath);
+    if (command === 'agent') return await runAgent(configPath);
+  } catch (error) {
+    log(`failed: ${(error as Error).stack ?? String(error)}`);
+    return 1;
+  }
+  process.stderr.write('usage: k3s server|agent|--version  (SIMULATED k3s for edgeadm tests)\n');
+  return 2;
+}

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { initPhases } from '../../../src/cluster/init.js';
+import { joinPhases } from '../../../src/cluster/join.js';
+import { resetPhases } from '../../../src/cluster/reset.js';
+import { describePhases, flattenPhases } from '../../../src/workflow/phase.js';
+
+describe('phase trees', () => {
+  it('init runs its phases in the documented order', () => {
+    expect(flattenPhases(initPhases()).map((p) => p.path)).toEqual([
+      'preflight',
+      'package',
+      'control-plane',
+      'wait-ready',
+      'bootstrap-token',
+      'edge-addons',
+      'show-join-command',
+    ]);
+  });
+
+  it('join verifies the cluster before the package reaches the host', () => {
+    const paths = flattenPhases(joinPhases()).map((p) => p.path);
+    expect(paths).toEqual(['preflight', 'discovery', 'package', 'node-join', 'wait-ready', 'labels']);
+    expect(paths.indexOf('discovery')).toBeLessThan(paths.indexOf('package'));
+  });
+
+  it('reset removes the state last', () => {
+    expect(
+      flattenPhases(resetPhases())
+        .map((p) => p.path)
+        .at(-1),
+    ).toBe('remove-state');
+  });
+
+  it('edge-addons runs only with --enable-edge', () => {
+    const phase = initPhases().find((p) => p.name === 'edge-addons')!;
+    expect(phase.runIf?.({ enableEdge: false } as never)).toBe(false);
+    expect(phase.runIf?.({ enableEdge: true } as never)).toBe(true);
+  });
+
+  it('lists the tree for --help with each summary', () => {
+    const help = describePhases(initPhases());
+    expect(help.split('\n')).toHaveLength(7);
+    expect(help).toMatch(/^preflight\s+Run the pre-flight checks/);
+  });
+});

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DirectServiceManager,
+  SystemdServiceManager,
+  execStartOf,
+  requestedServiceManager,
+  selectServiceManager,
+} from '../../../src/cluster/service-manager.js';
+import { DryRunHost } from '../../../src/hosts/dry-run-host.js';
+
+describe('choosing a service manager', () => {
+  it('uses systemd where it runs and refuses a host without it unless direct is asked for', () => {
+    expect(selectServiceManager({ requested: undefined, initSystem: 'systemd', hostName: 'h' })).toBeInstanceOf(
+      SystemdServiceManager,
+    );
+    expect(() => selectServiceManager({ requested: undefined, initSystem: 'init', hostName: 'h' })).toThrow(
+      expect.objectContaining({ code: 'E_NO_SYSTEMD', exitCode: 2 }),
+    );
+    expect(selectServiceManager({ requested: 'direct', initSystem: 'init', hostName: 'h' })).toBeInstanceOf(
+      DirectServiceManager,
+    );
+  });
+
+  it('reads EDGEADM_SERVICE_MANAGER and rejects other values', () => {
+    expect(requestedServiceManager({})).toBeUndefined();
+    expect(requestedServiceManager({ EDGEADM_SERVICE_MANAGER: 'direct' })).toBe('direct');
+    expect(() => requestedServiceManager({ EDGEADM_SERVICE_MANAGER: 'openrc' })).toThrow(
+      expect.objectContaining({ code: 'E_SERVICE_MANAGER_INVALID' }),
+    );
+  });
+});
+
+describe('execStartOf', () => {
+  it('joins continuation lines and refuses a unit without ExecStart', () => {
+    expect(execStartOf('[Service]\nExecStart=/usr/local/bin/k3s \\\n    server --debug\n')).toBe(
+      '/usr/local/bin/k3s server --debug',
+    );
+    expect(() => execStartOf('[Service]\n')).toThrow(expect.objectContaining({ code: 'E_SERVICE_UNIT_INVALID' }));
+  });
+});
+
+describe('systemd plans', () => {
+  it('writes the unit, reloads systemd, and enables the service with --now', async () => {
+    const host = new DryRunHost({ name: 'plan' });
+    const manager = new SystemdServiceManager();
+    const unit = { name: 'k3s.service', content: '[Service]\nExecStart=/usr/local/bin/k3s server\n' };
+    expect(await manager.install(host, unit)).toBe(true);
+    expect(await manager.ensureRunning(host, unit, { isRestartNeeded: false })).toBe('started');
+    expect(host.plan.map((step) => step.command ?? step.path)).toEqual([
+      '/etc/systemd/system/k3s.service',
+      'systemctl daemon-reload',
+      "systemctl enable --now 'k3s.service'",
+    ]);
+  });
+});

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { hashUserToken, hubTokenState, newHubToken, newUserToken } from '../../../src/hub/hub-tokens.js';
+
+describe('hub tokens', () => {
+  const now = new Date('2026-01-01T00:00:00Z');
+
+  it('is usable within its TTL and expired after it', () => {
+    const { record } = newHubToken({ ttlMs: 60_000, now });
+    expect(hubTokenState(record, new Date(now.getTime() + 59_000))).toBe('usable');
+    expect(hubTokenState(record, new Date(now.getTime() + 60_000))).toBe('expired');
+  });
+
+  it('never expires with a TTL of 0, and is spent when its usages are gone', () => {
+    const { record } = newHubToken({ ttlMs: 0, usages: 1, now });
+    expect(record.expiresAt).toBeUndefined();
+    expect(hubTokenState(record, new Date(now.getTime() + 10 ** 12))).toBe('usable');
+    expect(hubTokenState({ ...record, usagesLeft: 0 }, now)).toBe('spent');
+  });
+
+  it('makes distinct user tokens and stores only a hash of them', () => {
+    const a = newUserToken();
+    const b = newUserToken();
+    expect(a).not.toBe(b);
+    expect(hashUserToken(a)).toMatch(/^[0-9a-f]{64}$/);
+    expect(hashUserToken(a)).not.toContain(a);
+  });
+});
