@@ -5,9 +5,8 @@
  * client is never proxied with them). Also parses `--client-cert-map`.
  */
 import { readFileSync } from 'node:fs';
-import { dirname, isAbsolute, join } from 'node:path';
-import { load } from 'js-yaml';
-import { ValidationError } from '../errors.js';
+import { ValidationError, isEdgeadmError } from '../errors.js';
+import { readKubeconfigFile, type KubeCredentials } from '../kube/kubeconfig.js';
 
 /** The proxy's own credentials from the kubeconfig. */
 export interface UpstreamCredentials {
@@ -33,8 +32,6 @@ export interface ClientCertMapping {
   keyFile: string;
 }
 
-type Named<T> = { name?: unknown } & Partial<Record<'cluster' | 'user' | 'context', T>>;
-
 function invalid(path: string, why: string): ValidationError {
   return new ValidationError(`malformed kubeconfig ${path}: ${why}`, {
     code: 'E_EDGE_KUBECONFIG',
@@ -53,58 +50,34 @@ function readText(path: string, what: string): string {
   }
 }
 
-/** Inline `*-data` (base64) wins over the file form, as kubectl reads it. */
-function pemField(entry: Record<string, unknown>, field: string, base: string, what: string): string | undefined {
-  const data = entry[`${field}-data`];
-  if (typeof data === 'string' && data.trim() !== '') return Buffer.from(data, 'base64').toString('utf8');
-  const file = entry[field];
-  if (typeof file === 'string' && file !== '') return readText(isAbsolute(file) ? file : join(base, file), what);
-  return undefined;
-}
-
 /**
- * Reads the current context's cluster and user from the kubeconfig at `path`.
+ * Reads the current context's cluster and user from the kubeconfig at `path`
+ * (edgeadm's one kubeconfig reader, `readKubeconfigFile`), and checks what
+ * the proxy needs of it: an https server and a CA to verify it with.
  *
  * @throws {ValidationError} `E_EDGE_KUBECONFIG` when the server is not https,
  * there is no CA, or the context is missing.
  */
-export function readUpstreamConfig(path: string): UpstreamConfig {
-  const base = dirname(path);
-  let document: unknown;
+export async function readUpstreamConfig(path: string): Promise<UpstreamConfig> {
+  let read: KubeCredentials;
   try {
-    document = load(readText(path, 'the kubeconfig'));
+    read = await readKubeconfigFile(path);
   } catch (error) {
-    if (error instanceof ValidationError) throw error;
+    if (isEdgeadmError(error) && error.code === 'E_KUBECONFIG_READ') {
+      throw new ValidationError(error.message, { code: 'E_EDGE_FILE', cause: error });
+    }
     throw invalid(path, (error as Error).message);
   }
-  if (document === null || typeof document !== 'object') throw invalid(path, 'it is not a YAML mapping');
-  const config = document as Record<string, unknown>;
-  const list = (key: string): Named<Record<string, unknown>>[] =>
-    Array.isArray(config[key]) ? (config[key] as Named<Record<string, unknown>>[]) : [];
-  const contexts = list('contexts');
-  const context =
-    contexts.find((item) => item.name === config['current-context'])?.context ??
-    (contexts.length === 1 ? contexts[0]?.context : undefined);
-  if (!context) throw invalid(path, 'no current context');
-  const cluster = list('clusters').find((item) => item.name === context['cluster'])?.cluster;
-  if (!cluster) throw invalid(path, `the context names no known cluster`);
-  const user = list('users').find((item) => item.name === context['user'])?.user ?? {};
-  const server = cluster['server'];
-  if (typeof server !== 'string' || !server.startsWith('https://'))
-    throw invalid(path, 'the cluster has no https:// server');
-  const caPem = pemField(cluster, 'certificate-authority', base, 'the upstream CA');
-  if (!caPem) throw invalid(path, 'the cluster has no certificate-authority(-data); the upstream must be verified');
+  if (!read.server.startsWith('https://')) throw invalid(path, 'the cluster has no https:// server');
+  if (!read.caPem)
+    throw invalid(path, 'the cluster has no certificate-authority(-data); the upstream must be verified');
   const credentials: UpstreamCredentials = {};
-  if (typeof user['token'] === 'string' && user['token'] !== '') credentials.token = user['token'];
-  else if (typeof user['tokenFile'] === 'string')
-    credentials.token = readText(user['tokenFile'], 'the token file').trim();
-  const certPem = pemField(user, 'client-certificate', base, 'the client certificate');
-  const keyPem = pemField(user, 'client-key', base, 'the client key');
-  if (certPem && keyPem) {
-    credentials.certPem = certPem;
-    credentials.keyPem = keyPem;
+  if (read.token) credentials.token = read.token;
+  if (read.clientCertificatePem && read.clientKeyPem) {
+    credentials.certPem = read.clientCertificatePem;
+    credentials.keyPem = read.clientKeyPem;
   }
-  return { server: new URL(server), caPem, credentials };
+  return { server: new URL(read.server), caPem: read.caPem, credentials };
 }
 
 /**

@@ -4,6 +4,8 @@
  * server address, and merging a cluster's admin kubeconfig into a user's
  * `~/.kube/config` as a new context. All pure functions over YAML text.
  */
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import { dump, load } from 'js-yaml';
 import { EdgeadmError } from '../errors.js';
 
@@ -63,48 +65,123 @@ function decodeData(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? Buffer.from(value, 'base64').toString('utf8') : undefined;
 }
 
+/** Where one credential of a context lives: inline (already decoded) or in a file. */
+type Source = { value: string } | { file: string } | undefined;
+
+/** A context's cluster and user, with file references not yet read. */
+interface ContextSources {
+  server: string;
+  contextName: string;
+  ca: Source;
+  clientCertificate: Source;
+  clientKey: Source;
+  token: Source;
+}
+
+/**
+ * The cluster and user of a context (the current one, or the only one when
+ * none is current), as kubectl reads them: inline `*-data` wins over the
+ * file form; `tokenFile` is read when there is no `token`.
+ */
+function contextSources(text: string, what: string, context?: string): ContextSources {
+  const document = parseKubeconfig(text, what);
+  const contexts = document.contexts ?? [];
+  const contextName =
+    context ?? document['current-context'] ?? (contexts.length === 1 ? (contexts[0]!.name as string) : undefined);
+  if (!contextName) throw invalid(what, 'no current-context');
+  const found = contexts.find((entry) => entry.name === contextName)?.context;
+  if (!found) throw invalid(what, `no context named ${JSON.stringify(contextName)}`);
+  const cluster = document.clusters?.find((entry) => entry.name === found.cluster)?.cluster;
+  if (!cluster || typeof cluster.server !== 'string') {
+    throw invalid(what, `context ${JSON.stringify(contextName)} has no cluster with a server`);
+  }
+  const user = document.users?.find((entry) => entry.name === found.user)?.user ?? {};
+  const source = (entry: Record<string, unknown>, key: string): Source => {
+    const data = decodeData(entry[`${key}-data`]);
+    if (data !== undefined) return { value: data };
+    const file = entry[key];
+    return typeof file === 'string' && file !== '' ? { file } : undefined;
+  };
+  const token =
+    typeof user.token === 'string' && user.token !== ''
+      ? { value: user.token }
+      : typeof user.tokenFile === 'string' && user.tokenFile !== ''
+        ? { file: user.tokenFile }
+        : undefined;
+  return {
+    server: cluster.server,
+    contextName,
+    ca: source(cluster, 'certificate-authority'),
+    clientCertificate: source(user, 'client-certificate'),
+    clientKey: source(user, 'client-key'),
+    token,
+  };
+}
+
+async function resolveSources(
+  sources: ContextSources,
+  readFile: (path: string) => string | Promise<string>,
+): Promise<KubeCredentials> {
+  const read = async (source: Source): Promise<string | undefined> =>
+    source === undefined ? undefined : 'value' in source ? source.value : await readFile(source.file);
+  const caPem = await read(sources.ca);
+  const token = (await read(sources.token))?.trim();
+  const clientCertificatePem = await read(sources.clientCertificate);
+  const clientKeyPem = await read(sources.clientKey);
+  return {
+    server: sources.server,
+    contextName: sources.contextName,
+    ...(caPem === undefined ? {} : { caPem }),
+    ...(token === undefined || token === '' ? {} : { token }),
+    ...(clientCertificatePem === undefined ? {} : { clientCertificatePem }),
+    ...(clientKeyPem === undefined ? {} : { clientKeyPem }),
+  };
+}
+
 /**
  * The credentials of a context (the current one by default). File
- * references (`certificate-authority`, `client-certificate`, `client-key`)
- * are resolved through `readFile`, so a kubeconfig read from a remote host
- * can be resolved against that host.
+ * references (`certificate-authority`, `client-certificate`, `client-key`,
+ * `tokenFile`) are resolved through `readFile`, so a kubeconfig read from a
+ * remote host can be resolved against that host.
  *
  * @throws {EdgeadmError} `E_KUBECONFIG_INVALID` when the context, its
- * cluster or its user is missing.
+ * cluster or its user is missing, or a file is referred to and no reader given.
  */
 export async function kubeCredentialsOf(
   text: string,
   options: { what: string; context?: string; readFile?: (path: string) => Promise<string> },
 ): Promise<KubeCredentials> {
-  const { what } = options;
-  const document = parseKubeconfig(text, what);
-  const contextName = options.context ?? document['current-context'];
-  if (!contextName) throw invalid(what, 'no current-context');
-  const context = document.contexts?.find((entry) => entry.name === contextName)?.context;
-  if (!context) throw invalid(what, `no context named ${JSON.stringify(contextName)}`);
-  const cluster = document.clusters?.find((entry) => entry.name === context.cluster)?.cluster;
-  if (!cluster || typeof cluster.server !== 'string') {
-    throw invalid(what, `context ${JSON.stringify(contextName)} has no cluster with a server`);
-  }
-  const user = document.users?.find((entry) => entry.name === context.user)?.user ?? {};
-  const fromFile = async (key: string): Promise<string | undefined> => {
-    const path = (key in cluster ? cluster[key] : user[key]) as unknown;
-    if (typeof path !== 'string' || path === '') return undefined;
-    if (!options.readFile) throw invalid(what, `${key} refers to a file (${path}) and no file reader was given`);
+  const sources = contextSources(text, options.what, options.context);
+  return resolveSources(sources, (path) => {
+    if (!options.readFile) throw invalid(options.what, `it refers to a file (${path}) and no file reader was given`);
     return options.readFile(path);
+  });
+}
+
+/**
+ * The credentials of a kubeconfig file on this machine, with relative file
+ * references resolved against the kubeconfig's directory, as kubectl does.
+ *
+ * @throws {EdgeadmError} `E_KUBECONFIG_INVALID`, or `E_KUBECONFIG_READ` when
+ * the kubeconfig or a file it refers to cannot be read.
+ */
+export function readKubeconfigFile(path: string, options: { context?: string } = {}): Promise<KubeCredentials> {
+  const base = dirname(path);
+  const readLocal = (file: string, what: string): string => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new EdgeadmError(`cannot read ${what} ${file}: ${(error as Error).message}`, {
+        code: 'E_KUBECONFIG_READ',
+        exitCode: 3,
+        cause: error,
+      });
+    }
   };
-  const caPem = decodeData(cluster['certificate-authority-data']) ?? (await fromFile('certificate-authority'));
-  const clientCertificatePem = decodeData(user['client-certificate-data']) ?? (await fromFile('client-certificate'));
-  const clientKeyPem = decodeData(user['client-key-data']) ?? (await fromFile('client-key'));
-  const token = typeof user.token === 'string' && user.token !== '' ? user.token : undefined;
-  return {
-    server: cluster.server,
-    contextName,
-    ...(caPem === undefined ? {} : { caPem }),
-    ...(token === undefined ? {} : { token }),
-    ...(clientCertificatePem === undefined ? {} : { clientCertificatePem }),
-    ...(clientKeyPem === undefined ? {} : { clientKeyPem }),
-  };
+  const sources = contextSources(readLocal(path, 'the kubeconfig'), path, options.context);
+  return resolveSources(sources, (file) =>
+    readLocal(isAbsolute(file) ? file : join(base, file), `a file the kubeconfig ${path} refers to:`),
+  );
 }
 
 /**

@@ -84,7 +84,7 @@ export default class AgentEdgeProxy extends BaseCommand<typeof AgentEdgeProxy> {
     }
     const readPem = (path: string | undefined): string | undefined => (path ? readFileSync(path, 'utf8') : undefined);
     const proxy = await startEdgeProxy({
-      upstream: readUpstreamConfig(flags.kubeconfig),
+      upstream: await readUpstreamConfig(flags.kubeconfig),
       listen: parseHostPort(flags.listen, '--listen'),
       metricsListen:
         flags['metrics-listen'] === 'none' ? undefined : parseHostPort(flags['metrics-listen'], '--metrics-listen'),

@@ -84,7 +84,7 @@ beforeAll(async () => {
   kubeletCert = await sim.issueClientCertificate({ user: NODE_CN, groups: ['system:nodes'] });
   const mapped = await sim.issueClientCertificate({ user: MAPPED_USER, groups: ['system:masters'] });
   proxy = await startEdgeProxy({
-    upstream: readUpstreamConfig(kubeconfig),
+    upstream: await readUpstreamConfig(kubeconfig),
     listen: { host: '127.0.0.1', port: 0 },
     metricsListen: { host: '127.0.0.1', port: 0 },
     cacheDir: join(dir, 'cache'),
@@ -280,7 +280,7 @@ describe('edge-proxy with the simulated API server as upstream', () => {
     writeFileSync(certFile, first.certPem);
     writeFileSync(keyFile, first.keyPem);
     const rotating = await startEdgeProxy({
-      upstream: readUpstreamConfig(join(dir, 'upstream.yaml')),
+      upstream: await readUpstreamConfig(join(dir, 'upstream.yaml')),
       listen: { host: '127.0.0.1', port: 0 },
       metricsListen: undefined,
       cacheDir: join(dir, 'rotating-cache'),

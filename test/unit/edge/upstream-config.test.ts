@@ -37,28 +37,43 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('readUpstreamConfig', () => {
-  it('reads server, CA and a token', () => {
-    const config = readUpstreamConfig(kubeconfig('    token: abc'));
+  it('reads server, CA and a token', async () => {
+    const config = await readUpstreamConfig(kubeconfig('    token: abc'));
     expect(config.server.href).toBe('https://10.0.0.10:6443/');
     expect(config.caPem).toBe('CA-PEM');
     expect(config.credentials).toEqual({ token: 'abc' });
   });
 
-  it('reads a client certificate from files relative to the kubeconfig', () => {
+  it('reads a client certificate from files relative to the kubeconfig', async () => {
     writeFileSync(join(dir, 'c.pem'), 'CERT');
     writeFileSync(join(dir, 'k.pem'), 'KEY');
     writeFileSync(join(dir, 'ca.crt'), 'CA-FILE');
-    const config = readUpstreamConfig(
+    const config = await readUpstreamConfig(
       kubeconfig('    client-certificate: c.pem\n    client-key: k.pem', '    certificate-authority: ca.crt'),
     );
     expect(config.caPem).toBe('CA-FILE');
     expect(config.credentials).toEqual({ certPem: 'CERT', keyPem: 'KEY' });
   });
 
-  it('refuses an upstream it cannot verify', () => {
-    expect(() => readUpstreamConfig(kubeconfig('    token: abc', '    insecure-skip-tls-verify: true'))).toThrow(
-      /certificate-authority/,
-    );
+  it('refuses an upstream it cannot verify', async () => {
+    await expect(
+      readUpstreamConfig(kubeconfig('    token: abc', '    insecure-skip-tls-verify: true')),
+    ).rejects.toThrow(/certificate-authority/);
+  });
+
+  it('reads a token from tokenFile, relative to the kubeconfig', async () => {
+    writeFileSync(join(dir, 'token'), 'from-file\n');
+    const config = await readUpstreamConfig(kubeconfig('    tokenFile: token'));
+    expect(config.credentials).toEqual({ token: 'from-file' });
+  });
+
+  it('names a missing file the kubeconfig refers to', async () => {
+    await expect(
+      readUpstreamConfig(kubeconfig('    client-certificate: nope.pem\n    client-key: k.pem')),
+    ).rejects.toMatchObject({
+      code: 'E_EDGE_FILE',
+      message: expect.stringContaining('nope.pem'),
+    });
   });
 });
 
