@@ -8,6 +8,8 @@ import { PLANNED_COMMANDS } from './cli/planned-commands.js';
 import AgentEdgeProxy from './commands/agent/edge-proxy.js';
 import CertsCaHash from './commands/certs/ca-hash.js';
 import ConfigPrint from './commands/config/print.js';
+import FleetCheck from './commands/fleet/check.js';
+import FleetPlan from './commands/fleet/plan.js';
 import HostCheck from './commands/host/check.js';
 import Init from './commands/init.js';
 import { initPhaseCommands } from './commands/init/phase/index.js';
@@ -38,6 +40,8 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   version: Version,
   'agent:edge-proxy': AgentEdgeProxy,
   'host:check': HostCheck,
+  'fleet:check': FleetCheck,
+  'fleet:plan': FleetPlan,
   'package:build': PackageBuild,
   'package:verify': PackageVerify,
   'package:inspect': PackageInspect,

@@ -21,12 +21,4 @@ export const PLANNED_COMMANDS: Record<string, PlannedCommand> = {
     summary: 'Reset every host of an inventory.',
     examples: ['<%= config.bin %> fleet reset -i inventory.yaml --limit stores'],
   },
-  'fleet:check': {
-    summary: 'Run host check on every host of an inventory.',
-    examples: ['<%= config.bin %> fleet check -i inventory.yaml --json'],
-  },
-  'fleet:plan': {
-    summary: 'Show what a fleet run would do, per host.',
-    examples: ['<%= config.bin %> fleet plan -i inventory.yaml'],
-  },
 };

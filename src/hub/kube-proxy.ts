@@ -148,7 +148,10 @@ export async function proxyRequest(
     if (!res.writableEnded) res.destroy();
   });
   res.on('close', () => {
-    if (!stream.destroyed) stream.close();
+    // Only a user who went away early cancels the stream; after a complete
+    // answer the stream ends by itself (resetting it would throw away the
+    // agent's last writes).
+    if (!res.writableFinished && !stream.destroyed) stream.close();
   });
   req.on('error', () => stream.destroy());
   req.pipe(stream);

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ServerHttp2Stream, IncomingHttpHeaders as Http2Headers } from 'node:http2';
-import type { Agent as HttpsAgent } from 'node:https';
+import type { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pipeline } from 'node:stream';
 import { load } from 'js-yaml';
@@ -119,7 +119,7 @@ export class Upstream {
   readonly credentials: UpstreamCredentials;
   readonly #logger: Logger;
   #agent: HttpsAgent | undefined;
-  #request: typeof import('node:https').request | undefined;
+  #request: typeof httpsRequest | undefined;
 
   constructor(credentials: UpstreamCredentials, logger: Logger) {
     this.credentials = credentials;
@@ -228,6 +228,7 @@ export class Upstream {
       stream.respond({ ':status': res.statusCode ?? 502, ...forwardableResponseHeaders(res.headers) });
       // pipe, not pipeline, on this per-request path (see the hub's kube proxy for why).
       res.on('error', () => stream.destroy());
+      res.once('end', () => (isAnswered = true));
       res.pipe(stream);
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
@@ -238,8 +239,10 @@ export class Upstream {
       this.#logger.debug(`upstream request failed: ${error.message}`);
       this.#refuse(stream, 502, 'BadGateway', `the edge agent cannot reach its API server: ${error.message}`);
     });
+    let isAnswered = false;
     const onClose = (): void => {
-      if (!req.destroyed) req.destroy();
+      // The hub cancelled the stream before the answer was complete: stop asking the API server.
+      if (!isAnswered && !req.destroyed) req.destroy();
     };
     stream.once('close', onClose);
     req.once('close', () => stream.off('close', onClose));

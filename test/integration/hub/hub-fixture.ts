@@ -49,13 +49,16 @@ export function startCli(args: string[], env: Record<string, string> = {}, input
     home,
     output: () => printed,
     waitForOutput: (pattern) =>
-      waitFor(`output matching ${String(pattern)}`, () => {
-        const match = printed.match(pattern);
-        if (match) return match;
-        if (child.exitCode !== null)
-          throw new Error(`the process exited before printing ${String(pattern)}:\n${printed}`);
-        return undefined;
-      }),
+      waitFor(
+        () => `output matching ${String(pattern)}; it printed:\n${printed.slice(-4000)}`,
+        () => {
+          const match = printed.match(pattern);
+          if (match) return match;
+          if (child.exitCode !== null)
+            throw new Error(`the process exited before printing ${String(pattern)}:\n${printed}`);
+          return undefined;
+        },
+      ),
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       await child;
@@ -64,7 +67,10 @@ export function startCli(args: string[], env: Record<string, string> = {}, input
 }
 
 /** Waits until `check` returns a value, polling. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
+export async function waitFor<T>(
+  what: string | (() => string),
+  check: () => Promise<T | undefined> | T | undefined,
+): Promise<T> {
   const deadline = Date.now() + READY_WAIT_MS;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -76,7 +82,8 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     }
     await sleep(POLL_MS);
   }
-  throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+  const description = typeof what === 'string' ? what : what();
+  throw new Error(`timed out waiting for ${description}${lastError ? `: ${String(lastError)}` : ''}`);
 }
 
 /** A free TCP port on loopback. */

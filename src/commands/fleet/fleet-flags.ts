@@ -1,0 +1,79 @@
+/**
+ * The flags every fleet command shares (`-i`, `--limit`, the rollout knobs,
+ * `--resume` and the SSH flags), and their translation into fleet options.
+ */
+import { Flags } from '@oclif/core';
+import { hostConnectOptionsFromFlags, sshFlags, type SshFlagContext, type SshFlagValues } from '../../cli/ssh-flags.js';
+import type { HostConnectOptions } from '../../hosts/connect.js';
+import { parseCountSpec, type RolloutOptions } from '../../fleet/rollout.js';
+
+/** Hosts at once when `--concurrency` is not given. */
+export const DEFAULT_FLEET_CONCURRENCY = 10;
+
+const { host: _host, ...fleetSshFlags } = sshFlags;
+
+/** `-i` and `--limit`: which hosts. */
+export const inventoryFlags = {
+  inventory: Flags.string({
+    char: 'i',
+    summary: 'Inventory file: edgeadm YAML (kind: FleetInventory) or an Ansible YAML inventory.',
+    required: true,
+  }),
+  limit: Flags.string({
+    summary: 'Only these hosts: names, groups or globs (store-*), comma-separated; !name excludes.',
+  }),
+};
+
+/** The rollout flags, and the SSH flags (less --host: the inventory names the hosts). */
+export const rolloutFlags = {
+  concurrency: Flags.integer({
+    summary: `Hosts worked on at once. Default: ${DEFAULT_FLEET_CONCURRENCY}.`,
+    min: 1,
+    default: DEFAULT_FLEET_CONCURRENCY,
+  }),
+  canary: Flags.integer({ summary: 'Size of the first wave; the rest waits for it.', min: 0 }),
+  'wave-size': Flags.string({ summary: 'Hosts per wave after the canary: N or P% of the hosts.' }),
+  'max-failures': Flags.string({
+    summary: 'Failed hosts tolerated (N or P%); once exceeded no new host starts. Default: no limit.',
+  }),
+  retries: Flags.integer({ summary: 'Extra attempts per failed host, with exponential backoff.', min: 0, default: 0 }),
+  resume: Flags.string({
+    summary: 'Continue run ID (or "last"): finished hosts are skipped, failed and unstarted ones run again.',
+  }),
+  ...fleetSshFlags,
+};
+
+/** The parsed values of {@link rolloutFlags}. */
+export interface RolloutFlagValues extends SshFlagValues {
+  concurrency: number;
+  canary?: number | undefined;
+  'wave-size'?: string | undefined;
+  'max-failures'?: string | undefined;
+  retries: number;
+}
+
+/** Rollout options from the flags. */
+export function rolloutOptionsFromFlags(
+  flags: RolloutFlagValues,
+): Omit<RolloutOptions, 'state' | 'task' | 'onEvent' | 'signal'> {
+  return {
+    concurrency: flags.concurrency,
+    retries: flags.retries,
+    ...(flags.canary === undefined ? {} : { canary: flags.canary }),
+    ...(flags['wave-size'] === undefined ? {} : { waveSize: parseCountSpec(flags['wave-size'], '--wave-size') }),
+    ...(flags['max-failures'] === undefined
+      ? {}
+      : { maxFailures: parseCountSpec(flags['max-failures'], '--max-failures') }),
+  };
+}
+
+/** Connection settings for every host from the SSH flags; the inventory's per-host settings win over them. */
+export function fleetConnectOptionsFromFlags(
+  flags: SshFlagValues,
+  context: SshFlagContext,
+): Omit<HostConnectOptions, 'host'> {
+  // The shared translation reads secrets and refuses SSH flags without a host;
+  // in a fleet the inventory names the hosts, so it is given a stand-in one.
+  const { host: _standIn, ...options } = hostConnectOptionsFromFlags({ ...flags, host: 'inventory' }, context);
+  return options;
+}

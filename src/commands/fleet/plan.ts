@@ -1,0 +1,52 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { PLANNABLE_COMMANDS, planFleet, type FleetPlanEntry } from '../../fleet/fleet-plan.js';
+import { limitHosts } from '../../fleet/inventory/limit.js';
+import { loadInventory } from '../../fleet/inventory/load-inventory.js';
+import { parseCountSpec } from '../../fleet/rollout.js';
+import { inventoryFlags } from './fleet-flags.js';
+
+/** The `fleet plan` result. */
+export interface FleetPlanResult {
+  inventory: string;
+  format: string;
+  command: string;
+  hosts: FleetPlanEntry[];
+}
+
+export default class FleetPlan extends BaseCommand<typeof FleetPlan> {
+  static override summary = 'Show what a fleet run would do, per host.';
+  static override description =
+    'Reads the inventory and prints each host, how it is reached, its wave and its action. Connects nowhere.';
+  static override examples = [
+    '<%= config.bin %> fleet plan -i inventory.yaml',
+    '<%= config.bin %> fleet plan -i hosts.yml --for reset --limit stores --json',
+  ];
+  static override flags = {
+    ...inventoryFlags,
+    for: Flags.option({ options: PLANNABLE_COMMANDS, default: 'up' })({ summary: 'The fleet command to plan.' }),
+    canary: Flags.integer({ summary: 'Size of the first wave.', min: 0 }),
+    'wave-size': Flags.string({ summary: 'Hosts per wave after the canary: N or P%.' }),
+  };
+
+  async run(): Promise<FleetPlanResult> {
+    const inventory = await loadInventory(this.flags.inventory);
+    for (const warning of inventory.warnings) this.logToStderr(`warning: ${warning}`);
+    const hosts = planFleet({
+      command: this.flags.for,
+      hosts: limitHosts(inventory.hosts, this.flags.limit),
+      ...(this.flags.canary === undefined ? {} : { canary: this.flags.canary }),
+      ...(this.flags['wave-size'] === undefined
+        ? {}
+        : { waveSize: parseCountSpec(this.flags['wave-size'], '--wave-size') }),
+    });
+    this.log(
+      `fleet ${this.flags.for} over ${hosts.length} hosts of ${this.flags.inventory} (${inventory.format} inventory):`,
+    );
+    for (const entry of hosts) {
+      const via = entry.via.length > 0 ? ` via ${entry.via.join(' -> ')}` : '';
+      this.log(`  wave ${entry.wave}  ${entry.host} (${entry.target}${via}): would ${entry.action}`);
+    }
+    return { inventory: this.flags.inventory, format: inventory.format, command: this.flags.for, hosts };
+  }
+}
