@@ -57,7 +57,7 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
       });
     }
     const kubeconfig = resolve(flags.kubeconfig ?? process.env.KUBECONFIG ?? join(homedir(), '.kube', 'config'));
-    readUpstreamKubeconfig(kubeconfig); // fail on a bad kubeconfig before using the token
+    await readUpstreamKubeconfig(kubeconfig); // fail on a bad kubeconfig before using the token
     const dataDir = resolve(flags['data-dir']);
     const logger = serviceLogger({ logger: this.logger, redactor: this.redactor, isVerbose: flags.verbose });
     const state = await registerCluster({

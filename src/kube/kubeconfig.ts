@@ -19,6 +19,10 @@ export interface KubeCredentials {
   token?: string;
   clientCertificatePem?: string;
   clientKeyPem?: string;
+  /** The cluster entry says `insecure-skip-tls-verify: true`. */
+  isInsecureSkipTlsVerify?: boolean;
+  /** The user authenticates through an `exec` or `auth-provider` plugin, which edgeadm does not run. */
+  authPlugin?: 'exec' | 'auth-provider';
   /** The context the credentials came from. */
   contextName: string;
 }
@@ -76,6 +80,8 @@ interface ContextSources {
   clientCertificate: Source;
   clientKey: Source;
   token: Source;
+  isInsecureSkipTlsVerify: boolean;
+  authPlugin: 'exec' | 'auth-provider' | undefined;
 }
 
 /**
@@ -115,6 +121,8 @@ function contextSources(text: string, what: string, context?: string): ContextSo
     clientCertificate: source(user, 'client-certificate'),
     clientKey: source(user, 'client-key'),
     token,
+    isInsecureSkipTlsVerify: cluster['insecure-skip-tls-verify'] === true,
+    authPlugin: user.exec !== undefined ? 'exec' : user['auth-provider'] !== undefined ? 'auth-provider' : undefined,
   };
 }
 
@@ -135,6 +143,8 @@ async function resolveSources(
     ...(token === undefined || token === '' ? {} : { token }),
     ...(clientCertificatePem === undefined ? {} : { clientCertificatePem }),
     ...(clientKeyPem === undefined ? {} : { clientKeyPem }),
+    ...(sources.isInsecureSkipTlsVerify ? { isInsecureSkipTlsVerify: true } : {}),
+    ...(sources.authPlugin === undefined ? {} : { authPlugin: sources.authPlugin }),
   };
 }
 

@@ -22,7 +22,7 @@ export interface AgentServiceOptions {
 /** Runs the agent until `signal` aborts. */
 export async function runAgentService(options: AgentServiceOptions): Promise<void> {
   let state = options.state ?? readAgentState(options.dataDir);
-  const upstream = new Upstream(readUpstreamKubeconfig(state.kubeconfig), options.logger);
+  const upstream = new Upstream(await readUpstreamKubeconfig(state.kubeconfig), options.logger);
   let isRenewing = false;
   const renewIfDue = async (): Promise<void> => {
     if (isRenewing || !isRenewalDue(state.certPem)) return;

@@ -6,13 +6,11 @@
  * Owns reading the upstream kubeconfig (server, CA, token or client
  * certificate) and forwarding plain and upgraded streams to that server.
  */
-import { readFileSync } from 'node:fs';
 import type { ServerHttp2Stream, IncomingHttpHeaders as Http2Headers } from 'node:http2';
 import type { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { dirname, isAbsolute, resolve } from 'node:path';
 import { pipeline } from 'node:stream';
-import { load } from 'js-yaml';
 import { ValidationError } from '../errors.js';
+import { readKubeconfigFile, type KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import { UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
 import {
@@ -40,21 +38,15 @@ export interface UpstreamCredentials {
   clientKeyPem?: string;
 }
 
-interface RawKubeconfig {
-  clusters?: { name?: string; cluster?: Record<string, unknown> }[];
-  users?: { name?: string; user?: Record<string, unknown> }[];
-  contexts?: { name?: string; context?: { cluster?: string; user?: string } }[];
-  'current-context'?: string;
-}
-
 /**
- * Reads the current context of a kubeconfig file into upstream credentials.
- * Supports CA and client certificate data or files, bearer tokens and token
- * files; exec and auth-provider plugins are refused.
+ * Reads the current context of a kubeconfig file into upstream credentials
+ * (through edgeadm's one kubeconfig reader, `readKubeconfigFile`). Supports
+ * CA and client certificate data or files, bearer tokens and token files;
+ * exec and auth-provider plugins are refused.
  *
  * @throws {ValidationError} `E_UPSTREAM_KUBECONFIG`.
  */
-export function readUpstreamKubeconfig(path: string): UpstreamCredentials {
+export async function readUpstreamKubeconfig(path: string): Promise<UpstreamCredentials> {
   const invalid = (why: string): ValidationError =>
     new ValidationError(`the kubeconfig ${path} cannot be used: ${why}`, {
       code: 'E_UPSTREAM_KUBECONFIG',
@@ -62,46 +54,31 @@ export function readUpstreamKubeconfig(path: string): UpstreamCredentials {
         'Pass --kubeconfig with a kubeconfig whose current context reaches the cluster with a token or a client certificate.',
       ],
     });
-  let doc: RawKubeconfig;
+  let read: KubeCredentials;
   try {
-    doc = load(readFileSync(path, 'utf8')) as RawKubeconfig;
+    read = await readKubeconfigFile(path);
   } catch (error) {
     throw invalid((error as Error).message);
   }
-  const base = dirname(path);
-  const fileOrData = (entry: Record<string, unknown>, dataKey: string, fileKey: string): string | undefined => {
-    const data = entry[dataKey];
-    if (typeof data === 'string' && data !== '') return Buffer.from(data, 'base64').toString('utf8');
-    const file = entry[fileKey];
-    if (typeof file === 'string' && file !== '')
-      return readFileSync(isAbsolute(file) ? file : resolve(base, file), 'utf8');
-    return undefined;
-  };
-  const context = doc.contexts?.find((c) => c.name === doc['current-context'])?.context;
-  if (!context) throw invalid('it has no current context');
-  const cluster = doc.clusters?.find((c) => c.name === context.cluster)?.cluster;
-  const user = doc.users?.find((u) => u.name === context.user)?.user ?? {};
-  if (!cluster || typeof cluster.server !== 'string')
-    throw invalid('the current context names no cluster with a server');
-  const url = new URL(cluster.server);
+  let url: URL;
+  try {
+    url = new URL(read.server);
+  } catch {
+    throw invalid(`the server ${JSON.stringify(read.server)} is not a URL`);
+  }
   if (url.protocol !== 'https:') throw invalid('the server is not https://');
-  if (user.exec !== undefined || user['auth-provider'] !== undefined) {
+  if (read.authPlugin !== undefined) {
     throw invalid('exec and auth-provider credentials are not supported; use a token or a client certificate');
   }
   const credentials: UpstreamCredentials = {
     server: url.origin,
-    isInsecureSkipTlsVerify: cluster['insecure-skip-tls-verify'] === true,
+    isInsecureSkipTlsVerify: read.isInsecureSkipTlsVerify === true,
   };
-  const caPem = fileOrData(cluster, 'certificate-authority-data', 'certificate-authority');
-  if (caPem !== undefined) credentials.caPem = caPem;
-  let token = typeof user.token === 'string' && user.token !== '' ? user.token : undefined;
-  if (token === undefined && typeof user.tokenFile === 'string') token = readFileSync(user.tokenFile, 'utf8').trim();
-  if (token !== undefined) credentials.token = token;
-  const certPem = fileOrData(user, 'client-certificate-data', 'client-certificate');
-  const keyPem = fileOrData(user, 'client-key-data', 'client-key');
-  if (certPem !== undefined && keyPem !== undefined) {
-    credentials.clientCertPem = certPem;
-    credentials.clientKeyPem = keyPem;
+  if (read.caPem !== undefined) credentials.caPem = read.caPem;
+  if (read.token !== undefined) credentials.token = read.token;
+  if (read.clientCertificatePem !== undefined && read.clientKeyPem !== undefined) {
+    credentials.clientCertPem = read.clientCertificatePem;
+    credentials.clientKeyPem = read.clientKeyPem;
   }
   if (credentials.token === undefined && credentials.clientCertPem === undefined) {
     throw invalid('the current user has neither a token nor a client certificate');

@@ -185,7 +185,7 @@ describe('hub: security', () => {
 
   it("opens a tunnel only for the certificate's own cluster", async () => {
     const devState = readAgentState(dev.dataDir);
-    const upstream = new Upstream(readUpstreamKubeconfig(prod.kubeconfigPath), silentLogger);
+    const upstream = new Upstream(await readUpstreamKubeconfig(prod.kubeconfigPath), silentLogger);
     // dev-1's certificate, claiming to serve prod-1.
     await expect(
       connectTunnel({
@@ -217,7 +217,7 @@ describe('hub: security', () => {
       const again = { ...gone, dataDir: join(mkdtempSync(join(tmpdir(), 'gone-again-')), 'agent') };
       const reRegistered = await runCli(registerArgs({ hub, token, cluster: again, labels: 'env=dev' }));
       expect(reRegistered.exitCode, reRegistered.stderr).toBe(0);
-      const upstream = new Upstream(readUpstreamKubeconfig(gone.kubeconfigPath), silentLogger);
+      const upstream = new Upstream(await readUpstreamKubeconfig(gone.kubeconfigPath), silentLogger);
       await expect(
         connectTunnel({
           hubServer: oldState.hubServer,
