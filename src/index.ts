@@ -9,7 +9,9 @@ import AgentEdgeProxy from './commands/agent/edge-proxy.js';
 import CertsCaHash from './commands/certs/ca-hash.js';
 import ConfigPrint from './commands/config/print.js';
 import FleetCheck from './commands/fleet/check.js';
+import FleetJoin from './commands/fleet/join.js';
 import FleetPlan from './commands/fleet/plan.js';
+import FleetReset from './commands/fleet/reset.js';
 import HostCheck from './commands/host/check.js';
 import Init from './commands/init.js';
 import { initPhaseCommands } from './commands/init/phase/index.js';
@@ -42,6 +44,8 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'host:check': HostCheck,
   'fleet:check': FleetCheck,
   'fleet:plan': FleetPlan,
+  'fleet:reset': FleetReset,
+  'fleet:join': FleetJoin,
   'package:build': PackageBuild,
   'package:verify': PackageVerify,
   'package:inspect': PackageInspect,

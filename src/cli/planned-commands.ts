@@ -13,12 +13,4 @@ export const PLANNED_COMMANDS: Record<string, PlannedCommand> = {
     summary: 'Bring up control planes and join every node of an inventory.',
     examples: ['<%= config.bin %> fleet up -i inventory.yaml --canary 2 --wave-size 20%'],
   },
-  'fleet:join': {
-    summary: 'Join every node of an inventory.',
-    examples: ['<%= config.bin %> fleet join -i inventory.yaml'],
-  },
-  'fleet:reset': {
-    summary: 'Reset every host of an inventory.',
-    examples: ['<%= config.bin %> fleet reset -i inventory.yaml --limit stores'],
-  },
 };
