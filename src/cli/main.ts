@@ -46,15 +46,24 @@ export async function main(argv: string[], options: MainOptions): Promise<number
  * The root plugin for the single binary: oclif's documented "explicit"
  * strategy, with the COMMANDS map handed over directly instead of imported
  * from a target file, which does not exist inside a single executable.
- * It reads no file, so the binary can load it while building its startup
- * snapshot.
+ *
+ * With `manifestDir`, the command metadata (ids, flags, help) comes from the
+ * `oclif.manifest.json` there, read once while the binary's startup snapshot
+ * is built; a command's class is then touched only when that command runs,
+ * so a lazy COMMANDS map evaluates one command's modules, not all of them.
  */
 export async function loadBundledPlugin(
   pjson: Interfaces.PJSON,
   commands: Record<string, Command.Class>,
+  manifestDir?: string,
 ): Promise<Plugin> {
-  // The root is never read: package.json is inline and there is no manifest file.
-  const plugin = new Plugin({ isRoot: true, root: '/nonexistent/edgeadm', pjson, ignoreManifest: true });
+  const plugin = new Plugin({
+    isRoot: true,
+    // Package.json is inline; the root is read only for the manifest, if any.
+    root: manifestDir ?? '/nonexistent/edgeadm',
+    pjson,
+    ignoreManifest: manifestDir === undefined,
+  });
   // oclif keeps the loaded COMMANDS export here (TypeScript-private, present
   // since the explicit strategy arrived in @oclif/core 3.21). The binary's
   // smoke test runs every command, so a change here cannot pass unnoticed.

@@ -8,9 +8,4 @@
 import type { PlannedCommand } from './not-built.js';
 
 /** Planned command id (oclif's `topic:command` form) to its help. */
-export const PLANNED_COMMANDS: Record<string, PlannedCommand> = {
-  'fleet:up': {
-    summary: 'Bring up control planes and join every node of an inventory.',
-    examples: ['<%= config.bin %> fleet up -i inventory.yaml --canary 2 --wave-size 20%'],
-  },
-};
+export const PLANNED_COMMANDS: Record<string, PlannedCommand> = {};

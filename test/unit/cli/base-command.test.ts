@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Config, Errors, Flags } from '@oclif/core';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BaseCommand } from '../../../src/cli/base-command.js';
+import { notBuiltCommand } from '../../../src/cli/not-built.js';
 import { EdgeadmError, PreflightError, ValidationError } from '../../../src/errors.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -192,5 +193,26 @@ describe('run log', () => {
     ]);
     expect(stderr).toContain('joining with token abcdef.<redacted>');
     expect(stderr).not.toContain(PASSWORD);
+  });
+});
+
+describe('a command that is not built yet', () => {
+  const NotBuilt = notBuiltCommand({ summary: 'Do a planned thing.', examples: ['<%= config.bin %> planned thing'] });
+
+  it('says so plainly, does nothing and exits 3, whatever flags it gets', async () => {
+    const code = await runCommand(NotBuilt, ['--some-future-flag', 'x', 'positional']);
+    expect(code).toBe(3);
+    expect(stderr).toContain('is not built yet');
+    expect(stderr).toContain('code: E_NOT_BUILT');
+  });
+
+  it('gives a JSON error document with --json', async () => {
+    const code = await runCommand(NotBuilt, ['--json']);
+    expect(code).toBe(3);
+    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_NOT_BUILT', exitCode: 3 } });
+  });
+
+  it('is marked in its help summary', () => {
+    expect(NotBuilt.summary).toBe('Do a planned thing. (not built yet)');
   });
 });
