@@ -10,6 +10,7 @@ import { load } from 'js-yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli } from '../../support/cli.js';
+import { MALICIOUS_PACKAGES, buildFixturePackage, flipByteInPackage } from '../../support/package-fixtures.js';
 
 beforeAll(() => {
   ensureCliBuilt('commands/init.js', ['src']);
@@ -98,5 +99,47 @@ describe('errors before anything is touched', () => {
     ]);
     expect(exitCode).toBe(3);
     expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_FLAG_MISSING' } });
+  });
+});
+
+describe('a bad install package stops init and join before any host is reached', () => {
+  // The host address is TEST-NET-1 (RFC 5737), where nothing answers: had edgeadm
+  // tried to connect, the error would be E_SSH_UNREACHABLE, not the package's.
+  const host = ['--host', 'root@192.0.2.1', '--ssh-timeout', '2'];
+  const cases = MALICIOUS_PACKAGES.filter((p) => ['an entry ../x', 'a symlink to /etc'].includes(p.name));
+
+  it('has the cases it means to run', () => {
+    expect(cases.map((c) => c.name)).toEqual(['an entry ../x', 'a symlink to /etc']);
+  });
+
+  for (const bad of cases) {
+    it(`init refuses ${bad.name}, naming the entry`, async () => {
+      const file = await bad.make(mkdtempSync(join(tmpdir(), 'edgeadm-badpkg-')));
+      const { exitCode, stdout } = await runCli(['init', ...host, '--install-pkg-path', file, '--json']);
+      expect(exitCode).toBe(3);
+      expect(JSON.parse(stdout)).toMatchObject({ error: { code: bad.code, details: { entry: bad.entry } } });
+    });
+  }
+
+  it('join refuses a package with a flipped byte, naming the entry', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edgeadm-badpkg-'));
+    const good = await buildFixturePackage(dir);
+    const flipped = await flipByteInPackage(good.file, join(dir, 'flipped.tar.gz'));
+    const { exitCode, stdout } = await runCli([
+      'join',
+      '192.0.2.1:6443',
+      ...host,
+      '--token',
+      'abcdef.0123456789abcdef',
+      '--discovery-token-ca-cert-hash',
+      `sha256:${'0'.repeat(64)}`,
+      '--install-pkg-path',
+      flipped,
+      '--json',
+    ]);
+    expect(exitCode).toBe(3);
+    const doc = JSON.parse(stdout) as { error: { code: string; details?: { entry?: string } } };
+    expect(doc.error.code).toMatch(/^E_PACKAGE_/);
+    expect(doc.error.details?.entry).toBeTruthy();
   });
 });
