@@ -12,6 +12,7 @@ import FleetCheck from './commands/fleet/check.js';
 import FleetJoin from './commands/fleet/join.js';
 import FleetPlan from './commands/fleet/plan.js';
 import FleetReset from './commands/fleet/reset.js';
+import FleetUp from './commands/fleet/up.js';
 import HostCheck from './commands/host/check.js';
 import Init from './commands/init.js';
 import { initPhaseCommands } from './commands/init/phase/index.js';
@@ -46,6 +47,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'fleet:plan': FleetPlan,
   'fleet:reset': FleetReset,
   'fleet:join': FleetJoin,
+  'fleet:up': FleetUp,
   'package:build': PackageBuild,
   'package:verify': PackageVerify,
   'package:inspect': PackageInspect,

@@ -64,6 +64,7 @@ function actionFor(command: PlannableCommand, host: FleetHost, isFirstControlPla
       return host.role === 'control-plane' ? 'none (control-plane host; fleet join joins nodes)' : `join as ${kind}`;
     case 'up':
       if (isFirstControlPlane) return 'init the control plane (if not yet done) and create a join token';
+      if (host.role === 'control-plane') return 'none: fleet up inits one control-plane host (more are not built yet)';
       return `join as ${kind}`;
   }
 }

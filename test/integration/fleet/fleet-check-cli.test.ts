@@ -312,4 +312,57 @@ describe('edgeadm fleet check', () => {
     },
     TEST_TIMEOUT_MS,
   );
+
+  it(
+    'reports a host that fails preflight with its failing check, and the rest proceed',
+    async () => {
+      const [busy, ...others] = env.targets;
+      // Something on port 6443 makes a control-plane host unfit. The listener marks when it
+      // listens, so that a slow start under load is waited for, not raced.
+      const ready = '/var/lib/edgeadm/fleet-port-6443-ready';
+      const listener = await env.run(
+        busy!,
+        `rm -f ${ready}; nohup ${process.execPath} -e "require('node:net').createServer().listen(6443, () => require('node:fs').writeFileSync('${ready}', '')); setTimeout(() => {}, 120000)" >/var/lib/edgeadm/fleet-port-6443.log 2>&1 & echo $!`,
+      );
+      await env.run(
+        busy!,
+        `for i in $(seq 1 600); do [ -e ${ready} ] && exit 0; sleep 0.1; done; cat /var/lib/edgeadm/fleet-port-6443.log; exit 1`,
+      );
+      const inventory = join(home, 'preflight.yaml');
+      writeFileSync(
+        inventory,
+        [
+          'all:',
+          '  vars:',
+          '    ansible_user: root',
+          `    ansible_ssh_private_key_file: ${env.keys.root}`,
+          `    ansible_ssh_common_args: -J root@${env.bastion!.address}`,
+          '  children:',
+          '    control_plane:',
+          '      hosts:',
+          `        cp: { ansible_host: ${busy!.address} }`,
+          '    stores:',
+          '      hosts:',
+          ...others.map((target, index) => `        store-${index + 2}: { ansible_host: ${target.address} }`),
+          '',
+        ].join('\n'),
+      );
+      let checked: Awaited<ReturnType<typeof fleetCheck>>;
+      try {
+        checked = await fleetCheck(inventory, ['--concurrency', '1']);
+      } finally {
+        await env.run(busy!, `kill ${listener.trim()} 2>/dev/null || true`);
+      }
+      expect(checked.run.exitCode).toBe(1);
+      const [cp, ...rest] = checked.result.hosts;
+      expect(cp).toMatchObject({ host: 'cp', role: 'control-plane', status: 'failed', phase: 'check' });
+      expect(cp!.error?.code).toBe('E_PREFLIGHT');
+      expect(cp!.failingChecks).toContain('port-6443');
+      expect(rest.map((entry) => [entry.host, entry.status])).toEqual([
+        ['store-2', 'done'],
+        ['store-3', 'done'],
+      ]);
+    },
+    TEST_TIMEOUT_MS,
+  );
 });

@@ -24,7 +24,7 @@ describe('planFleet', () => {
     const plan = planFleet({ command: 'up', hosts, canary: 1, waveSize: { count: 2 } });
     expect(plan.map((entry) => [entry.host, entry.wave, entry.target, entry.action])).toEqual([
       ['cp1', 1, 'root@10.0.0.10', 'init the control plane (if not yet done) and create a join token'],
-      ['cp2', 2, 'root@10.0.0.11', 'join as control-plane node'],
+      ['cp2', 2, 'root@10.0.0.11', 'none: fleet up inits one control-plane host (more are not built yet)'],
       ['s1', 2, 'root@10.1.0.1:2222', 'join as edge node'],
       ['s2', 3, 'root@10.1.0.2:2222', 'join as edge node'],
     ]);

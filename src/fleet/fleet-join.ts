@@ -1,0 +1,115 @@
+/**
+ * `fleet join`: the join workflow on every node of an inventory (its
+ * control-plane hosts are left alone), with kubeadm's token and CA pin trust
+ * model, one SSH connection per host and one per bastion for the whole run.
+ * Each node's labels and edge flag come from the inventory; its package from
+ * the inventory or `--install-pkg-path`.
+ */
+import { runJoin } from '../cluster/join.js';
+import { prepareNode } from '../cluster/prepare.js';
+import type { ServiceManagerKind } from '../cluster/service-manager.js';
+import { closeSharedJumps, type HostConnectOptions } from '../hosts/connect.js';
+import type { SshConnection } from '../hosts/ssh-connection.js';
+import type { Logger } from '../log/run-log.js';
+import {
+  fleetHostEntries,
+  fleetRunSummary,
+  runFleet,
+  type FleetHostEntry,
+  type FleetRunOptions,
+  type FleetRunSummary,
+} from './fleet-run.js';
+import { fleetHostConnectOptions } from './host-connect.js';
+
+/** Options of {@link fleetJoin}. */
+export interface FleetJoinOptions extends Omit<FleetRunOptions, 'command' | 'task'> {
+  connect: Omit<HostConnectOptions, 'host'>;
+  logger: Logger;
+  isDryRun: boolean;
+  distribution: string;
+  /** Package for hosts whose inventory entry names none. */
+  installPackage: string | undefined;
+  requestedServiceManager: ServiceManagerKind | undefined;
+  endpoint: string;
+  token: string;
+  caCertHashes: string[];
+  isUnsafeSkipCaVerification: boolean;
+  discoveryTimeout: string;
+  ignorePreflightErrors: string[];
+  skipPhases?: string[];
+}
+
+/** One node in the report. */
+export interface FleetJoinHostEntry extends FleetHostEntry {
+  /** Whether the join changed the host (false when it had already joined). */
+  isChanged?: boolean;
+  node?: { name: string; isReady: boolean };
+}
+
+/** The `fleet join` result (its `--json` document). */
+export interface FleetJoinResult extends FleetRunSummary {
+  isDryRun: boolean;
+  hosts: FleetJoinHostEntry[];
+}
+
+/** `[phase/path] text` as the workflow prints it. */
+const PHASE_LINE = /^\[([\w/.-]+)\]/;
+
+/** Joins the nodes of the fleet. */
+export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinResult> {
+  const outcomes = new Map<string, Pick<FleetJoinHostEntry, 'isChanged' | 'node'>>();
+  const sharedJumps = new Map<string, SshConnection>();
+  let run;
+  try {
+    run = await runFleet({
+      ...options,
+      command: 'join',
+      task: async (fleetHost, context) => {
+        context.setPhase('connect');
+        const prepared = await prepareNode({
+          connect: fleetHostConnectOptions(fleetHost, { ...options.connect, logger: options.logger }, sharedJumps),
+          isDryRun: options.isDryRun,
+          distribution: options.distribution,
+          installPackage: fleetHost.packagePath ?? options.installPackage,
+          requestedServiceManager: options.requestedServiceManager,
+          logger: options.logger,
+        });
+        try {
+          context.log(`connected to ${prepared.host.name}`);
+          const result = await runJoin({
+            ...prepared,
+            isDryRun: options.isDryRun,
+            ignorePreflightErrors: options.ignorePreflightErrors,
+            endpoint: options.endpoint,
+            token: options.token,
+            caCertHashes: options.caCertHashes,
+            isUnsafeSkipCaVerification: options.isUnsafeSkipCaVerification,
+            discoveryTimeout: options.discoveryTimeout,
+            nodeLabels: fleetHost.labels,
+            enableEdge: fleetHost.isEdge,
+            ...(options.skipPhases === undefined ? {} : { skipPhases: options.skipPhases }),
+            logger: options.logger,
+            onLine: (line) => {
+              context.log(line);
+              const phase = PHASE_LINE.exec(line)?.[1];
+              if (phase !== undefined) context.setPhase(phase);
+            },
+          });
+          outcomes.set(fleetHost.name, {
+            isChanged: result.isChanged,
+            ...(result.node === undefined ? {} : { node: result.node }),
+          });
+        } finally {
+          await prepared.host.close();
+        }
+      },
+    });
+  } finally {
+    await closeSharedJumps(sharedJumps);
+  }
+  const hosts = fleetHostEntries(run.state, options.hosts).map((entry): FleetJoinHostEntry => {
+    const outcome = outcomes.get(entry.host);
+    return outcome === undefined ? entry : { ...entry, ...outcome };
+  });
+  return { ...fleetRunSummary(run), isDryRun: options.isDryRun, hosts };
+}
