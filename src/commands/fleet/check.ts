@@ -6,7 +6,7 @@ import { limitHosts } from '../../fleet/inventory/limit.js';
 import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
 import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
-import { plainProgress, ttyProgress } from '../../fleet/fleet-progress.js';
+import { runFleetWithProgress } from '../../cli/fleet-run.js';
 
 export default class FleetCheck extends BaseCommand<typeof FleetCheck> {
   static override summary = 'Run host check on every host of an inventory.';
@@ -27,25 +27,16 @@ export default class FleetCheck extends BaseCommand<typeof FleetCheck> {
     for (const warning of inventory.warnings) this.logger.warn(warning);
     // A resumed run keeps its own host list; the inventory is where their settings are looked up.
     const hosts = this.flags.resume === undefined ? limitHosts(inventory.hosts, this.flags.limit) : inventory.hosts;
-    const controller = new AbortController();
-    const onInterrupt = (): void => {
-      this.logToStderr('interrupted: no new host starts; waiting for the running ones (the state is saved)');
-      controller.abort();
-    };
-    process.once('SIGINT', onInterrupt);
-    const progress =
-      process.stdout.isTTY && !this.jsonEnabled()
-        ? ttyProgress(`fleet check of ${hosts.length} hosts`)
-        : plainProgress((line) => this.logToStderr(line));
-    let result: FleetCheckResult;
-    try {
-      result = await progress.run(() =>
+    const result: FleetCheckResult = await runFleetWithProgress(
+      this,
+      { title: `fleet check of ${hosts.length} hosts` },
+      (signal, progress) =>
         fleetCheck({
           inventoryFile: this.flags.inventory,
           hosts,
           edgeadmHome: edgeadmHome(),
           ...(this.flags.resume === undefined ? {} : { resume: this.flags.resume }),
-          rollout: { ...rolloutOptionsFromFlags(this.flags), signal: controller.signal },
+          rollout: { ...rolloutOptionsFromFlags(this.flags), signal },
           connect: fleetConnectOptionsFromFlags(this.flags, {
             env: process.env,
             redactor: this.redactor,
@@ -55,10 +46,7 @@ export default class FleetCheck extends BaseCommand<typeof FleetCheck> {
           redact: (text) => this.redactor.redact(text),
           onEvent: (event, state) => progress.onEvent(event, state),
         }),
-      );
-    } finally {
-      process.removeListener('SIGINT', onInterrupt);
-    }
+    );
     if (!this.jsonEnabled()) {
       for (const line of renderFleetReport(result.hosts)) this.log(line);
       this.log(`run ${result.runId}: ${result.runDir}`);

@@ -3,7 +3,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { requestedServiceManager } from '../../cluster/service-manager.js';
 import { ExitCode, ValidationError } from '../../errors.js';
 import { fleetJoin, type FleetJoinResult } from '../../fleet/fleet-join.js';
-import { plainProgress, ttyProgress } from '../../fleet/fleet-progress.js';
+import { runFleetWithProgress } from '../../cli/fleet-run.js';
 import { renderFleetReport } from '../../fleet/fleet-report.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
 import { loadInventory } from '../../fleet/inventory/load-inventory.js';
@@ -54,25 +54,16 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
     for (const warning of inventory.warnings) this.logger.warn(warning);
     const nodes = inventory.hosts.filter((host) => host.role === 'worker');
     const hosts = flags.resume === undefined ? limitHosts(nodes, flags.limit) : nodes;
-    const controller = new AbortController();
-    const onInterrupt = (): void => {
-      this.logToStderr('interrupted: no new host starts; waiting for the running ones (the state is saved)');
-      controller.abort();
-    };
-    const progress =
-      process.stdout.isTTY && !this.jsonEnabled()
-        ? ttyProgress(`fleet join of ${hosts.length} hosts`)
-        : plainProgress((line) => this.logToStderr(line));
-    process.once('SIGINT', onInterrupt);
-    let result: FleetJoinResult;
-    try {
-      result = await progress.run(() =>
+    const result: FleetJoinResult = await runFleetWithProgress(
+      this,
+      { title: `fleet join of ${hosts.length} hosts` },
+      (signal, progress) =>
         fleetJoin({
           inventoryFile: flags.inventory,
           hosts,
           edgeadmHome: edgeadmHome(),
           ...(flags.resume === undefined ? {} : { resume: flags.resume }),
-          rollout: { ...rolloutOptionsFromFlags(flags), signal: controller.signal },
+          rollout: { ...rolloutOptionsFromFlags(flags), signal },
           connect: fleetConnectOptionsFromFlags(flags, {
             env: process.env,
             redactor: this.redactor,
@@ -93,10 +84,7 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
           ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
           onEvent: (event, state) => progress.onEvent(event, state),
         }),
-      );
-    } finally {
-      process.removeListener('SIGINT', onInterrupt);
-    }
+    );
     if (!this.jsonEnabled()) {
       for (const line of renderFleetReport(result.hosts)) this.log(line);
       this.log(`run ${result.runId}: ${result.runDir} (host logs there)`);

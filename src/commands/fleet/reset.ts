@@ -3,7 +3,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { distributionFor } from '../../cluster/distributions/index.js';
 import { requestedServiceManager } from '../../cluster/service-manager.js';
 import { ExitCode, ValidationError } from '../../errors.js';
-import { plainProgress, ttyProgress } from '../../fleet/fleet-progress.js';
+import { runFleetWithProgress } from '../../cli/fleet-run.js';
 import { renderFleetReport } from '../../fleet/fleet-report.js';
 import { fleetReset, type FleetResetResult } from '../../fleet/fleet-reset.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
@@ -42,25 +42,16 @@ export default class FleetReset extends BaseCommand<typeof FleetReset> {
     const inventory = await loadInventory(flags.inventory);
     for (const warning of inventory.warnings) this.logger.warn(warning);
     const hosts = flags.resume === undefined ? limitHosts(inventory.hosts, flags.limit) : inventory.hosts;
-    const controller = new AbortController();
-    const onInterrupt = (): void => {
-      this.logToStderr('interrupted: no new host starts; waiting for the running ones (the state is saved)');
-      controller.abort();
-    };
-    const progress =
-      process.stdout.isTTY && !this.jsonEnabled()
-        ? ttyProgress(`fleet reset of ${hosts.length} hosts`)
-        : plainProgress((line) => this.logToStderr(line));
-    process.once('SIGINT', onInterrupt);
-    let result: FleetResetResult;
-    try {
-      result = await progress.run(() =>
+    const result: FleetResetResult = await runFleetWithProgress(
+      this,
+      { title: `fleet reset of ${hosts.length} hosts` },
+      (signal, progress) =>
         fleetReset({
           inventoryFile: flags.inventory,
           hosts,
           edgeadmHome: edgeadmHome(),
           ...(flags.resume === undefined ? {} : { resume: flags.resume }),
-          rollout: { ...rolloutOptionsFromFlags(flags), signal: controller.signal },
+          rollout: { ...rolloutOptionsFromFlags(flags), signal },
           connect: fleetConnectOptionsFromFlags(flags, {
             env: process.env,
             redactor: this.redactor,
@@ -75,10 +66,7 @@ export default class FleetReset extends BaseCommand<typeof FleetReset> {
           ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
           onEvent: (event, state) => progress.onEvent(event, state),
         }),
-      );
-    } finally {
-      process.removeListener('SIGINT', onInterrupt);
-    }
+    );
     if (!this.jsonEnabled()) {
       for (const line of renderFleetReport(result.hosts)) this.log(line);
       this.log(`run ${result.runId}: ${result.runDir} (host logs there)`);

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { requestedServiceManager } from '../../cluster/service-manager.js';
 import { ExitCode } from '../../errors.js';
-import { plainProgress, ttyProgress } from '../../fleet/fleet-progress.js';
+import { runFleetWithProgress } from '../../cli/fleet-run.js';
 import { renderFleetReport } from '../../fleet/fleet-report.js';
 import { controlPlaneOf, fleetUp, type FleetUpResult } from '../../fleet/fleet-up.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
@@ -39,46 +39,36 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
     for (const warning of inventory.warnings) this.logger.warn(warning);
     const controlPlane = controlPlaneOf(inventory.hosts);
     const nodes = inventory.hosts.filter((host) => host.role === 'worker');
-    const controller = new AbortController();
-    const onInterrupt = (): void => {
-      this.logToStderr('interrupted: no new host starts; waiting for the running ones (the state is saved)');
-      controller.abort();
-    };
     const selected = flags.resume === undefined ? limitHosts(nodes, flags.limit) : nodes;
-    const progress =
-      process.stdout.isTTY && !this.jsonEnabled()
-        ? ttyProgress(`fleet up: joining ${selected.length} nodes`)
-        : plainProgress((line) => this.logToStderr(line));
-    process.once('SIGINT', onInterrupt);
-    let result: FleetUpResult;
-    try {
-      result = await fleetUp({
-        inventoryFile: flags.inventory,
-        controlPlane,
-        nodes: selected,
-        edgeadmHome: edgeadmHome(),
-        ...(flags.resume === undefined ? {} : { resume: flags.resume }),
-        rollout: { ...rolloutOptionsFromFlags(flags), signal: controller.signal },
-        connect: fleetConnectOptionsFromFlags(flags, {
-          env: process.env,
-          redactor: this.redactor,
+    const result: FleetUpResult = await runFleetWithProgress(
+      this,
+      { title: `fleet up: joining ${selected.length} nodes`, isWrapped: false },
+      (signal, progress) =>
+        fleetUp({
+          inventoryFile: flags.inventory,
+          controlPlane,
+          nodes: selected,
+          edgeadmHome: edgeadmHome(),
+          ...(flags.resume === undefined ? {} : { resume: flags.resume }),
+          rollout: { ...rolloutOptionsFromFlags(flags), signal },
+          connect: fleetConnectOptionsFromFlags(flags, {
+            env: process.env,
+            redactor: this.redactor,
+            logger: this.logger,
+          }),
           logger: this.logger,
+          redact: (text) => this.redactor.redact(text),
+          distribution: flags.distribution ?? 'k3s',
+          installPackage: flags['install-pkg-path'],
+          requestedServiceManager: requestedServiceManager(process.env),
+          addSecret: (secret) => this.redactor.addSecret(secret),
+          discoveryTimeout: DISCOVERY_TIMEOUT,
+          ignorePreflightErrors: listFlag(flags['ignore-preflight-errors']) ?? [],
+          ...(flags['kubeconfig-out'] === undefined ? {} : { kubeconfigOut: flags['kubeconfig-out'] }),
+          onControlPlaneLine: (line) => this.logToStderr(`${controlPlane.name}: ${line}`),
+          onEvent: (event, state) => progress.onEvent(event, state),
         }),
-        logger: this.logger,
-        redact: (text) => this.redactor.redact(text),
-        distribution: flags.distribution ?? 'k3s',
-        installPackage: flags['install-pkg-path'],
-        requestedServiceManager: requestedServiceManager(process.env),
-        addSecret: (secret) => this.redactor.addSecret(secret),
-        discoveryTimeout: DISCOVERY_TIMEOUT,
-        ignorePreflightErrors: listFlag(flags['ignore-preflight-errors']) ?? [],
-        ...(flags['kubeconfig-out'] === undefined ? {} : { kubeconfigOut: flags['kubeconfig-out'] }),
-        onControlPlaneLine: (line) => this.logToStderr(`${controlPlane.name}: ${line}`),
-        onEvent: (event, state) => progress.onEvent(event, state),
-      });
-    } finally {
-      process.removeListener('SIGINT', onInterrupt);
-    }
+    );
     if (!this.jsonEnabled()) {
       this.log(`control plane ${result.controlPlane.host}: ${result.controlPlane.server}`);
       for (const line of renderFleetReport(result.hosts)) this.log(line);
