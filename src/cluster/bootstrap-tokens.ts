@@ -155,3 +155,32 @@ export async function applyClusterInfoRbac(client: KubeClient): Promise<boolean>
   }
   return isChanged;
 }
+
+const CLUSTER_SCOPED_RESOURCES: Record<string, string> = {
+  ClusterRole: 'clusterroles',
+  ClusterRoleBinding: 'clusterrolebindings',
+};
+
+/**
+ * Applies the cluster-scoped RBAC objects a distribution needs for
+ * bootstrap tokens to let nodes join (kubeadm's node bootstrap bindings),
+ * with server-side apply; true when one changed.
+ *
+ * @throws {ValidationError} `E_BOOTSTRAP_OBJECT_UNSUPPORTED` for another kind.
+ */
+export async function applyBootstrapObjects(client: KubeClient, objects: readonly KubeObject[]): Promise<boolean> {
+  let isChanged = false;
+  for (const object of objects) {
+    const resource = CLUSTER_SCOPED_RESOURCES[object.kind ?? ''];
+    if (!resource || !object.metadata?.name) {
+      throw new ValidationError(`cannot apply a bootstrap object of kind ${String(object.kind)}`, {
+        code: 'E_BOOTSTRAP_OBJECT_UNSUPPORTED',
+      });
+    }
+    const path = groupPath('rbac.authorization.k8s.io/v1', resource, { name: object.metadata.name });
+    const before = await client.get(path);
+    const after = await client.apply(path, object, { force: true });
+    if (before?.metadata?.resourceVersion !== after.metadata?.resourceVersion) isChanged = true;
+  }
+  return isChanged;
+}

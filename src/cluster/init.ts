@@ -2,7 +2,7 @@
  * The init workflow: a lightweight control plane on one host, from an
  * offline install package.
  *
- * preflight → package → control-plane → wait-ready → bootstrap-token →
+ * preflight → package → runtime → control-plane → wait-ready → bootstrap-token →
  * edge-addons (with --enable-edge) → show-join-command
  *
  * Every phase checks before it changes, so a re-run after success says
@@ -30,13 +30,21 @@ import { renderClusterInfoKubeconfig } from '../trust/kubeconfig.js';
 import { writeSecretFileAtomic } from '../trust/secret-file.js';
 import type { Phase } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
-import { applyClusterInfoRbac, createBootstrapToken, getBootstrapToken, signClusterInfo } from './bootstrap-tokens.js';
+import {
+  applyBootstrapObjects,
+  applyClusterInfoRbac,
+  createBootstrapToken,
+  getBootstrapToken,
+  signClusterInfo,
+} from './bootstrap-tokens.js';
 import type { Distribution } from './distributions/distribution.js';
+import { DEFAULT_DISTRIBUTION } from './distributions/index.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
 import { packagePhase } from './package-phase.js';
 import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
+import { runtimePhase } from './runtime-phase.js';
 import type { ServiceManager } from './service-manager.js';
 import { configureAndStartService } from './service-phase.js';
 import type { StateRecorder } from './state.js';
@@ -128,6 +136,7 @@ function controlPlanePhase(): Phase<InitData> {
         certSans: ctx.certSans,
         podCidr: ctx.podCidr,
         serviceCidr: ctx.serviceCidr,
+        kubernetesVersion: ctx.package.manifest.kubernetesVersion,
       });
       return configureAndStartService(ctx, config);
     },
@@ -186,6 +195,9 @@ function bootstrapTokenPhase(): Phase<InitData> {
         ctx.say(`Would create the bootstrap token Secret kube-system/bootstrap-token-${ctx.token.id}`);
         ctx.say(`Would create or update kube-public/cluster-info (kubeconfig for ${serverOf(ctx)}, JWS per token)`);
         ctx.say('Would apply the Role and RoleBinding that let system:anonymous get cluster-info');
+        for (const object of ctx.distribution.bootstrapObjects?.() ?? []) {
+          ctx.say(`Would apply the ${object.kind} ${object.metadata?.name} (node bootstrap)`);
+        }
         return 'unchanged';
       }
       const client = await adminClient(ctx);
@@ -222,6 +234,10 @@ function bootstrapTokenPhase(): Phase<InitData> {
       if (await applyClusterInfoRbac(client)) {
         isChanged = true;
         ctx.say('applied the RBAC that lets anonymous users read cluster-info');
+      }
+      if (await applyBootstrapObjects(client, ctx.distribution.bootstrapObjects?.() ?? [])) {
+        isChanged = true;
+        ctx.say(`applied the RBAC that lets ${ctx.distribution.name} nodes join with bootstrap tokens`);
       }
       return isChanged ? 'changed' : 'unchanged';
     },
@@ -277,6 +293,7 @@ function showJoinCommandPhase(): Phase<InitData> {
       const caPin = ctx.caPem ? caPinsOfPem(ctx.caPem, 'the cluster CA')[0] : 'sha256:<hash>';
       const address = `${advertiseAddressOf(ctx)}:${ctx.distribution.apiPort}`;
       ctx.joinCommand = `edgeadm join ${address} --token ${token} --discovery-token-ca-cert-hash ${caPin} --install-pkg-path ${ctx.installPackagePath}`;
+      if (ctx.distribution.name !== DEFAULT_DISTRIBUTION) ctx.joinCommand += ` --distribution ${ctx.distribution.name}`;
       if (ctx.isDryRun || !ctx.admin) {
         if (ctx.kubeconfigOut ?? ctx.userKubeconfigPath) {
           ctx.say(`Would write the admin kubeconfig to ${ctx.kubeconfigOut ?? ctx.userKubeconfigPath}`);
@@ -320,6 +337,7 @@ export function initPhases(): Phase<InitData>[] {
   return [
     preflightPhase<InitData>(),
     packagePhase<InitData>(),
+    runtimePhase<InitData>(),
     controlPlanePhase(),
     waitReadyPhase(),
     bootstrapTokenPhase(),

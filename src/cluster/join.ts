@@ -2,7 +2,7 @@
  * The join workflow: an edge node joins a cluster with kubeadm's trust
  * model (bootstrap token + CA pin).
  *
- * preflight → discovery → package → node-join → wait-ready → labels
+ * preflight → discovery → package → runtime → node-join → wait-ready → labels
  *
  * Discovery runs on this machine (where edgeadm runs) against the control
  * plane, before anything reaches the host: a wrong token, a wrong pin or an
@@ -28,6 +28,7 @@ import type { NodeData } from './node-context.js';
 import { packagePhase } from './package-phase.js';
 import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
+import { runtimePhase } from './runtime-phase.js';
 import type { ServiceManager } from './service-manager.js';
 import { configureAndStartService } from './service-phase.js';
 import type { StateRecorder } from './state.js';
@@ -121,6 +122,7 @@ function nodeJoinPhase(): Phase<JoinData> {
         nodeLabels: labelsOf(ctx),
         server: discovery.server,
         joinCredential: ctx.distribution.joinCredential({ caPem: discovery.caPem, token: ctx.token }),
+        caPem: discovery.caPem,
       });
       return configureAndStartService(ctx, config);
     },
@@ -204,6 +206,7 @@ export function joinPhases(): Phase<JoinData>[] {
     preflightPhase<JoinData>(),
     discoveryPhase(),
     packagePhase<JoinData>(),
+    runtimePhase<JoinData>(),
     nodeJoinPhase(),
     waitReadyPhase(),
     labelsPhase(),

@@ -28,6 +28,35 @@ export function hostPackagePaths(packageName: string): { archive: string; dir: s
   return { archive: `${HOST_PACKAGE_DIR}/${packageName}.tar.gz`, dir: `${HOST_PACKAGE_DIR}/${packageName}` };
 }
 
+/**
+ * Installs the regular files directly under `from` (`bin/`, `cni/`) of the
+ * unpacked package into `to`, with the modes the manifest gives, recording
+ * each target first; files already there with the right SHA-256 are kept.
+ * True when something was installed.
+ */
+export async function installPackageFiles(ctx: NodeData, options: { from: string; to: string }): Promise<boolean> {
+  const { host, state } = ctx;
+  const { dir } = hostPackagePaths(ctx.package.manifest.name);
+  const files = ctx.package.manifest.files.filter(
+    (file) => file.path.startsWith(options.from) && !file.path.slice(options.from.length).includes('/'),
+  );
+  let isChanged = false;
+  for (const file of files) {
+    const target = `${options.to}/${file.path.slice(options.from.length)}`;
+    state.file(target);
+    await state.save();
+    if ((await host.sha256(target, { sudo: true })) === file.sha256) continue;
+    await execOrThrow(
+      host,
+      `install -m ${modeBits(file.mode).toString(8)} ${quote(`${dir}/${file.path}`)} ${quote(target)}`,
+      { sudo: true, description: `install ${target} from the package (sha256 ${file.sha256.slice(0, 12)}…)` },
+    );
+    isChanged = true;
+    ctx.say(`installed ${target}`);
+  }
+  return isChanged;
+}
+
 /** Makes the package phase. */
 export function packagePhase<C extends NodeData>(): Phase<C> {
   return {
@@ -98,19 +127,7 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
           });
         }
       }
-      for (const file of binaries) {
-        const target = `${ctx.distribution.binDir}/${file.path.slice('bin/'.length)}`;
-        state.file(target);
-        await state.save();
-        if ((await host.sha256(target, { sudo: true })) === file.sha256) continue;
-        await execOrThrow(
-          host,
-          `install -m ${modeBits(file.mode).toString(8)} ${quote(`${dir}/${file.path}`)} ${quote(target)}`,
-          { sudo: true, description: `install ${target} from the package (sha256 ${file.sha256.slice(0, 12)}…)` },
-        );
-        isChanged = true;
-        ctx.say(`installed ${target}`);
-      }
+      if (await installPackageFiles(ctx, { from: 'bin/', to: ctx.distribution.binDir })) isChanged = true;
       return isChanged ? 'changed' : 'unchanged';
     },
   };

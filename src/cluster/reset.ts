@@ -1,12 +1,15 @@
 /**
  * The reset workflow: take a host back to how it was before init or join.
  *
- * stop-services → remove-files → cleanup-network → remove-state
+ * distribution-reset → stop-services → remove-files → cleanup-network →
+ * remove-state
  *
  * What goes comes from the install state (/var/lib/edgeadm/state), which
  * init and join fill as they write. Without a state, reset refuses unless
  * `--force`, and then removes what the distribution is known to write.
- * Under --dry-run it lists what would go and changes nothing.
+ * Under --dry-run it lists what would go and changes nothing. A directory
+ * that is a mount point (a separate disk for /var/lib/kubelet, say) is
+ * emptied rather than removed, as `kubeadm reset` does.
  */
 import { EdgeadmError } from '../errors.js';
 import { execOrThrow, type Host } from '../hosts/host.js';
@@ -14,10 +17,12 @@ import type { Logger } from '../log/run-log.js';
 import type { Phase } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import type { Distribution } from './distributions/distribution.js';
+import { DEFAULT_DISTRIBUTION, distributionFor } from './distributions/index.js';
 import { runClusterWorkflow } from './run-workflow.js';
 import {
   DirectServiceManager,
   SystemdServiceManager,
+  serviceFilesOf,
   type ServiceManager,
   type ServiceManagerKind,
 } from './service-manager.js';
@@ -43,17 +48,39 @@ function holdsState(dir: string): boolean {
   return STATE_FILE.startsWith(`${dir}/`);
 }
 
+/** Removes a path; a directory that is a mount point is emptied instead. */
+function removeCommand(path: string): string {
+  const p = quote(path);
+  return `if mountpoint -q ${p} 2>/dev/null; then find ${p} -mindepth 1 -maxdepth 1 -exec rm -rf {} +; else rm -rf ${p}; fi`;
+}
+
 /** The reset phase tree. */
 export function resetPhases(): Phase<ResetData>[] {
   return [
     {
+      name: 'distribution-reset',
+      summary: "Run the distribution's own reset (kubeadm reset -f; k3s has none)",
+      runIf: (ctx) => ctx.distribution.resetCommand !== undefined,
+      skipReason: (ctx) => `${ctx.distribution.name} has no reset command of its own`,
+      async run(ctx) {
+        await execOrThrow(ctx.host, ctx.distribution.resetCommand!, {
+          sudo: true,
+          timeoutMs: DISTRIBUTION_RESET_TIMEOUT_MS,
+          description: `undo the ${ctx.distribution.name} setup (${ctx.distribution.resetCommand!})`,
+        });
+        return 'changed';
+      },
+    },
+    {
       name: 'stop-services',
       summary: 'Stop and disable the services init or join started',
       async run(ctx) {
+        // Last started, first stopped: the kubelet before its container runtime.
         const units = new Set([
-          ...ctx.state.services,
+          ...[...ctx.state.services].reverse(),
           ctx.distribution.serviceUnit('control-plane').name,
           ctx.distribution.serviceUnit('worker').name,
+          ...(ctx.distribution.runtime ? [ctx.distribution.runtime.serviceUnit.name] : []),
         ]);
         let isChanged = false;
         for (const unit of units) {
@@ -78,7 +105,7 @@ export function resetPhases(): Phase<ResetData>[] {
         }
         if (existing.length === 0) return 'unchanged';
         for (const path of existing) {
-          await execOrThrow(ctx.host, `rm -rf ${quote(path)}`, { sudo: true, description: `remove ${path}` });
+          await execOrThrow(ctx.host, removeCommand(path), { sudo: true, description: `remove ${path}` });
           ctx.removed.push(path);
         }
         ctx.say(`removed ${existing.length} paths`);
@@ -112,12 +139,16 @@ export function resetPhases(): Phase<ResetData>[] {
   ];
 }
 
+/** How long the distribution's own reset may take. */
+export const DISTRIBUTION_RESET_TIMEOUT_MS = 5 * 60_000;
+
 /** Everything `edgeadm reset` needs. */
 export interface ResetOptions {
   host: Host;
   isDryRun: boolean;
   isForced: boolean;
-  distribution: Distribution;
+  /** The distribution asked for; otherwise the one the install state names, else the default. */
+  distribution?: Distribution;
   /** The service manager asked for; otherwise the one the state names, else systemd. */
   requestedServiceManager: ServiceManagerKind | undefined;
   skipPhases?: string[];
@@ -146,19 +177,26 @@ export async function runReset(options: ResetOptions): Promise<ResetResult> {
       ],
     });
   }
+  const distribution = options.distribution ?? distributionFor(loaded?.distribution ?? DEFAULT_DISTRIBUTION);
+  const runtime = distribution.runtime;
   const state: InstallState = loaded ?? {
     ...emptyState(),
     files: [
-      ...options.distribution.requiredBinaries.map((b) => `${options.distribution.binDir}/${b}`),
-      options.distribution.configPath('control-plane'),
+      ...distribution.requiredBinaries.map((b) => `${distribution.binDir}/${b}`),
+      distribution.configPath('control-plane'),
+      ...(distribution.configPath('worker') === distribution.configPath('control-plane')
+        ? []
+        : [distribution.configPath('worker')]),
+      ...(distribution.ownedFiles ?? []),
+      ...(runtime ? [runtime.configPath] : []),
     ],
-    directories: [...options.distribution.ownedDirectories],
+    directories: [...distribution.ownedDirectories, ...(runtime?.ownedDirectories ?? [])],
   };
   const kind = options.requestedServiceManager ?? state.serviceManager ?? 'systemd';
   const ctx: ResetData = {
     host: options.host,
     isDryRun: options.isDryRun,
-    distribution: options.distribution,
+    distribution,
     state,
     serviceManager: kind === 'direct' ? new DirectServiceManager() : new SystemdServiceManager(),
     logger: options.logger,
@@ -166,9 +204,12 @@ export async function runReset(options: ResetOptions): Promise<ResetResult> {
     removed: [],
   };
   if (!loaded) {
-    for (const unit of ['control-plane', 'worker'] as const) {
-      for (const file of ctx.serviceManager.filesOf(options.distribution.serviceUnit(unit).name))
-        state.files.push(file);
+    const units = [distribution.serviceUnit('control-plane'), distribution.serviceUnit('worker')];
+    if (runtime) units.push(runtime.serviceUnit);
+    for (const unit of units) {
+      for (const file of serviceFilesOf(ctx.serviceManager, unit)) {
+        if (!state.files.includes(file)) state.files.push(file);
+      }
     }
   }
   const report = await runClusterWorkflow(resetPhases(), ctx, {

@@ -29,12 +29,49 @@ export const SYSTEMCTL_TIMEOUT_MS = 120_000;
 
 export type ServiceManagerKind = 'systemd' | 'direct';
 
+/** A systemd drop-in of a unit (`<unit>.d/<name>`). */
+export interface ServiceDropIn {
+  /** `10-kubeadm.conf`. */
+  name: string;
+  content: string;
+}
+
 /** A service as a distribution describes it. */
 export interface ServiceUnit {
   /** `k3s.service`. */
   name: string;
   /** The unit file's text. */
   content: string;
+  /**
+   * Drop-ins written beside the unit. The direct service manager writes them
+   * too, for review, but starts the unit's own `ExecStart`.
+   */
+  dropIns?: readonly ServiceDropIn[];
+}
+
+/** Where a unit's drop-in lives. */
+export function dropInPath(unitName: string, dropInName: string): string {
+  return `${SYSTEMD_UNIT_DIR}/${unitName}.d/${dropInName}`;
+}
+
+/** Every file a manager writes for a unit, its drop-ins included (for the install state). */
+export function serviceFilesOf(manager: ServiceManager, unit: ServiceUnit): string[] {
+  return [...manager.filesOf(unit.name), ...(unit.dropIns ?? []).map((d) => dropInPath(unit.name, d.name))];
+}
+
+/** Writes a unit's drop-ins; true when one changed. */
+async function writeDropIns(host: Host, unit: ServiceUnit): Promise<boolean> {
+  let isChanged = false;
+  for (const dropIn of unit.dropIns ?? []) {
+    const path = dropInPath(unit.name, dropIn.name);
+    const result = await host.put(Buffer.from(dropIn.content), path, {
+      mode: 0o644,
+      sudo: true,
+      description: `write the systemd drop-in ${path}`,
+    });
+    if (!result.skipped) isChanged = true;
+  }
+  return isChanged;
 }
 
 /** What {@link ServiceManager.ensureRunning} did. */
@@ -83,14 +120,15 @@ export class SystemdServiceManager implements ServiceManager {
       sudo: true,
       description: `write the systemd unit ${SYSTEMD_UNIT_DIR}/${unit.name}`,
     });
-    if (!result.skipped) {
+    const isDropInChanged = await writeDropIns(host, unit);
+    if (!result.skipped || isDropInChanged) {
       await execOrThrow(host, 'systemctl daemon-reload', {
         sudo: true,
         timeoutMs: SYSTEMCTL_TIMEOUT_MS,
         description: 'reload systemd units (systemctl daemon-reload)',
       });
     }
-    return !result.skipped;
+    return !result.skipped || isDropInChanged;
   }
 
   async ensureRunning(host: Host, unit: ServiceUnit, options: { isRestartNeeded: boolean }): Promise<StartOutcome> {
@@ -141,7 +179,8 @@ export class DirectServiceManager implements ServiceManager {
       sudo: true,
       description: `write the unit ${SYSTEMD_UNIT_DIR}/${unit.name} (started directly: ${SERVICE_MANAGER_ENV}=direct)`,
     });
-    return !result.skipped;
+    const isDropInChanged = await writeDropIns(host, unit);
+    return !result.skipped || isDropInChanged;
   }
 
   async ensureRunning(host: Host, unit: ServiceUnit, options: { isRestartNeeded: boolean }): Promise<StartOutcome> {

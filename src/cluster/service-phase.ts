@@ -1,12 +1,15 @@
 /**
  * The step both init's control-plane phase and join's node-join phase end
  * with: write the distribution's configuration file and service unit, and
- * start the service (restarting it when either changed). Everything written
+ * start the service (restarting it when either changed), then run the
+ * distribution's setup command once (kubeadm init/join). Everything written
  * is recorded in the install state first.
  */
 import { dirname } from 'node:path/posix';
 import type { PhaseOutcome } from '../workflow/phase.js';
+import { isSetupDone, runSetupOnce } from './distribution-setup.js';
 import type { NodeData } from './node-context.js';
+import { serviceFilesOf } from './service-manager.js';
 
 /** Writes `configText` and the role's unit, then makes sure the service runs. */
 export async function configureAndStartService(ctx: NodeData, configText: string): Promise<PhaseOutcome> {
@@ -22,18 +25,23 @@ export async function configureAndStartService(ctx: NodeData, configText: string
   for (const dir of distribution.ownedDirectories) await state.claimDirectory(dir);
   await state.ensureDirectory(dirname(configPath));
   state.file(configPath);
-  for (const file of serviceManager.filesOf(unit.name)) {
+  for (const file of distribution.ownedFiles ?? []) state.file(file);
+  for (const file of serviceFilesOf(serviceManager, unit)) {
     await state.ensureDirectory(dirname(file));
     state.file(file);
   }
   state.service(unit.name);
   await state.save();
 
-  const config = await host.put(Buffer.from(configText), configPath, {
-    mode: 0o600,
-    sudo: true,
-    description: `write the ${distribution.name} configuration ${configPath}`,
-  });
+  // A set-up kubeadm node keeps the configuration it was set up with.
+  const isDone = await isSetupDone(ctx, configText);
+  const config = isDone
+    ? { skipped: true }
+    : await host.put(Buffer.from(configText), configPath, {
+        mode: 0o600,
+        sudo: true,
+        description: `write the ${distribution.name} configuration ${configPath}`,
+      });
   ctx.say(config.skipped ? `${configPath} unchanged` : `wrote ${configPath}`);
   const isUnitChanged = await serviceManager.install(host, unit);
   ctx.say(isUnitChanged ? `wrote the unit ${unit.name}` : `unit ${unit.name} unchanged`);
@@ -43,5 +51,6 @@ export async function configureAndStartService(ctx: NodeData, configText: string
   ctx.say(
     outcome === 'already-running' ? `${unit.name} already running` : `${unit.name} ${outcome} (${serviceManager.kind})`,
   );
-  return !config.skipped || isUnitChanged || outcome !== 'already-running' ? 'changed' : 'unchanged';
+  const isSetUp = await runSetupOnce(ctx, configText, isDone);
+  return !config.skipped || isUnitChanged || outcome !== 'already-running' || isSetUp ? 'changed' : 'unchanged';
 }

@@ -33,6 +33,8 @@ export interface InstallState {
   services: string[];
   /** The id of the bootstrap token init created (the secret stays in the cluster). */
   bootstrapTokenId?: string;
+  /** SHA-256 of the configuration the distribution's setup command (kubeadm init/join) completed with. */
+  setupDoneWith?: string;
 }
 
 /** A state with nothing recorded. */

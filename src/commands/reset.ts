@@ -24,7 +24,9 @@ export default class Reset extends BaseCommand<typeof Reset> {
       summary: 'Reset without asking (and without an install state, remove what the distribution is known to write).',
     }),
     'dry-run': Flags.boolean({ summary: 'List what would be stopped and removed; change nothing.' }),
-    distribution: Flags.string({ summary: 'k3s (default).' }),
+    distribution: Flags.string({
+      summary: 'k3s or kubeadm; default: the one the install state names (else k3s).',
+    }),
     'skip-phases': Flags.string({ summary: 'Phases to skip, comma-separated.', multiple: true }),
   };
 
@@ -38,7 +40,7 @@ export default class Reset extends BaseCommand<typeof Reset> {
         },
       );
     }
-    const distribution = distributionFor(flags.distribution ?? 'k3s');
+    const distribution = flags.distribution ? distributionFor(flags.distribution) : undefined;
     const real = await connectHost({
       ...hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
       logger: this.logger,
@@ -49,7 +51,7 @@ export default class Reset extends BaseCommand<typeof Reset> {
         host,
         isDryRun: flags['dry-run'],
         isForced: flags.force,
-        distribution,
+        ...(distribution ? { distribution } : {}),
         requestedServiceManager: requestedServiceManager(process.env),
         ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
         logger: this.logger,

@@ -28,6 +28,8 @@ export interface Phase<C> {
   run?: (ctx: C) => Promise<PhaseOutcome | void>;
   /** Skip the phase (and its children) when this returns false. */
   runIf?: (ctx: C) => boolean;
+  /** Why `runIf` skipped it, for the operator; default "not needed for this configuration". */
+  skipReason?: (ctx: C) => string;
   /** Child phases, run in order after this phase's own run. */
   phases?: Phase<C>[];
   /** Hidden phases run but are not listed or offered as `phase` subcommands. */

@@ -87,7 +87,8 @@ export async function runPhases<C>(phases: Phase<C>[], ctx: C, options: RunOptio
     // The phase a user asks for by name runs whatever its own condition says.
     if (phase.runIf && path !== options.only && !phase.runIf(ctx)) {
       skippedParents.push(path);
-      record({ path, status: 'skipped', durationMs: 0, reason: 'not needed for this configuration' });
+      const reason = phase.skipReason?.(ctx) ?? 'not needed for this configuration';
+      record({ path, status: 'skipped', durationMs: 0, reason });
       continue;
     }
     if (!phase.run) continue;

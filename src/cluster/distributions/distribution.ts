@@ -5,6 +5,7 @@
  * credentials are built, and what reset must clean up. Drivers are pure
  * descriptions; the phases in src/cluster do the work through a Host.
  */
+import type { KubeObject } from '../../kube/client.js';
 import type { BootstrapToken } from '../../trust/bootstrap-token.js';
 import type { ServiceUnit } from '../service-manager.js';
 
@@ -22,6 +23,8 @@ export interface ServerConfigInput {
   serviceCidr?: string;
   /** Start an HA-capable (embedded etcd) control plane. */
   isClusterInit?: boolean;
+  /** The Kubernetes version of the install package (kubeadm pins its control plane to it). */
+  kubernetesVersion?: string;
 }
 
 /** What a joining node's configuration says. */
@@ -32,6 +35,40 @@ export interface AgentConfigInput {
   server: string;
   /** The distribution's join credential (a secret). */
   joinCredential: string;
+  /** The CA bundle discovery verified (kubeadm pins it again in its own discovery). */
+  caPem?: string;
+}
+
+/**
+ * A container runtime the distribution needs installed beside it (kubeadm:
+ * containerd). k3s embeds its own and has none.
+ */
+export interface ContainerRuntime {
+  /** For messages: `containerd`. */
+  readonly name: string;
+  /** Binaries the install package must carry under bin/ for it. */
+  readonly requiredBinaries: readonly string[];
+  /** Its configuration file and text. */
+  readonly configPath: string;
+  renderConfig(): string;
+  readonly serviceUnit: ServiceUnit;
+  /** The socket that answers once the runtime is up. */
+  readonly socketPath: string;
+  /** Where the package's cni/ plugins are installed. */
+  readonly cniBinDir: string;
+  /** Directories the runtime owns outright, removed with their content by reset. */
+  readonly ownedDirectories: readonly string[];
+}
+
+/**
+ * A one-shot command that completes a node after its service runs
+ * (`kubeadm init --config …`, `kubeadm join --config …`). k3s needs none:
+ * its service does everything.
+ */
+export interface SetupCommand {
+  command: string;
+  description: string;
+  timeoutMs: number;
 }
 
 /** A distribution driver. */
@@ -61,4 +98,14 @@ export interface Distribution {
   joinCredential(options: { caPem: string; token: BootstrapToken }): string;
   /** A shell script that removes the network interfaces and iptables rules the distribution created. */
   networkCleanupScript(): string;
+  /** Files the distribution writes outside its owned directories (kubeconfigs), removed by reset. */
+  readonly ownedFiles?: readonly string[];
+  /** The container runtime to install before the node's service (none: the distribution embeds one). */
+  readonly runtime?: ContainerRuntime;
+  /** The command that completes a node once its configuration is written and its service runs. */
+  setupCommand?(role: 'control-plane' | 'worker'): SetupCommand;
+  /** The command that undoes {@link setupCommand} (run first by reset, and after a failed setup). */
+  readonly resetCommand?: string;
+  /** Objects the control plane needs so that bootstrap tokens let nodes join (kubeadm's node bootstrap RBAC). */
+  bootstrapObjects?(): KubeObject[];
 }

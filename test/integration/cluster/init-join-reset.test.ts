@@ -119,6 +119,7 @@ describe('edgeadm init, join, token and reset on test hosts (simulated k3s)', ()
     expect(result.phases.map((p) => `${p.path}:${p.status}`)).toEqual([
       'preflight:unchanged',
       'package:changed',
+      'runtime:skipped',
       'control-plane:changed',
       'wait-ready:unchanged',
       'bootstrap-token:changed',

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { k3sDistribution } from '../../../src/cluster/distributions/k3s.js';
+import { kubeadmDistribution } from '../../../src/cluster/distributions/kubeadm.js';
 import { initPhases } from '../../../src/cluster/init.js';
 import { joinPhases } from '../../../src/cluster/join.js';
 import { resetPhases } from '../../../src/cluster/reset.js';
@@ -9,6 +11,7 @@ describe('phase trees', () => {
     expect(flattenPhases(initPhases()).map((p) => p.path)).toEqual([
       'preflight',
       'package',
+      'runtime',
       'control-plane',
       'wait-ready',
       'bootstrap-token',
@@ -19,7 +22,7 @@ describe('phase trees', () => {
 
   it('join verifies the cluster before the package reaches the host', () => {
     const paths = flattenPhases(joinPhases()).map((p) => p.path);
-    expect(paths).toEqual(['preflight', 'discovery', 'package', 'node-join', 'wait-ready', 'labels']);
+    expect(paths).toEqual(['preflight', 'discovery', 'package', 'runtime', 'node-join', 'wait-ready', 'labels']);
     expect(paths.indexOf('discovery')).toBeLessThan(paths.indexOf('package'));
   });
 
@@ -31,6 +34,15 @@ describe('phase trees', () => {
     ).toBe('remove-state');
   });
 
+  it('runtime runs only for a distribution with a separate runtime, and says why not for k3s', () => {
+    const phase = initPhases().find((p) => p.name === 'runtime')!;
+    expect(phase.runIf?.({ distribution: k3sDistribution } as never)).toBe(false);
+    expect(phase.skipReason?.({ distribution: k3sDistribution } as never)).toBe(
+      'k3s embeds its own container runtime (containerd)',
+    );
+    expect(phase.runIf?.({ distribution: kubeadmDistribution } as never)).toBe(true);
+  });
+
   it('edge-addons runs only with --enable-edge', () => {
     const phase = initPhases().find((p) => p.name === 'edge-addons')!;
     expect(phase.runIf?.({ enableEdge: false } as never)).toBe(false);
@@ -39,7 +51,7 @@ describe('phase trees', () => {
 
   it('lists the tree for --help with each summary', () => {
     const help = describePhases(initPhases());
-    expect(help.split('\n')).toHaveLength(7);
+    expect(help.split('\n')).toHaveLength(8);
     expect(help).toMatch(/^preflight\s+Run the pre-flight checks/);
   });
 });

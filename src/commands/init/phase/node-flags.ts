@@ -32,7 +32,7 @@ export function readConfigFile(path: string | undefined): { configText?: string;
 /** Flags of both init and join. */
 export const nodeFlags = {
   config: Flags.string({ summary: 'An edgeadm configuration file (YAML); flags given win over it.', helpGroup }),
-  distribution: Flags.string({ summary: 'k3s (default). kubeadm is not built yet.', helpGroup }),
+  distribution: Flags.string({ summary: 'k3s (default) or kubeadm; the install package must be for it.', helpGroup }),
   'install-pkg-path': Flags.string({
     summary: 'The offline install package: a .tar.gz file or an http(s) URL (edgeadm fetches it itself).',
     helpGroup,

@@ -1,0 +1,73 @@
+/**
+ * The runtime phase of init and join: the container runtime a distribution
+ * needs beside it (kubeadm: containerd), installed from the package that the
+ * package phase unpacked. Its binaries are already in place (the package
+ * phase installs bin/); this phase installs the CNI plugins from cni/,
+ * writes the runtime's configuration and unit, starts it and waits for its
+ * socket. Everything is recorded in the install state before it is written,
+ * so reset removes it. k3s embeds containerd, so the phase is skipped for it
+ * and says so.
+ */
+import { dirname } from 'node:path/posix';
+import type { Phase } from '../workflow/phase.js';
+import { waitForHostFiles } from './host-files.js';
+import type { NodeData } from './node-context.js';
+import { installPackageFiles } from './package-phase.js';
+import { serviceFilesOf } from './service-manager.js';
+
+/** How long the runtime may take to open its socket after it starts. */
+export const RUNTIME_SOCKET_TIMEOUT_MS = 60_000;
+
+/** Makes the runtime phase. */
+export function runtimePhase<C extends NodeData>(): Phase<C> {
+  return {
+    name: 'runtime',
+    summary: 'Install and start the container runtime (containerd, for kubeadm; k3s embeds its own)',
+    runIf: (ctx) => ctx.distribution.runtime !== undefined,
+    skipReason: (ctx) => `${ctx.distribution.name} embeds its own container runtime (containerd)`,
+    async run(ctx) {
+      const runtime = ctx.distribution.runtime;
+      if (!runtime) return 'unchanged';
+      const { host, state, serviceManager } = ctx;
+      const unit = runtime.serviceUnit;
+
+      for (const dir of runtime.ownedDirectories) await state.claimDirectory(dir);
+      await state.ensureDirectory(runtime.cniBinDir);
+      await state.ensureDirectory(dirname(runtime.configPath));
+      state.file(runtime.configPath);
+      for (const file of serviceFilesOf(serviceManager, unit)) {
+        await state.ensureDirectory(dirname(file));
+        state.file(file);
+      }
+      state.update((s) => ({ ...s, serviceManager: serviceManager.kind }));
+      state.service(unit.name);
+      await state.save();
+
+      let isChanged = await installPackageFiles(ctx, { from: 'cni/', to: runtime.cniBinDir });
+      const config = await host.put(Buffer.from(runtime.renderConfig()), runtime.configPath, {
+        mode: 0o644,
+        sudo: true,
+        description: `write the ${runtime.name} configuration ${runtime.configPath} (systemd cgroups)`,
+      });
+      ctx.say(config.skipped ? `${runtime.configPath} unchanged` : `wrote ${runtime.configPath}`);
+      const isUnitChanged = await serviceManager.install(host, unit);
+      ctx.say(isUnitChanged ? `wrote the unit ${unit.name}` : `unit ${unit.name} unchanged`);
+      const outcome = await serviceManager.ensureRunning(host, unit, {
+        isRestartNeeded: !config.skipped || isUnitChanged,
+      });
+      if (!config.skipped || isUnitChanged || outcome !== 'already-running') isChanged = true;
+      ctx.say(outcome === 'already-running' ? `${unit.name} already running` : `${unit.name} ${outcome}`);
+
+      if (ctx.isDryRun) {
+        ctx.say(`Would wait for the ${runtime.name} socket ${runtime.socketPath}`);
+      } else {
+        await waitForHostFiles(host, [runtime.socketPath], {
+          timeoutMs: RUNTIME_SOCKET_TIMEOUT_MS,
+          what: runtime.name,
+        });
+        ctx.say(`${runtime.name} is up (${runtime.socketPath})`);
+      }
+      return isChanged ? 'changed' : 'unchanged';
+    },
+  };
+}
