@@ -66,6 +66,10 @@ export const TMPFS_DIRS = [
   '/etc/rancher',
   '/var/lib/rancher',
   '/etc/kubernetes',
+  '/var/lib/kubelet',
+  '/var/lib/etcd',
+  '/etc/containerd',
+  '/var/lib/containerd',
 ] as const;
 const SSHD = '/usr/sbin/sshd';
 /** The repository root, kept visible inside every test host. */

@@ -324,7 +324,7 @@ describe('edgeadm init, join, token and reset on test hosts (simulated k3s)', ()
       const result = json<ResetResult>(await edgeadm(['reset', ...sshArgs(host), '--force', '--json']));
       expect(result.hadState).toBe(true);
       expect(await listing(host)).toBe(before.get(host.name));
-      expect(processesIn(host).join('\n')).not.toContain('sim-k3s/main.ts');
+      expect(processesIn(host).join('\n')).not.toContain('sim-main.ts');
     }
   });
 });

@@ -2,9 +2,10 @@
  * The fixture install package that carries the SIMULATED k3s: a real
  * edgeadm package (built with `buildPackage`, so it is verified, uploaded,
  * unpacked and installed by edgeadm's real package code) whose `bin/k3s`
- * is a shell script running ./main.ts with this machine's Node 24. Test
+ * is a shell script running ../sim-main.ts with this machine's Node 24. Test
  * hosts share this machine's file system outside their tmpfs mounts, so the
- * script finds both inside a host.
+ * script finds both inside a host. The simulated kubeadm's fixture reuses
+ * {@link simExecutableScript}.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { buildPackage, type BuiltPackage } from '../../../src/packages/build.js'
 export const SIM_K3S_MARKER = 'SIMULATED k3s for edgeadm tests - not k3s';
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../sim-main.ts', import.meta.url));
 
 /** The Node 24 binary the stand-in runs with. */
 export function simK3sNodePath(): string {
@@ -25,14 +26,16 @@ export function simK3sNodePath(): string {
   return existsSync(pinned) ? pinned : process.execPath;
 }
 
+/** A fixture executable that runs simulated `tool` (see ../sim-main.ts), with its marker line. */
+export function simExecutableScript(tool: string, marker: string, readme: string): string {
+  return ['#!/bin/sh', `# ${marker}. See ${readme}.`, `exec '${simK3sNodePath()}' '${MAIN}' ${tool} "$@"`, ''].join(
+    '\n',
+  );
+}
+
 /** The `bin/k3s` script of the fixture package. */
 export function simK3sScript(): string {
-  return [
-    '#!/bin/sh',
-    `# ${SIM_K3S_MARKER}. See test/support/sim-k3s/README.md.`,
-    `exec '${simK3sNodePath()}' '${MAIN}' "$@"`,
-    '',
-  ].join('\n');
+  return simExecutableScript('k3s', SIM_K3S_MARKER, 'test/support/sim-k3s/README.md');
 }
 
 /** Options of {@link buildSimK3sPackage}. */

@@ -26,11 +26,19 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { dirname, join } from 'node:path';
-import { request } from 'node:https';
+import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
+import {
+  expectOk,
+  keepReady,
+  nodeRegistrationObjects,
+  registerNode,
+  simLogger,
+  sleep,
+  writeAtomically,
+} from '../sim-node.js';
 
 /** Where k3s reads its configuration. */
 export const K3S_CONFIG_PATH = '/etc/rancher/k3s/config.yaml';
@@ -42,20 +50,14 @@ export const K3S_AGENT_DIR = '/var/lib/rancher/k3s/agent';
 export const SIM_K3S_VERSION = 'v1.30.4+sim';
 /** The API port, as k3s's default `https-listen-port`. */
 export const SIM_K3S_PORT = 6443;
-/** How often Nodes get a heartbeat (the kubelet's default node status update is 10 s). */
-const HEARTBEAT_INTERVAL_MS = 10_000;
 /** How long to wait between attempts while the server is not reachable yet. */
 const RETRY_INTERVAL_MS = 1_000;
 /** How long the server waits for its embedded API server to be ready. */
 const API_READY_TIMEOUT_MS = 60_000;
-/** One request's bound. */
-const REQUEST_TIMEOUT_MS = 10_000;
 
 type K3sConfig = Record<string, unknown>;
 
-function log(message: string): void {
-  process.stderr.write(`${new Date().toISOString()} sim-k3s (SIMULATED k3s for tests): ${message}\n`);
-}
+const log = simLogger('sim-k3s (SIMULATED k3s for tests)');
 
 async function readConfig(path: string): Promise<K3sConfig> {
   if (!existsSync(path)) return {};
@@ -82,144 +84,6 @@ function labelsOf(config: K3sConfig): Record<string, string> {
   return labels;
 }
 
-async function writeAtomically(path: string, text: string, mode: number): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  const temporary = `${path}.tmp-${process.pid}`;
-  await writeFile(temporary, text, { mode });
-  await rename(temporary, path);
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Call {
-  method: string;
-  url: string;
-  token?: string;
-  caPem?: string;
-  body?: unknown;
-  contentType?: string;
-}
-
-/** One HTTPS request; without a CA, TLS is not verified (the agent's first, pin-checked fetch). */
-function call(options: Call): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const body = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
-    const req = request(
-      options.url,
-      {
-        method: options.method,
-        ...(options.caPem ? { ca: options.caPem } : { rejectUnauthorized: false }),
-        headers: {
-          Accept: 'application/json',
-          ...(options.token ? { Authorization: `Bearer ${options.token}` } : {}),
-          ...(body ? { 'Content-Type': options.contentType ?? 'application/json' } : {}),
-        },
-        timeout: REQUEST_TIMEOUT_MS,
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-async function expectOk(what: string, options: Call, okStatuses: number[] = []): Promise<unknown> {
-  const response = await call(options);
-  if ((response.status < 200 || response.status >= 300) && !okStatuses.includes(response.status)) {
-    throw new Error(`${what}: HTTP ${response.status} ${response.body.slice(0, 300)}`);
-  }
-  return response.body ? JSON.parse(response.body) : undefined;
-}
-
-/** Creates (or relabels) a Node and marks it Ready, as a kubelet would. */
-async function registerNode(options: {
-  server: string;
-  token: string;
-  caPem: string;
-  name: string;
-  labels: Record<string, string>;
-}): Promise<void> {
-  const base = { token: options.token, caPem: options.caPem };
-  await expectOk(
-    `create Node ${options.name}`,
-    {
-      ...base,
-      method: 'POST',
-      url: `${options.server}/api/v1/nodes`,
-      body: { apiVersion: 'v1', kind: 'Node', metadata: { name: options.name, labels: options.labels } },
-    },
-    [409],
-  );
-  await expectOk(`label Node ${options.name}`, {
-    ...base,
-    method: 'PATCH',
-    url: `${options.server}/api/v1/nodes/${options.name}`,
-    contentType: 'application/merge-patch+json',
-    body: { metadata: { labels: options.labels } },
-  });
-  await heartbeat({ ...options });
-}
-
-async function heartbeat(options: { server: string; token: string; caPem: string; name: string }): Promise<void> {
-  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  await expectOk(`update the status of Node ${options.name}`, {
-    token: options.token,
-    caPem: options.caPem,
-    method: 'PATCH',
-    url: `${options.server}/api/v1/nodes/${options.name}/status`,
-    contentType: 'application/merge-patch+json',
-    body: {
-      status: {
-        conditions: [
-          {
-            type: 'Ready',
-            status: 'True',
-            reason: 'KubeletReady',
-            message: 'sim-k3s (a simulation) reports this node ready',
-            lastHeartbeatTime: now,
-            lastTransitionTime: now,
-          },
-        ],
-        nodeInfo: { kubeletVersion: SIM_K3S_VERSION, containerRuntimeVersion: 'sim://none' },
-      },
-    },
-  });
-}
-
-/** Keeps a Node Ready until the process is stopped. */
-async function keepReady(options: { server: string; token: string; caPem: string; name: string }): Promise<never> {
-  for (;;) {
-    await sleep(HEARTBEAT_INTERVAL_MS);
-    await heartbeat(options).catch((error: unknown) => log(`heartbeat failed: ${(error as Error).message}`));
-  }
-}
-
-/** RBAC that stands in for the k3s supervisor issuing kubelet certificates to agents. */
-function nodeRegistrationObjects(): unknown[] {
-  return [
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: 'sim-k3s:node-registration' },
-      rules: [
-        { apiGroups: [''], resources: ['nodes', 'nodes/status'], verbs: ['get', 'list', 'create', 'update', 'patch'] },
-      ],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: 'sim-k3s:node-registration' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'sim-k3s:node-registration' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:bootstrappers' }],
-    },
-  ];
-}
-
 async function runServer(configPath: string): Promise<number> {
   const config = await readConfig(configPath);
   const address =
@@ -230,7 +94,7 @@ async function runServer(configPath: string): Promise<number> {
   const objectsFile = join(K3S_SERVER_DIR, 'sim-objects.yaml');
   await writeAtomically(
     objectsFile,
-    nodeRegistrationObjects()
+    nodeRegistrationObjects('sim-k3s:node-registration', ['system:bootstrappers'])
       .map((o) => dumpYaml(o))
       .join('---\n'),
     0o600,
@@ -275,9 +139,10 @@ async function runServer(configPath: string): Promise<number> {
     'node-role.kubernetes.io/master': 'true',
     ...labelsOf(config),
   };
-  await registerNode({ server, token: adminToken, caPem, name: nodeName, labels });
+  const node = { server, token: adminToken, caPem, name: nodeName, version: SIM_K3S_VERSION };
+  await registerNode({ ...node, labels });
   log(`server ${nodeName} ready at ${server}`);
-  void keepReady({ server, token: adminToken, caPem, name: nodeName });
+  void keepReady(node, log);
   return serving;
 }
 
@@ -333,7 +198,14 @@ async function runAgent(configPath: string): Promise<number> {
   await writeAtomically(join(K3S_AGENT_DIR, 'kubelet.kubeconfig'), dumpYaml(kubeletKubeconfig), 0o600);
   for (;;) {
     try {
-      await registerNode({ server, token: credentials, caPem, name: nodeName, labels: labelsOf(config) });
+      await registerNode({
+        server,
+        token: credentials,
+        caPem,
+        name: nodeName,
+        version: SIM_K3S_VERSION,
+        labels: labelsOf(config),
+      });
       break;
     } catch (error) {
       log(`registering Node ${nodeName}: ${(error as Error).message}`);
@@ -344,7 +216,7 @@ async function runAgent(configPath: string): Promise<number> {
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
-    void keepReady({ server, token: credentials, caPem: caPem!, name: nodeName });
+    void keepReady({ server, token: credentials, caPem: caPem!, name: nodeName, version: SIM_K3S_VERSION }, log);
   });
   return 0;
 }

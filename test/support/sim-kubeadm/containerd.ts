@@ -1,0 +1,57 @@
+/**
+ * A SIMULATED containerd — not containerd — for edgeadm's tests: it reads
+ * the config.toml edgeadm wrote (`--config`), creates its root and state
+ * directories and listens on the configured gRPC socket, so that the
+ * runtime phase's wait for the socket and the simulated kubelet's wait for
+ * its container runtime are the real ones. It runs no containers and speaks
+ * no CRI: a connection is accepted and closed.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { dirname } from 'node:path';
+import { simLogger } from '../sim-node.js';
+
+/** The version the simulation reports; `+sim` says what it is. */
+export const SIM_CONTAINERD_VERSION = 'v1.7.22+sim';
+const DEFAULT_CONFIG = '/etc/containerd/config.toml';
+
+const log = simLogger('sim-containerd (SIMULATED containerd for tests)');
+
+function tomlString(text: string, key: string): string | undefined {
+  return new RegExp(`^\\s*${key}\\s*=\\s*"([^"]*)"`, 'm').exec(text)?.[1];
+}
+
+/** `containerd [--config FILE] | --version`. */
+export async function runSimContainerd(argv: string[]): Promise<number> {
+  if (argv.includes('--version') || argv[0] === 'version') {
+    process.stdout.write(`containerd ${SIM_CONTAINERD_VERSION} (SIMULATED containerd for edgeadm tests)\n`);
+    return 0;
+  }
+  const at = argv.indexOf('--config');
+  const configPath = at >= 0 ? (argv[at + 1] ?? DEFAULT_CONFIG) : DEFAULT_CONFIG;
+  const config = existsSync(configPath) ? await readFile(configPath, 'utf8') : '';
+  const socket = tomlString(config, 'address') ?? '/run/containerd/containerd.sock';
+  for (const dir of [
+    tomlString(config, 'root') ?? '/var/lib/containerd',
+    tomlString(config, 'state') ?? '/run/containerd',
+  ]) {
+    await mkdir(dir, { recursive: true, mode: 0o711 });
+  }
+  if (!/SystemdCgroup\s*=\s*true/.test(config)) log(`${configPath} does not set SystemdCgroup = true`);
+  await mkdir(dirname(socket), { recursive: true });
+  await rm(socket, { force: true });
+  const server = createServer((connection) => connection.end());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socket, resolve);
+  });
+  log(`serving on ${socket} (no containers: a simulation)`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await rm(socket, { force: true });
+  return 0;
+}

@@ -1,0 +1,418 @@
+/**
+ * A SIMULATED kubeadm — not kubeadm — for edgeadm's tests. edgeadm's kubeadm
+ * driver writes its configuration and runs `kubeadm init --config …`,
+ * `kubeadm join --config …` and `kubeadm reset -f` on the host; this
+ * stand-in does, in the same files, what those do:
+ *
+ * - `init`: reads the v1beta4 InitConfiguration and ClusterConfiguration
+ *   (anything else is refused, as kubeadm refuses it); preflight (the
+ *   container runtime's socket answers, no earlier control plane is there);
+ *   certs (/etc/kubernetes/pki/ca.crt and ca.key); kubeconfigs (admin.conf,
+ *   kubelet.conf, controller-manager.conf, scheduler.conf with client
+ *   certificates); the kube-apiserver static pod manifest; the kubelet's
+ *   config.yaml and kubeadm-flags.env; waits for the API server (the
+ *   simulated kubelet runs it); uploads kube-system/kubeadm-config; marks
+ *   the control plane (label and taint). Phases named in `skipPhases` are
+ *   skipped; addons (CoreDNS, kube-proxy) are not simulated.
+ * - `join`: reads the v1beta4 JoinConfiguration; preflight; token discovery
+ *   against cluster-info (JWS signature and CA pin checked independently of
+ *   edgeadm's code); writes the CA, bootstrap-kubelet.conf and the kubelet's
+ *   files, then waits for the kubelet to write kubelet.conf.
+ * - `reset -f`: empties /etc/kubernetes/manifests, /etc/kubernetes/pki,
+ *   /var/lib/kubelet and /var/lib/etcd and removes the kubeconfigs.
+ *
+ * Differences on purpose: no systemd in the test hosts, so starting and
+ * stopping the kubelet is left to edgeadm's service manager (real kubeadm
+ * prints the same warning without systemd); admin.conf's user is in
+ * system:masters; no etcd, controller-manager or scheduler run.
+ */
+import { createHash, createHmac, X509Certificate } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { dump as dumpYaml, load as loadYaml, loadAll as loadAllYaml } from 'js-yaml';
+import { SimCertificateAuthority } from '../sim-apiserver/pki.js';
+import { call, expectOk, simLogger, sleep, writeAtomically } from '../sim-node.js';
+import {
+  ADMIN_CONF,
+  APISERVER_MANIFEST,
+  BOOTSTRAP_KUBELET_CONF,
+  CA_CERT,
+  CA_KEY,
+  CONTROLLER_MANAGER_CONF,
+  DEFAULT_CRI_SOCKET,
+  ETCD_DIR,
+  KUBELET_CONF,
+  KUBELET_CONFIG,
+  KUBELET_DIR,
+  KUBELET_FLAGS_ENV,
+  MANIFESTS_DIR,
+  PKI_DIR,
+  SANS_ANNOTATION,
+  SCHEDULER_CONF,
+  SIM_KUBERNETES_VERSION,
+  isSocketServing,
+  readKubeconfig,
+  renderKubeconfig,
+  renderKubeletFlags,
+  type KubeconfigAccess,
+} from './layout.js';
+
+const API_VERSION = 'kubeadm.k8s.io/v1beta4';
+/** kubeadm's default wait for the control plane (v1beta4 timeouts.controlPlaneComponentHealthCheck). */
+const CONTROL_PLANE_TIMEOUT_MS = 4 * 60_000;
+/** kubeadm's default discovery and TLS bootstrap timeouts are 5 min; the simulation is quicker to give up. */
+const DISCOVERY_TIMEOUT_MS = 2 * 60_000;
+const TLS_BOOTSTRAP_TIMEOUT_MS = 4 * 60_000;
+const POLL_INTERVAL_MS = 500;
+
+type Doc = Record<string, any>;
+
+/** A failure worded like kubeadm's, printed by {@link runSimKubeadm}. */
+class KubeadmError extends Error {}
+
+function say(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+const log = simLogger('sim-kubeadm (SIMULATED kubeadm for tests)');
+
+async function loadConfig(path: string, kinds: string[]): Promise<Record<string, Doc>> {
+  if (!existsSync(path)) throw new KubeadmError(`unable to read config from "${path}": no such file`);
+  const docs = (loadAllYaml(await readFile(path, 'utf8')) as Doc[]).filter(Boolean);
+  const byKind: Record<string, Doc> = {};
+  for (const doc of docs) {
+    if (doc.apiVersion === 'kubelet.config.k8s.io/v1beta1') byKind[doc.kind] = doc;
+    else if (doc.apiVersion !== API_VERSION) {
+      throw new KubeadmError(`${path}: unsupported apiVersion "${doc.apiVersion}" for kind "${doc.kind}"`);
+    } else byKind[doc.kind] = doc;
+  }
+  for (const kind of kinds) {
+    if (!byKind[kind]) throw new KubeadmError(`${path}: no ${API_VERSION} ${kind} found`);
+  }
+  return byKind;
+}
+
+async function preflight(checks: Array<[string, () => Promise<boolean> | boolean, string]>): Promise<void> {
+  say('[preflight] Running pre-flight checks (SIMULATED kubeadm)');
+  const errors: string[] = [];
+  for (const [name, isOk, message] of checks) if (!(await isOk())) errors.push(`\t[ERROR ${name}]: ${message}`);
+  if (errors.length > 0) {
+    throw new KubeadmError(`[preflight] Some fatal errors occurred:\n${errors.join('\n')}`);
+  }
+}
+
+function criSocketOf(nodeRegistration: Doc | undefined): string {
+  return (nodeRegistration?.criSocket as string | undefined) ?? DEFAULT_CRI_SOCKET;
+}
+
+function kubeletFlags(nodeRegistration: Doc | undefined): Record<string, string> {
+  const flags: Record<string, string> = {
+    'container-runtime-endpoint': criSocketOf(nodeRegistration),
+    'hostname-override': (nodeRegistration?.name as string | undefined) ?? hostname(),
+  };
+  for (const arg of (nodeRegistration?.kubeletExtraArgs ?? []) as Array<{ name: string; value: string }>) {
+    flags[arg.name] = arg.value;
+  }
+  return flags;
+}
+
+async function writeKubeletFiles(docs: Record<string, Doc>, nodeRegistration: Doc | undefined): Promise<void> {
+  const kubelet = docs.KubeletConfiguration ?? {
+    apiVersion: 'kubelet.config.k8s.io/v1beta1',
+    kind: 'KubeletConfiguration',
+    cgroupDriver: 'systemd',
+  };
+  await writeAtomically(KUBELET_CONFIG, dumpYaml(kubelet), 0o644);
+  await writeAtomically(KUBELET_FLAGS_ENV, renderKubeletFlags(kubeletFlags(nodeRegistration)), 0o644);
+  say(`[kubelet-start] Writing kubelet configuration to file "${KUBELET_CONFIG}"`);
+  say(
+    '[kubelet-start] WARNING: unable to start the kubelet service: no systemd on this host (SIMULATED kubeadm); make sure the kubelet runs',
+  );
+}
+
+function leftovers(paths: string[]): () => boolean {
+  return () => paths.every((path) => !existsSync(path));
+}
+
+async function issueKubeconfig(
+  ca: SimCertificateAuthority,
+  caPem: string,
+  server: string,
+  path: string,
+  identity: { user: string; groups: string[] },
+): Promise<void> {
+  const client = await ca.issueClient(identity);
+  await writeAtomically(
+    path,
+    renderKubeconfig({ server, caPem, certPem: client.certPem, keyPem: client.keyPem }, identity.user),
+    0o600,
+  );
+  say(`[kubeconfig] Writing "${path}" kubeconfig file`);
+}
+
+async function waitForApi(access: KubeconfigAccess): Promise<void> {
+  const deadline = Date.now() + CONTROL_PLANE_TIMEOUT_MS;
+  say(`[wait-control-plane] Waiting for the API server at ${access.server} (run by the kubelet as a static pod)`);
+  for (;;) {
+    const response = await call({ ...access, method: 'GET', url: `${access.server}/readyz` }).catch(() => undefined);
+    if (response?.status === 200) return;
+    if (Date.now() > deadline)
+      throw new KubeadmError('[wait-control-plane] the API server did not become ready in time');
+    await sleep(POLL_INTERVAL_MS);
+  }
+}
+
+async function init(configPath: string): Promise<void> {
+  const docs = await loadConfig(configPath, ['InitConfiguration', 'ClusterConfiguration']);
+  const initConfig = docs.InitConfiguration!;
+  const cluster = docs.ClusterConfiguration!;
+  const skip = new Set<string>((initConfig.skipPhases ?? []) as string[]);
+  const nodeRegistration = initConfig.nodeRegistration as Doc | undefined;
+  const nodeName = (nodeRegistration?.name as string | undefined) ?? hostname();
+  const address = initConfig.localAPIEndpoint?.advertiseAddress as string | undefined;
+  const port = (initConfig.localAPIEndpoint?.bindPort as number | undefined) ?? 6443;
+  if (!address) throw new KubeadmError('localAPIEndpoint.advertiseAddress is required by this simulation');
+  const endpoint = (cluster.controlPlaneEndpoint as string | undefined) ?? `${address}:${port}`;
+  const server = `https://${endpoint}`;
+  const cri = criSocketOf(nodeRegistration);
+  await preflight([
+    ['CRI', () => isSocketServing(cri), `container runtime is not running: ${cri} does not answer`],
+    [
+      'FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml',
+      leftovers([APISERVER_MANIFEST]),
+      `${APISERVER_MANIFEST} already exists`,
+    ],
+    ['FileAvailable--etc-kubernetes-admin.conf', leftovers([ADMIN_CONF]), `${ADMIN_CONF} already exists`],
+  ]);
+  const ca = await SimCertificateAuthority.generate('kubernetes');
+  await writeAtomically(CA_KEY, ca.keyPem, 0o600);
+  await writeAtomically(CA_CERT, ca.certPem, 0o644);
+  say(`[certs] Using certificateDir folder "${PKI_DIR}"; generated the "ca" certificate and key`);
+  await issueKubeconfig(ca, ca.certPem, server, ADMIN_CONF, { user: 'kubernetes-admin', groups: ['system:masters'] });
+  await issueKubeconfig(ca, ca.certPem, server, KUBELET_CONF, {
+    user: `system:node:${nodeName}`,
+    groups: ['system:nodes'],
+  });
+  await issueKubeconfig(ca, ca.certPem, server, CONTROLLER_MANAGER_CONF, {
+    user: 'system:kube-controller-manager',
+    groups: [],
+  });
+  await issueKubeconfig(ca, ca.certPem, server, SCHEDULER_CONF, { user: 'system:kube-scheduler', groups: [] });
+  const sans = [...((cluster.apiServer?.certSANs ?? []) as string[]), endpoint.replace(/:\d+$/, '')];
+  const manifest = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: 'kube-apiserver',
+      namespace: 'kube-system',
+      annotations: {
+        'kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint': `${address}:${port}`,
+        [SANS_ANNOTATION]: [...new Set(sans)].join(','),
+      },
+    },
+    spec: {
+      hostNetwork: true,
+      containers: [
+        {
+          name: 'kube-apiserver',
+          image: `registry.k8s.io/kube-apiserver:${cluster.kubernetesVersion ?? SIM_KUBERNETES_VERSION}`,
+          command: [
+            'kube-apiserver',
+            `--advertise-address=${address}`,
+            `--secure-port=${port}`,
+            `--client-ca-file=${CA_CERT}`,
+            '--enable-bootstrap-token-auth=true',
+            `--service-cluster-ip-range=${cluster.networking?.serviceSubnet ?? '10.96.0.0/12'}`,
+          ],
+        },
+      ],
+    },
+  };
+  await writeAtomically(APISERVER_MANIFEST, dumpYaml(manifest), 0o600);
+  say(`[control-plane] Creating static Pod manifest for "kube-apiserver" in "${MANIFESTS_DIR}"`);
+  await writeKubeletFiles(docs, nodeRegistration);
+  const admin = await readKubeconfig(ADMIN_CONF);
+  await waitForApi(admin);
+  say('[apiclient] All control plane components are healthy');
+  await expectOk('upload kubeadm-config', {
+    ...admin,
+    method: 'PATCH',
+    url: `${server}/api/v1/namespaces/kube-system/configmaps/kubeadm-config?fieldManager=kubeadm&force=true`,
+    contentType: 'application/apply-patch+yaml',
+    body: {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'kubeadm-config', namespace: 'kube-system' },
+      data: { ClusterConfiguration: dumpYaml(cluster) },
+    },
+  });
+  say('[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace');
+  if (!skip.has('mark-control-plane')) {
+    const deadline = Date.now() + CONTROL_PLANE_TIMEOUT_MS;
+    for (;;) {
+      const response = await call({ ...admin, method: 'GET', url: `${server}/api/v1/nodes/${nodeName}` });
+      if (response.status === 200) break;
+      if (Date.now() > deadline)
+        throw new KubeadmError(`[mark-control-plane] Node ${nodeName} did not register in time`);
+      await sleep(POLL_INTERVAL_MS);
+    }
+    await expectOk('mark the control plane', {
+      ...admin,
+      method: 'PATCH',
+      url: `${server}/api/v1/nodes/${nodeName}`,
+      contentType: 'application/merge-patch+json',
+      body: {
+        metadata: { labels: { 'node-role.kubernetes.io/control-plane': '' } },
+        spec: { taints: [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] },
+      },
+    });
+    say(`[mark-control-plane] Marking the node ${nodeName} as control-plane`);
+  }
+  for (const phase of ['bootstrap-token', 'show-join-command']) {
+    if (skip.has(phase)) say(`[${phase}] skipped (skipPhases)`);
+  }
+  say('[addons] CoreDNS and kube-proxy are not simulated');
+  say('Your Kubernetes control-plane has initialized successfully! (SIMULATED kubeadm: not a real control plane)');
+}
+
+function base64url(data: string | Buffer): string {
+  return Buffer.from(data).toString('base64url');
+}
+
+/** kubeadm's token discovery, written independently of edgeadm (see the module comment). */
+async function discover(bootstrap: Doc): Promise<{ server: string; caPem: string }> {
+  const [id, secret] = String(bootstrap.token ?? '').split('.');
+  if (!id || !secret) throw new KubeadmError('discovery.bootstrapToken.token is not <id>.<secret>');
+  const pins = ((bootstrap.caCertHashes ?? []) as string[]).map((pin) => pin.toLowerCase());
+  if (pins.length === 0 && bootstrap.unsafeSkipCAVerification !== true) {
+    throw new KubeadmError(
+      'discovery.bootstrapToken: Invalid value: "": using token-based discovery without caCertHashes can be unsafe',
+    );
+  }
+  const url = `https://${bootstrap.apiServerEndpoint}/api/v1/namespaces/kube-public/configmaps/cluster-info`;
+  const deadline = Date.now() + DISCOVERY_TIMEOUT_MS;
+  let data: Record<string, string> | undefined;
+  for (;;) {
+    const response = await call({ method: 'GET', url }).catch((error: Error) => ({ status: 0, body: error.message }));
+    const configMap =
+      response.status === 200 ? (JSON.parse(response.body) as { data?: Record<string, string> }) : undefined;
+    if (configMap?.data?.[`jws-kubeconfig-${id}`]) {
+      data = configMap.data;
+      break;
+    }
+    if (Date.now() > deadline) {
+      throw new KubeadmError(`could not find a JWS signature in the cluster-info ConfigMap for token ID "${id}"`);
+    }
+    await sleep(POLL_INTERVAL_MS * 2);
+  }
+  const kubeconfig = data.kubeconfig ?? '';
+  const header = base64url(JSON.stringify({ alg: 'HS256', kid: id }));
+  const signature = createHmac('sha256', secret)
+    .update(`${header}.${base64url(kubeconfig)}`)
+    .digest('base64url');
+  if (data[`jws-kubeconfig-${id}`] !== `${header}..${signature}`) {
+    throw new KubeadmError(
+      "failed to verify JWS signature of received cluster info object, can't trust this API Server",
+    );
+  }
+  const parsed = loadYaml(kubeconfig) as { clusters?: Array<{ cluster?: Record<string, string> }> };
+  const cluster = parsed.clusters?.[0]?.cluster ?? {};
+  const caPem = Buffer.from(cluster['certificate-authority-data'] ?? '', 'base64').toString('utf8');
+  const spki = new X509Certificate(caPem).publicKey.export({ type: 'spki', format: 'der' });
+  const actual = `sha256:${createHash('sha256').update(spki).digest('hex')}`;
+  if (pins.length > 0 && !pins.includes(actual)) {
+    throw new KubeadmError(
+      `cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "${actual}" are pinned`,
+    );
+  }
+  say(`[discovery] Cluster info signature and contents are valid and the CA is pinned (${actual})`);
+  return { server: cluster.server ?? `https://${bootstrap.apiServerEndpoint}`, caPem };
+}
+
+async function joinNode(configPath: string): Promise<void> {
+  const docs = await loadConfig(configPath, ['JoinConfiguration']);
+  const joinConfig = docs.JoinConfiguration!;
+  const nodeRegistration = joinConfig.nodeRegistration as Doc | undefined;
+  const bootstrap = joinConfig.discovery?.bootstrapToken as Doc | undefined;
+  if (!bootstrap) throw new KubeadmError('discovery.bootstrapToken is required by this simulation');
+  const cri = criSocketOf(nodeRegistration);
+  await preflight([
+    ['CRI', () => isSocketServing(cri), `container runtime is not running: ${cri} does not answer`],
+    ['FileAvailable--etc-kubernetes-kubelet.conf', leftovers([KUBELET_CONF]), `${KUBELET_CONF} already exists`],
+    ['FileAvailable--etc-kubernetes-pki-ca.crt', leftovers([CA_CERT]), `${CA_CERT} already exists`],
+  ]);
+  const { server, caPem } = await discover(bootstrap);
+  await writeAtomically(CA_CERT, caPem, 0o644);
+  const token = (joinConfig.discovery?.tlsBootstrapToken as string | undefined) ?? String(bootstrap.token);
+  await writeAtomically(
+    BOOTSTRAP_KUBELET_CONF,
+    renderKubeconfig({ server, caPem, token }, 'tls-bootstrap-token-user'),
+    0o600,
+  );
+  await writeKubeletFiles(docs, nodeRegistration);
+  say('[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap');
+  const deadline = Date.now() + TLS_BOOTSTRAP_TIMEOUT_MS;
+  while (!existsSync(KUBELET_CONF)) {
+    if (Date.now() > deadline)
+      throw new KubeadmError('[kubelet-start] timed out waiting for the kubelet to write kubelet.conf');
+    await sleep(POLL_INTERVAL_MS);
+  }
+  say('This node has joined the cluster (SIMULATED kubeadm: not a real node)');
+}
+
+async function emptyDirectory(dir: string): Promise<void> {
+  if (!existsSync(dir)) return;
+  for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true });
+}
+
+async function reset(argv: string[]): Promise<void> {
+  if (!argv.includes('-f') && !argv.includes('--force')) {
+    throw new KubeadmError('reset needs -f in this simulation (it cannot ask for confirmation)');
+  }
+  say('[reset] WARNING: no systemd on this host (SIMULATED kubeadm): the kubelet is left to edgeadm to stop');
+  const dirs = [MANIFESTS_DIR, KUBELET_DIR, PKI_DIR, ETCD_DIR];
+  for (const dir of dirs) await emptyDirectory(dir);
+  say(`[reset] Deleting contents of directories: [${dirs.join(' ')}]`);
+  const files = [
+    ADMIN_CONF,
+    KUBELET_CONF,
+    BOOTSTRAP_KUBELET_CONF,
+    CONTROLLER_MANAGER_CONF,
+    SCHEDULER_CONF,
+    '/etc/kubernetes/super-admin.conf',
+  ];
+  for (const file of files) await rm(file, { force: true });
+  say(`[reset] Deleting files: [${files.join(' ')}]`);
+}
+
+function configArg(argv: string[]): string {
+  const at = argv.indexOf('--config');
+  const value = at >= 0 ? argv[at + 1] : argv.find((arg) => arg.startsWith('--config='))?.slice('--config='.length);
+  if (!value) throw new KubeadmError('this simulation needs --config FILE');
+  return value;
+}
+
+/** `kubeadm init|join --config FILE`, `kubeadm reset -f`, `kubeadm version`. */
+export async function runSimKubeadm(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === 'version') {
+      say(`kubeadm version: ${SIM_KUBERNETES_VERSION} (SIMULATED kubeadm for edgeadm tests, not kubeadm)`);
+      return 0;
+    }
+    if (command === 'init') await init(configArg(rest));
+    else if (command === 'join') await joinNode(configArg(rest));
+    else if (command === 'reset') await reset(rest);
+    else {
+      process.stderr.write('usage: kubeadm init|join --config FILE | reset -f | version  (SIMULATED kubeadm)\n');
+      return 2;
+    }
+    return 0;
+  } catch (error) {
+    if (error instanceof KubeadmError) process.stderr.write(`error execution phase ${command}: ${error.message}\n`);
+    else log(`failed: ${(error as Error).stack ?? String(error)}`);
+    return 1;
+  }
+}

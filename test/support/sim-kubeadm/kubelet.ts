@@ -1,0 +1,187 @@
+/**
+ * A SIMULATED kubelet — not the kubelet — for edgeadm's tests. edgeadm
+ * installs and starts it from the kubelet unit, exactly as a real kubelet;
+ * then, like a packaged kubelet waiting for kubeadm:
+ *
+ * 1. it waits for /var/lib/kubelet/config.yaml (a real kubelet exits and
+ *    systemd restarts it every 10 s until kubeadm writes it) and for the
+ *    container runtime's socket (`--container-runtime-endpoint` from
+ *    kubeadm-flags.env), so the runtime phase has to have done its work;
+ * 2. it "runs" the static pod /etc/kubernetes/manifests/kube-apiserver.yaml
+ *    by starting the simulated API server (../sim-apiserver) in-process on
+ *    the manifest's `--advertise-address` and `--secure-port`, with the CA
+ *    kubeadm wrote in /etc/kubernetes/pki and its objects under
+ *    /var/lib/etcd/sim-apiserver (where stacked etcd keeps a real cluster's);
+ * 3. without /etc/kubernetes/kubelet.conf but with bootstrap-kubelet.conf it
+ *    performs the stand-in for TLS bootstrap: a real kubelet gets a client
+ *    certificate through a CSR; the simulation writes kubelet.conf holding
+ *    the bootstrap token (the simulated API server has no CSR API);
+ * 4. it registers its Node (name from `--hostname-override`, labels from
+ *    `--node-labels`) and keeps it Ready with heartbeats until stopped.
+ */
+import { copyFile, mkdir, readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
+import {
+  keepReady,
+  nodeRegistrationObjects,
+  registerNode,
+  simLogger,
+  sleep,
+  writeAtomically,
+  type SimNodeOptions,
+} from '../sim-node.js';
+import {
+  APISERVER_MANIFEST,
+  BOOTSTRAP_KUBELET_CONF,
+  CA_CERT,
+  CA_KEY,
+  DEFAULT_CRI_SOCKET,
+  ETCD_DIR,
+  KUBELET_CONF,
+  KUBELET_CONFIG,
+  SANS_ANNOTATION,
+  SIM_KUBERNETES_VERSION,
+  isSocketServing,
+  readKubeconfig,
+  readKubeletFlags,
+  renderKubeconfig,
+} from './layout.js';
+
+const log = simLogger('sim-kubelet (SIMULATED kubelet for tests)');
+/** How often the kubelet looks for the files kubeadm writes. */
+const POLL_INTERVAL_MS = 500;
+/** How long the static API server may take to serve. */
+const API_START_TIMEOUT_MS = 60_000;
+/** How long to wait between attempts while the API server is not reachable. */
+const RETRY_INTERVAL_MS = 1_000;
+
+async function waitFor(what: string, isThere: () => Promise<boolean> | boolean): Promise<void> {
+  let isLogged = false;
+  while (!(await isThere())) {
+    if (!isLogged) log(`waiting for ${what}`);
+    isLogged = true;
+    await sleep(POLL_INTERVAL_MS);
+  }
+}
+
+interface StaticPod {
+  metadata?: { annotations?: Record<string, string> };
+  spec?: { containers?: Array<{ command?: string[] }> };
+}
+
+function argOf(command: string[], name: string): string | undefined {
+  const prefix = `--${name}=`;
+  return command.find((arg) => arg.startsWith(prefix))?.slice(prefix.length);
+}
+
+/**
+ * Starts the simulated API server the static pod manifest describes; `serving`
+ * resolves with its exit code once stopped (wrapped: an async function would
+ * adopt a returned promise and wait for it).
+ */
+async function runStaticApiServer(): Promise<{ serving: Promise<number> }> {
+  const pod = loadYaml(await readFile(APISERVER_MANIFEST, 'utf8')) as StaticPod;
+  const command = pod.spec?.containers?.[0]?.command ?? [];
+  const address = argOf(command, 'advertise-address') ?? '127.0.0.1';
+  const port = argOf(command, 'secure-port') ?? '6443';
+  const sans = (pod.metadata?.annotations?.[SANS_ANNOTATION] ?? '').split(',').filter(Boolean);
+  const dataDir = join(ETCD_DIR, 'sim-apiserver');
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await copyFile(CA_CERT, join(dataDir, 'ca.crt'));
+  await copyFile(CA_KEY, join(dataDir, 'ca.key'));
+  const objectsFile = join(ETCD_DIR, 'sim-objects.yaml');
+  const objects = nodeRegistrationObjects('sim-kubeadm:node-registration', ['system:nodes', 'system:bootstrappers']);
+  await writeAtomically(objectsFile, objects.map((o) => dumpYaml(o)).join('---\n'), 0o600);
+  const { runCli } = await import('../sim-apiserver/cli.js');
+  const serving = runCli([
+    '--listen',
+    `${address}:${port}`,
+    '--data-dir',
+    dataDir,
+    '--objects',
+    objectsFile,
+    '--version',
+    SIM_KUBERNETES_VERSION,
+    ...sans.flatMap((san) => ['--san', san]),
+  ]);
+  const deadline = Date.now() + API_START_TIMEOUT_MS;
+  while (!existsSync(join(dataDir, 'ready'))) {
+    if (Date.now() > deadline)
+      throw new Error(`the static kube-apiserver did not serve within ${API_START_TIMEOUT_MS} ms`);
+    await sleep(50);
+  }
+  log(`static pod kube-apiserver serving on ${address}:${port} (the simulated API server)`);
+  return { serving };
+}
+
+/** The stand-in for kubelet TLS bootstrap (see the module comment). */
+async function bootstrapKubeconfig(): Promise<void> {
+  const bootstrap = await readKubeconfig(BOOTSTRAP_KUBELET_CONF);
+  await writeAtomically(KUBELET_CONF, renderKubeconfig(bootstrap, 'default-auth'), 0o600);
+  log(`wrote ${KUBELET_CONF} (TLS bootstrap stand-in: it holds the bootstrap token)`);
+}
+
+/** `kubelet [flags…]` (flags are ignored: it reads the files kubeadm writes), `kubelet --version`. */
+export async function runSimKubelet(argv: string[]): Promise<number> {
+  if (argv.includes('--version')) {
+    process.stdout.write(`Kubernetes ${SIM_KUBERNETES_VERSION} (SIMULATED kubelet for edgeadm tests)\n`);
+    return 0;
+  }
+  let isStopping = false;
+  const stopped = new Promise<void>((resolve) => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      process.once(signal, () => {
+        isStopping = true;
+        resolve();
+      });
+    }
+  });
+  try {
+    await waitFor(`${KUBELET_CONFIG} (kubeadm writes it)`, () => existsSync(KUBELET_CONFIG) || isStopping);
+    if (isStopping) return 0;
+    const flags = await readKubeletFlags();
+    const endpoint = flags['container-runtime-endpoint'] ?? DEFAULT_CRI_SOCKET;
+    await waitFor(`the container runtime at ${endpoint}`, async () => isStopping || (await isSocketServing(endpoint)));
+    const staticPod = existsSync(APISERVER_MANIFEST) ? await runStaticApiServer() : undefined;
+    await waitFor(
+      `${KUBELET_CONF} or ${BOOTSTRAP_KUBELET_CONF}`,
+      () => existsSync(KUBELET_CONF) || existsSync(BOOTSTRAP_KUBELET_CONF),
+    );
+    if (!existsSync(KUBELET_CONF)) await bootstrapKubeconfig();
+    const access = await readKubeconfig(KUBELET_CONF);
+    const labels: Record<string, string> = {};
+    for (const entry of (flags['node-labels'] ?? '').split(',').filter(Boolean)) {
+      const [key, ...rest] = entry.split('=');
+      if (key) labels[key] = rest.join('=');
+    }
+    const node: SimNodeOptions = {
+      server: access.server,
+      caPem: access.caPem,
+      name: flags['hostname-override'] ?? hostname(),
+      version: SIM_KUBERNETES_VERSION,
+      ...(access.token ? { token: access.token } : {}),
+      ...(access.certPem ? { certPem: access.certPem } : {}),
+      ...(access.keyPem ? { keyPem: access.keyPem } : {}),
+    };
+    while (!isStopping) {
+      try {
+        await registerNode({ ...node, labels });
+        log(`Node ${node.name} registered with ${node.server}`);
+        break;
+      } catch (error) {
+        log(`registering Node ${node.name}: ${(error as Error).message}`);
+        await sleep(RETRY_INTERVAL_MS);
+      }
+    }
+    void keepReady(node, log);
+    await stopped;
+    // The static API server stops on the same signal.
+    return staticPod ? await staticPod.serving : 0;
+  } catch (error) {
+    log(`failed: ${(error as Error).stack ?? String(error)}`);
+    return 1;
+  }
+}
