@@ -5,6 +5,7 @@ import {
   execStartOf,
   requestedServiceManager,
   selectServiceManager,
+  serviceFilesOf,
 } from '../../../src/cluster/service-manager.js';
 import { DryRunHost } from '../../../src/hosts/dry-run-host.js';
 
@@ -50,6 +51,28 @@ describe('systemd plans', () => {
       '/etc/systemd/system/k3s.service',
       'systemctl daemon-reload',
       "systemctl enable --now 'k3s.service'",
+    ]);
+  });
+});
+
+describe('units with drop-ins', () => {
+  it('writes the drop-in beside the unit and reloads systemd when only the drop-in is new', async () => {
+    const host = new DryRunHost({ name: 'plan' });
+    const manager = new SystemdServiceManager();
+    const unit = {
+      name: 'kubelet.service',
+      content: '[Service]\nExecStart=/usr/local/bin/kubelet\n',
+      dropIns: [{ name: '10-kubeadm.conf', content: '[Service]\nExecStart=\nExecStart=/usr/local/bin/kubelet --x\n' }],
+    };
+    expect(await manager.install(host, unit)).toBe(true);
+    expect(host.plan.map((step) => step.command ?? step.path)).toEqual([
+      '/etc/systemd/system/kubelet.service',
+      '/etc/systemd/system/kubelet.service.d/10-kubeadm.conf',
+      'systemctl daemon-reload',
+    ]);
+    expect(serviceFilesOf(manager, unit)).toEqual([
+      '/etc/systemd/system/kubelet.service',
+      '/etc/systemd/system/kubelet.service.d/10-kubeadm.conf',
     ]);
   });
 });
