@@ -67,6 +67,7 @@ const DISCOVERY_TIMEOUT_MS = 2 * 60_000;
 const TLS_BOOTSTRAP_TIMEOUT_MS = 4 * 60_000;
 const POLL_INTERVAL_MS = 500;
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the simulation walks parsed kubeadm YAML loosely
 type Doc = Record<string, any>;
 
 /** A failure worded like kubeadm's, printed by {@link runSimKubeadm}. */

@@ -19,6 +19,7 @@ import { execStartOf } from '../../../../src/cluster/service-manager.js';
 import { caPinsOfPem } from '../../../../src/trust/ca-pin.js';
 import { createCa } from '../../../../src/trust/pki.js';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read parsed kubeadm YAML
 type Doc = Record<string, any>;
 
 describe('kubeadm init configuration', () => {
