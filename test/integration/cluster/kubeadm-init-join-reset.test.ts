@@ -178,13 +178,24 @@ describe('edgeadm init, join, token and reset with --distribution kubeadm (simul
   it(
     'a re-run of init changes nothing: the runtime and kubeadm init are already done',
     async () => {
-      const run = await edgeadm(initArgs());
-      const result = json<InitResult>(run);
-      expect(result.isChanged).toBe(false);
-      expect(result.phases.filter((p) => p.status !== 'skipped').every((p) => p.status === 'unchanged')).toBe(true);
-      expect(run.stderr).toContain('[runtime] containerd.service already running');
-      expect(run.stderr).toContain('init --config /etc/kubernetes/edgeadm-kubeadm-init.yaml already ran');
-      expect(result.joinCommand).toBe(joinCommand);
+      // Without --json, so that the per-phase lines for people are printed.
+      const run = await edgeadm(initArgs().filter((arg) => arg !== '--json'));
+      expect(run.exitCode, run.stderr).toBe(0);
+      const output = `${run.stdout}\n${run.stderr}`;
+      for (const phase of [
+        'preflight',
+        'package',
+        'runtime',
+        'control-plane',
+        'bootstrap-token',
+        'show-join-command',
+      ]) {
+        expect(output).toMatch(new RegExp(`\\[${phase}\\] already done \\(unchanged`));
+      }
+      expect(output).not.toMatch(/\] done \(/);
+      expect(output).toContain('[runtime] containerd.service already running');
+      expect(output).toContain('init --config /etc/kubernetes/edgeadm-kubeadm-init.yaml already ran');
+      expect(output).toContain(joinCommand);
     },
     TEST_TIMEOUT_MS,
   );
