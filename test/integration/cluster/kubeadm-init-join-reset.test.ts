@@ -10,7 +10,6 @@
  * The hosts have no systemd, so the harness asks for the direct service
  * manager explicitly (EDGEADM_SERVICE_MANAGER=direct).
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,9 +19,16 @@ import type { ResetResult } from '../../../src/cluster/reset.js';
 import { KubeClient } from '../../../src/kube/client.js';
 import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
-import { runCli, type CliResult } from '../../support/cli.js';
+import type { CliResult } from '../../support/cli.js';
+import {
+  clusterCli,
+  json,
+  listing as hostListing,
+  processesIn,
+  sshArgs as hostSshArgs,
+} from '../../support/cluster-cli.js';
 import { buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
-import { TMPFS_DIRS, startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 
 /** A CLI run may start several simulated services and wait for them on 2 busy cores. */
 const CLI_TIMEOUT_MS = 240_000;
@@ -48,43 +54,9 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-async function edgeadm(args: string[]): Promise<CliResult> {
-  return runCli(args, {
-    env: {
-      HOME: home,
-      EDGEADM_HOME: join(home, '.edgeadm'),
-      SSH_AUTH_SOCK: '',
-      EDGEADM_SERVICE_MANAGER: 'direct',
-    },
-    timeoutMs: CLI_TIMEOUT_MS,
-  });
-}
-
-function sshArgs(target: TestHost): string[] {
-  return ['--host', `root@${target.address}`, '--ssh-key', env.keys.root, '--ssh-known-hosts', env.knownHostsFile];
-}
-
-/** Every path (with type and mode) under the directories a test host has on tmpfs. */
-function listing(host: TestHost): Promise<string> {
-  return env.run(host, `find ${TMPFS_DIRS.join(' ')} -printf '%p %y %m\\n' | sort`);
-}
-
-/** The command lines of the processes in a host's network namespace (the PID namespace is shared). */
-function processesIn(host: TestHost): string[] {
-  const pids = execFileSync('ip', ['netns', 'pids', host.netns], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  return pids.map((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-    } catch {
-      return '';
-    }
-  });
-}
-
-function json<T>(run: CliResult): T {
-  expect(run.exitCode, run.stderr).toBe(0);
-  return JSON.parse(run.stdout) as T;
-}
+const edgeadm = (args: string[]): Promise<CliResult> => clusterCli(home, CLI_TIMEOUT_MS)(args);
+const sshArgs = (target: TestHost): string[] => hostSshArgs(env, target);
+const listing = (host: TestHost): Promise<string> => hostListing(env, host);
 
 async function admin(): Promise<KubeClient> {
   return new KubeClient(await kubeCredentialsOf(readFileSync(adminKubeconfig, 'utf8'), { what: 'admin' }));

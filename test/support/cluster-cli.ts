@@ -1,0 +1,55 @@
+/**
+ * What the init/join/reset integration suites share: running the CLI as an
+ * operator would against netns+sshd test hosts (direct service manager, as
+ * the hosts have no systemd), the SSH flags of a host, a listing of a
+ * host's install directories (to prove reset leaves it as before), the
+ * processes left in a host, and reading `--json` output.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { runCli, type CliResult } from './cli.js';
+import { TMPFS_DIRS, type TestHost, type TestHosts } from './test-hosts.js';
+
+/** The CLI as the suites run it: a private home, no SSH agent, the direct service manager. */
+export function clusterCli(home: string, timeoutMs: number): (args: string[]) => Promise<CliResult> {
+  return (args) =>
+    runCli(args, {
+      env: {
+        HOME: home,
+        EDGEADM_HOME: join(home, '.edgeadm'),
+        SSH_AUTH_SOCK: '',
+        EDGEADM_SERVICE_MANAGER: 'direct',
+      },
+      timeoutMs,
+    });
+}
+
+/** `--host root@… --ssh-key … --ssh-known-hosts …` for a test host. */
+export function sshArgs(env: TestHosts, target: TestHost): string[] {
+  return ['--host', `root@${target.address}`, '--ssh-key', env.keys.root, '--ssh-known-hosts', env.knownHostsFile];
+}
+
+/** Every path (with type and mode) under the directories a test host has on tmpfs. */
+export function listing(env: TestHosts, host: TestHost): Promise<string> {
+  return env.run(host, `find ${TMPFS_DIRS.join(' ')} -printf '%p %y %m\\n' | sort`);
+}
+
+/** The command lines of the processes in a host's network namespace (the PID namespace is shared). */
+export function processesIn(host: TestHost): string[] {
+  const pids = execFileSync('ip', ['netns', 'pids', host.netns], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  return pids.map((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+    } catch {
+      return '';
+    }
+  });
+}
+
+/** The `--json` document of a run that must have succeeded. */
+export function json<T>(run: CliResult): T {
+  expect(run.exitCode, run.stderr).toBe(0);
+  return JSON.parse(run.stdout) as T;
+}
