@@ -3,20 +3,28 @@
  * needs beside it (kubeadm: containerd), installed from the package that the
  * package phase unpacked. Its binaries are already in place (the package
  * phase installs bin/); this phase installs the CNI plugins from cni/,
- * writes the runtime's configuration and unit, starts it and waits for its
- * socket. Everything is recorded in the install state before it is written,
+ * writes the runtime's configuration and unit, starts it, waits for its
+ * socket and imports the package's airgap images (`images/*.tar`), each
+ * once (the install state keeps their SHA-256s), so that kubeadm finds its
+ * control-plane images without a registry. Everything is recorded in the install state before it is written,
  * so reset removes it. k3s embeds containerd, so the phase is skipped for it
  * and says so.
  */
 import { dirname } from 'node:path/posix';
+import { EdgeadmError } from '../errors.js';
+import { execOrThrow } from '../hosts/host.js';
 import type { Phase } from '../workflow/phase.js';
 import { waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
-import { installPackageFiles } from './package-phase.js';
+import { hostPackagePaths, installPackageFiles } from './package-phase.js';
 import { serviceFilesOf } from './service-manager.js';
 
 /** How long the runtime may take to open its socket after it starts. */
 export const RUNTIME_SOCKET_TIMEOUT_MS = 60_000;
+/** How long one image archive may take to import. */
+export const IMAGE_IMPORT_TIMEOUT_MS = 10 * 60_000;
+/** Airgap image archives in a package that the runtime imports. */
+const IMAGE_ARCHIVE = /^images\/[^/]+\.tar$/;
 
 /** Makes the runtime phase. */
 export function runtimePhase<C extends NodeData>(): Phase<C> {
@@ -66,6 +74,27 @@ export function runtimePhase<C extends NodeData>(): Phase<C> {
           what: runtime.name,
         });
         ctx.say(`${runtime.name} is up (${runtime.socketPath})`);
+      }
+
+      const images = ctx.package.manifest.files.filter((file) => IMAGE_ARCHIVE.test(file.path));
+      if (images.length > 0 && !ctx.package.manifest.files.some((f) => f.path === `bin/${runtime.imageImportBinary}`)) {
+        throw new EdgeadmError(
+          `the install package ${ctx.package.manifest.name} has airgap images but no bin/${runtime.imageImportBinary} to import them`,
+          { code: 'E_PACKAGE_INCOMPLETE', exitCode: 3 },
+        );
+      }
+      const { dir } = hostPackagePaths(ctx.package.manifest.name);
+      for (const image of images) {
+        if (state.state.importedImages?.includes(image.sha256)) continue;
+        await execOrThrow(host, runtime.imageImportCommand(`${dir}/${image.path}`), {
+          sudo: true,
+          timeoutMs: IMAGE_IMPORT_TIMEOUT_MS,
+          description: `import the airgap images ${image.path} into ${runtime.name}`,
+        });
+        state.update((s) => ({ ...s, importedImages: [...(s.importedImages ?? []), image.sha256] }));
+        await state.save();
+        isChanged = true;
+        ctx.say(`imported ${image.path}`);
       }
       return isChanged ? 'changed' : 'unchanged';
     },

@@ -35,6 +35,8 @@ export interface InstallState {
   bootstrapTokenId?: string;
   /** SHA-256 of the configuration the distribution's setup command (kubeadm init/join) completed with. */
   setupDoneWith?: string;
+  /** SHA-256s of the airgap image archives imported into the container runtime. */
+  importedImages?: string[];
 }
 
 /** A state with nothing recorded. */

@@ -1,7 +1,7 @@
 /**
  * Entry of the SIMULATED distribution executables (none of them real): the
  * fixture install packages ship `bin/k3s`, `bin/kubeadm`, `bin/kubelet` and
- * `bin/containerd` as two-line shell scripts running
+ * `bin/containerd` (and `bin/ctr`) as two-line shell scripts running
  * `node sim-main.ts <tool> "$@"` inside a test host. See sim-k3s/README.md
  * and sim-kubeadm/README.md.
  *
@@ -35,6 +35,7 @@ const TOOLS: Record<string, () => Promise<Tool>> = {
   kubeadm: async () => (await import('./sim-kubeadm/kubeadm.js')).runSimKubeadm,
   kubelet: async () => (await import('./sim-kubeadm/kubelet.js')).runSimKubelet,
   containerd: async () => (await import('./sim-kubeadm/containerd.js')).runSimContainerd,
+  ctr: async () => (await import('./sim-kubeadm/containerd.js')).runSimCtr,
 };
 
 const [tool = '', ...args] = process.argv.slice(2);

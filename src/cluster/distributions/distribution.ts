@@ -58,6 +58,10 @@ export interface ContainerRuntime {
   readonly cniBinDir: string;
   /** Directories the runtime owns outright, removed with their content by reset. */
   readonly ownedDirectories: readonly string[];
+  /** The binary that imports the package's airgap images (under bin/ when images/ has any). */
+  readonly imageImportBinary: string;
+  /** The command that imports one airgap image archive (`images/*.tar`) into the runtime. */
+  imageImportCommand(archivePath: string): string;
 }
 
 /**

@@ -186,6 +186,10 @@ export const containerdRuntime: ContainerRuntime = {
   socketPath: CONTAINERD_SOCKET_PATH,
   cniBinDir: CNI_BIN_DIR,
   ownedDirectories: ['/var/lib/containerd', '/run/containerd'],
+  imageImportBinary: 'ctr',
+  // k8s.io is the namespace the CRI plugin (and so the kubelet) takes images from.
+  imageImportCommand: (archive) =>
+    `${BIN_DIR}/ctr --address ${CONTAINERD_SOCKET_PATH} -n k8s.io images import '${archive.replace(/'/g, `'\\''`)}'`,
 };
 
 function clusterRoleBinding(name: string, role: string, subject: { kind: string; name: string }): KubeObject {

@@ -27,6 +27,7 @@ import {
   processesIn,
   sshArgs as hostSshArgs,
 } from '../../support/cluster-cli.js';
+import { SIM_IMPORTED_IMAGES_LIST } from '../../support/sim-kubeadm/containerd.js';
 import { buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 
@@ -92,6 +93,9 @@ describe('edgeadm init, join, token and reset with --distribution kubeadm (simul
       expect(plan).toMatch(/\[runtime\] .*\/etc\/containerd\/config\.toml/);
       expect(plan).toMatch(/\[runtime\] .*\/etc\/systemd\/system\/containerd\.service/);
       expect(plan).toMatch(/\[runtime\] Would wait for the containerd socket/);
+      expect(plan).toMatch(
+        /\[runtime\] .*ctr --address \/run\/containerd\/containerd\.sock -n k8s\.io images import '\S+\/images\/sim-pause\.tar'/,
+      );
       expect(plan).toMatch(/\[control-plane\] .*\/etc\/kubernetes\/edgeadm-kubeadm-init\.yaml/);
       expect(plan).toMatch(/\[control-plane\] .*\/etc\/systemd\/system\/kubelet\.service\b/);
       expect(plan).toMatch(/\[control-plane\] .*\/etc\/systemd\/system\/kubelet\.service\.d\/10-kubeadm\.conf/);
@@ -142,6 +146,9 @@ describe('edgeadm init, join, token and reset with --distribution kubeadm (simul
       });
       expect(tokens).toHaveLength(1);
       expect(await env.run(controlPlane(), 'cat /etc/containerd/config.toml')).toMatch(/SystemdCgroup = true/);
+      expect(await env.run(controlPlane(), `cat ${SIM_IMPORTED_IMAGES_LIST}`)).toMatch(
+        /^k8s\.io \S+\/images\/sim-pause\.tar [0-9a-f]{64}\n$/,
+      );
       expect(await env.run(controlPlane(), 'test -S /run/containerd/containerd.sock && echo socket')).toBe('socket\n');
     },
     TEST_TIMEOUT_MS,
@@ -166,6 +173,7 @@ describe('edgeadm init, join, token and reset with --distribution kubeadm (simul
       }
       expect(output).not.toMatch(/\] done \(/);
       expect(output).toContain('[runtime] containerd.service already running');
+      expect((await env.run(controlPlane(), `cat ${SIM_IMPORTED_IMAGES_LIST}`)).split('\n')).toHaveLength(2);
       expect(output).toContain('init --config /etc/kubernetes/edgeadm-kubeadm-init.yaml already ran');
       expect(output).toContain(joinCommand);
     },

@@ -55,3 +55,46 @@ export async function runSimContainerd(argv: string[]): Promise<number> {
   await rm(socket, { force: true });
   return 0;
 }
+
+/** Where the simulated `ctr` records the archives it was asked to import (inside containerd's root). */
+export const SIM_IMPORTED_IMAGES_LIST = '/var/lib/containerd/sim-imported-images.list';
+
+/**
+ * A SIMULATED `ctr` — not ctr: `ctr --address SOCKET -n NAMESPACE images
+ * import FILE` checks that containerd answers on SOCKET and that FILE is a
+ * tar archive, then appends `NAMESPACE FILE SHA-256` to
+ * {@link SIM_IMPORTED_IMAGES_LIST} instead of unpacking images.
+ */
+export async function runSimCtr(argv: string[]): Promise<number> {
+  const valueOf = (flag: string): string | undefined => {
+    const at = argv.indexOf(flag);
+    return at >= 0 ? argv[at + 1] : undefined;
+  };
+  const address = valueOf('--address') ?? '/run/containerd/containerd.sock';
+  const namespace = valueOf('-n') ?? valueOf('--namespace') ?? 'default';
+  const at = argv.indexOf('import');
+  const file = at >= 0 && argv[at - 1] === 'images' ? argv[at + 1] : undefined;
+  if (!file) {
+    process.stderr.write('usage: ctr --address SOCKET -n NAMESPACE images import FILE  (SIMULATED ctr)\n');
+    return 2;
+  }
+  const { isSocketServing } = await import('./layout.js');
+  if (!(await isSocketServing(`unix://${address}`))) {
+    process.stderr.write(`ctr: failed to dial "${address}": containerd is not running (SIMULATED ctr)\n`);
+    return 1;
+  }
+  const bytes = await readFile(file);
+  if (bytes.subarray(257, 262).toString('latin1') !== 'ustar') {
+    process.stderr.write(`ctr: ${file} is not a tar archive (SIMULATED ctr)\n`);
+    return 1;
+  }
+  const { createHash } = await import('node:crypto');
+  const { appendFile } = await import('node:fs/promises');
+  await mkdir(dirname(SIM_IMPORTED_IMAGES_LIST), { recursive: true });
+  await appendFile(
+    SIM_IMPORTED_IMAGES_LIST,
+    `${namespace} ${file} ${createHash('sha256').update(bytes).digest('hex')}\n`,
+  );
+  process.stdout.write(`unpacking images from ${file} (SIMULATED ctr: recorded only)\n`);
+  return 0;
+}

@@ -2,11 +2,14 @@
  * The fixture install package that carries the SIMULATED kubeadm: a real
  * edgeadm package (`distribution: kubeadm`, built with `buildPackage`, so
  * edgeadm's real package code verifies, uploads, unpacks and installs it)
- * whose bin/kubeadm, bin/kubelet and bin/containerd run the simulations in
+ * whose bin/kubeadm, bin/kubelet, bin/containerd and bin/ctr run the simulations in
  * this directory (through ../sim-main.ts, as the simulated k3s does),
  * bin/containerd-shim-runc-v2 and bin/runc are inert stand-ins, bin/kubectl
- * runs this machine's real kubectl, and cni/ holds inert stand-in plugins.
+ * runs this machine's real kubectl, cni/ holds inert stand-in plugins, and
+ * images/sim-pause.tar is a small real tar archive standing in for an
+ * airgap image archive.
  */
+import { execFileSync } from 'node:child_process';
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildPackage, type BuiltPackage } from '../../../src/packages/build.js';
@@ -33,6 +36,7 @@ export async function buildSimKubeadmPackage(workDir: string): Promise<BuiltPack
     'bin/kubeadm': simExecutableScript('kubeadm', SIM_KUBEADM_MARKER, README),
     'bin/kubelet': simExecutableScript('kubelet', SIM_KUBEADM_MARKER, README),
     'bin/containerd': simExecutableScript('containerd', SIM_KUBEADM_MARKER, README),
+    'bin/ctr': simExecutableScript('ctr', SIM_KUBEADM_MARKER, README),
     'bin/containerd-shim-runc-v2': inertScript('containerd-shim-runc-v2'),
     'bin/runc': inertScript('runc'),
     'bin/kubectl': [
@@ -52,6 +56,7 @@ export async function buildSimKubeadmPackage(workDir: string): Promise<BuiltPack
     await writeFile(target, text);
     if (!path.startsWith('images/')) await chmod(target, 0o755);
   }
+  execFileSync('tar', ['-cf', join(source, 'images', 'sim-pause.tar'), '-C', join(source, 'images'), 'README']);
   return buildPackage({
     from: source,
     distribution: 'kubeadm',

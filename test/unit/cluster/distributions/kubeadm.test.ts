@@ -122,6 +122,12 @@ describe('containerd', () => {
     expect(text).toContain(`address = "${kubeadmDistribution.runtime!.socketPath}"`);
     expect(text).toContain(`bin_dir = "${kubeadmDistribution.runtime!.cniBinDir}"`);
   });
+
+  it('imports airgap images into the namespace the kubelet takes images from, quoting the path', () => {
+    expect(kubeadmDistribution.runtime!.imageImportCommand("/pkg/images/it's.tar")).toBe(
+      "/usr/local/bin/ctr --address /run/containerd/containerd.sock -n k8s.io images import '/pkg/images/it'\\''s.tar'",
+    );
+  });
 });
 
 describe('kubeadm units', () => {
