@@ -23,6 +23,7 @@ describe('init and join help', () => {
     for (const phase of [
       'preflight',
       'package',
+      'runtime',
       'control-plane',
       'wait-ready',
       'bootstrap-token',
@@ -56,17 +57,33 @@ describe('config print', () => {
 });
 
 describe('errors before anything is touched', () => {
-  it('--distribution kubeadm says it is not built', async () => {
+  it('--distribution kubeadm with a k3s package is refused before any host is reached', async () => {
+    const pkg = await buildFixturePackage(mkdtempSync(join(tmpdir(), 'edgeadm-k3s-pkg-')));
     const { exitCode, stdout } = await runCli([
       'init',
       '--distribution',
       'kubeadm',
       '--install-pkg-path',
+      pkg.file,
+      '--host',
+      'root@192.0.2.1',
+      '--json',
+    ]);
+    expect(exitCode).toBe(3);
+    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_PACKAGE_DISTRIBUTION' } });
+  });
+
+  it('an unknown distribution is refused', async () => {
+    const { exitCode, stdout } = await runCli([
+      'init',
+      '--distribution',
+      'microk8s',
+      '--install-pkg-path',
       'x',
       '--json',
     ]);
     expect(exitCode).toBe(3);
-    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_NOT_BUILT' } });
+    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_DISTRIBUTION_UNKNOWN' } });
   });
 
   it('init without a package says which flag is missing', async () => {
