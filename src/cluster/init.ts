@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import type { Host } from '../hosts/host.js';
-import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
+import { KubeClient } from '../kube/client.js';
 import { kubeCredentialsOf, mergeKubeconfig, renderKubeconfig, type KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import type { ResolvedPackage } from '../packages/source.js';
@@ -32,6 +32,7 @@ import type { Phase } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import { applyClusterInfoRbac, createBootstrapToken, getBootstrapToken, signClusterInfo } from './bootstrap-tokens.js';
 import type { Distribution } from './distributions/distribution.js';
+import { edgeAddonsPhase } from './edge-addons-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
 import { packagePhase } from './package-phase.js';
@@ -45,10 +46,6 @@ import type { StateRecorder } from './state.js';
 export const API_READY_TIMEOUT_MS = 180_000;
 /** How often readiness is polled. */
 export const API_READY_POLL_MS = 500;
-/** The ConfigMap that holds the edge settings joining edge nodes read. */
-export const EDGE_CONFIG_NAME = 'edgeadm-edge';
-/** The label and taint edge nodes get. */
-export const EDGE_NODE_LABEL = 'node-role.kubernetes.io/edge';
 
 /** What the init phases depend on. */
 export interface InitData extends NodeData {
@@ -228,40 +225,6 @@ function bootstrapTokenPhase(): Phase<InitData> {
   };
 }
 
-function edgeAddonsPhase(): Phase<InitData> {
-  return {
-    name: 'edge-addons',
-    summary: 'With --enable-edge: record the labels and taints edge nodes get (the edge-proxy comes with edge nodes)',
-    runIf: (ctx) => ctx.enableEdge,
-    async run(ctx) {
-      const object: KubeObject = {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: {
-          name: EDGE_CONFIG_NAME,
-          namespace: 'kube-system',
-          labels: { 'app.kubernetes.io/managed-by': 'edgeadm' },
-        },
-        data: {
-          nodeLabels: `${EDGE_NODE_LABEL}=true`,
-          nodeTaints: `${EDGE_NODE_LABEL}=true:NoSchedule`,
-          note: 'Edge nodes joined with --enable-edge get these labels and taints. The edge-proxy is not installed by this version.',
-        },
-      };
-      if (ctx.isDryRun) {
-        ctx.say(`Would apply kube-system/${EDGE_CONFIG_NAME} (edge node labels and taints)`);
-        return 'unchanged';
-      }
-      const client = await adminClient(ctx);
-      const path = corePath('configmaps', { namespace: 'kube-system', name: EDGE_CONFIG_NAME });
-      const before = await client.get(path);
-      const after = await client.apply(path, object, { force: true });
-      ctx.say('edge-proxy is not built in this version: only the edge node labels and taints are configured');
-      return before?.metadata?.resourceVersion === after.metadata?.resourceVersion ? 'unchanged' : 'changed';
-    },
-  };
-}
-
 function showJoinCommandPhase(): Phase<InitData> {
   return {
     name: 'show-join-command',
@@ -323,7 +286,7 @@ export function initPhases(): Phase<InitData>[] {
     controlPlanePhase(),
     waitReadyPhase(),
     bootstrapTokenPhase(),
-    edgeAddonsPhase(),
+    edgeAddonsPhase<InitData>({ adminClient }),
     showJoinCommandPhase(),
   ];
 }

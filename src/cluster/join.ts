@@ -2,7 +2,8 @@
  * The join workflow: an edge node joins a cluster with kubeadm's trust
  * model (bootstrap token + CA pin).
  *
- * preflight → discovery → package → node-join → wait-ready → labels
+ * preflight → discovery → package → node-join → edge (with --enable-edge) →
+ * wait-ready → labels
  *
  * Discovery runs on this machine (where edgeadm runs) against the control
  * plane, before anything reaches the host: a wrong token, a wrong pin or an
@@ -19,12 +20,17 @@ import type { ResolvedPackage } from '../packages/source.js';
 import { parseBootstrapToken, type BootstrapToken } from '../trust/bootstrap-token.js';
 import { discoverClusterInfo, type DiscoveryResult } from '../trust/discovery.js';
 import { parseGoDuration } from '../trust/duration.js';
-import type { Phase } from '../workflow/phase.js';
+import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import type { Distribution } from './distributions/distribution.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
-import { EDGE_NODE_LABEL } from './init.js';
-import type { NodeData } from './node-context.js';
+import {
+  edgeAgentConfig,
+  edgeNodePhase,
+  resolveEdgeadmBinary,
+  runningEdgeadm,
+  type EdgeNodeData,
+} from './edge-node-phase.js';
 import { packagePhase } from './package-phase.js';
 import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
@@ -38,7 +44,7 @@ export const NODE_READY_TIMEOUT_MS = 180_000;
 export const NODE_READY_POLL_MS = 1_000;
 
 /** What the join phases depend on. */
-export interface JoinData extends NodeData {
+export interface JoinData extends EdgeNodeData {
   endpoint: string;
   token: BootstrapToken;
   caCertHashes: string[];
@@ -46,7 +52,6 @@ export interface JoinData extends NodeData {
   discoveryTimeoutMs: number;
   nodeName?: string;
   nodeLabels: Record<string, string>;
-  enableEdge: boolean;
   /** Filled in by the phases. */
   discovery?: DiscoveryResult;
   node?: { name: string; isReady: boolean };
@@ -56,8 +61,9 @@ function nodeNameOf(ctx: JoinData): string {
   return ctx.nodeName ?? ctx.facts?.hostname ?? 'node';
 }
 
-function labelsOf(ctx: JoinData): Record<string, string> {
-  return ctx.enableEdge ? { ...ctx.nodeLabels, [EDGE_NODE_LABEL]: 'true' } : ctx.nodeLabels;
+async function labelsOf(ctx: JoinData): Promise<Record<string, string>> {
+  const edge = await edgeAgentConfig(ctx, await ensureDiscovery(ctx));
+  return { ...ctx.nodeLabels, ...edge.nodeLabels };
 }
 
 async function ensureFacts(ctx: JoinData): Promise<void> {
@@ -109,21 +115,27 @@ function discoveryPhase(): Phase<JoinData> {
   };
 }
 
+/** Writes the agent's configuration (edge additions included) and makes sure it runs with it. */
+async function configureAgent(ctx: JoinData): Promise<PhaseOutcome> {
+  await ensureFacts(ctx);
+  const discovery = await ensureDiscovery(ctx);
+  const edge = await edgeAgentConfig(ctx, discovery);
+  const config = ctx.distribution.renderAgentConfig({
+    nodeName: nodeNameOf(ctx),
+    nodeLabels: { ...ctx.nodeLabels, ...edge.nodeLabels },
+    server: discovery.server,
+    joinCredential: ctx.distribution.joinCredential({ caPem: discovery.caPem, token: ctx.token }),
+    ...(edge.nodeTaints.length > 0 ? { nodeTaints: edge.nodeTaints } : {}),
+    ...(edge.kubeletKubeconfig ? { kubeletKubeconfig: edge.kubeletKubeconfig } : {}),
+  });
+  return configureAndStartService(ctx, config);
+}
+
 function nodeJoinPhase(): Phase<JoinData> {
   return {
     name: 'node-join',
     summary: "Write the node agent's configuration and service unit, and start it",
-    async run(ctx) {
-      await ensureFacts(ctx);
-      const discovery = await ensureDiscovery(ctx);
-      const config = ctx.distribution.renderAgentConfig({
-        nodeName: nodeNameOf(ctx),
-        nodeLabels: labelsOf(ctx),
-        server: discovery.server,
-        joinCredential: ctx.distribution.joinCredential({ caPem: discovery.caPem, token: ctx.token }),
-      });
-      return configureAndStartService(ctx, config);
-    },
+    run: configureAgent,
   };
 }
 
@@ -174,7 +186,7 @@ function labelsPhase(): Phase<JoinData> {
     summary: 'Make sure the Node carries the labels asked for',
     async run(ctx) {
       await ensureFacts(ctx);
-      const wanted = labelsOf(ctx);
+      const wanted = await labelsOf(ctx);
       const name = nodeNameOf(ctx);
       if (Object.keys(wanted).length === 0) return 'unchanged';
       if (ctx.isDryRun) {
@@ -205,6 +217,7 @@ export function joinPhases(): Phase<JoinData>[] {
     discoveryPhase(),
     packagePhase<JoinData>(),
     nodeJoinPhase(),
+    edgeNodePhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery, configureAgent }),
     waitReadyPhase(),
     labelsPhase(),
   ];
@@ -265,6 +278,17 @@ export async function runJoin(options: JoinOptions): Promise<JoinResult> {
     nodeLabels: options.nodeLabels,
     enableEdge: options.enableEdge,
     ...(options.nodeName ? { nodeName: options.nodeName } : {}),
+    // Decided before any phase runs, so a join that cannot install the edge-proxy installs nothing.
+    ...(options.enableEdge
+      ? {
+          edgeadmBinary: resolveEdgeadmBinary({
+            packageName: options.package.manifest.name,
+            packageFiles: options.package.manifest.files.map((file) => file.path),
+            binDir: options.distribution.binDir,
+            ...runningEdgeadm(),
+          }),
+        }
+      : {}),
   };
   const report = await runClusterWorkflow(joinPhases(), ctx, {
     ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),

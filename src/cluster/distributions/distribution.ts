@@ -32,6 +32,13 @@ export interface AgentConfigInput {
   server: string;
   /** The distribution's join credential (a secret). */
   joinCredential: string;
+  /** Taints the node registers with, `key=value:Effect`. */
+  nodeTaints?: string[];
+  /**
+   * A kubeconfig the node's kubelet uses instead of the one the agent
+   * writes: the edge-proxy's, so that the kubelet's traffic goes through it.
+   */
+  kubeletKubeconfig?: string;
 }
 
 /** A distribution driver. */
@@ -55,6 +62,8 @@ export interface Distribution {
   readonly adminKubeconfigPath: string;
   /** The kubeconfig a joined node's agent uses (client credentials of the node). */
   readonly nodeKubeconfigPath: string;
+  /** The CA that signs the node's client certificate (the edge-proxy checks the kubelet against it). */
+  readonly nodeClientCaPath?: string;
   /** Directories the distribution owns outright, removed with their content by reset. */
   readonly ownedDirectories: readonly string[];
   /** The join credential for a node, from the CA bundle discovery verified and the bootstrap token. */

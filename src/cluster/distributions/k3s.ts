@@ -17,6 +17,8 @@ export const K3S_CONFIG_PATH = '/etc/rancher/k3s/config.yaml';
 export const K3S_ADMIN_KUBECONFIG_PATH = '/etc/rancher/k3s/k3s.yaml';
 /** The kubelet kubeconfig of a k3s agent. */
 export const K3S_NODE_KUBECONFIG_PATH = '/var/lib/rancher/k3s/agent/kubelet.kubeconfig';
+/** The CA that signs a k3s agent's kubelet client certificate. */
+export const K3S_NODE_CLIENT_CA_PATH = '/var/lib/rancher/k3s/agent/client-ca.crt';
 
 function labelList(labels: Record<string, string>): string[] {
   return Object.entries(labels).map(([key, value]) => `${key}=${value}`);
@@ -46,6 +48,9 @@ export function renderK3sAgentConfig(input: AgentConfigInput): string {
     'node-name': input.nodeName,
   };
   if (Object.keys(input.nodeLabels).length > 0) config['node-label'] = labelList(input.nodeLabels);
+  if (input.nodeTaints && input.nodeTaints.length > 0) config['node-taint'] = input.nodeTaints;
+  // k3s passes kubelet-arg values to its kubelet, and a value given there wins over k3s's own.
+  if (input.kubeletKubeconfig) config['kubelet-arg'] = [`kubeconfig=${input.kubeletKubeconfig}`];
   return `# Written by edgeadm join; edgeadm reset removes it.\n${dump(config, { lineWidth: -1 })}`;
 }
 
@@ -65,6 +70,7 @@ export const k3sDistribution: Distribution = {
   caPath: K3S_SERVER_CA_PATH,
   adminKubeconfigPath: K3S_ADMIN_KUBECONFIG_PATH,
   nodeKubeconfigPath: K3S_NODE_KUBECONFIG_PATH,
+  nodeClientCaPath: K3S_NODE_CLIENT_CA_PATH,
   ownedDirectories: ['/etc/rancher/k3s', '/var/lib/rancher/k3s', '/run/k3s'],
   joinCredential: ({ caPem, token }) => buildK3sToken({ caBundle: caPem, credentials: token }),
   networkCleanupScript: () =>

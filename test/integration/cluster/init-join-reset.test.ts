@@ -172,7 +172,7 @@ describe('edgeadm init, join, token and reset on test hosts (simulated k3s)', ()
     expect(await new KubeClient(credentials).get('/api/v1/namespaces/kube-system')).toBeDefined();
   });
 
-  it('init phase edge-addons --enable-edge records the edge node labels and taints in the cluster', async () => {
+  it('init phase edge-addons --enable-edge applies the edge addon manifests (edge node settings)', async () => {
     const args = [
       'init',
       'phase',
@@ -192,7 +192,7 @@ describe('edgeadm init, join, token and reset on test hosts (simulated k3s)', ()
     const config = await client.get<{ data: Record<string, string> }>(
       '/api/v1/namespaces/kube-system/configmaps/edgeadm-edge',
     );
-    expect(config?.data.nodeTaints).toBe('node-role.kubernetes.io/edge=true:NoSchedule');
+    expect(config?.data.nodeTaints).toBe('edgeadm.io/edge=true:NoSchedule');
   });
 
   function joinArgs(overrides: { token?: string; hash?: string; endpoint?: string } = {}): string[] {

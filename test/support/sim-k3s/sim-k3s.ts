@@ -82,6 +82,42 @@ function labelsOf(config: K3sConfig): Record<string, string> {
   return labels;
 }
 
+/** `node-taint` entries (`key=value:Effect`), as the kubelet's --register-with-taints takes them. */
+function taintsOf(config: K3sConfig): Array<{ key: string; value?: string; effect: string }> {
+  return listOf(config, 'node-taint').map((entry) => {
+    const [keyValue = '', effect = ''] = entry.split(':');
+    const [key = '', ...value] = keyValue.split('=');
+    return { key, ...(value.length > 0 ? { value: value.join('=') } : {}), effect };
+  });
+}
+
+/** The `kubelet-arg` values as a map (`kubeconfig=PATH` → kubeconfig: PATH); later ones win, as in k3s. */
+function kubeletArgsOf(config: K3sConfig): Map<string, string> {
+  const args = new Map<string, string>();
+  for (const entry of listOf(config, 'kubelet-arg')) {
+    const [key = '', ...value] = entry.replace(/^--/, '').split('=');
+    args.set(key, value.join('='));
+  }
+  return args;
+}
+
+/** Where and as whom the (simulated) kubelet talks: its kubeconfig's server, CA and token. */
+async function kubeletConnection(path: string): Promise<{ server: string; caPem: string; token: string }> {
+  const document = loadYaml(await readFile(path, 'utf8')) as {
+    clusters?: Array<{ cluster?: Record<string, string> }>;
+    users?: Array<{ user?: Record<string, string> }>;
+  };
+  const cluster = document.clusters?.[0]?.cluster ?? {};
+  const user = document.users?.[0]?.user ?? {};
+  const caPem = cluster['certificate-authority-data']
+    ? Buffer.from(cluster['certificate-authority-data'], 'base64').toString('utf8')
+    : await readFile(cluster['certificate-authority'] ?? '', 'utf8');
+  const token = user.token ?? (user.tokenFile ? (await readFile(user.tokenFile, 'utf8')).trim() : '');
+  if (!cluster.server || !token)
+    throw new Error(`${path} has no server or no token (the simulation's kubelet uses tokens)`);
+  return { server: cluster.server, caPem, token };
+}
+
 async function writeAtomically(path: string, text: string, mode: number): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const temporary = `${path}.tmp-${process.pid}`;
@@ -143,6 +179,7 @@ async function registerNode(options: {
   caPem: string;
   name: string;
   labels: Record<string, string>;
+  taints?: Array<{ key: string; value?: string; effect: string }>;
 }): Promise<void> {
   const base = { token: options.token, caPem: options.caPem };
   await expectOk(
@@ -151,7 +188,12 @@ async function registerNode(options: {
       ...base,
       method: 'POST',
       url: `${options.server}/api/v1/nodes`,
-      body: { apiVersion: 'v1', kind: 'Node', metadata: { name: options.name, labels: options.labels } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name: options.name, labels: options.labels },
+        ...(options.taints && options.taints.length > 0 ? { spec: { taints: options.taints } } : {}),
+      },
     },
     [409],
   );
@@ -166,6 +208,13 @@ async function registerNode(options: {
 }
 
 async function heartbeat(options: { server: string; token: string; caPem: string; name: string }): Promise<void> {
+  // A kubelet reads its Node before it updates the status.
+  await expectOk(`get Node ${options.name}`, {
+    token: options.token,
+    caPem: options.caPem,
+    method: 'GET',
+    url: `${options.server}/api/v1/nodes/${options.name}`,
+  });
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   await expectOk(`update the status of Node ${options.name}`, {
     token: options.token,
@@ -331,20 +380,26 @@ async function runAgent(configPath: string): Promise<number> {
   };
   await writeAtomically(join(K3S_AGENT_DIR, 'server-ca.crt'), caPem, 0o644);
   await writeAtomically(join(K3S_AGENT_DIR, 'kubelet.kubeconfig'), dumpYaml(kubeletKubeconfig), 0o600);
+  // Like k3s, a kubeconfig given with kubelet-arg replaces the one the agent wrote for its kubelet.
+  const kubeletKubeconfigArg = kubeletArgsOf(config).get('kubeconfig');
+  const kubelet = kubeletKubeconfigArg
+    ? await kubeletConnection(kubeletKubeconfigArg)
+    : { server, caPem, token: credentials };
+  if (kubeletKubeconfigArg) log(`kubelet uses ${kubeletKubeconfigArg}: ${kubelet.server}`);
   for (;;) {
     try {
-      await registerNode({ server, token: credentials, caPem, name: nodeName, labels: labelsOf(config) });
+      await registerNode({ ...kubelet, name: nodeName, labels: labelsOf(config), taints: taintsOf(config) });
       break;
     } catch (error) {
       log(`registering Node ${nodeName}: ${(error as Error).message}`);
       await sleep(RETRY_INTERVAL_MS);
     }
   }
-  log(`agent ${nodeName} registered with ${server}`);
+  log(`agent ${nodeName} registered with ${kubelet.server}`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
-    void keepReady({ server, token: credentials, caPem: caPem!, name: nodeName });
+    void keepReady({ ...kubelet, name: nodeName });
   });
   return 0;
 }

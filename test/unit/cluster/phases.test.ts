@@ -19,7 +19,7 @@ describe('phase trees', () => {
 
   it('join verifies the cluster before the package reaches the host', () => {
     const paths = flattenPhases(joinPhases()).map((p) => p.path);
-    expect(paths).toEqual(['preflight', 'discovery', 'package', 'node-join', 'wait-ready', 'labels']);
+    expect(paths).toEqual(['preflight', 'discovery', 'package', 'node-join', 'edge', 'wait-ready', 'labels']);
     expect(paths.indexOf('discovery')).toBeLessThan(paths.indexOf('package'));
   });
 
