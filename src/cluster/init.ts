@@ -31,6 +31,7 @@ import { writeSecretFileAtomic } from '../trust/secret-file.js';
 import type { Phase } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import { applyClusterInfoRbac, createBootstrapToken, getBootstrapToken, signClusterInfo } from './bootstrap-tokens.js';
+import { uploadCertsPhase } from './control-plane-join.js';
 import type { Distribution } from './distributions/distribution.js';
 import { edgeAddonsPhase } from './edge-addons-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
@@ -56,6 +57,12 @@ export interface InitData extends NodeData {
   podCidr: string;
   serviceCidr: string;
   enableEdge: boolean;
+  /** `--control-plane-endpoint` (host or host:port): the shared address of the control planes; starts an HA-capable one. */
+  controlPlaneEndpoint?: string;
+  /** `--upload-certs`: keep what another control plane needs in the cluster (upload-certs phase). */
+  isUploadCerts: boolean;
+  /** The key it is encrypted with (given, or made by upload-certs). A secret. */
+  certificateKey?: string;
   /** The token to create, when the operator chose one. */
   requestedToken?: BootstrapToken;
   tokenTtlMs: number;
@@ -70,11 +77,19 @@ export interface InitData extends NodeData {
   admin?: KubeCredentials;
   token?: BootstrapToken;
   joinCommand?: string;
+  controlPlaneJoinCommand?: string;
   kubeconfigWritten?: { path: string; context: string; isMerged: boolean };
 }
 
 function serverOf(ctx: InitData): string {
   return `https://${advertiseAddressOf(ctx)}:${ctx.distribution.apiPort}`;
+}
+
+/** Where joining nodes reach the API server: the control-plane endpoint, else the advertised address. */
+function joinAddressOf(ctx: InitData): string {
+  const endpoint = ctx.controlPlaneEndpoint;
+  if (endpoint) return /:\d+$/.test(endpoint) ? endpoint : `${endpoint}:${ctx.distribution.apiPort}`;
+  return `${advertiseAddressOf(ctx)}:${ctx.distribution.apiPort}`;
 }
 
 function advertiseAddressOf(ctx: InitData): string {
@@ -122,9 +137,12 @@ function controlPlanePhase(): Phase<InitData> {
         nodeName: nodeNameOf(ctx),
         nodeLabels: ctx.nodeLabels,
         advertiseAddress: advertiseAddressOf(ctx),
-        certSans: ctx.certSans,
+        certSans: ctx.controlPlaneEndpoint
+          ? [...ctx.certSans, ctx.controlPlaneEndpoint.replace(/:\d+$/, '')]
+          : ctx.certSans,
         podCidr: ctx.podCidr,
         serviceCidr: ctx.serviceCidr,
+        ...(ctx.controlPlaneEndpoint ? { isClusterInit: true } : {}),
       });
       return configureAndStartService(ctx, config);
     },
@@ -211,7 +229,7 @@ function bootstrapTokenPhase(): Phase<InitData> {
       }
       ctx.state.update((s) => ({ ...s, bootstrapTokenId: ctx.token!.id }));
       await ctx.state.save();
-      const kubeconfig = renderClusterInfoKubeconfig({ server: serverOf(ctx), caPem: ctx.caPem! });
+      const kubeconfig = renderClusterInfoKubeconfig({ server: `https://${joinAddressOf(ctx)}`, caPem: ctx.caPem! });
       if (await signClusterInfo(client, { kubeconfig })) {
         isChanged = true;
         ctx.say('wrote kube-public/cluster-info, signed with every signing token');
@@ -238,8 +256,11 @@ function showJoinCommandPhase(): Phase<InitData> {
         ctx.token = (await getBootstrapToken(new KubeClient(ctx.admin), tokenId))?.token;
       const token = ctx.token ? formatBootstrapToken(ctx.token) : '<token>';
       const caPin = ctx.caPem ? caPinsOfPem(ctx.caPem, 'the cluster CA')[0] : 'sha256:<hash>';
-      const address = `${advertiseAddressOf(ctx)}:${ctx.distribution.apiPort}`;
+      const address = joinAddressOf(ctx);
       ctx.joinCommand = `edgeadm join ${address} --token ${token} --discovery-token-ca-cert-hash ${caPin} --install-pkg-path ${ctx.installPackagePath}`;
+      if (ctx.isUploadCerts && ctx.certificateKey) {
+        ctx.controlPlaneJoinCommand = `${ctx.joinCommand} --control-plane --certificate-key ${ctx.certificateKey}`;
+      }
       if (ctx.isDryRun || !ctx.admin) {
         if (ctx.kubeconfigOut ?? ctx.userKubeconfigPath) {
           ctx.say(`Would write the admin kubeconfig to ${ctx.kubeconfigOut ?? ctx.userKubeconfigPath}`);
@@ -286,6 +307,7 @@ export function initPhases(): Phase<InitData>[] {
     controlPlanePhase(),
     waitReadyPhase(),
     bootstrapTokenPhase(),
+    uploadCertsPhase<InitData>({ adminClient }),
     edgeAddonsPhase<InitData>({ adminClient }),
     showJoinCommandPhase(),
   ];
@@ -308,6 +330,9 @@ export interface InitOptions {
   podCidr: string;
   serviceCidr: string;
   enableEdge: boolean;
+  controlPlaneEndpoint?: string;
+  isUploadCerts?: boolean;
+  certificateKey?: string;
   token?: string;
   tokenTtl: string;
   kubeconfigOut?: string;
@@ -328,6 +353,8 @@ export interface InitResult {
   server?: string;
   caCertHash?: string;
   joinCommand?: string;
+  /** With --upload-certs: the join command for another control plane (holds the certificate key). */
+  controlPlaneJoinCommand?: string;
   kubeconfig?: { path: string; context: string; isMerged: boolean };
   plan?: string[];
 }
@@ -350,6 +377,9 @@ export async function runInit(options: InitOptions): Promise<InitResult> {
     podCidr: options.podCidr,
     serviceCidr: options.serviceCidr,
     enableEdge: options.enableEdge,
+    isUploadCerts: options.isUploadCerts === true,
+    ...(options.controlPlaneEndpoint ? { controlPlaneEndpoint: options.controlPlaneEndpoint } : {}),
+    ...(options.certificateKey ? { certificateKey: options.certificateKey } : {}),
     tokenTtlMs: parseGoDuration(options.tokenTtl),
     installPackagePath: options.installPackagePath,
     ...(options.nodeName ? { nodeName: options.nodeName } : {}),
@@ -372,6 +402,7 @@ export async function runInit(options: InitOptions): Promise<InitResult> {
     ...(ctx.admin ? { server: ctx.admin.server } : {}),
     ...(ctx.caPem ? { caCertHash: caPinsOfPem(ctx.caPem, 'the cluster CA')[0]! } : {}),
     ...(ctx.joinCommand ? { joinCommand: ctx.joinCommand } : {}),
+    ...(ctx.controlPlaneJoinCommand ? { controlPlaneJoinCommand: ctx.controlPlaneJoinCommand } : {}),
     ...(ctx.kubeconfigWritten ? { kubeconfig: ctx.kubeconfigWritten } : {}),
     ...(options.isDryRun ? { plan: report.plan } : {}),
   };

@@ -11,7 +11,7 @@
  * join credential (k3s: `K10<ca hash>::<token>`) is built from the CA that
  * discovery verified.
  */
-import { EdgeadmError } from '../errors.js';
+import { EdgeadmError, ValidationError } from '../errors.js';
 import type { Host } from '../hosts/host.js';
 import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
 import { kubeCredentialsOf } from '../kube/kubeconfig.js';
@@ -24,6 +24,7 @@ import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import type { Distribution } from './distributions/distribution.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
+import { controlPlaneJoinPhase, verifyControlPlaneJoin, type ControlPlaneJoinData } from './control-plane-join.js';
 import {
   edgeAgentConfig,
   edgeNodePhase,
@@ -44,7 +45,7 @@ export const NODE_READY_TIMEOUT_MS = 180_000;
 export const NODE_READY_POLL_MS = 1_000;
 
 /** What the join phases depend on. */
-export interface JoinData extends EdgeNodeData {
+export interface JoinData extends EdgeNodeData, ControlPlaneJoinData {
   endpoint: string;
   token: BootstrapToken;
   caCertHashes: string[];
@@ -107,6 +108,7 @@ function discoveryPhase(): Phase<JoinData> {
     summary: 'Verify the API server with the bootstrap token (JWS) and the CA pin',
     async run(ctx) {
       const result = await ensureDiscovery(ctx);
+      await verifyControlPlaneJoin(ctx, result);
       ctx.say(
         `verified ${result.server}${result.isCaVerified ? ` (CA pin ${result.matchedPin})` : ' (CA NOT verified: --discovery-token-unsafe-skip-ca-verification)'}`,
       );
@@ -135,6 +137,7 @@ function nodeJoinPhase(): Phase<JoinData> {
   return {
     name: 'node-join',
     summary: "Write the node agent's configuration and service unit, and start it",
+    runIf: (ctx) => !ctx.isControlPlane,
     run: configureAgent,
   };
 }
@@ -217,6 +220,7 @@ export function joinPhases(): Phase<JoinData>[] {
     discoveryPhase(),
     packagePhase<JoinData>(),
     nodeJoinPhase(),
+    controlPlaneJoinPhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery }),
     edgeNodePhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery, configureAgent }),
     waitReadyPhase(),
     labelsPhase(),
@@ -240,6 +244,10 @@ export interface JoinOptions {
   nodeName?: string;
   nodeLabels: Record<string, string>;
   enableEdge: boolean;
+  /** `--control-plane`: join another control plane (HA) instead of a node. */
+  isControlPlane?: boolean;
+  /** `--certificate-key`: decrypts the control-plane join credential. A secret. */
+  certificateKey?: string;
   skipPhases?: string[];
   only?: string;
   logger: Logger;
@@ -259,10 +267,18 @@ export interface JoinResult {
 
 /** Runs join. */
 export async function runJoin(options: JoinOptions): Promise<JoinResult> {
+  const isControlPlane = options.isControlPlane === true;
+  if (isControlPlane && options.enableEdge) {
+    throw new ValidationError('--control-plane and --enable-edge do not go together: edge nodes are workers', {
+      code: 'E_FLAG_CONFLICT',
+    });
+  }
   const ctx: JoinData = {
     host: options.host,
     isDryRun: options.isDryRun,
-    role: 'worker',
+    role: isControlPlane ? 'control-plane' : 'worker',
+    isControlPlane,
+    ...(options.certificateKey ? { certificateKey: options.certificateKey } : {}),
     distribution: options.distribution,
     serviceManager: options.serviceManager,
     state: options.state,

@@ -22,6 +22,10 @@ export interface ServerConfigInput {
   serviceCidr?: string;
   /** Start an HA-capable (embedded etcd) control plane. */
   isClusterInit?: boolean;
+  /** Join the control plane at this URL instead of starting a cluster (another control plane). */
+  joinServer?: string;
+  /** The credential another control plane joins with (k3s: the server token). A secret. */
+  joinToken?: string;
 }
 
 /** What a joining node's configuration says. */
@@ -62,6 +66,8 @@ export interface Distribution {
   readonly adminKubeconfigPath: string;
   /** The kubeconfig a joined node's agent uses (client credentials of the node). */
   readonly nodeKubeconfigPath: string;
+  /** The credential another control plane joins with, on the first one (k3s: the server token). */
+  readonly serverTokenPath?: string;
   /** The CA that signs the node's client certificate (the edge-proxy checks the kubelet against it). */
   readonly nodeClientCaPath?: string;
   /** Directories the distribution owns outright, removed with their content by reset. */

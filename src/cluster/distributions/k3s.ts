@@ -37,6 +37,8 @@ export function renderK3sServerConfig(input: ServerConfigInput): string {
   if (input.podCidr) config['cluster-cidr'] = input.podCidr;
   if (input.serviceCidr) config['service-cidr'] = input.serviceCidr;
   if (input.isClusterInit) config['cluster-init'] = true;
+  if (input.joinServer) config.server = input.joinServer;
+  if (input.joinToken) config.token = input.joinToken;
   return `# Written by edgeadm init; edgeadm reset removes it.\n${dump(config, { lineWidth: -1 })}`;
 }
 
@@ -71,6 +73,7 @@ export const k3sDistribution: Distribution = {
   adminKubeconfigPath: K3S_ADMIN_KUBECONFIG_PATH,
   nodeKubeconfigPath: K3S_NODE_KUBECONFIG_PATH,
   nodeClientCaPath: K3S_NODE_CLIENT_CA_PATH,
+  serverTokenPath: '/var/lib/rancher/k3s/server/token',
   ownedDirectories: ['/etc/rancher/k3s', '/var/lib/rancher/k3s', '/run/k3s'],
   joinCredential: ({ caPem, token }) => buildK3sToken({ caBundle: caPem, credentials: token }),
   networkCleanupScript: () =>
