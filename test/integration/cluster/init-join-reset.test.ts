@@ -122,6 +122,7 @@ describe('edgeadm init, join, token and reset on test hosts (simulated k3s)', ()
       'control-plane:changed',
       'wait-ready:unchanged',
       'bootstrap-token:changed',
+      'upload-certs:skipped',
       'edge-addons:skipped',
       'show-join-command:changed',
     ]);
