@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import type { Host } from '../hosts/host.js';
-import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
+import { KubeClient } from '../kube/client.js';
 import { kubeCredentialsOf, mergeKubeconfig, renderKubeconfig, type KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import type { ResolvedPackage } from '../packages/source.js';
@@ -37,8 +37,10 @@ import {
   getBootstrapToken,
   signClusterInfo,
 } from './bootstrap-tokens.js';
+import { uploadCertsPhase } from './control-plane-join.js';
 import type { Distribution } from './distributions/distribution.js';
-import { DEFAULT_DISTRIBUTION } from './distributions/index.js';
+import { DEFAULT_DISTRIBUTION, requireDistributionFeature } from './distributions/index.js';
+import { edgeAddonsPhase } from './edge-addons-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
 import { packagePhase } from './package-phase.js';
@@ -53,10 +55,6 @@ import type { StateRecorder } from './state.js';
 export const API_READY_TIMEOUT_MS = 180_000;
 /** How often readiness is polled. */
 export const API_READY_POLL_MS = 500;
-/** The ConfigMap that holds the edge settings joining edge nodes read. */
-export const EDGE_CONFIG_NAME = 'edgeadm-edge';
-/** The label and taint edge nodes get. */
-export const EDGE_NODE_LABEL = 'node-role.kubernetes.io/edge';
 
 /** What the init phases depend on. */
 export interface InitData extends NodeData {
@@ -67,6 +65,12 @@ export interface InitData extends NodeData {
   podCidr: string;
   serviceCidr: string;
   enableEdge: boolean;
+  /** `--control-plane-endpoint` (host or host:port): the shared address of the control planes; starts an HA-capable one. */
+  controlPlaneEndpoint?: string;
+  /** `--upload-certs`: keep what another control plane needs in the cluster (upload-certs phase). */
+  isUploadCerts: boolean;
+  /** The key it is encrypted with (given, or made by upload-certs). A secret. */
+  certificateKey?: string;
   /** The token to create, when the operator chose one. */
   requestedToken?: BootstrapToken;
   tokenTtlMs: number;
@@ -81,11 +85,19 @@ export interface InitData extends NodeData {
   admin?: KubeCredentials;
   token?: BootstrapToken;
   joinCommand?: string;
+  controlPlaneJoinCommand?: string;
   kubeconfigWritten?: { path: string; context: string; isMerged: boolean };
 }
 
 function serverOf(ctx: InitData): string {
   return `https://${advertiseAddressOf(ctx)}:${ctx.distribution.apiPort}`;
+}
+
+/** Where joining nodes reach the API server: the control-plane endpoint, else the advertised address. */
+function joinAddressOf(ctx: InitData): string {
+  const endpoint = ctx.controlPlaneEndpoint;
+  if (endpoint) return /:\d+$/.test(endpoint) ? endpoint : `${endpoint}:${ctx.distribution.apiPort}`;
+  return `${advertiseAddressOf(ctx)}:${ctx.distribution.apiPort}`;
 }
 
 function advertiseAddressOf(ctx: InitData): string {
@@ -133,10 +145,13 @@ function controlPlanePhase(): Phase<InitData> {
         nodeName: nodeNameOf(ctx),
         nodeLabels: ctx.nodeLabels,
         advertiseAddress: advertiseAddressOf(ctx),
-        certSans: ctx.certSans,
+        certSans: ctx.controlPlaneEndpoint
+          ? [...ctx.certSans, ctx.controlPlaneEndpoint.replace(/:\d+$/, '')]
+          : ctx.certSans,
         podCidr: ctx.podCidr,
         serviceCidr: ctx.serviceCidr,
         kubernetesVersion: ctx.package.manifest.kubernetesVersion,
+        ...(ctx.controlPlaneEndpoint ? { isClusterInit: true } : {}),
       });
       return configureAndStartService(ctx, config);
     },
@@ -226,7 +241,7 @@ function bootstrapTokenPhase(): Phase<InitData> {
       }
       ctx.state.update((s) => ({ ...s, bootstrapTokenId: ctx.token!.id }));
       await ctx.state.save();
-      const kubeconfig = renderClusterInfoKubeconfig({ server: serverOf(ctx), caPem: ctx.caPem! });
+      const kubeconfig = renderClusterInfoKubeconfig({ server: `https://${joinAddressOf(ctx)}`, caPem: ctx.caPem! });
       if (await signClusterInfo(client, { kubeconfig })) {
         isChanged = true;
         ctx.say('wrote kube-public/cluster-info, signed with every signing token');
@@ -244,40 +259,6 @@ function bootstrapTokenPhase(): Phase<InitData> {
   };
 }
 
-function edgeAddonsPhase(): Phase<InitData> {
-  return {
-    name: 'edge-addons',
-    summary: 'With --enable-edge: record the labels and taints edge nodes get (the edge-proxy comes with edge nodes)',
-    runIf: (ctx) => ctx.enableEdge,
-    async run(ctx) {
-      const object: KubeObject = {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: {
-          name: EDGE_CONFIG_NAME,
-          namespace: 'kube-system',
-          labels: { 'app.kubernetes.io/managed-by': 'edgeadm' },
-        },
-        data: {
-          nodeLabels: `${EDGE_NODE_LABEL}=true`,
-          nodeTaints: `${EDGE_NODE_LABEL}=true:NoSchedule`,
-          note: 'Edge nodes joined with --enable-edge get these labels and taints. The edge-proxy is not installed by this version.',
-        },
-      };
-      if (ctx.isDryRun) {
-        ctx.say(`Would apply kube-system/${EDGE_CONFIG_NAME} (edge node labels and taints)`);
-        return 'unchanged';
-      }
-      const client = await adminClient(ctx);
-      const path = corePath('configmaps', { namespace: 'kube-system', name: EDGE_CONFIG_NAME });
-      const before = await client.get(path);
-      const after = await client.apply(path, object, { force: true });
-      ctx.say('edge-proxy is not built in this version: only the edge node labels and taints are configured');
-      return before?.metadata?.resourceVersion === after.metadata?.resourceVersion ? 'unchanged' : 'changed';
-    },
-  };
-}
-
 function showJoinCommandPhase(): Phase<InitData> {
   return {
     name: 'show-join-command',
@@ -291,9 +272,12 @@ function showJoinCommandPhase(): Phase<InitData> {
         ctx.token = (await getBootstrapToken(new KubeClient(ctx.admin), tokenId))?.token;
       const token = ctx.token ? formatBootstrapToken(ctx.token) : '<token>';
       const caPin = ctx.caPem ? caPinsOfPem(ctx.caPem, 'the cluster CA')[0] : 'sha256:<hash>';
-      const address = `${advertiseAddressOf(ctx)}:${ctx.distribution.apiPort}`;
+      const address = joinAddressOf(ctx);
       ctx.joinCommand = `edgeadm join ${address} --token ${token} --discovery-token-ca-cert-hash ${caPin} --install-pkg-path ${ctx.installPackagePath}`;
       if (ctx.distribution.name !== DEFAULT_DISTRIBUTION) ctx.joinCommand += ` --distribution ${ctx.distribution.name}`;
+      if (ctx.isUploadCerts && ctx.certificateKey) {
+        ctx.controlPlaneJoinCommand = `${ctx.joinCommand} --control-plane --certificate-key ${ctx.certificateKey}`;
+      }
       if (ctx.isDryRun || !ctx.admin) {
         if (ctx.kubeconfigOut ?? ctx.userKubeconfigPath) {
           ctx.say(`Would write the admin kubeconfig to ${ctx.kubeconfigOut ?? ctx.userKubeconfigPath}`);
@@ -341,7 +325,8 @@ export function initPhases(): Phase<InitData>[] {
     controlPlanePhase(),
     waitReadyPhase(),
     bootstrapTokenPhase(),
-    edgeAddonsPhase(),
+    uploadCertsPhase<InitData>({ adminClient }),
+    edgeAddonsPhase<InitData>({ adminClient }),
     showJoinCommandPhase(),
   ];
 }
@@ -363,6 +348,9 @@ export interface InitOptions {
   podCidr: string;
   serviceCidr: string;
   enableEdge: boolean;
+  controlPlaneEndpoint?: string;
+  isUploadCerts?: boolean;
+  certificateKey?: string;
   token?: string;
   tokenTtl: string;
   kubeconfigOut?: string;
@@ -383,12 +371,17 @@ export interface InitResult {
   server?: string;
   caCertHash?: string;
   joinCommand?: string;
+  /** With --upload-certs: the join command for another control plane (holds the certificate key). */
+  controlPlaneJoinCommand?: string;
   kubeconfig?: { path: string; context: string; isMerged: boolean };
   plan?: string[];
 }
 
 /** Runs init. */
 export async function runInit(options: InitOptions): Promise<InitResult> {
+  if (options.controlPlaneEndpoint || options.isUploadCerts) {
+    requireDistributionFeature(options.distribution, 'control-plane-join');
+  }
   const ctx: InitData = {
     host: options.host,
     isDryRun: options.isDryRun,
@@ -405,6 +398,9 @@ export async function runInit(options: InitOptions): Promise<InitResult> {
     podCidr: options.podCidr,
     serviceCidr: options.serviceCidr,
     enableEdge: options.enableEdge,
+    isUploadCerts: options.isUploadCerts === true,
+    ...(options.controlPlaneEndpoint ? { controlPlaneEndpoint: options.controlPlaneEndpoint } : {}),
+    ...(options.certificateKey ? { certificateKey: options.certificateKey } : {}),
     tokenTtlMs: parseGoDuration(options.tokenTtl),
     installPackagePath: options.installPackagePath,
     ...(options.nodeName ? { nodeName: options.nodeName } : {}),
@@ -427,6 +423,7 @@ export async function runInit(options: InitOptions): Promise<InitResult> {
     ...(ctx.admin ? { server: ctx.admin.server } : {}),
     ...(ctx.caPem ? { caCertHash: caPinsOfPem(ctx.caPem, 'the cluster CA')[0]! } : {}),
     ...(ctx.joinCommand ? { joinCommand: ctx.joinCommand } : {}),
+    ...(ctx.controlPlaneJoinCommand ? { controlPlaneJoinCommand: ctx.controlPlaneJoinCommand } : {}),
     ...(ctx.kubeconfigWritten ? { kubeconfig: ctx.kubeconfigWritten } : {}),
     ...(options.isDryRun ? { plan: report.plan } : {}),
   };

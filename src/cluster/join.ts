@@ -2,7 +2,9 @@
  * The join workflow: an edge node joins a cluster with kubeadm's trust
  * model (bootstrap token + CA pin).
  *
- * preflight → discovery → package → runtime → node-join → wait-ready → labels
+ * preflight → discovery → package → runtime → node-join (a worker) or
+ * control-plane-join (with --control-plane) → edge (with --enable-edge) →
+ * wait-ready → labels
  *
  * Discovery runs on this machine (where edgeadm runs) against the control
  * plane, before anything reaches the host: a wrong token, a wrong pin or an
@@ -10,7 +12,7 @@
  * join credential (k3s: `K10<ca hash>::<token>`) is built from the CA that
  * discovery verified.
  */
-import { EdgeadmError } from '../errors.js';
+import { EdgeadmError, ValidationError } from '../errors.js';
 import type { Host } from '../hosts/host.js';
 import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
 import { kubeCredentialsOf } from '../kube/kubeconfig.js';
@@ -19,12 +21,19 @@ import type { ResolvedPackage } from '../packages/source.js';
 import { parseBootstrapToken, type BootstrapToken } from '../trust/bootstrap-token.js';
 import { discoverClusterInfo, type DiscoveryResult } from '../trust/discovery.js';
 import { parseGoDuration } from '../trust/duration.js';
-import type { Phase } from '../workflow/phase.js';
+import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import type { Distribution } from './distributions/distribution.js';
+import { requireDistributionFeature } from './distributions/index.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
-import { EDGE_NODE_LABEL } from './init.js';
-import type { NodeData } from './node-context.js';
+import { controlPlaneJoinPhase, verifyControlPlaneJoin, type ControlPlaneJoinData } from './control-plane-join.js';
+import {
+  edgeAgentConfig,
+  edgeNodePhase,
+  resolveEdgeadmBinary,
+  runningEdgeadm,
+  type EdgeNodeData,
+} from './edge-node-phase.js';
 import { packagePhase } from './package-phase.js';
 import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
@@ -39,7 +48,7 @@ export const NODE_READY_TIMEOUT_MS = 180_000;
 export const NODE_READY_POLL_MS = 1_000;
 
 /** What the join phases depend on. */
-export interface JoinData extends NodeData {
+export interface JoinData extends EdgeNodeData, ControlPlaneJoinData {
   endpoint: string;
   token: BootstrapToken;
   caCertHashes: string[];
@@ -47,7 +56,6 @@ export interface JoinData extends NodeData {
   discoveryTimeoutMs: number;
   nodeName?: string;
   nodeLabels: Record<string, string>;
-  enableEdge: boolean;
   /** Filled in by the phases. */
   discovery?: DiscoveryResult;
   node?: { name: string; isReady: boolean };
@@ -57,8 +65,9 @@ function nodeNameOf(ctx: JoinData): string {
   return ctx.nodeName ?? ctx.facts?.hostname ?? 'node';
 }
 
-function labelsOf(ctx: JoinData): Record<string, string> {
-  return ctx.enableEdge ? { ...ctx.nodeLabels, [EDGE_NODE_LABEL]: 'true' } : ctx.nodeLabels;
+async function labelsOf(ctx: JoinData): Promise<Record<string, string>> {
+  const edge = await edgeAgentConfig(ctx, await ensureDiscovery(ctx));
+  return { ...ctx.nodeLabels, ...edge.nodeLabels };
 }
 
 async function ensureFacts(ctx: JoinData): Promise<void> {
@@ -102,6 +111,7 @@ function discoveryPhase(): Phase<JoinData> {
     summary: 'Verify the API server with the bootstrap token (JWS) and the CA pin',
     async run(ctx) {
       const result = await ensureDiscovery(ctx);
+      await verifyControlPlaneJoin(ctx, result);
       ctx.say(
         `verified ${result.server}${result.isCaVerified ? ` (CA pin ${result.matchedPin})` : ' (CA NOT verified: --discovery-token-unsafe-skip-ca-verification)'}`,
       );
@@ -110,22 +120,29 @@ function discoveryPhase(): Phase<JoinData> {
   };
 }
 
+/** Writes the agent's configuration (edge additions included) and makes sure it runs with it. */
+async function configureAgent(ctx: JoinData): Promise<PhaseOutcome> {
+  await ensureFacts(ctx);
+  const discovery = await ensureDiscovery(ctx);
+  const edge = await edgeAgentConfig(ctx, discovery);
+  const config = ctx.distribution.renderAgentConfig({
+    nodeName: nodeNameOf(ctx),
+    nodeLabels: { ...ctx.nodeLabels, ...edge.nodeLabels },
+    server: discovery.server,
+    joinCredential: ctx.distribution.joinCredential({ caPem: discovery.caPem, token: ctx.token }),
+    caPem: discovery.caPem,
+    ...(edge.nodeTaints.length > 0 ? { nodeTaints: edge.nodeTaints } : {}),
+    ...(edge.kubeletKubeconfig ? { kubeletKubeconfig: edge.kubeletKubeconfig } : {}),
+  });
+  return configureAndStartService(ctx, config);
+}
+
 function nodeJoinPhase(): Phase<JoinData> {
   return {
     name: 'node-join',
     summary: "Write the node agent's configuration and service unit, and start it",
-    async run(ctx) {
-      await ensureFacts(ctx);
-      const discovery = await ensureDiscovery(ctx);
-      const config = ctx.distribution.renderAgentConfig({
-        nodeName: nodeNameOf(ctx),
-        nodeLabels: labelsOf(ctx),
-        server: discovery.server,
-        joinCredential: ctx.distribution.joinCredential({ caPem: discovery.caPem, token: ctx.token }),
-        caPem: discovery.caPem,
-      });
-      return configureAndStartService(ctx, config);
-    },
+    runIf: (ctx) => !ctx.isControlPlane,
+    run: configureAgent,
   };
 }
 
@@ -176,7 +193,7 @@ function labelsPhase(): Phase<JoinData> {
     summary: 'Make sure the Node carries the labels asked for',
     async run(ctx) {
       await ensureFacts(ctx);
-      const wanted = labelsOf(ctx);
+      const wanted = await labelsOf(ctx);
       const name = nodeNameOf(ctx);
       if (Object.keys(wanted).length === 0) return 'unchanged';
       if (ctx.isDryRun) {
@@ -208,6 +225,8 @@ export function joinPhases(): Phase<JoinData>[] {
     packagePhase<JoinData>(),
     runtimePhase<JoinData>(),
     nodeJoinPhase(),
+    controlPlaneJoinPhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery }),
+    edgeNodePhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery, configureAgent }),
     waitReadyPhase(),
     labelsPhase(),
   ];
@@ -230,6 +249,10 @@ export interface JoinOptions {
   nodeName?: string;
   nodeLabels: Record<string, string>;
   enableEdge: boolean;
+  /** `--control-plane`: join another control plane (HA) instead of a node. */
+  isControlPlane?: boolean;
+  /** `--certificate-key`: decrypts the control-plane join credential. A secret. */
+  certificateKey?: string;
   skipPhases?: string[];
   only?: string;
   logger: Logger;
@@ -249,10 +272,20 @@ export interface JoinResult {
 
 /** Runs join. */
 export async function runJoin(options: JoinOptions): Promise<JoinResult> {
+  const isControlPlane = options.isControlPlane === true;
+  if (isControlPlane) requireDistributionFeature(options.distribution, 'control-plane-join');
+  if (options.enableEdge) requireDistributionFeature(options.distribution, 'edge-node');
+  if (isControlPlane && options.enableEdge) {
+    throw new ValidationError('--control-plane and --enable-edge do not go together: edge nodes are workers', {
+      code: 'E_FLAG_CONFLICT',
+    });
+  }
   const ctx: JoinData = {
     host: options.host,
     isDryRun: options.isDryRun,
-    role: 'worker',
+    role: isControlPlane ? 'control-plane' : 'worker',
+    isControlPlane,
+    ...(options.certificateKey ? { certificateKey: options.certificateKey } : {}),
     distribution: options.distribution,
     serviceManager: options.serviceManager,
     state: options.state,
@@ -268,6 +301,17 @@ export async function runJoin(options: JoinOptions): Promise<JoinResult> {
     nodeLabels: options.nodeLabels,
     enableEdge: options.enableEdge,
     ...(options.nodeName ? { nodeName: options.nodeName } : {}),
+    // Decided before any phase runs, so a join that cannot install the edge-proxy installs nothing.
+    ...(options.enableEdge
+      ? {
+          edgeadmBinary: resolveEdgeadmBinary({
+            packageName: options.package.manifest.name,
+            packageFiles: options.package.manifest.files.map((file) => file.path),
+            binDir: options.distribution.binDir,
+            ...runningEdgeadm(),
+          }),
+        }
+      : {}),
   };
   const report = await runClusterWorkflow(joinPhases(), ctx, {
     ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),

@@ -8,6 +8,7 @@ import { initPhases, runInit, type InitResult } from '../cluster/init.js';
 import { prepareNode } from '../cluster/prepare.js';
 import { requestedServiceManager } from '../cluster/service-manager.js';
 import { describePhases } from '../workflow/phase.js';
+import { controlPlaneInitFlags, controlPlaneInitOptions } from './init/phase/control-plane-flags.js';
 import { listFlag, nodeFlags, readConfigFile } from './init/phase/node-flags.js';
 
 export default class Init extends BaseCommand<typeof Init> {
@@ -20,6 +21,7 @@ export default class Init extends BaseCommand<typeof Init> {
     '<%= config.bin %> init --install-pkg-path ./edge-k3s-v1.30.4-amd64.tar.gz',
     '<%= config.bin %> init --host root@10.0.0.10 --install-pkg-path ./pkg.tar.gz --kubeconfig-out ./admin.yaml',
     '<%= config.bin %> init --host root@10.0.0.10 --install-pkg-path ./pkg.tar.gz --dry-run',
+    '<%= config.bin %> init --host root@10.0.0.10 --install-pkg-path ./pkg.tar.gz --control-plane-endpoint 10.0.0.10 --upload-certs',
   ];
   static override flags = {
     ...sshFlags,
@@ -41,6 +43,7 @@ export default class Init extends BaseCommand<typeof Init> {
       summary: 'Write the admin kubeconfig to this file (mode 0600) instead of merging it into ~/.kube/config.',
     }),
     'skip-kubeconfig': Flags.boolean({ summary: 'Do not write the admin kubeconfig on this machine.' }),
+    ...controlPlaneInitFlags,
   };
 
   async run(): Promise<InitResult> {
@@ -62,6 +65,7 @@ export default class Init extends BaseCommand<typeof Init> {
       },
     });
     if (settings.token) this.redactor.addSecret(settings.token);
+    if (flags['certificate-key']) this.redactor.addSecret(flags['certificate-key']);
     const prepared = await prepareNode({
       connect: hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
       isDryRun: flags['dry-run'],
@@ -79,6 +83,7 @@ export default class Init extends BaseCommand<typeof Init> {
         isDryRun: flags['dry-run'],
         installPackagePath: installPackage!,
         ignorePreflightErrors: listFlag(flags['ignore-preflight-errors']) ?? [],
+        ...controlPlaneInitOptions(flags),
         ...(flags['kubeconfig-out'] ? { kubeconfigOut: flags['kubeconfig-out'] } : {}),
         ...(flags['skip-kubeconfig'] ? {} : { userKubeconfigPath: join(homedir(), '.kube', 'config') }),
         ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
@@ -99,6 +104,10 @@ export default class Init extends BaseCommand<typeof Init> {
           : 'Your control plane is ready. Join edge nodes with:',
       );
       this.log(`  ${result.joinCommand}`);
+      if (result.controlPlaneJoinCommand) {
+        this.log('Join more control planes (the certificate key expires in 2 hours) with:');
+        this.log(`  ${result.controlPlaneJoinCommand}`);
+      }
     }
     return result;
   }

@@ -7,6 +7,7 @@ import { prepareNode } from '../cluster/prepare.js';
 import { requestedServiceManager } from '../cluster/service-manager.js';
 import { ValidationError } from '../errors.js';
 import { describePhases } from '../workflow/phase.js';
+import { controlPlaneJoinFlags, controlPlaneJoinOptions } from './init/phase/control-plane-flags.js';
 import { listFlag, nodeFlags, readConfigFile } from './init/phase/node-flags.js';
 
 export default class Join extends BaseCommand<typeof Join> {
@@ -17,6 +18,7 @@ export default class Join extends BaseCommand<typeof Join> {
   static override examples = [
     '<%= config.bin %> join 10.0.0.10:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:<hash> --install-pkg-path ./pkg.tar.gz',
     '<%= config.bin %> join 10.0.0.10:6443 --host root@10.0.0.21 --token … --discovery-token-ca-cert-hash sha256:<hash> --install-pkg-path ./pkg.tar.gz',
+    '<%= config.bin %> join 10.0.0.10:6443 --host root@10.0.0.11 --control-plane --certificate-key <key> --token … --discovery-token-ca-cert-hash sha256:<hash> --install-pkg-path ./pkg.tar.gz',
   ];
   static override args = {
     endpoint: Args.string({ description: 'The API server, host:port (or discovery.endpoint in --config).' }),
@@ -33,6 +35,7 @@ export default class Join extends BaseCommand<typeof Join> {
       summary: 'Trust the CA in cluster-info without a pin.',
     }),
     'discovery-timeout': Flags.string({ summary: 'How long discovery keeps trying (Go duration). Default 5m0s.' }),
+    ...controlPlaneJoinFlags,
   };
 
   async run(): Promise<JoinResult> {
@@ -66,6 +69,7 @@ export default class Join extends BaseCommand<typeof Join> {
       );
     }
     this.redactor.addSecret(settings.token);
+    if (flags['certificate-key']) this.redactor.addSecret(flags['certificate-key']);
     const prepared = await prepareNode({
       connect: hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
       isDryRun: flags['dry-run'],
@@ -87,6 +91,7 @@ export default class Join extends BaseCommand<typeof Join> {
         discoveryTimeout: settings.discoveryTimeout,
         nodeLabels: settings.nodeLabels,
         enableEdge: settings.enableEdge,
+        ...controlPlaneJoinOptions(flags),
         ...(settings.nodeName ? { nodeName: settings.nodeName } : {}),
         ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
         ...(only ? { only } : {}),

@@ -105,7 +105,13 @@ function credentialsOf(options: SimNodeOptions): SimCall {
 }
 
 /** Creates (or relabels) a Node and marks it Ready, as a kubelet would. */
-export async function registerNode(options: SimNodeOptions & { labels: Record<string, string> }): Promise<void> {
+export async function registerNode(
+  options: SimNodeOptions & {
+    labels: Record<string, string>;
+    /** Taints the Node registers with, as the kubelet's --register-with-taints gives them. */
+    taints?: Array<{ key: string; value?: string; effect: string }>;
+  },
+): Promise<void> {
   const base = credentialsOf(options);
   await expectOk(
     `create Node ${options.name}`,
@@ -113,7 +119,12 @@ export async function registerNode(options: SimNodeOptions & { labels: Record<st
       ...base,
       method: 'POST',
       url: `${options.server}/api/v1/nodes`,
-      body: { apiVersion: 'v1', kind: 'Node', metadata: { name: options.name, labels: options.labels } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name: options.name, labels: options.labels },
+        ...(options.taints && options.taints.length > 0 ? { spec: { taints: options.taints } } : {}),
+      },
     },
     [409],
   );
@@ -129,6 +140,12 @@ export async function registerNode(options: SimNodeOptions & { labels: Record<st
 
 /** Marks the Node Ready now. */
 export async function heartbeat(options: SimNodeOptions): Promise<void> {
+  // A kubelet reads its Node before it updates the status.
+  await expectOk(`get Node ${options.name}`, {
+    ...credentialsOf(options),
+    method: 'GET',
+    url: `${options.server}/api/v1/nodes/${options.name}`,
+  });
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   await expectOk(`update the status of Node ${options.name}`, {
     ...credentialsOf(options),

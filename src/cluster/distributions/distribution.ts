@@ -25,6 +25,10 @@ export interface ServerConfigInput {
   isClusterInit?: boolean;
   /** The Kubernetes version of the install package (kubeadm pins its control plane to it). */
   kubernetesVersion?: string;
+  /** Join the control plane at this URL instead of starting a cluster (another control plane). */
+  joinServer?: string;
+  /** The credential another control plane joins with (k3s: the server token). A secret. */
+  joinToken?: string;
 }
 
 /** What a joining node's configuration says. */
@@ -37,6 +41,13 @@ export interface AgentConfigInput {
   joinCredential: string;
   /** The CA bundle discovery verified (kubeadm pins it again in its own discovery). */
   caPem?: string;
+  /** Taints the node registers with, `key=value:Effect`. */
+  nodeTaints?: string[];
+  /**
+   * A kubeconfig the node's kubelet uses instead of the one the agent
+   * writes: the edge-proxy's, so that the kubelet's traffic goes through it.
+   */
+  kubeletKubeconfig?: string;
 }
 
 /**
@@ -75,9 +86,19 @@ export interface SetupCommand {
   timeoutMs: number;
 }
 
+/**
+ * Workflows built for only some drivers: `control-plane-join` (init
+ * --control-plane-endpoint/--upload-certs, join --control-plane) and
+ * `edge-node` (join --enable-edge routing the node's kubelet through the
+ * edge-proxy).
+ */
+export type DistributionFeature = 'control-plane-join' | 'edge-node';
+
 /** A distribution driver. */
 export interface Distribution {
   readonly name: DistributionName;
+  /** The workflows this driver has; the others are refused before any host is reached. */
+  readonly features: readonly DistributionFeature[];
   /** The API server port. */
   readonly apiPort: number;
   /** Binaries the install package must carry under bin/. */
@@ -96,6 +117,10 @@ export interface Distribution {
   readonly adminKubeconfigPath: string;
   /** The kubeconfig a joined node's agent uses (client credentials of the node). */
   readonly nodeKubeconfigPath: string;
+  /** The credential another control plane joins with, on the first one (k3s: the server token). */
+  readonly serverTokenPath?: string;
+  /** The CA that signs the node's client certificate (the edge-proxy checks the kubelet against it). */
+  readonly nodeClientCaPath?: string;
   /** Directories the distribution owns outright, removed with their content by reset. */
   readonly ownedDirectories: readonly string[];
   /** The join credential for a node, from the CA bundle discovery verified and the bootstrap token. */

@@ -17,6 +17,8 @@ export const K3S_CONFIG_PATH = '/etc/rancher/k3s/config.yaml';
 export const K3S_ADMIN_KUBECONFIG_PATH = '/etc/rancher/k3s/k3s.yaml';
 /** The kubelet kubeconfig of a k3s agent. */
 export const K3S_NODE_KUBECONFIG_PATH = '/var/lib/rancher/k3s/agent/kubelet.kubeconfig';
+/** The CA that signs a k3s agent's kubelet client certificate. */
+export const K3S_NODE_CLIENT_CA_PATH = '/var/lib/rancher/k3s/agent/client-ca.crt';
 
 function labelList(labels: Record<string, string>): string[] {
   return Object.entries(labels).map(([key, value]) => `${key}=${value}`);
@@ -35,6 +37,8 @@ export function renderK3sServerConfig(input: ServerConfigInput): string {
   if (input.podCidr) config['cluster-cidr'] = input.podCidr;
   if (input.serviceCidr) config['service-cidr'] = input.serviceCidr;
   if (input.isClusterInit) config['cluster-init'] = true;
+  if (input.joinServer) config.server = input.joinServer;
+  if (input.joinToken) config.token = input.joinToken;
   return `# Written by edgeadm init; edgeadm reset removes it.\n${dump(config, { lineWidth: -1 })}`;
 }
 
@@ -46,12 +50,16 @@ export function renderK3sAgentConfig(input: AgentConfigInput): string {
     'node-name': input.nodeName,
   };
   if (Object.keys(input.nodeLabels).length > 0) config['node-label'] = labelList(input.nodeLabels);
+  if (input.nodeTaints && input.nodeTaints.length > 0) config['node-taint'] = input.nodeTaints;
+  // k3s passes kubelet-arg values to its kubelet, and a value given there wins over k3s's own.
+  if (input.kubeletKubeconfig) config['kubelet-arg'] = [`kubeconfig=${input.kubeletKubeconfig}`];
   return `# Written by edgeadm join; edgeadm reset removes it.\n${dump(config, { lineWidth: -1 })}`;
 }
 
 /** The k3s driver. */
 export const k3sDistribution: Distribution = {
   name: 'k3s',
+  features: ['control-plane-join', 'edge-node'],
   apiPort: 6443,
   requiredBinaries: ['k3s'],
   binDir: '/usr/local/bin',
@@ -65,6 +73,8 @@ export const k3sDistribution: Distribution = {
   caPath: K3S_SERVER_CA_PATH,
   adminKubeconfigPath: K3S_ADMIN_KUBECONFIG_PATH,
   nodeKubeconfigPath: K3S_NODE_KUBECONFIG_PATH,
+  nodeClientCaPath: K3S_NODE_CLIENT_CA_PATH,
+  serverTokenPath: '/var/lib/rancher/k3s/server/token',
   ownedDirectories: ['/etc/rancher/k3s', '/var/lib/rancher/k3s', '/run/k3s'],
   joinCredential: ({ caPem, token }) => buildK3sToken({ caBundle: caPem, credentials: token }),
   networkCleanupScript: () =>

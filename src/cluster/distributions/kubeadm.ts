@@ -234,6 +234,8 @@ export function kubeadmBootstrapObjects(): KubeObject[] {
 /** The kubeadm driver. */
 export const kubeadmDistribution: Distribution = {
   name: 'kubeadm',
+  // kubeadm's --upload-certs/--control-plane and a kubelet routed through the edge-proxy are not built yet.
+  features: [],
   apiPort: 6443,
   requiredBinaries: ['kubeadm', 'kubelet', ...containerdRuntime.requiredBinaries],
   binDir: BIN_DIR,

@@ -95,6 +95,7 @@ describe('edgeadm init, join, token and reset on test hosts (simulated k3s)', ()
       'control-plane:changed',
       'wait-ready:unchanged',
       'bootstrap-token:changed',
+      'upload-certs:skipped',
       'edge-addons:skipped',
       'show-join-command:changed',
     ]);
@@ -145,7 +146,7 @@ describe('edgeadm init, join, token and reset on test hosts (simulated k3s)', ()
     expect(await new KubeClient(credentials).get('/api/v1/namespaces/kube-system')).toBeDefined();
   });
 
-  it('init phase edge-addons --enable-edge records the edge node labels and taints in the cluster', async () => {
+  it('init phase edge-addons --enable-edge applies the edge addon manifests (edge node settings)', async () => {
     const args = [
       'init',
       'phase',
@@ -165,7 +166,7 @@ describe('edgeadm init, join, token and reset on test hosts (simulated k3s)', ()
     const config = await client.get<{ data: Record<string, string> }>(
       '/api/v1/namespaces/kube-system/configmaps/edgeadm-edge',
     );
-    expect(config?.data.nodeTaints).toBe('node-role.kubernetes.io/edge=true:NoSchedule');
+    expect(config?.data.nodeTaints).toBe('edgeadm.io/edge=true:NoSchedule');
   });
 
   function joinArgs(overrides: { token?: string; hash?: string; endpoint?: string } = {}): string[] {

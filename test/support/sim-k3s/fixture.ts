@@ -38,8 +38,25 @@ export function simK3sScript(): string {
   return simExecutableScript('k3s', SIM_K3S_MARKER, 'test/support/sim-k3s/README.md');
 }
 
+/**
+ * The `bin/edgeadm` of a package built with `withEdgeadm`: not a stand-in,
+ * but this tree's real edgeadm (bin/run.js on lib/, built by the test's
+ * ensureCliBuilt), so that `join --enable-edge` runs the real edge-proxy on
+ * the test host.
+ */
+export function edgeadmFromSourceScript(): string {
+  return [
+    '#!/bin/sh',
+    "# edgeadm from this repository's build (lib/), for edgeadm's tests.",
+    `exec '${simK3sNodePath()}' '${join(REPO_ROOT, 'bin', 'run.js')}' "$@"`,
+    '',
+  ].join('\n');
+}
+
 /** Options of {@link buildSimK3sPackage}. */
 export interface SimK3sPackageOptions {
+  /** Also ship bin/edgeadm (this tree's edgeadm), as a package for --enable-edge must. */
+  withEdgeadm?: boolean;
   /** Add an incompressible images/ file of this size, so an upload takes a while (for interruption tests). */
   imageBytes?: number;
 }
@@ -50,6 +67,10 @@ export async function buildSimK3sPackage(workDir: string, options: SimK3sPackage
   await mkdir(join(source, 'bin'), { recursive: true });
   await writeFile(join(source, 'bin', 'k3s'), simK3sScript());
   await chmod(join(source, 'bin', 'k3s'), 0o755);
+  if (options.withEdgeadm) {
+    await writeFile(join(source, 'bin', 'edgeadm'), edgeadmFromSourceScript());
+    await chmod(join(source, 'bin', 'edgeadm'), 0o755);
+  }
   await mkdir(join(source, 'images'), { recursive: true });
   await writeFile(join(source, 'images', 'README'), `${SIM_K3S_MARKER}: no airgap images in the simulation.\n`);
   if (options.imageBytes) {
@@ -60,8 +81,8 @@ export async function buildSimK3sPackage(workDir: string, options: SimK3sPackage
     distribution: 'k3s',
     kubernetesVersion: 'v1.30.4',
     arch: 'amd64',
-    name: 'edge-k3s-v1.30.4-amd64-sim',
-    output: join(workDir, 'sim-k3s.tar.gz'),
+    name: options.withEdgeadm ? 'edge-k3s-v1.30.4-amd64-sim-edgeadm' : 'edge-k3s-v1.30.4-amd64-sim',
+    output: join(workDir, options.withEdgeadm ? 'sim-k3s-edgeadm.tar.gz' : 'sim-k3s.tar.gz'),
     createdAt: new Date('2024-05-01T12:00:00Z'),
   });
 }

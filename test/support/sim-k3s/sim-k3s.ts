@@ -84,8 +84,73 @@ function labelsOf(config: K3sConfig): Record<string, string> {
   return labels;
 }
 
+/** `node-taint` entries (`key=value:Effect`), as the kubelet's --register-with-taints takes them. */
+function taintsOf(config: K3sConfig): Array<{ key: string; value?: string; effect: string }> {
+  return listOf(config, 'node-taint').map((entry) => {
+    const [keyValue = '', effect = ''] = entry.split(':');
+    const [key = '', ...value] = keyValue.split('=');
+    return { key, ...(value.length > 0 ? { value: value.join('=') } : {}), effect };
+  });
+}
+
+/** The `kubelet-arg` values as a map (`kubeconfig=PATH` → kubeconfig: PATH); later ones win, as in k3s. */
+function kubeletArgsOf(config: K3sConfig): Map<string, string> {
+  const args = new Map<string, string>();
+  for (const entry of listOf(config, 'kubelet-arg')) {
+    const [key = '', ...value] = entry.replace(/^--/, '').split('=');
+    args.set(key, value.join('='));
+  }
+  return args;
+}
+
+/** Where and as whom the (simulated) kubelet talks: its kubeconfig's server, CA and token. */
+async function kubeletConnection(path: string): Promise<{ server: string; caPem: string; token: string }> {
+  const document = loadYaml(await readFile(path, 'utf8')) as {
+    clusters?: Array<{ cluster?: Record<string, string> }>;
+    users?: Array<{ user?: Record<string, string> }>;
+  };
+  const cluster = document.clusters?.[0]?.cluster ?? {};
+  const user = document.users?.[0]?.user ?? {};
+  const caPem = cluster['certificate-authority-data']
+    ? Buffer.from(cluster['certificate-authority-data'], 'base64').toString('utf8')
+    : await readFile(cluster['certificate-authority'] ?? '', 'utf8');
+  const token = user.token ?? (user.tokenFile ? (await readFile(user.tokenFile, 'utf8')).trim() : '');
+  if (!cluster.server || !token)
+    throw new Error(`${path} has no server or no token (the simulation's kubelet uses tokens)`);
+  return { server: cluster.server, caPem, token };
+}
+
+/** The Secret in which the first simulated server keeps what joining servers take (k3s keeps bootstrap data in its datastore). */
+const BOOTSTRAP_SECRET = 'sim-k3s-bootstrap';
+/** The user the server token authenticates as against the simulated API server (k3s's supervisor checks it instead). */
+const SUPERVISOR_USER = 'sim-k3s-supervisor';
+
+/** The password of a server token file (`K10<hash>::server:<password>`). */
+function serverPasswordOf(tokenText: string): string {
+  const credentials = parseK10(tokenText).credentials;
+  if (!credentials.startsWith('server:')) throw new Error('the server token must be K10<hash>::server:<password>');
+  return credentials.slice('server:'.length);
+}
+
+/** The kubelet kubeconfig a server's own agent writes (k3s servers run an agent). */
+function serverKubeletKubeconfig(server: string, caPem: string, token: string): string {
+  return dumpYaml({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      { name: 'local', cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } },
+    ],
+    // The simulation's server agent acts with the admin token (real k3s gives it a kubelet certificate).
+    users: [{ name: 'kubelet', user: { token } }],
+    contexts: [{ name: 'local', context: { cluster: 'local', user: 'kubelet' } }],
+    'current-context': 'local',
+  });
+}
+
 async function runServer(configPath: string): Promise<number> {
   const config = await readConfig(configPath);
+  const joinServer = stringOf(config, 'server');
+  if (joinServer) return runJoiningServer(config, joinServer);
   const address =
     stringOf(config, 'advertise-address') ?? stringOf(config, 'node-ip') ?? stringOf(config, 'bind-address');
   const listenHost = address ?? '127.0.0.1';
@@ -99,6 +164,10 @@ async function runServer(configPath: string): Promise<number> {
       .join('---\n'),
     0o600,
   );
+  const tokenFile = join(K3S_SERVER_DIR, 'token');
+  const password = existsSync(tokenFile)
+    ? serverPasswordOf(await readFile(tokenFile, 'utf8'))
+    : randomBytes(16).toString('hex');
   const sans = listOf(config, 'tls-san');
   const { runCli } = await import('../sim-apiserver/cli.js');
   const serving = runCli([
@@ -110,6 +179,9 @@ async function runServer(configPath: string): Promise<number> {
     objectsFile,
     '--version',
     SIM_K3S_VERSION,
+    // Stands in for the k3s supervisor accepting the server token from joining servers.
+    '--token',
+    `${password}=${SUPERVISOR_USER}:system:masters`,
     ...sans.flatMap((san) => ['--san', san]),
   ]);
   const readyFile = join(dataDir, 'ready');
@@ -127,13 +199,40 @@ async function runServer(configPath: string): Promise<number> {
     `server: https://127.0.0.1:${SIM_K3S_PORT}`,
   );
   await writeAtomically(K3S_ADMIN_KUBECONFIG, adminKubeconfig, 0o600);
-  const tokenFile = join(K3S_SERVER_DIR, 'token');
   if (!existsSync(tokenFile)) {
     const hash = createHash('sha256').update(caPem).digest('hex');
-    const token = `K10${hash}::server:${randomBytes(16).toString('hex')}\n`;
+    const token = `K10${hash}::server:${password}\n`;
     await writeAtomically(tokenFile, token, 0o600);
     await writeAtomically(join(K3S_SERVER_DIR, 'node-token'), token, 0o600);
   }
+  await writeAtomically(
+    join(K3S_AGENT_DIR, 'kubelet.kubeconfig'),
+    serverKubeletKubeconfig(server, caPem, adminToken),
+    0o600,
+  );
+  // The bootstrap data joining servers take; k3s encrypts it with the server token in its datastore.
+  await expectOk(
+    'store the bootstrap data',
+    {
+      method: 'POST',
+      url: `${server}/api/v1/namespaces/kube-system/secrets`,
+      token: adminToken,
+      caPem,
+      body: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: BOOTSTRAP_SECRET, namespace: 'kube-system' },
+        data: {
+          'ca.crt': Buffer.from(caPem).toString('base64'),
+          'ca.key': Buffer.from(await readFile(join(dataDir, 'ca.key'), 'utf8')).toString('base64'),
+          'admin-token': Buffer.from(adminToken).toString('base64'),
+          // Real k3s can join servers only to a cluster whose first server runs embedded etcd.
+          'cluster-init': Buffer.from(String(config['cluster-init'] === true)).toString('base64'),
+        },
+      },
+    },
+    [409],
+  );
   const labels = {
     'node-role.kubernetes.io/control-plane': 'true',
     'node-role.kubernetes.io/master': 'true',
@@ -141,9 +240,131 @@ async function runServer(configPath: string): Promise<number> {
   };
   const node = { server, token: adminToken, caPem, name: nodeName, version: SIM_K3S_VERSION };
   await registerNode({ ...node, labels });
-  log(`server ${nodeName} ready at ${server}`);
+  log(`server ${nodeName} ready at ${server}${config['cluster-init'] === true ? ' (cluster-init)' : ''}`);
   void keepReady(node, log);
   return serving;
+}
+
+/**
+ * Another server joining the first. The simulation has one API server and
+ * one store (the first server's): the joining server checks the CA hash of
+ * its token, takes the bootstrap data with the server token, and then
+ * serves the API on its own address by forwarding every request to the
+ * first server, with a serving certificate of its own signed by the
+ * cluster CA. Real k3s servers each run an API server on a shared etcd.
+ */
+async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<number> {
+  const tokenText = stringOf(config, 'token');
+  if (!tokenText) {
+    log('a joining server needs token (the server token)');
+    return 1;
+  }
+  const { caHash } = parseK10(tokenText);
+  const password = serverPasswordOf(tokenText);
+  const address = stringOf(config, 'advertise-address') ?? stringOf(config, 'node-ip') ?? '127.0.0.1';
+  const nodeName = stringOf(config, 'node-name') ?? hostname();
+  let caPem: string | undefined;
+  while (caPem === undefined) {
+    try {
+      const configMap = (await expectOk('fetch cluster-info', {
+        method: 'GET',
+        url: `${joinServer}/api/v1/namespaces/kube-public/configmaps/cluster-info`,
+      })) as { data?: Record<string, string> };
+      const kubeconfig = loadYaml(configMap.data?.kubeconfig ?? '') as {
+        clusters?: Array<{ cluster?: Record<string, string> }>;
+      };
+      caPem = Buffer.from(kubeconfig.clusters?.[0]?.cluster?.['certificate-authority-data'] ?? '', 'base64').toString();
+    } catch (error) {
+      log(`waiting for the first server: ${(error as Error).message}`);
+      await sleep(RETRY_INTERVAL_MS);
+    }
+  }
+  if (createHash('sha256').update(caPem).digest('hex') !== caHash) {
+    log("the cluster CA does not match the token's hash: refusing to join");
+    return 1;
+  }
+  const secret = (await expectOk('take the bootstrap data with the server token', {
+    method: 'GET',
+    url: `${joinServer}/api/v1/namespaces/kube-system/secrets/${BOOTSTRAP_SECRET}`,
+    token: password,
+    caPem,
+  })) as { data: Record<string, string> };
+  const field = (name: string): string => Buffer.from(secret.data[name] ?? '', 'base64').toString('utf8');
+  if (field('cluster-init') !== 'true') {
+    log('the first server does not run embedded etcd (cluster-init): servers cannot join it');
+    return 1;
+  }
+  const adminToken = field('admin-token');
+  const { SimCertificateAuthority } = await import('../sim-apiserver/pki.js');
+  const ca = await SimCertificateAuthority.load(field('ca.crt'), field('ca.key'));
+  const serving = await ca.issueServing([address, '127.0.0.1', 'localhost', ...listOf(config, 'tls-san')]);
+  const { createServer, request: forward } = await import('node:https');
+  const upstream = new URL(joinServer);
+  const proxy = createServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
+    const headers = { ...req.headers, host: upstream.host };
+    const out = forward(
+      { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers, ca: caPem },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    out.on('error', () => res.destroy());
+    req.pipe(out);
+  });
+  await new Promise<void>((resolve, reject) => {
+    proxy.once('error', reject);
+    proxy.listen(SIM_K3S_PORT, address, () => resolve());
+  });
+  const own = `https://${address}:${SIM_K3S_PORT}`;
+  await writeAtomically(join(K3S_SERVER_DIR, 'tls', 'server-ca.crt'), caPem, 0o644);
+  await writeAtomically(join(K3S_SERVER_DIR, 'token'), `${tokenText.trim()}\n`, 0o600);
+  await writeAtomically(join(K3S_SERVER_DIR, 'node-token'), `${tokenText.trim()}\n`, 0o600);
+  const adminKubeconfig = dumpYaml({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'default',
+        cluster: {
+          server: `https://127.0.0.1:${SIM_K3S_PORT}`,
+          'certificate-authority-data': Buffer.from(caPem).toString('base64'),
+        },
+      },
+    ],
+    users: [{ name: 'default', user: { token: adminToken } }],
+    contexts: [{ name: 'default', context: { cluster: 'default', user: 'default' } }],
+    'current-context': 'default',
+  });
+  await writeAtomically(K3S_ADMIN_KUBECONFIG, adminKubeconfig, 0o600);
+  await writeAtomically(
+    join(K3S_AGENT_DIR, 'kubelet.kubeconfig'),
+    serverKubeletKubeconfig(own, caPem, adminToken),
+    0o600,
+  );
+  const labels = {
+    'node-role.kubernetes.io/control-plane': 'true',
+    'node-role.kubernetes.io/master': 'true',
+    'node-role.kubernetes.io/etcd': 'true',
+    ...labelsOf(config),
+  };
+  for (;;) {
+    try {
+      await registerNode({ server: own, token: adminToken, caPem, name: nodeName, version: SIM_K3S_VERSION, labels });
+      break;
+    } catch (error) {
+      log(`registering Node ${nodeName}: ${(error as Error).message}`);
+      await sleep(RETRY_INTERVAL_MS);
+    }
+  }
+  log(`server ${nodeName} joined ${joinServer}; serving at ${own} (forwarded to the first server: a simulation)`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+    void keepReady({ server: own, token: adminToken, caPem: caPem!, name: nodeName, version: SIM_K3S_VERSION }, log);
+  });
+  proxy.close();
+  return 0;
 }
 
 function parseK10(token: string): { caHash: string; credentials: string } {
@@ -196,15 +417,20 @@ async function runAgent(configPath: string): Promise<number> {
   };
   await writeAtomically(join(K3S_AGENT_DIR, 'server-ca.crt'), caPem, 0o644);
   await writeAtomically(join(K3S_AGENT_DIR, 'kubelet.kubeconfig'), dumpYaml(kubeletKubeconfig), 0o600);
+  // Like k3s, a kubeconfig given with kubelet-arg replaces the one the agent wrote for its kubelet.
+  const kubeletKubeconfigArg = kubeletArgsOf(config).get('kubeconfig');
+  const kubelet = kubeletKubeconfigArg
+    ? await kubeletConnection(kubeletKubeconfigArg)
+    : { server, caPem, token: credentials };
+  if (kubeletKubeconfigArg) log(`kubelet uses ${kubeletKubeconfigArg}: ${kubelet.server}`);
   for (;;) {
     try {
       await registerNode({
-        server,
-        token: credentials,
-        caPem,
+        ...kubelet,
         name: nodeName,
         version: SIM_K3S_VERSION,
         labels: labelsOf(config),
+        taints: taintsOf(config),
       });
       break;
     } catch (error) {
@@ -212,11 +438,11 @@ async function runAgent(configPath: string): Promise<number> {
       await sleep(RETRY_INTERVAL_MS);
     }
   }
-  log(`agent ${nodeName} registered with ${server}`);
+  log(`agent ${nodeName} registered with ${kubelet.server}`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
-    void keepReady({ server, token: credentials, caPem: caPem!, name: nodeName, version: SIM_K3S_VERSION }, log);
+    void keepReady({ ...kubelet, name: nodeName, version: SIM_K3S_VERSION }, log);
   });
   return 0;
 }

@@ -15,6 +15,7 @@ describe('phase trees', () => {
       'control-plane',
       'wait-ready',
       'bootstrap-token',
+      'upload-certs',
       'edge-addons',
       'show-join-command',
     ]);
@@ -22,7 +23,17 @@ describe('phase trees', () => {
 
   it('join verifies the cluster before the package reaches the host', () => {
     const paths = flattenPhases(joinPhases()).map((p) => p.path);
-    expect(paths).toEqual(['preflight', 'discovery', 'package', 'runtime', 'node-join', 'wait-ready', 'labels']);
+    expect(paths).toEqual([
+      'preflight',
+      'discovery',
+      'package',
+      'runtime',
+      'node-join',
+      'control-plane-join',
+      'edge',
+      'wait-ready',
+      'labels',
+    ]);
     expect(paths.indexOf('discovery')).toBeLessThan(paths.indexOf('package'));
   });
 
@@ -51,7 +62,7 @@ describe('phase trees', () => {
 
   it('lists the tree for --help with each summary', () => {
     const help = describePhases(initPhases());
-    expect(help.split('\n')).toHaveLength(8);
+    expect(help.split('\n')).toHaveLength(9);
     expect(help).toMatch(/^preflight\s+Run the pre-flight checks/);
   });
 });

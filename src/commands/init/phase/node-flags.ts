@@ -50,5 +50,9 @@ export const nodeFlags = {
   }),
   'node-name': Flags.string({ summary: "The Node's name; default: the host's hostname.", helpGroup }),
   'node-labels': Flags.string({ summary: 'Labels for the Node: key=value,key=value.', helpGroup }),
-  'enable-edge': Flags.boolean({ summary: 'Set up edge autonomy (labels and taints for edge nodes).', helpGroup }),
+  'enable-edge': Flags.boolean({
+    summary:
+      'Edge autonomy: init applies the edge addons; join installs the edge-proxy on the node, routes its kubelet through it, and labels and taints it.',
+    helpGroup,
+  }),
 };

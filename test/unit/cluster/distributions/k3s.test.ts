@@ -68,6 +68,21 @@ describe('k3s agent config.yaml', () => {
     });
   });
 
+  it('gives an edge node its taint and points its kubelet at the edge-proxy kubeconfig', () => {
+    const config = load(
+      renderK3sAgentConfig({
+        nodeName: 'edge-1',
+        nodeLabels: {},
+        server: 'https://10.0.0.10:6443',
+        joinCredential: 'K10abc::abcdef.0123456789abcdef',
+        nodeTaints: ['edgeadm.io/edge=true:NoSchedule'],
+        kubeletKubeconfig: '/etc/edgeadm/edge-proxy/kubelet.kubeconfig',
+      }),
+    ) as Record<string, unknown>;
+    expect(config['node-taint']).toEqual(['edgeadm.io/edge=true:NoSchedule']);
+    expect(config['kubelet-arg']).toEqual(['kubeconfig=/etc/edgeadm/edge-proxy/kubelet.kubeconfig']);
+  });
+
   it('builds the K10 join credential from the verified CA and the bootstrap token', async () => {
     const ca = await createCa({ commonName: 'test-ca' });
     const credential = k3sDistribution.joinCredential({

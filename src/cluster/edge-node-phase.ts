@@ -1,0 +1,353 @@
+/**
+ * join's edge phase (with --enable-edge), after node-join and before
+ * wait-ready: installs the edge-proxy on the node and points the node's
+ * kubelet at it, so the node keeps working while its site is offline.
+ *
+ * 1. The edge settings come from the cluster (`kube-system/edgeadm-edge`,
+ *    written by `init --enable-edge`), read with the bootstrap token.
+ * 2. The edgeadm binary reaches the node: from the install package
+ *    (`bin/edgeadm`, installed with the package's other binaries), or, when
+ *    the package has none, edgeadm uploads itself if it runs as the single
+ *    binary. Neither: the join stops before anything reaches the host.
+ * 3. The proxy's upstream is the node's own kubeconfig (the agent writes it
+ *    when it starts): the node's path to the API server, its CA and its
+ *    credentials. A node with a client certificate has it mapped
+ *    (`--client-cert-map system:node:<name>=cert,key`).
+ * 4. The unit is written and started through the service manager, and the
+ *    phase waits for the proxy's /healthz.
+ * 5. A kubelet kubeconfig pointing at https://127.0.0.1:10261 (trusting the
+ *    proxy's own CA, with the node's credentials) is written, and the agent
+ *    is reconfigured to use it (k3s: `kubelet-arg: kubeconfig=…`) and
+ *    restarted. node-join renders the same configuration once that file
+ *    exists, so a re-run changes nothing.
+ *
+ * Everything is recorded in the install state first, so reset removes it.
+ */
+import { isSea } from 'node:sea';
+import { dirname, isAbsolute, join } from 'node:path/posix';
+import { dump } from 'js-yaml';
+import { DEFAULT_CACHE_DIR, DEFAULT_LISTEN, DEFAULT_METRICS_LISTEN } from '../edge/limits.js';
+import { EdgeadmError, ValidationError } from '../errors.js';
+import { KubeClient } from '../kube/client.js';
+import { parseKubeconfig } from '../kube/kubeconfig.js';
+import { formatBootstrapToken, type BootstrapToken } from '../trust/bootstrap-token.js';
+import type { DiscoveryResult } from '../trust/discovery.js';
+import type { Phase, PhaseOutcome } from '../workflow/phase.js';
+import { readEdgeSettings, type EdgeSettings } from './edge-settings.js';
+import { EDGE_PROXY_UNIT_NAME, renderEdgeProxyUnit, type EdgeProxyUnitInput } from './edge-proxy-unit.js';
+import { readHostFile, waitForHostFiles } from './host-files.js';
+import type { NodeData } from './node-context.js';
+
+/** Where join writes the edge-proxy's files for the node. */
+export const EDGE_PROXY_CONFIG_DIR = '/etc/edgeadm/edge-proxy';
+/** The kubeconfig the node's kubelet uses: the edge-proxy, with the node's credentials. */
+export const EDGE_KUBELET_KUBECONFIG = `${EDGE_PROXY_CONFIG_DIR}/kubelet.kubeconfig`;
+/** The CA the edge-proxy makes for its serving certificate (in its cache directory). */
+export const EDGE_PROXY_SERVING_CA = `${DEFAULT_CACHE_DIR}/pki/ca.crt`;
+/** The edge-proxy's log (the unit passes --log-file). */
+export const EDGE_PROXY_LOG_DIR = '/var/log/edgeadm';
+export const EDGE_PROXY_LOG_FILE = `${EDGE_PROXY_LOG_DIR}/edge-proxy.log`;
+/** What the kubelet talks to. */
+export const EDGE_PROXY_URL = `https://${DEFAULT_LISTEN}`;
+/** The edge-proxy's own health. */
+export const EDGE_PROXY_HEALTHZ_URL = `http://${DEFAULT_METRICS_LISTEN}/healthz`;
+/** How long join waits for the edge-proxy's /healthz. */
+export const EDGE_PROXY_READY_TIMEOUT_MS = 60_000;
+/** How often /healthz is asked. */
+export const EDGE_PROXY_POLL_MS = 500;
+/** One /healthz request's bound, in seconds (curl/wget on the node). */
+export const EDGE_PROXY_PROBE_TIMEOUT_SECONDS = 2;
+
+/** How the edgeadm binary reaches the node. */
+export type EdgeadmBinary =
+  /** The install package carries bin/edgeadm; the package phase installs it at `path`. */
+  | { kind: 'package'; path: string }
+  /** This process is the single binary: it is uploaded from `from` to `path`. */
+  | { kind: 'upload'; from: string; path: string };
+
+/**
+ * Decides how the edgeadm binary reaches the node. Pure.
+ *
+ * @throws {ValidationError} `E_EDGE_NO_BINARY` when the package has no
+ * bin/edgeadm and this edgeadm is not the single binary.
+ */
+export function resolveEdgeadmBinary(options: {
+  packageName: string;
+  packageFiles: readonly string[];
+  binDir: string;
+  isSingleBinary: boolean;
+  execPath: string;
+}): EdgeadmBinary {
+  const path = `${options.binDir}/edgeadm`;
+  if (options.packageFiles.includes('bin/edgeadm')) return { kind: 'package', path };
+  if (options.isSingleBinary) return { kind: 'upload', from: options.execPath, path };
+  throw new ValidationError(
+    `--enable-edge needs the edgeadm binary on the node: the install package ${options.packageName} has no bin/edgeadm, and this edgeadm is not the single binary that could upload itself`,
+    {
+      code: 'E_EDGE_NO_BINARY',
+      hints: [
+        'Put the single binary (dist/edgeadm-linux-<arch>, "npm run build:binary") into the package as bin/edgeadm: edgeadm package build --from DIR.',
+        'Or run join from the single binary: it uploads itself to the node.',
+      ],
+    },
+  );
+}
+
+/** The binary this process would hand to resolveEdgeadmBinary. */
+export function runningEdgeadm(): { isSingleBinary: boolean; execPath: string } {
+  return { isSingleBinary: isSea(), execPath: process.execPath };
+}
+
+/** Node's `process.arch` in Go's names, as host facts report the node's. */
+function goArch(arch: string): string {
+  return arch === 'x64' ? 'amd64' : arch;
+}
+
+/** What the edge phase needs of the join workflow. */
+export interface EdgeNodeData extends NodeData {
+  enableEdge: boolean;
+  token: BootstrapToken;
+  /** Decided before any phase runs (see resolveEdgeadmBinary). */
+  edgeadmBinary?: EdgeadmBinary;
+  /** Read from the cluster by the first phase that needs them. */
+  edgeSettings?: EdgeSettings;
+}
+
+/** The cluster's edge settings, read once with the bootstrap token from the server discovery verified. */
+export async function ensureEdgeSettings(ctx: EdgeNodeData, discovery: DiscoveryResult): Promise<EdgeSettings> {
+  if (!ctx.edgeSettings) {
+    const client = new KubeClient({
+      server: discovery.server,
+      caPem: discovery.caPem,
+      token: formatBootstrapToken(ctx.token),
+      contextName: 'bootstrap',
+    });
+    ctx.edgeSettings = await readEdgeSettings(client);
+  }
+  return ctx.edgeSettings;
+}
+
+/** What an edge node's agent configuration adds: the edge label and taint, and the kubelet through the proxy once it runs. */
+export async function edgeAgentConfig(
+  ctx: EdgeNodeData,
+  discovery: DiscoveryResult,
+): Promise<{ nodeLabels: Record<string, string>; nodeTaints: string[]; kubeletKubeconfig?: string }> {
+  if (!ctx.enableEdge) return { nodeLabels: {}, nodeTaints: [] };
+  const settings = await ensureEdgeSettings(ctx, discovery);
+  const isProxyReady = await ctx.host.exists(EDGE_KUBELET_KUBECONFIG, { sudo: true });
+  return {
+    nodeLabels: settings.nodeLabels,
+    nodeTaints: settings.nodeTaints,
+    ...(isProxyReady ? { kubeletKubeconfig: EDGE_KUBELET_KUBECONFIG } : {}),
+  };
+}
+
+/** The node's identity, from the kubeconfig its agent wrote. */
+export interface NodeIdentity {
+  /** The kubeconfig `user` entry, as written (file references kept: the agent rotates those files). */
+  user: Record<string, unknown>;
+  clientCertificate?: { certFile: string; keyFile: string };
+}
+
+/**
+ * The user of the node kubeconfig's current context. Pure.
+ *
+ * @throws {EdgeadmError} `E_EDGE_NODE_CREDENTIALS` for an exec plugin or an
+ * inline client certificate (the proxy maps certificates by file).
+ */
+export function nodeIdentityOf(kubeconfigText: string, kubeconfigPath: string): NodeIdentity {
+  const document = parseKubeconfig(kubeconfigText, kubeconfigPath);
+  const contextName =
+    document['current-context'] ?? (document.contexts?.length === 1 ? document.contexts[0]!.name : '');
+  const userName = document.contexts?.find((entry) => entry.name === contextName)?.context?.user;
+  const user = { ...(document.users?.find((entry) => entry.name === userName)?.user ?? {}) };
+  const fail = (why: string): EdgeadmError =>
+    new EdgeadmError(`the node's kubeconfig ${kubeconfigPath} ${why}; the edge-proxy cannot act for it`, {
+      code: 'E_EDGE_NODE_CREDENTIALS',
+    });
+  if (user.exec !== undefined || user['auth-provider'] !== undefined) throw fail('uses an authentication plugin');
+  if (user['client-certificate-data'] !== undefined) throw fail('holds its client certificate inline, not in a file');
+  const absolute = (file: string): string => (isAbsolute(file) ? file : join(dirname(kubeconfigPath), file));
+  for (const key of ['client-certificate', 'client-key', 'tokenFile']) {
+    if (typeof user[key] === 'string') user[key] = absolute(user[key]);
+  }
+  const certFile = user['client-certificate'];
+  const keyFile = user['client-key'];
+  if (typeof certFile === 'string' && typeof keyFile === 'string') {
+    return { user, clientCertificate: { certFile, keyFile } };
+  }
+  if (user.token === undefined && user.tokenFile === undefined) throw fail('has no token and no client certificate');
+  return { user };
+}
+
+/** The kubelet's kubeconfig through the edge-proxy: its URL and CA, the node's own user entry. Pure. */
+export function renderEdgeKubeletKubeconfig(identity: NodeIdentity): string {
+  const document = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      { name: 'edge-proxy', cluster: { server: EDGE_PROXY_URL, 'certificate-authority': EDGE_PROXY_SERVING_CA } },
+    ],
+    users: [{ name: 'node', user: identity.user }],
+    contexts: [{ name: 'edge-proxy', context: { cluster: 'edge-proxy', user: 'node' } }],
+    'current-context': 'edge-proxy',
+  };
+  return `# Written by edgeadm join --enable-edge: the kubelet reaches the API server through the edge-proxy.\n${dump(document, { lineWidth: -1 })}`;
+}
+
+async function waitForEdgeProxyHealthy(ctx: NodeData): Promise<void> {
+  const url = EDGE_PROXY_HEALTHZ_URL;
+  const seconds = EDGE_PROXY_PROBE_TIMEOUT_SECONDS;
+  const probe = [
+    `if command -v curl >/dev/null 2>&1; then curl -fsS --max-time ${seconds} ${url} >/dev/null`,
+    `elif command -v wget >/dev/null 2>&1; then wget -q -T ${seconds} -O /dev/null ${url}`,
+    'else exit 127; fi',
+  ].join('\n');
+  const deadline = Date.now() + EDGE_PROXY_READY_TIMEOUT_MS;
+  const logHint = `Look at its log: ${EDGE_PROXY_LOG_FILE} (and journalctl -u ${EDGE_PROXY_UNIT_NAME}, or /var/lib/edgeadm/services without systemd).`;
+  for (;;) {
+    const result = await ctx.host.exec(probe, { readOnly: true, description: `ask ${url}` });
+    if (result.exitCode === 0) return;
+    if (result.exitCode === 127) {
+      throw new EdgeadmError(`${ctx.host.name} has neither curl nor wget to ask the edge-proxy's ${url}`, {
+        code: 'E_EDGE_PROXY_PROBE',
+        hints: ['Install curl or wget (busybox wget will do) on the node and re-run join.'],
+      });
+    }
+    if (Date.now() > deadline) {
+      throw new EdgeadmError(
+        `the edge-proxy on ${ctx.host.name} did not answer ${url} within ${EDGE_PROXY_READY_TIMEOUT_MS / 1000} s`,
+        { code: 'E_EDGE_PROXY_NOT_HEALTHY', hints: [logHint] },
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, EDGE_PROXY_POLL_MS));
+  }
+}
+
+/** What the phase needs from the join workflow. */
+export interface EdgeNodePhaseDeps<C> {
+  nodeName(ctx: C): string;
+  discovery(ctx: C): Promise<DiscoveryResult>;
+  /** Renders the agent's configuration again (now with the kubelet through the proxy) and restarts it if it changed. */
+  configureAgent(ctx: C): Promise<PhaseOutcome>;
+}
+
+/** Makes join's edge phase. */
+export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>): Phase<C> {
+  return {
+    name: 'edge',
+    summary: "With --enable-edge: install the edge-proxy on the node and point the node's kubelet at it",
+    runIf: (ctx) => ctx.enableEdge,
+    async run(ctx) {
+      const { host, state, serviceManager, distribution } = ctx;
+      const discovery = await deps.discovery(ctx);
+      const settings = await ensureEdgeSettings(ctx, discovery);
+      const binary = ctx.edgeadmBinary;
+      if (!binary)
+        throw new EdgeadmError('the edge phase ran without an edgeadm binary decided', { code: 'E_INTERNAL' });
+      if (!ctx.facts) ctx.facts = await host.facts();
+      const unitFiles = serviceManager.filesOf(EDGE_PROXY_UNIT_NAME);
+      if (ctx.isDryRun) {
+        ctx.say(
+          binary.kind === 'package'
+            ? `Would run the edge-proxy from ${binary.path} (bin/edgeadm of the install package)`
+            : `Would upload this edgeadm (${binary.from}) to ${binary.path}`,
+        );
+        ctx.say(
+          `Would write the unit ${unitFiles[0]} (upstream: ${distribution.nodeKubeconfigPath}, cache ${DEFAULT_CACHE_DIR})`,
+        );
+        ctx.say(`Would start ${EDGE_PROXY_UNIT_NAME} and wait for ${EDGE_PROXY_HEALTHZ_URL}`);
+        ctx.say(`Would write ${EDGE_KUBELET_KUBECONFIG} (server ${EDGE_PROXY_URL}, the node's credentials)`);
+        ctx.say(
+          `Would point the ${distribution.name} agent's kubelet at it (kubelet-arg kubeconfig=${EDGE_KUBELET_KUBECONFIG}) and restart the agent`,
+        );
+        return 'unchanged';
+      }
+      let isChanged = false;
+
+      // The binary.
+      if (binary.kind === 'upload') {
+        if (goArch(process.arch) !== ctx.facts.arch) {
+          throw new ValidationError(
+            `this edgeadm is built for ${goArch(process.arch)}, and ${host.name} is ${ctx.facts.arch}: it cannot run there`,
+            {
+              code: 'E_EDGE_BINARY_ARCH',
+              hints: ["Put the edgeadm binary for the node's architecture into the install package as bin/edgeadm."],
+            },
+          );
+        }
+        state.file(binary.path);
+        await state.save();
+        const upload = await host.put(binary.from, binary.path, {
+          mode: 0o755,
+          sudo: true,
+          description: `upload this edgeadm to ${binary.path}`,
+        });
+        if (!upload.skipped) isChanged = true;
+        ctx.say(upload.skipped ? `${binary.path} already there` : `uploaded edgeadm to ${binary.path}`);
+      }
+
+      // The node's credentials, written by its agent.
+      await waitForHostFiles(host, [distribution.nodeKubeconfigPath], {
+        timeoutMs: EDGE_PROXY_READY_TIMEOUT_MS,
+        what: `the ${distribution.name} agent`,
+      });
+      const identity = nodeIdentityOf(
+        await readHostFile(host, distribution.nodeKubeconfigPath),
+        distribution.nodeKubeconfigPath,
+      );
+
+      // Record everything before it is written.
+      await state.claimDirectory(DEFAULT_CACHE_DIR);
+      if (!(await host.exists(EDGE_PROXY_LOG_DIR, { sudo: true }))) await state.claimDirectory(EDGE_PROXY_LOG_DIR);
+      state.file(EDGE_PROXY_LOG_FILE);
+      await state.ensureDirectory(EDGE_PROXY_CONFIG_DIR);
+      state.file(EDGE_KUBELET_KUBECONFIG);
+      for (const file of unitFiles) {
+        await state.ensureDirectory(dirname(file));
+        state.file(file);
+      }
+      state.service(EDGE_PROXY_UNIT_NAME);
+      await state.save();
+
+      // The service.
+      const unitInput: EdgeProxyUnitInput = {
+        edgeadmBin: binary.path,
+        upstreamKubeconfig: distribution.nodeKubeconfigPath,
+        cacheMaxBytes: settings.proxyCacheMaxBytes,
+        cacheMaxEntries: settings.proxyCacheMaxEntries,
+        ...(identity.clientCertificate
+          ? {
+              clientCertificate: {
+                commonName: `system:node:${deps.nodeName(ctx)}`,
+                ...identity.clientCertificate,
+                caFile: distribution.nodeClientCaPath ?? distribution.caPath,
+              },
+            }
+          : {}),
+      };
+      const unit = { name: EDGE_PROXY_UNIT_NAME, content: renderEdgeProxyUnit(unitInput) };
+      const isUnitChanged = await serviceManager.install(host, unit);
+      const outcome = await serviceManager.ensureRunning(host, unit, { isRestartNeeded: isUnitChanged });
+      if (isUnitChanged || outcome !== 'already-running') isChanged = true;
+      ctx.say(
+        outcome === 'already-running'
+          ? `${EDGE_PROXY_UNIT_NAME} already running`
+          : `${EDGE_PROXY_UNIT_NAME} ${outcome}`,
+      );
+      await waitForEdgeProxyHealthy(ctx);
+      ctx.say(`the edge-proxy answers ${EDGE_PROXY_HEALTHZ_URL}`);
+
+      // The kubelet through the proxy.
+      const kubeconfig = await host.put(Buffer.from(renderEdgeKubeletKubeconfig(identity)), EDGE_KUBELET_KUBECONFIG, {
+        mode: 0o600,
+        sudo: true,
+        description: `write ${EDGE_KUBELET_KUBECONFIG} (the kubelet through the edge-proxy)`,
+      });
+      if (!kubeconfig.skipped) isChanged = true;
+      if ((await deps.configureAgent(ctx)) === 'changed') isChanged = true;
+      ctx.say(`the ${distribution.name} agent's kubelet reaches the API server through ${EDGE_PROXY_URL}`);
+      return isChanged ? 'changed' : 'unchanged';
+    },
+  };
+}

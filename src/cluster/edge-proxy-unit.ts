@@ -1,0 +1,112 @@
+/**
+ * The edge-proxy systemd unit, embedded so that the single binary (which
+ * has no files beside it) can write it on a node, and its rendering.
+ * assets/systemd/edgeadm-edge-proxy.service holds the same text for review
+ * and packaging; a unit test keeps the two identical.
+ */
+import { ValidationError } from '../errors.js';
+
+/** The unit name. */
+export const EDGE_PROXY_UNIT_NAME = 'edgeadm-edge-proxy.service';
+
+/** assets/systemd/edgeadm-edge-proxy.service */
+export const EDGE_PROXY_UNIT_TEMPLATE = `# edgeadm edge-proxy: the node-local caching API proxy that keeps this edge
+# node working while its site is offline. Installed by
+# "edgeadm join --enable-edge"; the node's kubelet uses
+# https://127.0.0.1:10261 as its API server and trusts
+# /var/lib/edgeadm/edge-proxy/pki/ca.crt.
+#
+# Template values: {{EDGEADM_BIN}} (path of the edgeadm binary),
+# {{UPSTREAM_KUBECONFIG}} (the node's own kubeconfig: the API server, its CA
+# and the node's credentials for the readiness probe), {{CACHE_MAX_BYTES}},
+# {{CACHE_MAX_ENTRIES}}, and {{CLIENT_CERT_FLAGS}} (for a node that
+# authenticates with a client certificate: --client-ca-file and
+# --client-cert-map system:node:<name>=<cert>,<key>; empty for a token).
+[Unit]
+Description=edgeadm edge-proxy (node-local caching API proxy for offline autonomy)
+Documentation=https://github.com/edgeadm/edgeadm
+Wants=network-online.target
+After=network-online.target
+# The kubelet talks to the API server through this proxy.
+Before=kubelet.service k3s-agent.service
+
+[Service]
+Type=simple
+ExecStart={{EDGEADM_BIN}} agent edge-proxy \\
+  --kubeconfig {{UPSTREAM_KUBECONFIG}} \\
+  --listen 127.0.0.1:10261 \\
+  --metrics-listen 127.0.0.1:10262 \\
+  --cache-dir /var/lib/edgeadm/edge-proxy \\
+  --cache-max-bytes {{CACHE_MAX_BYTES}} \\
+  --cache-max-entries {{CACHE_MAX_ENTRIES}} \\
+  --log-file /var/log/edgeadm/edge-proxy.log{{CLIENT_CERT_FLAGS}}
+# A small young generation and fewer glibc malloc arenas: a smaller steady
+# RSS for a small, long-running process (see bench/edge-proxy/RESULTS.md).
+Environment=NODE_OPTIONS=--max-semi-space-size=1
+Environment=MALLOC_ARENA_MAX=2
+Restart=always
+RestartSec=2
+# The cache holds what the API server told each identity (Secrets included): root only.
+UMask=0077
+StateDirectory=edgeadm/edge-proxy
+StateDirectoryMode=0700
+LogsDirectory=edgeadm
+NoNewPrivileges=true
+ProtectSystem=strict
+ReadWritePaths=/var/lib/edgeadm/edge-proxy
+ProtectHome=true
+PrivateTmp=true
+LimitNOFILE=65536
+
+[Install]
+WantedBy=multi-user.target
+`;
+
+/** What the unit's template values are made from. */
+export interface EdgeProxyUnitInput {
+  /** Absolute path of the edgeadm binary on the node. */
+  edgeadmBin: string;
+  /** The node's own kubeconfig (server, CA, the node's credentials). */
+  upstreamKubeconfig: string;
+  cacheMaxBytes: string;
+  cacheMaxEntries: number;
+  /** For a node authenticating with a client certificate: its CN, files, and the CA that signed it. */
+  clientCertificate?: { commonName: string; certFile: string; keyFile: string; caFile: string };
+}
+
+/** Paths and names may not carry what systemd's command line would split or expand. */
+const UNIT_SAFE = /^[A-Za-z0-9@%+=:,./_-]+$/;
+
+function safe(value: string, what: string): string {
+  if (!UNIT_SAFE.test(value)) {
+    throw new ValidationError(`${what} ${JSON.stringify(value)} cannot go into the edge-proxy unit's command line`, {
+      code: 'E_EDGE_UNIT_VALUE',
+    });
+  }
+  return value;
+}
+
+/**
+ * The unit text for a node. Pure.
+ *
+ * @throws {ValidationError} `E_EDGE_UNIT_VALUE` for a value with spaces,
+ * quotes or `$`.
+ */
+export function renderEdgeProxyUnit(input: EdgeProxyUnitInput): string {
+  const cert = input.clientCertificate;
+  const certFlags = cert
+    ? ` \\\n  --client-ca-file ${safe(cert.caFile, 'the client CA file')} \\\n  --client-cert-map ${safe(cert.commonName, 'the node identity')}=${safe(cert.certFile, 'the client certificate file')},${safe(cert.keyFile, 'the client key file')}`
+    : '';
+  // The comment that explains the template values goes; the values take its place.
+  const lines = EDGE_PROXY_UNIT_TEMPLATE.split('\n');
+  const start = lines.findIndex((line) => line.startsWith('# Template values:'));
+  let end = start;
+  while (end < lines.length && lines[end]!.startsWith('#')) end++;
+  const template = [...lines.slice(0, Math.max(0, start - 1)), ...lines.slice(end)].join('\n');
+  return template
+    .replaceAll('{{EDGEADM_BIN}}', safe(input.edgeadmBin, 'the edgeadm binary path'))
+    .replaceAll('{{UPSTREAM_KUBECONFIG}}', safe(input.upstreamKubeconfig, 'the node kubeconfig path'))
+    .replaceAll('{{CACHE_MAX_BYTES}}', safe(input.cacheMaxBytes, 'the cache size'))
+    .replaceAll('{{CACHE_MAX_ENTRIES}}', String(input.cacheMaxEntries))
+    .replaceAll('{{CLIENT_CERT_FLAGS}}', certFlags);
+}

@@ -1,0 +1,135 @@
+import { readFileSync } from 'node:fs';
+import { load } from 'js-yaml';
+import { describe, expect, it } from 'vitest';
+import {
+  EDGE_PROXY_SERVING_CA,
+  nodeIdentityOf,
+  renderEdgeKubeletKubeconfig,
+  resolveEdgeadmBinary,
+} from '../../../src/cluster/edge-node-phase.js';
+import { EDGE_PROXY_UNIT_TEMPLATE, renderEdgeProxyUnit } from '../../../src/cluster/edge-proxy-unit.js';
+import { execStartOf } from '../../../src/cluster/service-manager.js';
+
+const k3sKubeletKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+  - name: local
+    cluster:
+      server: https://127.0.0.1:6444
+      certificate-authority: /var/lib/rancher/k3s/agent/server-ca.crt
+users:
+  - name: user
+    user:
+      client-certificate: /var/lib/rancher/k3s/agent/client-kubelet.crt
+      client-key: /var/lib/rancher/k3s/agent/client-kubelet.key
+contexts:
+  - name: local
+    context: { cluster: local, user: user }
+current-context: local
+`;
+
+describe('the edgeadm binary for the edge-proxy', () => {
+  const base = { packageName: 'pkg', binDir: '/usr/local/bin', execPath: '/opt/edgeadm-linux-x64' };
+
+  it('comes from the package when it carries bin/edgeadm, else from the running single binary', () => {
+    expect(resolveEdgeadmBinary({ ...base, packageFiles: ['bin/k3s', 'bin/edgeadm'], isSingleBinary: true })).toEqual({
+      kind: 'package',
+      path: '/usr/local/bin/edgeadm',
+    });
+    expect(resolveEdgeadmBinary({ ...base, packageFiles: ['bin/k3s'], isSingleBinary: true })).toEqual({
+      kind: 'upload',
+      from: '/opt/edgeadm-linux-x64',
+      path: '/usr/local/bin/edgeadm',
+    });
+  });
+
+  it('is a clear error when neither is there', () => {
+    expect(() => resolveEdgeadmBinary({ ...base, packageFiles: ['bin/k3s'], isSingleBinary: false })).toThrow(
+      expect.objectContaining({ code: 'E_EDGE_NO_BINARY', exitCode: 3 }),
+    );
+  });
+});
+
+describe("the node's identity through the edge-proxy", () => {
+  it('maps a client-certificate node (k3s) by file, and gives the kubelet the proxy with the same user', () => {
+    const identity = nodeIdentityOf(k3sKubeletKubeconfig, '/var/lib/rancher/k3s/agent/kubelet.kubeconfig');
+    expect(identity.clientCertificate).toEqual({
+      certFile: '/var/lib/rancher/k3s/agent/client-kubelet.crt',
+      keyFile: '/var/lib/rancher/k3s/agent/client-kubelet.key',
+    });
+    const kubeconfig = load(renderEdgeKubeletKubeconfig(identity)) as {
+      clusters: Array<{ cluster: Record<string, string> }>;
+      users: Array<{ user: Record<string, string> }>;
+    };
+    expect(kubeconfig.clusters[0]!.cluster).toEqual({
+      server: 'https://127.0.0.1:10261',
+      'certificate-authority': EDGE_PROXY_SERVING_CA,
+    });
+    expect(kubeconfig.users[0]!.user['client-certificate']).toBe('/var/lib/rancher/k3s/agent/client-kubelet.crt');
+  });
+
+  it('passes a token node through unmapped, and refuses credentials the proxy cannot act for', () => {
+    const token = k3sKubeletKubeconfig.replace(/client-certificate: .*\n\s*client-key: .*\n/, 'token: abc\n');
+    expect(nodeIdentityOf(token, '/k').clientCertificate).toBeUndefined();
+    const plugin = k3sKubeletKubeconfig.replace(/client-certificate: .*\n\s*client-key: .*\n/, 'exec: {command: x}\n');
+    expect(() => nodeIdentityOf(plugin, '/k')).toThrow(expect.objectContaining({ code: 'E_EDGE_NODE_CREDENTIALS' }));
+  });
+});
+
+describe('the edge-proxy unit', () => {
+  it('is embedded byte for byte as in assets/systemd', () => {
+    expect(EDGE_PROXY_UNIT_TEMPLATE).toBe(
+      readFileSync(new URL('../../../assets/systemd/edgeadm-edge-proxy.service', import.meta.url), 'utf8'),
+    );
+  });
+
+  it('runs the proxy with the node kubeconfig, the cache bounds and the kubelet certificate mapping', () => {
+    const unit = renderEdgeProxyUnit({
+      edgeadmBin: '/usr/local/bin/edgeadm',
+      upstreamKubeconfig: '/var/lib/rancher/k3s/agent/kubelet.kubeconfig',
+      cacheMaxBytes: '128Mi',
+      cacheMaxEntries: 500,
+      clientCertificate: {
+        commonName: 'system:node:edge-1',
+        certFile: '/a/client.crt',
+        keyFile: '/a/client.key',
+        caFile: '/a/client-ca.crt',
+      },
+    });
+    expect(unit).not.toContain('{{');
+    expect(execStartOf(unit).split(/\s+/)).toEqual([
+      '/usr/local/bin/edgeadm',
+      'agent',
+      'edge-proxy',
+      '--kubeconfig',
+      '/var/lib/rancher/k3s/agent/kubelet.kubeconfig',
+      '--listen',
+      '127.0.0.1:10261',
+      '--metrics-listen',
+      '127.0.0.1:10262',
+      '--cache-dir',
+      '/var/lib/edgeadm/edge-proxy',
+      '--cache-max-bytes',
+      '128Mi',
+      '--cache-max-entries',
+      '500',
+      '--log-file',
+      '/var/log/edgeadm/edge-proxy.log',
+      '--client-ca-file',
+      '/a/client-ca.crt',
+      '--client-cert-map',
+      'system:node:edge-1=/a/client.crt,/a/client.key',
+    ]);
+  });
+
+  it('refuses a value that systemd would split or expand', () => {
+    expect(() =>
+      renderEdgeProxyUnit({
+        edgeadmBin: '/usr/local/bin/edge adm',
+        upstreamKubeconfig: '/k',
+        cacheMaxBytes: '1Mi',
+        cacheMaxEntries: 1,
+      }),
+    ).toThrow(expect.objectContaining({ code: 'E_EDGE_UNIT_VALUE' }));
+  });
+});
