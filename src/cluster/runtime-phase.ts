@@ -86,10 +86,11 @@ export function runtimePhase<C extends NodeData>(): Phase<C> {
       const { dir } = hostPackagePaths(ctx.package.manifest.name);
       for (const image of images) {
         if (state.state.importedImages?.includes(image.sha256)) continue;
-        await execOrThrow(host, runtime.imageImportCommand(`${dir}/${image.path}`), {
+        const command = runtime.imageImportCommand(`${dir}/${image.path}`);
+        await execOrThrow(host, command, {
           sudo: true,
           timeoutMs: IMAGE_IMPORT_TIMEOUT_MS,
-          description: `import the airgap images ${image.path} into ${runtime.name}`,
+          description: `import the airgap images ${image.path} into ${runtime.name} (${command})`,
         });
         state.update((s) => ({ ...s, importedImages: [...(s.importedImages ?? []), image.sha256] }));
         await state.save();

@@ -94,7 +94,7 @@ describe('edgeadm init, join, token and reset with --distribution kubeadm (simul
       expect(plan).toMatch(/\[runtime\] .*\/etc\/systemd\/system\/containerd\.service/);
       expect(plan).toMatch(/\[runtime\] Would wait for the containerd socket/);
       expect(plan).toMatch(
-        /\[runtime\] .*ctr --address \/run\/containerd\/containerd\.sock -n k8s\.io images import '\S+\/images\/sim-pause\.tar'/,
+        /\[runtime\] .*import the airgap images images\/sim-pause\.tar into containerd \(\/usr\/local\/bin\/ctr --address \/run\/containerd\/containerd\.sock -n k8s\.io images import '\S+\/images\/sim-pause\.tar'\)/,
       );
       expect(plan).toMatch(/\[control-plane\] .*\/etc\/kubernetes\/edgeadm-kubeadm-init\.yaml/);
       expect(plan).toMatch(/\[control-plane\] .*\/etc\/systemd\/system\/kubelet\.service\b/);
