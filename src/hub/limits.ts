@@ -20,5 +20,7 @@ export const SHUTDOWN_GRACE_MS = 10_000;
 export const AGENT_CERT_VALIDITY_DAYS = 30;
 /** How often the hub refreshes `lastSeen` of connected clusters. */
 export const LAST_SEEN_REFRESH_MS = 30_000;
+/** Cluster status updates (`lastSeen`, version, node count) arriving within this window share one store commit. */
+export const STATUS_COMMIT_WINDOW_MS = 200;
 /** The organization (group) of every agent certificate. */
 export const AGENT_CERT_ORGANIZATION = 'edgeadm:hub:clusters';

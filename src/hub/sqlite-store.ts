@@ -8,6 +8,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { EdgeadmError } from '../errors.js';
 import { hubTokenState } from './hub-tokens.js';
+import { STATUS_COMMIT_WINDOW_MS } from './limits.js';
 import type { ClusterRecord, ClusterStatusUpdate, HubStore, HubTokenRecord, TokenUse, UserRecord } from './store.js';
 
 /** The schema; `IF NOT EXISTS` makes opening an existing store a no-op. */
@@ -95,11 +96,22 @@ function userFromRow(row: Row): UserRecord {
   return user;
 }
 
+/** A status update waiting for its commit. */
+interface PendingStatus {
+  name: string;
+  status: ClusterStatusUpdate;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
 /** The node:sqlite implementation of {@link HubStore}. */
 export class SqliteHubStore implements HubStore {
   readonly #db: DatabaseSync;
   /** Prepared once: preparing is most of the cost of a lookup, and the kube proxy looks up on every request. */
   readonly #statements = new Map<string, StatementSync>();
+  /** Status updates waiting for their group commit. */
+  #pendingStatus: PendingStatus[] = [];
+  #statusTimer: NodeJS.Timeout | undefined;
 
   private constructor(db: DatabaseSync) {
     this.#db = db;
@@ -171,11 +183,48 @@ export class SqliteHubStore implements HubStore {
     return existing;
   }
 
-  async updateClusterStatus(name: string, status: ClusterStatusUpdate): Promise<void> {
-    this.#prepare(
+  /**
+   * Status updates are group-committed: those that arrive within
+   * {@link STATUS_COMMIT_WINDOW_MS} share one transaction, and the promise
+   * resolves once it is committed. Every commit waits for the disk (a few
+   * milliseconds, during which the event loop stands still), and a hub with
+   * thousands of tunnels refreshes their `lastSeen` all the time: one commit
+   * each would take more than the whole event loop.
+   */
+  updateClusterStatus(name: string, status: ClusterStatusUpdate): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#pendingStatus.push({ name, status, resolve, reject });
+      this.#statusTimer ??= setTimeout(() => this.#commitStatus(), STATUS_COMMIT_WINDOW_MS);
+    });
+  }
+
+  #commitStatus(): void {
+    clearTimeout(this.#statusTimer);
+    this.#statusTimer = undefined;
+    const batch = this.#pendingStatus;
+    this.#pendingStatus = [];
+    if (batch.length === 0) return;
+    if (!this.#db.isOpen) {
+      const closed = new EdgeadmError('the hub store is closed', { code: 'E_HUB_STORE' });
+      for (const pending of batch) pending.reject(closed);
+      return;
+    }
+    const update = this.#prepare(
       `UPDATE clusters SET last_seen = ?, kubernetes_version = COALESCE(?, kubernetes_version),
          node_count = COALESCE(?, node_count) WHERE name = ?`,
-    ).run(status.lastSeen, status.kubernetesVersion ?? null, status.nodeCount ?? null, name);
+    );
+    try {
+      this.#db.exec('BEGIN');
+      for (const { name, status } of batch) {
+        update.run(status.lastSeen, status.kubernetesVersion ?? null, status.nodeCount ?? null, name);
+      }
+      this.#db.exec('COMMIT');
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      for (const pending of batch) pending.reject(error as Error);
+      return;
+    }
+    for (const pending of batch) pending.resolve();
   }
 
   async updateClusterCertificate(name: string, certSerial: string, certNotAfter: string): Promise<void> {
@@ -263,6 +312,7 @@ export class SqliteHubStore implements HubStore {
   }
 
   async close(): Promise<void> {
+    if (this.#db.isOpen) this.#commitStatus();
     if (this.#db.isOpen) this.#db.close();
   }
 }

@@ -59,4 +59,21 @@ describe('SqliteHubStore', () => {
     expect(await store.listClusters()).toEqual([]);
     await store.close();
   });
+
+  it('commits status updates made together, and on close the ones still waiting', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'hub-store-')), 'hub.db');
+    const store = await SqliteHubStore.open(path);
+    const names = Array.from({ length: 500 }, (_, i) => `store-${i}`);
+    for (const name of names) await store.addCluster({ ...cluster, name });
+    await Promise.all(names.map((name, i) => store.updateClusterStatus(name, { lastSeen: 'seen', nodeCount: i })));
+    expect((await store.listClusters()).filter((c) => c.lastSeen === 'seen')).toHaveLength(names.length);
+    expect(await store.getCluster('store-499')).toMatchObject({ nodeCount: 499 });
+    // Not awaited: the update is still waiting for its commit when the store closes.
+    const late = store.updateClusterStatus('store-7', { lastSeen: 'late', kubernetesVersion: 'v1.31.0' });
+    await store.close();
+    await late;
+    const reopened = await SqliteHubStore.open(path);
+    expect(await reopened.getCluster('store-7')).toMatchObject({ lastSeen: 'late', kubernetesVersion: 'v1.31.0' });
+    await reopened.close();
+  });
 });
