@@ -77,6 +77,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'edgeadm-bench-tunnel-'));
 
 interface Child {
+  pid: number;
   output: () => string;
   kill: () => void;
 }
@@ -91,7 +92,7 @@ function startEdgeadm(args: string[]): Child {
   child.stderr.on('data', (chunk: Buffer) => (printed += chunk.toString()));
   // Never leave a hub or agent behind, also when the benchmark fails.
   process.once('exit', () => child.kill('SIGTERM'));
-  return { output: () => printed, kill: () => child.kill('SIGTERM') };
+  return { pid: child.pid ?? 0, output: () => printed, kill: () => child.kill('SIGTERM') };
 }
 
 async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>): Promise<T> {
@@ -205,7 +206,20 @@ interface Latency {
   p99: number;
 }
 
-async function smallGets(name: PathName, requests: number): Promise<Latency> {
+/** CPU time (user + system) a process has used so far, in ms (Linux /proc; clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** CPU per request of each process, in µs, accumulated over the measured rounds. */
+const cpuPerRequest: Record<PathName, { requests: number; bench: number; hub: number; agent: number }> = {
+  direct: { requests: 0, bench: 0, hub: 0, agent: 0 },
+  tunnel: { requests: 0, bench: 0, hub: 0, agent: 0 },
+};
+
+async function smallGets(name: PathName, requests: number, isMeasured = false): Promise<Latency> {
+  const cpuBefore = { bench: cpuMs(process.pid), hub: cpuMs(hub.pid), agent: cpuMs(agent.pid) };
   const target = paths[name];
   const agentPool = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: target.ca });
   const latencies: number[] = [];
@@ -229,6 +243,13 @@ async function smallGets(name: PathName, requests: number): Promise<Latency> {
   );
   const seconds = (performance.now() - started) / 1000;
   agentPool.destroy();
+  if (isMeasured) {
+    const cpu = cpuPerRequest[name];
+    cpu.requests += requests;
+    cpu.bench += cpuMs(process.pid) - cpuBefore.bench;
+    cpu.hub += cpuMs(hub.pid) - cpuBefore.hub;
+    cpu.agent += cpuMs(agent.pid) - cpuBefore.agent;
+  }
   latencies.sort((a, b) => a - b);
   const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
   return { rps: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
@@ -241,7 +262,7 @@ async function caseSmallGets(): Promise<Record<string, unknown>> {
   await smallGets('tunnel', 1000);
   const rounds: Record<PathName, Latency[]> = { direct: [], tunnel: [] };
   for (let round = 0; round < 2; round += 1) {
-    for (const name of ['direct', 'tunnel'] as const) rounds[name].push(await smallGets(name, REQUESTS / 2));
+    for (const name of ['direct', 'tunnel'] as const) rounds[name].push(await smallGets(name, REQUESTS / 2, true));
   }
   const small = Object.fromEntries(
     (['direct', 'tunnel'] as const).map((n) => [
@@ -260,6 +281,13 @@ async function caseSmallGets(): Promise<Record<string, unknown>> {
     tunnel: small.tunnel,
     throughputRatio: small.tunnel.rps / small.direct.rps,
     p99DeltaMs: small.tunnel.p99 - small.direct.p99,
+    cpuMicrosPerRequest: Object.fromEntries(
+      (['direct', 'tunnel'] as const).map((n) => {
+        const c = cpuPerRequest[n];
+        const per = (ms: number): number => Math.round((ms * 1000) / c.requests);
+        return [n, { bench: per(c.bench), hub: per(c.hub), agent: per(c.agent) }];
+      }),
+    ),
   };
 }
 
@@ -411,6 +439,7 @@ else {
       `    direct: ${f(s.direct.rps, 0)} req/s  p50 ${f(s.direct.p50)} ms  p99 ${f(s.direct.p99)} ms`,
       `    tunnel: ${f(s.tunnel.rps, 0)} req/s  p50 ${f(s.tunnel.p50)} ms  p99 ${f(s.tunnel.p99)} ms`,
       `    ratio ${f(s.throughputRatio)}; p99 delta ${f(s.p99DeltaMs)} ms`,
+      `    CPU µs per request (bench = client + simulated API server): ${JSON.stringify(s.cpuMicrosPerRequest)}`,
     );
   }
   const b = results.bulk;

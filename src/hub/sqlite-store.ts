@@ -8,7 +8,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { EdgeadmError } from '../errors.js';
 import { hubTokenState } from './hub-tokens.js';
-import { STATUS_COMMIT_WINDOW_MS } from './limits.js';
+import { STATUS_COMMIT_WINDOW_MS, STORE_READ_CACHE_MAX_ENTRIES } from './limits.js';
 import type { ClusterRecord, ClusterStatusUpdate, HubStore, HubTokenRecord, TokenUse, UserRecord } from './store.js';
 
 /** The schema; `IF NOT EXISTS` makes opening an existing store a no-op. */
@@ -96,6 +96,13 @@ function userFromRow(row: Row): UserRecord {
   return user;
 }
 
+/** Keeps `value` in a read cache, emptied when it would pass {@link STORE_READ_CACHE_MAX_ENTRIES}. */
+function remember<T>(cache: Map<string, T>, key: string, value: T): T {
+  if (cache.size >= STORE_READ_CACHE_MAX_ENTRIES) cache.clear();
+  cache.set(key, value);
+  return value;
+}
+
 /** A status update waiting for its commit. */
 interface PendingStatus {
   name: string;
@@ -109,6 +116,14 @@ export class SqliteHubStore implements HubStore {
   readonly #db: DatabaseSync;
   /** Prepared once: preparing is most of the cost of a lookup, and the kube proxy looks up on every request. */
   readonly #statements = new Map<string, StatementSync>();
+  /**
+   * Users by token hash and clusters by name, as last read, frozen. The kube
+   * proxy looks both up on every request; this process is the store's only
+   * writer, and every write to a user or cluster drops what it touches here.
+   * Misses are not kept (an unknown token must not fill memory).
+   */
+  readonly #usersByTokenHash = new Map<string, UserRecord>();
+  readonly #clustersByName = new Map<string, ClusterRecord>();
   /** Status updates waiting for their group commit. */
   #pendingStatus: PendingStatus[] = [];
   #statusTimer: NodeJS.Timeout | undefined;
@@ -152,6 +167,7 @@ export class SqliteHubStore implements HubStore {
   }
 
   async addCluster(cluster: ClusterRecord): Promise<boolean> {
+    this.#clustersByName.delete(cluster.name);
     const result = this.#prepare(
       `INSERT OR IGNORE INTO clusters (name, labels, cert_serial, cert_not_after, registered_at, last_seen, kubernetes_version, node_count)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -169,8 +185,13 @@ export class SqliteHubStore implements HubStore {
   }
 
   async getCluster(name: string): Promise<ClusterRecord | undefined> {
+    const cached = this.#clustersByName.get(name);
+    if (cached !== undefined) return cached;
     const row = this.#prepare('SELECT * FROM clusters WHERE name = ?').get(name) as Row | undefined;
-    return row === undefined ? undefined : clusterFromRow(row);
+    if (row === undefined) return undefined;
+    const cluster = clusterFromRow(row);
+    Object.freeze(cluster.labels);
+    return remember(this.#clustersByName, name, Object.freeze(cluster));
   }
 
   async listClusters(): Promise<ClusterRecord[]> {
@@ -180,6 +201,7 @@ export class SqliteHubStore implements HubStore {
   async deleteCluster(name: string): Promise<ClusterRecord | undefined> {
     const existing = await this.getCluster(name);
     if (existing) this.#prepare('DELETE FROM clusters WHERE name = ?').run(name);
+    this.#clustersByName.delete(name);
     return existing;
   }
 
@@ -217,6 +239,7 @@ export class SqliteHubStore implements HubStore {
       this.#db.exec('BEGIN');
       for (const { name, status } of batch) {
         update.run(status.lastSeen, status.kubernetesVersion ?? null, status.nodeCount ?? null, name);
+        this.#clustersByName.delete(name);
       }
       this.#db.exec('COMMIT');
     } catch (error) {
@@ -228,6 +251,7 @@ export class SqliteHubStore implements HubStore {
   }
 
   async updateClusterCertificate(name: string, certSerial: string, certNotAfter: string): Promise<void> {
+    this.#clustersByName.delete(name);
     this.#prepare('UPDATE clusters SET cert_serial = ?, cert_not_after = ? WHERE name = ?').run(
       certSerial,
       certNotAfter,
@@ -276,6 +300,8 @@ export class SqliteHubStore implements HubStore {
   }
 
   async putUser(user: UserRecord): Promise<void> {
+    // A user replaced under the same name may have a new token: forget every cached user.
+    this.#usersByTokenHash.clear();
     this.#prepare(
       `INSERT OR REPLACE INTO users (name, token_hash, clusters_selector, groups_json, is_admin, created_at, expires_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -291,8 +317,13 @@ export class SqliteHubStore implements HubStore {
   }
 
   async findUserByTokenHash(tokenHash: string): Promise<UserRecord | undefined> {
+    const cached = this.#usersByTokenHash.get(tokenHash);
+    if (cached !== undefined) return cached;
     const row = this.#prepare('SELECT * FROM users WHERE token_hash = ?').get(tokenHash) as Row | undefined;
-    return row === undefined ? undefined : userFromRow(row);
+    if (row === undefined) return undefined;
+    const user = userFromRow(row);
+    Object.freeze(user.groups);
+    return remember(this.#usersByTokenHash, tokenHash, Object.freeze(user));
   }
 
   async listUsers(): Promise<UserRecord[]> {

@@ -60,6 +60,35 @@ describe('SqliteHubStore', () => {
     await store.close();
   });
 
+  it('answers repeated lookups from memory, never with what a later write changed', async () => {
+    const store = await SqliteHubStore.open(':memory:');
+    await store.addCluster(cluster);
+    const user = {
+      name: 'ops',
+      tokenHash: 'a'.repeat(64),
+      clustersSelector: '',
+      groups: ['g'],
+      isAdmin: false,
+      createdAt: 'now',
+    };
+    await store.putUser(user);
+    expect(await store.findUserByTokenHash(user.tokenHash)).toMatchObject({ name: 'ops' });
+    expect(await store.getCluster('store-1')).toMatchObject({ certSerial: 'ab12' });
+    // The same user again with a new token: the old token finds nobody.
+    await store.putUser({ ...user, tokenHash: 'b'.repeat(64) });
+    expect(await store.findUserByTokenHash(user.tokenHash)).toBeUndefined();
+    expect(await store.findUserByTokenHash('b'.repeat(64))).toMatchObject({ name: 'ops' });
+    await store.updateClusterCertificate('store-1', 'cd34', '2027-06-01T00:00:00.000Z');
+    expect(await store.getCluster('store-1')).toMatchObject({ certSerial: 'cd34' });
+    await store.updateClusterStatus('store-1', { lastSeen: 'then', nodeCount: 5 });
+    expect(await store.getCluster('store-1')).toMatchObject({ lastSeen: 'then', nodeCount: 5 });
+    await store.deleteCluster('store-1');
+    expect(await store.getCluster('store-1')).toBeUndefined();
+    await store.addCluster({ ...cluster, labels: { env: 'prod' } });
+    expect(await store.getCluster('store-1')).toMatchObject({ labels: { env: 'prod' } });
+    await store.close();
+  });
+
   it('commits status updates made together, and on close the ones still waiting', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'hub-store-')), 'hub.db');
     const store = await SqliteHubStore.open(path);
