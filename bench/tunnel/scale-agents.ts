@@ -1,8 +1,12 @@
 /**
  * One process of SIMULATED agents for the scale benchmark (`scale.ts`
- * forks a few of these). Each simulated agent is a cluster registered
- * through edgeadm's real `registerCluster` (discovery by token and pin, its
- * own key and CSR, a client certificate signed by the hub) and connected by
+ * forks a few of these). Each simulated agent is a cluster registered with
+ * the hub: the first of each process through edgeadm's whole
+ * `registerCluster` flow (discovery by token and pin, key, CSR, the hub's
+ * signature); the others reuse what that discovery established (the hub's
+ * address and pinned CA) and make their own key and CSR with edgeadm's
+ * `createCsr` and POST it to the hub's registration endpoint, a few at a
+ * time over kept-alive connections. Each is then connected by
  * edgeadm's real `runTunnelAgent` (TLS with that certificate, the reversed
  * HTTP/2 session, hello and welcome, keepalive pings, jittered backoff).
  * What is simulated: many agents share one process, and their upstream is
@@ -11,10 +15,12 @@
  *
  * Driven by IPC messages from scale.ts:
  *   { type: 'register', ... }  register (or, with existing state, reuse) this process's clusters
+ *   { type: 'stop-registering' } finish the registrations under way, register no more
  *   { type: 'connect' }        start every agent; report connections
  *   { type: 'stop' }           drain every agent and exit
  */
 import { existsSync, writeFileSync } from 'node:fs';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { registerHooks } from 'node:module';
 import { join } from 'node:path';
 
@@ -39,14 +45,17 @@ const { startSimApiServer } = await import('../../test/support/sim-apiserver/ind
 const { runTunnelAgent } = await import('../../lib/tunnel/agent.js');
 const { Upstream, readUpstreamKubeconfig } = await import('../../lib/tunnel/upstream.js');
 const { registerCluster } = await import('../../lib/tunnel/registration.js');
-const { readAgentState } = await import('../../lib/tunnel/agent-state.js');
+const { readAgentState, writeAgentState } = await import('../../lib/tunnel/agent-state.js');
+const { createCsr } = await import('../../lib/trust/pki.js');
+const { AGENT_CERT_ORGANIZATION } = await import('../../lib/hub/limits.js');
 
 /** What scale.ts asks of this process. */
 interface RegisterMessage {
   type: 'register';
-  /** Cluster indexes [from, to). */
-  from: number;
-  to: number;
+  /** This process's clusters: indexes `first`, `first + stride`, … below `count`. */
+  first: number;
+  stride: number;
+  count: number;
   /** `host:port` of the hub. */
   hub: string;
   token: string;
@@ -54,7 +63,7 @@ interface RegisterMessage {
   stateDir: string;
   concurrency: number;
 }
-type Message = RegisterMessage | { type: 'connect' } | { type: 'stop' };
+type Message = RegisterMessage | { type: 'stop-registering' } | { type: 'connect'; below: number } | { type: 'stop' };
 
 /** Counts of what the agents' loggers said, by kind (never the messages: they could name hosts). */
 const said: Record<string, number> = {};
@@ -72,54 +81,126 @@ const send = (message: Record<string, unknown>): void => void process.send?.(mes
 const sim = await startSimApiServer({ gitVersion: 'v1.30.4+sim' });
 let range: RegisterMessage | undefined;
 let upstream: InstanceType<typeof Upstream> | undefined;
-const identities: { cluster: string; certPem: string; keyPem: string }[] = [];
+const identities: { index: number; cluster: string; certPem: string; keyPem: string }[] = [];
 const stops: AbortController[] = [];
 const runs: Promise<void>[] = [];
 let welcomes = 0;
 
+let isRegistering = true;
+const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+
+/** POSTs one cluster's CSR to the hub's registration endpoint; the signed certificate. */
+function postRegistration(options: {
+  hub: string;
+  caPem: string;
+  pool: HttpsAgent;
+  token: string;
+  cluster: string;
+  csrPem: string;
+}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ name: options.cluster, labels: { bench: 'scale' }, csr: options.csrPem });
+    const req = httpsRequest(
+      `https://${options.hub}/hub/v1/register`,
+      {
+        method: 'POST',
+        agent: options.pool,
+        ca: options.caPem,
+        headers: { Authorization: `Bearer ${options.token}`, 'Content-Type': 'application/json' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          if (res.statusCode !== 201) reject(new Error(`register ${options.cluster}: HTTP ${res.statusCode}: ${text}`));
+          else resolve((JSON.parse(text) as { certPem: string }).certPem);
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 async function register(message: RegisterMessage): Promise<void> {
   range = message;
-  const kubeconfig = join(message.stateDir, `sim-${message.from}.kubeconfig`);
+  const kubeconfig = join(message.stateDir, `sim-${message.first}.kubeconfig`);
   writeFileSync(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
   upstream = new Upstream(await readUpstreamKubeconfig(kubeconfig), logger);
   const started = performance.now();
+  const indexes: number[] = [];
+  for (let i = message.first; i < message.count; i += message.stride) indexes.push(i);
+  const dataDirOf = (index: number): string => join(message.stateDir, 'agents', `sim-${index}`);
   let registered = 0;
-  let next = message.from;
+  // The first cluster: the whole register-cloud flow, discovery included.
+  const head = indexes[0] as number;
+  let hubState;
+  if (existsSync(join(dataDirOf(head), 'agent.yaml'))) hubState = readAgentState(dataDirOf(head));
+  else {
+    hubState = await registerCluster({
+      hub: message.hub,
+      token: message.token,
+      caCertHashes: [message.pin],
+      cluster: `sim-${head}`,
+      labels: { bench: 'scale' },
+      kubeconfig,
+      dataDir: dataDirOf(head),
+      discoveryTimeoutMs: 120_000,
+      logger: silent,
+    });
+    registered += 1;
+  }
+  identities.push({ index: head, cluster: `sim-${head}`, certPem: hubState.certPem, keyPem: hubState.keyPem });
+  const pool = new HttpsAgent({ keepAlive: true, maxSockets: message.concurrency });
+  let next = 1;
   await Promise.all(
     Array.from({ length: message.concurrency }, async () => {
-      while (next < message.to) {
-        const index = next;
+      while (next < indexes.length && isRegistering) {
+        const index = indexes[next] as number;
         next += 1;
         const cluster = `sim-${index}`;
-        const dataDir = join(message.stateDir, 'agents', cluster);
+        const dataDir = dataDirOf(index);
         let state;
         if (existsSync(join(dataDir, 'agent.yaml'))) state = readAgentState(dataDir);
         else {
-          state = await registerCluster({
+          const csr = await createCsr({ commonName: cluster, organizations: [AGENT_CERT_ORGANIZATION] });
+          const certPem = await postRegistration({
             hub: message.hub,
+            caPem: hubState.hubCaPem,
+            pool,
             token: message.token,
-            caCertHashes: [message.pin],
             cluster,
-            labels: { bench: 'scale' },
-            kubeconfig,
-            dataDir,
-            discoveryTimeoutMs: 120_000,
-            logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+            csrPem: csr.csrPem,
           });
+          state = { ...hubState, cluster, kubeconfig, certPem, keyPem: csr.keyPem };
+          writeAgentState(dataDir, state);
           registered += 1;
         }
-        identities[index - message.from] = { cluster, certPem: state.certPem, keyPem: state.keyPem };
+        identities.push({ index, cluster, certPem: state.certPem, keyPem: state.keyPem });
       }
     }),
   );
-  send({ type: 'registered', registered, reused: message.to - message.from - registered, ms: performance.now() - started });
+  pool.destroy();
+  identities.sort((a, b) => a.index - b.index);
+  // Registered without a gap: indexes[0 .. done) (registrations run a few at a time, in order).
+  let done = 0;
+  while (done < identities.length && identities[done]?.index === indexes[done]) done += 1;
+  send({
+    type: 'registered',
+    registered,
+    reused: identities.length - registered,
+    done,
+    ms: performance.now() - started,
+  });
 }
 
-function connect(): void {
+function connect(below: number): void {
   if (range === undefined || upstream === undefined) throw new Error('register first');
   const hubServer = `https://${range.hub}`;
-  const hubCaPem = readAgentState(join(range.stateDir, 'agents', `sim-${range.from}`)).hubCaPem;
-  for (const identity of identities) {
+  const hubCaPem = readAgentState(join(range.stateDir, 'agents', `sim-${range.first}`)).hubCaPem;
+  for (const { index, ...identity } of identities) {
+    if (index >= below) continue;
     const stop = new AbortController();
     stops.push(stop);
     runs.push(
@@ -143,8 +224,10 @@ const report = setInterval(() => {
 process.on('message', (message: Message) => {
   if (message.type === 'register') {
     register(message).catch((error: Error) => send({ type: 'failed', message: error.message }));
+  } else if (message.type === 'stop-registering') {
+    isRegistering = false;
   } else if (message.type === 'connect') {
-    connect();
+    connect(message.below);
   } else if (message.type === 'stop') {
     for (const stop of stops) stop.abort();
     void Promise.all(runs).then(async () => {

@@ -2,10 +2,13 @@
  * Tunnel benchmark (d), scale: N SIMULATED agents (default 10,000) connected
  * to one hub, `edgeadm hub serve` as its own process (bin/run.js).
  *
- * 1. Registration: every agent registers its own cluster through edgeadm's
- *    real `registerCluster` (token-and-pin discovery, a fresh key and CSR,
- *    a client certificate the hub signs), a few at a time per agent process,
- *    with one hub token made through the operator API.
+ * 1. Registration: every agent registers its own cluster with one hub token
+ *    made through the operator API: the first of each agent process through
+ *    edgeadm's whole `registerCluster` flow (token-and-pin discovery, key,
+ *    CSR, the hub's signature), the others with their own key and CSR
+ *    POSTed to the hub's registration endpoint (no repeated discovery), a
+ *    few at a time. `--register-budget-s` bounds this phase: the benchmark
+ *    then goes on with the clusters registered so far (and says so).
  * 2. Connect: all agents start at once (edgeadm's real `runTunnelAgent`:
  *    TLS with that certificate, reversed HTTP/2, hello and welcome); the
  *    time until the hub's `edgeadm_hub_connected_agents` gauge reads N, and
@@ -41,12 +44,15 @@ const { values } = parseArgs({
     port: { type: 'string', default: '29443' },
     'state-dir': { type: 'string' },
     'register-concurrency': { type: 'string', default: '8' },
+    'register-budget-s': { type: 'string' },
     'timeout-s': { type: 'string', default: '600' },
     json: { type: 'boolean' },
   },
 });
-const AGENTS = Number(values.agents);
-const PROCESSES = Math.min(Number(values.processes), AGENTS);
+const REQUESTED_AGENTS = Number(values.agents);
+/** How many agents take part: all requested, or those registered within the budget. */
+let AGENTS = REQUESTED_AGENTS;
+const PROCESSES = Math.min(Number(values.processes), REQUESTED_AGENTS);
 /** Outside the ephemeral range (32768–60999 here), so no client socket can take it while the hub restarts. */
 const PORT = Number(values.port);
 const TIMEOUT_MS = Number(values['timeout-s']) * 1000;
@@ -219,15 +225,22 @@ const nextMessage = (child: ChildProcess, type: string): Promise<Record<string, 
 await Promise.all(workers.map((w) => nextMessage(w.child, 'ready')));
 
 // --- 1. registration -----------------------------------------------------------------------
-const per = Math.ceil(AGENTS / PROCESSES);
 const registrationStarted = performance.now();
+const budget =
+  values['register-budget-s'] === undefined
+    ? undefined
+    : setTimeout(() => {
+        progress('registration budget spent: finishing the registrations under way');
+        for (const w of workers) w.child.send({ type: 'stop-registering' });
+      }, Number(values['register-budget-s']) * 1000);
 const registrations = await Promise.all(
   workers.map((w, i) => {
     const answer = nextMessage(w.child, 'registered');
     w.child.send({
       type: 'register',
-      from: i * per,
-      to: Math.min(AGENTS, (i + 1) * per),
+      first: i,
+      stride: PROCESSES,
+      count: REQUESTED_AGENTS,
       hub: `127.0.0.1:${PORT}`,
       token: created.token,
       pin: created.caCertHash,
@@ -237,17 +250,26 @@ const registrations = await Promise.all(
     return answer;
   }),
 );
+clearTimeout(budget);
+// Clusters 0 .. AGENTS-1 are all registered: worker i holds i, i + P, …, and has done a gapless prefix of them.
+AGENTS = Math.min(
+  ...registrations.map((r, i) => {
+    const total = Math.ceil((REQUESTED_AGENTS - i) / PROCESSES);
+    return (r.done ?? 0) >= total ? REQUESTED_AGENTS : i + (r.done ?? 0) * PROCESSES;
+  }),
+);
 const registration = {
   registered: registrations.reduce((a, r) => a + (r.registered ?? 0), 0),
   reused: registrations.reduce((a, r) => a + (r.reused ?? 0), 0),
   seconds: (performance.now() - registrationStarted) / 1000,
+  agentsTakingPart: AGENTS,
 };
 progress(`registration: ${JSON.stringify(registration)}`);
 const hubAfterRegistration = rssMiB(hub.pid);
 
 // --- 2. connect everyone ---------------------------------------------------------------------
 const connectStarted = performance.now();
-for (const w of workers) w.child.send({ type: 'connect' });
+for (const w of workers) w.child.send({ type: 'connect', below: AGENTS });
 const connect = await untilAllConnected(admin, connectStarted);
 const hubConnected = rssMiB(hub.pid);
 await sleep(SETTLE_MS);
@@ -272,6 +294,7 @@ const welcomesAfter = workers.reduce((a, w) => a + w.status.welcomes, 0);
 progress(`all ${AGENTS} reconnected ${(storm.ms / 1000).toFixed(1)} s after the stop`);
 
 const results = {
+  agentsRequested: REQUESTED_AGENTS,
   agents: AGENTS,
   processes: PROCESSES,
   registration,
