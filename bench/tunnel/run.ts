@@ -356,16 +356,33 @@ async function caseBulk(): Promise<Record<string, unknown>> {
   });
   sim.setPortForward('default', 'bulk', 80, { host: '127.0.0.1', port: source.port });
   const rounds: Record<PathName, number[]> = { direct: [], tunnel: [] };
+  const cpu: Record<PathName, { bench: number; hub: number; agent: number }> = {
+    direct: { bench: 0, hub: 0, agent: 0 },
+    tunnel: { bench: 0, hub: 0, agent: 0 },
+  };
   for (let round = 0; round < 2; round += 1) {
-    for (const name of ['direct', 'tunnel'] as const) rounds[name].push(await bulkStream(name));
+    for (const name of ['direct', 'tunnel'] as const) {
+      const before = { bench: cpuMs(process.pid), hub: cpuMs(hub.pid), agent: cpuMs(agent.pid) };
+      rounds[name].push(await bulkStream(name));
+      cpu[name].bench += cpuMs(process.pid) - before.bench;
+      cpu[name].hub += cpuMs(hub.pid) - before.hub;
+      cpu[name].agent += cpuMs(agent.pid) - before.agent;
+    }
   }
   source.close();
+  const mib = (2 * BULK_BYTES) / (1024 * 1024);
+  const perMiB = (c: { bench: number; hub: number; agent: number }): Record<string, number> => ({
+    bench: Number((c.bench / mib).toFixed(2)),
+    hub: Number((c.hub / mib).toFixed(2)),
+    agent: Number((c.agent / mib).toFixed(2)),
+  });
   return {
     mib: BULK_BYTES / (1024 * 1024),
     directMiBps: mean(rounds.direct),
     tunnelMiBps: mean(rounds.tunnel),
     rounds,
     throughputRatio: mean(rounds.tunnel) / mean(rounds.direct),
+    cpuMsPerMiB: { direct: perMiB(cpu.direct), tunnel: perMiB(cpu.tunnel) },
   };
 }
 
@@ -447,6 +464,7 @@ else {
     lines.push(
       `(b) one ${f(b.mib, 0)} MiB port-forward stream (WebSocket v4.channel.k8s.io)`,
       `    direct ${f(b.directMiBps, 0)} MiB/s; tunnel ${f(b.tunnelMiBps, 0)} MiB/s; ratio ${f(b.throughputRatio)}`,
+      `    CPU ms per MiB (bench = client + simulated API server + the source): ${JSON.stringify(b.cpuMsPerMiB)}`,
     );
   }
   const h = results.headOfLine;

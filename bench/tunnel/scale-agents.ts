@@ -42,12 +42,20 @@ registerHooks({
 });
 
 const { startSimApiServer } = await import('../../test/support/sim-apiserver/index.js');
-const { runTunnelAgent } = await import('../../lib/tunnel/agent.js');
-const { Upstream, readUpstreamKubeconfig } = await import('../../lib/tunnel/upstream.js');
-const { registerCluster } = await import('../../lib/tunnel/registration.js');
-const { readAgentState, writeAgentState } = await import('../../lib/tunnel/agent-state.js');
-const { createCsr } = await import('../../lib/trust/pki.js');
-const { AGENT_CERT_ORGANIZATION } = await import('../../lib/hub/limits.js');
+/** A module of the built CLI (lib/, what `bin/run.js` runs), typed by its source. */
+const built = (path: string): Promise<unknown> => import(new URL(`../../lib/${path}`, import.meta.url).href);
+const { runTunnelAgent } = (await built('tunnel/agent.js')) as typeof import('../../src/tunnel/agent.js');
+const { Upstream, readUpstreamKubeconfig } = (await built(
+  'tunnel/upstream.js',
+)) as typeof import('../../src/tunnel/upstream.js');
+const { registerCluster } = (await built(
+  'tunnel/registration.js',
+)) as typeof import('../../src/tunnel/registration.js');
+const { readAgentState, writeAgentState } = (await built(
+  'tunnel/agent-state.js',
+)) as typeof import('../../src/tunnel/agent-state.js');
+const { createCsr } = (await built('trust/pki.js')) as typeof import('../../src/trust/pki.js');
+const { AGENT_CERT_ORGANIZATION } = (await built('hub/limits.js')) as typeof import('../../src/hub/limits.js');
 
 /** What scale.ts asks of this process. */
 interface RegisterMessage {
@@ -73,7 +81,8 @@ const logger = {
   info: (message: string) => {
     if (message.startsWith('tunnel to')) count('up');
   },
-  warn: (message: string) => count(/^(E_[A-Z_]+)/.exec(message)?.[1] ?? (message.includes('closed') ? 'closed' : 'warn')),
+  warn: (message: string) =>
+    count(/^(E_[A-Z_]+)/.exec(message)?.[1] ?? (message.includes('closed') ? 'closed' : 'warn')),
   error: () => count('error'),
 };
 
@@ -195,12 +204,20 @@ async function register(message: RegisterMessage): Promise<void> {
   });
 }
 
-function connect(below: number): void {
+/**
+ * Starts the agents one per turn of the event loop. Started in one go, a
+ * process would build thousands of TLS contexts back to back before its
+ * first dial left, and the first agents' connect timeouts would expire
+ * before they could be handled: an artefact of many agents sharing a
+ * process, which real agents (one per cluster) do not have.
+ */
+async function connect(below: number): Promise<void> {
   if (range === undefined || upstream === undefined) throw new Error('register first');
   const hubServer = `https://${range.hub}`;
   const hubCaPem = readAgentState(join(range.stateDir, 'agents', `sim-${range.first}`)).hubCaPem;
   for (const { index, ...identity } of identities) {
     if (index >= below) continue;
+    await new Promise((resolve) => setImmediate(resolve));
     const stop = new AbortController();
     stops.push(stop);
     runs.push(
@@ -227,7 +244,7 @@ process.on('message', (message: Message) => {
   } else if (message.type === 'stop-registering') {
     isRegistering = false;
   } else if (message.type === 'connect') {
-    connect(message.below);
+    void connect(message.below);
   } else if (message.type === 'stop') {
     for (const stop of stops) stop.abort();
     void Promise.all(runs).then(async () => {

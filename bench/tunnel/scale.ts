@@ -179,7 +179,9 @@ async function untilAllConnected(
     }
     await sleep(POLL_MS);
   }
-  throw new Error(`not all ${AGENTS} agents connected within ${TIMEOUT_MS / 1000} s: ${JSON.stringify(course.slice(-5))}`);
+  throw new Error(
+    `not all ${AGENTS} agents connected within ${TIMEOUT_MS / 1000} s: ${JSON.stringify(course.slice(-5))}`,
+  );
 }
 
 // --- hub, token, agent processes -------------------------------------------------------------
@@ -201,7 +203,9 @@ interface WorkerStatus {
 }
 const workers: { child: ChildProcess; status: WorkerStatus }[] = [];
 for (let i = 0; i < PROCESSES; i += 1) {
-  const child = fork(join(root, 'bench/tunnel/scale-agents.ts'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(join(root, 'bench/tunnel/scale-agents.ts'), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   process.once('exit', () => child.kill('SIGKILL'));
   const worker = { child, status: { welcomes: 0, said: {}, rssBytes: 0 } as WorkerStatus };
   child.on('message', (message: { type: string } & WorkerStatus) => {
@@ -229,10 +233,13 @@ const registrationStarted = performance.now();
 const budget =
   values['register-budget-s'] === undefined
     ? undefined
-    : setTimeout(() => {
-        progress('registration budget spent: finishing the registrations under way');
-        for (const w of workers) w.child.send({ type: 'stop-registering' });
-      }, Number(values['register-budget-s']) * 1000);
+    : setTimeout(
+        () => {
+          progress('registration budget spent: finishing the registrations under way');
+          for (const w of workers) w.child.send({ type: 'stop-registering' });
+        },
+        Number(values['register-budget-s']) * 1000,
+      );
 const registrations = await Promise.all(
   workers.map((w, i) => {
     const answer = nextMessage(w.child, 'registered');
@@ -300,7 +307,12 @@ const results = {
   registration,
   connect: {
     seconds: connect.ms / 1000,
-    hubRssMiB: { afterRegistration: hubAfterRegistration.rss, allConnected: hubConnected.rss, settled: hubSettled.rss, peak: hubSettled.peak },
+    hubRssMiB: {
+      afterRegistration: hubAfterRegistration.rss,
+      allConnected: hubConnected.rss,
+      settled: hubSettled.rss,
+      peak: hubSettled.peak,
+    },
     agentProcessesRssMiB: agentsRssMiB,
     course: connect.course,
   },
