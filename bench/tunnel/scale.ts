@@ -113,6 +113,12 @@ function startHub(): Hub {
   return { pid: child.pid ?? 0, listening, exited, child };
 }
 
+/** CPU time (user + system) a process has used so far, in seconds (Linux /proc; clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 function rssMiB(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
@@ -173,7 +179,9 @@ async function untilAllConnected(
       if (course.length === 0 || course[course.length - 1]?.[1] !== connected) course.push([Math.round(at), connected]);
       if (at - lastLogged > 5000) {
         lastLogged = at;
-        progress(`${connected} of ${AGENTS} connected after ${(at / 1000).toFixed(1)} s`);
+        progress(
+          `${connected} of ${AGENTS} connected after ${(at / 1000).toFixed(1)} s (hub CPU so far ${cpuSeconds(hub.pid).toFixed(1)} s; load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')})`,
+        );
       }
       if (connected >= AGENTS) return { ms: at, course };
     }
@@ -275,10 +283,13 @@ progress(`registration: ${JSON.stringify(registration)}`);
 const hubAfterRegistration = rssMiB(hub.pid);
 
 // --- 2. connect everyone ---------------------------------------------------------------------
+const agentsCpu = (): number => workers.reduce((a, w) => a + cpuSeconds(w.child.pid ?? 0), 0);
+const cpuBeforeConnect = { hub: cpuSeconds(hub.pid), agents: agentsCpu() };
 const connectStarted = performance.now();
 for (const w of workers) w.child.send({ type: 'connect', below: AGENTS });
 const connect = await untilAllConnected(admin, connectStarted);
 const hubConnected = rssMiB(hub.pid);
+const connectCpu = { hub: cpuSeconds(hub.pid) - cpuBeforeConnect.hub, agents: agentsCpu() - cpuBeforeConnect.agents };
 await sleep(SETTLE_MS);
 const hubSettled = rssMiB(hub.pid);
 const agentsRssMiB = workers.reduce((a, w) => a + w.status.rssBytes, 0) / (1024 * 1024);
@@ -294,8 +305,10 @@ const shutdownMs = performance.now() - stopped;
 hub = startHub();
 await hub.listening;
 const listeningMs = performance.now() - stopped;
+const cpuBeforeStorm = { hub: cpuSeconds(hub.pid), agents: agentsCpu() };
 const storm = await untilAllConnected(admin, stopped);
 const hubAfterStorm = rssMiB(hub.pid);
+const stormCpu = { hub: cpuSeconds(hub.pid) - cpuBeforeStorm.hub, agents: agentsCpu() - cpuBeforeStorm.agents };
 await sleep(1000);
 const welcomesAfter = workers.reduce((a, w) => a + w.status.welcomes, 0);
 progress(`all ${AGENTS} reconnected ${(storm.ms / 1000).toFixed(1)} s after the stop`);
@@ -314,6 +327,7 @@ const results = {
       peak: hubSettled.peak,
     },
     agentProcessesRssMiB: agentsRssMiB,
+    cpuSeconds: connectCpu,
     course: connect.course,
   },
   reconnectStorm: {
@@ -323,6 +337,7 @@ const results = {
     allReconnectedAfterListeningSeconds: (storm.ms - listeningMs) / 1000,
     welcomes: welcomesAfter - welcomesBefore,
     hubRssMiB: { allReconnected: hubAfterStorm.rss, peak: hubAfterStorm.peak },
+    cpuSecondsAfterListening: stormCpu,
     course: storm.course,
   },
   agentLog: { beforeRestart: sumCounts(saidBeforeRestart), total: sumCounts(workers.map((w) => w.status.said)) },
@@ -344,8 +359,8 @@ else {
     [
       `(d) ${AGENTS} simulated agents in ${PROCESSES} processes, one hub process`,
       `    registration: ${registration.registered} registered, ${registration.reused} reused, ${f(registration.seconds)} s`,
-      `    connect all: ${f(c.seconds)} s; hub RSS ${f(c.hubRssMiB.allConnected, 0)} MiB when all connected, ${f(c.hubRssMiB.settled, 0)} MiB settled, peak ${f(c.hubRssMiB.peak, 0)} MiB; agent processes ${f(c.agentProcessesRssMiB, 0)} MiB`,
-      `    restart: graceful stop ${f(s.shutdownSeconds)} s, listening again after ${f(s.hubListeningAfterSeconds)} s; all reconnected ${f(s.allReconnectedAfterStopSeconds)} s after the stop (${f(s.allReconnectedAfterListeningSeconds)} s after listening); hub RSS ${f(s.hubRssMiB.allReconnected, 0)} MiB, peak ${f(s.hubRssMiB.peak, 0)} MiB`,
+      `    connect all: ${f(c.seconds)} s (CPU: hub ${f(c.cpuSeconds.hub)} s, agent processes ${f(c.cpuSeconds.agents)} s); hub RSS ${f(c.hubRssMiB.allConnected, 0)} MiB when all connected, ${f(c.hubRssMiB.settled, 0)} MiB settled, peak ${f(c.hubRssMiB.peak, 0)} MiB; agent processes ${f(c.agentProcessesRssMiB, 0)} MiB`,
+      `    restart: graceful stop ${f(s.shutdownSeconds)} s, listening again after ${f(s.hubListeningAfterSeconds)} s; all reconnected ${f(s.allReconnectedAfterStopSeconds)} s after the stop (${f(s.allReconnectedAfterListeningSeconds)} s after listening; CPU: hub ${f(s.cpuSecondsAfterListening.hub)} s, agent processes ${f(s.cpuSecondsAfterListening.agents)} s); hub RSS ${f(s.hubRssMiB.allReconnected, 0)} MiB, peak ${f(s.hubRssMiB.peak, 0)} MiB`,
       `    agent log counts: ${JSON.stringify(results.agentLog.total)}; load ${results.load}`,
       '',
     ].join('\n'),
