@@ -71,7 +71,11 @@ interface RegisterMessage {
   stateDir: string;
   concurrency: number;
 }
-type Message = RegisterMessage | { type: 'stop-registering' } | { type: 'connect'; below: number } | { type: 'stop' };
+type Message =
+  | RegisterMessage
+  | { type: 'stop-registering' }
+  | { type: 'connect'; below: number; intervalMs: number }
+  | { type: 'stop' };
 
 /** Counts of what the agents' loggers said, by kind (never the messages: they could name hosts). */
 const said: Record<string, number> = {};
@@ -211,13 +215,13 @@ async function register(message: RegisterMessage): Promise<void> {
  * before they could be handled: an artefact of many agents sharing a
  * process, which real agents (one per cluster) do not have.
  */
-async function connect(below: number): Promise<void> {
+async function connect(below: number, intervalMs: number): Promise<void> {
   if (range === undefined || upstream === undefined) throw new Error('register first');
   const hubServer = `https://${range.hub}`;
   const hubCaPem = readAgentState(join(range.stateDir, 'agents', `sim-${range.first}`)).hubCaPem;
   for (const { index, ...identity } of identities) {
     if (index >= below) continue;
-    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => (intervalMs > 0 ? setTimeout(resolve, intervalMs) : setImmediate(resolve)));
     const stop = new AbortController();
     stops.push(stop);
     runs.push(
@@ -244,7 +248,7 @@ process.on('message', (message: Message) => {
   } else if (message.type === 'stop-registering') {
     isRegistering = false;
   } else if (message.type === 'connect') {
-    void connect(message.below);
+    void connect(message.below, message.intervalMs);
   } else if (message.type === 'stop') {
     for (const stop of stops) stop.abort();
     void Promise.all(runs).then(async () => {

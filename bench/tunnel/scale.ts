@@ -23,7 +23,8 @@
  * loopback. The hub gets `ulimit -n` raised as far as the machine's hard
  * limit allows.
  *
- *   npm run build && node bench/tunnel/scale.ts [--agents 10000] [--processes 4] [--port 29443] [--state-dir DIR] [--json]
+ *   npm run build && node bench/tunnel/scale.ts [--agents 10000] [--processes 4] [--ramp-per-s 0] [--port 29443]
+ *     [--state-dir DIR] [--register-budget-s S] [--timeout-s 600] [--json]
  *
  * `--state-dir` keeps the hub's data and the agents' credentials, so a
  * second run reuses the registrations (and says so) instead of repeating them.
@@ -45,6 +46,7 @@ const { values } = parseArgs({
     'state-dir': { type: 'string' },
     'register-concurrency': { type: 'string', default: '8' },
     'register-budget-s': { type: 'string' },
+    'ramp-per-s': { type: 'string', default: '0' },
     'timeout-s': { type: 'string', default: '600' },
     json: { type: 'boolean' },
   },
@@ -286,7 +288,10 @@ const hubAfterRegistration = rssMiB(hub.pid);
 const agentsCpu = (): number => workers.reduce((a, w) => a + cpuSeconds(w.child.pid ?? 0), 0);
 const cpuBeforeConnect = { hub: cpuSeconds(hub.pid), agents: agentsCpu() };
 const connectStarted = performance.now();
-for (const w of workers) w.child.send({ type: 'connect', below: AGENTS });
+// --ramp-per-s R: the agents start at R per second in all (0: all at once).
+const RAMP_PER_S = Number(values['ramp-per-s']);
+const intervalMs = RAMP_PER_S > 0 ? (1000 * PROCESSES) / RAMP_PER_S : 0;
+for (const w of workers) w.child.send({ type: 'connect', below: AGENTS, intervalMs });
 const connect = await untilAllConnected(admin, connectStarted);
 const hubConnected = rssMiB(hub.pid);
 const connectCpu = { hub: cpuSeconds(hub.pid) - cpuBeforeConnect.hub, agents: agentsCpu() - cpuBeforeConnect.agents };
@@ -315,6 +320,7 @@ progress(`all ${AGENTS} reconnected ${(storm.ms / 1000).toFixed(1)} s after the 
 
 const results = {
   agentsRequested: REQUESTED_AGENTS,
+  rampPerSecond: RAMP_PER_S,
   agents: AGENTS,
   processes: PROCESSES,
   registration,
@@ -357,7 +363,7 @@ else {
   const s = results.reconnectStorm;
   process.stdout.write(
     [
-      `(d) ${AGENTS} simulated agents in ${PROCESSES} processes, one hub process`,
+      `(d) ${AGENTS} simulated agents in ${PROCESSES} processes, one hub process; start ${RAMP_PER_S > 0 ? `ramped at ${RAMP_PER_S}/s` : 'all at once'}`,
       `    registration: ${registration.registered} registered, ${registration.reused} reused, ${f(registration.seconds)} s`,
       `    connect all: ${f(c.seconds)} s (CPU: hub ${f(c.cpuSeconds.hub)} s, agent processes ${f(c.cpuSeconds.agents)} s); hub RSS ${f(c.hubRssMiB.allConnected, 0)} MiB when all connected, ${f(c.hubRssMiB.settled, 0)} MiB settled, peak ${f(c.hubRssMiB.peak, 0)} MiB; agent processes ${f(c.agentProcessesRssMiB, 0)} MiB`,
       `    restart: graceful stop ${f(s.shutdownSeconds)} s, listening again after ${f(s.hubListeningAfterSeconds)} s; all reconnected ${f(s.allReconnectedAfterStopSeconds)} s after the stop (${f(s.allReconnectedAfterListeningSeconds)} s after listening; CPU: hub ${f(s.cpuSecondsAfterListening.hub)} s, agent processes ${f(s.cpuSecondsAfterListening.agents)} s); hub RSS ${f(s.hubRssMiB.allReconnected, 0)} MiB, peak ${f(s.hubRssMiB.peak, 0)} MiB`,
