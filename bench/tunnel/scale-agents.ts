@@ -23,6 +23,12 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { registerHooks } from 'node:module';
 import { join } from 'node:path';
+import type * as HubLimitsModule from '../../src/hub/limits.js';
+import type * as PkiModule from '../../src/trust/pki.js';
+import type * as AgentStateModule from '../../src/tunnel/agent-state.js';
+import type * as AgentModule from '../../src/tunnel/agent.js';
+import type * as RegistrationModule from '../../src/tunnel/registration.js';
+import type * as UpstreamModule from '../../src/tunnel/upstream.js';
 
 const SIM_DIR = new URL('../../test/support/sim-apiserver/', import.meta.url).href;
 registerHooks({
@@ -44,18 +50,12 @@ registerHooks({
 const { startSimApiServer } = await import('../../test/support/sim-apiserver/index.js');
 /** A module of the built CLI (lib/, what `bin/run.js` runs), typed by its source. */
 const built = (path: string): Promise<unknown> => import(new URL(`../../lib/${path}`, import.meta.url).href);
-const { runTunnelAgent } = (await built('tunnel/agent.js')) as typeof import('../../src/tunnel/agent.js');
-const { Upstream, readUpstreamKubeconfig } = (await built(
-  'tunnel/upstream.js',
-)) as typeof import('../../src/tunnel/upstream.js');
-const { registerCluster } = (await built(
-  'tunnel/registration.js',
-)) as typeof import('../../src/tunnel/registration.js');
-const { readAgentState, writeAgentState } = (await built(
-  'tunnel/agent-state.js',
-)) as typeof import('../../src/tunnel/agent-state.js');
-const { createCsr } = (await built('trust/pki.js')) as typeof import('../../src/trust/pki.js');
-const { AGENT_CERT_ORGANIZATION } = (await built('hub/limits.js')) as typeof import('../../src/hub/limits.js');
+const { runTunnelAgent } = (await built('tunnel/agent.js')) as typeof AgentModule;
+const { Upstream, readUpstreamKubeconfig } = (await built('tunnel/upstream.js')) as typeof UpstreamModule;
+const { registerCluster } = (await built('tunnel/registration.js')) as typeof RegistrationModule;
+const { readAgentState, writeAgentState } = (await built('tunnel/agent-state.js')) as typeof AgentStateModule;
+const { createCsr } = (await built('trust/pki.js')) as typeof PkiModule;
+const { AGENT_CERT_ORGANIZATION } = (await built('hub/limits.js')) as typeof HubLimitsModule;
 
 /** What scale.ts asks of this process. */
 interface RegisterMessage {
