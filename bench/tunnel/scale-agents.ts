@@ -16,12 +16,11 @@
  * Driven by IPC messages from scale.ts:
  *   { type: 'register', ... }  register (or, with existing state, reuse) this process's clusters
  *   { type: 'stop-registering' } finish the registrations under way, register no more
- *   { type: 'connect' }        start every agent; report connections
+ *   { type: 'connect', below, intervalMs }  start the agents below index `below`, one per interval; report
  *   { type: 'stop' }           drain every agent and exit
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { registerHooks } from 'node:module';
 import { join } from 'node:path';
 import type * as HubLimitsModule from '../../src/hub/limits.js';
 import type * as PkiModule from '../../src/trust/pki.js';
@@ -30,23 +29,8 @@ import type * as AgentModule from '../../src/tunnel/agent.js';
 import type * as RegistrationModule from '../../src/tunnel/registration.js';
 import type * as UpstreamModule from '../../src/tunnel/upstream.js';
 
-const SIM_DIR = new URL('../../test/support/sim-apiserver/', import.meta.url).href;
-registerHooks({
-  resolve(specifier, context, nextResolve) {
-    const isSim =
-      specifier.endsWith('.js') &&
-      ((context.parentURL ?? '').startsWith(SIM_DIR) || specifier.includes('sim-apiserver/'));
-    if (isSim) {
-      try {
-        return nextResolve(specifier, context);
-      } catch {
-        return nextResolve(`${specifier.slice(0, -3)}.ts`, context);
-      }
-    }
-    return nextResolve(specifier, context);
-  },
-});
-
+// The simulated API server's modules import each other as `./x.js`: the repository's hook maps those to `.ts`.
+await import(new URL('../support/register-ts.js', import.meta.url).href);
 const { startSimApiServer } = await import('../../test/support/sim-apiserver/index.js');
 /** A module of the built CLI (lib/, what `bin/run.js` runs), typed by its source. */
 const built = (path: string): Promise<unknown> => import(new URL(`../../lib/${path}`, import.meta.url).href);
