@@ -3,6 +3,9 @@
  *
  * (a) small GETs at 64 concurrent connections, through hub + tunnel and
  *     direct to the same edge API server: throughput ratio, p50 and p99;
+ * (b) one 1 GiB stream: a pod port-forward (the WebSocket channel protocol,
+ *     `v4.channel.k8s.io`, as kubectl speaks it) whose pod port is a local
+ *     TCP source that sends 1 GiB; through hub + tunnel against direct;
  * (c) head-of-line: one stream's reader stalls (a followed pod log that is
  *     never read, while the edge keeps writing to it) while another stream
  *     moves 100 MiB (a pod log read whole); the moving stream's throughput
@@ -12,7 +15,7 @@
  * edge API server is the SIMULATED API server from test/support, in this
  * process with the client (so both paths share that cost alike).
  *
- *   npm run build && node bench/tunnel/run.ts [--requests 20000] [--concurrency 64] [--mib 100]
+ *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024]
  *
  * Node 24 runs this TypeScript directly; the hook below lets the simulated
  * server's modules import each other as `./x.js`.
@@ -40,24 +43,30 @@ registerHooks({
 const { spawn } = await import('node:child_process');
 const { mkdtempSync, readFileSync, writeFileSync } = await import('node:fs');
 const https = await import('node:https');
+const net = await import('node:net');
 const { tmpdir } = await import('node:os');
 const { join } = await import('node:path');
 const { setTimeout: sleep } = await import('node:timers/promises');
 const { fileURLToPath } = await import('node:url');
 const { parseArgs } = await import('node:util');
 const { startSimApiServer } = await import('../../test/support/sim-apiserver/index.js');
+const { connectWebSocket } = await import('../../test/support/sim-apiserver/websocket-connection.js');
 
 const { values } = parseArgs({
   options: {
     requests: { type: 'string', default: '20000' },
     concurrency: { type: 'string', default: '64' },
     mib: { type: 'string', default: '100' },
+    'bulk-mib': { type: 'string', default: '1024' },
+    cases: { type: 'string', default: 'a,b,c' },
     json: { type: 'boolean' },
   },
 });
 const REQUESTS = Number(values.requests);
 const CONCURRENCY = Number(values.concurrency);
 const MOVING_MIB = Number(values.mib);
+const BULK_BYTES = Number(values['bulk-mib']) * 1024 * 1024;
+const CASES = new Set(values.cases.split(','));
 /** Bytes written into the stalled stream while the other one moves. */
 const STALLED_MIB = 32;
 /** Log line size: the simulated server keeps 10,000 lines per log, so 100 MiB needs long lines. */
@@ -68,6 +77,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'edgeadm-bench-tunnel-'));
 
 interface Child {
+  pid: number;
   output: () => string;
   kill: () => void;
 }
@@ -82,7 +92,7 @@ function startEdgeadm(args: string[]): Child {
   child.stderr.on('data', (chunk: Buffer) => (printed += chunk.toString()));
   // Never leave a hub or agent behind, also when the benchmark fails.
   process.once('exit', () => child.kill('SIGTERM'));
-  return { output: () => printed, kill: () => child.kill('SIGTERM') };
+  return { pid: child.pid ?? 0, output: () => printed, kill: () => child.kill('SIGTERM') };
 }
 
 async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>): Promise<T> {
@@ -190,7 +200,26 @@ const paths = {
 type PathName = keyof typeof paths;
 
 // --- (a) small GETs ------------------------------------------------------------------------
-async function smallGets(name: PathName, requests: number): Promise<{ rps: number; p50: number; p99: number }> {
+interface Latency {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+/** CPU time (user + system) a process has used so far, in ms (Linux /proc; clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** CPU per request of each process, in µs, accumulated over the measured rounds. */
+const cpuPerRequest: Record<PathName, { requests: number; bench: number; hub: number; agent: number }> = {
+  direct: { requests: 0, bench: 0, hub: 0, agent: 0 },
+  tunnel: { requests: 0, bench: 0, hub: 0, agent: 0 },
+};
+
+async function smallGets(name: PathName, requests: number, isMeasured = false): Promise<Latency> {
+  const cpuBefore = { bench: cpuMs(process.pid), hub: cpuMs(hub.pid), agent: cpuMs(agent.pid) };
   const target = paths[name];
   const agentPool = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: target.ca });
   const latencies: number[] = [];
@@ -214,40 +243,150 @@ async function smallGets(name: PathName, requests: number): Promise<{ rps: numbe
   );
   const seconds = (performance.now() - started) / 1000;
   agentPool.destroy();
+  if (isMeasured) {
+    const cpu = cpuPerRequest[name];
+    cpu.requests += requests;
+    cpu.bench += cpuMs(process.pid) - cpuBefore.bench;
+    cpu.hub += cpuMs(hub.pid) - cpuBefore.hub;
+    cpu.agent += cpuMs(agent.pid) - cpuBefore.agent;
+  }
   latencies.sort((a, b) => a - b);
   const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
   return { rps: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
 }
 
-await smallGets('direct', 1000);
-await smallGets('tunnel', 1000);
-const rounds: Record<PathName, { rps: number; p50: number; p99: number }[]> = { direct: [], tunnel: [] };
-for (let round = 0; round < 2; round += 1) {
-  for (const name of ['direct', 'tunnel'] as const) rounds[name].push(await smallGets(name, REQUESTS / 2));
-}
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
-const small = Object.fromEntries(
-  (['direct', 'tunnel'] as const).map((n) => [
-    n,
-    {
-      rps: mean(rounds[n].map((r) => r.rps)),
-      p50: mean(rounds[n].map((r) => r.p50)),
-      p99: mean(rounds[n].map((r) => r.p99)),
-    },
-  ]),
-) as Record<PathName, { rps: number; p50: number; p99: number }>;
 
-// --- (c) head-of-line ----------------------------------------------------------------------
-for (const pod of ['moving', 'stalled']) {
+async function caseSmallGets(): Promise<Record<string, unknown>> {
+  await smallGets('direct', 1000);
+  await smallGets('tunnel', 1000);
+  const rounds: Record<PathName, Latency[]> = { direct: [], tunnel: [] };
+  for (let round = 0; round < 2; round += 1) {
+    for (const name of ['direct', 'tunnel'] as const) rounds[name].push(await smallGets(name, REQUESTS / 2, true));
+  }
+  const small = Object.fromEntries(
+    (['direct', 'tunnel'] as const).map((n) => [
+      n,
+      {
+        rps: mean(rounds[n].map((r) => r.rps)),
+        p50: mean(rounds[n].map((r) => r.p50)),
+        p99: mean(rounds[n].map((r) => r.p99)),
+      },
+    ]),
+  ) as Record<PathName, Latency>;
+  return {
+    requests: REQUESTS,
+    concurrency: CONCURRENCY,
+    direct: small.direct,
+    tunnel: small.tunnel,
+    throughputRatio: small.tunnel.rps / small.direct.rps,
+    p99DeltaMs: small.tunnel.p99 - small.direct.p99,
+    cpuMicrosPerRequest: Object.fromEntries(
+      (['direct', 'tunnel'] as const).map((n) => {
+        const c = cpuPerRequest[n];
+        const per = (ms: number): number => Math.round((ms * 1000) / c.requests);
+        return [n, { bench: per(c.bench), hub: per(c.hub), agent: per(c.agent) }];
+      }),
+    ),
+  };
+}
+
+// --- (b) one 1 GiB stream ------------------------------------------------------------------
+/** Size of the source's writes into the forwarded connection. */
+const BULK_WRITE_BYTES = 256 * 1024;
+
+/** The pod port's far end: every connection gets BULK_BYTES, written with backpressure, then FIN. */
+async function startBulkSource(): Promise<{ port: number; close: () => void }> {
+  const block = Buffer.alloc(BULK_WRITE_BYTES, 'edgeadm ');
+  const server = net.createServer((socket) => {
+    socket.on('error', () => socket.destroy());
+    let left = BULK_BYTES;
+    const write = (): void => {
+      while (left > 0) {
+        const size = Math.min(left, block.length);
+        left -= size;
+        if (!socket.write(size === block.length ? block : block.subarray(0, size))) {
+          socket.once('drain', write);
+          return;
+        }
+      }
+      socket.end();
+    };
+    write();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, close: () => server.close() };
+}
+
+/** Reads the whole forwarded stream (data channel 0, after its 2-byte port prefix); MiB/s. */
+async function bulkStream(name: PathName): Promise<number> {
+  const target = paths[name];
+  const started = performance.now();
+  const socket = await connectWebSocket({
+    url: `${target.base}/api/v1/namespaces/default/pods/bulk/portforward?ports=80`,
+    protocols: ['v4.channel.k8s.io'],
+    headers: { Authorization: `Bearer ${target.token}` },
+    ca: target.ca,
+  });
+  let received = 0;
+  let isPrefixSeen = false;
+  await new Promise<void>((resolve, reject) => {
+    socket.on('message', (data: Buffer) => {
+      if (data[0] === 1 && data.length > 3) reject(new Error(`${name}: ${data.subarray(1).toString()}`));
+      if (data[0] !== 0) return;
+      if (!isPrefixSeen) {
+        isPrefixSeen = true;
+        return;
+      }
+      received += data.length - 1;
+    });
+    socket.on('close', () => resolve());
+  });
+  if (received !== BULK_BYTES) throw new Error(`${name}: ${received} of ${BULK_BYTES} bytes arrived`);
+  return BULK_BYTES / (1024 * 1024) / ((performance.now() - started) / 1000);
+}
+
+async function caseBulk(): Promise<Record<string, unknown>> {
+  const source = await startBulkSource();
   sim.setObject({
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: pod, namespace: 'default' },
+    metadata: { name: 'bulk', namespace: 'default' },
     spec: { containers: [{ name: 'c', image: 'x' }] },
   });
+  sim.setPortForward('default', 'bulk', 80, { host: '127.0.0.1', port: source.port });
+  const rounds: Record<PathName, number[]> = { direct: [], tunnel: [] };
+  const cpu: Record<PathName, { bench: number; hub: number; agent: number }> = {
+    direct: { bench: 0, hub: 0, agent: 0 },
+    tunnel: { bench: 0, hub: 0, agent: 0 },
+  };
+  for (let round = 0; round < 2; round += 1) {
+    for (const name of ['direct', 'tunnel'] as const) {
+      const before = { bench: cpuMs(process.pid), hub: cpuMs(hub.pid), agent: cpuMs(agent.pid) };
+      rounds[name].push(await bulkStream(name));
+      cpu[name].bench += cpuMs(process.pid) - before.bench;
+      cpu[name].hub += cpuMs(hub.pid) - before.hub;
+      cpu[name].agent += cpuMs(agent.pid) - before.agent;
+    }
+  }
+  source.close();
+  const mib = (2 * BULK_BYTES) / (1024 * 1024);
+  const perMiB = (c: { bench: number; hub: number; agent: number }): Record<string, number> => ({
+    bench: Number((c.bench / mib).toFixed(2)),
+    hub: Number((c.hub / mib).toFixed(2)),
+    agent: Number((c.agent / mib).toFixed(2)),
+  });
+  return {
+    mib: BULK_BYTES / (1024 * 1024),
+    directMiBps: mean(rounds.direct),
+    tunnelMiBps: mean(rounds.tunnel),
+    rounds,
+    throughputRatio: mean(rounds.tunnel) / mean(rounds.direct),
+    cpuMsPerMiB: { direct: perMiB(cpu.direct), tunnel: perMiB(cpu.tunnel) },
+  };
 }
-for (let i = 0; i < linesFor(MOVING_MIB); i += 1) sim.appendPodLog('default', 'moving', LINE_TEXT);
 
+// --- (c) head-of-line ----------------------------------------------------------------------
 async function moveLog(name: PathName): Promise<number> {
   const target = paths[name];
   const started = performance.now();
@@ -261,36 +400,36 @@ async function moveLog(name: PathName): Promise<number> {
   return answer.body.length / (1024 * 1024) / ((performance.now() - started) / 1000);
 }
 
-const alone = [await moveLog('tunnel'), await moveLog('tunnel')];
-const direct = [await moveLog('direct'), await moveLog('direct')];
-// The stalled stream: followed, never read, while the edge writes STALLED_MIB into it.
-const stalledReq = https.request(`${paths.tunnel.base}/api/v1/namespaces/default/pods/stalled/log?follow=true`, {
-  ca: hubCa,
-  agent: false,
-  headers: { Authorization: `Bearer ${user.token}` },
-});
-let stalledHeld = 0;
-stalledReq.on('response', (res) => {
-  res.pause();
-  stalledHeld = 1;
-});
-stalledReq.end();
-await until('the stalled stream to open', () => (stalledHeld === 1 ? true : undefined));
-for (let i = 0; i < linesFor(STALLED_MIB); i += 1) sim.appendPodLog('default', 'stalled', LINE_TEXT);
-await sleep(1000);
-const withStall = [await moveLog('tunnel'), await moveLog('tunnel')];
-stalledReq.destroy();
-
-const results = {
-  smallGets: {
-    requests: REQUESTS,
-    concurrency: CONCURRENCY,
-    direct: small.direct,
-    tunnel: small.tunnel,
-    throughputRatio: small.tunnel.rps / small.direct.rps,
-    p99DeltaMs: small.tunnel.p99 - small.direct.p99,
-  },
-  headOfLine: {
+async function caseHeadOfLine(): Promise<Record<string, unknown>> {
+  for (const pod of ['moving', 'stalled']) {
+    sim.setObject({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: pod, namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'x' }] },
+    });
+  }
+  for (let i = 0; i < linesFor(MOVING_MIB); i += 1) sim.appendPodLog('default', 'moving', LINE_TEXT);
+  const alone = [await moveLog('tunnel'), await moveLog('tunnel')];
+  const direct = [await moveLog('direct'), await moveLog('direct')];
+  // The stalled stream: followed, never read, while the edge writes STALLED_MIB into it.
+  const stalledReq = https.request(`${paths.tunnel.base}/api/v1/namespaces/default/pods/stalled/log?follow=true`, {
+    ca: hubCa,
+    agent: false,
+    headers: { Authorization: `Bearer ${user.token}` },
+  });
+  let stalledHeld = 0;
+  stalledReq.on('response', (res) => {
+    res.pause();
+    stalledHeld = 1;
+  });
+  stalledReq.end();
+  await until('the stalled stream to open', () => (stalledHeld === 1 ? true : undefined));
+  for (let i = 0; i < linesFor(STALLED_MIB); i += 1) sim.appendPodLog('default', 'stalled', LINE_TEXT);
+  await sleep(1000);
+  const withStall = [await moveLog('tunnel'), await moveLog('tunnel')];
+  stalledReq.destroy();
+  return {
     movingMiB: MOVING_MIB,
     stalledMiBWritten: STALLED_MIB,
     directMiBps: mean(direct),
@@ -298,24 +437,45 @@ const results = {
     tunnelWithStallMiBps: mean(withStall),
     keptFraction: mean(withStall) / mean(alone),
     tunnelVsDirect: mean(alone) / mean(direct),
-  },
-};
-const f = (x: number, d = 2): string => x.toFixed(d);
+  };
+}
+
+const results: Record<string, Record<string, unknown>> = {};
+if (CASES.has('a')) results.smallGets = await caseSmallGets();
+if (CASES.has('b')) results.bulk = await caseBulk();
+if (CASES.has('c')) results.headOfLine = await caseHeadOfLine();
+
+const f = (x: unknown, d = 2): string => (x as number).toFixed(d);
 if (values.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
 else {
-  const s = results.smallGets;
-  process.stdout.write(
-    [
+  const lines: string[] = [];
+  const s = results.smallGets as (Record<string, number> & Record<PathName, Latency>) | undefined;
+  if (s) {
+    lines.push(
       `(a) small GETs, ${s.requests} requests, ${s.concurrency} connections`,
       `    direct: ${f(s.direct.rps, 0)} req/s  p50 ${f(s.direct.p50)} ms  p99 ${f(s.direct.p99)} ms`,
       `    tunnel: ${f(s.tunnel.rps, 0)} req/s  p50 ${f(s.tunnel.p50)} ms  p99 ${f(s.tunnel.p99)} ms`,
       `    ratio ${f(s.throughputRatio)}; p99 delta ${f(s.p99DeltaMs)} ms`,
+      `    CPU µs per request (bench = client + simulated API server): ${JSON.stringify(s.cpuMicrosPerRequest)}`,
+    );
+  }
+  const b = results.bulk;
+  if (b) {
+    lines.push(
+      `(b) one ${f(b.mib, 0)} MiB port-forward stream (WebSocket v4.channel.k8s.io)`,
+      `    direct ${f(b.directMiBps, 0)} MiB/s; tunnel ${f(b.tunnelMiBps, 0)} MiB/s; ratio ${f(b.throughputRatio)}`,
+      `    CPU ms per MiB (bench = client + simulated API server + the source): ${JSON.stringify(b.cpuMsPerMiB)}`,
+    );
+  }
+  const h = results.headOfLine;
+  if (h) {
+    lines.push(
       `(c) head-of-line: ${MOVING_MIB} MiB moving while another stream is stalled (${STALLED_MIB} MiB written into it)`,
-      `    direct ${f(results.headOfLine.directMiBps, 0)} MiB/s; tunnel alone ${f(results.headOfLine.tunnelAloneMiBps, 0)} MiB/s; tunnel with stall ${f(results.headOfLine.tunnelWithStallMiBps, 0)} MiB/s`,
-      `    kept ${f(results.headOfLine.keptFraction)} of its throughput; tunnel/direct ${f(results.headOfLine.tunnelVsDirect)}`,
-      '',
-    ].join('\n'),
-  );
+      `    direct ${f(h.directMiBps, 0)} MiB/s; tunnel alone ${f(h.tunnelAloneMiBps, 0)} MiB/s; tunnel with stall ${f(h.tunnelWithStallMiBps, 0)} MiB/s`,
+      `    kept ${f(h.keptFraction)} of its throughput; tunnel/direct ${f(h.tunnelVsDirect)}`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
 }
 agent.kill();
 hub.kill();

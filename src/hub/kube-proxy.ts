@@ -112,12 +112,18 @@ export async function proxyRequest(
   const { tunnel, identity } = admitted;
   context.metrics.activeStreams += 1;
   context.metrics.streamsTotal += 1;
-  const stream = tunnel.request({
-    ':method': req.method ?? 'GET',
-    ':path': target.path,
-    ...forwardableRequestHeaders(req.headers),
-    ...identityHeaders(identity),
-  });
+  // A request without content-length or transfer-encoding has no body (RFC 9112 §6.3): its
+  // stream ends with its HEADERS frame, which saves a frame and a write per request.
+  const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+  const stream = tunnel.request(
+    {
+      ':method': req.method ?? 'GET',
+      ':path': target.path,
+      ...forwardableRequestHeaders(req.headers),
+      ...identityHeaders(identity),
+    },
+    { endStream: !hasBody },
+  );
   let size = 0;
   req.on('data', (chunk: Buffer) => {
     size += chunk.length;
@@ -132,7 +138,9 @@ export async function proxyRequest(
     context.metrics.observeLatency(Number(process.hrtime.bigint() - started) / 1e9);
     const status = Number(headers[':status'] ?? 502);
     res.writeHead(status, forwardableResponseHeaders(headers));
-    res.flushHeaders();
+    // An answer of unknown length (watch, logs -f) may wait long for its first bytes: its head
+    // goes out now. One of known length goes out with its body, in one write.
+    if (headers['content-length'] === undefined) res.flushHeaders();
     stream.on('data', (chunk: Buffer) => (context.metrics.bytesFromAgents += chunk.length));
     // pipe, not pipeline: same backpressure, without pipeline's per-call
     // AbortController (its abort builds a DOMException per request, a
@@ -154,7 +162,8 @@ export async function proxyRequest(
     if (!res.writableFinished && !stream.destroyed) stream.close();
   });
   req.on('error', () => stream.destroy());
-  req.pipe(stream);
+  if (hasBody) req.pipe(stream);
+  else req.resume();
 }
 
 /** Serves one upgrade (exec, attach, port-forward). */

@@ -8,6 +8,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { EdgeadmError } from '../errors.js';
 import { hubTokenState } from './hub-tokens.js';
+import { STATUS_COMMIT_WINDOW_MS, STORE_READ_CACHE_MAX_ENTRIES } from './limits.js';
 import type { ClusterRecord, ClusterStatusUpdate, HubStore, HubTokenRecord, TokenUse, UserRecord } from './store.js';
 
 /** The schema; `IF NOT EXISTS` makes opening an existing store a no-op. */
@@ -95,11 +96,37 @@ function userFromRow(row: Row): UserRecord {
   return user;
 }
 
+/** Keeps `value` in a read cache, emptied when it would pass {@link STORE_READ_CACHE_MAX_ENTRIES}. */
+function remember<T>(cache: Map<string, T>, key: string, value: T): T {
+  if (cache.size >= STORE_READ_CACHE_MAX_ENTRIES) cache.clear();
+  cache.set(key, value);
+  return value;
+}
+
+/** A status update waiting for its commit. */
+interface PendingStatus {
+  name: string;
+  status: ClusterStatusUpdate;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
 /** The node:sqlite implementation of {@link HubStore}. */
 export class SqliteHubStore implements HubStore {
   readonly #db: DatabaseSync;
   /** Prepared once: preparing is most of the cost of a lookup, and the kube proxy looks up on every request. */
   readonly #statements = new Map<string, StatementSync>();
+  /**
+   * Users by token hash and clusters by name, as last read, frozen. The kube
+   * proxy looks both up on every request; this process is the store's only
+   * writer, and every write to a user or cluster drops what it touches here.
+   * Misses are not kept (an unknown token must not fill memory).
+   */
+  readonly #usersByTokenHash = new Map<string, UserRecord>();
+  readonly #clustersByName = new Map<string, ClusterRecord>();
+  /** Status updates waiting for their group commit. */
+  #pendingStatus: PendingStatus[] = [];
+  #statusTimer: NodeJS.Timeout | undefined;
 
   private constructor(db: DatabaseSync) {
     this.#db = db;
@@ -140,6 +167,7 @@ export class SqliteHubStore implements HubStore {
   }
 
   async addCluster(cluster: ClusterRecord): Promise<boolean> {
+    this.#clustersByName.delete(cluster.name);
     const result = this.#prepare(
       `INSERT OR IGNORE INTO clusters (name, labels, cert_serial, cert_not_after, registered_at, last_seen, kubernetes_version, node_count)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -157,8 +185,13 @@ export class SqliteHubStore implements HubStore {
   }
 
   async getCluster(name: string): Promise<ClusterRecord | undefined> {
+    const cached = this.#clustersByName.get(name);
+    if (cached !== undefined) return cached;
     const row = this.#prepare('SELECT * FROM clusters WHERE name = ?').get(name) as Row | undefined;
-    return row === undefined ? undefined : clusterFromRow(row);
+    if (row === undefined) return undefined;
+    const cluster = clusterFromRow(row);
+    Object.freeze(cluster.labels);
+    return remember(this.#clustersByName, name, Object.freeze(cluster));
   }
 
   async listClusters(): Promise<ClusterRecord[]> {
@@ -168,17 +201,57 @@ export class SqliteHubStore implements HubStore {
   async deleteCluster(name: string): Promise<ClusterRecord | undefined> {
     const existing = await this.getCluster(name);
     if (existing) this.#prepare('DELETE FROM clusters WHERE name = ?').run(name);
+    this.#clustersByName.delete(name);
     return existing;
   }
 
-  async updateClusterStatus(name: string, status: ClusterStatusUpdate): Promise<void> {
-    this.#prepare(
+  /**
+   * Status updates are group-committed: those that arrive within
+   * {@link STATUS_COMMIT_WINDOW_MS} share one transaction, and the promise
+   * resolves once it is committed. Every commit waits for the disk (a few
+   * milliseconds, during which the event loop stands still), and a hub with
+   * thousands of tunnels refreshes their `lastSeen` all the time: one commit
+   * each would take more than the whole event loop.
+   */
+  updateClusterStatus(name: string, status: ClusterStatusUpdate): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#pendingStatus.push({ name, status, resolve, reject });
+      this.#statusTimer ??= setTimeout(() => this.#commitStatus(), STATUS_COMMIT_WINDOW_MS);
+    });
+  }
+
+  #commitStatus(): void {
+    clearTimeout(this.#statusTimer);
+    this.#statusTimer = undefined;
+    const batch = this.#pendingStatus;
+    this.#pendingStatus = [];
+    if (batch.length === 0) return;
+    if (!this.#db.isOpen) {
+      const closed = new EdgeadmError('the hub store is closed', { code: 'E_HUB_STORE' });
+      for (const pending of batch) pending.reject(closed);
+      return;
+    }
+    const update = this.#prepare(
       `UPDATE clusters SET last_seen = ?, kubernetes_version = COALESCE(?, kubernetes_version),
          node_count = COALESCE(?, node_count) WHERE name = ?`,
-    ).run(status.lastSeen, status.kubernetesVersion ?? null, status.nodeCount ?? null, name);
+    );
+    try {
+      this.#db.exec('BEGIN');
+      for (const { name, status } of batch) {
+        update.run(status.lastSeen, status.kubernetesVersion ?? null, status.nodeCount ?? null, name);
+        this.#clustersByName.delete(name);
+      }
+      this.#db.exec('COMMIT');
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      for (const pending of batch) pending.reject(error as Error);
+      return;
+    }
+    for (const pending of batch) pending.resolve();
   }
 
   async updateClusterCertificate(name: string, certSerial: string, certNotAfter: string): Promise<void> {
+    this.#clustersByName.delete(name);
     this.#prepare('UPDATE clusters SET cert_serial = ?, cert_not_after = ? WHERE name = ?').run(
       certSerial,
       certNotAfter,
@@ -227,6 +300,8 @@ export class SqliteHubStore implements HubStore {
   }
 
   async putUser(user: UserRecord): Promise<void> {
+    // A user replaced under the same name may have a new token: forget every cached user.
+    this.#usersByTokenHash.clear();
     this.#prepare(
       `INSERT OR REPLACE INTO users (name, token_hash, clusters_selector, groups_json, is_admin, created_at, expires_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -242,8 +317,13 @@ export class SqliteHubStore implements HubStore {
   }
 
   async findUserByTokenHash(tokenHash: string): Promise<UserRecord | undefined> {
+    const cached = this.#usersByTokenHash.get(tokenHash);
+    if (cached !== undefined) return cached;
     const row = this.#prepare('SELECT * FROM users WHERE token_hash = ?').get(tokenHash) as Row | undefined;
-    return row === undefined ? undefined : userFromRow(row);
+    if (row === undefined) return undefined;
+    const user = userFromRow(row);
+    Object.freeze(user.groups);
+    return remember(this.#usersByTokenHash, tokenHash, Object.freeze(user));
   }
 
   async listUsers(): Promise<UserRecord[]> {
@@ -263,6 +343,7 @@ export class SqliteHubStore implements HubStore {
   }
 
   async close(): Promise<void> {
+    if (this.#db.isOpen) this.#commitStatus();
     if (this.#db.isOpen) this.#db.close();
   }
 }

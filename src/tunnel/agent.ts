@@ -177,7 +177,11 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
         stream.on('error', (error) => options.logger.debug(`tunnel stream error: ${error.message}`));
         const path = String(headers[':path'] ?? '');
         if (path.startsWith(CONTROL_PATH_PREFIX)) {
-          void handleControl(stream, path);
+          // The hub may give up on a control stream (its hello timeout) while the agent still asks
+          // its API server for the hello: answering it then throws, and must not end the agent.
+          handleControl(stream, path).catch((error: Error) =>
+            options.logger.debug(`control stream ${path} failed: ${error.message}`),
+          );
           return;
         }
         const work =
