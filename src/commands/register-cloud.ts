@@ -8,7 +8,6 @@ import { CLUSTER_NAME_PATTERN } from '../hub/operator-api.js';
 import { serviceLogger, stopSignal } from '../hub/service-logger.js';
 import { runAgentService } from '../tunnel/agent-service.js';
 import { registerCluster } from '../tunnel/registration.js';
-import { readUpstreamKubeconfig } from '../tunnel/upstream.js';
 import { parseGoDuration } from '../trust/duration.js';
 
 /** Where the agent keeps its state unless told otherwise. */
@@ -19,6 +18,8 @@ export interface RegisterCloudResult {
   cluster: string;
   hub: string;
   dataDir: string;
+  /** The data directory already held this registration; the hub was not asked again. */
+  wasRegistered: boolean;
 }
 
 export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
@@ -26,11 +27,18 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
   static override description =
     'Discovers the hub with the token and CA pin (the same checks and messages as join), makes a key and a CSR ' +
     'here, gets a client certificate the hub signs for the cluster, and stores it under --data-dir (mode 0600). ' +
-    'With --foreground it then runs the tunnel agent until SIGINT/SIGTERM. The --kubeconfig identity must be ' +
-    'allowed to impersonate users and groups on this cluster (a ClusterRole with verbs [impersonate] on users and ' +
-    'groups, bound to it); cluster-admin is enough.';
+    'With --foreground it then runs the tunnel agent until SIGINT/SIGTERM.\n\n' +
+    'The agent acts for hub users by impersonation, so its identity on this cluster needs exactly one right: ' +
+    'a ClusterRole with rules [{apiGroups: [""], resources: [users, groups], verbs: [impersonate]}], bound to it. ' +
+    'register-cloud checks that right (SelfSubjectAccessReview) before it uses the token.\n\n' +
+    'With --create-service-account, --kubeconfig must be a cluster admin: register-cloud then creates (or finds) ' +
+    'ServiceAccount kube-system/edgeadm-tunnel-agent, ClusterRole and ClusterRoleBinding edgeadm-tunnel-agent with ' +
+    'that one rule, and Secret kube-system/edgeadm-tunnel-agent-token (type kubernetes.io/service-account-token), ' +
+    'and the agent uses that token (DATA_DIR/upstream.kubeconfig, mode 0600). The admin credentials are not stored. ' +
+    'Without it, the agent uses the --kubeconfig identity as it is.';
   static override examples = [
     '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --labels env=prod,region=eu --foreground',
+    '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --kubeconfig /etc/rancher/k3s/k3s.yaml --create-service-account --foreground',
   ];
   static override args = { hub: Args.string({ required: true, description: 'The hub, host:port.' }) };
   static override flags = {
@@ -46,6 +54,10 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
     }),
     'data-dir': Flags.string({ summary: 'Where the agent keeps its credentials.', default: DEFAULT_AGENT_DATA_DIR }),
     'discovery-timeout': Flags.string({ summary: 'How long to keep trying discovery (Go duration).', default: '5m0s' }),
+    'create-service-account': Flags.boolean({
+      summary:
+        'With an admin --kubeconfig: create a ServiceAccount that may only impersonate, and run the agent as it.',
+    }),
     foreground: Flags.boolean({ summary: 'Run the tunnel agent in the foreground after registering.' }),
   };
 
@@ -57,26 +69,28 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
       });
     }
     const kubeconfig = resolve(flags.kubeconfig ?? process.env.KUBECONFIG ?? join(homedir(), '.kube', 'config'));
-    await readUpstreamKubeconfig(kubeconfig); // fail on a bad kubeconfig before using the token
     const dataDir = resolve(flags['data-dir']);
     const logger = serviceLogger({ logger: this.logger, redactor: this.redactor, isVerbose: flags.verbose });
-    const state = await registerCluster({
+    const { state, wasRegistered } = await registerCluster({
       hub: this.args.hub,
       token: flags.token,
       caCertHashes: flags['hub-ca-cert-hash'],
       cluster: flags.name,
       labels: parseLabels(flags.labels),
       kubeconfig,
+      createServiceAccount: flags['create-service-account'],
       dataDir,
       discoveryTimeoutMs: parseGoDuration(flags['discovery-timeout']),
       logger,
     });
-    this.log(`cluster ${flags.name} is registered with the hub at ${state.hubServer}; credentials in ${dataDir}`);
+    this.log(
+      `cluster ${flags.name} ${wasRegistered ? 'was already' : 'is'} registered with the hub at ${state.hubServer}; credentials in ${dataDir}`,
+    );
     if (flags.foreground) {
       await runAgentService({ dataDir, logger, signal: stopSignal(), state });
     } else {
       this.log(`run the agent with: edgeadm agent tunnel --data-dir ${dataDir}`);
     }
-    return { cluster: flags.name, hub: state.hubServer, dataDir };
+    return { cluster: flags.name, hub: state.hubServer, dataDir, wasRegistered };
   }
 }
