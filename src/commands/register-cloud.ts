@@ -39,6 +39,7 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
   static override examples = [
     '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --labels env=prod,region=eu --foreground',
     '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --kubeconfig /etc/rancher/k3s/k3s.yaml --create-service-account --foreground',
+    '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --proxy http://proxy.site.local:3128 --foreground',
   ];
   static override args = { hub: Args.string({ required: true, description: 'The hub, host:port.' }) };
   static override flags = {
@@ -54,6 +55,13 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
     }),
     'data-dir': Flags.string({ summary: 'Where the agent keeps its credentials.', default: DEFAULT_AGENT_DATA_DIR }),
     'discovery-timeout': Flags.string({ summary: 'How long to keep trying discovery (Go duration).', default: '5m0s' }),
+    proxy: Flags.string({
+      summary: 'HTTP proxy to reach the hub through (CONNECT): http://[user:pass@]host:port. Stored for the agent.',
+      description:
+        'Without it, HTTPS_PROXY (or https_proxy) is used unless NO_PROXY covers the hub. TLS to the hub runs inside ' +
+        'the CONNECT tunnel, so the hub CA pin and the client certificate apply end to end. The credentials are kept in ' +
+        'DATA_DIR/agent.yaml (mode 0600) and never logged.',
+    }),
     'create-service-account': Flags.boolean({
       summary:
         'With an admin --kubeconfig: create a ServiceAccount that may only impersonate, and run the agent as it.',
@@ -79,6 +87,7 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
       labels: parseLabels(flags.labels),
       kubeconfig,
       createServiceAccount: flags['create-service-account'],
+      ...(flags.proxy === undefined ? {} : { proxy: flags.proxy }),
       dataDir,
       discoveryTimeoutMs: parseGoDuration(flags['discovery-timeout']),
       logger,

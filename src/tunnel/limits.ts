@@ -50,3 +50,8 @@ export const UPSTREAM_CONNECT_TIMEOUT_MS = 15_000;
 export const AGENT_TOKEN_WAIT_MS = 30_000;
 /** How often it looks at the token Secret meanwhile. */
 export const AGENT_TOKEN_POLL_MS = 250;
+
+/** The largest CONNECT answer head the agent reads from an HTTP proxy. */
+export const MAX_PROXY_RESPONSE_HEAD_BYTES = 16 * 1024;
+/** How long an HTTP proxy may take to connect and answer CONNECT. */
+export const PROXY_CONNECT_TIMEOUT_MS = 15_000;

@@ -6,6 +6,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import type { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
 import { callHub } from '../hub/hub-client.js';
 import { AGENT_CERT_ORGANIZATION } from '../hub/limits.js';
@@ -23,6 +24,7 @@ import {
 import { caPinsOfPem, parseCaPins } from '../trust/ca-pin.js';
 import { readAgentState, writeAgentCredentials, writeAgentState, type AgentState } from './agent-state.js';
 import { CERT_RENEW_AT_LIFETIME_FRACTION } from './limits.js';
+import { hubRoute, proxyDisplay } from './http-proxy.js';
 import { readUpstreamKubeconfig, Upstream, type UpstreamCredentials } from './upstream.js';
 
 /** The kubeconfig of the agent's own ServiceAccount, in the data directory (mode 0600). */
@@ -48,6 +50,10 @@ export interface RegisterOptions {
   dataDir: string;
   discoveryTimeoutMs: number;
   logger: Logger;
+  /** `--proxy`: the HTTP proxy to the hub, stored for the agent (HTTPS_PROXY/NO_PROXY apply without it). */
+  proxy?: string;
+  /** The environment HTTPS_PROXY / NO_PROXY are read from; the process's by default. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** What {@link registerCluster} did. */
@@ -120,15 +126,23 @@ export async function registerCluster(options: RegisterOptions): Promise<Registr
   };
   const existing = existingRegistration(options.dataDir, options.cluster, options.caCertHashes);
   if (existing !== undefined) {
-    const state = { ...existing, kubeconfig };
+    const state: AgentState = { ...existing, kubeconfig };
+    delete state.proxy;
+    if (options.proxy !== undefined) state.proxy = options.proxy;
     writeAgentKubeconfig();
-    if (existing.kubeconfig !== kubeconfig) writeAgentState(options.dataDir, state);
+    if (existing.kubeconfig !== kubeconfig || existing.proxy !== state.proxy) writeAgentState(options.dataDir, state);
     options.logger.info(
       `cluster ${options.cluster} is already registered with the hub at ${existing.hubServer}; keeping its credentials`,
     );
     return { state, wasRegistered: true };
   }
+  const hubRouteOptions = { explicit: options.proxy, env: options.env };
+  const hubAddress = new URL(`https://${options.hub}`);
+  const route = await hubRoute(hubAddress.origin, hubRouteOptions);
+  if (route.proxy !== undefined)
+    options.logger.info(`reaching the hub through the HTTP proxy ${proxyDisplay(route.proxy)}`);
   const discovered = await discoverClusterInfo({
+    ...(route.agent === undefined ? {} : { agent: route.agent }),
     endpoint: options.hub,
     token: options.token,
     caCertHashes: options.caCertHashes,
@@ -142,6 +156,7 @@ export async function registerCluster(options: RegisterOptions): Promise<Registr
     method: 'POST',
     path: '/hub/v1/register',
     token: options.token,
+    ...(route.agent === undefined ? {} : { agent: route.agent }),
     body: { name: options.cluster, labels: options.labels, csr: csr.csrPem },
   });
   writeAgentKubeconfig();
@@ -149,6 +164,7 @@ export async function registerCluster(options: RegisterOptions): Promise<Registr
     hubServer: discovered.server,
     cluster: options.cluster,
     kubeconfig,
+    ...(options.proxy === undefined ? {} : { proxy: options.proxy }),
     hubCaPem: discovered.caPem,
     certPem: answer.certPem,
     keyPem: csr.keyPem,
@@ -180,7 +196,12 @@ export function isRenewalDue(certPem: string, now: Date = new Date()): boolean {
 }
 
 /** Trades the current certificate for a new one with a new key; writes both; returns the new state. */
-export async function renewAgentCertificate(dataDir: string, state: AgentState, logger: Logger): Promise<AgentState> {
+export async function renewAgentCertificate(
+  dataDir: string,
+  state: AgentState,
+  logger: Logger,
+  agent?: HttpsAgent,
+): Promise<AgentState> {
   const csr = await createCsr({ commonName: state.cluster, organizations: [AGENT_CERT_ORGANIZATION] });
   const answer = await callHub<{ certPem: string }>({
     server: state.hubServer,
@@ -190,6 +211,7 @@ export async function renewAgentCertificate(dataDir: string, state: AgentState, 
     method: 'POST',
     path: '/hub/v1/renew',
     body: { csr: csr.csrPem },
+    ...(agent === undefined ? {} : { agent }),
   });
   writeAgentCredentials(dataDir, { certPem: answer.certPem, keyPem: csr.keyPem });
   logger.info(`renewed the hub certificate of cluster ${state.cluster}`);
