@@ -2,11 +2,14 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
+import { connectHost } from '../hosts/connect.js';
 import { ValidationError } from '../errors.js';
 import { parseLabels } from '../hub/label-selector.js';
 import { CLUSTER_NAME_PATTERN } from '../hub/operator-api.js';
 import { serviceLogger, stopSignal } from '../hub/service-logger.js';
 import { runAgentService } from '../tunnel/agent-service.js';
+import { agentBinary, registerAsService } from '../tunnel/register-service.js';
 import { registerCluster } from '../tunnel/registration.js';
 import { parseGoDuration } from '../trust/duration.js';
 
@@ -20,6 +23,11 @@ export interface RegisterCloudResult {
   dataDir: string;
   /** The data directory already held this registration; the hub was not asked again. */
   wasRegistered: boolean;
+  /** Where the agent service was installed (without --foreground). */
+  host?: string;
+  /** Paths the install wrote or replaced on the host (empty on a re-run that changed nothing). */
+  changed?: string[];
+  service?: string;
 }
 
 export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
@@ -27,7 +35,11 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
   static override description =
     'Discovers the hub with the token and CA pin (the same checks and messages as join), makes a key and a CSR ' +
     'here, gets a client certificate the hub signs for the cluster, and stores it under --data-dir (mode 0600). ' +
-    'With --foreground it then runs the tunnel agent until SIGINT/SIGTERM.\n\n' +
+    'With --foreground it then runs the tunnel agent until SIGINT/SIGTERM. Otherwise it installs the agent as a ' +
+    'service on this machine or on --host (over SSH): /usr/local/bin/edgeadm (this single binary, or ' +
+    '--edgeadm-binary), --data-dir (0700, credentials 0600) and edgeadm-tunnel-agent.service, started by systemd ' +
+    '(EDGEADM_SERVICE_MANAGER=direct on hosts without it). A re-run changes nothing; a failed install undoes its ' +
+    'changes on the host. --register-only only writes --data-dir here.\n\n' +
     'The agent acts for hub users by impersonation, so its identity on this cluster needs exactly one right: ' +
     'a ClusterRole with rules [{apiGroups: [""], resources: [users, groups], verbs: [impersonate]}], bound to it. ' +
     'register-cloud checks that right (SelfSubjectAccessReview) before it uses the token.\n\n' +
@@ -37,6 +49,7 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
     'and the agent uses that token (DATA_DIR/upstream.kubeconfig, mode 0600). The admin credentials are not stored. ' +
     'Without it, the agent uses the --kubeconfig identity as it is.';
   static override examples = [
+    '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --kubeconfig ./store-042-admin.yaml --create-service-account --host root@10.0.42.10',
     '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --labels env=prod,region=eu --foreground',
     '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --kubeconfig /etc/rancher/k3s/k3s.yaml --create-service-account --foreground',
     '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --proxy http://proxy.site.local:3128 --foreground',
@@ -66,7 +79,18 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
       summary:
         'With an admin --kubeconfig: create a ServiceAccount that may only impersonate, and run the agent as it.',
     }),
-    foreground: Flags.boolean({ summary: 'Run the tunnel agent in the foreground after registering.' }),
+    'edgeadm-binary': Flags.string({
+      summary: 'The edgeadm single binary to install on the host. Default: this one, when run as the single binary.',
+    }),
+    'register-only': Flags.boolean({
+      exclusive: ['host', 'foreground'],
+      summary: 'Only register and write --data-dir here; run the agent later with "edgeadm agent tunnel".',
+    }),
+    foreground: Flags.boolean({
+      exclusive: ['host'],
+      summary: 'Run the tunnel agent here in the foreground, instead of installing it as a service.',
+    }),
+    ...sshFlags,
   };
 
   async run(): Promise<RegisterCloudResult> {
@@ -79,7 +103,7 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
     const kubeconfig = resolve(flags.kubeconfig ?? process.env.KUBECONFIG ?? join(homedir(), '.kube', 'config'));
     const dataDir = resolve(flags['data-dir']);
     const logger = serviceLogger({ logger: this.logger, redactor: this.redactor, isVerbose: flags.verbose });
-    const { state, wasRegistered } = await registerCluster({
+    const registration = {
       hub: this.args.hub,
       token: flags.token,
       caCertHashes: flags['hub-ca-cert-hash'],
@@ -88,18 +112,31 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
       kubeconfig,
       createServiceAccount: flags['create-service-account'],
       ...(flags.proxy === undefined ? {} : { proxy: flags.proxy }),
-      dataDir,
       discoveryTimeoutMs: parseGoDuration(flags['discovery-timeout']),
       logger,
-    });
+    };
+    if (!flags.foreground && !flags['register-only']) {
+      const binary = await agentBinary(flags['edgeadm-binary']);
+      const host = await connectHost(
+        hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
+      );
+      try {
+        const done = await registerAsService({ ...registration, host, dataDir, binary, env: process.env });
+        this.log(
+          `cluster ${flags.name} is registered with the hub at ${done.hubServer}; agent service on ${done.host}: ` +
+            (done.changed.length === 0 ? 'already installed, nothing changed' : `${done.service} (${dataDir})`),
+        );
+        return { cluster: flags.name, hub: done.hubServer, dataDir, ...done };
+      } finally {
+        await host.close();
+      }
+    }
+    const { state, wasRegistered } = await registerCluster({ ...registration, dataDir });
     this.log(
       `cluster ${flags.name} ${wasRegistered ? 'was already' : 'is'} registered with the hub at ${state.hubServer}; credentials in ${dataDir}`,
     );
-    if (flags.foreground) {
-      await runAgentService({ dataDir, logger, signal: stopSignal(), state });
-    } else {
-      this.log(`run the agent with: edgeadm agent tunnel --data-dir ${dataDir}`);
-    }
+    if (flags.foreground) await runAgentService({ dataDir, logger, signal: stopSignal(), state });
+    else this.log(`run the agent with: edgeadm agent tunnel --data-dir ${dataDir}`);
     return { cluster: flags.name, hub: state.hubServer, dataDir, wasRegistered };
   }
 }

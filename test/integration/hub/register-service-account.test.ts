@@ -126,6 +126,7 @@ describe('register-cloud --create-service-account', () => {
     const again = await runCli([
       ...registerArgs({ hub, token, cluster: edge, labels: 'env=sa' }),
       '--create-service-account',
+      '--register-only',
     ]);
     expect(again.exitCode, again.stderr).toBe(0);
     expect(again.stderr + again.stdout).toMatch(/already in place/);
@@ -153,7 +154,10 @@ describe('register-cloud --create-service-account', () => {
       });
       writeFileSync(limited.kubeconfigPath, limited.api.kubeconfig({ token: 'limited-token' }), { mode: 0o600 });
       const token = await createHubToken(hub, ['--usages', '1']);
-      const refused = await runCli(registerArgs({ hub, token, cluster: limited, labels: 'env=sa' }));
+      const refused = await runCli([
+        ...registerArgs({ hub, token, cluster: limited, labels: 'env=sa' }),
+        '--register-only',
+      ]);
       expect(refused.exitCode).toBe(3);
       expect(refused.stderr).toContain('E_AGENT_RBAC');
       expect(refused.stderr).toMatch(/may not impersonate groups/);
@@ -166,7 +170,10 @@ describe('register-cloud --create-service-account', () => {
         metadata: { name: 'impersonate-users-only' },
         rules: [{ apiGroups: [''], resources: ['users', 'groups'], verbs: ['impersonate'] }],
       });
-      const accepted = await runCli(registerArgs({ hub, token, cluster: limited, labels: 'env=sa' }));
+      const accepted = await runCli([
+        ...registerArgs({ hub, token, cluster: limited, labels: 'env=sa' }),
+        '--register-only',
+      ]);
       expect(accepted.exitCode, accepted.stderr).toBe(0);
     } finally {
       await limited.api.stop();
@@ -182,6 +189,7 @@ describe('register-cloud --create-service-account', () => {
       const refused = await runCli([
         ...registerArgs({ hub, token, cluster: limited, labels: 'env=sa' }),
         '--create-service-account',
+        '--register-only',
       ]);
       expect(refused.exitCode).toBe(3);
       expect(refused.stderr).toContain('E_AGENT_SERVICE_ACCOUNT');
