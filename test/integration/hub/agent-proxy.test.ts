@@ -52,7 +52,7 @@ async function startImpostor(): Promise<{ server: TlsServer; port: number; hands
   return { server, port: (server.address() as AddressInfo).port, handshakes: () => attempts };
 }
 
-describe('hub: the agent through an HTTP proxy', () => {
+describe('hub: the agent through an HTTP proxy', { timeout: 180_000 }, () => {
   let hub: HubProcess;
   let edge: EdgeCluster;
   let proxy: ConnectProxy;

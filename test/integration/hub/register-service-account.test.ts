@@ -28,7 +28,7 @@ import {
 const SA_USER = 'system:serviceaccount:kube-system:edgeadm-tunnel-agent';
 const RBAC = 'rbac.authorization.k8s.io/v1';
 
-describe('register-cloud --create-service-account', () => {
+describe('register-cloud --create-service-account', { timeout: 180_000 }, () => {
   let hub: HubProcess;
   let edge: EdgeCluster;
   let opsConfig: string;
