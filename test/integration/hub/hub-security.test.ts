@@ -37,7 +37,7 @@ function tokenOf(configPath: string): string {
   return match[1] as string;
 }
 
-describe('hub: security', () => {
+describe('hub: security', { timeout: 120_000 }, () => {
   let hub: HubProcess;
   let dev: EdgeCluster;
   let prod: EdgeCluster;
