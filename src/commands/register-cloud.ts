@@ -2,13 +2,15 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
+import { connectHost } from '../hosts/connect.js';
 import { ValidationError } from '../errors.js';
 import { parseLabels } from '../hub/label-selector.js';
 import { CLUSTER_NAME_PATTERN } from '../hub/operator-api.js';
 import { serviceLogger, stopSignal } from '../hub/service-logger.js';
 import { runAgentService } from '../tunnel/agent-service.js';
+import { agentBinary, registerAsService } from '../tunnel/register-service.js';
 import { registerCluster } from '../tunnel/registration.js';
-import { readUpstreamKubeconfig } from '../tunnel/upstream.js';
 import { parseGoDuration } from '../trust/duration.js';
 
 /** Where the agent keeps its state unless told otherwise. */
@@ -19,6 +21,13 @@ export interface RegisterCloudResult {
   cluster: string;
   hub: string;
   dataDir: string;
+  /** The data directory already held this registration; the hub was not asked again. */
+  wasRegistered: boolean;
+  /** Where the agent service was installed (without --foreground). */
+  host?: string;
+  /** Paths the install wrote or replaced on the host (empty on a re-run that changed nothing). */
+  changed?: string[];
+  service?: string;
 }
 
 export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
@@ -26,11 +35,24 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
   static override description =
     'Discovers the hub with the token and CA pin (the same checks and messages as join), makes a key and a CSR ' +
     'here, gets a client certificate the hub signs for the cluster, and stores it under --data-dir (mode 0600). ' +
-    'With --foreground it then runs the tunnel agent until SIGINT/SIGTERM. The --kubeconfig identity must be ' +
-    'allowed to impersonate users and groups on this cluster (a ClusterRole with verbs [impersonate] on users and ' +
-    'groups, bound to it); cluster-admin is enough.';
+    'With --foreground it then runs the tunnel agent until SIGINT/SIGTERM. Otherwise it installs the agent as a ' +
+    'service on this machine or on --host (over SSH): /usr/local/bin/edgeadm (this single binary, or ' +
+    '--edgeadm-binary), --data-dir (0700, credentials 0600) and edgeadm-tunnel-agent.service, started by systemd ' +
+    '(EDGEADM_SERVICE_MANAGER=direct on hosts without it). A re-run changes nothing; a failed install undoes its ' +
+    'changes on the host. --register-only only writes --data-dir here.\n\n' +
+    'The agent acts for hub users by impersonation, so its identity on this cluster needs exactly one right: ' +
+    'a ClusterRole with rules [{apiGroups: [""], resources: [users, groups], verbs: [impersonate]}], bound to it. ' +
+    'register-cloud checks that right (SelfSubjectAccessReview) before it uses the token.\n\n' +
+    'With --create-service-account, --kubeconfig must be a cluster admin: register-cloud then creates (or finds) ' +
+    'ServiceAccount kube-system/edgeadm-tunnel-agent, ClusterRole and ClusterRoleBinding edgeadm-tunnel-agent with ' +
+    'that one rule, and Secret kube-system/edgeadm-tunnel-agent-token (type kubernetes.io/service-account-token), ' +
+    'and the agent uses that token (DATA_DIR/upstream.kubeconfig, mode 0600). The admin credentials are not stored. ' +
+    'Without it, the agent uses the --kubeconfig identity as it is.';
   static override examples = [
+    '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --kubeconfig ./store-042-admin.yaml --create-service-account --host root@10.0.42.10',
     '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --labels env=prod,region=eu --foreground',
+    '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --kubeconfig /etc/rancher/k3s/k3s.yaml --create-service-account --foreground',
+    '<%= config.bin %> register-cloud hub.example.com:9443 --token abcdef.0123456789abcdef --hub-ca-cert-hash sha256:<hash> --name store-042 --proxy http://proxy.site.local:3128 --foreground',
   ];
   static override args = { hub: Args.string({ required: true, description: 'The hub, host:port.' }) };
   static override flags = {
@@ -46,7 +68,29 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
     }),
     'data-dir': Flags.string({ summary: 'Where the agent keeps its credentials.', default: DEFAULT_AGENT_DATA_DIR }),
     'discovery-timeout': Flags.string({ summary: 'How long to keep trying discovery (Go duration).', default: '5m0s' }),
-    foreground: Flags.boolean({ summary: 'Run the tunnel agent in the foreground after registering.' }),
+    proxy: Flags.string({
+      summary: 'HTTP proxy to reach the hub through (CONNECT): http://[user:pass@]host:port. Stored for the agent.',
+      description:
+        'Without it, HTTPS_PROXY (or https_proxy) is used unless NO_PROXY covers the hub. TLS to the hub runs inside ' +
+        'the CONNECT tunnel, so the hub CA pin and the client certificate apply end to end. The credentials are kept in ' +
+        'DATA_DIR/agent.yaml (mode 0600) and never logged.',
+    }),
+    'create-service-account': Flags.boolean({
+      summary:
+        'With an admin --kubeconfig: create a ServiceAccount that may only impersonate, and run the agent as it.',
+    }),
+    'edgeadm-binary': Flags.string({
+      summary: 'The edgeadm single binary to install on the host. Default: this one, when run as the single binary.',
+    }),
+    'register-only': Flags.boolean({
+      exclusive: ['host', 'foreground'],
+      summary: 'Only register and write --data-dir here; run the agent later with "edgeadm agent tunnel".',
+    }),
+    foreground: Flags.boolean({
+      exclusive: ['host'],
+      summary: 'Run the tunnel agent here in the foreground, instead of installing it as a service.',
+    }),
+    ...sshFlags,
   };
 
   async run(): Promise<RegisterCloudResult> {
@@ -57,26 +101,42 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
       });
     }
     const kubeconfig = resolve(flags.kubeconfig ?? process.env.KUBECONFIG ?? join(homedir(), '.kube', 'config'));
-    await readUpstreamKubeconfig(kubeconfig); // fail on a bad kubeconfig before using the token
     const dataDir = resolve(flags['data-dir']);
     const logger = serviceLogger({ logger: this.logger, redactor: this.redactor, isVerbose: flags.verbose });
-    const state = await registerCluster({
+    const registration = {
       hub: this.args.hub,
       token: flags.token,
       caCertHashes: flags['hub-ca-cert-hash'],
       cluster: flags.name,
       labels: parseLabels(flags.labels),
       kubeconfig,
-      dataDir,
+      createServiceAccount: flags['create-service-account'],
+      ...(flags.proxy === undefined ? {} : { proxy: flags.proxy }),
       discoveryTimeoutMs: parseGoDuration(flags['discovery-timeout']),
       logger,
-    });
-    this.log(`cluster ${flags.name} is registered with the hub at ${state.hubServer}; credentials in ${dataDir}`);
-    if (flags.foreground) {
-      await runAgentService({ dataDir, logger, signal: stopSignal(), state });
-    } else {
-      this.log(`run the agent with: edgeadm agent tunnel --data-dir ${dataDir}`);
+    };
+    if (!flags.foreground && !flags['register-only']) {
+      const binary = await agentBinary(flags['edgeadm-binary']);
+      const host = await connectHost(
+        hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
+      );
+      try {
+        const done = await registerAsService({ ...registration, host, dataDir, binary, env: process.env });
+        this.log(
+          `cluster ${flags.name} is registered with the hub at ${done.hubServer}; agent service on ${done.host}: ` +
+            (done.changed.length === 0 ? 'already installed, nothing changed' : `${done.service} (${dataDir})`),
+        );
+        return { cluster: flags.name, hub: done.hubServer, dataDir, ...done };
+      } finally {
+        await host.close();
+      }
     }
-    return { cluster: flags.name, hub: state.hubServer, dataDir };
+    const { state, wasRegistered } = await registerCluster({ ...registration, dataDir });
+    this.log(
+      `cluster ${flags.name} ${wasRegistered ? 'was already' : 'is'} registered with the hub at ${state.hubServer}; credentials in ${dataDir}`,
+    );
+    if (flags.foreground) await runAgentService({ dataDir, logger, signal: stopSignal(), state });
+    else this.log(`run the agent with: edgeadm agent tunnel --data-dir ${dataDir}`);
+    return { cluster: flags.name, hub: state.hubServer, dataDir, wasRegistered };
   }
 }

@@ -3,6 +3,7 @@
  * and `hub user create` call. TLS is verified against the CA in the hub
  * config; the bearer token comes from it too.
  */
+import type { Agent as HttpsAgent } from 'node:https';
 import { EdgeadmError } from '../errors.js';
 import type { HubConfig } from './hub-config.js';
 import { errorFromApi } from './http-replies.js';
@@ -46,6 +47,8 @@ export interface HubCallOptions {
   certPem?: string;
   keyPem?: string;
   body?: unknown;
+  /** Connect through this agent (the tunnel agent's HTTP proxy); a fresh direct connection otherwise. */
+  agent?: HttpsAgent;
 }
 
 /** One JSON call to the hub; typed errors for refusals. */
@@ -60,7 +63,7 @@ export async function callHub<T>(options: HubCallOptions): Promise<T> {
         method: options.method,
         ca: options.caPem,
         rejectUnauthorized: true,
-        agent: false,
+        agent: options.agent ?? false,
         timeout: HUB_CLIENT_TIMEOUT_MS,
         ...(options.certPem === undefined ? {} : { cert: options.certPem, key: options.keyPem }),
         headers: {

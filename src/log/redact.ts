@@ -33,6 +33,11 @@ const RULES: Rule[] = [
   },
   // k3s join tokens: K10<ca-hash>::<credentials>.
   { pattern: /\bK10[0-9a-f]{0,64}::\S+/g, replace: () => `K10${REDACTED}` },
+  // Credentials in a URL's user information (proxy URLs: http://user:pass@host).
+  {
+    pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+:[^\s/@]*@/gi,
+    replace: (_m, scheme: string) => `${scheme}${REDACTED}@`,
+  },
   // HTTP credentials.
   { pattern: /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, replace: (_m, scheme: string) => `${scheme} ${REDACTED}` },
   // Bootstrap tokens (<id>.<secret>): the id is not secret and helps find the token.

@@ -15,6 +15,7 @@
  * The result is the TLS-bootstrap kubeconfig for the kubelet. Nothing is
  * written here; the caller writes it only once everything verified.
  */
+import type { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EdgeadmError, ValidationError } from '../errors.js';
@@ -58,6 +59,8 @@ export interface DiscoveryOptions {
   pollIntervalMs?: number;
   /** Progress goes here (never the token secret). */
   logger?: Logger;
+  /** Connect through this agent (an HTTP proxy); a fresh direct connection per request otherwise. */
+  agent?: HttpsAgent;
 }
 
 /** What discovery established. */
@@ -176,7 +179,12 @@ function statusMessage(body: string): string | undefined {
 }
 
 /** One anonymous GET of cluster-info, on a fresh connection. */
-async function getClusterInfoOnce(target: Target, trust: TlsTrust, timeoutMs: number): Promise<Record<string, string>> {
+async function getClusterInfoOnce(
+  target: Target,
+  trust: TlsTrust,
+  timeoutMs: number,
+  agent: HttpsAgent | undefined,
+): Promise<Record<string, string>> {
   // Loaded on use: node:http's parser cannot live in the single binary's
   // start-up snapshot, which evaluates every statically imported module.
   const { request } = await import('node:https');
@@ -190,8 +198,8 @@ async function getClusterInfoOnce(target: Target, trust: TlsTrust, timeoutMs: nu
         method: 'GET',
         headers: { Accept: 'application/json', 'User-Agent': 'edgeadm-discovery' },
         // A fresh connection each time: the second fetch must not ride on a
-        // socket that was set up without verification.
-        agent: false,
+        // socket that was set up without verification (a proxy agent makes a fresh tunnel per request too).
+        agent: agent ?? false,
         timeout: timeoutMs,
         ...(trust.kind === 'insecure' ? { rejectUnauthorized: false } : { rejectUnauthorized: true, ca: trust.caPem }),
       },
@@ -250,6 +258,7 @@ interface PollOptions {
   timeoutMs: number;
   intervalMs: number;
   logger: Logger;
+  agent: HttpsAgent | undefined;
 }
 
 /**
@@ -271,7 +280,7 @@ async function pollClusterInfo(options: PollOptions): Promise<Record<string, str
     // holds even against a server that accepts connections and never answers.
     const requestTimeoutMs = Math.max(1, Math.min(DISCOVERY_REQUEST_TIMEOUT_MS, deadline - Date.now()));
     try {
-      const data = await getClusterInfoOnce(target, trust, requestTimeoutMs);
+      const data = await getClusterInfoOnce(target, trust, requestTimeoutMs, options.agent);
       if (data[jwsSignatureKey(tokenId)] !== undefined) return data;
       last = {
         code: 'E_DISCOVERY_NO_JWS',
@@ -389,7 +398,7 @@ export async function discoverClusterInfo(options: DiscoveryOptions): Promise<Di
   const { target, token, pins, timeoutMs, intervalMs } = validateOptions(options);
   const endpoint = endpointUrl(target);
   const poll = (trust: TlsTrust): Promise<Record<string, string>> =>
-    pollClusterInfo({ target, trust, tokenId: token.id, timeoutMs, intervalMs, logger });
+    pollClusterInfo({ target, trust, tokenId: token.id, timeoutMs, intervalMs, logger, agent: options.agent });
 
   logger.info(`[discovery] Requesting cluster-info from ${JSON.stringify(endpoint)} without TLS verification`);
   const insecureData = await poll({ kind: 'insecure' });

@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../log/run-log.js';
 import { readAgentState, type AgentState } from './agent-state.js';
+import { hubRoute, proxyDisplay } from './http-proxy.js';
 import { runTunnelAgent } from './agent.js';
 import { CERT_RENEW_CHECK_INTERVAL_MS } from './limits.js';
 import { isRenewalDue, renewAgentCertificate } from './registration.js';
@@ -17,18 +18,25 @@ export interface AgentServiceOptions {
   signal: AbortSignal;
   /** State already in hand (right after registration); read from `dataDir` otherwise. */
   state?: AgentState;
+  /** `--proxy` of `agent tunnel`: overrides the proxy stored at registration. */
+  proxy?: string;
+  /** The environment HTTPS_PROXY / NO_PROXY are read from; the process's by default. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Runs the agent until `signal` aborts. */
 export async function runAgentService(options: AgentServiceOptions): Promise<void> {
   let state = options.state ?? readAgentState(options.dataDir);
+  const route = await hubRoute(state.hubServer, { explicit: options.proxy ?? state.proxy, env: options.env });
+  if (route.proxy !== undefined)
+    options.logger.info(`dialling the hub through the HTTP proxy ${proxyDisplay(route.proxy)}`);
   const upstream = new Upstream(await readUpstreamKubeconfig(state.kubeconfig), options.logger);
   let isRenewing = false;
   const renewIfDue = async (): Promise<void> => {
     if (isRenewing || !isRenewalDue(state.certPem)) return;
     isRenewing = true;
     try {
-      state = await renewAgentCertificate(options.dataDir, state, options.logger);
+      state = await renewAgentCertificate(options.dataDir, state, options.logger, route.agent);
     } catch (error) {
       options.logger.warn(`certificate renewal failed, will retry: ${(error as Error).message}`);
     } finally {
@@ -43,6 +51,7 @@ export async function runAgentService(options: AgentServiceOptions): Promise<voi
       hubCaPem: state.hubCaPem,
       identity: () => ({ cluster: state.cluster, certPem: state.certPem, keyPem: state.keyPem }),
       upstream,
+      ...(route.proxy === undefined ? {} : { proxy: route.proxy }),
       logger: options.logger,
       signal: options.signal,
       onConnected: () => void renewIfDue(),

@@ -1,7 +1,7 @@
 /**
  * What `register-cloud` leaves under the agent's data directory, and what
  * `agent tunnel` reads back: `agent.yaml` (hub address, cluster name,
- * upstream kubeconfig path), `hub-ca.crt`, and the client certificate and
+ * upstream kubeconfig path, HTTP proxy; mode 0600), `hub-ca.crt`, and the client certificate and
  * key (`client.crt`, `client.key`, mode 0600).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,6 +17,8 @@ export interface AgentSettings {
   cluster: string;
   /** The kubeconfig the agent reaches its API server with. */
   kubeconfig: string;
+  /** `http://[user:pass@]host:port` of the HTTP proxy to the hub (a secret when it has credentials). */
+  proxy?: string;
 }
 
 /** Everything the agent needs. `keyPem` is a secret. */
@@ -36,7 +38,12 @@ export function writeAgentState(dataDir: string, state: AgentState): void {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   writeFileSync(join(dataDir, CA_FILE), state.hubCaPem, { mode: 0o644 });
   writeAgentCredentials(dataDir, { certPem: state.certPem, keyPem: state.keyPem });
-  const settings: AgentSettings = { hubServer: state.hubServer, cluster: state.cluster, kubeconfig: state.kubeconfig };
+  const settings: AgentSettings = {
+    hubServer: state.hubServer,
+    cluster: state.cluster,
+    kubeconfig: state.kubeconfig,
+    ...(state.proxy === undefined ? {} : { proxy: state.proxy }),
+  };
   writeFileSync(join(dataDir, SETTINGS_FILE), dump(settings), { mode: 0o600 });
 }
 
@@ -62,10 +69,12 @@ export function readAgentState(dataDir: string): AgentState {
     ) {
       throw new Error(`${SETTINGS_FILE} is incomplete`);
     }
+    if (settings.proxy !== undefined && typeof settings.proxy !== 'string') throw new Error(`${SETTINGS_FILE}: proxy`);
     return {
       hubServer: settings.hubServer,
       cluster: settings.cluster,
       kubeconfig: settings.kubeconfig,
+      ...(settings.proxy === undefined ? {} : { proxy: settings.proxy }),
       hubCaPem: readFileSync(join(dataDir, CA_FILE), 'utf8'),
       certPem: readFileSync(join(dataDir, CERT_FILE), 'utf8'),
       keyPem: readFileSync(join(dataDir, KEY_FILE), 'utf8'),

@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
 import { reconnectDelayMs } from './backoff.js';
+import { connectThroughProxy, type HttpProxy } from './http-proxy.js';
 import {
   TUNNEL_ALPN_PROTOCOL,
   TUNNEL_CONNECT_TIMEOUT_MS,
@@ -46,6 +47,8 @@ export interface TunnelAgentOptions {
   identity: () => AgentIdentity;
   upstream: Upstream;
   logger: Logger;
+  /** Dial the hub through this HTTP proxy (CONNECT); TLS to the hub runs inside, pinned as ever. */
+  proxy?: HttpProxy;
 }
 
 /** HTTP/2 settings both ends of the tunnel use. */
@@ -122,16 +125,23 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
   const http2 = await import('node:http2');
   const identity = options.identity();
   const hub = new URL(options.hubServer);
-  const socket: TLSSocket = connect({
-    host: hub.hostname.replace(/^\[|\]$/g, ''),
-    port: Number(hub.port || 443),
+  const host = hub.hostname.replace(/^\[|\]$/g, '');
+  const port = Number(hub.port || 443);
+  const tlsOptions = {
+    host,
+    port,
     servername: /^[\d.:[\]]+$/.test(hub.hostname) ? undefined : hub.hostname,
     ca: options.hubCaPem,
     cert: identity.certPem,
     key: identity.keyPem,
     ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
     rejectUnauthorized: true,
-  });
+  };
+  // Through a proxy, the TLS handshake (CA, client certificate) runs inside the CONNECT tunnel: end to end.
+  const socket: TLSSocket =
+    options.proxy === undefined
+      ? connect(tlsOptions)
+      : connect({ ...tlsOptions, socket: await connectThroughProxy(options.proxy, { host, port }) });
   socket.setNoDelay(true);
   socket.setKeepAlive(true, TUNNEL_PING_INTERVAL_MS);
 

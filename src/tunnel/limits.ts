@@ -45,3 +45,13 @@ export const CERT_RENEW_AT_LIFETIME_FRACTION = 2 / 3;
 export const CERT_RENEW_CHECK_INTERVAL_MS = 60 * 60 * 1000;
 /** How long one request to the cluster's API server may take to start answering (not watches: those stream). */
 export const UPSTREAM_CONNECT_TIMEOUT_MS = 15_000;
+
+/** How long `register-cloud --create-service-account` waits for the cluster to fill the agent's token Secret. */
+export const AGENT_TOKEN_WAIT_MS = 30_000;
+/** How often it looks at the token Secret meanwhile. */
+export const AGENT_TOKEN_POLL_MS = 250;
+
+/** The largest CONNECT answer head the agent reads from an HTTP proxy. */
+export const MAX_PROXY_RESPONSE_HEAD_BYTES = 16 * 1024;
+/** How long an HTTP proxy may take to connect and answer CONNECT. */
+export const PROXY_CONNECT_TIMEOUT_MS = 15_000;

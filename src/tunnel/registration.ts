@@ -5,13 +5,30 @@
  * store it all under the data directory.
  */
 import { X509Certificate } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import type { Agent as HttpsAgent } from 'node:https';
+import { join } from 'node:path';
 import { callHub } from '../hub/hub-client.js';
 import { AGENT_CERT_ORGANIZATION } from '../hub/limits.js';
 import type { Logger } from '../log/run-log.js';
 import { discoverClusterInfo } from '../trust/discovery.js';
+import { renderKubeconfig } from '../kube/kubeconfig.js';
 import { createCsr } from '../trust/pki.js';
-import { writeAgentCredentials, writeAgentState, type AgentState } from './agent-state.js';
+import { writeSecretFileAtomic } from '../trust/secret-file.js';
+import {
+  AGENT_SERVICE_ACCOUNT_NAME,
+  AGENT_SERVICE_ACCOUNT_NAMESPACE,
+  ensureAgentServiceAccount,
+  requireImpersonation,
+} from './agent-rbac.js';
+import { caPinsOfPem, parseCaPins } from '../trust/ca-pin.js';
+import { readAgentState, writeAgentCredentials, writeAgentState, type AgentState } from './agent-state.js';
 import { CERT_RENEW_AT_LIFETIME_FRACTION } from './limits.js';
+import { hubRoute, proxyDisplay } from './http-proxy.js';
+import { readUpstreamKubeconfig, Upstream, type UpstreamCredentials } from './upstream.js';
+
+/** The kubeconfig of the agent's own ServiceAccount, in the data directory (mode 0600). */
+export const AGENT_KUBECONFIG_FILE = 'upstream.kubeconfig';
 
 /** Options of {@link registerCluster}. */
 export interface RegisterOptions {
@@ -22,16 +39,110 @@ export interface RegisterOptions {
   caCertHashes: string[];
   cluster: string;
   labels: Record<string, string>;
-  /** The kubeconfig the agent will use (absolute path). */
+  /** The kubeconfig given (absolute path): the agent's identity, or an admin's with `createServiceAccount`. */
   kubeconfig: string;
+  /**
+   * Create the agent's own ServiceAccount (impersonation rights only) with
+   * the admin `kubeconfig`, and give the agent that identity; the admin
+   * credentials are not stored.
+   */
+  createServiceAccount: boolean;
   dataDir: string;
   discoveryTimeoutMs: number;
   logger: Logger;
+  /** `--proxy`: the HTTP proxy to the hub, stored for the agent (HTTPS_PROXY/NO_PROXY apply without it). */
+  proxy?: string;
+  /** The environment HTTPS_PROXY / NO_PROXY are read from; the process's by default. */
+  env?: NodeJS.ProcessEnv;
 }
 
-/** Registers the cluster and writes the agent state; returns it. */
-export async function registerCluster(options: RegisterOptions): Promise<AgentState> {
+/** What {@link registerCluster} did. */
+export interface Registration {
+  state: AgentState;
+  /** The data directory already held this cluster's valid registration with this hub: the hub was not asked. */
+  wasRegistered: boolean;
+}
+
+/**
+ * The registration already in `dataDir`, when it is for `cluster`, its hub
+ * CA matches one of the pins, and its certificate (issued by that CA) is
+ * still valid: a re-run keeps it instead of registering again.
+ */
+export function existingRegistration(
+  dataDir: string,
+  cluster: string,
+  caCertHashes: readonly string[],
+  now: Date = new Date(),
+): AgentState | undefined {
+  let state: AgentState;
+  try {
+    state = readAgentState(dataDir);
+  } catch {
+    return undefined;
+  }
+  if (state.cluster !== cluster) return undefined;
+  const pins = new Set(parseCaPins(caCertHashes));
+  try {
+    const isPinned = caPinsOfPem(state.hubCaPem).some((pin) => pins.has(pin));
+    const certificate = new X509Certificate(state.certPem);
+    const ca = new X509Certificate(state.hubCaPem);
+    if (!isPinned || !certificate.checkIssued(ca) || !certificate.verify(ca.publicKey)) return undefined;
+    if (Date.parse(certificate.validTo) <= now.getTime()) return undefined;
+  } catch {
+    return undefined;
+  }
+  return state;
+}
+
+/**
+ * Registers the cluster and writes the agent state; returns it. Everything
+ * on the edge cluster (the agent's identity, its right to impersonate) is
+ * settled before the hub token is used, so a refusal there spends no
+ * token usage and registers nothing at the hub.
+ */
+export async function registerCluster(options: RegisterOptions): Promise<Registration> {
+  const given = await readUpstreamKubeconfig(options.kubeconfig);
+  let agentCredentials: UpstreamCredentials | undefined;
+  let identity = `the identity of ${options.kubeconfig}`;
+  if (options.createServiceAccount) {
+    const account = await ensureAgentServiceAccount({ admin: given, logger: options.logger });
+    agentCredentials = account.credentials;
+    identity = `ServiceAccount ${AGENT_SERVICE_ACCOUNT_NAMESPACE}/${AGENT_SERVICE_ACCOUNT_NAME}`;
+    options.logger.info(
+      account.hasChanged ? `created ${identity} for the agent` : `${identity} for the agent is already in place`,
+    );
+  }
+  const upstream = new Upstream(agentCredentials ?? given, options.logger);
+  try {
+    await requireImpersonation(upstream, options.logger, identity);
+  } finally {
+    upstream.close();
+  }
+  const kubeconfig = agentCredentials === undefined ? options.kubeconfig : join(options.dataDir, AGENT_KUBECONFIG_FILE);
+  const writeAgentKubeconfig = (): void => {
+    if (agentCredentials === undefined) return;
+    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+    writeSecretFileAtomic(kubeconfig, renderAgentKubeconfig(agentCredentials));
+  };
+  const existing = existingRegistration(options.dataDir, options.cluster, options.caCertHashes);
+  if (existing !== undefined) {
+    const state: AgentState = { ...existing, kubeconfig };
+    delete state.proxy;
+    if (options.proxy !== undefined) state.proxy = options.proxy;
+    writeAgentKubeconfig();
+    if (existing.kubeconfig !== kubeconfig || existing.proxy !== state.proxy) writeAgentState(options.dataDir, state);
+    options.logger.info(
+      `cluster ${options.cluster} is already registered with the hub at ${existing.hubServer}; keeping its credentials`,
+    );
+    return { state, wasRegistered: true };
+  }
+  const hubRouteOptions = { explicit: options.proxy, env: options.env };
+  const hubAddress = new URL(`https://${options.hub}`);
+  const route = await hubRoute(hubAddress.origin, hubRouteOptions);
+  if (route.proxy !== undefined)
+    options.logger.info(`reaching the hub through the HTTP proxy ${proxyDisplay(route.proxy)}`);
   const discovered = await discoverClusterInfo({
+    ...(route.agent === undefined ? {} : { agent: route.agent }),
     endpoint: options.hub,
     token: options.token,
     caCertHashes: options.caCertHashes,
@@ -45,19 +156,35 @@ export async function registerCluster(options: RegisterOptions): Promise<AgentSt
     method: 'POST',
     path: '/hub/v1/register',
     token: options.token,
+    ...(route.agent === undefined ? {} : { agent: route.agent }),
     body: { name: options.cluster, labels: options.labels, csr: csr.csrPem },
   });
+  writeAgentKubeconfig();
   const state: AgentState = {
     hubServer: discovered.server,
     cluster: options.cluster,
-    kubeconfig: options.kubeconfig,
+    kubeconfig,
+    ...(options.proxy === undefined ? {} : { proxy: options.proxy }),
     hubCaPem: discovered.caPem,
     certPem: answer.certPem,
     keyPem: csr.keyPem,
   };
   writeAgentState(options.dataDir, state);
   options.logger.info(`registered cluster ${options.cluster} with the hub at ${discovered.server}`);
-  return state;
+  return { state, wasRegistered: false };
+}
+
+/** The agent's own kubeconfig: server, CA and ServiceAccount token. */
+function renderAgentKubeconfig(credentials: UpstreamCredentials): string {
+  return renderKubeconfig(
+    {
+      server: credentials.server,
+      contextName: AGENT_SERVICE_ACCOUNT_NAME,
+      ...(credentials.caPem === undefined ? {} : { caPem: credentials.caPem }),
+      ...(credentials.token === undefined ? {} : { token: credentials.token }),
+    },
+    AGENT_SERVICE_ACCOUNT_NAME,
+  );
 }
 
 /** Whether a certificate has used up {@link CERT_RENEW_AT_LIFETIME_FRACTION} of its lifetime at `now`. */
@@ -69,7 +196,12 @@ export function isRenewalDue(certPem: string, now: Date = new Date()): boolean {
 }
 
 /** Trades the current certificate for a new one with a new key; writes both; returns the new state. */
-export async function renewAgentCertificate(dataDir: string, state: AgentState, logger: Logger): Promise<AgentState> {
+export async function renewAgentCertificate(
+  dataDir: string,
+  state: AgentState,
+  logger: Logger,
+  agent?: HttpsAgent,
+): Promise<AgentState> {
   const csr = await createCsr({ commonName: state.cluster, organizations: [AGENT_CERT_ORGANIZATION] });
   const answer = await callHub<{ certPem: string }>({
     server: state.hubServer,
@@ -79,6 +211,7 @@ export async function renewAgentCertificate(dataDir: string, state: AgentState, 
     method: 'POST',
     path: '/hub/v1/renew',
     body: { csr: csr.csrPem },
+    ...(agent === undefined ? {} : { agent }),
   });
   writeAgentCredentials(dataDir, { certPem: answer.certPem, keyPem: csr.keyPem });
   logger.info(`renewed the hub certificate of cluster ${state.cluster}`);

@@ -127,24 +127,40 @@ export class Upstream {
 
   /** GETs a path as the agent itself (for the hello: version and node count). */
   async getJson(path: string): Promise<unknown> {
+    return this.requestJson('GET', path);
+  }
+
+  /**
+   * One JSON request as the agent itself (no impersonation): the hello, and
+   * the access reviews that check the agent's own RBAC. Any status but 2xx
+   * is an error that names it.
+   */
+  async requestJson(method: string, path: string, body?: unknown): Promise<unknown> {
     const { request } = await import('node:https');
     const url = new URL(path, this.credentials.server);
     const agent = await this.#httpsAgent();
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     return new Promise((resolvePromise, reject) => {
       const auth = this.#authorization();
       const req = request(
         url,
         {
+          method,
           agent,
-          headers: { Accept: 'application/json', ...(auth ? { Authorization: auth } : {}) },
+          headers: {
+            Accept: 'application/json',
+            ...(auth ? { Authorization: auth } : {}),
+            ...(payload ? { 'Content-Type': 'application/json', 'Content-Length': String(payload.length) } : {}),
+          },
           timeout: UPSTREAM_CONNECT_TIMEOUT_MS,
         },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
           res.on('end', () => {
-            if (res.statusCode !== 200) {
-              reject(new Error(`GET ${path} answered HTTP ${res.statusCode}`));
+            const status = res.statusCode ?? 0;
+            if (status < 200 || status >= 300) {
+              reject(new Error(`${method} ${path} answered HTTP ${status}`));
               return;
             }
             try {
@@ -156,9 +172,9 @@ export class Upstream {
           res.on('error', reject);
         },
       );
-      req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
       req.on('error', reject);
-      req.end();
+      req.end(payload);
     });
   }
 

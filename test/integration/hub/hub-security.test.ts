@@ -37,7 +37,7 @@ function tokenOf(configPath: string): string {
   return match[1] as string;
 }
 
-describe('hub: security', () => {
+describe('hub: security', { timeout: 120_000 }, () => {
   let hub: HubProcess;
   let dev: EdgeCluster;
   let prod: EdgeCluster;
@@ -124,7 +124,7 @@ describe('hub: security', () => {
     await sleep(1500);
     const cluster = await startEdgeCluster('late-1');
     try {
-      const result = await runCli(registerArgs({ hub, token, cluster, labels: 'env=dev' }));
+      const result = await runCli([...registerArgs({ hub, token, cluster, labels: 'env=dev' }), '--register-only']);
       expect(result.exitCode).not.toBe(0);
       expect(result.stderr).toMatch(/JWS signature|expired/);
       const direct = await hubRequest({
@@ -148,9 +148,12 @@ describe('hub: security', () => {
     const first = await startEdgeCluster('once-1');
     const second = await startEdgeCluster('once-2');
     try {
-      const ok = await runCli(registerArgs({ hub, token, cluster: first, labels: 'env=dev' }));
+      const ok = await runCli([...registerArgs({ hub, token, cluster: first, labels: 'env=dev' }), '--register-only']);
       expect(ok.exitCode, ok.stderr).toBe(0);
-      const spent = await runCli(registerArgs({ hub, token, cluster: second, labels: 'env=dev' }));
+      const spent = await runCli([
+        ...registerArgs({ hub, token, cluster: second, labels: 'env=dev' }),
+        '--register-only',
+      ]);
       expect(spent.exitCode).not.toBe(0);
       const direct = await hubRequest({
         hub,
@@ -174,7 +177,10 @@ describe('hub: security', () => {
     const cluster = await startEdgeCluster('pinned-1');
     try {
       const wrongPin = `sha256:${'ab'.repeat(32)}`;
-      const result = await runCli(registerArgs({ hub, token, cluster, labels: 'env=dev', pin: wrongPin }));
+      const result = await runCli([
+        ...registerArgs({ hub, token, cluster, labels: 'env=dev', pin: wrongPin }),
+        '--register-only',
+      ]);
       expect(result.exitCode).not.toBe(0);
       expect(result.stderr).toContain('E_DISCOVERY_PIN_MISMATCH');
       expect(result.stderr).toMatch(/none of the public keys/);
@@ -215,7 +221,10 @@ describe('hub: security', () => {
       await gone.agent?.waitForOutput(/tunnel to the hub closed|refused/);
       // Registered again under the same name, with a new certificate.
       const again = { ...gone, dataDir: join(mkdtempSync(join(tmpdir(), 'gone-again-')), 'agent') };
-      const reRegistered = await runCli(registerArgs({ hub, token, cluster: again, labels: 'env=dev' }));
+      const reRegistered = await runCli([
+        ...registerArgs({ hub, token, cluster: again, labels: 'env=dev' }),
+        '--register-only',
+      ]);
       expect(reRegistered.exitCode, reRegistered.stderr).toBe(0);
       const upstream = new Upstream(await readUpstreamKubeconfig(gone.kubeconfigPath), silentLogger);
       await expect(

@@ -4,7 +4,8 @@
  * groups), then a bearer token — a static token from the options, or a
  * bootstrap token `<id>.<secret>` checked against its
  * `bootstrap-token-<id>` Secret in kube-system (type, expiry, and
- * `usage-bootstrap-authentication`). A request without credentials (or
+ * `usage-bootstrap-authentication`), or a ServiceAccount token filled in
+ * by the simulated token controller (service-account-tokens.ts). A request without credentials (or
  * with a non-Bearer Authorization header) is anonymous; a request with bad
  * credentials is refused with 401.
  *
@@ -19,6 +20,7 @@ import type { TLSSocket } from 'node:tls';
 import type { RequestInfo } from './request-info.js';
 import type { ResourceDefinition } from './resources.js';
 import type { RbacAuthorizer, UserInfo } from './rbac.js';
+import { authenticateServiceAccountToken } from './service-account-tokens.js';
 import type { SimStore } from './store.js';
 import { badRequest, forbidden, unauthorized } from './status.js';
 
@@ -46,6 +48,8 @@ export interface AuthenticatorOptions {
   acceptClientCertificates: boolean;
   /** Whether bootstrap-token Secrets authenticate `<id>.<secret>` bearer tokens. */
   acceptBootstrapTokens: boolean;
+  /** ServiceAccounts, for the tokens of the simulated token controller (service-account-tokens.ts). */
+  serviceAccounts: ResourceDefinition;
 }
 
 function withAuthenticatedGroup(user: UserInfo): UserInfo {
@@ -83,6 +87,9 @@ export class Authenticator {
     if (identity) return withAuthenticatedGroup({ name: identity.user, groups: [...(identity.groups ?? [])] });
     const bootstrap = this.#options.acceptBootstrapTokens ? this.#fromBootstrapToken(token) : undefined;
     if (bootstrap) return bootstrap;
+    const { store, secrets, serviceAccounts } = this.#options;
+    const account = authenticateServiceAccountToken(store, { secrets, serviceAccounts }, token);
+    if (account) return withAuthenticatedGroup(account);
     throw unauthorized();
   }
 

@@ -58,6 +58,7 @@ import {
 } from './status.js';
 import type { StatusObject } from './status.js';
 import { SimStore } from './store.js';
+import { startTokenController } from './service-account-tokens.js';
 import type { KubeObject, StoreSnapshot } from './store.js';
 import type { IncludeObject } from './tables.js';
 import { TABLE_CONTENT_TYPE, toTable, wantsTable } from './tables.js';
@@ -352,6 +353,7 @@ class SimApiServerImpl implements SimApiServer {
       tokens: this.#tokens,
       acceptClientCertificates: options.acceptClientCertificates ?? true,
       acceptBootstrapTokens: options.acceptBootstrapTokens ?? true,
+      serviceAccounts: this.#definition('', 'v1', 'serviceaccounts'),
     });
     this.#authorizer = new RbacAuthorizer(this.store, {
       roles: this.#definition('rbac.authorization.k8s.io', 'v1', 'roles'),
@@ -366,6 +368,14 @@ class SimApiServerImpl implements SimApiServer {
       for (const object of [...bootstrap, ...(options.objects ?? [])])
         this.#objects.upsert(object, HANDLE_FIELD_MANAGER);
     }
+    startTokenController(
+      this.store,
+      {
+        secrets: this.#definition('', 'v1', 'secrets'),
+        serviceAccounts: this.#definition('', 'v1', 'serviceaccounts'),
+      },
+      this.caPem,
+    );
     if (options.onChange) {
       const onChange = options.onChange;
       this.store.subscribe(() => onChange());

@@ -35,6 +35,13 @@ describe('Redactor', () => {
     expect(redact('authorization: basic dXNlcjpwYXNz')).toBe(`authorization: basic ${REDACTED}`);
   });
 
+  it('hides the user information of URLs (proxy credentials), and keeps the rest', () => {
+    expect(redact('--proxy http://site:pr0xy-pw@proxy.local:3128 --foreground')).toBe(
+      `--proxy http://${REDACTED}@proxy.local:3128 --foreground`,
+    );
+    expect(redact('see https://example.com/a@b')).toBe('see https://example.com/a@b');
+  });
+
   it('hides secret-named flags in both forms, and leaves others alone', () => {
     expect(redact('--ssh-password hunter2 --node-name edge-1')).toBe(`--ssh-password ${REDACTED} --node-name edge-1`);
     expect(redact('--sudo-password=hunter2')).toBe(`--sudo-password=${REDACTED}`);
