@@ -132,20 +132,22 @@ async function register(message: RegisterMessage): Promise<void> {
   let registered = 0;
   // The first cluster: the whole register-cloud flow, discovery included.
   const head = indexes[0] as number;
-  let hubState;
+  let hubState: AgentStateModule.AgentState;
   if (existsSync(join(dataDirOf(head), 'agent.yaml'))) hubState = readAgentState(dataDirOf(head));
   else {
-    hubState = await registerCluster({
+    const registration = await registerCluster({
       hub: message.hub,
       token: message.token,
       caCertHashes: [message.pin],
       cluster: `sim-${head}`,
       labels: { bench: 'scale' },
       kubeconfig,
+      createServiceAccount: false,
       dataDir: dataDirOf(head),
       discoveryTimeoutMs: 120_000,
       logger: silent,
     });
+    hubState = registration.state;
     registered += 1;
   }
   identities.push({ index: head, cluster: `sim-${head}`, certPem: hubState.certPem, keyPem: hubState.keyPem });
