@@ -80,7 +80,7 @@ export interface TestHost {
   /** The address tests connect to (through the bastion for hosts behind it). */
   address: string;
   port: number;
-  /** For a bastion: its address on the inner network. */
+  /** For a bastion or a dual-homed host: its address on the inner network. */
   innerAddress?: string;
   isBastion: boolean;
   /** `ssh-ed25519 AAAA…` */
@@ -136,6 +136,14 @@ export interface StartTestHostsOptions {
   count: number;
   /** Make `hosts[0]` a bastion that is the only way to reach the others. */
   bastion?: boolean;
+  /**
+   * With a bastion: hosts (by index) that sit on both networks, as a control
+   * plane in a datacenter does: this machine reaches them directly at
+   * `address` (on eth0, so it is their first address), and every host behind
+   * the bastion has a route to that address through their `innerAddress`.
+   * The other hosts behind the bastion stay reachable only through it.
+   */
+  dualHomed?: number[];
 }
 
 interface SlotOwner {
@@ -389,8 +397,27 @@ class Harness {
   #planHosts(): void {
     const s = this.#slot;
     const withBastion = this.#options.bastion === true;
+    const dualHomed = new Set(this.#options.dualHomed ?? []);
+    if (dualHomed.size > 0 && (!withBastion || dualHomed.has(0))) {
+      throw new Error('dualHomed needs a bastion, and names hosts other than the bastion (index 0)');
+    }
     for (let i = 0; i < this.#options.count; i++) {
       const name = `${TEST_HOSTS_PREFIX}${s}-h${i}`;
+      if (dualHomed.has(i)) {
+        const octet = FIRST_HOST_OCTET + i;
+        this.#plans.push({
+          name,
+          netns: name,
+          isBastion: false,
+          address: `${OUTER_NET}.${s}.${octet}`,
+          innerAddress: `${INNER_NET}.${s}.${octet}`,
+          links: [
+            { ifname: 'eth0', port: `o${i}`, bridge: 'brout', cidr: `${OUTER_NET}.${s}.${octet}/24` },
+            { ifname: 'eth1', port: `p${i}`, bridge: 'brin', cidr: `${INNER_NET}.${s}.${octet}/24` },
+          ],
+        });
+        continue;
+      }
       if (withBastion && i === 0) {
         this.#plans.push({
           name,
@@ -469,6 +496,14 @@ class Harness {
         await sh('ip', ['-n', sw, 'link', 'set', link.port, 'master', link.bridge, 'up']);
         await sh('ip', ['-n', plan.netns, 'addr', 'add', link.cidr, 'dev', link.ifname]);
         await sh('ip', ['-n', plan.netns, 'link', 'set', link.ifname, 'up']);
+      }
+    }
+    // Hosts behind the bastion reach a dual-homed host's outer address through its inner one.
+    const gateways = this.#plans.filter((plan) => !plan.isBastion && plan.innerAddress !== undefined);
+    for (const plan of this.#plans) {
+      if (plan.isBastion || plan.innerAddress !== undefined || !plan.address.startsWith(`${INNER_NET}.`)) continue;
+      for (const gateway of gateways) {
+        await sh('ip', ['-n', plan.netns, 'route', 'add', `${gateway.address}/32`, 'via', gateway.innerAddress!]);
       }
     }
   }
