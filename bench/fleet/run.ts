@@ -26,6 +26,11 @@
  *   the agent, then waits until the agent has registered its Node (as k3s's
  *   install script waits for its service). No checks: they do less than
  *   edgeadm.
+ *
+ * Reported per tool: wall time, the CPU time of its own processes (GNU
+ * time: the tool and the children it waited for, such as ssh clients or
+ * Ansible's forks; not sshd or anything on the hosts) and its largest
+ * process's peak RSS.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -62,6 +67,8 @@ const AGENT_KUBECONFIG = '/var/lib/rancher/k3s/agent/kubelet.kubeconfig';
 
 interface Measured {
   seconds: number;
+  /** User plus system CPU seconds of the tool's own processes (GNU time: the tool and what it waited for; not sshd or the hosts). */
+  cpuSeconds: number;
   /** Largest resident set of the tool's processes, KiB (GNU time's %M: the largest process waited for). */
   maxRssKiB: number;
 }
@@ -94,14 +101,15 @@ function run(
 async function measured(dir: string, file: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Measured> {
   const timeFile = join(dir, 'time.txt');
   const start = performance.now();
-  const result = await run('/usr/bin/time', ['-f', '%M', '-o', timeFile, file, ...args], { env });
+  const result = await run('/usr/bin/time', ['-f', '%U %S %M', '-o', timeFile, file, ...args], { env });
   const seconds = (performance.now() - start) / 1000;
   if (result.code !== 0) {
     throw new Error(
       `${file} ${args.join(' ')} exited ${result.code}:\n${result.stdout.slice(-4000)}\n${result.stderr.slice(-4000)}`,
     );
   }
-  return { seconds, maxRssKiB: Number(readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)) };
+  const [user, system, rss] = readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
+  return { seconds, cpuSeconds: user! + system!, maxRssKiB: rss! };
 }
 
 function quote(value: string): string {
@@ -290,6 +298,7 @@ try {
       ];
       return {
         seconds: steps.reduce((sum, step) => sum + step.seconds, 0),
+        cpuSeconds: steps.reduce((sum, step) => sum + step.cpuSeconds, 0),
         maxRssKiB: Math.max(...steps.map((step) => step.maxRssKiB)),
       };
     },
@@ -323,7 +332,7 @@ try {
       await checkAndForgetNodes(name);
       results[name]!.push(result);
       console.error(
-        `round ${round + 1}: ${name}: ${result.seconds.toFixed(2)} s, ${(result.maxRssKiB / 1024).toFixed(0)} MiB`,
+        `round ${round + 1}: ${name}: ${result.seconds.toFixed(2)} s, ${result.cpuSeconds.toFixed(1)} CPU s, ${(result.maxRssKiB / 1024).toFixed(0)} MiB`,
       );
     }
   }
@@ -334,12 +343,14 @@ try {
   console.log(
     `${hostCount} hosts, concurrency ${concurrency}, ${mib} MiB package, ${rounds} interleaved rounds, node ${process.version}`,
   );
-  console.log('| tool | median s | min s | max s | × Ansible | × pssh | peak RSS MiB |\n|---|---|---|---|---|---|---|');
+  console.log(
+    '| tool | median s | min s | max s | × Ansible | × pssh | median CPU s | peak RSS MiB |\n|---|---|---|---|---|---|---|---|',
+  );
   for (const [name, xs] of Object.entries(results)) {
     const seconds = xs.map((r) => r.seconds);
     const m = median(seconds);
     console.log(
-      `| ${name} | ${m.toFixed(2)} | ${Math.min(...seconds).toFixed(2)} | ${Math.max(...seconds).toFixed(2)} | ${(m / ansible).toFixed(2)} | ${(m / pssh).toFixed(2)} | ${(Math.max(...xs.map((r) => r.maxRssKiB)) / 1024).toFixed(0)} |`,
+      `| ${name} | ${m.toFixed(2)} | ${Math.min(...seconds).toFixed(2)} | ${Math.max(...seconds).toFixed(2)} | ${(m / ansible).toFixed(2)} | ${(m / pssh).toFixed(2)} | ${median(xs.map((r) => r.cpuSeconds)).toFixed(1)} | ${(Math.max(...xs.map((r) => r.maxRssKiB)) / 1024).toFixed(0)} |`,
     );
   }
 } finally {
