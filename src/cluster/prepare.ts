@@ -24,6 +24,11 @@ export interface PrepareNodeOptions {
   distribution: string;
   /** `--install-pkg-path`: a file or an http(s) URL. */
   installPackage: string | undefined;
+  /**
+   * The package, already resolved and verified (a fleet run verifies each
+   * package once for all its hosts); `installPackage` is then not read.
+   */
+  resolvedPackage?: ResolvedPackage;
   requestedServiceManager: ServiceManagerKind | undefined;
   logger: Logger;
 }
@@ -40,15 +45,15 @@ export interface PreparedNode {
 /** Verifies the package, connects, and loads what the phases need. */
 export async function prepareNode(options: PrepareNodeOptions): Promise<PreparedNode> {
   const distribution = distributionFor(options.distribution);
-  if (!options.installPackage) {
+  if (!options.resolvedPackage && !options.installPackage) {
     throw new ValidationError('no install package: pass --install-pkg-path (a file or an http(s) URL)', {
       code: 'E_NO_PACKAGE',
       hints: ['edgeadm package build makes one from a directory with bin/k3s.'],
     });
   }
-  const pkg = await resolvePackageSource(options.installPackage, {
-    cacheDir: join(edgeadmHome(), 'packages'),
-  });
+  const pkg =
+    options.resolvedPackage ??
+    (await resolvePackageSource(options.installPackage!, { cacheDir: join(edgeadmHome(), 'packages') }));
   if (pkg.manifest.distribution !== distribution.name) {
     throw new ValidationError(
       `the install package ${pkg.manifest.name} is for ${pkg.manifest.distribution}, not ${distribution.name}`,

@@ -9,7 +9,8 @@
  * are pure; {@link StateRecorder} ties them to a host.
  */
 import { EdgeadmError } from '../errors.js';
-import type { Host } from '../hosts/host.js';
+import { HostCommandError, type Host } from '../hosts/host.js';
+import { quoteShellArg } from '../hosts/shell.js';
 import type { ServiceManagerKind } from './service-manager.js';
 
 /** The directory of the state. */
@@ -117,6 +118,8 @@ export async function loadState(host: Host): Promise<InstallState | undefined> {
 export class StateRecorder {
   #state: InstallState;
   #isDirty = false;
+  /** Whether {@link STATE_DIR} is known to exist (checked once per recorder). */
+  #hasStateDir = false;
   readonly #host: Host;
 
   constructor(host: Host, state: InstallState) {
@@ -155,10 +158,11 @@ export class StateRecorder {
    * without creating anything: the distribution creates them.
    */
   async claimDirectory(path: string): Promise<void> {
-    for (const dir of pathChain(path).slice(0, -1)) {
-      if (this.#state.directories.includes(dir)) continue;
-      if (!(await this.#host.exists(dir, { sudo: true }))) this.update((state) => recordDirectory(state, dir));
-    }
+    const parents = pathChain(path)
+      .slice(0, -1)
+      .filter((dir) => !this.#state.directories.includes(dir));
+    const existing = await this.#existing(parents);
+    for (const dir of parents) if (!existing.has(dir)) this.update((state) => recordDirectory(state, dir));
     this.update((state) => recordDirectory(state, path));
   }
 
@@ -168,13 +172,8 @@ export class StateRecorder {
    */
   async ensureDirectory(path: string): Promise<void> {
     const chain = pathChain(path);
-    let firstMissing = -1;
-    for (let i = 0; i < chain.length; i++) {
-      if (!(await this.#host.exists(chain[i]!, { sudo: true }))) {
-        firstMissing = i;
-        break;
-      }
-    }
+    const existing = await this.#existing(chain);
+    const firstMissing = chain.findIndex((dir) => !existing.has(dir));
     if (firstMissing < 0) return;
     for (const dir of chain.slice(firstMissing)) this.update((state) => recordDirectory(state, dir));
     await this.save();
@@ -186,14 +185,34 @@ export class StateRecorder {
     }
   }
 
+  /**
+   * Which of `paths` exist on the host (even as dangling links), in one
+   * command: a join checks dozens of paths, and each command is a round
+   * trip and a shell on the host.
+   */
+  async #existing(paths: string[]): Promise<Set<string>> {
+    if (paths.length === 0) return new Set();
+    const result = await this.#host.exec(
+      `for p in ${paths.map(quoteShellArg).join(' ')}; do if [ -e "$p" ] || [ -L "$p" ]; then printf '%s\\n' "$p"; fi; done`,
+      { sudo: true, readOnly: true, description: `check ${paths.join(', ')}` },
+    );
+    if (result.exitCode !== 0) throw new HostCommandError(this.#host.name, result, `check ${paths.join(', ')}`);
+    const listed = new Set(result.stdout.split('\n'));
+    return new Set(paths.filter((path) => listed.has(path)));
+  }
+
   /** Writes the state file when something changed since the last save. */
   async save(): Promise<void> {
     if (!this.#isDirty) return;
-    if (!(await this.#host.exists(STATE_DIR, { sudo: true }))) {
-      for (const dir of pathChain(STATE_DIR)) {
-        if (!(await this.#host.exists(dir, { sudo: true }))) this.#state = recordDirectory(this.#state, dir);
+    if (!this.#hasStateDir) {
+      const existing = await this.#existing(pathChain(STATE_DIR));
+      if (!existing.has(STATE_DIR)) {
+        for (const dir of pathChain(STATE_DIR)) {
+          if (!existing.has(dir)) this.#state = recordDirectory(this.#state, dir);
+        }
+        await this.#host.exec(`mkdir -p ${STATE_DIR}`, { sudo: true, description: `create ${STATE_DIR}` });
       }
-      await this.#host.exec(`mkdir -p ${STATE_DIR}`, { sudo: true, description: `create ${STATE_DIR}` });
+      this.#hasStateDir = true;
     }
     this.#state = recordFile(this.#state, STATE_FILE);
     await this.#host.put(Buffer.from(`${JSON.stringify(this.#state, null, 2)}\n`), STATE_FILE, {

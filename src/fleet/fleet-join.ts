@@ -3,7 +3,8 @@
  * control-plane hosts are left alone), with kubeadm's token and CA pin trust
  * model, one SSH connection per host and one per bastion for the whole run.
  * Each node's labels and edge flag come from the inventory; its package from
- * the inventory or `--install-pkg-path`.
+ * the inventory or `--install-pkg-path`, verified once for the whole run
+ * before any host is reached, and uploaded only to hosts that do not have it.
  */
 import { runJoin } from '../cluster/join.js';
 import { prepareNode } from '../cluster/prepare.js';
@@ -19,6 +20,7 @@ import {
   type FleetRunOptions,
   type FleetRunSummary,
 } from './fleet-run.js';
+import { FleetPackages } from './fleet-packages.js';
 import { fleetHostConnectOptions } from './host-connect.js';
 
 /** Options of {@link fleetJoin}. */
@@ -37,6 +39,10 @@ export interface FleetJoinOptions extends Omit<FleetRunOptions, 'command' | 'tas
   discoveryTimeout: string;
   ignorePreflightErrors: string[];
   skipPhases?: string[];
+  /** The run's verified packages (`fleet up` shares its own); a fresh set when absent. */
+  packages?: FleetPackages;
+  /** Bastion connections to share (`fleet up` shares its own); the caller then closes them. */
+  sharedJumps?: Map<string, SshConnection>;
 }
 
 /** One node in the report. */
@@ -58,7 +64,11 @@ const PHASE_LINE = /^\[([\w/.-]+)\]/;
 /** Joins the nodes of the fleet. */
 export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinResult> {
   const outcomes = new Map<string, Pick<FleetJoinHostEntry, 'isChanged' | 'node'>>();
-  const sharedJumps = new Map<string, SshConnection>();
+  const packages = await (options.packages ?? new FleetPackages(options.edgeadmHome)).forHosts(
+    options.hosts,
+    options.installPackage,
+  );
+  const sharedJumps = options.sharedJumps ?? new Map<string, SshConnection>();
   let run;
   try {
     run = await runFleet({
@@ -71,6 +81,7 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
           isDryRun: options.isDryRun,
           distribution: options.distribution,
           installPackage: fleetHost.packagePath ?? options.installPackage,
+          resolvedPackage: packages.get(fleetHost.name)!,
           requestedServiceManager: options.requestedServiceManager,
           logger: options.logger,
         });
@@ -105,7 +116,7 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
       },
     });
   } finally {
-    await closeSharedJumps(sharedJumps);
+    if (options.sharedJumps === undefined) await closeSharedJumps(sharedJumps);
   }
   const hosts = fleetHostEntries(run.state, options.hosts).map((entry): FleetJoinHostEntry => {
     const outcome = outcomes.get(entry.host);

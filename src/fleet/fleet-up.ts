@@ -11,6 +11,7 @@ import { EdgeadmError, ValidationError } from '../errors.js';
 import { closeSharedJumps } from '../hosts/connect.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';
 import { fleetJoin, type FleetJoinOptions, type FleetJoinResult } from './fleet-join.js';
+import { FleetPackages } from './fleet-packages.js';
 import { fleetHostConnectOptions } from './host-connect.js';
 import type { FleetHost } from './inventory/types.js';
 
@@ -66,37 +67,54 @@ export async function fleetUp(options: FleetUpOptions): Promise<FleetUpResult> {
         : {}),
     },
   });
+  // One verification per package and one connection per bastion, for the control plane and the nodes alike.
+  const packages = new FleetPackages(options.edgeadmHome);
   const sharedJumps = new Map<string, SshConnection>();
-  let init;
   try {
-    const prepared = await prepareNode({
-      connect: fleetHostConnectOptions(controlPlane, { ...options.connect, logger: options.logger }, sharedJumps),
-      isDryRun: false,
-      distribution: settings.distribution,
-      installPackage: settings.installPackage,
-      requestedServiceManager: options.requestedServiceManager,
-      logger: options.logger,
-    });
-    const { distribution: _name, installPackage, ...rest } = settings;
-    try {
-      init = await runInit({
-        ...prepared,
-        ...rest,
-        isDryRun: false,
-        installPackagePath: installPackage!,
-        ignorePreflightErrors: options.ignorePreflightErrors,
-        ...(options.kubeconfigOut === undefined ? {} : { kubeconfigOut: options.kubeconfigOut }),
-        logger: options.logger,
-        onLine: (line) => {
-          options.logger.info(line);
-          options.onControlPlaneLine?.(line);
-        },
-      });
-    } finally {
-      await prepared.host.close();
-    }
+    return await upWith(options, settings, packages, sharedJumps);
   } finally {
     await closeSharedJumps(sharedJumps);
+  }
+}
+
+async function upWith(
+  options: FleetUpOptions,
+  settings: ReturnType<typeof resolveInitSettings>,
+  packages: FleetPackages,
+  sharedJumps: Map<string, SshConnection>,
+): Promise<FleetUpResult> {
+  const { controlPlane } = options;
+  // Every package is verified before any host is reached, the nodes' too.
+  await packages.forHosts(options.nodes, options.installPackage);
+  const prepared = await prepareNode({
+    connect: fleetHostConnectOptions(controlPlane, { ...options.connect, logger: options.logger }, sharedJumps),
+    isDryRun: false,
+    distribution: settings.distribution,
+    installPackage: settings.installPackage,
+    ...(settings.installPackage === undefined
+      ? {}
+      : { resolvedPackage: await packages.resolve(settings.installPackage) }),
+    requestedServiceManager: options.requestedServiceManager,
+    logger: options.logger,
+  });
+  const { distribution: _name, installPackage, ...rest } = settings;
+  let init;
+  try {
+    init = await runInit({
+      ...prepared,
+      ...rest,
+      isDryRun: false,
+      installPackagePath: installPackage!,
+      ignorePreflightErrors: options.ignorePreflightErrors,
+      ...(options.kubeconfigOut === undefined ? {} : { kubeconfigOut: options.kubeconfigOut }),
+      logger: options.logger,
+      onLine: (line) => {
+        options.logger.info(line);
+        options.onControlPlaneLine?.(line);
+      },
+    });
+  } finally {
+    await prepared.host.close();
   }
   // init keeps one join token and reuses it on a re-run, so that nodes that
   // already joined see the same configuration and stay unchanged; the join
@@ -117,6 +135,8 @@ export async function fleetUp(options: FleetUpOptions): Promise<FleetUpResult> {
     endpoint: new URL(init.server).host,
     caCertHashes: [init.caCertHash],
     isUnsafeSkipCaVerification: false,
+    packages,
+    sharedJumps,
   });
   return {
     ...joined,

@@ -46,8 +46,14 @@ const OUTER_NET = '10.213';
 const INNER_NET = '10.214';
 /** Host i gets .<FIRST_HOST_OCTET + i>; the bastion gets .2 on both networks, the root side .1. */
 const FIRST_HOST_OCTET = 10;
-/** How long an sshd may take to print "Server listening". */
-const SSHD_START_TIMEOUT_MS = 15_000;
+/**
+ * Hosts set up at once (their links, then their sshd). Bounded so that each
+ * start gets the machine's time within {@link SSHD_START_TIMEOUT_MS} when
+ * a harness has dozens of hosts on two busy cores.
+ */
+const SETUP_CONCURRENCY = 6;
+/** How long an sshd may take to print "Server listening" (generous: dozens of hosts start on two busy cores). */
+const SSHD_START_TIMEOUT_MS = 60_000;
 /** How long teardown waits for killed processes to go before deleting namespaces. */
 const PROCESS_EXIT_WAIT_MS = 5_000;
 /** Bytes of each sshd's stderr kept for failure messages. */
@@ -84,7 +90,7 @@ export interface TestHost {
   /** The address tests connect to (through the bastion for hosts behind it). */
   address: string;
   port: number;
-  /** For a bastion: its address on the inner network. */
+  /** For a bastion or a dual-homed host: its address on the inner network. */
   innerAddress?: string;
   isBastion: boolean;
   /** `ssh-ed25519 AAAA…` */
@@ -140,6 +146,14 @@ export interface StartTestHostsOptions {
   count: number;
   /** Make `hosts[0]` a bastion that is the only way to reach the others. */
   bastion?: boolean;
+  /**
+   * With a bastion: hosts (by index) that sit on both networks, as a control
+   * plane in a datacenter does: this machine reaches them directly at
+   * `address` (on eth0, so it is their first address), and every host behind
+   * the bastion has a route to that address through their `innerAddress`.
+   * The other hosts behind the bastion stay reachable only through it.
+   */
+  dualHomed?: number[];
 }
 
 interface SlotOwner {
@@ -330,6 +344,29 @@ async function sh(file: string, args: string[]): Promise<string> {
   }
 }
 
+/** Runs `ip -n <netns> -batch -` with `commands`, one per line. */
+async function ipBatch(netns: string, commands: string[]): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile('ip', ['-n', netns, '-batch', '-'], { encoding: 'utf8' }, (error, _stdout, stderr) =>
+      error ? reject(new Error(`ip -n ${netns} -batch failed: ${stderr.trim() || error.message}`)) : resolve(),
+    );
+    child.stdin!.end(`${commands.join('\n')}\n`);
+  });
+}
+
+/** Runs `task` over `items`, {@link SETUP_CONCURRENCY} at a time; rejects with the first failure once all settled. */
+async function inBatches<T>(items: T[], task: (item: T) => Promise<void>): Promise<void> {
+  const queue = [...items];
+  const failures: unknown[] = [];
+  const worker = async (): Promise<void> => {
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) {
+      await task(item).catch((error: unknown) => failures.push(error));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SETUP_CONCURRENCY, items.length) }, worker));
+  if (failures.length > 0) throw failures[0];
+}
+
 function quote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
@@ -381,7 +418,7 @@ class Harness {
     this.#planHosts();
     this.#keys = await this.#generateClientKeys();
     await this.#buildNetwork();
-    await Promise.all(this.#plans.map((plan) => this.#startHost(plan)));
+    await inBatches(this.#plans, (plan) => this.#startHost(plan));
     this.#knownHostsFile = join(this.#dir, 'known_hosts');
     writeFileSync(
       this.#knownHostsFile,
@@ -393,8 +430,27 @@ class Harness {
   #planHosts(): void {
     const s = this.#slot;
     const withBastion = this.#options.bastion === true;
+    const dualHomed = new Set(this.#options.dualHomed ?? []);
+    if (dualHomed.size > 0 && (!withBastion || dualHomed.has(0))) {
+      throw new Error('dualHomed needs a bastion, and names hosts other than the bastion (index 0)');
+    }
     for (let i = 0; i < this.#options.count; i++) {
       const name = `${TEST_HOSTS_PREFIX}${s}-h${i}`;
+      if (dualHomed.has(i)) {
+        const octet = FIRST_HOST_OCTET + i;
+        this.#plans.push({
+          name,
+          netns: name,
+          isBastion: false,
+          address: `${OUTER_NET}.${s}.${octet}`,
+          innerAddress: `${INNER_NET}.${s}.${octet}`,
+          links: [
+            { ifname: 'eth0', port: `o${i}`, bridge: 'brout', cidr: `${OUTER_NET}.${s}.${octet}/24` },
+            { ifname: 'eth1', port: `p${i}`, bridge: 'brin', cidr: `${INNER_NET}.${s}.${octet}/24` },
+          ],
+        });
+        continue;
+      }
       if (withBastion && i === 0) {
         this.#plans.push({
           name,
@@ -452,29 +508,31 @@ class Harness {
     await sh('ip', ['addr', 'add', `${OUTER_NET}.${s}.1/24`, 'dev', rootLink]);
     await sh('ip', ['link', 'set', rootLink, 'up']);
     await sh('ip', ['-n', sw, 'link', 'set', 'uplink', 'master', 'brout', 'up']);
-    for (const plan of this.#plans) {
+    await inBatches(this.#plans, async (plan) => {
       await sh('ip', ['netns', 'add', plan.netns]);
-      await sh('ip', ['-n', plan.netns, 'link', 'set', 'lo', 'up']);
-      for (const link of plan.links) {
-        await sh('ip', [
-          '-n',
-          sw,
-          'link',
-          'add',
-          link.port,
-          'type',
-          'veth',
-          'peer',
-          'name',
-          link.ifname,
-          'netns',
-          plan.netns,
-        ]);
-        await sh('ip', ['-n', sw, 'link', 'set', link.port, 'master', link.bridge, 'up']);
-        await sh('ip', ['-n', plan.netns, 'addr', 'add', link.cidr, 'dev', link.ifname]);
-        await sh('ip', ['-n', plan.netns, 'link', 'set', link.ifname, 'up']);
-      }
-    }
+      // One `ip` process per namespace: a batch each, as commands in a row are slow to spawn on a busy machine.
+      await ipBatch(
+        sw,
+        plan.links.flatMap((link) => [
+          `link add ${link.port} type veth peer name ${link.ifname} netns ${plan.netns}`,
+          `link set ${link.port} master ${link.bridge} up`,
+        ]),
+      );
+      await ipBatch(plan.netns, [
+        'link set lo up',
+        ...plan.links.flatMap((link) => [`addr add ${link.cidr} dev ${link.ifname}`, `link set ${link.ifname} up`]),
+      ]);
+    });
+    // Hosts behind the bastion reach a dual-homed host's outer address through its inner one.
+    const gateways = this.#plans.filter((plan) => !plan.isBastion && plan.innerAddress !== undefined);
+    if (gateways.length === 0) return;
+    const behind = this.#plans.filter((plan) => !plan.isBastion && plan.innerAddress === undefined);
+    await inBatches(behind, (plan) =>
+      ipBatch(
+        plan.netns,
+        gateways.map((gateway) => `route add ${gateway.address}/32 via ${gateway.innerAddress!}`),
+      ),
+    );
   }
 
   async #startHost(plan: HostPlan): Promise<void> {

@@ -1,9 +1,9 @@
 /**
  * `edgeadm fleet check` as operators run it: the CLI as a subprocess over
  * three test hosts behind one bastion plus an address where nothing answers,
- * from an Ansible inventory and from the equivalent edgeadm inventory (the
- * issue's second acceptance item), and the failure budget and `--resume` at
- * concurrency 1.
+ * from an Ansible inventory (the issue's second acceptance item), and the
+ * failure budget and `--resume` at concurrency 1. The same results from the
+ * equivalent edgeadm inventory, over 20 hosts, are in fleet-rollout-cli.test.ts.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -82,23 +82,6 @@ function writeAnsibleInventory(file: string, hosts: [string, string][]): string 
   return path;
 }
 
-function writeEdgeadmInventory(file: string, hosts: [string, string][]): string {
-  const lines = [
-    'kind: FleetInventory',
-    'ssh:',
-    '  user: root',
-    `  keyFile: ${env.keys.root}`,
-    `  jump: root@${env.bastion!.address}`,
-    'nodeGroups:',
-    '  stores:',
-    '    hosts:',
-    ...hosts.flatMap(([name, address]) => [`      ${name}:`, `        address: ${address}`]),
-  ];
-  const path = join(home, file);
-  writeFileSync(path, `${lines.join('\n')}\n`);
-  return path;
-}
-
 async function fleetCheck(
   inventory: string,
   extra: string[] = [],
@@ -123,29 +106,12 @@ async function fleetCheck(
   return { run, result };
 }
 
-/** What must be the same whichever inventory format named the hosts. */
-function perHostOutcome(result: FleetCheckResult) {
-  return result.hosts.map((entry) => ({
-    host: entry.host,
-    address: entry.address,
-    role: entry.role,
-    status: entry.status,
-    phase: entry.phase,
-    errorCode: entry.error?.code,
-    failingChecks: entry.failingChecks,
-    hostname: entry.report?.facts.hostname,
-  }));
-}
-
 describe('edgeadm fleet check', () => {
-  let fromAnsible: FleetCheckResult;
-
   it(
     'reports every host of an Ansible inventory, the unreachable one as failed with the reason, and exits non-zero',
     async () => {
       const inventory = writeAnsibleInventory('ansible.yaml', fleet(['lost']));
       const { run, result } = await fleetCheck(inventory);
-      fromAnsible = result;
       expect(run.exitCode).toBe(1);
       expect(result.hosts.map((entry) => entry.host)).toEqual(['store-1', 'store-2', 'store-3', 'lost']);
       env.targets.forEach((target, index) => {
@@ -173,19 +139,6 @@ describe('edgeadm fleet check', () => {
       expect(readFileSync(hostLogPath(result.runDir, 'store-1'), 'utf8')).toContain(
         `connected to root@${env.targets[0]!.address}:22`,
       );
-    },
-    TEST_TIMEOUT_MS,
-  );
-
-  it(
-    'gives the same per-host results from the equivalent edgeadm inventory',
-    async () => {
-      expect(fromAnsible, 'the Ansible inventory run comes first').toBeDefined();
-      const inventory = writeEdgeadmInventory('edgeadm.yaml', fleet(['lost']));
-      const { run, result } = await fleetCheck(inventory);
-      expect(run.exitCode).toBe(1);
-      expect(perHostOutcome(result)).toEqual(perHostOutcome(fromAnsible));
-      expect(result.runId).not.toBe(fromAnsible.runId);
     },
     TEST_TIMEOUT_MS,
   );

@@ -1,0 +1,358 @@
+/**
+ * Fleet benchmark: joining N test hosts to one control plane, at the same
+ * concurrency, with `edgeadm fleet join` against an Ansible playbook and
+ * against parallel-ssh (Debian's pssh: `parallel-scp`, `parallel-ssh`) doing
+ * the same steps: copy the install package to every host, unpack it, run the
+ * join command. Interleaved round by round in one run, the order rotating,
+ * every host reset to fresh between two joins.
+ *
+ *   npm run bench:fleet                    (as root: it starts netns+sshd test hosts)
+ *   npm run bench:fleet -- --hosts 50 --concurrency 10 --rounds 3 --mib 16
+ *
+ * The control plane and the k3s on the hosts are the **simulated** k3s of
+ * the test suite (test/support/sim-k3s), not k3s: what is measured is the
+ * orchestration (connections, copies, remote commands), which is the same
+ * whatever binary the package carries.
+ *
+ * What each tool does per host:
+ * - edgeadm: the whole join workflow over one SSH connection: preflight
+ *   (host check), discovery (token JWS and CA pin), package upload (checksum
+ *   checked on the host), unpack and install, k3s config and service, wait
+ *   until the Node is Ready, labels. Run as the CLI (`bin/run.js`), start-up
+ *   included.
+ * - Ansible (playbook, `copy` + two `shell` tasks, pipelining on, facts off)
+ *   and pssh (`parallel-scp` + two `parallel-ssh` calls): copy, unpack, and a
+ *   join command that installs the binary, writes the k3s config and starts
+ *   the agent, then waits until the agent has registered its Node (as k3s's
+ *   install script waits for its service). No checks: they do less than
+ *   edgeadm.
+ *
+ * Reported per tool: wall time, the CPU time of its own processes (GNU
+ * time: the tool and the children it waited for, such as ssh clients or
+ * Ansible's forks; not sshd or anything on the hosts) and its largest
+ * process's peak RSS.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { k3sDistribution } from '../../src/cluster/distributions/k3s.js';
+import { parseBootstrapToken } from '../../src/trust/bootstrap-token.js';
+import { REPO_ROOT } from '../../test/support/cli.js';
+import { buildSimK3sPackage } from '../../test/support/sim-k3s/fixture.js';
+import { startTestHosts, type TestHost, type TestHosts } from '../../test/support/test-hosts.js';
+
+const { values } = parseArgs({
+  options: {
+    hosts: { type: 'string', default: '20' },
+    concurrency: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '3' },
+    mib: { type: 'string', default: '16' },
+  },
+});
+const hostCount = Number(values.hosts);
+const concurrency = Number(values.concurrency);
+const rounds = Number(values.rounds);
+const mib = Number(values.mib);
+
+/** Where the baselines put the package and unpack it on a host. */
+const REMOTE_ARCHIVE = '/var/lib/edgeadm/bench.tar.gz';
+const REMOTE_DIR = '/var/lib/edgeadm/bench';
+/** Directories a join fills on a host; emptied between two joins (each is a tmpfs of the test host). */
+const HOST_STATE_DIRS = ['/var/lib/edgeadm', '/var/lib/rancher', '/etc/rancher', '/usr/local/bin', '/etc/edgeadm'];
+/** How long one tool may take for all hosts. */
+const RUN_TIMEOUT_MS = 30 * 60_000;
+/** The agent's registration, as the baselines' join command waits for it (k3s's install script waits for its service). */
+const AGENT_KUBECONFIG = '/var/lib/rancher/k3s/agent/kubelet.kubeconfig';
+
+interface Measured {
+  seconds: number;
+  /** User plus system CPU seconds of the tool's own processes (GNU time: the tool and what it waited for; not sshd or the hosts). */
+  cpuSeconds: number;
+  /** Largest resident set of the tool's processes, KiB (GNU time's %M: the largest process waited for). */
+  maxRssKiB: number;
+}
+
+function run(
+  file: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, {
+      env: { ...process.env, ...options.env },
+      cwd: options.cwd ?? REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 1, stdout, stderr });
+    });
+  });
+}
+
+/** Runs a command under GNU time; fails loudly on a non-zero exit. */
+async function measured(dir: string, file: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Measured> {
+  const timeFile = join(dir, 'time.txt');
+  const start = performance.now();
+  const result = await run('/usr/bin/time', ['-f', '%U %S %M', '-o', timeFile, file, ...args], { env });
+  const seconds = (performance.now() - start) / 1000;
+  if (result.code !== 0) {
+    throw new Error(
+      `${file} ${args.join(' ')} exited ${result.code}:\n${result.stdout.slice(-4000)}\n${result.stderr.slice(-4000)}`,
+    );
+  }
+  const [user, system, rss] = readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
+  return { seconds, cpuSeconds: user! + system!, maxRssKiB: rss! };
+}
+
+function quote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Kills every process a join left in a host (its sshd listener stays) and empties the join's directories. */
+async function resetHost(env: TestHosts, host: TestHost): Promise<void> {
+  const pids = (await run('ip', ['netns', 'pids', host.netns])).stdout
+    .split('\n')
+    .map(Number)
+    .filter((pid) => Number.isInteger(pid) && pid > 0 && pid !== host.sshdPid);
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+  }
+  await env.run(host, HOST_STATE_DIRS.map((dir) => `find ${dir} -mindepth 1 -delete`).join('; '));
+}
+
+const env = await startTestHosts({ count: hostCount + 1 });
+const [controlPlane, ...nodes] = env.hosts as [TestHost, ...TestHost[]];
+try {
+  const dir = mkdtempSync(join(env.dir, 'bench-'));
+  const home = join(dir, 'home');
+  mkdirSync(home);
+  const edgeadmEnv = { HOME: home, EDGEADM_HOME: join(home, '.edgeadm'), SSH_AUTH_SOCK: '', NO_COLOR: '1' };
+  const simEnv = { EDGEADM_SERVICE_MANAGER: 'direct' };
+  const pkg = (await buildSimK3sPackage(dir, { imageBytes: mib * 2 ** 20 })).file;
+  const node = process.execPath;
+  const cli = join(REPO_ROOT, 'bin/run.js');
+  const kubeconfig = join(dir, 'admin.kubeconfig');
+
+  const init = await run(
+    node,
+    [
+      cli,
+      'init',
+      '--host',
+      `root@${controlPlane.address}`,
+      '--ssh-key',
+      env.keys.root,
+      '--ssh-known-hosts',
+      env.knownHostsFile,
+      '--install-pkg-path',
+      pkg,
+      '--kubeconfig-out',
+      kubeconfig,
+      '--json',
+    ],
+    { env: { ...edgeadmEnv, ...simEnv } },
+  );
+  if (init.code !== 0) throw new Error(`edgeadm init failed:\n${init.stderr}`);
+  const joinCommand = (JSON.parse(init.stdout) as { joinCommand: string }).joinCommand;
+  const token = /--token (\S+)/.exec(joinCommand)![1]!;
+  const pin = /--discovery-token-ca-cert-hash (\S+)/.exec(joinCommand)![1]!;
+  const endpoint = `${controlPlane.address}:6443`;
+  const caPem = await env.run(controlPlane, 'cat /var/lib/rancher/k3s/server/tls/server-ca.crt');
+  const k3sToken = k3sDistribution.joinCredential({ caPem, token: parseBootstrapToken(token) });
+
+  // The baselines' steps, the same for Ansible and pssh.
+  const unpack = `mkdir -p ${REMOTE_DIR} && tar -xzf ${REMOTE_ARCHIVE} -C ${REMOTE_DIR} --no-same-owner`;
+  const joinScript = [
+    'set -e',
+    `install -m 755 ${REMOTE_DIR}/bin/k3s /usr/local/bin/k3s`,
+    'mkdir -p /etc/rancher/k3s',
+    `printf 'server: %s\\ntoken: %s\\n' ${quote(`https://${endpoint}`)} ${quote(k3sToken)} > /etc/rancher/k3s/config.yaml`,
+    'setsid nohup /usr/local/bin/k3s agent >/var/lib/edgeadm/k3s-agent.log 2>&1 </dev/null &',
+    `for i in $(seq 1 1200); do [ -s ${AGENT_KUBECONFIG} ] && exit 0; sleep 0.1; done; exit 1`,
+  ].join('\n');
+
+  // edgeadm's inventory.
+  const inventory = join(dir, 'inventory.yaml');
+  writeFileSync(
+    inventory,
+    [
+      'kind: FleetInventory',
+      `package: ${pkg}`,
+      `ssh: { user: root, keyFile: ${env.keys.root} }`,
+      'nodeGroups:',
+      '  stores:',
+      '    hosts:',
+      ...nodes.map((host, index) => `      store-${index + 1}: { address: ${host.address} }`),
+      '',
+    ].join('\n'),
+  );
+  // Ansible's inventory, configuration and playbook.
+  const sshOptions = `-o UserKnownHostsFile=${env.knownHostsFile} -o StrictHostKeyChecking=yes -o BatchMode=yes`;
+  const ansibleDir = join(dir, 'ansible');
+  mkdirSync(join(ansibleDir, 'cp'), { recursive: true });
+  writeFileSync(
+    join(ansibleDir, 'hosts.yml'),
+    [
+      'all:',
+      '  vars:',
+      '    ansible_user: root',
+      `    ansible_ssh_private_key_file: ${env.keys.root}`,
+      '    ansible_python_interpreter: /usr/bin/python3',
+      '  hosts:',
+      ...nodes.map((host, index) => `    store-${index + 1}: { ansible_host: ${host.address} }`),
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(
+    join(ansibleDir, 'ansible.cfg'),
+    [
+      '[defaults]',
+      `forks = ${concurrency}`,
+      'host_key_checking = True',
+      'gathering = explicit',
+      'retry_files_enabled = False',
+      '[ssh_connection]',
+      'pipelining = True',
+      `ssh_args = -F /dev/null -o ControlMaster=auto -o ControlPersist=60s ${sshOptions}`,
+      `control_path_dir = ${join(ansibleDir, 'cp')}`,
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(
+    join(ansibleDir, 'join.yml'),
+    [
+      '- hosts: all',
+      '  gather_facts: false',
+      '  tasks:',
+      '    - name: Copy the install package',
+      `      ansible.builtin.copy: { src: ${pkg}, dest: ${REMOTE_ARCHIVE}, mode: '0600' }`,
+      '    - name: Unpack it',
+      `      ansible.builtin.shell: ${JSON.stringify(unpack)}`,
+      '    - name: Run the join command',
+      `      ansible.builtin.shell: ${JSON.stringify(joinScript)}`,
+      '',
+    ].join('\n'),
+  );
+  // pssh's host list.
+  const psshHosts = join(dir, 'pssh-hosts');
+  writeFileSync(psshHosts, nodes.map((host) => `root@${host.address}`).join('\n') + '\n');
+  const psshArgs = [
+    '-h',
+    psshHosts,
+    '-p',
+    String(concurrency),
+    '-t',
+    '0',
+    '-x',
+    `-F /dev/null -i ${env.keys.root} ${sshOptions}`,
+  ];
+
+  const tools: Record<string, () => Promise<Measured>> = {
+    'edgeadm fleet join': () =>
+      measured(
+        dir,
+        node,
+        [
+          cli,
+          'fleet',
+          'join',
+          '-i',
+          inventory,
+          '--endpoint',
+          endpoint,
+          '--token',
+          token,
+          '--discovery-token-ca-cert-hash',
+          pin,
+          '--concurrency',
+          String(concurrency),
+          '--ssh-known-hosts',
+          env.knownHostsFile,
+          '--json',
+        ],
+        { ...edgeadmEnv, ...simEnv },
+      ),
+    'Ansible playbook': () =>
+      measured(dir, 'ansible-playbook', ['-i', join(ansibleDir, 'hosts.yml'), join(ansibleDir, 'join.yml')], {
+        ANSIBLE_CONFIG: join(ansibleDir, 'ansible.cfg'),
+        HOME: home,
+        ANSIBLE_LOCAL_TEMP: join(ansibleDir, 'tmp'),
+      }),
+    'pssh (parallel-scp + parallel-ssh)': async () => {
+      const steps = [
+        await measured(dir, 'parallel-scp', [...psshArgs, pkg, REMOTE_ARCHIVE]),
+        await measured(dir, 'parallel-ssh', [...psshArgs, unpack]),
+        await measured(dir, 'parallel-ssh', [...psshArgs, joinScript]),
+      ];
+      return {
+        seconds: steps.reduce((sum, step) => sum + step.seconds, 0),
+        cpuSeconds: steps.reduce((sum, step) => sum + step.cpuSeconds, 0),
+        maxRssKiB: Math.max(...steps.map((step) => step.maxRssKiB)),
+      };
+    },
+  };
+
+  /** Every node registered with the (simulated) API server and Ready, then all of them deleted again. */
+  const checkAndForgetNodes = async (tool: string): Promise<void> => {
+    const listed = await run('kubectl', ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'json']);
+    const items = (
+      JSON.parse(listed.stdout) as {
+        items: { metadata: { name: string }; status?: { conditions?: { type: string; status: string }[] } }[];
+      }
+    ).items;
+    const ready = new Set(
+      items
+        .filter((item) => item.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+        .map((item) => item.metadata.name),
+    );
+    const missing = nodes.filter((host) => !ready.has(host.name)).map((host) => host.name);
+    if (missing.length > 0) throw new Error(`${tool}: not Ready after the run: ${missing.join(', ')}`);
+    await run('kubectl', ['--kubeconfig', kubeconfig, 'delete', 'nodes', ...nodes.map((host) => host.name)]);
+  };
+
+  const results: Record<string, Measured[]> = Object.fromEntries(Object.keys(tools).map((name) => [name, []]));
+  const names = Object.keys(tools);
+  for (let round = 0; round < rounds; round++) {
+    // Rotate the order, so that no tool always runs first (or right after another's leftovers).
+    for (const name of [...names.slice(round % names.length), ...names.slice(0, round % names.length)]) {
+      await Promise.all(nodes.map((host) => resetHost(env, host)));
+      const result = await tools[name]!();
+      await checkAndForgetNodes(name);
+      results[name]!.push(result);
+      console.error(
+        `round ${round + 1}: ${name}: ${result.seconds.toFixed(2)} s, ${result.cpuSeconds.toFixed(1)} CPU s, ${(result.maxRssKiB / 1024).toFixed(0)} MiB`,
+      );
+    }
+  }
+
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const ansible = median(results['Ansible playbook']!.map((r) => r.seconds));
+  const pssh = median(results['pssh (parallel-scp + parallel-ssh)']!.map((r) => r.seconds));
+  console.log(
+    `${hostCount} hosts, concurrency ${concurrency}, ${mib} MiB package, ${rounds} interleaved rounds, node ${process.version}`,
+  );
+  console.log(
+    '| tool | median s | min s | max s | × Ansible | × pssh | median CPU s | peak RSS MiB |\n|---|---|---|---|---|---|---|---|',
+  );
+  for (const [name, xs] of Object.entries(results)) {
+    const seconds = xs.map((r) => r.seconds);
+    const m = median(seconds);
+    console.log(
+      `| ${name} | ${m.toFixed(2)} | ${Math.min(...seconds).toFixed(2)} | ${Math.max(...seconds).toFixed(2)} | ${(m / ansible).toFixed(2)} | ${(m / pssh).toFixed(2)} | ${median(xs.map((r) => r.cpuSeconds)).toFixed(1)} | ${(Math.max(...xs.map((r) => r.maxRssKiB)) / 1024).toFixed(0)} |`,
+    );
+  }
+} finally {
+  await env.teardown();
+}
