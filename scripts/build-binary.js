@@ -76,6 +76,10 @@ const CHUNK_ASSET = 'commands.cjs';
 const CHUNK_CACHE_ASSET = 'commands.cache';
 const CORE_PREFIX = 'edgeadm-core:';
 const bundle = join(work, 'edgeadm.cjs');
+// The lean start path of `agent edge-proxy` (src/cli/agent-fast-path.ts): a
+// self-contained script, so the agent never loads oclif or other commands.
+const agentScript = join(work, 'agent-edge-proxy.cjs');
+const AGENT_ASSET = 'agent-edge-proxy.cjs';
 const inlinePjson = { name: pjson.name, version: pjson.version, description: pjson.description, oclif: pjson.oclif };
 const esbuildOptions = {
   bundle: true,
@@ -96,6 +100,7 @@ const esbuildOptions = {
   define: {
     __EDGEADM_PJSON__: JSON.stringify(inlinePjson),
     __EDGEADM_MANIFEST_DIR__: JSON.stringify(work),
+    __EDGEADM_AGENT_SCRIPT__: JSON.stringify(agentScript),
     __EDGEADM_BUILD__: JSON.stringify({ version: pjson.version, commit: gitCommit() }),
     'import.meta.url': '__edgeadm_import_meta_url',
   },
@@ -160,6 +165,15 @@ for (const key of shared) {
   if (!coreInputs.has(key)) throw new Error(`core lost the module ${key} that the commands script takes from it`);
 }
 writeFileSync(join(work, 'meta.json'), JSON.stringify(result.metafile));
+const agentResult = await build({
+  ...esbuildOptions,
+  entryPoints: [join(root, 'src/cli/agent-fast-path.ts')],
+  outfile: agentScript,
+});
+for (const input of Object.keys(agentResult.metafile.inputs)) {
+  if (input.includes('@oclif/')) throw new Error(`the agent script must not load oclif (it imports ${input})`);
+}
+writeFileSync(join(work, 'meta-agent.json'), JSON.stringify(agentResult.metafile));
 writeFileSync(join(work, 'meta-commands.json'), JSON.stringify(chunkResult.metafile));
 // The commands script's code cache: V8 checks it against the source and its
 // own version and flags, and compiles from source if it does not match.
@@ -293,7 +307,7 @@ for (const arch of arches) {
       main: bundle,
       output: blob,
       disableExperimentalSEAWarning: true,
-      assets: { [CHUNK_ASSET]: chunk, [CHUNK_CACHE_ASSET]: chunkCache },
+      assets: { [CHUNK_ASSET]: chunk, [CHUNK_CACHE_ASSET]: chunkCache, [AGENT_ASSET]: agentScript },
       // A V8 startup snapshot holds the evaluated modules and command metadata,
       // so start-up skips both. Snapshots and code caches are specific to the
       // V8 build and CPU they were made on: only for the host's arch.
@@ -317,6 +331,6 @@ for (const arch of arches) {
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
   console.log(
-    `${out}: ${mib(out)} MiB (core script ${mib(bundle)} MiB, snapshot blob ${mib(blob)} MiB; commands script ${mib(chunk)} MiB)`,
+    `${out}: ${mib(out)} MiB (core script ${mib(bundle)} MiB, snapshot blob ${mib(blob)} MiB; commands script ${mib(chunk)} MiB, agent script ${mib(agentScript)} MiB)`,
   );
 }

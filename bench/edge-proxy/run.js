@@ -36,6 +36,8 @@ const { values } = parseArgs({
     'core-only': { type: 'boolean' },
     /** Give the proxy process the environment of assets/systemd/edgeadm-edge-proxy.service (memory tuning). */
     'unit-env': { type: 'boolean' },
+    /** NAME=VALUE for the proxy's environment, over the unit's (repeatable): to try a memory setting. */
+    'proxy-env': { type: 'string', multiple: true, default: [] },
     json: { type: 'boolean' },
   },
 });
@@ -230,7 +232,12 @@ try {
   ];
   const nodeOptions = values['proxy-node-options'].split(' ').filter(Boolean);
   const isServing = (output) => output.includes('edge-proxy serving');
-  const proxyEnv = values['unit-env'] ? unitEnvironment() : {};
+  const proxyEnv = {
+    ...(values['unit-env'] ? unitEnvironment() : {}),
+    ...Object.fromEntries(
+      values['proxy-env'].map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+    ),
+  };
   let proxyProcess;
   if (values['proxy-bin']) {
     proxyProcess = await startProcess(proxyArgs, isServing, [], values['proxy-bin'], proxyEnv);
