@@ -3,6 +3,8 @@
  * oclif command documents, parse them to the same values, and hand every
  * invocation it cannot parse exactly back to oclif.
  */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Flags, Parser } from '@oclif/core';
 import { describe, expect, it } from 'vitest';
 import { edgeProxyArgs } from '../../../src/cli/agent-argv.js';
@@ -120,5 +122,34 @@ describe('agent edge-proxy lean path: parsing', () => {
     expect(edgeProxyArgs(['agent:edge-proxy', ...KUBECONFIG])).toEqual(KUBECONFIG);
     expect(edgeProxyArgs(['agent', 'tunnel', ...KUBECONFIG])).toBeUndefined();
     expect(edgeProxyArgs(['version'])).toBeUndefined();
+  });
+});
+
+describe('the systemd unit of edge-proxy', () => {
+  const unit = readFileSync(new URL('../../../assets/systemd/edgeadm-edge-proxy.service', import.meta.url), 'utf8');
+
+  it('starts the agent through the lean path: every flag of its ExecStart parses there', () => {
+    const execStart = /^ExecStart=((?:.*\\\n)*.*)$/m.exec(unit)![1]!.replace(/\\\n/g, ' ');
+    const argv = execStart
+      .replace(/\{\{[A-Z_]+\}\}/g, '/template-value')
+      .split(/\s+/)
+      .filter(Boolean)
+      .slice(1);
+    expect(argv.slice(0, 2)).toEqual(['agent', 'edge-proxy']);
+    const parsed = parseEdgeProxyArgs(edgeProxyArgs(argv)!, {});
+    expect(parsed).toBeDefined();
+    expect(parsed!.flags['cache-dir']).toBe('/var/lib/edgeadm/edge-proxy');
+  });
+
+  it('sets only NODE_OPTIONS that Node accepts (a refused one would stop the service from starting)', () => {
+    const environment = Object.fromEntries(
+      [...unit.matchAll(/^Environment=([A-Z_]+)=(.*)$/gm)].map((match) => [match[1]!, match[2]!]),
+    );
+    expect(environment.NODE_OPTIONS).toBeDefined();
+    const run = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.execArgv.length))'], {
+      env: { ...process.env, ...environment },
+      encoding: 'utf8',
+    });
+    expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
   });
 });
