@@ -20,10 +20,10 @@ import {
   DEFAULT_LISTEN,
   DEFAULT_METRICS_LISTEN,
 } from '../edge/limits.js';
-import { EdgeadmError } from '../errors.js';
 import { Redactor } from '../log/redact.js';
 import { RunLog } from '../log/run-log.js';
 import { EDGE_PROXY_COMMAND_ID, edgeProxyArgs } from './agent-argv.js';
+import { openCommandRunLog } from './command-run-log.js';
 import { errorDocument, renderErrorText, toEdgeadmError } from './render-error.js';
 import { styleFor } from './style.js';
 
@@ -143,7 +143,12 @@ export async function runAgentFastPath(argv: string[], options: AgentFastPathOpt
   const firstLine = `edgeadm ${options.version} ${EDGE_PROXY_COMMAND_ID} ${args.join(' ')}`.trim();
   let runLog: RunLog | undefined;
   try {
-    runLog = openRunLog(invocation, redactor);
+    runLog = openCommandRunLog({
+      commandId: EDGE_PROXY_COMMAND_ID,
+      file: invocation.logFile,
+      verbose: invocation.verbose,
+      redactor,
+    });
     runLog.info(firstLine);
     const result = await runEdgeProxyAgent(invocation.flags, {
       logger: runLog,
@@ -176,30 +181,5 @@ export async function runAgentFastPath(argv: string[], options: AgentFastPathOpt
     }
     runLog?.close();
     return failure.exitCode;
-  }
-}
-
-/** The run log as BaseCommand opens it: `--log-file` or $EDGEADM_HOME/logs, echoing to stderr. */
-function openRunLog(invocation: LeanEdgeProxyInvocation, redactor: Redactor): RunLog {
-  const stderrStyle = styleFor(process.stderr);
-  try {
-    return RunLog.open({
-      commandId: EDGE_PROXY_COMMAND_ID,
-      file: invocation.logFile,
-      redactor,
-      echoLevel: invocation.verbose ? 'debug' : 'warn',
-      echo: (line, level) => {
-        if (level === 'error') return; // errors are rendered once, below
-        const tag = level === 'warn' ? stderrStyle.yellow('warning:') : stderrStyle.dim(`[${level}]`);
-        process.stderr.write(`${tag} ${line}\n`);
-      },
-    });
-  } catch (error) {
-    throw new EdgeadmError(`cannot write the run log: ${(error as Error).message}`, {
-      code: 'E_LOG_FILE',
-      exitCode: 3,
-      hints: ['Pass --log-file with a writable path, or set EDGEADM_HOME to a writable directory.'],
-      cause: error,
-    });
   }
 }
