@@ -4,7 +4,7 @@
 // edgeadm needs Node.js 24. When started by an older Node (the system one),
 // re-run under the Node 24 that the project pins as a devDependency, if present.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const REQUIRED_MAJOR = 24;
@@ -23,8 +23,21 @@ if (major < REQUIRED_MAJOR) {
   process.exit(1);
 }
 
-const { main } = await import('../lib/cli/main.js');
-const code = await main(process.argv.slice(2), { root: fileURLToPath(new URL('..', import.meta.url)) });
+const argv = process.argv.slice(2);
+const { edgeProxyArgs } = await import('../lib/cli/agent-argv.js');
+let code;
+// `agent edge-proxy` is a long-running agent: its lean path starts it without
+// loading the CLI framework, and hands anything it does not parse (--help,
+// flag errors) back to the full CLI.
+if (edgeProxyArgs(argv) !== undefined) {
+  const { runAgentFastPath } = await import('../lib/cli/agent-fast-path.js');
+  const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  code = await runAgentFastPath(argv, { version });
+}
+if (code === undefined) {
+  const { main } = await import('../lib/cli/main.js');
+  code = await main(argv, { root: fileURLToPath(new URL('..', import.meta.url)) });
+}
 process.exitCode = code;
 // Exit as soon as the event loop is idle; if a stray handle keeps it alive, exit anyway.
 setTimeout(() => process.exit(code), 200).unref();

@@ -17,7 +17,8 @@ import {
   existsSync,
   readdirSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { Script } from 'node:vm';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
@@ -41,23 +42,46 @@ if (Number(nodeVersion.split('.')[0]) !== 24) {
 rmSync(work, { recursive: true, force: true });
 mkdirSync(work, { recursive: true });
 
-// 1. One CommonJS file: SEA runs a single script and cannot load others.
+// 1. The code, as two CommonJS files: SEA runs one script, plus assets.
+//
+// Start-up cost grows with the V8 startup snapshot, and the snapshot holds the
+// source and pre-parse data of every function in the main script. So the main
+// script ("core") holds only what every start needs: the entry, oclif, the
+// command metadata and the `version` command. The code of every other command
+// goes into a second script ("commands"), stored as a SEA asset and compiled
+// the first time one of those commands runs (with a V8 code cache made here).
 //
 // The command table: oclif reads the metadata of every command from
 // oclif.manifest.json (made by `npm run build`) while the snapshot is built,
-// and COMMANDS becomes a map of getters, each requiring one command's module
-// on first use. esbuild wraps required modules in lazy initialisers, so the
-// snapshot holds no command's evaluated modules and a run evaluates one.
+// and COMMANDS becomes a map of getters, each loading one command's class on
+// first use. esbuild wraps required modules in lazy initialisers, so a run
+// evaluates the modules of one command only.
+//
+// One copy of each module: a module that core holds (oclif, BaseCommand,
+// edgeadm's errors...) is not bundled again into the commands script; its
+// imports there resolve to core's instance through a registry that core
+// exports, so `instanceof` and module state are shared.
 const manifest = JSON.parse(readFileSync(join(root, 'oclif.manifest.json'), 'utf8'));
 if (manifest.version !== pjson.version) throw new Error('oclif.manifest.json is stale: run "npm run build" first');
 copyFileSync(join(root, 'oclif.manifest.json'), join(work, 'oclif.manifest.json'));
+const commandIds = Object.keys(manifest.commands);
+/** Commands whose code lives in the core script (the start-up path that is measured). */
+const CORE_COMMANDS = new Set(['version']);
 const lazyCommands = join(work, 'commands-lazy.cjs');
-writeFileSync(lazyCommands, lazyCommandMap(Object.keys(manifest.commands)));
+const chunkEntry = join(work, 'commands-entry.cjs');
+const coreRegistry = join(work, 'core-modules.cjs');
+const chunk = join(work, 'commands.cjs');
+const chunkCache = join(work, 'commands.cache');
+const CHUNK_ASSET = 'commands.cjs';
+const CHUNK_CACHE_ASSET = 'commands.cache';
+const CORE_PREFIX = 'edgeadm-core:';
 const bundle = join(work, 'edgeadm.cjs');
+// The lean start path of `agent edge-proxy` (src/cli/agent-fast-path.ts): a
+// self-contained script, so the agent never loads oclif or other commands.
+const agentScript = join(work, 'agent-edge-proxy.cjs');
+const AGENT_ASSET = 'agent-edge-proxy.cjs';
 const inlinePjson = { name: pjson.name, version: pjson.version, description: pjson.description, oclif: pjson.oclif };
-const result = await build({
-  entryPoints: [join(root, 'src/cli/sea-main.ts')],
-  outfile: bundle,
+const esbuildOptions = {
   bundle: true,
   platform: 'node',
   format: 'cjs',
@@ -73,44 +97,153 @@ const result = await build({
   // Optional native addons some dependencies try first (edgeadm uses none), and
   // the TypeScript loaders oclif uses only in development mode.
   external: ['cpu-features', '*.node', 'typescript', 'ts-node'],
-  plugins: [
-    {
-      name: 'lazy-commands',
-      setup(b) {
-        b.onResolve({ filter: /^\.\.\/index\.js$/ }, (args) =>
-          args.importer.endsWith(join('src', 'cli', 'sea-main.ts')) ? { path: lazyCommands } : undefined,
-        );
-      },
-    },
-  ],
   define: {
     __EDGEADM_PJSON__: JSON.stringify(inlinePjson),
     __EDGEADM_MANIFEST_DIR__: JSON.stringify(work),
+    __EDGEADM_AGENT_SCRIPT__: JSON.stringify(agentScript),
     __EDGEADM_BUILD__: JSON.stringify({ version: pjson.version, commit: gitCommit() }),
     'import.meta.url': '__edgeadm_import_meta_url',
   },
   banner: { js: 'const __edgeadm_import_meta_url = require("node:url").pathToFileURL(__filename).href;' },
-});
-writeFileSync(join(work, 'meta.json'), JSON.stringify(result.metafile));
+};
 
-/** The CommonJS source of the lazy COMMANDS map, one getter per command id. */
-function lazyCommandMap(ids) {
+/** Builds the core script; `registryKeys` are the modules the commands script takes from it. */
+async function buildCore(registryKeys) {
+  writeFileSync(lazyCommands, lazyCommandMap(commandIds));
+  writeFileSync(coreRegistry, coreRegistrySource(registryKeys));
+  return build({
+    ...esbuildOptions,
+    entryPoints: [join(root, 'src/cli/sea-main.ts')],
+    outfile: bundle,
+    plugins: [
+      {
+        name: 'lazy-commands',
+        setup(b) {
+          b.onResolve({ filter: /^\.\.\/index\.js$/ }, (args) =>
+            args.importer.endsWith(join('src', 'cli', 'sea-main.ts')) ? { path: lazyCommands } : undefined,
+          );
+        },
+      },
+    ],
+  });
+}
+
+// Core first, to learn which modules it holds; then the commands script, with
+// those modules external; then core again, exporting the ones the commands use.
+const firstCore = await buildCore([]);
+const coreModules = new Set(Object.keys(firstCore.metafile.inputs).map((input) => join(root, input)));
+writeFileSync(chunkEntry, chunkEntrySource(commandIds.filter((id) => !CORE_COMMANDS.has(id))));
+const shared = new Set();
+const chunkResult = await build({
+  ...esbuildOptions,
+  entryPoints: [chunkEntry],
+  outfile: chunk,
+  plugins: [
+    {
+      name: 'modules-from-core',
+      setup(b) {
+        b.onResolve({ filter: /.*/ }, async (args) => {
+          if (args.pluginData?.fromCore || args.kind === 'entry-point') return undefined;
+          const resolved = await b.resolve(args.path, {
+            kind: args.kind,
+            importer: args.importer,
+            resolveDir: args.resolveDir,
+            pluginData: { fromCore: true },
+          });
+          if (resolved.errors.length > 0 || resolved.external || !coreModules.has(resolved.path)) return undefined;
+          const key = relative(root, resolved.path);
+          shared.add(key);
+          return { path: CORE_PREFIX + key, external: true };
+        });
+      },
+    },
+  ],
+});
+const result = await buildCore([...shared].sort());
+const coreInputs = new Set(Object.keys(result.metafile.inputs));
+for (const key of shared) {
+  if (!coreInputs.has(key)) throw new Error(`core lost the module ${key} that the commands script takes from it`);
+}
+writeFileSync(join(work, 'meta.json'), JSON.stringify(result.metafile));
+const agentResult = await build({
+  ...esbuildOptions,
+  entryPoints: [join(root, 'src/cli/agent-fast-path.ts')],
+  outfile: agentScript,
+});
+for (const input of Object.keys(agentResult.metafile.inputs)) {
+  if (input.includes('@oclif/')) throw new Error(`the agent script must not load oclif (it imports ${input})`);
+}
+writeFileSync(join(work, 'meta-agent.json'), JSON.stringify(agentResult.metafile));
+writeFileSync(join(work, 'meta-commands.json'), JSON.stringify(chunkResult.metafile));
+// The commands script's code cache: V8 checks it against the source and its
+// own version and flags, and compiles from source if it does not match.
+writeFileSync(
+  chunkCache,
+  new Script(chunkWrapper(readFileSync(chunk, 'utf8')), { filename: CHUNK_ASSET }).createCachedData(),
+);
+
+/** The commands script as one function, the way CommonJS wraps a module. */
+function chunkWrapper(source) {
+  return `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
+}
+
+/** The CommonJS source of the commands script's entry: every command id to a loader of its class. */
+function chunkEntrySource(ids) {
+  const lines = ids.map((id) => `  ${JSON.stringify(id)}: () => ${loaderOf(id)},`);
+  return [
+    '// Generated by scripts/build-binary.js: the commands that are not in the core script.',
+    'module.exports = {',
+    ...lines,
+    '};',
+    '',
+  ].join('\n');
+}
+
+/** The CommonJS source of core's module registry, one entry per module the commands script shares. */
+function coreRegistrySource(keys) {
+  const lines = keys.map((key) => `  ${JSON.stringify(key)}: () => require(${JSON.stringify(join(root, key))}),`);
+  return [
+    '// Generated by scripts/build-binary.js: modules of the core script that the commands script uses.',
+    'const loaders = {',
+    ...lines,
+    '};',
+    'const loaded = new Map();',
+    'module.exports = (key) => {',
+    '  if (!loaded.has(key)) loaded.set(key, loaders[key]());',
+    '  return loaded.get(key);',
+    '};',
+    '',
+  ].join('\n');
+}
+
+/** The expression that loads the class of command `id` from edgeadm's sources. */
+function loaderOf(id) {
   const src = (rel) => JSON.stringify(join(root, 'src', rel));
-  const loaderOf = (id) => {
-    const path = id.split(':').join('/');
-    for (const candidate of [`commands/${path}.ts`, `commands/${path}/index.ts`]) {
-      if (existsSync(join(root, 'src', candidate))) return `require(${src(candidate)}).default`;
-    }
-    for (const [prefix, factory] of [
-      ['init:phase:', 'initPhaseCommands'],
-      ['join:phase:', 'joinPhaseCommands'],
-    ]) {
-      const module = `commands/${prefix.split(':').slice(0, 2).join('/')}/index.ts`;
-      if (id.startsWith(prefix)) return `require(${src(module)}).${factory}()[${JSON.stringify(id)}]`;
-    }
-    return `require(${src('cli/not-built.ts')}).notBuiltCommand(require(${src('cli/planned-commands.ts')}).PLANNED_COMMANDS[${JSON.stringify(id)}])`;
-  };
-  const lines = ids.map((id) => `lazy(${JSON.stringify(id)}, () => ${loaderOf(id)});`);
+  const path = id.split(':').join('/');
+  for (const candidate of [`commands/${path}.ts`, `commands/${path}/index.ts`]) {
+    if (existsSync(join(root, 'src', candidate))) return `require(${src(candidate)}).default`;
+  }
+  for (const [prefix, factory] of [
+    ['init:phase:', 'initPhaseCommands'],
+    ['join:phase:', 'joinPhaseCommands'],
+  ]) {
+    const module = `commands/${prefix.split(':').slice(0, 2).join('/')}/index.ts`;
+    if (id.startsWith(prefix)) return `require(${src(module)}).${factory}()[${JSON.stringify(id)}]`;
+  }
+  return `require(${src('cli/not-built.ts')}).notBuiltCommand(require(${src('cli/planned-commands.ts')}).PLANNED_COMMANDS[${JSON.stringify(id)}])`;
+}
+
+/**
+ * The CommonJS source of the lazy COMMANDS map, one getter per command id.
+ * Core commands are required from the core script; the others from the
+ * commands script, compiled on first use from the SEA asset (or, when the
+ * bundle runs as a plain script, from the file next to it).
+ */
+function lazyCommandMap(ids) {
+  const lines = ids.map(
+    (id) =>
+      `lazy(${JSON.stringify(id)}, () => ${CORE_COMMANDS.has(id) ? loaderOf(id) : `commands()[${JSON.stringify(id)}]()`});`,
+  );
   return [
     '// Generated by scripts/build-binary.js: every command id to a getter that loads its class on first use.',
     'const COMMANDS = {};',
@@ -118,10 +251,35 @@ function lazyCommandMap(ids) {
     '  let loaded;',
     '  Object.defineProperty(COMMANDS, id, { enumerable: true, get: () => (loaded ??= load()) });',
     '}',
+    'let chunk;',
+    'function commands() {',
+    '  if (chunk) return chunk;',
+    '  const vm = require("node:vm");',
+    '  const sea = require("node:sea");',
+    '  let source, cachedData;',
+    '  if (sea.isSea()) {',
+    `    source = sea.getAsset(${JSON.stringify(CHUNK_ASSET)}, "utf8");`,
+    `    cachedData = Buffer.from(sea.getAsset(${JSON.stringify(CHUNK_CACHE_ASSET)}));`,
+    '  } else {',
+    `    source = require("node:fs").readFileSync(${JSON.stringify(chunk)}, "utf8");`,
+    '  }',
+    `  const script = new vm.Script('(function (exports, require, module, __filename, __dirname) {' + source + '\\n})', { filename: ${JSON.stringify(CHUNK_ASSET)}, cachedData });`,
+    '  const module = { exports: {} };',
+    `  const registry = require(${JSON.stringify(coreRegistry)});`,
+    `  const requireShared = (id) => (id.startsWith(${JSON.stringify(CORE_PREFIX)}) ? registry(id.slice(${CORE_PREFIX.length})) : require(id));`,
+    '  const filename = sea.isSea() ? process.execPath : __filename;',
+    '  script.runInThisContext()(module.exports, requireShared, module, filename, require("node:path").dirname(filename));',
+    '  return (chunk = module.exports);',
+    '}',
     ...lines,
     'module.exports = { COMMANDS };',
     '',
   ].join('\n');
+}
+
+/** A file's size in MiB, for the build's summary line. */
+function mib(file) {
+  return (statSync(file).size / 2 ** 20).toFixed(1);
 }
 
 // 2. The SEA blob, and 3. the node binary with the blob injected, per arch.
@@ -149,6 +307,7 @@ for (const arch of arches) {
       main: bundle,
       output: blob,
       disableExperimentalSEAWarning: true,
+      assets: { [CHUNK_ASSET]: chunk, [CHUNK_CACHE_ASSET]: chunkCache, [AGENT_ASSET]: agentScript },
       // A V8 startup snapshot holds the evaluated modules and command metadata,
       // so start-up skips both. Snapshots and code caches are specific to the
       // V8 build and CPU they were made on: only for the host's arch.
@@ -172,6 +331,6 @@ for (const arch of arches) {
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
   console.log(
-    `${out}: ${(statSync(out).size / 2 ** 20).toFixed(1)} MiB (bundle ${(statSync(bundle).size / 2 ** 20).toFixed(1)} MiB)`,
+    `${out}: ${mib(out)} MiB (core script ${mib(bundle)} MiB, snapshot blob ${mib(blob)} MiB; commands script ${mib(chunk)} MiB, agent script ${mib(agentScript)} MiB)`,
   );
 }

@@ -36,6 +36,8 @@ const { values } = parseArgs({
     'core-only': { type: 'boolean' },
     /** Give the proxy process the environment of assets/systemd/edgeadm-edge-proxy.service (memory tuning). */
     'unit-env': { type: 'boolean' },
+    /** NAME=VALUE for the proxy's environment, over the unit's (repeatable): to try a memory setting. */
+    'proxy-env': { type: 'string', multiple: true, default: [] },
     json: { type: 'boolean' },
   },
 });
@@ -88,6 +90,13 @@ function startProcess(args, isReady, nodeOptions = [], executable = process.exec
     };
     poll();
   });
+}
+
+/** The steady RSS split: private memory (heap, buffers) and mapped files (the node binary's own pages). */
+function rssSplitMiB(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)[1]);
+  return { anon: Number((kib('RssAnon') / 1024).toFixed(1)), file: Number((kib('RssFile') / 1024).toFixed(1)) };
 }
 
 function rssMiB(pid) {
@@ -230,7 +239,12 @@ try {
   ];
   const nodeOptions = values['proxy-node-options'].split(' ').filter(Boolean);
   const isServing = (output) => output.includes('edge-proxy serving');
-  const proxyEnv = values['unit-env'] ? unitEnvironment() : {};
+  const proxyEnv = {
+    ...(values['unit-env'] ? unitEnvironment() : {}),
+    ...Object.fromEntries(
+      values['proxy-env'].map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+    ),
+  };
   let proxyProcess;
   if (values['proxy-bin']) {
     proxyProcess = await startProcess(proxyArgs, isServing, [], values['proxy-bin'], proxyEnv);
@@ -321,6 +335,7 @@ try {
     }
   }
   const rssSteady = rssMiB(proxyProcess.pid);
+  const rssSteadySplit = rssSplitMiB(proxyProcess.pid);
   const cacheMetrics = await metrics();
 
   const summary = (which) => {
@@ -347,6 +362,8 @@ try {
       afterCaching: Number(rssWarm.toFixed(1)),
       duringOfflineLoad: rssSamples.map((v) => Number(v.toFixed(1))),
       steadyAfterLoad: Number(rssSteady.toFixed(1)),
+      steadyAnon: rssSteadySplit.anon,
+      steadyFile: rssSteadySplit.file,
     },
     cacheEntries: Number(/^edgeadm_edge_proxy_cache_entries (\d+)$/m.exec(cacheMetrics)[1]),
     cacheBytes: Number(/^edgeadm_edge_proxy_cache_bytes (\d+)$/m.exec(cacheMetrics)[1]),
@@ -377,7 +394,7 @@ try {
     console.log(row('direct to upstream (sim)', result.directToUpstream));
     console.log(
       `edge-proxy RSS: ${result.proxyRssMiB.atStart} MiB at start, ${result.proxyRssMiB.afterCaching} MiB after caching ${OBJECTS} objects + the list, ` +
-        `${result.proxyRssMiB.duringOfflineLoad.join('/')} MiB under offline load, ${result.proxyRssMiB.steadyAfterLoad} MiB after (cache: ${result.cacheEntries} entries, ${result.cacheBytes} bytes)`,
+        `${result.proxyRssMiB.duringOfflineLoad.join('/')} MiB under offline load, ${result.proxyRssMiB.steadyAfterLoad} MiB after (anon ${result.proxyRssMiB.steadyAnon} + file ${result.proxyRssMiB.steadyFile}; cache: ${result.cacheEntries} entries, ${result.cacheBytes} bytes)`,
     );
   }
 } catch (error) {

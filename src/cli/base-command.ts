@@ -12,9 +12,10 @@
  */
 import { Command, Errors, Flags, type Interfaces } from '@oclif/core';
 import type { ChalkInstance } from 'chalk';
-import { EdgeadmError } from '../errors.js';
+import type { EdgeadmError } from '../errors.js';
 import { Redactor } from '../log/redact.js';
 import { RunLog, silentLogger, type Logger } from '../log/run-log.js';
+import { openCommandRunLog } from './command-run-log.js';
 import { errorDocument, renderErrorText, toEdgeadmError } from './render-error.js';
 import { styleFor } from './style.js';
 
@@ -107,27 +108,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   #openRunLog(file: string | undefined, verbose: boolean): void {
-    const stderrStyle = styleFor(process.stderr);
-    try {
-      this.#runLog = RunLog.open({
-        commandId: this.id ?? 'edgeadm',
-        file,
-        redactor: this.redactor,
-        echoLevel: verbose ? 'debug' : 'warn',
-        echo: (line, level) => {
-          if (level === 'error') return; // errors are rendered once, by catch()
-          const tag = level === 'warn' ? stderrStyle.yellow('warning:') : stderrStyle.dim(`[${level}]`);
-          process.stderr.write(`${tag} ${line}\n`);
-        },
-      });
-    } catch (error) {
-      throw new EdgeadmError(`cannot write the run log: ${(error as Error).message}`, {
-        code: 'E_LOG_FILE',
-        exitCode: 3,
-        hints: ['Pass --log-file with a writable path, or set EDGEADM_HOME to a writable directory.'],
-        cause: error,
-      });
-    }
+    this.#runLog = openCommandRunLog({ commandId: this.id ?? 'edgeadm', file, verbose, redactor: this.redactor });
     this.#runLog.info(`edgeadm ${this.config.version} ${this.id ?? ''} ${this.argv.join(' ')}`.trim());
   }
 

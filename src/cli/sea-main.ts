@@ -5,26 +5,45 @@
  * The binary is built with a V8 startup snapshot: oclif and the command
  * metadata are loaded at build time, and only `run()` happens at start. The
  * build swaps `../index.js` for a lazy COMMANDS map (see
- * scripts/build-binary.js), so a command's modules are evaluated only when
- * that command runs.
+ * scripts/build-binary.js): `version` is in the snapshot, every other command
+ * is in a script carried as a SEA asset and compiled on its first use.
+ * `agent edge-proxy` starts from its own small asset script, without oclif.
  * The same file also runs as a plain script (no snapshot), for debugging.
  */
 import { dirname } from 'node:path';
 import { startupSnapshot } from 'node:v8';
 import type { Interfaces, Plugin } from '@oclif/core';
 import { COMMANDS } from '../index.js';
+import { edgeProxyArgs } from './agent-argv.js';
+import type { runAgentFastPath } from './agent-fast-path.js';
 import { loadBundledPlugin, main } from './main.js';
+import { AGENT_SCRIPT_ASSET, requireScriptAsset } from './sea-assets.js';
 
 declare const __EDGEADM_PJSON__: Interfaces.PJSON;
 /** Where the build put oclif.manifest.json for the snapshot builder to read. */
 declare const __EDGEADM_MANIFEST_DIR__: string | undefined;
 const manifestDir = typeof __EDGEADM_MANIFEST_DIR__ === 'string' ? __EDGEADM_MANIFEST_DIR__ : undefined;
+/** Where the build put the agent script, for runs as a plain script (outside a single executable). */
+declare const __EDGEADM_AGENT_SCRIPT__: string | undefined;
 
 let plugin: Plugin | undefined;
 
 async function start(): Promise<void> {
-  plugin ??= await loadBundledPlugin(__EDGEADM_PJSON__, COMMANDS, manifestDir);
-  const code = await main(process.argv.slice(2), { root: dirname(process.execPath), bundledPlugin: plugin });
+  const argv = process.argv.slice(2);
+  let code: number | undefined;
+  // `agent edge-proxy` starts from its own small script, without touching
+  // oclif; anything that script does not parse falls through to oclif.
+  if (edgeProxyArgs(argv) !== undefined && typeof __EDGEADM_AGENT_SCRIPT__ === 'string') {
+    const agent = requireScriptAsset<{ runAgentFastPath: typeof runAgentFastPath }>(
+      AGENT_SCRIPT_ASSET,
+      __EDGEADM_AGENT_SCRIPT__,
+    );
+    code = await agent.runAgentFastPath(argv, { version: __EDGEADM_PJSON__.version });
+  }
+  if (code === undefined) {
+    plugin ??= await loadBundledPlugin(__EDGEADM_PJSON__, COMMANDS, manifestDir);
+    code = await main(argv, { root: dirname(process.execPath), bundledPlugin: plugin });
+  }
   process.exitCode = code;
   // Exit as soon as the event loop is idle; if a stray handle keeps it alive, exit anyway.
   setTimeout(() => process.exit(code), 200).unref();

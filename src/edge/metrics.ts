@@ -54,7 +54,9 @@ export function renderMetrics(snapshot: MetricsSnapshot): string {
     '# HELP edgeadm_edge_proxy_requests_total Requests by outcome.',
     '# TYPE edgeadm_edge_proxy_requests_total counter',
     ...[...snapshot.requests.entries()]
-      .sort(([a], [b]) => a.localeCompare(b))
+      // Code-unit order: localeCompare would load ICU's collation data on the
+      // first scrape, ~2.5 MiB of resident memory for ASCII label values.
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([outcome, count]) => `edgeadm_edge_proxy_requests_total{outcome="${outcome}"} ${count}`),
   ];
   return `${lines.join('\n')}\n`;

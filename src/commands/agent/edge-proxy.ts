@@ -1,9 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { ValidationError } from '../../errors.js';
-import { parseByteSize } from '../../edge/byte-size.js';
-import { parseHostPort, startEdgeProxy } from '../../edge/edge-proxy.js';
+import { runEdgeProxyAgent, type EdgeProxyRunResult } from '../../edge/agent.js';
 import {
   DEFAULT_CACHE_DIR,
   DEFAULT_CACHE_MAX_ENTRIES,
@@ -11,16 +8,8 @@ import {
   DEFAULT_LISTEN,
   DEFAULT_METRICS_LISTEN,
 } from '../../edge/limits.js';
-import { loadClientCertMappings, parseClientCertMapping, readUpstreamConfig } from '../../edge/upstream-config.js';
-import { parseGoDuration } from '../../trust/duration.js';
 
-/** What `--json` prints once the proxy has stopped. */
-export interface EdgeProxyRunResult {
-  url: string;
-  metricsUrl: string | undefined;
-  servingCaFile: string | undefined;
-  cacheEntries: number;
-}
+export type { EdgeProxyRunResult } from '../../edge/agent.js';
 
 export default class AgentEdgeProxy extends BaseCommand<typeof AgentEdgeProxy> {
   static override summary = 'Run the edge-proxy: a caching API proxy that keeps an edge node working offline.';
@@ -77,41 +66,6 @@ export default class AgentEdgeProxy extends BaseCommand<typeof AgentEdgeProxy> {
   };
 
   async run(): Promise<EdgeProxyRunResult> {
-    const flags = this.flags;
-    const healthIntervalMs = parseGoDuration(flags['health-interval']);
-    if (healthIntervalMs <= 0) {
-      throw new ValidationError('--health-interval must be positive', { code: 'E_EDGE_HEALTH_INTERVAL' });
-    }
-    const readPem = (path: string | undefined): string | undefined => (path ? readFileSync(path, 'utf8') : undefined);
-    const proxy = await startEdgeProxy({
-      upstream: await readUpstreamConfig(flags.kubeconfig),
-      listen: parseHostPort(flags.listen, '--listen'),
-      metricsListen:
-        flags['metrics-listen'] === 'none' ? undefined : parseHostPort(flags['metrics-listen'], '--metrics-listen'),
-      cacheDir: flags['cache-dir'],
-      cacheMaxBytes: parseByteSize(flags['cache-max-bytes'], '--cache-max-bytes'),
-      cacheMaxEntries: flags['cache-max-entries'],
-      tls: flags['tls-cert'] ? { certPem: readPem(flags['tls-cert'])!, keyPem: readPem(flags['tls-key'])! } : undefined,
-      clientCaPem: readPem(flags['client-ca-file']),
-      clientCerts: loadClientCertMappings(flags['client-cert-map'].map(parseClientCertMapping)),
-      healthIntervalMs,
-      logger: this.logger,
-    });
-    this.logToStderr(
-      `edge-proxy serving ${proxy.url} (${proxy.isOnline ? 'online' : 'offline: serving from the cache'})` +
-        (proxy.metricsUrl ? `, /healthz and /metrics on ${proxy.metricsUrl}` : '') +
-        (proxy.servingCaFile ? `; clients trust ${proxy.servingCaFile}` : ''),
-    );
-    await new Promise<void>((resolve) => {
-      process.once('SIGTERM', resolve);
-      process.once('SIGINT', resolve);
-    });
-    await proxy.close();
-    return {
-      url: proxy.url,
-      metricsUrl: proxy.metricsUrl,
-      servingCaFile: proxy.servingCaFile,
-      cacheEntries: proxy.cache.entryCount,
-    };
+    return runEdgeProxyAgent(this.flags, { logger: this.logger, announce: (line) => this.logToStderr(line) });
   }
 }
