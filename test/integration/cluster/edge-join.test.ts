@@ -179,6 +179,7 @@ describe('edgeadm init and join --enable-edge on test hosts (simulated k3s, real
         'discovery:unchanged',
         'package:changed',
         'node-join:changed',
+        'control-plane-join:skipped',
         'edge:changed',
         'wait-ready:unchanged',
         'labels:unchanged',
