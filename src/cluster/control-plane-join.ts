@@ -22,6 +22,7 @@ import { DEFAULT_BOOTSTRAP_TOKEN_GROUP, formatBootstrapToken, type BootstrapToke
 import type { DiscoveryResult } from '../trust/discovery.js';
 import { buildK3sToken, parseK3sToken } from '../trust/k3s-token.js';
 import type { Phase, PhaseOutcome } from '../workflow/phase.js';
+import { waitForApiReady } from './api-ready.js';
 import { readHostFile } from './host-files.js';
 import { applyObjects, describeObject } from './manifests.js';
 import type { NodeData } from './node-context.js';
@@ -316,24 +317,11 @@ export function controlPlaneJoinPhase<C extends ControlPlaneJoinData>(deps: Cont
         caPem: discovery.caPem,
         contextName: 'new-control-plane',
       });
-      const deadline = Date.now() + CONTROL_PLANE_READY_TIMEOUT_MS;
-      let last: string;
-      for (;;) {
-        try {
-          const response = await client.raw('GET', '/readyz');
-          if (response.status === 200) break;
-          last = `HTTP ${response.status}`;
-        } catch (error) {
-          last = (error as Error).message;
-        }
-        if (Date.now() > deadline) {
-          throw new EdgeadmError(
-            `the new control plane at ${client.server} was not ready within ${CONTROL_PLANE_READY_TIMEOUT_MS / 1000} s: ${last}`,
-            { code: 'E_API_NOT_READY' },
-          );
-        }
-        await new Promise((resolve) => setTimeout(resolve, CONTROL_PLANE_READY_POLL_MS));
-      }
+      await waitForApiReady(client, {
+        timeoutMs: CONTROL_PLANE_READY_TIMEOUT_MS,
+        pollMs: CONTROL_PLANE_READY_POLL_MS,
+        what: 'the new control plane',
+      });
       ctx.say(`${client.server} is ready (verified with the cluster CA)`);
       return outcome;
     },

@@ -12,7 +12,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { EdgeadmError, ValidationError } from '../errors.js';
+import { ValidationError } from '../errors.js';
 import type { Host } from '../hosts/host.js';
 import { KubeClient } from '../kube/client.js';
 import { kubeCredentialsOf, mergeKubeconfig, renderKubeconfig, type KubeCredentials } from '../kube/kubeconfig.js';
@@ -37,6 +37,7 @@ import {
   getBootstrapToken,
   signClusterInfo,
 } from './bootstrap-tokens.js';
+import { waitForApiReady } from './api-ready.js';
 import { uploadCertsPhase } from './control-plane-join.js';
 import type { Distribution } from './distributions/distribution.js';
 import { DEFAULT_DISTRIBUTION, requireDistributionFeature } from './distributions/index.js';
@@ -173,26 +174,11 @@ function waitReadyPhase(): Phase<InitData> {
         what: `the ${ctx.distribution.name} server`,
       });
       const client = await adminClient(ctx);
-      const deadline = Date.now() + API_READY_TIMEOUT_MS;
-      let last: string;
-      for (;;) {
-        try {
-          const response = await client.raw('GET', '/readyz');
-          if (response.status === 200) break;
-          last = `HTTP ${response.status}`;
-        } catch (error) {
-          last = (error as Error).message;
-        }
-        if (Date.now() > deadline) {
-          throw new EdgeadmError(
-            `the API server at ${client.server} was not ready within ${API_READY_TIMEOUT_MS / 1000} s: ${last}`,
-            {
-              code: 'E_API_NOT_READY',
-            },
-          );
-        }
-        await new Promise((resolve) => setTimeout(resolve, API_READY_POLL_MS));
-      }
+      await waitForApiReady(client, {
+        timeoutMs: API_READY_TIMEOUT_MS,
+        pollMs: API_READY_POLL_MS,
+        what: 'the API server',
+      });
       ctx.say(`${client.server} is ready`);
       return 'unchanged';
     },

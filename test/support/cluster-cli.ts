@@ -31,9 +31,9 @@ export function sshArgs(env: TestHosts, target: TestHost): string[] {
   return ['--host', `root@${target.address}`, '--ssh-key', env.keys.root, '--ssh-known-hosts', env.knownHostsFile];
 }
 
-/** Every path (with type and mode) under the directories a test host has on tmpfs. */
-export function listing(env: TestHosts, host: TestHost): Promise<string> {
-  return env.run(host, `find ${TMPFS_DIRS.join(' ')} -printf '%p %y %m\\n' | sort`);
+/** Every path (with type and mode) under the directories a test host has on tmpfs, and `extraDirs`. */
+export function listing(env: TestHosts, host: TestHost, extraDirs: string[] = []): Promise<string> {
+  return env.run(host, `find ${[...TMPFS_DIRS, ...extraDirs].join(' ')} -printf '%p %y %m\\n' 2>/dev/null | sort`);
 }
 
 /** The command lines of the processes in a host's network namespace (the PID namespace is shared). */
@@ -52,4 +52,28 @@ export function processesIn(host: TestHost): string[] {
 export function json<T>(run: CliResult): T {
   expect(run.exitCode, run.stderr).toBe(0);
   return JSON.parse(run.stdout) as T;
+}
+
+/** The helpers above, bound to one harness and one operator home. */
+export interface ClusterCli {
+  /** `edgeadm <args>` with the direct service manager (test hosts have no systemd). */
+  edgeadm(args: string[]): Promise<CliResult>;
+  sshArgs(host: TestHost): string[];
+  /** Every path (with type and mode) under the host's tmpfs directories and `extraDirs`. */
+  listing(host: TestHost, extraDirs?: string[]): Promise<string>;
+  /** The command lines of the processes in the host's network namespace. */
+  processesIn(host: TestHost): string[];
+  /** The JSON document of a successful run. */
+  json<T>(run: CliResult): T;
+}
+
+/** Binds the helpers to one harness and one operator home. */
+export function clusterCliFor(env: TestHosts, home: string, timeoutMs: number): ClusterCli {
+  return {
+    edgeadm: clusterCli(home, timeoutMs),
+    sshArgs: (host) => sshArgs(env, host),
+    listing: (host, extraDirs) => listing(env, host, extraDirs),
+    processesIn,
+    json,
+  };
 }

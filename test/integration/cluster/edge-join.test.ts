@@ -9,7 +9,6 @@
  * metrics and cache; reset removes it all and leaves the file trees as
  * before.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
@@ -20,14 +19,16 @@ import type { ResetResult } from '../../../src/cluster/reset.js';
 import { KubeClient } from '../../../src/kube/client.js';
 import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
-import { runCli, type CliResult } from '../../support/cli.js';
+import type { CliResult } from '../../support/cli.js';
+import { clusterCliFor, type ClusterCli } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
-import { TMPFS_DIRS, startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 
 /** A CLI run may start a simulated server and the edge-proxy and wait for them on 2 busy cores. */
 const CLI_TIMEOUT_MS = 180_000;
 
 let env: TestHosts;
+let cli: ClusterCli;
 let home: string;
 let pkg: string;
 let pkgWithoutEdgeadm: string;
@@ -39,46 +40,23 @@ beforeAll(async () => {
   ensureCliBuilt('commands/join.js', ['src']);
   env = await startTestHosts({ count: 2 });
   home = mkdtempSync(join(env.dir, 'cli-home-'));
+  cli = clusterCliFor(env, home, CLI_TIMEOUT_MS);
   pkg = (await buildSimK3sPackage(mkdtempSync(join(env.dir, 'pkg-')), { withEdgeadm: true })).file;
   pkgWithoutEdgeadm = (await buildSimK3sPackage(mkdtempSync(join(env.dir, 'pkg-')))).file;
   adminKubeconfig = join(home, 'admin.yaml');
   for (const host of env.targets) before.set(host.name, await listing(host));
 }, 180_000);
 
+const edgeadm = (args: string[]): Promise<CliResult> => cli.edgeadm(args);
+const sshArgs = (host: TestHost): string[] => cli.sshArgs(host);
+/** /var/log/edgeadm holds the edge-proxy's log; /var is per host. */
+const listing = (host: TestHost): Promise<string> => cli.listing(host, ['/var/log/edgeadm']);
+const processesIn = (host: TestHost): string[] => cli.processesIn(host);
+const json = <T>(run: CliResult): T => cli.json<T>(run);
+
 afterAll(async () => {
   await env?.teardown();
 });
-
-async function edgeadm(args: string[]): Promise<CliResult> {
-  return runCli(args, {
-    env: { HOME: home, EDGEADM_HOME: join(home, '.edgeadm'), SSH_AUTH_SOCK: '', EDGEADM_SERVICE_MANAGER: 'direct' },
-    timeoutMs: CLI_TIMEOUT_MS,
-  });
-}
-
-function sshArgs(target: TestHost): string[] {
-  return ['--host', `root@${target.address}`, '--ssh-key', env.keys.root, '--ssh-known-hosts', env.knownHostsFile];
-}
-
-function listing(host: TestHost): Promise<string> {
-  return env.run(host, `find ${TMPFS_DIRS.join(' ')} /var/log/edgeadm -printf '%p %y %m\\n' 2>/dev/null | sort`);
-}
-
-function processesIn(host: TestHost): string[] {
-  const pids = execFileSync('ip', ['netns', 'pids', host.netns], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  return pids.map((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-    } catch {
-      return '';
-    }
-  });
-}
-
-function json<T>(run: CliResult): T {
-  expect(run.exitCode, run.stderr).toBe(0);
-  return JSON.parse(run.stdout) as T;
-}
 
 /** The edge-proxy's Prometheus metrics, read on the node itself (it listens on the node's loopback). */
 async function proxyMetrics(host: TestHost): Promise<Map<string, number>> {
@@ -201,6 +179,7 @@ describe('edgeadm init and join --enable-edge on test hosts (simulated k3s, real
         'discovery:unchanged',
         'package:changed',
         'node-join:changed',
+        'control-plane-join:skipped',
         'edge:changed',
         'wait-ready:unchanged',
         'labels:unchanged',

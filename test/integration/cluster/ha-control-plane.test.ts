@@ -19,15 +19,17 @@ import type { ResetResult } from '../../../src/cluster/reset.js';
 import { KubeClient } from '../../../src/kube/client.js';
 import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
-import { runCli, type CliResult } from '../../support/cli.js';
+import type { CliResult } from '../../support/cli.js';
+import { clusterCliFor, type ClusterCli } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
-import { TMPFS_DIRS, startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 
 const CLI_TIMEOUT_MS = 180_000;
 /** A fixed certificate key, so that a re-run of init can be checked for "no change". */
 const CERTIFICATE_KEY = 'a1'.repeat(32);
 
 let env: TestHosts;
+let cli: ClusterCli;
 let home: string;
 let pkg: string;
 let adminKubeconfig: string;
@@ -38,34 +40,20 @@ beforeAll(async () => {
   ensureCliBuilt('commands/join.js', ['src']);
   env = await startTestHosts({ count: 3 });
   home = mkdtempSync(join(env.dir, 'cli-home-'));
+  cli = clusterCliFor(env, home, CLI_TIMEOUT_MS);
   pkg = (await buildSimK3sPackage(mkdtempSync(join(env.dir, 'pkg-')))).file;
   adminKubeconfig = join(home, 'admin.yaml');
   for (const host of env.targets) before.set(host.name, await listing(host));
 }, 180_000);
 
+const edgeadm = (args: string[]): Promise<CliResult> => cli.edgeadm(args);
+const sshArgs = (host: TestHost): string[] => cli.sshArgs(host);
+const listing = (host: TestHost): Promise<string> => cli.listing(host);
+const json = <T>(run: CliResult): T => cli.json<T>(run);
+
 afterAll(async () => {
   await env?.teardown();
 });
-
-async function edgeadm(args: string[]): Promise<CliResult> {
-  return runCli(args, {
-    env: { HOME: home, EDGEADM_HOME: join(home, '.edgeadm'), SSH_AUTH_SOCK: '', EDGEADM_SERVICE_MANAGER: 'direct' },
-    timeoutMs: CLI_TIMEOUT_MS,
-  });
-}
-
-function sshArgs(target: TestHost): string[] {
-  return ['--host', `root@${target.address}`, '--ssh-key', env.keys.root, '--ssh-known-hosts', env.knownHostsFile];
-}
-
-function listing(host: TestHost): Promise<string> {
-  return env.run(host, `find ${TMPFS_DIRS.join(' ')} -printf '%p %y %m\\n' | sort`);
-}
-
-function json<T>(run: CliResult): T {
-  expect(run.exitCode, run.stderr).toBe(0);
-  return JSON.parse(run.stdout) as T;
-}
 
 const first = (): TestHost => env.targets[0]!;
 const second = (): TestHost => env.targets[1]!;

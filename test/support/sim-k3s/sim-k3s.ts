@@ -263,22 +263,7 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
   const password = serverPasswordOf(tokenText);
   const address = stringOf(config, 'advertise-address') ?? stringOf(config, 'node-ip') ?? '127.0.0.1';
   const nodeName = stringOf(config, 'node-name') ?? hostname();
-  let caPem: string | undefined;
-  while (caPem === undefined) {
-    try {
-      const configMap = (await expectOk('fetch cluster-info', {
-        method: 'GET',
-        url: `${joinServer}/api/v1/namespaces/kube-public/configmaps/cluster-info`,
-      })) as { data?: Record<string, string> };
-      const kubeconfig = loadYaml(configMap.data?.kubeconfig ?? '') as {
-        clusters?: Array<{ cluster?: Record<string, string> }>;
-      };
-      caPem = Buffer.from(kubeconfig.clusters?.[0]?.cluster?.['certificate-authority-data'] ?? '', 'base64').toString();
-    } catch (error) {
-      log(`waiting for the first server: ${(error as Error).message}`);
-      await sleep(RETRY_INTERVAL_MS);
-    }
-  }
+  const caPem = await fetchClusterCa(joinServer, 'the first server');
   if (createHash('sha256').update(caPem).digest('hex') !== caHash) {
     log("the cluster CA does not match the token's hash: refusing to join");
     return 1;
@@ -361,10 +346,33 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
-    void keepReady({ server: own, token: adminToken, caPem: caPem!, name: nodeName, version: SIM_K3S_VERSION }, log);
+    void keepReady({ server: own, token: adminToken, caPem, name: nodeName, version: SIM_K3S_VERSION }, log);
   });
   proxy.close();
   return 0;
+}
+
+/**
+ * The cluster CA, read without TLS verification from kube-public/cluster-info
+ * (real k3s fetches /cacerts); the caller checks it against its token's hash.
+ */
+async function fetchClusterCa(server: string, what: string): Promise<string> {
+  for (;;) {
+    try {
+      const configMap = (await expectOk('fetch cluster-info', {
+        method: 'GET',
+        url: `${server}/api/v1/namespaces/kube-public/configmaps/cluster-info`,
+      })) as { data?: Record<string, string> };
+      const kubeconfig = loadYaml(configMap.data?.kubeconfig ?? '') as {
+        clusters?: Array<{ cluster?: Record<string, string> }>;
+      };
+      const caData = kubeconfig.clusters?.[0]?.cluster?.['certificate-authority-data'] ?? '';
+      return Buffer.from(caData, 'base64').toString('utf8');
+    } catch (error) {
+      log(`waiting for ${what}: ${(error as Error).message}`);
+      await sleep(RETRY_INTERVAL_MS);
+    }
+  }
 }
 
 function parseK10(token: string): { caHash: string; credentials: string } {
@@ -383,23 +391,7 @@ async function runAgent(configPath: string): Promise<number> {
   }
   const { caHash, credentials } = parseK10(tokenText);
   const nodeName = stringOf(config, 'node-name') ?? hostname();
-  let caPem: string | undefined;
-  while (caPem === undefined) {
-    try {
-      const configMap = (await expectOk('fetch cluster-info', {
-        method: 'GET',
-        url: `${server}/api/v1/namespaces/kube-public/configmaps/cluster-info`,
-      })) as { data?: Record<string, string> };
-      const kubeconfig = loadYaml(configMap.data?.kubeconfig ?? '') as {
-        clusters?: Array<{ cluster?: Record<string, string> }>;
-      };
-      const caData = kubeconfig.clusters?.[0]?.cluster?.['certificate-authority-data'] ?? '';
-      caPem = Buffer.from(caData, 'base64').toString('utf8');
-    } catch (error) {
-      log(`waiting for the server: ${(error as Error).message}`);
-      await sleep(RETRY_INTERVAL_MS);
-    }
-  }
+  const caPem = await fetchClusterCa(server, 'the server');
   const actual = createHash('sha256').update(caPem).digest('hex');
   if (actual !== caHash) {
     log(`CA cert hash ${actual} does not match the token's hash ${caHash}: refusing to join`);
