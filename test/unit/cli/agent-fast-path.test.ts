@@ -9,6 +9,7 @@ import { Flags, Parser } from '@oclif/core';
 import { describe, expect, it } from 'vitest';
 import { edgeProxyArgs } from '../../../src/cli/agent-argv.js';
 import { EDGE_PROXY_FLAG_SPECS, parseEdgeProxyArgs } from '../../../src/cli/agent-fast-path.js';
+import { renderEdgeProxyUnit } from '../../../src/cluster/edge-proxy-unit.js';
 import AgentEdgeProxy from '../../../src/commands/agent/edge-proxy.js';
 
 const commandFlags = {
@@ -129,16 +130,26 @@ describe('the systemd unit of edge-proxy', () => {
   const unit = readFileSync(new URL('../../../assets/systemd/edgeadm-edge-proxy.service', import.meta.url), 'utf8');
 
   it('starts the agent through the lean path: every flag of its ExecStart parses there', () => {
-    const execStart = /^ExecStart=((?:.*\\\n)*.*)$/m.exec(unit)![1]!.replace(/\\\n/g, ' ');
-    const argv = execStart
-      .replace(/\{\{[A-Z_]+\}\}/g, '/template-value')
-      .split(/\s+/)
-      .filter(Boolean)
-      .slice(1);
-    expect(argv.slice(0, 2)).toEqual(['agent', 'edge-proxy']);
-    const parsed = parseEdgeProxyArgs(edgeProxyArgs(argv)!, {});
-    expect(parsed).toBeDefined();
-    expect(parsed!.flags['cache-dir']).toBe('/var/lib/edgeadm/edge-proxy');
+    // The unit as join --enable-edge renders it, for a token node and for a client-certificate node.
+    for (const clientCertificate of [
+      undefined,
+      { commonName: 'system:node:n1', certFile: '/c.crt', keyFile: '/c.key', caFile: '/ca.crt' },
+    ]) {
+      const rendered = renderEdgeProxyUnit({
+        edgeadmBin: '/usr/local/bin/edgeadm',
+        upstreamKubeconfig: '/etc/kubelet.kubeconfig',
+        cacheMaxBytes: '256Mi',
+        cacheMaxEntries: 10_000,
+        ...(clientCertificate ? { clientCertificate } : {}),
+      });
+      const execStart = /^ExecStart=((?:.*\\\n)*.*)$/m.exec(rendered)![1]!.replace(/\\\n/g, ' ');
+      const argv = execStart.split(/\s+/).filter(Boolean).slice(1);
+      expect(argv.slice(0, 2)).toEqual(['agent', 'edge-proxy']);
+      const parsed = parseEdgeProxyArgs(edgeProxyArgs(argv)!, {});
+      expect(parsed).toBeDefined();
+      expect(parsed!.flags['cache-dir']).toBe('/var/lib/edgeadm/edge-proxy');
+      expect(parsed!.flags['cache-max-entries']).toBe(10_000);
+    }
   });
 
   it('sets only NODE_OPTIONS that Node accepts (a refused one would stop the service from starting)', () => {
