@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { EdgeadmError } from '../errors.js';
+import { MAX_REFUSED_BODY_DRAIN_BYTES } from './limits.js';
 
 /** An error the hub turns into an HTTP answer. */
 export class HttpError extends Error {
@@ -66,6 +67,39 @@ export function endSocketWithStatus(socket: Duplex, status: number, message: str
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_REASON[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
   );
+}
+
+/**
+ * Refuses a request whose body is not wanted (a 413): reads and drops the
+ * rest of the body first, then answers. Answering while the client is still
+ * sending and then closing resets the connection, and a reset can discard
+ * the answer before the client reads it. A body declared or found larger
+ * than MAX_REFUSED_BODY_DRAIN_BYTES is not read: the answer goes at once and
+ * the connection is closed.
+ */
+export function answerAfterBody(req: IncomingMessage, answer: () => void): void {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (req.complete || declared > MAX_REFUSED_BODY_DRAIN_BYTES) {
+    answer();
+    if (!req.complete) req.socket.destroySoon();
+    return;
+  }
+  let drained = 0;
+  let isAnswered = false;
+  const answerOnce = (): void => {
+    if (isAnswered) return;
+    isAnswered = true;
+    answer();
+  };
+  req.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > MAX_REFUSED_BODY_DRAIN_BYTES) {
+      answerOnce();
+      req.socket.destroySoon();
+    }
+  });
+  req.once('end', answerOnce);
+  req.resume();
 }
 
 /** Reads a JSON body of at most `limit` bytes. */

@@ -22,7 +22,7 @@ import { HUB_ADMIN_USER, type HubContext } from './hub-context.js';
 import { writeHubConfig } from './hub-config.js';
 import { ensureHubPki, type HubPki } from './hub-pki.js';
 import { hashUserToken, newUserToken } from './hub-tokens.js';
-import { endSocketWithStatus, HttpError, sendJson, sendStatus } from './http-replies.js';
+import { answerAfterBody, endSocketWithStatus, HttpError, sendJson, sendStatus } from './http-replies.js';
 import { parseProxyUrl, proxyRequest, proxyUpgrade } from './kube-proxy.js';
 import {
   LAST_SEEN_REFRESH_MS,
@@ -284,9 +284,9 @@ async function handleRequest(context: HubContext, req: IncomingMessage, res: Ser
     if (!(await serveApi(context, req, res))) sendStatus(res, 404, `${req.url ?? ''} is not served by the hub`);
   } catch (error) {
     if (error instanceof HttpError) {
-      if (error.status === 413 && !res.headersSent) res.setHeader('connection', 'close');
-      if (!res.headersSent) sendJson(res, error.status, { code: error.code, message: error.message });
-      req.resume();
+      answerAfterBody(req, () => {
+        if (!res.headersSent) sendJson(res, error.status, { code: error.code, message: error.message });
+      });
       return;
     }
     context.logger.error(`request ${req.method} ${req.url} failed: ${(error as Error).message}`);

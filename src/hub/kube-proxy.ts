@@ -23,7 +23,7 @@ import {
   type StreamIdentity,
 } from '../tunnel/protocol.js';
 import { authenticateUser, type HubContext } from './hub-context.js';
-import { endSocketWithStatus, HttpError, sendStatus } from './http-replies.js';
+import { answerAfterBody, endSocketWithStatus, HttpError, sendStatus } from './http-replies.js';
 import { matchesSelector, parseLabelSelector } from './label-selector.js';
 import { MAX_PROXY_REQUEST_BODY_BYTES } from './limits.js';
 
@@ -100,12 +100,9 @@ export async function proxyRequest(
   }
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > MAX_PROXY_REQUEST_BODY_BYTES) {
-    // Answer first, then read and drop the body so the client sees the 413
-    // (destroying at once would often show it a reset instead); the
-    // connection closes after it.
-    res.setHeader('connection', 'close');
-    sendStatus(res, 413, `the request body is larger than ${MAX_PROXY_REQUEST_BODY_BYTES} bytes`);
-    req.resume();
+    answerAfterBody(req, () =>
+      sendStatus(res, 413, `the request body is larger than ${MAX_PROXY_REQUEST_BODY_BYTES} bytes`),
+    );
     return;
   }
   const started = process.hrtime.bigint();

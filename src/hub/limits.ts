@@ -12,6 +12,12 @@ export const MAX_API_BODY_BYTES = 1024 * 1024;
  * refuses bodies over about 3 MiB; this leaves room and stops abuse.
  */
 export const MAX_PROXY_REQUEST_BODY_BYTES = 8 * 1024 * 1024;
+/**
+ * How much of a refused (oversized) body the hub reads and drops after its
+ * 413, so that the client, still sending, reads the answer instead of a
+ * connection reset; past it the connection is closed.
+ */
+export const MAX_REFUSED_BODY_DRAIN_BYTES = 2 * MAX_PROXY_REQUEST_BODY_BYTES;
 /** How long a client may take to send its request head. */
 export const REQUEST_HEADERS_TIMEOUT_MS = 30_000;
 /** How long a graceful shutdown waits before closing what is left. */

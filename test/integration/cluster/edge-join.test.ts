@@ -178,6 +178,7 @@ describe('edgeadm init and join --enable-edge on test hosts (simulated k3s, real
         'preflight:unchanged',
         'discovery:unchanged',
         'package:changed',
+        'runtime:skipped',
         'node-join:changed',
         'control-plane-join:skipped',
         'edge:changed',

@@ -153,6 +153,7 @@ describe('edgeadm init --upload-certs and join --control-plane on test hosts (si
           'preflight:unchanged',
           'discovery:unchanged',
           'package:changed',
+          'runtime:skipped',
           'node-join:skipped',
           'control-plane-join:changed',
           'edge:skipped',

@@ -118,6 +118,7 @@ describe('edgeadm init, join, token and reset with --distribution kubeadm (simul
         'control-plane:changed',
         'wait-ready:unchanged',
         'bootstrap-token:changed',
+        'upload-certs:skipped',
         'edge-addons:skipped',
         'show-join-command:changed',
       ]);
