@@ -10,7 +10,7 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
-import { isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { PeerCertificate, Server as TlsServer, TLSSocket } from 'node:tls';
@@ -29,6 +29,7 @@ import {
   MAX_REQUEST_HEADER_BYTES,
   REQUEST_HEADERS_TIMEOUT_MS,
   SHUTDOWN_GRACE_MS,
+  MAX_PENDING_HANDSHAKES,
 } from './limits.js';
 import { HubMetrics } from './metrics.js';
 import { serveApi } from './operator-api.js';
@@ -50,6 +51,8 @@ export interface HubServerOptions {
   /** A CA to adopt on first start. */
   caCertFile?: string;
   caKeyFile?: string;
+  /** Most TLS handshakes in progress at once; {@link MAX_PENDING_HANDSHAKES} by default. */
+  maxPendingHandshakes?: number;
   logger: Logger;
 }
 
@@ -205,7 +208,24 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     // Small HTTP/2 frames and kube answers must not wait for Nagle's algorithm.
     noDelay: true,
   });
+  // Admission control: past the bound, a connection is closed before TLS starts.
+  const maxPending = options.maxPendingHandshakes ?? MAX_PENDING_HANDSHAKES;
+  const pending = new Map<string, () => void>();
+  tlsServer.prependListener('connection', (raw: Socket) => {
+    if (pending.size >= maxPending) {
+      metrics.handshakesRefused += 1;
+      raw.destroy();
+      return;
+    }
+    const key = `${raw.remoteAddress}:${raw.remotePort}`;
+    const done = (): void => {
+      if (pending.get(key) === done) pending.delete(key);
+    };
+    pending.set(key, done);
+    raw.once('close', done);
+  });
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
+    pending.get(`${socket.remoteAddress}:${socket.remotePort}`)?.();
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', (error) => logger.debug(`connection error: ${error.message}`));

@@ -32,3 +32,10 @@ export const STATUS_COMMIT_WINDOW_MS = 200;
 export const STORE_READ_CACHE_MAX_ENTRIES = 50_000;
 /** The organization (group) of every agent certificate. */
 export const AGENT_CERT_ORGANIZATION = 'edgeadm:hub:clusters';
+/**
+ * Most TLS handshakes the hub has in progress at once. A connection past it is
+ * closed before TLS starts, which costs the hub almost nothing and sends the
+ * agent into its backoff, so a reconnect storm spends the hub's CPU on
+ * handshakes that finish instead of on ones the agents give up on.
+ */
+export const MAX_PENDING_HANDSHAKES = 128;

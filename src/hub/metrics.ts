@@ -15,6 +15,8 @@ export class HubMetrics {
   bytesToAgents = 0;
   bytesFromAgents = 0;
   tunnelsRefused = 0;
+  /** Connections closed before TLS because the hub's bound on TLS handshakes in progress was reached. */
+  handshakesRefused = 0;
   unauthorizedRequests = 0;
   readonly #buckets = LATENCY_BUCKETS_SECONDS.map(() => 0);
   #latencyCount = 0;
@@ -48,6 +50,9 @@ export class HubMetrics {
       '# HELP edgeadm_hub_tunnels_refused_total Tunnel attempts refused.',
       '# TYPE edgeadm_hub_tunnels_refused_total counter',
       `edgeadm_hub_tunnels_refused_total ${this.tunnelsRefused}`,
+      '# HELP edgeadm_hub_handshakes_refused_total Connections closed before TLS because too many handshakes were in progress.',
+      '# TYPE edgeadm_hub_handshakes_refused_total counter',
+      `edgeadm_hub_handshakes_refused_total ${this.handshakesRefused}`,
       '# HELP edgeadm_hub_unauthorized_requests_total Requests refused with 401.',
       '# TYPE edgeadm_hub_unauthorized_requests_total counter',
       `edgeadm_hub_unauthorized_requests_total ${this.unauthorizedRequests}`,

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { MAX_PENDING_HANDSHAKES } from '../../hub/limits.js';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { startHub } from '../../hub/hub-server.js';
@@ -34,6 +35,12 @@ export default class HubServe extends BaseCommand<typeof HubServe> {
       dependsOn: ['ca-key'],
     }),
     'ca-key': Flags.string({ summary: 'The key of --ca-cert.', dependsOn: ['ca-cert'] }),
+    'max-pending-handshakes': Flags.integer({
+      min: 1,
+      summary:
+        'Most TLS handshakes in progress at once; connections past it are closed before TLS and the agents retry.',
+      default: MAX_PENDING_HANDSHAKES,
+    }),
   };
 
   async run(): Promise<HubServeResult> {
@@ -45,6 +52,7 @@ export default class HubServe extends BaseCommand<typeof HubServe> {
       dataDir: resolve(flags['data-dir']),
       logger,
       ...(flags['advertise-address'] === undefined ? {} : { advertiseAddress: flags['advertise-address'] }),
+      maxPendingHandshakes: flags['max-pending-handshakes'],
       ...(flags['ca-cert'] === undefined ? {} : { caCertFile: flags['ca-cert'], caKeyFile: flags['ca-key'] }),
     });
     this.log(`hub listening on ${hub.url}`);
