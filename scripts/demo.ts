@@ -1,0 +1,146 @@
+/**
+ * `npm run demo`: the main job, init → join ×2 → kubectl get nodes → reset
+ * ×3, run by the real edgeadm CLI over real SSH on this machine, so that a
+ * new user sees what edgeadm does without hosts or a k3s package of their
+ * own.
+ *
+ * The three hosts are the test suite's network-namespace hosts (each a real
+ * sshd with its own address and its own tmpfs /etc, /usr/local/bin and
+ * /var/lib), and the k3s in the install package is the test suite's
+ * SIMULATED k3s (test/support/sim-k3s: a stand-in that writes what k3s
+ * writes and serves a small in-memory API server): the Kubernetes binaries
+ * cannot be had here. Everything else (package verification and upload,
+ * discovery with the token and CA pin, the service, the kubeconfig, reset)
+ * is edgeadm's real code. The hosts have no systemd, so the demo asks for
+ * edgeadm's direct service manager, as the tests do.
+ *
+ *   npm run build && npm run demo                     # as root
+ *   npm run demo -- --binary dist/edgeadm-linux-x64   # the single binary instead of bin/run.js
+ *
+ * Needs root and the Debian packages openssh-server, openssh-client,
+ * iproute2 and sudo (the harness names any that is missing).
+ */
+import { mkdtempSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { execa } from 'execa';
+import { REPO_ROOT } from '../test/support/cli.js';
+import { buildSimK3sPackage } from '../test/support/sim-k3s/fixture.js';
+import { TMPFS_DIRS, startTestHosts, type TestHost, type TestHosts } from '../test/support/test-hosts.js';
+
+const { values: flags } = parseArgs({
+  options: { binary: { type: 'string' } },
+});
+
+/** The edgeadm the demo runs: the single binary if given, else this tree's bin/run.js on Node 24. */
+const edgeadm: [string, string[]] = flags.binary
+  ? [resolve(flags.binary), []]
+  : [process.execPath, [join(REPO_ROOT, 'bin', 'run.js')]];
+
+/** A step's heading, then the command line as an operator would type it. */
+function show(title: string, args: string[]): void {
+  process.stdout.write(`\n=== ${title}\n$ edgeadm ${args.join(' ')}\n`);
+}
+
+/** Runs edgeadm with the demo's environment, its output on this terminal; throws on failure. */
+async function run(env: Record<string, string>, title: string, args: string[]): Promise<void> {
+  show(title, args);
+  await execa(edgeadm[0], [...edgeadm[1], ...args], { env, stdio: 'inherit', cwd: REPO_ROOT });
+}
+
+/** Runs edgeadm and returns its `--json` document, printing a one-line summary of it. */
+async function runJson<T>(env: Record<string, string>, title: string, args: string[]): Promise<T> {
+  show(title, [...args, '--json']);
+  const result = await execa(edgeadm[0], [...edgeadm[1], ...args, '--json'], {
+    env,
+    cwd: REPO_ROOT,
+    stderr: 'inherit',
+  });
+  return JSON.parse(result.stdout) as T;
+}
+
+async function main(): Promise<void> {
+  process.stdout.write('Starting three local SSH hosts (network namespaces) ...\n');
+  const hosts: TestHosts = await startTestHosts({ count: 3 });
+  try {
+    await demo(hosts);
+  } finally {
+    await hosts.teardown();
+  }
+}
+
+async function demo(hosts: TestHosts): Promise<void> {
+  const [controlPlane, edge1, edge2] = hosts.targets as [TestHost, TestHost, TestHost];
+  const home = mkdtempSync(join(hosts.dir, 'operator-home-'));
+  const env = {
+    HOME: home,
+    EDGEADM_HOME: join(home, '.edgeadm'),
+    EDGEADM_SERVICE_MANAGER: 'direct',
+    SSH_AUTH_SOCK: '',
+  };
+  const ssh = (host: TestHost): string[] => [
+    '--host',
+    `root@${host.address}`,
+    '--ssh-key',
+    hosts.keys.root,
+    '--ssh-known-hosts',
+    hosts.knownHostsFile,
+  ];
+  // Every path under the hosts' install directories, to show that reset puts each host back.
+  const listing = (host: TestHost): Promise<string> =>
+    hosts.run(host, `find ${TMPFS_DIRS.join(' ')} -printf '%p %y %m\\n' 2>/dev/null | sort`);
+  const before = new Map<string, string>();
+  for (const host of hosts.targets) before.set(host.name, await listing(host));
+  const pkg = (await buildSimK3sPackage(mkdtempSync(join(hosts.dir, 'pkg-')))).file;
+  const kubeconfig = join(home, 'admin.yaml');
+  process.stdout.write(
+    [
+      `hosts: ${controlPlane.name} ${controlPlane.address} (control plane), ${edge1.name} ${edge1.address}, ${edge2.name} ${edge2.address}`,
+      `install package: ${pkg}`,
+      "  (its bin/k3s is the SIMULATED k3s of edgeadm's tests, not k3s)",
+      '',
+    ].join('\n'),
+  );
+
+  await run(env, 'check the control-plane host', ['host', 'check', ...ssh(controlPlane)]);
+  const init = await runJson<{ joinCommand?: string }>(env, 'init the control plane', [
+    'init',
+    ...ssh(controlPlane),
+    '--install-pkg-path',
+    pkg,
+    '--kubeconfig-out',
+    kubeconfig,
+  ]);
+  if (!init.joinCommand) throw new Error('init printed no join command');
+  process.stdout.write(`init printed:\n  ${init.joinCommand}\n`);
+  const joinArgs = init.joinCommand.split(' ').slice(1);
+  for (const node of [edge1, edge2]) {
+    await run(env, `join ${node.name}`, [...joinArgs, ...ssh(node)]);
+  }
+
+  show('the cluster, through the real kubectl', [
+    '(kubectl)',
+    '--kubeconfig',
+    kubeconfig,
+    'get',
+    'nodes',
+    '-o',
+    'wide',
+  ]);
+  await execa('kubectl', ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'wide'], { stdio: 'inherit' }).catch(
+    (error: unknown) => process.stdout.write(`(kubectl could not run: ${String(error)})\n`),
+  );
+  await run(env, 'list the bootstrap tokens', ['token', 'list', '--kubeconfig', kubeconfig]);
+
+  for (const host of [edge2, edge1, controlPlane]) {
+    await run(env, `reset ${host.name}`, ['reset', ...ssh(host), '--force']);
+  }
+  for (const host of hosts.targets) {
+    if ((await listing(host)) !== before.get(host.name)) {
+      throw new Error(`${host.name}: its install directories differ from before init`);
+    }
+  }
+  process.stdout.write(`\nDone: every host's install directories (${TMPFS_DIRS.join(', ')}) are as before init.\n`);
+}
+
+await main();
