@@ -276,11 +276,34 @@ export class SshConnection {
     // Commands are short request/response exchanges: without this, Nagle's
     // algorithm and delayed ACKs add tens of milliseconds to every one.
     client.setNoDelay(true);
+    client.once('end', () => destroySocket(client));
     this.#connectCount++;
     this.#client = client;
     this.#logger.debug(`[${this.label}] connected${via ? ` through ${via.path}` : ''}`);
     return client;
   }
+}
+
+/** The part of ssh2's client that ending a connection for good needs. */
+interface ClientInternals {
+  _sock?: { destroy(): void };
+}
+
+/**
+ * Ends a connection whose server has closed its side. When the server's
+ * stream ends (the sshd process was killed, say), ssh2 reports 'end' and
+ * stops its keepalives, but fails the open channels only on the socket's
+ * 'close'; with writes still queued (an upload waiting for channel window),
+ * that close may never come, and the upload would wait forever. An SSH
+ * connection has no half-closed state (RFC 4253 ends it with a
+ * disconnect message or the transport), so the end of the server's stream
+ * ends the connection: destroying the socket makes ssh2 close every
+ * channel, and the commands on them fail as disconnected. ssh2's own
+ * `destroy()` does nothing once the socket is no longer writable, which is
+ * the case here, hence the socket itself.
+ */
+function destroySocket(client: Client): void {
+  (client as unknown as ClientInternals)._sock?.destroy();
 }
 
 /**

@@ -239,6 +239,26 @@ describe('file transfers', () => {
   });
 });
 
+describe('a connection through a bastion that drops', () => {
+  it('fails the running command as disconnected instead of waiting for ever', async () => {
+    // The bastion forwards the target's end of the TCP connection as the end
+    // of one channel, which stays half-open: the client has to end it itself.
+    const target = env.targets[1]!;
+    const host = await rootHost(1);
+    try {
+      await host.exec('true');
+      const running = host.exec('sleep 300').catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(env.dropConnections(target)).toBeGreaterThan(0);
+      expect(await running).toMatchObject({ code: 'E_SSH_DISCONNECTED' });
+      // The next command reconnects.
+      expect((await host.exec('echo back')).stdout).toBe('back\n');
+    } finally {
+      await host.close();
+    }
+  }, 60_000);
+});
+
 describe('facts', () => {
   it('describes each test host: its own hostname, address, and which ports are free', async () => {
     const hosts: Host[] = [];
