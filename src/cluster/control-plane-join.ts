@@ -237,10 +237,12 @@ export function verifyUploadedCerts(
   options: { upload: CertsUpload; certificateKey: string; caPem: string },
 ): string[] {
   const entries = Object.entries(secret.data ?? {}).filter(([, value]) => value !== '');
-  const plain = new Map(
-    entries.map(([name, value]) => [name, decryptWithCertificateKey(value, options.certificateKey)]),
-  );
-  const ca = plain.get(options.upload.caEntry);
+  let ca: string | undefined;
+  for (const [name, value] of entries) {
+    // Every entry is decrypted, as kubeadm's download will; only the CA certificate is kept.
+    const text = decryptWithCertificateKey(value, options.certificateKey);
+    if (name === options.upload.caEntry) ca = text;
+  }
   let isSameCa: boolean;
   try {
     const wanted = new Set(caPinsOfPem(options.caPem, 'the cluster CA'));
@@ -259,7 +261,7 @@ export function verifyUploadedCerts(
       },
     );
   }
-  return [...plain.keys()];
+  return entries.map(([name]) => name);
 }
 
 /** When the upload expires: its owner bootstrap token's expiration (kubeadm ties the Secret to one), else the usual TTL. */

@@ -129,6 +129,20 @@ function joinArgs(host: TestHost, options: { key?: string } = {}): string[] {
 
 describe('edgeadm init --upload-certs and join --control-plane with --distribution kubeadm (simulated kubeadm)', () => {
   it(
+    'init --dry-run plans the upload with kubeadm, the key in a file, and changes nothing',
+    async () => {
+      const result = json<InitResult>(await edgeadm([...initArgs(), '--dry-run']));
+      const plan = result.plan!.join('\n');
+      expect(plan).toContain(
+        '[upload-certs] Would write /etc/kubernetes/edgeadm-kubeadm-upload-certs.yaml (mode 0600, with the certificate key), run /usr/local/bin/kubeadm init phase upload-certs --upload-certs --skip-certificate-key-print --config /etc/kubernetes/edgeadm-kubeadm-upload-certs.yaml',
+      );
+      expect(plan).not.toContain(result.certificateKey!);
+      expect(await listing(first())).toBe(before.get(first().name));
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
     'init sets the control-plane endpoint, has kubeadm upload the encrypted CA, and prints the control-plane join command',
     async () => {
       const result = json<InitResult>(await edgeadm([...initArgs(), '--log-file', initLog]));
@@ -208,6 +222,29 @@ describe('edgeadm init --upload-certs and join --control-plane with --distributi
       expect(error.code).toBe('E_CERTIFICATE_KEY_MISMATCH');
       expect(error.message).toMatch(/^error execution phase discovery: /);
       expect(await listing(second())).toBe(before.get(second().name));
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'join --control-plane after the upload expired fails during discovery with nothing installed',
+    async () => {
+      const path = '/api/v1/namespaces/kube-system/secrets/kubeadm-certs';
+      const { annotations } = await kubeadmCerts();
+      const expires = annotations['edgeadm.io/expires']!;
+      await (
+        await admin()
+      ).mergePatch(path, {
+        metadata: { annotations: { 'edgeadm.io/expires': new Date(Date.now() - 1000).toISOString() } },
+      });
+      try {
+        const run = await edgeadm(joinArgs(second(), { key: freshKey }));
+        expect(run.exitCode).not.toBe(0);
+        expect((JSON.parse(run.stdout) as { error: { code: string } }).error.code).toBe('E_CONTROL_PLANE_JOIN_EXPIRED');
+        expect(await listing(second())).toBe(before.get(second().name));
+      } finally {
+        await (await admin()).mergePatch(path, { metadata: { annotations: { 'edgeadm.io/expires': expires } } });
+      }
     },
     TEST_TIMEOUT_MS,
   );

@@ -101,8 +101,8 @@ function tokenPart(length: number): string {
   return [...randomBytes(length)].map((byte) => alphabet[byte % alphabet.length]).join('');
 }
 
-/** `kubeadm init phase upload-certs --upload-certs` with `key`, as the admin. */
-export async function uploadCerts(admin: KubeconfigAccess, keyHex: string): Promise<void> {
+/** `kubeadm init phase upload-certs --upload-certs` with `key`, as the admin, from `pkiDir`. */
+export async function uploadCerts(admin: KubeconfigAccess, keyHex: string, pkiDir = PKI_DIR): Promise<void> {
   const key = certificateKeyBytes(keyHex);
   say(`[upload-certs] Storing the certificates in Secret "${KUBEADM_CERTS_SECRET}" in the "kube-system" Namespace`);
   const secrets = '/api/v1/namespaces/kube-system/secrets';
@@ -121,7 +121,7 @@ export async function uploadCerts(admin: KubeconfigAccess, keyHex: string): Prom
   });
   const data: Record<string, string> = {};
   for (const file of TRANSFERRED) {
-    const path = join(PKI_DIR, file);
+    const path = join(pkiDir, file);
     data[secretName(file)] = existsSync(path) ? encrypt(await readFile(path), key).toString('base64') : '';
   }
   const tokenMeta = token.metadata as { name: string; uid: string };
@@ -160,8 +160,8 @@ export async function uploadCerts(admin: KubeconfigAccess, keyHex: string): Prom
   });
 }
 
-/** `[download-certs]` of `kubeadm join --control-plane`, with the bootstrap token. Returns the files written. */
-export async function downloadCerts(bootstrap: KubeconfigAccess, keyHex: string): Promise<string[]> {
+/** `[download-certs]` of `kubeadm join --control-plane`, with the bootstrap token, into `pkiDir`. Returns the files written. */
+export async function downloadCerts(bootstrap: KubeconfigAccess, keyHex: string, pkiDir = PKI_DIR): Promise<string[]> {
   const key = certificateKeyBytes(keyHex);
   say(
     `[download-certs] Downloading the certificates in Secret "${KUBEADM_CERTS_SECRET}" in the "kube-system" Namespace`,
@@ -190,7 +190,7 @@ export async function downloadCerts(bootstrap: KubeconfigAccess, keyHex: string)
   for (const file of TRANSFERRED) {
     const data = plain.get(secretName(file));
     if (!data) continue;
-    const path = join(PKI_DIR, file);
+    const path = join(pkiDir, file);
     await writeAtomically(path, data.toString('utf8'), file.endsWith('.key') ? 0o600 : 0o644);
     written.push(path);
   }
