@@ -136,8 +136,13 @@ async function adminClient(ctx: InitData): Promise<KubeClient> {
   return new KubeClient(ctx.admin);
 }
 
-/** What the control plane's configuration says (facts collected). */
-function serverConfigOf(ctx: InitData): ServerConfigInput {
+/**
+ * What the control plane's configuration says, from init's options (facts
+ * collected): with --control-plane-endpoint, the endpoint as `host:port`
+ * (kubeadm's controlPlaneEndpoint) and its host among the certificate's
+ * names. Also what the upload-certs phase renders with the certificate key.
+ */
+export function serverConfigOf(ctx: InitData): ServerConfigInput {
   return {
     nodeName: nodeNameOf(ctx),
     nodeLabels: ctx.nodeLabels,
