@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { EdgeadmError } from '../errors.js';
 import { execOrThrow } from '../hosts/host.js';
-import type { NodeData } from './node-context.js';
+import { setupOf, type NodeData } from './node-context.js';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -41,7 +41,7 @@ export async function isSetupDone(ctx: NodeData, configText: string): Promise<bo
 
 /** Runs the setup command unless `isDone` ({@link isSetupDone}); true when it ran. */
 export async function runSetupOnce(ctx: NodeData, configText: string, isDone: boolean): Promise<boolean> {
-  const setup = ctx.distribution.setupCommand?.(ctx.role);
+  const setup = ctx.distribution.setupCommand?.(ctx.role, setupOf(ctx));
   if (!setup) return false;
   if (isDone) {
     ctx.say(`${setup.command} already ran`);

@@ -39,7 +39,7 @@ import {
 } from './bootstrap-tokens.js';
 import { waitForApiReady } from './api-ready.js';
 import { uploadCertsPhase } from './control-plane-join.js';
-import type { Distribution } from './distributions/distribution.js';
+import type { Distribution, ServerConfigInput } from './distributions/distribution.js';
 import { DEFAULT_DISTRIBUTION, requireDistributionFeature } from './distributions/index.js';
 import { edgeAddonsPhase } from './edge-addons-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
@@ -136,25 +136,34 @@ async function adminClient(ctx: InitData): Promise<KubeClient> {
   return new KubeClient(ctx.admin);
 }
 
+/**
+ * What the control plane's configuration says, from init's options (facts
+ * collected): with --control-plane-endpoint, the endpoint as `host:port`
+ * (kubeadm's controlPlaneEndpoint) and its host among the certificate's
+ * names. Also what the upload-certs phase renders with the certificate key.
+ */
+export function serverConfigOf(ctx: InitData): ServerConfigInput {
+  return {
+    nodeName: nodeNameOf(ctx),
+    nodeLabels: ctx.nodeLabels,
+    advertiseAddress: advertiseAddressOf(ctx),
+    certSans: ctx.controlPlaneEndpoint
+      ? [...ctx.certSans, ctx.controlPlaneEndpoint.replace(/:\d+$/, '')]
+      : ctx.certSans,
+    podCidr: ctx.podCidr,
+    serviceCidr: ctx.serviceCidr,
+    kubernetesVersion: ctx.package.manifest.kubernetesVersion,
+    ...(ctx.controlPlaneEndpoint ? { isClusterInit: true, controlPlaneEndpoint: joinAddressOf(ctx) } : {}),
+  };
+}
+
 function controlPlanePhase(): Phase<InitData> {
   return {
     name: 'control-plane',
     summary: 'Write the distribution configuration and service unit, and start the control plane',
     async run(ctx) {
       await ensureFacts(ctx);
-      const config = ctx.distribution.renderServerConfig({
-        nodeName: nodeNameOf(ctx),
-        nodeLabels: ctx.nodeLabels,
-        advertiseAddress: advertiseAddressOf(ctx),
-        certSans: ctx.controlPlaneEndpoint
-          ? [...ctx.certSans, ctx.controlPlaneEndpoint.replace(/:\d+$/, '')]
-          : ctx.certSans,
-        podCidr: ctx.podCidr,
-        serviceCidr: ctx.serviceCidr,
-        kubernetesVersion: ctx.package.manifest.kubernetesVersion,
-        ...(ctx.controlPlaneEndpoint ? { isClusterInit: true } : {}),
-      });
-      return configureAndStartService(ctx, config);
+      return configureAndStartService(ctx, ctx.distribution.renderServerConfig(serverConfigOf(ctx)));
     },
   };
 }
@@ -311,7 +320,7 @@ export function initPhases(): Phase<InitData>[] {
     controlPlanePhase(),
     waitReadyPhase(),
     bootstrapTokenPhase(),
-    uploadCertsPhase<InitData>({ adminClient }),
+    uploadCertsPhase<InitData>({ adminClient, serverConfig: serverConfigOf }),
     edgeAddonsPhase<InitData>({ adminClient }),
     showJoinCommandPhase(),
   ];
@@ -359,6 +368,8 @@ export interface InitResult {
   joinCommand?: string;
   /** With --upload-certs: the join command for another control plane (holds the certificate key). */
   controlPlaneJoinCommand?: string;
+  /** With --upload-certs: the key the upload is encrypted with (given or made; a secret, expires with the upload). */
+  certificateKey?: string;
   kubeconfig?: { path: string; context: string; isMerged: boolean };
   plan?: string[];
 }
@@ -410,6 +421,7 @@ export async function runInit(options: InitOptions): Promise<InitResult> {
     ...(ctx.caPem ? { caCertHash: caPinsOfPem(ctx.caPem, 'the cluster CA')[0]! } : {}),
     ...(ctx.joinCommand ? { joinCommand: ctx.joinCommand } : {}),
     ...(ctx.controlPlaneJoinCommand ? { controlPlaneJoinCommand: ctx.controlPlaneJoinCommand } : {}),
+    ...(ctx.isUploadCerts && ctx.certificateKey ? { certificateKey: ctx.certificateKey } : {}),
     ...(ctx.kubeconfigWritten ? { kubeconfig: ctx.kubeconfigWritten } : {}),
     ...(options.isDryRun ? { plan: report.plan } : {}),
   };

@@ -284,6 +284,7 @@ export async function runJoin(options: JoinOptions): Promise<JoinResult> {
     host: options.host,
     isDryRun: options.isDryRun,
     role: isControlPlane ? 'control-plane' : 'worker',
+    isJoining: true,
     isControlPlane,
     ...(options.certificateKey ? { certificateKey: options.certificateKey } : {}),
     distribution: options.distribution,

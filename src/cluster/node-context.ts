@@ -8,7 +8,7 @@ import type { HostFacts } from '../hosts/facts.js';
 import type { Host } from '../hosts/host.js';
 import type { Logger } from '../log/run-log.js';
 import type { ResolvedPackage } from '../packages/source.js';
-import type { Distribution } from './distributions/distribution.js';
+import type { Distribution, NodeSetup } from './distributions/distribution.js';
 import type { ServiceManager } from './service-manager.js';
 import type { StateRecorder } from './state.js';
 
@@ -21,6 +21,8 @@ export interface NodeData {
   host: Host;
   isDryRun: boolean;
   role: ClusterRole;
+  /** The host joins an existing cluster (join), rather than starting one (init). */
+  isJoining?: boolean;
   distribution: Distribution;
   serviceManager: ServiceManager;
   state: StateRecorder;
@@ -33,4 +35,9 @@ export interface NodeData {
   logger: Logger;
   /** A line for the operator, prefixed with its phase (`[package] uploaded …`). */
   say(line: string): void;
+}
+
+/** How the workflow sets the host up: init starts the cluster, join joins it (also as another control plane). */
+export function setupOf(ctx: Pick<NodeData, 'isJoining'>): NodeSetup {
+  return ctx.isJoining ? 'join' : 'init';
 }

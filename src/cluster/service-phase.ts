@@ -8,13 +8,13 @@
 import { dirname } from 'node:path/posix';
 import type { PhaseOutcome } from '../workflow/phase.js';
 import { isSetupDone, runSetupOnce } from './distribution-setup.js';
-import type { NodeData } from './node-context.js';
+import { setupOf, type NodeData } from './node-context.js';
 import { serviceFilesOf } from './service-manager.js';
 
 /** Writes `configText` and the role's unit, then makes sure the service runs. */
 export async function configureAndStartService(ctx: NodeData, configText: string): Promise<PhaseOutcome> {
   const { host, state, distribution, serviceManager } = ctx;
-  const configPath = distribution.configPath(ctx.role);
+  const configPath = distribution.configPath(ctx.role, setupOf(ctx));
   const unit = distribution.serviceUnit(ctx.role);
   state.update((s) => ({
     ...s,

@@ -108,6 +108,10 @@ export default class Init extends BaseCommand<typeof Init> {
         this.log('Join more control planes (the certificate key expires in 2 hours) with:');
         this.log(`  ${result.controlPlaneJoinCommand}`);
       }
+    } else if (result.certificateKey && !this.jsonEnabled()) {
+      // `init phase upload-certs` alone: the new key is the one thing the operator needs.
+      this.log('Join more control planes with --control-plane --certificate-key (it expires in 2 hours):');
+      this.log(`  ${result.certificateKey}`);
     }
     return result;
   }

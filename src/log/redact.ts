@@ -16,7 +16,7 @@ export const REDACTED = '<redacted>';
 export const MIN_LITERAL_SECRET_LENGTH = 4;
 
 /** Names (of flags, keys and variables) whose values are secret. */
-const SECRET_NAME = String.raw`[A-Za-z0-9_-]*(?:password|passwd|passphrase|secret|token|private[-_]?key|key[-_]?data|api[-_]?key)`;
+const SECRET_NAME = String.raw`[A-Za-z0-9_-]*(?:password|passwd|passphrase|secret|token|private[-_]?key|key[-_]?data|api[-_]?key|certificate[-_]?key)`;
 
 const SECRET_KEY = new RegExp(String.raw`^${SECRET_NAME}$`, 'i');
 

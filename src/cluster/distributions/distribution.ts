@@ -27,8 +27,18 @@ export interface ServerConfigInput {
   kubernetesVersion?: string;
   /** Join the control plane at this URL instead of starting a cluster (another control plane). */
   joinServer?: string;
-  /** The credential another control plane joins with (k3s: the server token). A secret. */
+  /** The credential another control plane joins with (k3s: the server token; kubeadm: the bootstrap token). A secret. */
   joinToken?: string;
+  /** The shared address of the control planes, `host:port` (kubeadm: ClusterConfiguration.controlPlaneEndpoint). */
+  controlPlaneEndpoint?: string;
+  /**
+   * The key the control-plane certificates are encrypted with (kubeadm:
+   * InitConfiguration.certificateKey for the upload, JoinConfiguration
+   * controlPlane.certificateKey for another control plane). A secret.
+   */
+  certificateKey?: string;
+  /** The CA bundle discovery verified, for another control plane (kubeadm pins it again in its own discovery). */
+  caPem?: string;
 }
 
 /** What a joining node's configuration says. */
@@ -87,6 +97,30 @@ export interface SetupCommand {
 }
 
 /**
+ * How a node is set up: it starts the cluster (`init`) or joins one
+ * (`join`: a worker, or another control plane).
+ */
+export type NodeSetup = 'init' | 'join';
+
+/**
+ * A distribution that uploads the control-plane certificates itself
+ * (kubeadm: `kubeadm init phase upload-certs`), into a Secret whose entries
+ * are each AES-256-GCM encrypted with the certificate key (nonce first, tag
+ * last), readable by bootstrap tokens. edgeadm runs the upload and checks
+ * the Secret; it never reads or sends the keys itself.
+ */
+export interface CertsUpload {
+  /** The Secret in kube-system. */
+  readonly secretName: string;
+  /** Its entry with the cluster CA certificate (checked against the CA discovery verified). */
+  readonly caEntry: string;
+  /** Where the upload's configuration, holding the certificate key (mode 0600), is written while it runs. */
+  readonly configPath: string;
+  /** The command that uploads, reading the key from {@link configPath}. */
+  readonly command: SetupCommand;
+}
+
+/**
  * Workflows built for only some drivers: `control-plane-join` (init
  * --control-plane-endpoint/--upload-certs, join --control-plane) and
  * `edge-node` (join --enable-edge routing the node's kubelet through the
@@ -105,8 +139,8 @@ export interface Distribution {
   readonly requiredBinaries: readonly string[];
   /** Where binaries are installed. */
   readonly binDir: string;
-  /** The configuration file of a control plane / joining node. */
-  configPath(role: 'control-plane' | 'worker'): string;
+  /** The configuration file of a control plane / joining node (`setup` defaults to init for a control plane). */
+  configPath(role: 'control-plane' | 'worker', setup?: NodeSetup): string;
   renderServerConfig(input: ServerConfigInput): string;
   renderAgentConfig(input: AgentConfigInput): string;
   /** The service unit of a role. */
@@ -117,8 +151,10 @@ export interface Distribution {
   readonly adminKubeconfigPath: string;
   /** The kubeconfig a joined node's agent uses (client credentials of the node). */
   readonly nodeKubeconfigPath: string;
-  /** The credential another control plane joins with, on the first one (k3s: the server token). */
+  /** The credential another control plane joins with, on the first one (k3s: the server token, which edgeadm uploads). */
   readonly serverTokenPath?: string;
+  /** How the distribution uploads the control-plane certificates itself (kubeadm), instead of edgeadm. */
+  readonly certsUpload?: CertsUpload;
   /** The CA that signs the node's client certificate (the edge-proxy checks the kubelet against it). */
   readonly nodeClientCaPath?: string;
   /** Directories the distribution owns outright, removed with their content by reset. */
@@ -132,7 +168,7 @@ export interface Distribution {
   /** The container runtime to install before the node's service (none: the distribution embeds one). */
   readonly runtime?: ContainerRuntime;
   /** The command that completes a node once its configuration is written and its service runs. */
-  setupCommand?(role: 'control-plane' | 'worker'): SetupCommand;
+  setupCommand?(role: 'control-plane' | 'worker', setup?: NodeSetup): SetupCommand;
   /** The command that undoes {@link setupCommand} (run first by reset, and after a failed setup). */
   readonly resetCommand?: string;
   /** Objects the control plane needs so that bootstrap tokens let nodes join (kubeadm's node bootstrap RBAC). */

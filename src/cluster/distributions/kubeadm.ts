@@ -15,6 +15,15 @@
  * so no second, unprinted token is left valid on the cluster. A joining node
  * gets the bootstrap token and the pin of the CA that edgeadm's discovery
  * verified, so kubeadm's own discovery checks the same CA again.
+ *
+ * More control planes, kubeadm's way: with --control-plane-endpoint the
+ * ClusterConfiguration carries it (and the API server certificate names
+ * it); with --upload-certs edgeadm runs `kubeadm init phase upload-certs`
+ * with the certificate key in a short-lived InitConfiguration
+ * ({@link KUBEADM_UPLOAD_CERTS_CONFIG_PATH}), so that kubeadm encrypts the
+ * CA keys into kube-system/kubeadm-certs; another control plane gets a
+ * JoinConfiguration with `controlPlane.certificateKey` and
+ * `controlPlane.localAPIEndpoint`, and `kubeadm join` downloads them.
  */
 import { dump } from 'js-yaml';
 import { ValidationError } from '../../errors.js';
@@ -37,6 +46,12 @@ export const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
 export const KUBEADM_INIT_CONFIG_PATH = '/etc/kubernetes/edgeadm-kubeadm-init.yaml';
 /** Where edgeadm writes the kubeadm configuration of a joining node. */
 export const KUBEADM_JOIN_CONFIG_PATH = '/etc/kubernetes/edgeadm-kubeadm-join.yaml';
+/** Where edgeadm writes the configuration of `kubeadm init phase upload-certs` while it runs (it holds the certificate key). */
+export const KUBEADM_UPLOAD_CERTS_CONFIG_PATH = '/etc/kubernetes/edgeadm-kubeadm-upload-certs.yaml';
+/** The Secret (kube-system) kubeadm uploads the control-plane certificates into. */
+export const KUBEADM_CERTS_SECRET = 'kubeadm-certs';
+/** How long `kubeadm init phase upload-certs` may take. */
+export const KUBEADM_UPLOAD_CERTS_TIMEOUT_MS = 2 * 60_000;
 /** kubeadm's admin kubeconfig. */
 export const KUBEADM_ADMIN_KUBECONFIG_PATH = '/etc/kubernetes/admin.conf';
 /** The kubelet's kubeconfig, written once the kubelet has its client certificate. */
@@ -107,6 +122,8 @@ export function renderKubeadmInitConfig(input: ServerConfigInput): string {
     localAPIEndpoint: { advertiseAddress: input.advertiseAddress, bindPort: port },
     nodeRegistration: nodeRegistration(input.nodeName, input.nodeLabels),
     skipPhases: [...KUBEADM_SKIPPED_INIT_PHASES],
+    // Read by `kubeadm init phase upload-certs` only; the init configuration itself never holds it.
+    ...(input.certificateKey ? { certificateKey: input.certificateKey } : {}),
   };
   const networking: Record<string, string> = {};
   if (input.podCidr) networking.podSubnet = input.podCidr;
@@ -115,12 +132,60 @@ export function renderKubeadmInitConfig(input: ServerConfigInput): string {
     apiVersion: KUBEADM_API_VERSION,
     kind: 'ClusterConfiguration',
     ...(input.kubernetesVersion ? { kubernetesVersion: input.kubernetesVersion } : {}),
-    controlPlaneEndpoint: `${input.advertiseAddress}:${port}`,
+    controlPlaneEndpoint: input.controlPlaneEndpoint ?? `${input.advertiseAddress}:${port}`,
     apiServer: { certSANs: [...new Set([input.advertiseAddress, ...input.certSans])] },
     ...(Object.keys(networking).length > 0 ? { networking } : {}),
   };
   const kubelet = { apiVersion: KUBELET_CONFIG_API_VERSION, kind: 'KubeletConfiguration', cgroupDriver: 'systemd' };
   return documents('# Written by edgeadm init for kubeadm init; edgeadm reset removes it.', [init, cluster, kubelet]);
+}
+
+/**
+ * `kubeadm join --config` input for another control plane: token discovery
+ * against the endpoint edgeadm verified, pinned to the CA it verified, and
+ * `controlPlane` with the certificate key (kubeadm downloads and decrypts
+ * kubeadm-certs with it) and the address this API server advertises. Holds
+ * the token and the key (mode 0600). Pure.
+ *
+ * @throws {ValidationError} `E_KUBEADM_NO_CA` without the verified CA,
+ * `E_FLAG_MISSING` without the bootstrap token or the certificate key.
+ */
+export function renderKubeadmControlPlaneJoinConfig(input: ServerConfigInput): string {
+  if (!input.caPem) {
+    throw new ValidationError('kubeadm join --control-plane needs the cluster CA that discovery verified', {
+      code: 'E_KUBEADM_NO_CA',
+    });
+  }
+  if (!input.joinServer || !input.joinToken || !input.certificateKey) {
+    throw new ValidationError(
+      'kubeadm join --control-plane needs the API server, the bootstrap token and the certificate key',
+      {
+        code: 'E_FLAG_MISSING',
+      },
+    );
+  }
+  const join = {
+    apiVersion: KUBEADM_API_VERSION,
+    kind: 'JoinConfiguration',
+    discovery: {
+      bootstrapToken: {
+        apiServerEndpoint: new URL(input.joinServer).host,
+        token: input.joinToken,
+        caCertHashes: caPinsOfPem(input.caPem, 'the verified cluster CA'),
+      },
+    },
+    nodeRegistration: nodeRegistration(input.nodeName, input.nodeLabels),
+    controlPlane: {
+      localAPIEndpoint: { advertiseAddress: input.advertiseAddress, bindPort: kubeadmDistribution.apiPort },
+      certificateKey: input.certificateKey,
+    },
+  };
+  return documents('# Written by edgeadm join --control-plane for kubeadm join; edgeadm reset removes it.', [join]);
+}
+
+/** A control plane's configuration: InitConfiguration for the first, JoinConfiguration for another (`joinServer`). */
+export function renderKubeadmServerConfig(input: ServerConfigInput): string {
+  return input.joinServer ? renderKubeadmControlPlaneJoinConfig(input) : renderKubeadmInitConfig(input);
 }
 
 /**
@@ -234,13 +299,14 @@ export function kubeadmBootstrapObjects(): KubeObject[] {
 /** The kubeadm driver. */
 export const kubeadmDistribution: Distribution = {
   name: 'kubeadm',
-  // kubeadm's --upload-certs/--control-plane and a kubelet routed through the edge-proxy are not built yet.
-  features: [],
+  // A kubelet routed through the edge-proxy is not built yet.
+  features: ['control-plane-join'],
   apiPort: 6443,
   requiredBinaries: ['kubeadm', 'kubelet', ...containerdRuntime.requiredBinaries],
   binDir: BIN_DIR,
-  configPath: (role) => (role === 'control-plane' ? KUBEADM_INIT_CONFIG_PATH : KUBEADM_JOIN_CONFIG_PATH),
-  renderServerConfig: renderKubeadmInitConfig,
+  configPath: (role, setup) =>
+    role === 'control-plane' && setup !== 'join' ? KUBEADM_INIT_CONFIG_PATH : KUBEADM_JOIN_CONFIG_PATH,
+  renderServerConfig: renderKubeadmServerConfig,
   renderAgentConfig: renderKubeadmJoinConfig,
   // One kubelet for both roles: kubeadm decides what it runs.
   serviceUnit: () => ({
@@ -262,8 +328,8 @@ export const kubeadmDistribution: Distribution = {
   ],
   joinCredential: ({ token }) => formatBootstrapToken(token),
   runtime: containerdRuntime,
-  setupCommand: (role) =>
-    role === 'control-plane'
+  setupCommand: (role, setup) =>
+    role === 'control-plane' && setup !== 'join'
       ? {
           command: `${KUBEADM_BIN} init --config ${KUBEADM_INIT_CONFIG_PATH}`,
           description: `set up the control plane (kubeadm init --config ${KUBEADM_INIT_CONFIG_PATH})`,
@@ -271,9 +337,20 @@ export const kubeadmDistribution: Distribution = {
         }
       : {
           command: `${KUBEADM_BIN} join --config ${KUBEADM_JOIN_CONFIG_PATH}`,
-          description: `join the node (kubeadm join --config ${KUBEADM_JOIN_CONFIG_PATH})`,
+          description: `join ${role === 'control-plane' ? 'another control plane' : 'the node'} (kubeadm join --config ${KUBEADM_JOIN_CONFIG_PATH})`,
           timeoutMs: KUBEADM_JOIN_TIMEOUT_MS,
         },
+  certsUpload: {
+    secretName: KUBEADM_CERTS_SECRET,
+    caEntry: 'ca.crt',
+    configPath: KUBEADM_UPLOAD_CERTS_CONFIG_PATH,
+    command: {
+      // The key stays in the file: not on a command line, and not printed (--skip-certificate-key-print).
+      command: `${KUBEADM_BIN} init phase upload-certs --upload-certs --skip-certificate-key-print --config ${KUBEADM_UPLOAD_CERTS_CONFIG_PATH}`,
+      description: `upload the control-plane certificates (kubeadm init phase upload-certs --config ${KUBEADM_UPLOAD_CERTS_CONFIG_PATH})`,
+      timeoutMs: KUBEADM_UPLOAD_CERTS_TIMEOUT_MS,
+    },
+  },
   resetCommand: `if [ -x ${KUBEADM_BIN} ]; then ${KUBEADM_BIN} reset -f; fi`,
   bootstrapObjects: kubeadmBootstrapObjects,
   networkCleanupScript: () =>

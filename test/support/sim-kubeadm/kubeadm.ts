@@ -13,20 +13,33 @@
  *   config.yaml and kubeadm-flags.env; waits for the API server (the
  *   simulated kubelet runs it); uploads kube-system/kubeadm-config; marks
  *   the control plane (label and taint). Phases named in `skipPhases` are
- *   skipped; addons (CoreDNS, kube-proxy) are not simulated.
+ *   skipped; addons (CoreDNS, kube-proxy) are not simulated. With
+ *   `--upload-certs` it uploads the certificates (./certs-upload.ts) with
+ *   InitConfiguration.certificateKey (or a new key, printed unless
+ *   `--skip-certificate-key-print`).
+ * - `init phase upload-certs --upload-certs --config FILE`: that upload alone.
  * - `join`: reads the v1beta4 JoinConfiguration; preflight; token discovery
  *   against cluster-info (JWS signature and CA pin checked independently of
  *   edgeadm's code); writes the CA, bootstrap-kubelet.conf and the kubelet's
- *   files, then waits for the kubelet to write kubelet.conf.
+ *   files, then waits for the kubelet to write kubelet.conf. With
+ *   `controlPlane` (another control plane): refuses a cluster without a
+ *   controlPlaneEndpoint (kubeadm-config), downloads and decrypts
+ *   kubeadm-certs with `controlPlane.certificateKey` (a wrong key fails as
+ *   kubeadm fails, before anything else is written), issues admin.conf,
+ *   controller-manager.conf and scheduler.conf with the downloaded CA,
+ *   writes the kube-apiserver manifest for `controlPlane.localAPIEndpoint`,
+ *   waits for that API server and marks the control plane.
  * - `reset -f`: empties /etc/kubernetes/manifests, /etc/kubernetes/pki,
  *   /var/lib/kubelet and /var/lib/etcd and removes the kubeconfigs.
  *
  * Differences on purpose: no systemd in the test hosts, so starting and
  * stopping the kubelet is left to edgeadm's service manager (real kubeadm
  * prints the same warning without systemd); admin.conf's user is in
- * system:masters; no etcd, controller-manager or scheduler run.
+ * system:masters; no etcd, controller-manager or scheduler run; a joining
+ * control plane's API server forwards to the first one's (see
+ * SHARED_STORE_ANNOTATION in layout.ts) instead of sharing an etcd cluster.
  */
-import { createHash, createHmac, X509Certificate } from 'node:crypto';
+import { createHash, createHmac, randomBytes, X509Certificate } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
@@ -34,6 +47,7 @@ import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml, loadAll as loadAllYaml } from 'js-yaml';
 import { SimCertificateAuthority } from '../sim-apiserver/pki.js';
 import { call, expectOk, simLogger, sleep, writeAtomically } from '../sim-node.js';
+import { NODE_BOOTSTRAP_GROUP, downloadCerts, uploadCerts } from './certs-upload.js';
 import {
   ADMIN_CONF,
   APISERVER_MANIFEST,
@@ -51,7 +65,9 @@ import {
   PKI_DIR,
   SANS_ANNOTATION,
   SCHEDULER_CONF,
+  SHARED_STORE_ANNOTATION,
   SIM_KUBERNETES_VERSION,
+  KubeadmError,
   isSocketServing,
   readKubeconfig,
   renderKubeconfig,
@@ -69,9 +85,6 @@ const POLL_INTERVAL_MS = 500;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the simulation walks parsed kubeadm YAML loosely
 type Doc = Record<string, any>;
-
-/** A failure worded like kubeadm's, printed by {@link runSimKubeadm}. */
-class KubeadmError extends Error {}
 
 function say(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -165,7 +178,64 @@ async function waitForApi(access: KubeconfigAccess): Promise<void> {
   }
 }
 
-async function init(configPath: string): Promise<void> {
+/** The RBAC kubeadm's upload-config phase makes: joining nodes (bootstrap tokens) and nodes may read kubeadm-config. */
+async function applyNodesKubeadmConfigRbac(admin: KubeconfigAccess): Promise<void> {
+  const rbac = `${admin.server}/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system`;
+  const name = 'kubeadm:nodes-kubeadm-config';
+  for (const [kind, body] of [
+    [
+      'roles',
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name, namespace: 'kube-system' },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], resourceNames: ['kubeadm-config'], verbs: ['get'] }],
+      },
+    ],
+    [
+      'rolebindings',
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name, namespace: 'kube-system' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        subjects: [
+          { kind: 'Group', name: NODE_BOOTSTRAP_GROUP },
+          { kind: 'Group', name: 'system:nodes' },
+        ],
+      },
+    ],
+  ] as const) {
+    await expectOk(`apply ${name}`, {
+      ...admin,
+      method: 'PATCH',
+      url: `${rbac}/${kind}/${name}?fieldManager=kubeadm&force=true`,
+      contentType: 'application/apply-patch+yaml',
+      body,
+    });
+  }
+}
+
+/** The certificate key of an upload: InitConfiguration.certificateKey, else a new one (printed unless asked not to). */
+function certificateKeyOf(initConfig: Doc, argv: string[]): string {
+  const given = initConfig.certificateKey as string | undefined;
+  if (given) return given;
+  const key = randomBytes(32).toString('hex');
+  if (!argv.includes('--skip-certificate-key-print')) say(`[upload-certs] Using certificate key:\n${key}`);
+  return key;
+}
+
+/** `kubeadm init phase upload-certs --upload-certs --config FILE`. */
+async function uploadCertsPhase(configPath: string, argv: string[]): Promise<void> {
+  if (!argv.includes('--upload-certs')) {
+    say('[upload-certs] Skipping phase. Please see --upload-certs');
+    return;
+  }
+  const docs = await loadConfig(configPath, ['InitConfiguration']);
+  await uploadCerts(await readKubeconfig(ADMIN_CONF), certificateKeyOf(docs.InitConfiguration!, argv));
+}
+
+async function init(configPath: string, argv: string[]): Promise<void> {
   const docs = await loadConfig(configPath, ['InitConfiguration', 'ClusterConfiguration']);
   const initConfig = docs.InitConfiguration!;
   const cluster = docs.ClusterConfiguration!;
@@ -249,28 +319,10 @@ async function init(configPath: string): Promise<void> {
       data: { ClusterConfiguration: dumpYaml(cluster) },
     },
   });
+  await applyNodesKubeadmConfigRbac(admin);
   say('[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace');
-  if (!skip.has('mark-control-plane')) {
-    const deadline = Date.now() + CONTROL_PLANE_TIMEOUT_MS;
-    for (;;) {
-      const response = await call({ ...admin, method: 'GET', url: `${server}/api/v1/nodes/${nodeName}` });
-      if (response.status === 200) break;
-      if (Date.now() > deadline)
-        throw new KubeadmError(`[mark-control-plane] Node ${nodeName} did not register in time`);
-      await sleep(POLL_INTERVAL_MS);
-    }
-    await expectOk('mark the control plane', {
-      ...admin,
-      method: 'PATCH',
-      url: `${server}/api/v1/nodes/${nodeName}`,
-      contentType: 'application/merge-patch+json',
-      body: {
-        metadata: { labels: { 'node-role.kubernetes.io/control-plane': '' } },
-        spec: { taints: [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] },
-      },
-    });
-    say(`[mark-control-plane] Marking the node ${nodeName} as control-plane`);
-  }
+  if (argv.includes('--upload-certs')) await uploadCerts(admin, certificateKeyOf(initConfig, argv));
+  if (!skip.has('mark-control-plane')) await markControlPlane(admin, nodeName);
   for (const phase of ['bootstrap-token', 'show-join-command']) {
     if (skip.has(phase)) say(`[${phase}] skipped (skipPhases)`);
   }
@@ -338,6 +390,7 @@ async function joinNode(configPath: string): Promise<void> {
   const nodeRegistration = joinConfig.nodeRegistration as Doc | undefined;
   const bootstrap = joinConfig.discovery?.bootstrapToken as Doc | undefined;
   if (!bootstrap) throw new KubeadmError('discovery.bootstrapToken is required by this simulation');
+  if (joinConfig.controlPlane) return joinControlPlane(docs, bootstrap);
   const cri = criSocketOf(nodeRegistration);
   await preflight([
     ['CRI', () => isSocketServing(cri), `container runtime is not running: ${cri} does not answer`],
@@ -347,11 +400,17 @@ async function joinNode(configPath: string): Promise<void> {
   const { server, caPem } = await discover(bootstrap);
   await writeAtomically(CA_CERT, caPem, 0o644);
   const token = (joinConfig.discovery?.tlsBootstrapToken as string | undefined) ?? String(bootstrap.token);
-  await writeAtomically(
-    BOOTSTRAP_KUBELET_CONF,
-    renderKubeconfig({ server, caPem, token }, 'tls-bootstrap-token-user'),
-    0o600,
-  );
+  await startKubelet(docs, nodeRegistration, { server, caPem, token });
+  say('This node has joined the cluster (SIMULATED kubeadm: not a real node)');
+}
+
+/** The TLS bootstrap stand-in: bootstrap-kubelet.conf for the kubelet, then wait for its kubelet.conf. */
+async function startKubelet(
+  docs: Record<string, Doc>,
+  nodeRegistration: Doc | undefined,
+  access: { server: string; caPem: string; token: string },
+): Promise<void> {
+  await writeAtomically(BOOTSTRAP_KUBELET_CONF, renderKubeconfig(access, 'tls-bootstrap-token-user'), 0o600);
   await writeKubeletFiles(docs, nodeRegistration);
   say('[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap');
   const deadline = Date.now() + TLS_BOOTSTRAP_TIMEOUT_MS;
@@ -360,7 +419,128 @@ async function joinNode(configPath: string): Promise<void> {
       throw new KubeadmError('[kubelet-start] timed out waiting for the kubelet to write kubelet.conf');
     await sleep(POLL_INTERVAL_MS);
   }
-  say('This node has joined the cluster (SIMULATED kubeadm: not a real node)');
+}
+
+/** Labels and taints a control-plane Node once it registered. */
+async function markControlPlane(admin: KubeconfigAccess, nodeName: string): Promise<void> {
+  const deadline = Date.now() + CONTROL_PLANE_TIMEOUT_MS;
+  for (;;) {
+    const response = await call({ ...admin, method: 'GET', url: `${admin.server}/api/v1/nodes/${nodeName}` }).catch(
+      () => undefined,
+    );
+    if (response?.status === 200) break;
+    if (Date.now() > deadline) throw new KubeadmError(`[mark-control-plane] Node ${nodeName} did not register in time`);
+    await sleep(POLL_INTERVAL_MS);
+  }
+  await expectOk('mark the control plane', {
+    ...admin,
+    method: 'PATCH',
+    url: `${admin.server}/api/v1/nodes/${nodeName}`,
+    contentType: 'application/merge-patch+json',
+    body: {
+      metadata: { labels: { 'node-role.kubernetes.io/control-plane': '' } },
+      spec: { taints: [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] },
+    },
+  });
+  say(`[mark-control-plane] Marking the node ${nodeName} as control-plane`);
+}
+
+/** `kubeadm join` with `controlPlane`: another control plane (see the module comment). */
+async function joinControlPlane(docs: Record<string, Doc>, bootstrap: Doc): Promise<void> {
+  const joinConfig = docs.JoinConfiguration!;
+  const nodeRegistration = joinConfig.nodeRegistration as Doc | undefined;
+  const nodeName = (nodeRegistration?.name as string | undefined) ?? hostname();
+  const controlPlane = joinConfig.controlPlane as Doc;
+  const address = controlPlane.localAPIEndpoint?.advertiseAddress as string | undefined;
+  const port = (controlPlane.localAPIEndpoint?.bindPort as number | undefined) ?? 6443;
+  const certificateKey = controlPlane.certificateKey as string | undefined;
+  if (!address) throw new KubeadmError('controlPlane.localAPIEndpoint.advertiseAddress is required by this simulation');
+  if (!certificateKey) throw new KubeadmError('controlPlane.certificateKey is required by this simulation');
+  const cri = criSocketOf(nodeRegistration);
+  await preflight([
+    ['CRI', () => isSocketServing(cri), `container runtime is not running: ${cri} does not answer`],
+    ['FileAvailable--etc-kubernetes-kubelet.conf', leftovers([KUBELET_CONF]), `${KUBELET_CONF} already exists`],
+    ['FileAvailable--etc-kubernetes-pki-ca.crt', leftovers([CA_CERT]), `${CA_CERT} already exists`],
+    ['FileAvailable--etc-kubernetes-admin.conf', leftovers([ADMIN_CONF]), `${ADMIN_CONF} already exists`],
+    [
+      'FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml',
+      leftovers([APISERVER_MANIFEST]),
+      `${APISERVER_MANIFEST} already exists`,
+    ],
+  ]);
+  const { server, caPem } = await discover(bootstrap);
+  const token = String(bootstrap.token);
+  const bootstrapAccess = { server, caPem, token };
+  const kubeadmConfig = await call({
+    ...bootstrapAccess,
+    method: 'GET',
+    url: `${server}/api/v1/namespaces/kube-system/configmaps/kubeadm-config`,
+  });
+  if (kubeadmConfig.status !== 200) {
+    throw new KubeadmError(`unable to fetch the kubeadm-config ConfigMap: HTTP ${kubeadmConfig.status}`);
+  }
+  const cluster = (loadYaml(
+    (JSON.parse(kubeadmConfig.body) as { data?: Record<string, string> }).data?.ClusterConfiguration ?? '',
+  ) ?? {}) as Doc;
+  const endpoint = cluster.controlPlaneEndpoint as string | undefined;
+  if (!endpoint) {
+    throw new KubeadmError(
+      "unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address",
+    );
+  }
+  // Before anything else is written: a wrong key fails here.
+  await downloadCerts(bootstrapAccess, certificateKey);
+  const ca = await SimCertificateAuthority.load(await readFile(CA_CERT, 'utf8'), await readFile(CA_KEY, 'utf8'));
+  say(`[certs] Using the existing "ca" certificate and key (downloaded)`);
+  const endpointServer = `https://${endpoint}`;
+  await issueKubeconfig(ca, caPem, endpointServer, ADMIN_CONF, {
+    user: 'kubernetes-admin',
+    groups: ['system:masters'],
+  });
+  await issueKubeconfig(ca, caPem, endpointServer, CONTROLLER_MANAGER_CONF, {
+    user: 'system:kube-controller-manager',
+    groups: [],
+  });
+  await issueKubeconfig(ca, caPem, endpointServer, SCHEDULER_CONF, { user: 'system:kube-scheduler', groups: [] });
+  const sans = [...((cluster.apiServer?.certSANs ?? []) as string[]), endpoint.replace(/:\d+$/, ''), address];
+  const manifest = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: 'kube-apiserver',
+      namespace: 'kube-system',
+      annotations: {
+        'kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint': `${address}:${port}`,
+        [SANS_ANNOTATION]: [...new Set(sans)].join(','),
+        [SHARED_STORE_ANNOTATION]: server,
+      },
+    },
+    spec: {
+      hostNetwork: true,
+      containers: [
+        {
+          name: 'kube-apiserver',
+          image: `registry.k8s.io/kube-apiserver:${cluster.kubernetesVersion ?? SIM_KUBERNETES_VERSION}`,
+          command: [
+            'kube-apiserver',
+            `--advertise-address=${address}`,
+            `--secure-port=${port}`,
+            `--client-ca-file=${CA_CERT}`,
+            '--enable-bootstrap-token-auth=true',
+          ],
+        },
+      ],
+    },
+  };
+  await writeAtomically(APISERVER_MANIFEST, dumpYaml(manifest), 0o600);
+  say(`[control-plane] Creating static Pod manifest for "kube-apiserver" in "${MANIFESTS_DIR}"`);
+  await startKubelet(docs, nodeRegistration, bootstrapAccess);
+  const admin = await readKubeconfig(ADMIN_CONF);
+  await waitForApi({ ...admin, server: `https://${address}:${port}` });
+  await markControlPlane(admin, nodeName);
+  say(
+    'This node has joined the cluster and a new control plane instance was created (SIMULATED kubeadm: not a real control plane)',
+  );
 }
 
 async function emptyDirectory(dir: string): Promise<void> {
@@ -395,7 +575,10 @@ function configArg(argv: string[]): string {
   return value;
 }
 
-/** `kubeadm init|join --config FILE`, `kubeadm reset -f`, `kubeadm version`. */
+/**
+ * `kubeadm init|join --config FILE`, `kubeadm init phase upload-certs
+ * --upload-certs --config FILE`, `kubeadm reset -f`, `kubeadm version`.
+ */
 export async function runSimKubeadm(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
@@ -403,11 +586,15 @@ export async function runSimKubeadm(argv: string[]): Promise<number> {
       say(`kubeadm version: ${SIM_KUBERNETES_VERSION} (SIMULATED kubeadm for edgeadm tests, not kubeadm)`);
       return 0;
     }
-    if (command === 'init') await init(configArg(rest));
+    if (command === 'init' && rest[0] === 'phase' && rest[1] === 'upload-certs') {
+      await uploadCertsPhase(configArg(rest), rest);
+    } else if (command === 'init') await init(configArg(rest), rest);
     else if (command === 'join') await joinNode(configArg(rest));
     else if (command === 'reset') await reset(rest);
     else {
-      process.stderr.write('usage: kubeadm init|join --config FILE | reset -f | version  (SIMULATED kubeadm)\n');
+      process.stderr.write(
+        'usage: kubeadm init|join --config FILE | init phase upload-certs --upload-certs --config FILE | reset -f | version  (SIMULATED kubeadm)\n',
+      );
       return 2;
     }
     return 0;

@@ -12,6 +12,12 @@
  *    the manifest's `--advertise-address` and `--secure-port`, with the CA
  *    kubeadm wrote in /etc/kubernetes/pki and its objects under
  *    /var/lib/etcd/sim-apiserver (where stacked etcd keeps a real cluster's);
+ *    on a joining control plane (the manifest names the first API server in
+ *    SHARED_STORE_ANNOTATION) it instead serves on its own address with a
+ *    serving certificate from the downloaded CA and forwards every request
+ *    to the first API server (the simulated cluster's one store): bearer
+ *    tokens pass through, and a client certificate verified against the CA
+ *    is forwarded as impersonation of its user and groups;
  * 3. without /etc/kubernetes/kubelet.conf but with bootstrap-kubelet.conf it
  *    performs the stand-in for TLS bootstrap: a real kubelet gets a client
  *    certificate through a CSR; the simulation writes kubelet.conf holding
@@ -21,6 +27,8 @@
  */
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { createServer, request as forward, type RequestOptions } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
@@ -43,6 +51,7 @@ import {
   KUBELET_CONF,
   KUBELET_CONFIG,
   SANS_ANNOTATION,
+  SHARED_STORE_ANNOTATION,
   SIM_KUBERNETES_VERSION,
   isSocketServing,
   readKubeconfig,
@@ -88,6 +97,8 @@ async function runStaticApiServer(): Promise<{ serving: Promise<number> }> {
   const address = argOf(command, 'advertise-address') ?? '127.0.0.1';
   const port = argOf(command, 'secure-port') ?? '6443';
   const sans = (pod.metadata?.annotations?.[SANS_ANNOTATION] ?? '').split(',').filter(Boolean);
+  const sharedStore = pod.metadata?.annotations?.[SHARED_STORE_ANNOTATION];
+  if (sharedStore) return runForwardingApiServer({ address, port: Number(port), sans, upstream: sharedStore });
   const dataDir = join(ETCD_DIR, 'sim-apiserver');
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await copyFile(CA_CERT, join(dataDir, 'ca.crt'));
@@ -115,6 +126,79 @@ async function runStaticApiServer(): Promise<{ serving: Promise<number> }> {
   }
   log(`static pod kube-apiserver serving on ${address}:${port} (the simulated API server)`);
   return { serving };
+}
+
+function namesOf(value: string | string[] | undefined): string[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value];
+}
+
+/** A joining control plane's API server: forwards to the first one (see the module comment). */
+async function runForwardingApiServer(options: {
+  address: string;
+  port: number;
+  sans: string[];
+  upstream: string;
+}): Promise<{ serving: Promise<number> }> {
+  const { SimCertificateAuthority } = await import('../sim-apiserver/pki.js');
+  const caPem = await readFile(CA_CERT, 'utf8');
+  const ca = await SimCertificateAuthority.load(caPem, await readFile(CA_KEY, 'utf8'));
+  const serving = await ca.issueServing([options.address, '127.0.0.1', 'localhost', ...options.sans]);
+  // Signed by the downloaded CA key: the first API server accepts it only if the download was right.
+  const forwarder = await ca.issueClient({ user: 'sim-kubeadm:apiserver-forwarder', groups: ['system:masters'] });
+  const upstream = new URL(options.upstream);
+  const server = createServer(
+    { cert: serving.certPem, key: serving.keyPem, ca: caPem, requestCert: true, rejectUnauthorized: false },
+    (req, res) => {
+      const socket = req.socket as TLSSocket;
+      const peer = socket.getPeerCertificate();
+      const hasCertificate = peer !== null && Object.keys(peer).length > 0;
+      if (hasCertificate && !socket.authorized) {
+        res.writeHead(401, { 'Content-Type': 'application/json' });
+        res.end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}');
+        return;
+      }
+      const headers: Record<string, string | string[] | undefined> = { ...req.headers, host: upstream.host };
+      for (const name of Object.keys(headers)) if (name.startsWith('impersonate-')) delete headers[name];
+      const request: RequestOptions = {
+        host: upstream.hostname,
+        port: upstream.port,
+        path: req.url,
+        method: req.method,
+        headers,
+        ca: caPem,
+        agent: false,
+      };
+      if (hasCertificate) {
+        const subject = peer.subject as unknown as Record<string, string | string[] | undefined>;
+        headers['impersonate-user'] = namesOf(subject.CN)[0] ?? '';
+        headers['impersonate-group'] = namesOf(subject.O);
+        request.cert = forwarder.certPem;
+        request.key = forwarder.keyPem;
+      }
+      const out = forward(request, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      out.on('error', () => res.destroy());
+      req.pipe(out);
+    },
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.address, () => resolve());
+  });
+  log(
+    `static pod kube-apiserver serving on ${options.address}:${options.port}, forwarding to ${options.upstream} (the simulated cluster's one store)`,
+  );
+  const stopped = new Promise<number>((resolve) => {
+    const stop = (): void => {
+      server.closeAllConnections();
+      server.close(() => resolve(0));
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  return { serving: stopped };
 }
 
 /** The stand-in for kubelet TLS bootstrap (see the module comment). */

@@ -29,8 +29,18 @@ export const KUBELET_FLAGS_ENV = `${KUBELET_DIR}/kubeadm-flags.env`;
 /** Stacked etcd's data directory; the simulated API server keeps its objects here instead. */
 export const ETCD_DIR = '/var/lib/etcd';
 export const DEFAULT_CRI_SOCKET = 'unix:///run/containerd/containerd.sock';
+/**
+ * The annotation on a joining control plane's kube-apiserver manifest that
+ * names the first control plane's API server: stacked etcd would join the
+ * first member, and the simulation instead forwards every request there (one
+ * store for the whole simulated cluster). Real kubeadm writes no such thing.
+ */
+export const SHARED_STORE_ANNOTATION = 'sim-kubeadm.edgeadm.io/shared-store-server';
 /** The simulated API server's annotation with the serving certificate's extra names. */
 export const SANS_ANNOTATION = 'sim-kubeadm.edgeadm.io/cert-sans';
+
+/** A failure worded like kubeadm's; the simulated kubeadm prints it as `error execution phase …`. */
+export class KubeadmError extends Error {}
 
 /** What a kubeconfig gives a client. */
 export interface KubeconfigAccess {

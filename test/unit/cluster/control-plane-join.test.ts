@@ -6,8 +6,11 @@ import {
   encryptWithCertificateKey,
   generateCertificateKey,
   parseCertificateKey,
+  verifyUploadedCerts,
 } from '../../../src/cluster/control-plane-join.js';
 import { renderK3sServerConfig } from '../../../src/cluster/distributions/k3s.js';
+import { kubeadmDistribution } from '../../../src/cluster/distributions/kubeadm.js';
+import { createCa } from '../../../src/trust/pki.js';
 
 const serverToken = `K10${'0'.repeat(64)}::server:5ecret`;
 
@@ -68,5 +71,46 @@ describe('k3s server config for a joining server', () => {
     expect(config.token).toBe(serverToken);
     expect(config['tls-san']).toEqual(['10.0.0.11', '10.0.0.10']);
     expect(config).not.toHaveProperty('cluster-init');
+  });
+});
+
+describe("kubeadm's uploaded certificates (kubeadm-certs)", async () => {
+  const upload = kubeadmDistribution.certsUpload!;
+  const ca = await createCa({ commonName: 'cluster-ca' });
+  const other = await createCa({ commonName: 'another-ca' });
+  const key = generateCertificateKey();
+  // Entries as kubeadm writes them: base64 of nonce, ciphertext and tag; a file it did not find is empty.
+  const secretOf = (caPem: string, withKey = key) => ({
+    data: {
+      'ca.crt': encryptWithCertificateKey(caPem, withKey),
+      'ca.key': encryptWithCertificateKey('-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n', withKey),
+      'sa.key': '',
+    },
+  });
+
+  it('pass with the key they were encrypted with and the CA discovery verified', () => {
+    expect(verifyUploadedCerts(secretOf(ca.certPem), { upload, certificateKey: key, caPem: ca.certPem })).toEqual([
+      'ca.crt',
+      'ca.key',
+    ]);
+  });
+
+  it('refuse another key', () => {
+    expect(() =>
+      verifyUploadedCerts(secretOf(ca.certPem), {
+        upload,
+        certificateKey: generateCertificateKey(),
+        caPem: ca.certPem,
+      }),
+    ).toThrow(expect.objectContaining({ code: 'E_CERTIFICATE_KEY_MISMATCH' }));
+  });
+
+  it("refuse another cluster's CA, and an upload without a CA", () => {
+    expect(() =>
+      verifyUploadedCerts(secretOf(other.certPem), { upload, certificateKey: key, caPem: ca.certPem }),
+    ).toThrow(expect.objectContaining({ code: 'E_CONTROL_PLANE_JOIN_INVALID' }));
+    expect(() =>
+      verifyUploadedCerts({ data: { 'ca.crt': '' } }, { upload, certificateKey: key, caPem: ca.certPem }),
+    ).toThrow(expect.objectContaining({ code: 'E_CONTROL_PLANE_JOIN_INVALID' }));
   });
 });

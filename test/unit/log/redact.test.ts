@@ -46,6 +46,10 @@ describe('Redactor', () => {
     expect(redact('--ssh-password hunter2 --node-name edge-1')).toBe(`--ssh-password ${REDACTED} --node-name edge-1`);
     expect(redact('--sudo-password=hunter2')).toBe(`--sudo-password=${REDACTED}`);
     expect(redact('--token-ttl 2h')).toBe('--token-ttl 2h');
+    // kubeadm's certificate key decrypts the uploaded CA keys.
+    expect(redact(`join --control-plane --certificate-key ${'ab'.repeat(32)}`)).toBe(
+      `join --control-plane --certificate-key ${REDACTED}`,
+    );
   });
 
   it('hides secret-named assignments in YAML, JSON and env style, keeping quotes', () => {
@@ -53,6 +57,7 @@ describe('Redactor', () => {
     expect(redact('{"password": "p4ss", "user": "root"}')).toBe(`{"password": "${REDACTED}", "user": "root"}`);
     expect(redact('K3S_TOKEN=xyz123 other=1')).toBe(`K3S_TOKEN=${REDACTED} other=1`);
     expect(redact('client-key-data: LS0tLS1CRUdJTg==')).toBe(`client-key-data: ${REDACTED}`);
+    expect(redact(`  certificateKey: ${'ab'.repeat(32)}`)).toBe(`  certificateKey: ${REDACTED}`);
   });
 
   it('hides registered literal secrets anywhere, longest first', () => {

@@ -14,7 +14,7 @@ const helpGroup = 'CONTROL PLANE';
 export const controlPlaneInitFlags = {
   'control-plane-endpoint': Flags.string({
     summary:
-      'The shared address (host or host:port) of all control planes; starts an HA-capable one (k3s: embedded etcd, cluster-init).',
+      'The shared address (host or host:port) of all control planes; starts an HA-capable one (k3s: embedded etcd, cluster-init; kubeadm: ClusterConfiguration.controlPlaneEndpoint).',
     helpGroup,
   }),
   'upload-certs': Flags.boolean({

@@ -8,8 +8,12 @@ describe('requireDistributionFeature', () => {
     expect(() => requireDistributionFeature(distributionFor('k3s'), 'edge-node')).not.toThrow();
   });
 
-  it('refuses both for kubeadm with E_NOT_BUILT (exit 3), naming the flags and the way out', () => {
-    for (const feature of ['control-plane-join', 'edge-node'] as const) {
+  it('lets kubeadm have control-plane joins', () => {
+    expect(() => requireDistributionFeature(distributionFor('kubeadm'), 'control-plane-join')).not.toThrow();
+  });
+
+  it('refuses edge nodes for kubeadm with E_NOT_BUILT (exit 3), naming the flags and the way out', () => {
+    for (const feature of ['edge-node'] as const) {
       let caught: unknown;
       try {
         requireDistributionFeature(distributionFor('kubeadm'), feature);
@@ -22,15 +26,15 @@ describe('requireDistributionFeature', () => {
     }
   });
 
-  it('stops a kubeadm join --control-plane before the host is touched', async () => {
+  it('stops a kubeadm join --enable-edge before the host is touched', async () => {
     const touched: string[] = [];
     const host = new Proxy({}, { get: (_target, key) => (touched.push(String(key)), () => undefined) });
     await expect(
       runJoin({
         host,
         distribution: distributionFor('kubeadm'),
-        isControlPlane: true,
-        enableEdge: false,
+        isControlPlane: false,
+        enableEdge: true,
       } as unknown as Parameters<typeof runJoin>[0]),
     ).rejects.toMatchObject({ code: 'E_NOT_BUILT' });
     expect(touched).toEqual([]);
