@@ -134,7 +134,11 @@ async function configureAgent(ctx: JoinData): Promise<PhaseOutcome> {
     ...(edge.nodeTaints.length > 0 ? { nodeTaints: edge.nodeTaints } : {}),
     ...(edge.kubeletKubeconfig ? { kubeletKubeconfig: edge.kubeletKubeconfig } : {}),
   });
-  return configureAndStartService(ctx, config);
+  return configureAndStartService(
+    ctx,
+    config,
+    edge.kubeletKubeconfig ? { kubeletKubeconfig: edge.kubeletKubeconfig } : {},
+  );
 }
 
 function nodeJoinPhase(): Phase<JoinData> {

@@ -50,6 +50,12 @@ export interface AgentConfigInput {
   kubeletKubeconfig?: string;
 }
 
+/** What a role's service unit depends on beyond the role. */
+export interface ServiceUnitOptions {
+  /** The kubeconfig the node's kubelet uses instead of its own (the edge-proxy's); see {@link AgentConfigInput}. */
+  kubeletKubeconfig?: string;
+}
+
 /**
  * A container runtime the distribution needs installed beside it (kubeadm:
  * containerd). k3s embeds its own and has none.
@@ -109,8 +115,12 @@ export interface Distribution {
   configPath(role: 'control-plane' | 'worker'): string;
   renderServerConfig(input: ServerConfigInput): string;
   renderAgentConfig(input: AgentConfigInput): string;
-  /** The service unit of a role. */
-  serviceUnit(role: 'control-plane' | 'worker'): ServiceUnit;
+  /**
+   * The service unit of a role. With `kubeletKubeconfig` (an edge node), the
+   * unit sends the kubelet to that kubeconfig where the distribution does
+   * that in its unit (kubeadm: a drop-in); k3s does it in its configuration.
+   */
+  serviceUnit(role: 'control-plane' | 'worker', options?: ServiceUnitOptions): ServiceUnit;
   /** The cluster CA the control plane writes. */
   readonly caPath: string;
   /** The admin kubeconfig the control plane writes (its server may be a loopback address). */

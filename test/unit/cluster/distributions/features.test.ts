@@ -8,8 +8,12 @@ describe('requireDistributionFeature', () => {
     expect(() => requireDistributionFeature(distributionFor('k3s'), 'edge-node')).not.toThrow();
   });
 
-  it('refuses both for kubeadm with E_NOT_BUILT (exit 3), naming the flags and the way out', () => {
-    for (const feature of ['control-plane-join', 'edge-node'] as const) {
+  it('lets kubeadm have edge nodes', () => {
+    expect(() => requireDistributionFeature(distributionFor('kubeadm'), 'edge-node')).not.toThrow();
+  });
+
+  it('refuses control-plane joins for kubeadm with E_NOT_BUILT (exit 3), naming the flags and the way out', () => {
+    for (const feature of ['control-plane-join'] as const) {
       let caught: unknown;
       try {
         requireDistributionFeature(distributionFor('kubeadm'), feature);
