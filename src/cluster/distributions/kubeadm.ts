@@ -15,6 +15,11 @@
  * so no second, unprinted token is left valid on the cluster. A joining node
  * gets the bootstrap token and the pin of the CA that edgeadm's discovery
  * verified, so kubeadm's own discovery checks the same CA again.
+ *
+ * An edge node (join --enable-edge) joins with the edge taint in
+ * `nodeRegistration.taints` and the label in `kubeletExtraArgs`; once its
+ * edge-proxy runs, the kubelet unit gets edgeadm's drop-in that sends the
+ * kubelet through it (see renderKubeletEdgeDropIn for why a drop-in).
  */
 import { dump } from 'js-yaml';
 import { ValidationError } from '../../errors.js';
