@@ -17,9 +17,11 @@
  *    phase waits for the proxy's /healthz.
  * 5. A kubelet kubeconfig pointing at https://127.0.0.1:10261 (trusting the
  *    proxy's own CA, with the node's credentials) is written, and the agent
- *    is reconfigured to use it (k3s: `kubelet-arg: kubeconfig=…`) and
- *    restarted. node-join renders the same configuration once that file
- *    exists, so a re-run changes nothing.
+ *    is reconfigured to use it (k3s: `kubelet-arg: kubeconfig=…` in its
+ *    configuration; kubeadm: a kubelet drop-in of edgeadm's own, see
+ *    renderKubeletEdgeDropIn) and restarted. node-join renders the same
+ *    configuration and unit once that file exists, so a re-run changes
+ *    nothing.
  *
  * Everything is recorded in the install state first, so reset removes it.
  */
@@ -37,6 +39,7 @@ import { readEdgeSettings, type EdgeSettings } from './edge-settings.js';
 import { EDGE_PROXY_UNIT_NAME, renderEdgeProxyUnit, type EdgeProxyUnitInput } from './edge-proxy-unit.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
+import { serviceFilesOf } from './service-manager.js';
 
 /** Where join writes the edge-proxy's files for the node. */
 export const EDGE_PROXY_CONFIG_DIR = '/etc/edgeadm/edge-proxy';
@@ -258,8 +261,14 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
         );
         ctx.say(`Would start ${EDGE_PROXY_UNIT_NAME} and wait for ${EDGE_PROXY_HEALTHZ_URL}`);
         ctx.say(`Would write ${EDGE_KUBELET_KUBECONFIG} (server ${EDGE_PROXY_URL}, the node's credentials)`);
+        // Where the kubelet is sent: a file the edge unit adds (kubeadm's drop-in), else the agent's configuration (k3s).
+        const plain = distribution.serviceUnit('worker');
+        const edgeUnit = distribution.serviceUnit('worker', { kubeletKubeconfig: EDGE_KUBELET_KUBECONFIG });
+        const known = new Set(serviceFilesOf(serviceManager, plain));
+        const added = serviceFilesOf(serviceManager, edgeUnit).filter((file) => !known.has(file));
+        const where = added.length > 0 ? added.join(', ') : distribution.configPath('worker');
         ctx.say(
-          `Would point the ${distribution.name} agent's kubelet at it (kubelet-arg kubeconfig=${EDGE_KUBELET_KUBECONFIG}) and restart the agent`,
+          `Would point the ${distribution.name} node's kubelet at it (--kubeconfig ${EDGE_KUBELET_KUBECONFIG}, in ${where}) and restart ${edgeUnit.name}`,
         );
         return 'unchanged';
       }

@@ -40,9 +40,9 @@ import {
 import { waitForApiReady } from './api-ready.js';
 import { uploadCertsPhase } from './control-plane-join.js';
 import type { Distribution, ServerConfigInput } from './distributions/distribution.js';
-import { DEFAULT_DISTRIBUTION, requireDistributionFeature } from './distributions/index.js';
 import { edgeAddonsPhase } from './edge-addons-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
+import { renderJoinCommand } from './join-command.js';
 import type { NodeData } from './node-context.js';
 import { packagePhase } from './package-phase.js';
 import { preflightPhase } from './preflight-phase.js';
@@ -266,12 +266,19 @@ function showJoinCommandPhase(): Phase<InitData> {
       if (!ctx.token && ctx.admin && tokenId)
         ctx.token = (await getBootstrapToken(new KubeClient(ctx.admin), tokenId))?.token;
       const token = ctx.token ? formatBootstrapToken(ctx.token) : '<token>';
-      const caPin = ctx.caPem ? caPinsOfPem(ctx.caPem, 'the cluster CA')[0] : 'sha256:<hash>';
+      const caPin = (ctx.caPem ? caPinsOfPem(ctx.caPem, 'the cluster CA')[0] : undefined) ?? 'sha256:<hash>';
       const address = joinAddressOf(ctx);
-      ctx.joinCommand = `edgeadm join ${address} --token ${token} --discovery-token-ca-cert-hash ${caPin} --install-pkg-path ${ctx.installPackagePath}`;
-      if (ctx.distribution.name !== DEFAULT_DISTRIBUTION) ctx.joinCommand += ` --distribution ${ctx.distribution.name}`;
+      const joinInput = {
+        address,
+        token,
+        caPin,
+        installPackagePath: ctx.installPackagePath,
+        distribution: ctx.distribution.name,
+      };
+      ctx.joinCommand = renderJoinCommand({ ...joinInput, isEdge: ctx.enableEdge });
       if (ctx.isUploadCerts && ctx.certificateKey) {
-        ctx.controlPlaneJoinCommand = `${ctx.joinCommand} --control-plane --certificate-key ${ctx.certificateKey}`;
+        // Control planes are never edge nodes (join refuses --control-plane with --enable-edge).
+        ctx.controlPlaneJoinCommand = `${renderJoinCommand({ ...joinInput, isEdge: false })} --control-plane --certificate-key ${ctx.certificateKey}`;
       }
       if (ctx.isDryRun || !ctx.admin) {
         if (ctx.kubeconfigOut ?? ctx.userKubeconfigPath) {
@@ -376,9 +383,6 @@ export interface InitResult {
 
 /** Runs init. */
 export async function runInit(options: InitOptions): Promise<InitResult> {
-  if (options.controlPlaneEndpoint || options.isUploadCerts) {
-    requireDistributionFeature(options.distribution, 'control-plane-join');
-  }
   const ctx: InitData = {
     host: options.host,
     isDryRun: options.isDryRun,

@@ -24,7 +24,6 @@ import { parseGoDuration } from '../trust/duration.js';
 import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import type { Distribution } from './distributions/distribution.js';
-import { requireDistributionFeature } from './distributions/index.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import { controlPlaneJoinPhase, verifyControlPlaneJoin, type ControlPlaneJoinData } from './control-plane-join.js';
 import {
@@ -134,7 +133,11 @@ async function configureAgent(ctx: JoinData): Promise<PhaseOutcome> {
     ...(edge.nodeTaints.length > 0 ? { nodeTaints: edge.nodeTaints } : {}),
     ...(edge.kubeletKubeconfig ? { kubeletKubeconfig: edge.kubeletKubeconfig } : {}),
   });
-  return configureAndStartService(ctx, config);
+  return configureAndStartService(
+    ctx,
+    config,
+    edge.kubeletKubeconfig ? { kubeletKubeconfig: edge.kubeletKubeconfig } : {},
+  );
 }
 
 function nodeJoinPhase(): Phase<JoinData> {
@@ -273,8 +276,6 @@ export interface JoinResult {
 /** Runs join. */
 export async function runJoin(options: JoinOptions): Promise<JoinResult> {
   const isControlPlane = options.isControlPlane === true;
-  if (isControlPlane) requireDistributionFeature(options.distribution, 'control-plane-join');
-  if (options.enableEdge) requireDistributionFeature(options.distribution, 'edge-node');
   if (isControlPlane && options.enableEdge) {
     throw new ValidationError('--control-plane and --enable-edge do not go together: edge nodes are workers', {
       code: 'E_FLAG_CONFLICT',

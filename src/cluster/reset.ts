@@ -18,6 +18,7 @@ import type { Phase } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import type { Distribution } from './distributions/distribution.js';
 import { DEFAULT_DISTRIBUTION, distributionFor } from './distributions/index.js';
+import { EDGE_KUBELET_KUBECONFIG } from './edge-node-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
 import {
   DirectServiceManager,
@@ -204,7 +205,11 @@ export async function runReset(options: ResetOptions): Promise<ResetResult> {
     removed: [],
   };
   if (!loaded) {
-    const units = [distribution.serviceUnit('control-plane'), distribution.serviceUnit('worker')];
+    const units = [
+      distribution.serviceUnit('control-plane'),
+      // An edge node's unit, so that its files (kubeadm's edge drop-in) go too.
+      distribution.serviceUnit('worker', { kubeletKubeconfig: EDGE_KUBELET_KUBECONFIG }),
+    ];
     if (runtime) units.push(runtime.serviceUnit);
     for (const unit of units) {
       for (const file of serviceFilesOf(ctx.serviceManager, unit)) {

@@ -7,15 +7,23 @@
  */
 import { dirname } from 'node:path/posix';
 import type { PhaseOutcome } from '../workflow/phase.js';
+import type { ServiceUnitOptions } from './distributions/distribution.js';
 import { isSetupDone, runSetupOnce } from './distribution-setup.js';
 import { setupOf, type NodeData } from './node-context.js';
 import { serviceFilesOf } from './service-manager.js';
 
-/** Writes `configText` and the role's unit, then makes sure the service runs. */
-export async function configureAndStartService(ctx: NodeData, configText: string): Promise<PhaseOutcome> {
+/**
+ * Writes `configText` and the role's unit (made with `unitOptions`), then
+ * makes sure the service runs.
+ */
+export async function configureAndStartService(
+  ctx: NodeData,
+  configText: string,
+  unitOptions: ServiceUnitOptions = {},
+): Promise<PhaseOutcome> {
   const { host, state, distribution, serviceManager } = ctx;
   const configPath = distribution.configPath(ctx.role, setupOf(ctx));
-  const unit = distribution.serviceUnit(ctx.role);
+  const unit = distribution.serviceUnit(ctx.role, unitOptions);
   state.update((s) => ({
     ...s,
     role: ctx.role,

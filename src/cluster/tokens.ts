@@ -28,6 +28,7 @@ import {
   listBootstrapTokens,
   signClusterInfo,
 } from './bootstrap-tokens.js';
+import { clusterJoinTraits, renderJoinCommand } from './join-command.js';
 
 /** The kubeconfig used when none is given: $KUBECONFIG's first file, else ~/.kube/config. */
 export function defaultKubeconfigPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -85,7 +86,11 @@ export async function createToken(client: KubeClient, options: CreateTokenOption
   return result;
 }
 
-/** `edgeadm join <server> --token … --discovery-token-ca-cert-hash …`, from cluster-info. */
+/**
+ * `edgeadm join <server> --token … --discovery-token-ca-cert-hash …`, from
+ * cluster-info, with the cluster's distribution and --enable-edge as the
+ * cluster shows them (see clusterJoinTraits).
+ */
 async function joinCommandFor(client: KubeClient, token: string): Promise<string> {
   const configMap = await client.get<{ data?: Record<string, string> }>(
     corePath('configmaps', { namespace: CLUSTER_INFO_NAMESPACE, name: CLUSTER_INFO_NAME }),
@@ -100,7 +105,7 @@ async function joinCommandFor(client: KubeClient, token: string): Promise<string
   const cluster = readKubeconfigCluster(kubeconfig, 'cluster-info');
   const address = new URL(cluster.server).host;
   const pin = caPinsOfPem(cluster.caPem, 'the cluster CA')[0];
-  return `edgeadm join ${address} --token ${token} --discovery-token-ca-cert-hash ${pin}`;
+  return renderJoinCommand({ address, token, caPin: pin ?? '', ...(await clusterJoinTraits(client)) });
 }
 
 /** One row of `token list` (no secret). */

@@ -60,6 +60,12 @@ export interface AgentConfigInput {
   kubeletKubeconfig?: string;
 }
 
+/** What a role's service unit depends on beyond the role. */
+export interface ServiceUnitOptions {
+  /** The kubeconfig the node's kubelet uses instead of its own (the edge-proxy's); see {@link AgentConfigInput}. */
+  kubeletKubeconfig?: string;
+}
+
 /**
  * A container runtime the distribution needs installed beside it (kubeadm:
  * containerd). k3s embeds its own and has none.
@@ -120,19 +126,9 @@ export interface CertsUpload {
   readonly command: SetupCommand;
 }
 
-/**
- * Workflows built for only some drivers: `control-plane-join` (init
- * --control-plane-endpoint/--upload-certs, join --control-plane) and
- * `edge-node` (join --enable-edge routing the node's kubelet through the
- * edge-proxy).
- */
-export type DistributionFeature = 'control-plane-join' | 'edge-node';
-
 /** A distribution driver. */
 export interface Distribution {
   readonly name: DistributionName;
-  /** The workflows this driver has; the others are refused before any host is reached. */
-  readonly features: readonly DistributionFeature[];
   /** The API server port. */
   readonly apiPort: number;
   /** Binaries the install package must carry under bin/. */
@@ -143,8 +139,12 @@ export interface Distribution {
   configPath(role: 'control-plane' | 'worker', setup?: NodeSetup): string;
   renderServerConfig(input: ServerConfigInput): string;
   renderAgentConfig(input: AgentConfigInput): string;
-  /** The service unit of a role. */
-  serviceUnit(role: 'control-plane' | 'worker'): ServiceUnit;
+  /**
+   * The service unit of a role. With `kubeletKubeconfig` (an edge node), the
+   * unit sends the kubelet to that kubeconfig where the distribution does
+   * that in its unit (kubeadm: a drop-in); k3s does it in its configuration.
+   */
+  serviceUnit(role: 'control-plane' | 'worker', options?: ServiceUnitOptions): ServiceUnit;
   /** The cluster CA the control plane writes. */
   readonly caPath: string;
   /** The admin kubeconfig the control plane writes (its server may be a loopback address). */

@@ -59,7 +59,6 @@ export function renderK3sAgentConfig(input: AgentConfigInput): string {
 /** The k3s driver. */
 export const k3sDistribution: Distribution = {
   name: 'k3s',
-  features: ['control-plane-join', 'edge-node'],
   apiPort: 6443,
   requiredBinaries: ['k3s'],
   binDir: '/usr/local/bin',

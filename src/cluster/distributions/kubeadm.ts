@@ -24,6 +24,11 @@
  * CA keys into kube-system/kubeadm-certs; another control plane gets a
  * JoinConfiguration with `controlPlane.certificateKey` and
  * `controlPlane.localAPIEndpoint`, and `kubeadm join` downloads them.
+ *
+ * An edge node (join --enable-edge) joins with the edge taint in
+ * `nodeRegistration.taints` and the label in `kubeletExtraArgs`; once its
+ * edge-proxy runs, the kubelet unit gets edgeadm's drop-in that sends the
+ * kubelet through it (see renderKubeletEdgeDropIn for why a drop-in).
  */
 import { dump } from 'js-yaml';
 import { ValidationError } from '../../errors.js';
@@ -32,7 +37,13 @@ import { DEFAULT_BOOTSTRAP_TOKEN_GROUP, formatBootstrapToken } from '../../trust
 import { caPinsOfPem } from '../../trust/ca-pin.js';
 import { KUBEADM_CA_PATH } from '../../trust/local-ca.js';
 import type { AgentConfigInput, ContainerRuntime, Distribution, ServerConfigInput } from './distribution.js';
-import { CONTAINERD_UNIT, KUBELET_KUBEADM_DROP_IN, KUBELET_UNIT } from './kubeadm-units.js';
+import {
+  CONTAINERD_UNIT,
+  KUBELET_EDGE_DROP_IN_NAME,
+  KUBELET_KUBEADM_DROP_IN,
+  KUBELET_UNIT,
+  renderKubeletEdgeDropIn,
+} from './kubeadm-units.js';
 
 /** Where the package's binaries go. */
 const BIN_DIR = '/usr/local/bin';
@@ -97,11 +108,31 @@ function kubeletExtraArgs(labels: Record<string, string>): Array<{ name: string;
   return [{ name: 'node-labels', value: settable.map(([key, value]) => `${key}=${value}`).join(',') }];
 }
 
-function nodeRegistration(name: string, labels: Record<string, string>): Record<string, unknown> {
+/**
+ * `key=value:Effect` (as k3s's node-taint and the kubelet's
+ * --register-with-taints take them) as a kubeadm `nodeRegistration.taints`
+ * entry. Pure.
+ */
+export function kubeadmTaintOf(taint: string): { key: string; value?: string; effect: string } {
+  const colon = taint.lastIndexOf(':');
+  const keyValue = colon < 0 ? taint : taint.slice(0, colon);
+  const effect = colon < 0 ? '' : taint.slice(colon + 1);
+  const [key = '', ...value] = keyValue.split('=');
+  if (key === '' || !['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(effect)) {
+    throw new ValidationError(`the taint ${JSON.stringify(taint)} is not key[=value]:Effect`, {
+      code: 'E_TAINT_INVALID',
+    });
+  }
+  return { key, ...(value.length > 0 ? { value: value.join('=') } : {}), effect };
+}
+
+function nodeRegistration(name: string, labels: Record<string, string>, taints?: string[]): Record<string, unknown> {
   const extra = kubeletExtraArgs(labels);
   return {
     name,
     criSocket: `unix://${CONTAINERD_SOCKET_PATH}`,
+    // Given only when asked for: kubeadm reads an absent list as its default (none for a worker).
+    ...(taints && taints.length > 0 ? { taints: taints.map(kubeadmTaintOf) } : {}),
     ...(extra.length > 0 ? { kubeletExtraArgs: extra } : {}),
   };
 }
@@ -210,7 +241,7 @@ export function renderKubeadmJoinConfig(input: AgentConfigInput): string {
         caCertHashes: caPinsOfPem(input.caPem, 'the verified cluster CA'),
       },
     },
-    nodeRegistration: nodeRegistration(input.nodeName, input.nodeLabels),
+    nodeRegistration: nodeRegistration(input.nodeName, input.nodeLabels, input.nodeTaints),
   };
   return documents('# Written by edgeadm join for kubeadm join; edgeadm reset removes it.', [join]);
 }
@@ -299,8 +330,6 @@ export function kubeadmBootstrapObjects(): KubeObject[] {
 /** The kubeadm driver. */
 export const kubeadmDistribution: Distribution = {
   name: 'kubeadm',
-  // A kubelet routed through the edge-proxy is not built yet.
-  features: ['control-plane-join'],
   apiPort: 6443,
   requiredBinaries: ['kubeadm', 'kubelet', ...containerdRuntime.requiredBinaries],
   binDir: BIN_DIR,
@@ -309,14 +338,21 @@ export const kubeadmDistribution: Distribution = {
   renderServerConfig: renderKubeadmServerConfig,
   renderAgentConfig: renderKubeadmJoinConfig,
   // One kubelet for both roles: kubeadm decides what it runs.
-  serviceUnit: () => ({
+  serviceUnit: (_role, options) => ({
     name: 'kubelet.service',
     content: KUBELET_UNIT,
-    dropIns: [{ name: '10-kubeadm.conf', content: KUBELET_KUBEADM_DROP_IN }],
+    dropIns: [
+      { name: '10-kubeadm.conf', content: KUBELET_KUBEADM_DROP_IN },
+      ...(options?.kubeletKubeconfig
+        ? [{ name: KUBELET_EDGE_DROP_IN_NAME, content: renderKubeletEdgeDropIn(options.kubeletKubeconfig) }]
+        : []),
+    ],
   }),
   caPath: KUBEADM_CA_PATH,
   adminKubeconfigPath: KUBEADM_ADMIN_KUBECONFIG_PATH,
   nodeKubeconfigPath: KUBEADM_KUBELET_KUBECONFIG_PATH,
+  // The cluster CA signs the kubelet's client certificates (TLS bootstrap and rotation); kubeadm join writes it here.
+  nodeClientCaPath: KUBEADM_CA_PATH,
   ownedDirectories: ['/etc/kubernetes/manifests', '/etc/kubernetes/pki', '/var/lib/kubelet', '/var/lib/etcd'],
   ownedFiles: [
     KUBEADM_ADMIN_KUBECONFIG_PATH,

@@ -125,6 +125,9 @@ describe('edgeadm init and join --enable-edge on test hosts (simulated k3s, real
       );
       expect(result.phases.find((p) => p.path === 'edge-addons')?.status).toBe('changed');
       joinCommand = result.joinCommand!;
+      // Nodes of an edge cluster join as edge nodes; k3s is the default distribution and is not named.
+      expect(joinCommand).toMatch(/ --install-pkg-path \S+ --enable-edge$/);
+      expect(joinCommand).not.toContain('--distribution');
       const client = await adminClient();
       const config = await client.get<{ data: Record<string, string>; metadata: { managedFields?: unknown[] } }>(
         '/api/v1/namespaces/kube-system/configmaps/edgeadm-edge',
@@ -139,6 +142,18 @@ describe('edgeadm init and join --enable-edge on test hosts (simulated k3s, real
         '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/edgeadm:edge-join',
       );
       expect(binding?.subjects.map((s) => s.name)).toEqual(['system:bootstrappers', 'system:nodes']);
+    },
+    CLI_TIMEOUT_MS,
+  );
+
+  it(
+    'token create --print-join-command on the edge cluster adds --enable-edge (and no --distribution: k3s)',
+    async () => {
+      const run = await edgeadm(['token', 'create', '--kubeconfig', adminKubeconfig, '--print-join-command']);
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(run.stdout.trim()).toMatch(
+        /^edgeadm join \S+:6443 --token [a-z0-9]{6}\.[a-z0-9]{16} --discovery-token-ca-cert-hash sha256:[0-9a-f]{64} --enable-edge$/,
+      );
     },
     CLI_TIMEOUT_MS,
   );

@@ -235,6 +235,12 @@ describe('edgeadm init, join, token and reset with --distribution kubeadm (simul
         await edgeadm(['token', 'list', ...kube, '--json']),
       );
       expect(listed.tokens.find((t) => t.id === created.id)?.description).toBe('store 43');
+      // The printed command joins with kubeadm (told from kube-system/kubeadm-config), not the default k3s.
+      const printed = await edgeadm(['token', 'create', ...kube, '--ttl', '1h', '--print-join-command']);
+      expect(printed.exitCode, printed.stderr).toBe(0);
+      expect(printed.stdout.trim()).toMatch(
+        /^edgeadm join \S+:6443 --token [a-z0-9]{6}\.[a-z0-9]{16} --discovery-token-ca-cert-hash sha256:[0-9a-f]{64} --distribution kubeadm$/,
+      );
       json(await edgeadm(['token', 'delete', ...kube, created.id, '--json']));
       const after = json<{ tokens: Array<{ id: string }> }>(await edgeadm(['token', 'list', ...kube, '--json']));
       expect(after.tokens.map((t) => t.id)).not.toContain(created.id);

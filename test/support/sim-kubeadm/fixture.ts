@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildPackage, type BuiltPackage } from '../../../src/packages/build.js';
-import { simExecutableScript } from '../sim-k3s/fixture.js';
+import { edgeadmFromSourceScript, simExecutableScript } from '../sim-k3s/fixture.js';
 
 /** The marker line in every stand-in, so that nobody mistakes it for the real thing. */
 export const SIM_KUBEADM_MARKER = 'SIMULATED kubeadm distribution for edgeadm tests - not Kubernetes';
@@ -29,8 +29,17 @@ function inertScript(name: string): string {
   ].join('\n');
 }
 
+/** Options of {@link buildSimKubeadmPackage}. */
+export interface SimKubeadmPackageOptions {
+  /** Also ship bin/edgeadm (this tree's real edgeadm, not a stand-in), as a package for --enable-edge must. */
+  withEdgeadm?: boolean;
+}
+
 /** Builds `<workDir>/sim-kubeadm.tar.gz`, an install package with the simulated kubeadm distribution. */
-export async function buildSimKubeadmPackage(workDir: string): Promise<BuiltPackage> {
+export async function buildSimKubeadmPackage(
+  workDir: string,
+  options: SimKubeadmPackageOptions = {},
+): Promise<BuiltPackage> {
   const source = join(workDir, 'sim-kubeadm-src');
   const files: Record<string, string> = {
     'bin/kubeadm': simExecutableScript('kubeadm', SIM_KUBEADM_MARKER, README),
@@ -49,6 +58,7 @@ export async function buildSimKubeadmPackage(workDir: string): Promise<BuiltPack
     'cni/host-local': inertScript('host-local'),
     'cni/loopback': inertScript('loopback'),
     'images/README': `${SIM_KUBEADM_MARKER}: no airgap images in the simulation.\n`,
+    ...(options.withEdgeadm ? { 'bin/edgeadm': edgeadmFromSourceScript() } : {}),
   };
   for (const [path, text] of Object.entries(files)) {
     const target = join(source, path);
@@ -62,8 +72,8 @@ export async function buildSimKubeadmPackage(workDir: string): Promise<BuiltPack
     distribution: 'kubeadm',
     kubernetesVersion: 'v1.30.4',
     arch: 'amd64',
-    name: 'edge-kubeadm-v1.30.4-amd64-sim',
-    output: join(workDir, 'sim-kubeadm.tar.gz'),
+    name: options.withEdgeadm ? 'edge-kubeadm-v1.30.4-amd64-sim-edgeadm' : 'edge-kubeadm-v1.30.4-amd64-sim',
+    output: join(workDir, options.withEdgeadm ? 'sim-kubeadm-edgeadm.tar.gz' : 'sim-kubeadm.tar.gz'),
     createdAt: new Date('2024-05-01T12:00:00Z'),
   });
 }

@@ -126,6 +126,13 @@ function kubeletFlags(nodeRegistration: Doc | undefined): Record<string, string>
     'container-runtime-endpoint': criSocketOf(nodeRegistration),
     'hostname-override': (nodeRegistration?.name as string | undefined) ?? hostname(),
   };
+  // As kubeadm join does: nodeRegistration.taints reach the kubelet as --register-with-taints.
+  const taints = (nodeRegistration?.taints ?? []) as Array<{ key: string; value?: string; effect: string }>;
+  if (taints.length > 0) {
+    flags['register-with-taints'] = taints
+      .map((taint) => `${taint.key}${taint.value === undefined ? '' : `=${taint.value}`}:${taint.effect}`)
+      .join(',');
+  }
   for (const arg of (nodeRegistration?.kubeletExtraArgs ?? []) as Array<{ name: string; value: string }>) {
     flags[arg.name] = arg.value;
   }

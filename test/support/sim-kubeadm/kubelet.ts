@@ -22,8 +22,13 @@
  *    performs the stand-in for TLS bootstrap: a real kubelet gets a client
  *    certificate through a CSR; the simulation writes kubelet.conf holding
  *    the bootstrap token (the simulated API server has no CSR API);
- * 4. it registers its Node (name from `--hostname-override`, labels from
- *    `--node-labels`) and keeps it Ready with heartbeats until stopped.
+ * 4. it talks to the API server named by its `--kubeconfig` (from its
+ *    arguments, or from `KUBELET_KUBECONFIG_ARGS` in the unit's drop-ins as
+ *    systemd would expand it; default kubelet.conf), so a drop-in that
+ *    sends it through edgeadm's edge-proxy is honoured;
+ * 5. it registers its Node (name from `--hostname-override`, labels from
+ *    `--node-labels`, taints from `--register-with-taints`) and keeps it
+ *    Ready with heartbeats until stopped.
  */
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -54,6 +59,7 @@ import {
   SHARED_STORE_ANNOTATION,
   SIM_KUBERNETES_VERSION,
   isSocketServing,
+  kubeletKubeconfigArgOf,
   readKubeconfig,
   readKubeletFlags,
   renderKubeconfig,
@@ -208,7 +214,17 @@ async function bootstrapKubeconfig(): Promise<void> {
   log(`wrote ${KUBELET_CONF} (TLS bootstrap stand-in: it holds the bootstrap token)`);
 }
 
-/** `kubelet [flags…]` (flags are ignored: it reads the files kubeadm writes), `kubelet --version`. */
+/** `--name=value` or `--name value` in the kubelet's own arguments. */
+function flagOf(argv: string[], name: string): string | undefined {
+  const at = argv.indexOf(`--${name}`);
+  if (at >= 0) return argv[at + 1];
+  return argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+}
+
+/**
+ * `kubelet [flags…]` (only --kubeconfig is read, from the arguments or the
+ * unit's drop-ins; the rest comes from the files kubeadm writes), `kubelet --version`.
+ */
 export async function runSimKubelet(argv: string[]): Promise<number> {
   if (argv.includes('--version')) {
     process.stdout.write(`Kubernetes ${SIM_KUBERNETES_VERSION} (SIMULATED kubelet for edgeadm tests)\n`);
@@ -235,12 +251,23 @@ export async function runSimKubelet(argv: string[]): Promise<number> {
       () => existsSync(KUBELET_CONF) || existsSync(BOOTSTRAP_KUBELET_CONF),
     );
     if (!existsSync(KUBELET_CONF)) await bootstrapKubeconfig();
-    const access = await readKubeconfig(KUBELET_CONF);
+    // Like the kubelet: --kubeconfig names what it talks to (edgeadm's edge drop-in names the edge-proxy's).
+    const kubeconfig = flagOf(argv, 'kubeconfig') ?? (await kubeletKubeconfigArgOf('kubeconfig')) ?? KUBELET_CONF;
+    const access = await readKubeconfig(kubeconfig);
+    log(`using --kubeconfig ${kubeconfig}: ${access.server}`);
     const labels: Record<string, string> = {};
     for (const entry of (flags['node-labels'] ?? '').split(',').filter(Boolean)) {
       const [key, ...rest] = entry.split('=');
       if (key) labels[key] = rest.join('=');
     }
+    const taints = (flags['register-with-taints'] ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((entry) => {
+        const [keyValue = '', effect = ''] = entry.split(':');
+        const [key = '', ...value] = keyValue.split('=');
+        return { key, ...(value.length > 0 ? { value: value.join('=') } : {}), effect };
+      });
     const node: SimNodeOptions = {
       server: access.server,
       caPem: access.caPem,
@@ -252,7 +279,7 @@ export async function runSimKubelet(argv: string[]): Promise<number> {
     };
     while (!isStopping) {
       try {
-        await registerNode({ ...node, labels });
+        await registerNode({ ...node, labels, taints });
         log(`Node ${node.name} registered with ${node.server}`);
         break;
       } catch (error) {

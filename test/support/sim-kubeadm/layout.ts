@@ -6,7 +6,7 @@
  * container runtime's socket.
  */
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
 
@@ -26,6 +26,8 @@ export const SCHEDULER_CONF = `${KUBERNETES_DIR}/scheduler.conf`;
 export const KUBELET_DIR = '/var/lib/kubelet';
 export const KUBELET_CONFIG = `${KUBELET_DIR}/config.yaml`;
 export const KUBELET_FLAGS_ENV = `${KUBELET_DIR}/kubeadm-flags.env`;
+/** The kubelet unit's drop-ins (10-kubeadm.conf, and edgeadm's edge drop-in on an edge node). */
+export const KUBELET_DROP_IN_DIR = '/etc/systemd/system/kubelet.service.d';
 /** Stacked etcd's data directory; the simulated API server keeps its objects here instead. */
 export const ETCD_DIR = '/var/lib/etcd';
 export const DEFAULT_CRI_SOCKET = 'unix:///run/containerd/containerd.sock';
@@ -78,7 +80,16 @@ export function renderKubeconfig(access: KubeconfigAccess, user: string): string
   });
 }
 
-/** Reads a kubeconfig written by {@link renderKubeconfig} (or by edgeadm's tests). */
+/** Inline data, else the file it names (a kubeconfig may do either), else nothing. */
+async function dataOrFile(data: string | undefined, file: string | undefined): Promise<string | undefined> {
+  if (data !== undefined) return unb64(data);
+  return file === undefined ? undefined : await readFile(file, 'utf8');
+}
+
+/**
+ * Reads a kubeconfig written by {@link renderKubeconfig}, by edgeadm (the
+ * edge-proxy's kubelet kubeconfig refers to files) or by edgeadm's tests.
+ */
 export async function readKubeconfig(path: string): Promise<KubeconfigAccess> {
   const config = loadYaml(await readFile(path, 'utf8')) as {
     clusters?: Array<{ cluster?: Record<string, string> }>;
@@ -86,12 +97,13 @@ export async function readKubeconfig(path: string): Promise<KubeconfigAccess> {
   };
   const cluster = config.clusters?.[0]?.cluster ?? {};
   const user = config.users?.[0]?.user ?? {};
-  const certPem = unb64(user['client-certificate-data']);
-  const keyPem = unb64(user['client-key-data']);
+  const certPem = await dataOrFile(user['client-certificate-data'], user['client-certificate']);
+  const keyPem = await dataOrFile(user['client-key-data'], user['client-key']);
+  const token = user.token ?? (user.tokenFile ? (await readFile(user.tokenFile, 'utf8')).trim() : undefined);
   return {
     server: cluster.server ?? '',
-    caPem: unb64(cluster['certificate-authority-data']) ?? '',
-    ...(user.token ? { token: user.token } : {}),
+    caPem: (await dataOrFile(cluster['certificate-authority-data'], cluster['certificate-authority'])) ?? '',
+    ...(token ? { token } : {}),
     ...(certPem ? { certPem } : {}),
     ...(keyPem ? { keyPem } : {}),
   };
@@ -114,6 +126,28 @@ export async function readKubeletFlags(): Promise<Record<string, string>> {
     if (match) flags[match[1]!] = match[2]!;
   }
   return flags;
+}
+
+/**
+ * The value a flag (`--name=value`) has in the kubelet's
+ * `KUBELET_KUBECONFIG_ARGS` as systemd would expand it from the unit's
+ * drop-ins: the test hosts have no systemd, so the direct service manager
+ * starts the unit's bare `ExecStart` and the simulated kubelet reads the
+ * drop-ins itself. Drop-ins apply in name order; the last to set the
+ * variable wins, as in systemd.
+ */
+export async function kubeletKubeconfigArgOf(name: string): Promise<string | undefined> {
+  if (!existsSync(KUBELET_DROP_IN_DIR)) return undefined;
+  let args: string | undefined;
+  for (const file of (await readdir(KUBELET_DROP_IN_DIR)).filter((f) => f.endsWith('.conf')).sort()) {
+    const text = await readFile(`${KUBELET_DROP_IN_DIR}/${file}`, 'utf8');
+    for (const match of text.matchAll(/^Environment="KUBELET_KUBECONFIG_ARGS=([^"]*)"$/gm)) args = match[1];
+  }
+  const prefix = `--${name}=`;
+  return args
+    ?.split(' ')
+    .find((arg) => arg.startsWith(prefix))
+    ?.slice(prefix.length);
 }
 
 /** True when the runtime's Unix socket (`unix:///…`) accepts a connection. */

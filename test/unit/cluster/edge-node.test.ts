@@ -68,6 +68,39 @@ describe("the node's identity through the edge-proxy", () => {
     expect(kubeconfig.users[0]!.user['client-certificate']).toBe('/var/lib/rancher/k3s/agent/client-kubelet.crt');
   });
 
+  it('maps a kubeadm node by the certificate file the kubelet rotates, in the kubelet.conf it wrote after TLS bootstrap', () => {
+    const kubeadmKubeletConf = `apiVersion: v1
+kind: Config
+clusters:
+  - name: kubernetes
+    cluster:
+      server: https://10.0.0.10:6443
+      certificate-authority-data: LS0tLS1CRUdJTg==
+users:
+  - name: default-auth
+    user:
+      client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem
+      client-key: /var/lib/kubelet/pki/kubelet-client-current.pem
+contexts:
+  - name: default-context
+    context: { cluster: kubernetes, namespace: default, user: default-auth }
+current-context: default-context
+`;
+    const identity = nodeIdentityOf(kubeadmKubeletConf, '/etc/kubernetes/kubelet.conf');
+    // One file holds both (a symlink the kubelet re-points at each rotation); the proxy re-reads it when it changes.
+    expect(identity.clientCertificate).toEqual({
+      certFile: '/var/lib/kubelet/pki/kubelet-client-current.pem',
+      keyFile: '/var/lib/kubelet/pki/kubelet-client-current.pem',
+    });
+    const kubeconfig = load(renderEdgeKubeletKubeconfig(identity)) as {
+      users: Array<{ user: Record<string, string> }>;
+    };
+    expect(kubeconfig.users[0]!.user).toEqual({
+      'client-certificate': '/var/lib/kubelet/pki/kubelet-client-current.pem',
+      'client-key': '/var/lib/kubelet/pki/kubelet-client-current.pem',
+    });
+  });
+
   it('passes a token node through unmapped, and refuses credentials the proxy cannot act for', () => {
     const token = k3sKubeletKubeconfig.replace(/client-certificate: .*\n\s*client-key: .*\n/, 'token: abc\n');
     expect(nodeIdentityOf(token, '/k').clientCertificate).toBeUndefined();

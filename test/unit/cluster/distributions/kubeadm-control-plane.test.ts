@@ -51,7 +51,6 @@ describe('kubeadm init with --control-plane-endpoint', () => {
     expect(upload.command.command).toBe(
       `/usr/local/bin/kubeadm init phase upload-certs --upload-certs --skip-certificate-key-print --config ${KUBEADM_UPLOAD_CERTS_CONFIG_PATH}`,
     );
-    expect(kubeadmDistribution.features).toContain('control-plane-join');
   });
 });
 

@@ -5,6 +5,7 @@ import {
   KUBEADM_SKIPPED_INIT_PHASES,
   isKubeletSettableLabel,
   kubeadmBootstrapObjects,
+  kubeadmTaintOf,
   kubeadmDistribution,
   renderContainerdConfig,
   renderKubeadmInitConfig,
@@ -12,8 +13,10 @@ import {
 } from '../../../../src/cluster/distributions/kubeadm.js';
 import {
   CONTAINERD_UNIT,
+  KUBELET_EDGE_DROP_IN_NAME,
   KUBELET_KUBEADM_DROP_IN,
   KUBELET_UNIT,
+  renderKubeletEdgeDropIn,
 } from '../../../../src/cluster/distributions/kubeadm-units.js';
 import { execStartOf } from '../../../../src/cluster/service-manager.js';
 import { caPinsOfPem } from '../../../../src/trust/ca-pin.js';
@@ -177,5 +180,49 @@ describe('the kubeadm driver', () => {
       'system:certificates.k8s.io:certificatesigningrequests:nodeclient',
     );
     expect(byName['kubeadm:node-autoapprove-certificate-rotation']!.subjects[0].name).toBe('system:nodes');
+  });
+});
+
+describe('kubeadm edge nodes (join --enable-edge)', () => {
+  it('join with the edge taint in nodeRegistration.taints, and refuse a taint kubeadm could not read', async () => {
+    const ca = await createCa({ commonName: 'test-ca' });
+    const [join] = loadAll(
+      renderKubeadmJoinConfig({
+        nodeName: 'edge-1',
+        nodeLabels: { 'edgeadm.io/edge': 'true' },
+        nodeTaints: ['edgeadm.io/edge=true:NoSchedule', 'dedicated:NoExecute'],
+        server: 'https://10.0.0.10:6443',
+        joinCredential: 'abcdef.0123456789abcdef',
+        caPem: ca.certPem,
+        kubeletKubeconfig: '/etc/edgeadm/edge-proxy/kubelet.kubeconfig',
+      }),
+    ) as Doc[];
+    expect(join!.nodeRegistration.taints).toEqual([
+      { key: 'edgeadm.io/edge', value: 'true', effect: 'NoSchedule' },
+      { key: 'dedicated', effect: 'NoExecute' },
+    ]);
+    expect(join!.nodeRegistration.kubeletExtraArgs).toEqual([{ name: 'node-labels', value: 'edgeadm.io/edge=true' }]);
+    // The kubelet's kubeconfig is the unit's business, not kubeadm's: the configuration is the same without it.
+    expect(JSON.stringify(join)).not.toContain('edge-proxy');
+    expect(() => kubeadmTaintOf('edgeadm.io/edge=true')).toThrow(expect.objectContaining({ code: 'E_TAINT_INVALID' }));
+  });
+
+  it('send the kubelet to the edge-proxy with a drop-in of their own, after 10-kubeadm.conf', () => {
+    const kubelet = kubeadmDistribution.serviceUnit('worker', {
+      kubeletKubeconfig: '/etc/edgeadm/edge-proxy/kubelet.kubeconfig',
+    });
+    expect(kubelet.dropIns?.map((d) => d.name)).toEqual(['10-kubeadm.conf', KUBELET_EDGE_DROP_IN_NAME]);
+    // systemd applies drop-ins in name order: the later value of the variable wins.
+    expect([...kubelet.dropIns!.map((d) => d.name)].sort()).toEqual(kubelet.dropIns!.map((d) => d.name));
+    const dropIn = kubelet.dropIns![1]!.content;
+    expect(dropIn).toContain(
+      'Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/edgeadm/edge-proxy/kubelet.kubeconfig"',
+    );
+    expect(KUBELET_KUBEADM_DROP_IN).toContain('$KUBELET_KUBECONFIG_ARGS');
+    expect(renderKubeletEdgeDropIn('/x')).toBe(dropIn.replace('/etc/edgeadm/edge-proxy/kubelet.kubeconfig', '/x'));
+  });
+
+  it("check the kubelet's client certificate against kubeadm's cluster CA", () => {
+    expect(kubeadmDistribution.nodeClientCaPath).toBe('/etc/kubernetes/pki/ca.crt');
   });
 });
