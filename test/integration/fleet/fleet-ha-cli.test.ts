@@ -247,6 +247,14 @@ describe('edgeadm fleet up with three control planes (simulated k3s)', () => {
       expect(written).not.toContain(certificateKey);
       expect(written).not.toMatch(/\b[a-z0-9]{6}\.[a-z0-9]{16}\b/);
       expect(readFileSync(hostLogPath(result.runDir, 'cp2'), 'utf8')).toContain('control-plane-join');
+      // One at a time: cp3 started only once cp2 was done.
+      const logAt = (host: string, prefix: string): number => {
+        const line = readFileSync(hostLogPath(result.runDir, host), 'utf8')
+          .split('\n')
+          .find((entry) => entry.slice(entry.indexOf(' ') + 1).startsWith(prefix))!;
+        return Date.parse(line.slice(0, line.indexOf(' ')));
+      };
+      expect(logAt('cp3', 'start')).toBeGreaterThanOrEqual(logAt('cp2', 'done'));
       failedRun = result;
     },
     TEST_TIMEOUT_MS,
@@ -290,7 +298,7 @@ describe('edgeadm fleet up with three control planes (simulated k3s)', () => {
       for (const host of controlPlanes) {
         const client = new KubeClient({ ...admin, server: `https://${host.address}:6443` });
         const servers = await client.list<{ metadata: { name: string } }>('/api/v1/nodes', {
-          labelSelector: 'node-role.kubernetes.io/etcd=true',
+          labelSelector: 'node-role.kubernetes.io/control-plane=true',
         });
         expect(servers.map((node) => node.metadata.name).sort(), host.name).toEqual(
           controlPlanes.map((cp) => cp.name).sort(),
