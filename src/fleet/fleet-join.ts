@@ -2,11 +2,14 @@
  * `fleet join`: the join workflow on every node of an inventory (its
  * control-plane hosts are left alone), with kubeadm's token and CA pin trust
  * model, one SSH connection per host and one per bastion for the whole run.
+ * `fleet up` runs it over its joining control planes too: a control-plane
+ * host of the run joins with `--control-plane --certificate-key`.
  * Each node's labels and edge flag come from the inventory; its package from
  * the inventory or `--install-pkg-path`, verified once for the whole run
  * before any host is reached, and uploaded only to hosts that do not have it.
  */
 import { runJoin } from '../cluster/join.js';
+import { ValidationError } from '../errors.js';
 import { prepareNode } from '../cluster/prepare.js';
 import type { ServiceManagerKind } from '../cluster/service-manager.js';
 import { closeSharedJumps, type HostConnectOptions } from '../hosts/connect.js';
@@ -25,6 +28,10 @@ import { fleetHostConnectOptions } from './host-connect.js';
 
 /** Options of {@link fleetJoin}. */
 export interface FleetJoinOptions extends Omit<FleetRunOptions, 'command' | 'task'> {
+  /** The command the run state records (`fleet up` runs are `up`); default `join`. */
+  command?: string;
+  /** Joins the run's control-plane hosts as control planes (`fleet up`). A secret. */
+  certificateKey?: string;
   connect: Omit<HostConnectOptions, 'host'>;
   logger: Logger;
   isDryRun: boolean;
@@ -73,8 +80,14 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
   try {
     run = await runFleet({
       ...options,
-      command: 'join',
+      command: options.command ?? 'join',
       task: async (fleetHost, context) => {
+        const isControlPlane = fleetHost.role === 'control-plane';
+        if (isControlPlane && options.certificateKey === undefined) {
+          throw new ValidationError(`${fleetHost.name} is a control-plane host: fleet up joins it, not fleet join`, {
+            code: 'E_FLEET_CONTROL_PLANE',
+          });
+        }
         context.setPhase('connect');
         const prepared = await prepareNode({
           connect: fleetHostConnectOptions(fleetHost, { ...options.connect, logger: options.logger }, sharedJumps),
@@ -97,7 +110,9 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
             isUnsafeSkipCaVerification: options.isUnsafeSkipCaVerification,
             discoveryTimeout: options.discoveryTimeout,
             nodeLabels: fleetHost.labels,
-            enableEdge: fleetHost.isEdge,
+            // Edge nodes are workers: a control plane joins without the edge additions.
+            enableEdge: fleetHost.isEdge && !isControlPlane,
+            ...(isControlPlane ? { isControlPlane, certificateKey: options.certificateKey! } : {}),
             ...(options.skipPhases === undefined ? {} : { skipPhases: options.skipPhases }),
             logger: options.logger,
             onLine: (line) => {

@@ -1,6 +1,8 @@
 /**
  * `fleet plan`: what a fleet command would do on each host, and in which
- * wave, without connecting anywhere. Pure.
+ * wave, without connecting anywhere. Pure. For `up`, the first control
+ * plane is wave 1, each joining control plane has a wave of its own (they
+ * join one at a time), and the node waves follow.
  */
 import type { FleetHost } from './inventory/types.js';
 import { planWaves, type RolloutOptions } from './rollout.js';
@@ -27,16 +29,32 @@ export interface FleetPlanEntry {
 export interface FleetPlanOptions extends Pick<RolloutOptions, 'canary' | 'waveSize'> {
   command: PlannableCommand;
   hosts: FleetHost[];
+  /** The control planes' shared address (`up`), when the inventory sets one. */
+  controlPlaneEndpoint?: string;
 }
 
 /** The plan, host by host, in the order hosts would start. */
 export function planFleet(options: FleetPlanOptions): FleetPlanEntry[] {
-  const waves = planWaves(
-    options.hosts.map((host) => host.name),
-    options,
-  );
+  const controlPlanes = options.hosts.filter((host) => host.role === 'control-plane').map((host) => host.name);
+  const waves =
+    options.command === 'up'
+      ? [
+          ...controlPlanes.map((name) => [name]),
+          ...planWaves(
+            options.hosts.filter((host) => host.role !== 'control-plane').map((host) => host.name),
+            options,
+          ),
+        ]
+      : planWaves(
+          options.hosts.map((host) => host.name),
+          options,
+        );
   const waveOf = new Map(waves.flatMap((wave, index) => wave.map((name) => [name, index + 1] as const)));
-  const firstControlPlane = options.hosts.find((host) => host.role === 'control-plane')?.name;
+  const context: ActionContext = {
+    firstControlPlane: controlPlanes[0],
+    hasJoiningControlPlanes: controlPlanes.length > 1,
+    endpoint: options.controlPlaneEndpoint,
+  };
   return options.hosts.map((host) => {
     const user = host.ssh.user === undefined ? '' : `${host.ssh.user}@`;
     const port = host.ssh.port === undefined ? '' : `:${host.ssh.port}`;
@@ -47,13 +65,19 @@ export function planFleet(options: FleetPlanOptions): FleetPlanEntry[] {
       role: host.role,
       groups: host.groups,
       wave: waveOf.get(host.name)!,
-      action: actionFor(options.command, host, host.name === firstControlPlane),
+      action: actionFor(options.command, host, context),
       ...(host.packagePath === undefined ? {} : { packagePath: host.packagePath }),
     };
   });
 }
 
-function actionFor(command: PlannableCommand, host: FleetHost, isFirstControlPlane: boolean): string {
+interface ActionContext {
+  firstControlPlane: string | undefined;
+  hasJoiningControlPlanes: boolean;
+  endpoint: string | undefined;
+}
+
+function actionFor(command: PlannableCommand, host: FleetHost, context: ActionContext): string {
   const kind = host.isEdge ? 'edge node' : host.role === 'control-plane' ? 'control-plane node' : 'worker node';
   switch (command) {
     case 'check':
@@ -62,9 +86,18 @@ function actionFor(command: PlannableCommand, host: FleetHost, isFirstControlPla
       return `reset the ${kind}`;
     case 'join':
       return host.role === 'control-plane' ? 'none (control-plane host; fleet join joins nodes)' : `join as ${kind}`;
-    case 'up':
-      if (isFirstControlPlane) return 'init the control plane (if not yet done) and create a join token';
-      if (host.role === 'control-plane') return 'none: fleet up inits one control-plane host (more are not built yet)';
+    case 'up': {
+      const { endpoint } = context;
+      if (host.name === context.firstControlPlane) {
+        if (endpoint === undefined) return 'init the control plane (if not yet done) and create a join token';
+        return context.hasJoiningControlPlanes
+          ? `init the first control plane for endpoint ${endpoint} (if not yet done), upload the control-plane join credential and create a join token`
+          : `init the control plane for endpoint ${endpoint} (if not yet done) and create a join token`;
+      }
+      if (host.role === 'control-plane') {
+        return `join as control plane through ${endpoint ?? '<no endpoint>'}, after the ones before it; a failure stops the run`;
+      }
       return `join as ${kind}`;
+    }
   }
 }

@@ -5,7 +5,14 @@
  * event on stderr, so that logs of a night's rollout read top to bottom.
  */
 import type { RolloutEvent } from './rollout.js';
-import { countStatuses, type RunState } from './run-state.js';
+import { countStatuses, type RunState, type StopReason } from './run-state.js';
+
+/** How a progress line names why the run stopped. */
+const STOP_WORDS: Record<StopReason, string> = {
+  cancelled: 'cancelled',
+  'max-failures': '--max-failures exceeded',
+  'control-plane-failed': 'a control plane did not join',
+};
 
 /** Most running hosts listed on a TTY; the rest are counted. */
 export const MAX_PROGRESS_HOST_LINES = 40;
@@ -38,7 +45,7 @@ export function progressLine(event: RolloutEvent, state: RunState, now: Date): s
     case 'failed':
       return `${stamp} ${event.host}: FAILED: ${event.error.code}: ${event.error.message} ${tally}`;
     case 'stopped':
-      return `${stamp} stopped (${event.reason === 'cancelled' ? 'cancelled' : '--max-failures exceeded'}): ${event.skipped.length} hosts not started`;
+      return `${stamp} stopped (${STOP_WORDS[event.reason]}): ${event.skipped.length} hosts not started`;
     default:
       return undefined;
   }

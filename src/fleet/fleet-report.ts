@@ -1,12 +1,15 @@
 /**
- * The final report of a fleet run as a human table: host, result, duration,
- * the failing phase and the error (or failing checks), then the counts.
+ * The final report of a fleet run as a human table: host, (with `showRole`)
+ * its role, result, duration, the failing phase and the error (or failing
+ * checks), then the counts.
  */
 import type { HostStatus } from './run-state.js';
 
 /** A row of the report. */
 export interface FleetReportRow {
   host: string;
+  /** Shown with `showRole` (`fleet up`: `control-plane (init)`, `control-plane`, `worker`). */
+  role?: string;
   status: HostStatus;
   durationMs?: number;
   phase?: string;
@@ -26,7 +29,7 @@ const RESULT: Record<HostStatus, string> = {
 };
 
 /** Renders the table (no colour; the caller styles it if it wants). */
-export function renderFleetReport(rows: FleetReportRow[]): string[] {
+export function renderFleetReport(rows: FleetReportRow[], options: { showRole?: boolean } = {}): string[] {
   const cells = rows.map((row) => {
     const failedPhase = row.status === 'failed' ? (row.phase ?? '') : '';
     const reason = row.failingChecks?.length
@@ -36,13 +39,14 @@ export function renderFleetReport(rows: FleetReportRow[]): string[] {
         : '';
     return [
       row.host,
+      ...(options.showRole ? [row.role ?? '-'] : []),
       RESULT[row.status],
       row.durationMs === undefined ? '-' : `${(row.durationMs / 1000).toFixed(1)}s`,
       failedPhase || '-',
       reason.length > MAX_ERROR_WIDTH ? `${reason.slice(0, MAX_ERROR_WIDTH - 1)}…` : reason || '-',
     ];
   });
-  const header = ['HOST', 'RESULT', 'DURATION', 'PHASE', 'ERROR'];
+  const header = ['HOST', ...(options.showRole ? ['ROLE'] : []), 'RESULT', 'DURATION', 'PHASE', 'ERROR'];
   const widths = header.map((title, column) => Math.max(title.length, ...cells.map((cell) => cell[column]!.length)));
   const line = (cell: string[]): string =>
     cell

@@ -1,8 +1,10 @@
 /**
  * One fleet run, whatever it does per host: creates (or, with `--resume`,
- * reloads) the run state, runs the rollout, and keeps the run directory up to
- * date: `state.json` after every change and one log per host. Commands give
- * the per-host task; this module owns the bookkeeping around it.
+ * reloads) the run state, runs the rollout (in stages when asked: `fleet up`
+ * joins the control planes one at a time before any node), and keeps the run
+ * directory up to date: `state.json` after every change and one log per
+ * host, both with secrets redacted. Commands give the per-host task; this
+ * module owns the bookkeeping around it.
  */
 import { ValidationError } from '../errors.js';
 import type { FleetHost } from './inventory/types.js';
@@ -17,12 +19,28 @@ import {
   saveRunState,
   type HostStatus,
   type RunState,
+  type StopReason,
 } from './run-state.js';
 
 /** What a fleet task gets besides the rollout context. */
 export interface FleetTaskContext extends HostTaskContext {
   /** Appends a line to the host's log in the run directory. */
   log(line: string): void;
+}
+
+/** The rollout settings a stage or a whole run takes. */
+export type FleetRolloutSettings = Omit<RolloutOptions, 'state' | 'task' | 'onEvent' | 'hosts' | 'firstWave'>;
+
+/** One stage of a run: its hosts start once every host of the earlier stages has finished. */
+export interface FleetStage {
+  /** Which hosts of the run belong to the stage. */
+  includes: (host: FleetHost) => boolean;
+  rollout: FleetRolloutSettings;
+  /**
+   * When a host of this stage fails, no host of a later stage starts: each is
+   * skipped with this reason and message (resume runs them).
+   */
+  blocksLaterStages?: { reason: StopReason; message: (failed: string[]) => string };
 }
 
 /** Options of {@link runFleet}. */
@@ -36,7 +54,11 @@ export interface FleetRunOptions {
   edgeadmHome: string;
   /** Run id (or `last`) to continue. */
   resume?: string;
-  rollout: Omit<RolloutOptions, 'state' | 'task' | 'onEvent'>;
+  /** Other commands whose runs this one continues (`fleet up` recorded its runs as `join` before it joined control planes). */
+  alsoResumes?: string[];
+  rollout: FleetRolloutSettings;
+  /** Stages in order, each with its own rollout settings; absent: one stage of every host with `rollout`. */
+  stages?: FleetStage[];
   task: (host: FleetHost, context: FleetTaskContext) => Promise<void>;
   onEvent?: (event: RolloutEvent, state: RunState) => void;
   /** Applied to every host log line (secrets out). */
@@ -56,7 +78,7 @@ export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult
   let runDir: string;
   if (options.resume !== undefined) {
     const loaded = await loadRunState(options.edgeadmHome, options.resume);
-    if (loaded.state.command !== options.command) {
+    if (loaded.state.command !== options.command && !options.alsoResumes?.includes(loaded.state.command)) {
       throw new ValidationError(
         `fleet run ${loaded.state.id} was a fleet ${loaded.state.command} run, not fleet ${options.command}`,
         { code: 'E_FLEET_RESUME' },
@@ -84,7 +106,7 @@ export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult
   }
   const redact = options.redact ?? ((text: string) => text);
   // One chain for every write, so that state files land in order and a failed write surfaces at the end.
-  let writes: Promise<void> = saveRunState(runDir, state);
+  let writes: Promise<void> = saveRunState(runDir, redactedState(state, redact));
   const enqueue = (write: () => Promise<void>): void => {
     writes = writes.then(write);
   };
@@ -92,24 +114,64 @@ export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult
     const now = new Date();
     enqueue(() => appendHostLog(runDir, host, redact(line), now));
   };
+  let lastWave = 0;
   const onEvent = (event: RolloutEvent, current: RunState): void => {
-    const snapshot = structuredClone(current);
+    if (event.type === 'wave') lastWave = event.wave;
+    const snapshot = redactedState(current, redact);
     enqueue(() => saveRunState(runDir, snapshot));
     const line = hostLogLine(event);
     if (line !== undefined && 'host' in event) hostLog(event.host, line);
     options.onEvent?.(event, current);
   };
+  const stages = options.stages ?? [{ includes: () => true, rollout: options.rollout }];
   try {
-    await runRollout({
-      ...options.rollout,
-      state,
-      onEvent,
-      task: (name, context) => options.task(byName.get(name)!, { ...context, log: (line) => hostLog(name, line) }),
-    });
+    for (const stage of stages) {
+      const names = state.order.filter((name) => stage.includes(byName.get(name)!));
+      if (names.length === 0) continue;
+      await runRollout({
+        ...stage.rollout,
+        hosts: names,
+        firstWave: lastWave + 1,
+        state,
+        onEvent,
+        task: (name, context) => options.task(byName.get(name)!, { ...context, log: (line) => hostLog(name, line) }),
+      });
+      const failed = names.filter((name) => state.hosts[name]!.status === 'failed');
+      if (stage.blocksLaterStages !== undefined && failed.length > 0) {
+        blockRest(state, stage.blocksLaterStages.reason, stage.blocksLaterStages.message(failed), onEvent);
+        break;
+      }
+    }
   } finally {
     await writes;
   }
   return { state, runDir };
+}
+
+/** Skips every host still pending, for `reason`. */
+function blockRest(
+  state: RunState,
+  reason: StopReason,
+  message: string,
+  onEvent: (event: RolloutEvent, state: RunState) => void,
+): void {
+  const skipped = state.order.filter((name) => state.hosts[name]!.status === 'pending');
+  if (skipped.length === 0) return;
+  for (const name of skipped) {
+    state.hosts[name] = { ...state.hosts[name]!, status: 'skipped', error: { code: 'E_FLEET_NOT_STARTED', message } };
+  }
+  state.stopReason = reason;
+  state.updatedAt = new Date().toISOString();
+  onEvent({ type: 'stopped', reason, skipped }, state);
+}
+
+/** A copy of the state for the state file: error messages pass through `redact` (secrets out). */
+export function redactedState(state: RunState, redact: (text: string) => string): RunState {
+  const copy = structuredClone(state);
+  for (const host of Object.values(copy.hosts)) {
+    if (host.error !== undefined) host.error = { ...host.error, message: redact(host.error.message) };
+  }
+  return copy;
 }
 
 function hostLogLine(event: RolloutEvent): string | undefined {

@@ -65,6 +65,12 @@ export type RolloutEvent =
 export interface RolloutOptions {
   /** Mutated as the run goes; its pending hosts are the ones run. */
   state: RunState;
+  /**
+   * Only these hosts of the state (run in the state's order); absent: all of
+   * them. A run in stages (`fleet up`: control planes, then nodes) runs one
+   * rollout per stage over the same state.
+   */
+  hosts?: string[];
   task: (host: string, context: HostTaskContext) => Promise<void>;
   /** Hosts at once (at least 1). */
   concurrency: number;
@@ -74,6 +80,10 @@ export interface RolloutOptions {
   waveSize?: CountSpec;
   /** Failed hosts tolerated; once exceeded no host starts. Absent: no limit. */
   maxFailures?: CountSpec;
+  /** The number of the first wave (a later stage of a run goes on counting from the earlier ones). */
+  firstWave?: number;
+  /** The stop reason and the skipped hosts' message when `maxFailures` is exceeded; default: the flag's. */
+  budgetStop?: { reason: StopReason; message: string };
   /** Extra attempts per host. */
   retries?: number;
   backoff?: BackoffOptions;
@@ -110,9 +120,13 @@ export async function runRollout(options: RolloutOptions): Promise<RunState> {
   const retries = options.retries ?? 0;
   const isRetryable = options.isRetryable ?? defaultIsRetryable;
   const concurrency = Math.max(1, Math.floor(options.concurrency));
-  const pending = state.order.filter((name) => state.hosts[name]!.status === 'pending');
-  const budget =
-    options.maxFailures === undefined ? Infinity : resolveCountSpec(options.maxFailures, state.order.length);
+  const scope = options.hosts === undefined ? state.order : state.order.filter((n) => options.hosts!.includes(n));
+  const pending = scope.filter((name) => state.hosts[name]!.status === 'pending');
+  const budget = options.maxFailures === undefined ? Infinity : resolveCountSpec(options.maxFailures, scope.length);
+  const budgetStop = options.budgetStop ?? {
+    reason: 'max-failures' as const,
+    message: `not started: more than ${budget} hosts failed (--max-failures)`,
+  };
   let failures = 0;
   let stopReason: StopReason | undefined;
   const emit = async (event: RolloutEvent): Promise<void> => {
@@ -121,7 +135,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunState> {
   };
   const shouldStop = (): boolean => {
     if (stopReason === undefined && signal?.aborted) stopReason = 'cancelled';
-    if (stopReason === undefined && failures > budget) stopReason = 'max-failures';
+    if (stopReason === undefined && failures > budget) stopReason = budgetStop.reason;
     return stopReason !== undefined;
   };
 
@@ -165,7 +179,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunState> {
 
   for (const [index, wave] of planWaves(pending, options).entries()) {
     if (shouldStop()) break;
-    await emit({ type: 'wave', wave: index + 1, hosts: wave });
+    await emit({ type: 'wave', wave: index + (options.firstWave ?? 1), hosts: wave });
     const queue = [...wave];
     const worker = async (): Promise<void> => {
       while (queue.length > 0 && !shouldStop()) await runHost(queue.shift()!);
@@ -173,14 +187,11 @@ export async function runRollout(options: RolloutOptions): Promise<RunState> {
     await Promise.all(Array.from({ length: Math.min(concurrency, wave.length) }, worker));
   }
   shouldStop();
-  const skipped = state.order.filter((name) => state.hosts[name]!.status === 'pending');
+  const skipped = scope.filter((name) => state.hosts[name]!.status === 'pending');
   // A stop only matters when it left hosts unstarted.
   if (stopReason !== undefined && skipped.length > 0) {
     state.stopReason = stopReason;
-    const message =
-      stopReason === 'cancelled'
-        ? 'not started: the run was cancelled'
-        : `not started: more than ${budget} hosts failed (--max-failures)`;
+    const message = stopReason === 'cancelled' ? 'not started: the run was cancelled' : budgetStop.message;
     for (const name of skipped) {
       state.hosts[name] = { ...state.hosts[name]!, status: 'skipped', error: { code: 'E_FLEET_NOT_STARTED', message } };
     }

@@ -24,8 +24,11 @@ export interface HostRunState {
   durationMs?: number;
 }
 
-/** Why a run stopped starting hosts before the end. */
-export type StopReason = 'max-failures' | 'cancelled';
+/**
+ * Why a run stopped starting hosts before the end: the failure budget, Ctrl-C,
+ * or (`fleet up`) a control plane that did not join, before any node started.
+ */
+export type StopReason = 'max-failures' | 'cancelled' | 'control-plane-failed';
 
 /** A whole run; plain JSON. */
 export interface RunState {

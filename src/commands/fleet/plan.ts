@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { PLANNABLE_COMMANDS, planFleet, type FleetPlanEntry } from '../../fleet/fleet-plan.js';
+import { controlPlanesOf } from '../../fleet/fleet-up.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
 import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { parseCountSpec } from '../../fleet/rollout.js';
@@ -32,9 +33,22 @@ export default class FleetPlan extends BaseCommand<typeof FleetPlan> {
   async run(): Promise<FleetPlanResult> {
     const inventory = await loadInventory(this.flags.inventory);
     for (const warning of inventory.warnings) this.logToStderr(`warning: ${warning}`);
+    // As fleet up runs: every control plane (checked as fleet up checks them), and the nodes --limit selects.
+    const controlPlanes = this.flags.for === 'up' ? controlPlanesOf(inventory) : undefined;
     const hosts = planFleet({
       command: this.flags.for,
-      hosts: limitHosts(inventory.hosts, this.flags.limit),
+      hosts:
+        controlPlanes === undefined
+          ? limitHosts(inventory.hosts, this.flags.limit)
+          : [
+              controlPlanes.first,
+              ...controlPlanes.joining,
+              ...limitHosts(
+                inventory.hosts.filter((host) => host.role === 'worker'),
+                this.flags.limit,
+              ),
+            ],
+      ...(controlPlanes?.endpoint === undefined ? {} : { controlPlaneEndpoint: controlPlanes.endpoint }),
       ...(this.flags.canary === undefined ? {} : { canary: this.flags.canary }),
       ...(this.flags['wave-size'] === undefined
         ? {}
@@ -45,7 +59,7 @@ export default class FleetPlan extends BaseCommand<typeof FleetPlan> {
     );
     for (const entry of hosts) {
       const via = entry.via.length > 0 ? ` via ${entry.via.join(' -> ')}` : '';
-      this.log(`  wave ${entry.wave}  ${entry.host} (${entry.target}${via}): would ${entry.action}`);
+      this.log(`  wave ${entry.wave}  ${entry.host} (${entry.role}, ${entry.target}${via}): would ${entry.action}`);
     }
     return { inventory: this.flags.inventory, format: inventory.format, command: this.flags.for, hosts };
   }

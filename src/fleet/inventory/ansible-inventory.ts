@@ -6,14 +6,20 @@
  * edgeadm's SSH settings; `edgeadm_role`, `edgeadm_labels`, `edgeadm_edge` and
  * `edgeadm_package` carry what Ansible has no word for. A host in a group
  * named like a control plane (`control_plane`, `control-plane`,
- * `kube_control_plane`, `masters`) is a control-plane host.
+ * `kube_control_plane`, `masters`) is a control-plane host, and
+ * `control_plane_endpoint` (on those hosts, their group or `all`) is the
+ * control planes' shared address.
  */
 import { portField, stringField } from './edgeadm-inventory.js';
-import { fieldLocation, inventoryError, isMapping, type InventorySource } from './inventory-error.js';
-import type { FleetHost, FleetInventory, FleetSshSettings } from './types.js';
+import { controlPlaneEndpointField } from './control-plane-endpoint.js';
+import { fieldLocation, inventoryError, isMapping, locationOf, type InventorySource } from './inventory-error.js';
+import type { FleetHost, FleetInventory, FleetSshSettings, InventoryLocation } from './types.js';
 
 /** Groups whose hosts are control-plane hosts unless `edgeadm_role` says otherwise. */
 export const CONTROL_PLANE_GROUPS = new Set(['control_plane', 'control-plane', 'kube_control_plane', 'masters']);
+
+/** The variable that names the control planes' shared address. */
+export const CONTROL_PLANE_ENDPOINT_VAR = 'control_plane_endpoint';
 
 /** Groups every host is in implicitly; not reported as the host's groups. */
 const IMPLICIT_GROUPS = new Set(['all', 'ungrouped']);
@@ -48,6 +54,9 @@ export function parseAnsibleInventory(document: unknown, source: InventorySource
   if (!isMapping(document)) throw inventoryError(source, [], 'expected a mapping of groups at the top level');
   const groups = new Map<string, Group>();
   const hostOrder: string[] = [];
+  /** Where each group and host is first written, for errors about what is missing there. */
+  const groupPaths = new Map<string, string[]>();
+  const hostPaths = new Map<string, string[]>();
   const groupOf = (name: string): Group => {
     let group = groups.get(name);
     if (!group) {
@@ -59,6 +68,7 @@ export function parseAnsibleInventory(document: unknown, source: InventorySource
   const walk = (name: string, body: unknown, path: string[], parent: string | undefined, depth: number): void => {
     if (depth > MAX_GROUP_NESTING) throw inventoryError(source, path, 'groups nest too deeply (a children loop?)');
     const group = groupOf(name);
+    if (!groupPaths.has(name)) groupPaths.set(name, path);
     if (parent !== undefined && parent !== name) group.parents.add(parent);
     if (body === null || body === undefined) return;
     if (!isMapping(body)) throw inventoryError(source, path, 'expected a group: a mapping of hosts, vars and children');
@@ -76,6 +86,7 @@ export function parseAnsibleInventory(document: unknown, source: InventorySource
         if (/\[.*:.*\]/.test(host))
           throw inventoryError(source, hostPath, 'host ranges are not supported; list the hosts');
         if (!hostOrder.includes(host)) hostOrder.push(host);
+        if (!hostPaths.has(host)) hostPaths.set(host, hostPath);
         const own = group.hosts.get(host) ?? new Map<string, SourcedValue>();
         if (vars !== null && vars !== undefined)
           for (const [key, entry] of varsOf(vars, hostPath, source)) own.set(key, entry);
@@ -95,6 +106,7 @@ export function parseAnsibleInventory(document: unknown, source: InventorySource
 
   const depthOf = depthFunction(groups);
   const warnings: string[] = [];
+  const endpoints: { host: string; value: string; path: string[] }[] = [];
   const hosts = hostOrder.map((name) => {
     const direct = [...groups.values()].filter((group) => group.hosts.has(name));
     const memberOf = new Set<string>(['all']);
@@ -110,12 +122,53 @@ export function parseAnsibleInventory(document: unknown, source: InventorySource
     const vars = new Map<string, SourcedValue>();
     for (const group of ordered) for (const [key, entry] of group.vars) vars.set(key, entry);
     for (const group of ordered) for (const [key, entry] of group.hosts.get(name) ?? []) vars.set(key, entry);
-    return hostFromVars(name, vars, ordered, source, warnings);
+    const host = hostFromVars(name, vars, ordered, source, warnings);
+    const endpoint = vars.get(CONTROL_PLANE_ENDPOINT_VAR);
+    if (host.role === 'control-plane' && endpoint !== undefined && endpoint.value !== null) {
+      endpoints.push({
+        host: name,
+        value: controlPlaneEndpointField(endpoint.value, endpoint.path, source),
+        path: endpoint.path,
+      });
+    }
+    return host;
   });
   if (hosts.length === 0) throw inventoryError(source, [], 'lists no hosts');
   // Control-plane hosts first: fleet runs bring them up before the nodes.
   const sorted = [...hosts.filter((h) => h.role === 'control-plane'), ...hosts.filter((h) => h.role === 'worker')];
-  return { file: source.file, format: 'ansible', hosts: sorted, warnings };
+  const differing = endpoints.find((entry) => entry.value !== endpoints[0]!.value);
+  if (differing !== undefined) {
+    throw inventoryError(
+      source,
+      differing.path,
+      `${differing.host} has control-plane endpoint ${differing.value}, ${endpoints[0]!.host} has ${endpoints[0]!.value}: the control planes share one`,
+    );
+  }
+  const firstControlPlane = sorted.find((h) => h.role === 'control-plane');
+  return {
+    file: source.file,
+    format: 'ansible',
+    hosts: sorted,
+    ...(endpoints[0] === undefined ? {} : { controlPlaneEndpoint: endpoints[0].value }),
+    controlPlaneEndpointLocation:
+      endpoints[0] === undefined
+        ? missingEndpointLocation(firstControlPlane, groupPaths, hostPaths, source)
+        : locationOf(source, endpoints[0].path),
+    warnings,
+  };
+}
+
+/** Where `control_plane_endpoint` belongs: the vars of the first control plane's group (or the host). */
+function missingEndpointLocation(
+  host: FleetHost | undefined,
+  groupPaths: Map<string, string[]>,
+  hostPaths: Map<string, string[]>,
+  source: InventorySource,
+): InventoryLocation {
+  if (host === undefined) return locationOf(source, ['all', 'vars', CONTROL_PLANE_ENDPOINT_VAR]);
+  const group = host.groups.find((name) => CONTROL_PLANE_GROUPS.has(name) && groupPaths.has(name));
+  const path = group === undefined ? [...hostPaths.get(host.name)!] : [...groupPaths.get(group)!, 'vars'];
+  return locationOf(source, [...path, CONTROL_PLANE_ENDPOINT_VAR]);
 }
 
 /** Deepest `children` nesting followed; beyond it the file has a loop. */

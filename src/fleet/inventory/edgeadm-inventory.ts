@@ -6,8 +6,11 @@
  * package: ./edgeadm-k8s-v1.30.tar.zst
  * ssh: { user: root, keyFile: ~/.ssh/fleet, jump: ops@bastion }
  * controlPlane:
+ *   endpoint: k8s.example.internal:6443   # needed with more than one host
  *   hosts:
  *     cp1: { address: 10.0.0.10 }
+ *     cp2: { address: 10.0.0.11 }
+ *     cp3: { address: 10.0.0.12 }
  * nodeGroups:
  *   stores:
  *     edge: true
@@ -18,8 +21,10 @@
  * ```
  *
  * Settings are inherited top level → group → host, the most specific winning.
+ * The first control-plane host is the one `fleet up` inits; the others join it.
  */
-import { inventoryError, isMapping, type InventorySource } from './inventory-error.js';
+import { controlPlaneEndpointField } from './control-plane-endpoint.js';
+import { inventoryError, isMapping, locationOf, type InventorySource } from './inventory-error.js';
 import type { FleetHost, FleetInventory, FleetRole, FleetSshSettings } from './types.js';
 
 /** The `kind` that marks an edgeadm inventory. */
@@ -27,6 +32,7 @@ export const EDGEADM_INVENTORY_KIND = 'FleetInventory';
 
 const TOP_KEYS = new Set(['kind', 'apiVersion', 'package', 'ssh', 'labels', 'edge', 'controlPlane', 'nodeGroups']);
 const GROUP_KEYS = new Set(['package', 'ssh', 'labels', 'edge', 'hosts']);
+const CONTROL_PLANE_KEYS = new Set([...GROUP_KEYS, 'endpoint']);
 const HOST_KEYS = new Set(['address', 'package', 'ssh', 'labels', 'edge']);
 const SSH_KEYS = new Set(['user', 'port', 'keyFile', 'jump', 'become']);
 
@@ -50,7 +56,7 @@ export function parseEdgeadmInventory(document: unknown, source: InventorySource
   const seen = new Map<string, string>();
   const addGroup = (group: unknown, path: string[], role: FleetRole, groupName: string | undefined): void => {
     if (!isMapping(group)) throw inventoryError(source, path, 'expected a mapping');
-    checkKeys(group, GROUP_KEYS, path, source);
+    checkKeys(group, role === 'control-plane' ? CONTROL_PLANE_KEYS : GROUP_KEYS, path, source);
     const settings = merge(top, levelSettings(group, path, source));
     if (!isMapping(group.hosts)) throw inventoryError(source, [...path, 'hosts'], 'expected a mapping of host names');
     for (const [name, value] of Object.entries(group.hosts)) {
@@ -83,7 +89,18 @@ export function parseEdgeadmInventory(document: unknown, source: InventorySource
     }
   }
   if (hosts.length === 0) throw inventoryError(source, [], 'lists no hosts (controlPlane.hosts or nodeGroups)');
-  return { file: source.file, format: 'edgeadm', hosts, warnings: [] };
+  const endpointPath = ['controlPlane', 'endpoint'];
+  const endpoint = isMapping(document.controlPlane) ? document.controlPlane.endpoint : undefined;
+  return {
+    file: source.file,
+    format: 'edgeadm',
+    hosts,
+    ...(endpoint === undefined
+      ? {}
+      : { controlPlaneEndpoint: controlPlaneEndpointField(endpoint, endpointPath, source) }),
+    controlPlaneEndpointLocation: locationOf(source, endpointPath),
+    warnings: [],
+  };
 }
 
 function checkKeys(

@@ -4,6 +4,7 @@
  */
 import { ValidationError } from '../../errors.js';
 import { lineOf, type LineMap } from './line-map.js';
+import type { InventoryLocation } from './types.js';
 
 /** What a parser needs to point at a field. */
 export interface InventorySource {
@@ -12,13 +13,33 @@ export interface InventorySource {
 }
 
 /** A {@link ValidationError} (`E_INVENTORY`) for the field at `path`. */
-export function inventoryError(source: InventorySource, path: string[], message: string): ValidationError {
+export function inventoryError(
+  source: InventorySource,
+  path: string[],
+  message: string,
+  hints: string[] = [],
+): ValidationError {
+  return locatedInventoryError(locationOf(source, path), message, hints);
+}
+
+/** Where the field at `path` is written (its nearest written ancestor's line). */
+export function locationOf(source: InventorySource, path: string[]): InventoryLocation {
   const line = lineOf(source.lines, path);
-  const field = path.join('.');
-  const where = line === undefined ? source.file : `${source.file}:${line}`;
+  return { file: source.file, ...(line === undefined ? {} : { line }), field: path.join('.') };
+}
+
+/** A {@link ValidationError} (`E_INVENTORY`) for a field found after parsing (a command's own rule). */
+export function locatedInventoryError(
+  location: InventoryLocation,
+  message: string,
+  hints: string[] = [],
+): ValidationError {
+  const { file, line, field } = location;
+  const where = line === undefined ? file : `${file}:${line}`;
   return new ValidationError(`${where}: ${field === '' ? 'inventory' : field}: ${message}`, {
     code: 'E_INVENTORY',
-    details: { file: source.file, ...(line === undefined ? {} : { line }), field },
+    hints,
+    details: { file, ...(line === undefined ? {} : { line }), field },
   });
 }
 

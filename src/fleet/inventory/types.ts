@@ -39,6 +39,14 @@ export interface FleetHost {
 /** The inventory formats edgeadm reads. */
 export type InventoryFormat = 'edgeadm' | 'ansible';
 
+/** Where a setting is written in an inventory (or where it belongs, when it is missing). */
+export interface InventoryLocation {
+  file: string;
+  line?: number;
+  /** The field's path, dot-joined (`controlPlane.endpoint`, `all.children.control_plane.vars`). */
+  field: string;
+}
+
 /** A parsed inventory. */
 export interface FleetInventory {
   /** The file it came from (as given). */
@@ -46,6 +54,14 @@ export interface FleetInventory {
   format: InventoryFormat;
   /** Hosts in file order, control-plane hosts first. */
   hosts: FleetHost[];
+  /**
+   * The control planes' shared address (`host` or `host:port`, no scheme):
+   * `controlPlane.endpoint` in edgeadm's format, `control_plane_endpoint` in
+   * Ansible's. Nodes and joining control planes reach the cluster there.
+   */
+  controlPlaneEndpoint?: string;
+  /** Where the endpoint is written, or where it belongs when it is not (errors name it). */
+  controlPlaneEndpointLocation: InventoryLocation;
   /** Non-fatal remarks (an unsupported Ansible variable, say), with their lines. */
   warnings: string[];
 }

@@ -39,4 +39,27 @@ describe('renderFleetReport', () => {
     expect(row!.endsWith('…')).toBe(true);
     expect(row!.length).toBeLessThan(MAX_ERROR_WIDTH + 40);
   });
+
+  it('shows the role of each host when asked (fleet up)', () => {
+    const lines = renderFleetReport(
+      [
+        { host: 'cp1', role: 'control-plane (init)', status: 'done' },
+        {
+          host: 'cp2',
+          role: 'control-plane',
+          status: 'failed',
+          phase: 'preflight',
+          error: { code: 'E_PREFLIGHT', message: 'x' },
+        },
+        { host: 's1', role: 'worker', status: 'skipped' },
+      ],
+      { showRole: true },
+    );
+    expect(lines.slice(0, 4)).toEqual([
+      'HOST  ROLE                  RESULT   DURATION  PHASE      ERROR',
+      'cp1   control-plane (init)  ok       -         -          -',
+      'cp2   control-plane         FAILED   -         preflight  E_PREFLIGHT: x',
+      's1    worker                skipped  -         -          -',
+    ]);
+  });
 });

@@ -194,3 +194,28 @@ describe('runRollout', () => {
     expect(resumed.hosts.a).toMatchObject({ status: 'done', attempts: 1 });
   });
 });
+
+describe('a rollout over part of the state (one stage of a run)', () => {
+  it('runs only its hosts, counts the budget and the waves over them, and stops with the reason given', async () => {
+    const state = stateFor(['cp2', 'cp3', 'cp4', 'n1', 'n2']);
+    const { started, events } = await rollout({
+      state,
+      hosts: ['cp2', 'cp3', 'cp4'],
+      concurrency: 1,
+      firstWave: 2,
+      maxFailures: { count: 0 },
+      budgetStop: { reason: 'control-plane-failed', message: 'not started: an earlier control plane did not join' },
+      failing: new Set(['cp3']),
+    });
+    expect(started).toEqual(['cp2', 'cp3']);
+    expect(events[0]).toEqual({ type: 'wave', wave: 2, hosts: ['cp2', 'cp3', 'cp4'] });
+    expect(state.stopReason).toBe('control-plane-failed');
+    expect(state.hosts.cp4).toMatchObject({
+      status: 'skipped',
+      error: { code: 'E_FLEET_NOT_STARTED', message: 'not started: an earlier control plane did not join' },
+    });
+    expect(events.at(-1)).toEqual({ type: 'stopped', reason: 'control-plane-failed', skipped: ['cp4'] });
+    // The other stage's hosts are not this rollout's: untouched.
+    expect([state.hosts.n1!.status, state.hosts.n2!.status]).toEqual(['pending', 'pending']);
+  });
+});

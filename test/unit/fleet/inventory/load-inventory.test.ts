@@ -173,6 +173,83 @@ describe('parseInventory', () => {
     expect(failure(duplicate).message).toMatch(/^inv\.yaml:8: nodeGroups\.g\.hosts\.a: host a is already listed/);
   });
 
+  it('reads several control-plane hosts and their endpoint from an edgeadm inventory', () => {
+    const inventory = parseInventory(
+      EDGEADM.replace(
+        'controlPlane:\n  hosts:\n',
+        'controlPlane:\n  endpoint: k8s.example.internal:6443\n  hosts:\n    cp0: { address: 10.0.0.9 }\n',
+      ).replace('      address: 10.0.0.10\n', '      address: 10.0.0.10\n    cp2: { address: 10.0.0.11 }\n'),
+      'inv.yaml',
+    );
+    expect(inventory.hosts.map((host) => [host.name, host.role])).toEqual([
+      ['cp0', 'control-plane'],
+      ['cp1', 'control-plane'],
+      ['cp2', 'control-plane'],
+      ['store-1', 'worker'],
+      ['store-2', 'worker'],
+    ]);
+    expect(inventory.controlPlaneEndpoint).toBe('k8s.example.internal:6443');
+    expect(inventory.controlPlaneEndpointLocation).toEqual({
+      file: 'inv.yaml',
+      line: 8,
+      field: 'controlPlane.endpoint',
+    });
+    // Without one: where it belongs, for fleet up's error.
+    const without = parseInventory(EDGEADM, 'inv.yaml');
+    expect(without.controlPlaneEndpoint).toBeUndefined();
+    expect(without.controlPlaneEndpointLocation).toEqual({ file: 'inv.yaml', line: 7, field: 'controlPlane.endpoint' });
+  });
+
+  it('reads control_plane_endpoint from the control-plane group, all, or the hosts of an Ansible inventory', () => {
+    const threeMasters = (vars: string, hostVar = '') =>
+      `all:\n${vars}  children:\n    kube_control_plane:\n      hosts:\n        m1:${hostVar}\n        m2:\n        m3:\n    nodes:\n      hosts:\n        n1:\n`;
+    const inGroup = parseInventory(
+      threeMasters('').replace(
+        '    kube_control_plane:\n',
+        '    kube_control_plane:\n      vars:\n        control_plane_endpoint: 10.0.0.100\n',
+      ),
+      'hosts.yml',
+    );
+    expect(inGroup.hosts.filter((h) => h.role === 'control-plane').map((h) => h.name)).toEqual(['m1', 'm2', 'm3']);
+    expect(inGroup.controlPlaneEndpoint).toBe('10.0.0.100');
+    expect(inGroup.controlPlaneEndpointLocation).toEqual({
+      file: 'hosts.yml',
+      line: 5,
+      field: 'all.children.kube_control_plane.vars.control_plane_endpoint',
+    });
+    const inAll = parseInventory(threeMasters('  vars:\n    control_plane_endpoint: "[fd00::10]:6443"\n'), 'hosts.yml');
+    expect(inAll.controlPlaneEndpoint).toBe('[fd00::10]:6443');
+    // A node's value is not the control planes' business.
+    const onNode = parseInventory(
+      threeMasters('').replace('        n1:\n', '        n1: { control_plane_endpoint: x }\n'),
+      'h.yml',
+    );
+    expect(onNode.controlPlaneEndpoint).toBeUndefined();
+    // Control planes that disagree: both values are named, and where the differing one is written.
+    const differ = failure(
+      threeMasters('  vars:\n    control_plane_endpoint: lb1\n', ' { control_plane_endpoint: lb2 }'),
+    );
+    expect(differ.message).toBe(
+      'inv.yaml:3: all.vars.control_plane_endpoint: m2 has control-plane endpoint lb1, m1 has lb2: the control planes share one',
+    );
+  });
+
+  it('refuses a control-plane endpoint that is not host or host:port, with its line', () => {
+    const withEndpoint = (value: string) =>
+      EDGEADM.replace('controlPlane:\n  hosts:\n', `controlPlane:\n  endpoint: ${value}\n  hosts:\n`);
+    expect(failure(withEndpoint('https://lb:6443')).message).toBe(
+      'inv.yaml:8: controlPlane.endpoint: expected host or host:port without a scheme, not https://lb:6443',
+    );
+    expect(failure(withEndpoint('"fd00::10"')).message).toMatch(
+      /^inv\.yaml:8: controlPlane\.endpoint: .*IPv6 address goes in brackets/,
+    );
+    expect(failure(withEndpoint('lb:99999')).message).toMatch(/port 99999 is not between 1 and 65535/);
+    expect(failure(withEndpoint('a b')).message).toMatch(/expected host or host:port, not a b/);
+    expect(failure(EDGEADM.replace('  stores:\n', '  stores:\n    endpoint: lb\n')).message).toMatch(
+      /^inv\.yaml:\d+: nodeGroups\.stores\.endpoint: unknown field/,
+    );
+  });
+
   it('reports YAML syntax errors with their line, and unknown formats', () => {
     expect(failure('all:\n  hosts: [\n').message).toMatch(/^inv\.yaml:3: not valid YAML/);
     expect(failure('- a\n- b\n').message).toMatch(/^inv\.yaml: inventory: is neither an edgeadm inventory/);
