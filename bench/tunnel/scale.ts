@@ -127,7 +127,17 @@ function rssMiB(pid: number): { rss: number; peak: number } {
   return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
 }
 
-function call(path: string, options: { method?: string; body?: unknown; token: string; ca: string }): Promise<string> {
+/**
+ * The gauge is read over one kept-alive connection: a new connection per
+ * reading would queue behind the agents' handshakes (and, past the hub's
+ * `--max-pending-handshakes`, be closed before TLS like theirs).
+ */
+const pollPool = new https.Agent({ keepAlive: true, maxSockets: 1 });
+
+function call(
+  path: string,
+  options: { method?: string; body?: unknown; token: string; ca: string; pool?: https.Agent },
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
     const req = https.request(
@@ -135,7 +145,7 @@ function call(path: string, options: { method?: string; body?: unknown; token: s
       {
         method: options.method ?? 'GET',
         ca: options.ca,
-        agent: false,
+        agent: options.pool ?? false,
         timeout: 10_000,
         headers: {
           Authorization: `Bearer ${options.token}`,
@@ -160,7 +170,7 @@ function call(path: string, options: { method?: string; body?: unknown; token: s
 
 async function connectedAgents(admin: { token: string; ca: string }): Promise<number | undefined> {
   try {
-    const metrics = await call('/metrics', admin);
+    const metrics = await call('/metrics', { ...admin, pool: pollPool });
     return Number(/^edgeadm_hub_connected_agents (\d+)$/m.exec(metrics)?.[1]);
   } catch {
     return undefined;

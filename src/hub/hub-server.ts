@@ -19,6 +19,7 @@ import type { Logger } from '../log/run-log.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../tunnel/limits.js';
 import { acceptTunnel, type HubTunnel, type TunnelVerdict } from '../tunnel/hub-tunnel.js';
 import { HUB_ADMIN_USER, type HubContext } from './hub-context.js';
+import { isWithinValidity } from './client-certificate.js';
 import { writeHubConfig } from './hub-config.js';
 import { ensureHubPki, type HubPki } from './hub-pki.js';
 import { hashUserToken, newUserToken } from './hub-tokens.js';
@@ -30,11 +31,14 @@ import {
   REQUEST_HEADERS_TIMEOUT_MS,
   SHUTDOWN_GRACE_MS,
   MAX_PENDING_HANDSHAKES,
+  TLS_SESSION_LIFETIME_S,
+  TLS_TICKET_KEY_CHECK_MS,
 } from './limits.js';
 import { HubMetrics } from './metrics.js';
 import { serveApi } from './operator-api.js';
 import { SqliteHubStore } from './sqlite-store.js';
 import type { HubStore } from './store.js';
+import { ensureTlsTicketKey } from './tls-ticket-keys.js';
 
 /** The store file under the data directory. */
 export const HUB_STORE_FILE = 'hub.db';
@@ -88,10 +92,19 @@ function urlHost(host: string): string {
   return isIP(host) === 6 ? `[${host}]` : host;
 }
 
-/** Policy for a tunnel's client certificate: not revoked, names a registered cluster. */
+/**
+ * Policy for a tunnel's client certificate: within its validity period, not
+ * revoked, names a registered cluster. Checked at every connection, resumed
+ * TLS sessions included: a resumption carries the certificate and the chain
+ * verdict of the session's first handshake, so revocation and expiry since
+ * then are only seen here.
+ */
 async function tunnelVerdict(store: HubStore, certificate: PeerCertificate): Promise<TunnelVerdict> {
   const cluster = String(certificate.subject?.CN ?? '');
   const serial = String(certificate.serialNumber ?? '').toLowerCase();
+  if (!isWithinValidity(certificate)) {
+    return { refusal: 'this certificate is expired or not yet valid' };
+  }
   if (await store.isCertificateRevoked(serial)) return { refusal: 'this certificate has been revoked' };
   if ((await store.getCluster(cluster)) === undefined) {
     return { refusal: `no cluster named ${JSON.stringify(cluster)} is registered` };
@@ -198,7 +211,12 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     metrics.connectedAgents = tunnels.size;
   };
 
+  // Session tickets under a key kept in the data directory: agents resume across hub restarts.
+  const pkiDir = join(options.dataDir, 'pki');
+  const ticketKey = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
   const tlsServer: TlsServer = tls.createServer({
+    ticketKeys: ticketKey.key,
+    sessionTimeout: TLS_SESSION_LIFETIME_S,
     cert: pki.servingCertPem,
     key: pki.servingKeyPem,
     ca: pki.ca.certPem,
@@ -224,8 +242,17 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     pending.set(key, done);
     raw.once('close', done);
   });
+  const rotateTicketKey = setInterval(() => {
+    const next = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
+    if (next.isNew) {
+      tlsServer.setTicketKeys(next.key);
+      logger.info('TLS session-ticket key rotated');
+    }
+  }, TLS_TICKET_KEY_CHECK_MS);
+  rotateTicketKey.unref();
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
     pending.get(`${socket.remoteAddress}:${socket.remotePort}`)?.();
+    if (socket.isSessionReused()) metrics.tlsSessionsResumed += 1;
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', (error) => logger.debug(`connection error: ${error.message}`));
@@ -278,6 +305,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     close: () => {
       closing ??= (async () => {
         logger.info('hub shutting down');
+        clearInterval(rotateTicketKey);
         tlsServer.close();
         const grace = setTimeout(() => {
           for (const socket of sockets) socket.destroy();

@@ -49,6 +49,21 @@ export interface TunnelAgentOptions {
   logger: Logger;
   /** Dial the hub through this HTTP proxy (CONNECT); TLS to the hub runs inside, pinned as ever. */
   proxy?: HttpProxy;
+  /** Where the agent keeps its TLS session with the hub, to resume it at the next dial. */
+  tlsSession?: TunnelTlsSession;
+}
+
+/**
+ * The agent's last TLS session with the hub (its ticket and resumption
+ * secret, so a secret: kept in memory only, never logged), tied to the
+ * certificate it was made with. The next dial offers it, and the hub, if it
+ * still holds the ticket key, resumes instead of a full handshake, which is
+ * most of what a reconnect storm costs the hub. A renewed certificate or a
+ * refusal drops it.
+ */
+export interface TunnelTlsSession {
+  certPem?: string;
+  session?: Buffer;
 }
 
 /** HTTP/2 settings both ends of the tunnel use. */
@@ -136,6 +151,7 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
     key: identity.keyPem,
     ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
     rejectUnauthorized: true,
+    session: options.tlsSession?.certPem === identity.certPem ? options.tlsSession.session : undefined,
   };
   // Through a proxy, the TLS handshake (CA, client certificate) runs inside the CONNECT tunnel: end to end.
   const socket: TLSSocket =
@@ -144,6 +160,13 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
       : connect({ ...tlsOptions, socket: await connectThroughProxy(options.proxy, { host, port }) });
   socket.setNoDelay(true);
   socket.setKeepAlive(true, TUNNEL_PING_INTERVAL_MS);
+  const kept = options.tlsSession;
+  if (kept !== undefined) {
+    socket.on('session', (session: Buffer) => {
+      kept.certPem = identity.certPem;
+      kept.session = session;
+    });
+  }
 
   return new Promise<AgentConnection>((resolve, reject) => {
     let isSettled = false;
@@ -240,6 +263,10 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
           },
         });
       } else if (path === REFUSE_PATH) {
+        if (kept !== undefined) {
+          kept.certPem = undefined;
+          kept.session = undefined;
+        }
         let reason = 'no reason given';
         try {
           reason = String((JSON.parse(body) as { reason?: unknown }).reason ?? reason);
@@ -271,10 +298,11 @@ export interface RunTunnelAgentOptions extends TunnelAgentOptions {
  */
 export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<void> {
   let attempt = 0;
+  const tlsSession: TunnelTlsSession = options.tlsSession ?? {};
   while (!options.signal.aborted) {
     let connection: AgentConnection | undefined;
     try {
-      connection = await connectTunnel(options);
+      connection = await connectTunnel({ ...options, tlsSession });
       attempt = 0;
       options.logger.info(`tunnel to ${options.hubServer} is up`);
       options.onConnected?.();

@@ -1,0 +1,156 @@
+/**
+ * TLS session resumption on the tunnel: an agent resumes its session after
+ * a hub restart (the ticket key is kept in the hub's data directory), and a
+ * resumed session gets no further than a full handshake would: a cluster
+ * deleted from the hub (its certificate revoked, its tunnel closed) and a
+ * certificate revoked by renewal are refused even when the agent resumes a
+ * session made while they were valid. The hub is in this process, the agent
+ * is edgeadm's `connectTunnel`, the edge cluster is the SIMULATED API server.
+ */
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
+import { TLS_TICKET_KEY_FILE } from '../../../src/hub/tls-ticket-keys.js';
+import { silentLogger } from '../../../src/log/run-log.js';
+import type { AgentState } from '../../../src/tunnel/agent-state.js';
+import { connectTunnel, type AgentIdentity, type TunnelTlsSession } from '../../../src/tunnel/agent.js';
+import { registerCluster, renewAgentCertificate } from '../../../src/tunnel/registration.js';
+import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
+import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
+
+interface Site {
+  state: AgentState;
+  dataDir: string;
+  identity: AgentIdentity;
+  session: TunnelTlsSession;
+}
+
+describe('hub: TLS session resumption of tunnels', { timeout: 120_000 }, () => {
+  const root = mkdtempSync(join(tmpdir(), 'hub-resume-'));
+  const dataDir = join(root, 'hub');
+  let hub: RunningHub;
+  let port: number;
+  let sim: SimApiServer;
+  let upstream: Upstream;
+  let adminToken: string;
+  let kubeconfig: string;
+
+  const api = (options: { method?: string; path: string; body?: unknown }): Promise<{ status: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+      const req = request(
+        `https://127.0.0.1:${port}${options.path}`,
+        {
+          method: options.method ?? 'GET',
+          ca: readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8'),
+          // A new connection each time: the test counts the hub's resumed sessions.
+          agent: false,
+          headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  const resumed = async (): Promise<number> =>
+    Number(/^edgeadm_hub_tls_sessions_resumed_total (\d+)$/m.exec((await api({ path: '/metrics' })).body)?.[1]);
+  const dial = (site: Site, identity: AgentIdentity = site.identity) =>
+    connectTunnel({
+      hubServer: `https://127.0.0.1:${port}`,
+      hubCaPem: site.state.hubCaPem,
+      identity: () => identity,
+      upstream,
+      logger: silentLogger,
+      tlsSession: site.session,
+    });
+
+  async function register(cluster: string): Promise<Site> {
+    const created = await api({ method: 'POST', path: '/hub/v1/tokens', body: { ttlMs: 600_000 } });
+    const token = (JSON.parse(created.body) as { token: string }).token;
+    const siteDir = join(root, cluster);
+    const { state } = await registerCluster({
+      hub: `127.0.0.1:${port}`,
+      token,
+      caCertHashes: [hub.caPin],
+      cluster,
+      labels: {},
+      kubeconfig,
+      createServiceAccount: false,
+      dataDir: siteDir,
+      discoveryTimeoutMs: 30_000,
+      logger: silentLogger,
+    });
+    return {
+      state,
+      dataDir: siteDir,
+      identity: { cluster, certPem: state.certPem, keyPem: state.keyPem },
+      session: {},
+    };
+  }
+
+  beforeAll(async () => {
+    sim = await startSimApiServer({ gitVersion: 'v1.30.4+sim' });
+    kubeconfig = join(root, 'edge.kubeconfig');
+    writeFileSync(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
+    upstream = new Upstream(await readUpstreamKubeconfig(kubeconfig), silentLogger);
+    hub = await startHub({ listen: '127.0.0.1:0', dataDir, logger: silentLogger });
+    port = hub.port;
+    adminToken = /^token: (\S+)$/m.exec(readFileSync(hub.adminConfigPath, 'utf8'))?.[1] ?? '';
+  });
+
+  afterAll(async () => {
+    await hub?.close();
+    upstream?.close();
+    await sim?.stop();
+  });
+
+  it('resumes the agent session after a hub restart; the ticket key stays in the data directory, 0600', async () => {
+    const site = await register('resume-1');
+    const first = await dial(site);
+    expect(site.session.session).toBeInstanceOf(Buffer);
+    expect(await resumed()).toBe(0);
+    await first.drain();
+    await hub.close();
+    hub = await startHub({ listen: `127.0.0.1:${port}`, dataDir, logger: silentLogger });
+    const again = await dial(site);
+    expect(await resumed()).toBe(1);
+    await again.drain();
+    expect(statSync(join(dataDir, 'pki', TLS_TICKET_KEY_FILE)).mode & 0o777).toBe(0o600);
+  });
+
+  it('refuses a resumed session of a deleted cluster, after closing its tunnel', async () => {
+    const site = await register('deleted-1');
+    const open = await dial(site);
+    expect(site.session.session).toBeInstanceOf(Buffer);
+    expect((await api({ method: 'DELETE', path: '/hub/v1/clusters/deleted-1' })).status).toBe(200);
+    await open.closed;
+    const before = await resumed();
+    await expect(dial(site)).rejects.toMatchObject({ code: 'E_TUNNEL_REFUSED' });
+    // The refused connection was a resumption: the check did not depend on a full handshake.
+    expect(await resumed()).toBe(before + 1);
+    expect(site.session.session).toBeUndefined();
+  });
+
+  it('refuses a resumed session whose certificate was revoked by renewal, and accepts the renewed one', async () => {
+    const site = await register('renewed-1');
+    const open = await dial(site);
+    await open.drain();
+    const renewed = await renewAgentCertificate(site.dataDir, site.state, silentLogger);
+    const before = await resumed();
+    const held = { ...site.session };
+    await expect(dial(site)).rejects.toThrow(/revoked/);
+    expect(await resumed()).toBe(before + 1);
+    // The renewed certificate never offers the old certificate's session.
+    site.session = held;
+    const fresh = await dial(site, { cluster: 'renewed-1', certPem: renewed.certPem, keyPem: renewed.keyPem });
+    expect(await resumed()).toBe(before + 1);
+    await fresh.drain();
+  });
+});
