@@ -16,7 +16,7 @@ import type { Duplex } from 'node:stream';
 import type { PeerCertificate, Server as TlsServer, TLSSocket } from 'node:tls';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
-import { TUNNEL_ALPN_PROTOCOL } from '../tunnel/limits.js';
+import { TUNNEL_ALPN_PROTOCOL, TUNNEL_PING_INTERVAL_MS } from '../tunnel/limits.js';
 import { acceptTunnel, type HubTunnel, type TunnelVerdict } from '../tunnel/hub-tunnel.js';
 import { HUB_ADMIN_USER, type HubContext } from './hub-context.js';
 import { isWithinValidity } from './client-certificate.js';
@@ -31,6 +31,7 @@ import {
   REQUEST_HEADERS_TIMEOUT_MS,
   SHUTDOWN_GRACE_MS,
   MAX_PENDING_HANDSHAKES,
+  TLS_HANDSHAKE_TIMEOUT_MS,
   TLS_SESSION_LIFETIME_S,
   TLS_TICKET_KEY_CHECK_MS,
 } from './limits.js';
@@ -170,6 +171,26 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     });
   });
 
+  // One sweep over all tunnels instead of timers per tunnel: close the silent ones, refresh `lastSeen`.
+  const lastSeenSavers = new Map<HubTunnel, { savedAt: number; save: () => Promise<void> }>();
+  let sweptAt = Date.now();
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    // A sweep that ran late says the hub itself was too busy to read its sockets: judge no silence then.
+    const isOnTime = now - sweptAt < 2 * TUNNEL_PING_INTERVAL_MS;
+    sweptAt = now;
+    for (const [tunnel, saver] of lastSeenSavers) {
+      if (tunnel.isSilent(now) && isOnTime) {
+        logger.warn(`tunnel of cluster ${tunnel.cluster} is dead (nothing heard from its agent); closing it`);
+        tunnel.destroy();
+      } else if (now - saver.savedAt >= LAST_SEEN_REFRESH_MS) {
+        saver.savedAt = now;
+        void saver.save();
+      }
+    }
+  }, TUNNEL_PING_INTERVAL_MS);
+  sweep.unref();
+
   const onTunnel = async (socket: TLSSocket): Promise<void> => {
     let tunnel: HubTunnel;
     try {
@@ -199,10 +220,9 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         })
         .catch(() => undefined);
     await seen();
-    const refresh = setInterval(() => void seen(), LAST_SEEN_REFRESH_MS);
-    refresh.unref();
+    lastSeenSavers.set(tunnel, { savedAt: Date.now(), save: seen });
     await tunnel.closed;
-    clearInterval(refresh);
+    lastSeenSavers.delete(tunnel);
     if (tunnels.get(cluster) === tunnel) {
       tunnels.delete(cluster);
       logger.info(`cluster ${cluster} disconnected`);
@@ -216,6 +236,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   const ticketKey = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
   const tlsServer: TlsServer = tls.createServer({
     ticketKeys: ticketKey.key,
+    // Shorter than the agents' connect timeout: a stalled handshake frees its place under the bound.
+    handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
     sessionTimeout: TLS_SESSION_LIFETIME_S,
     cert: pki.servingCertPem,
     key: pki.servingKeyPem,
@@ -306,6 +328,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
       closing ??= (async () => {
         logger.info('hub shutting down');
         clearInterval(rotateTicketKey);
+        clearInterval(sweep);
         tlsServer.close();
         const grace = setTimeout(() => {
           for (const socket of sockets) socket.destroy();

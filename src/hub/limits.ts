@@ -40,6 +40,13 @@ export const AGENT_CERT_ORGANIZATION = 'edgeadm:hub:clusters';
  */
 export const MAX_PENDING_HANDSHAKES = 128;
 /**
+ * How long a TLS handshake may take before the hub drops it (Node's default
+ * is 120 s). Shorter than the agents' 15 s connect timeout, so a handshake
+ * the agent will give up on, or whose peer has stalled, does not hold one of
+ * the {@link MAX_PENDING_HANDSHAKES} places for minutes.
+ */
+export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+/**
  * How long the hub keeps one TLS session-ticket key. Node holds one key at a
  * time, so a rotation ends resumption of the tickets issued before it. An
  * agent's ticket is as old as its connection (TLS 1.3 tickets come right

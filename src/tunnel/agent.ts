@@ -8,7 +8,7 @@
  * and lets the open ones finish (up to a bound).
  */
 import type { Http2Session, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
-import type { TLSSocket } from 'node:tls';
+import type { SecureContext, TLSSocket } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
@@ -49,20 +49,23 @@ export interface TunnelAgentOptions {
   logger: Logger;
   /** Dial the hub through this HTTP proxy (CONNECT); TLS to the hub runs inside, pinned as ever. */
   proxy?: HttpProxy;
-  /** Where the agent keeps its TLS session with the hub, to resume it at the next dial. */
+  /** Where the agent keeps its TLS state with the hub between dials. */
   tlsSession?: TunnelTlsSession;
 }
 
 /**
- * The agent's last TLS session with the hub (its ticket and resumption
- * secret, so a secret: kept in memory only, never logged), tied to the
- * certificate it was made with. The next dial offers it, and the hub, if it
- * still holds the ticket key, resumes instead of a full handshake, which is
- * most of what a reconnect storm costs the hub. A renewed certificate or a
- * refusal drops it.
+ * What an agent keeps of its TLS with the hub from one dial to the next, for
+ * the certificate named by `certPem`: the TLS context (the CA, certificate
+ * and key parsed once, not at every redial) and the last session (its ticket
+ * and resumption secret, so a secret: in memory only, never logged). The
+ * next dial offers the session, and the hub, if it still holds the ticket
+ * key, resumes instead of a full handshake, which is most of what a
+ * reconnect storm costs the hub. A renewed certificate replaces both; a
+ * refusal drops the session.
  */
 export interface TunnelTlsSession {
   certPem?: string;
+  context?: SecureContext;
   session?: Buffer;
 }
 
@@ -136,22 +139,26 @@ const MAX_CONTROL_BODY_BYTES = 16 * 1024;
  * reached or the handshake does not finish.
  */
 export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentConnection> {
-  const { connect } = await import('node:tls');
+  const { connect, createSecureContext } = await import('node:tls');
   const http2 = await import('node:http2');
   const identity = options.identity();
   const hub = new URL(options.hubServer);
   const host = hub.hostname.replace(/^\[|\]$/g, '');
   const port = Number(hub.port || 443);
+  const kept: TunnelTlsSession = options.tlsSession ?? {};
+  if (kept.certPem !== identity.certPem || kept.context === undefined) {
+    kept.certPem = identity.certPem;
+    kept.context = createSecureContext({ ca: options.hubCaPem, cert: identity.certPem, key: identity.keyPem });
+    kept.session = undefined;
+  }
   const tlsOptions = {
     host,
     port,
     servername: /^[\d.:[\]]+$/.test(hub.hostname) ? undefined : hub.hostname,
-    ca: options.hubCaPem,
-    cert: identity.certPem,
-    key: identity.keyPem,
+    secureContext: kept.context,
     ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
     rejectUnauthorized: true,
-    session: options.tlsSession?.certPem === identity.certPem ? options.tlsSession.session : undefined,
+    session: kept.session,
   };
   // Through a proxy, the TLS handshake (CA, client certificate) runs inside the CONNECT tunnel: end to end.
   const socket: TLSSocket =
@@ -160,13 +167,9 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
       : connect({ ...tlsOptions, socket: await connectThroughProxy(options.proxy, { host, port }) });
   socket.setNoDelay(true);
   socket.setKeepAlive(true, TUNNEL_PING_INTERVAL_MS);
-  const kept = options.tlsSession;
-  if (kept !== undefined) {
-    socket.on('session', (session: Buffer) => {
-      kept.certPem = identity.certPem;
-      kept.session = session;
-    });
-  }
+  socket.on('session', (session: Buffer) => {
+    if (kept.certPem === identity.certPem) kept.session = session;
+  });
 
   return new Promise<AgentConnection>((resolve, reject) => {
     let isSettled = false;
@@ -263,10 +266,7 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
           },
         });
       } else if (path === REFUSE_PATH) {
-        if (kept !== undefined) {
-          kept.certPem = undefined;
-          kept.session = undefined;
-        }
+        kept.session = undefined;
         let reason = 'no reason given';
         try {
           reason = String((JSON.parse(body) as { reason?: unknown }).reason ?? reason);
