@@ -6,7 +6,7 @@
 /** The TLS ALPN protocol an agent asks for on the hub's one port: it selects the tunnel instead of HTTPS. */
 export const TUNNEL_ALPN_PROTOCOL = 'edgeadm-tunnel/1';
 
-/** How often each side pings the other over HTTP/2. */
+/** How often the agent pings the hub over HTTP/2 (the hub answers; it judges the agent by what it reads). */
 export const TUNNEL_PING_INTERVAL_MS = 10_000;
 /** A ping not answered within this long means the tunnel is dead: it is closed and the agent redials. */
 export const TUNNEL_PING_TIMEOUT_MS = 20_000;
@@ -26,8 +26,15 @@ export const TUNNEL_DRAIN_TIMEOUT_MS = 10_000;
 
 /** First reconnect delay; it doubles per failed attempt, with full jitter. */
 export const RECONNECT_BASE_DELAY_MS = 500;
-/** Largest reconnect delay. */
-export const RECONNECT_MAX_DELAY_MS = 30_000;
+/**
+ * Largest reconnect delay. It bounds how long an agent may still wait after
+ * its hub is back (full jitter: up to this long), so it sets the tail of a
+ * reconnect storm; 30 s made a restart of the hub cost every agent up to
+ * 30 s. The hub stays protected without a longer one: past its bound on
+ * handshakes in progress it closes connections before TLS, which costs it
+ * almost nothing, and a dial to a hub that is down costs it nothing at all.
+ */
+export const RECONNECT_MAX_DELAY_MS = 10_000;
 
 /**
  * Per-stream HTTP/2 flow-control window. Large, so that one stream can fill
