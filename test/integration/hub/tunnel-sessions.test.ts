@@ -1,5 +1,7 @@
 /**
- * TLS session resumption on the tunnel: an agent resumes its session after
+ * Tunnel sessions as the hub keeps them. Liveness: the hub closes a tunnel
+ * whose agent has gone silent (it pings no more), and keeps a live one.
+ * TLS session resumption: an agent resumes its session after
  * a hub restart (the ticket key is kept in the hub's data directory), and a
  * resumed session gets no further than a full handshake would: a cluster
  * deleted from the hub (its certificate revoked, its tunnel closed) and a
@@ -8,13 +10,17 @@
  * is edgeadm's `connectTunnel`, the edge cluster is the SIMULATED API server.
  */
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { performServerHandshake } from 'node:http2';
 import { request } from 'node:https';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
 import { TLS_TICKET_KEY_FILE } from '../../../src/hub/tls-ticket-keys.js';
 import { silentLogger } from '../../../src/log/run-log.js';
+import { TUNNEL_ALPN_PROTOCOL, TUNNEL_SILENCE_LIMIT_MS } from '../../../src/tunnel/limits.js';
+import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
 import type { AgentState } from '../../../src/tunnel/agent-state.js';
 import { connectTunnel, type AgentIdentity, type TunnelTlsSession } from '../../../src/tunnel/agent.js';
 import { registerCluster, renewAgentCertificate } from '../../../src/tunnel/registration.js';
@@ -28,7 +34,41 @@ interface Site {
   session: TunnelTlsSession;
 }
 
-describe('hub: TLS session resumption of tunnels', { timeout: 120_000 }, () => {
+/**
+ * An agent that answers the hub's hello and welcome, then says nothing more
+ * (no keepalive pings): what a hung agent or a dead link looks like to the hub.
+ */
+function connectMuteAgent(options: { port: number; site: Site }): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({
+      host: '127.0.0.1',
+      port: options.port,
+      ca: options.site.state.hubCaPem,
+      cert: options.site.identity.certPem,
+      key: options.site.identity.keyPem,
+      ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
+    });
+    socket.once('error', reject);
+    socket.once('secureConnect', () => {
+      const session = performServerHandshake(socket);
+      session.on('error', () => undefined);
+      session.on('stream', (stream, headers) => {
+        stream.on('error', () => undefined);
+        if (headers[':path'] === HELLO_PATH) {
+          stream.respond({ ':status': 200 });
+          stream.end(JSON.stringify({ cluster: options.site.identity.cluster }));
+        } else {
+          stream.resume();
+          stream.respond({ ':status': 204 });
+          stream.end();
+          resolve(socket);
+        }
+      });
+    });
+  });
+}
+
+describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
   const root = mkdtempSync(join(tmpdir(), 'hub-resume-'));
   const dataDir = join(root, 'hub');
   let hub: RunningHub;
@@ -110,6 +150,33 @@ describe('hub: TLS session resumption of tunnels', { timeout: 120_000 }, () => {
     upstream?.close();
     await sim?.stop();
   });
+
+  it(
+    'closes the tunnel of an agent that has gone silent, and keeps a live one',
+    async () => {
+      const mute = await register('mute-1');
+      const live = await register('live-1');
+      const liveTunnel = await dial(live);
+      const muteSocket = await connectMuteAgent({ port, site: mute });
+      const connected = async (): Promise<number> =>
+        Number(/^edgeadm_hub_connected_agents (\d+)$/m.exec((await api({ path: '/metrics' })).body)?.[1]);
+      expect(await connected()).toBe(2);
+      const closed = new Promise<void>((resolve) => muteSocket.once('close', () => resolve()));
+      await closed;
+      // The gauge follows once the hub has recorded the disconnection.
+      let count = await connected();
+      for (let i = 0; i < 50 && count !== 1; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        count = await connected();
+      }
+      expect(count).toBe(1);
+      let isLiveClosed = false;
+      void liveTunnel.closed.then(() => (isLiveClosed = true));
+      expect(isLiveClosed).toBe(false);
+      await liveTunnel.drain();
+    },
+    4 * TUNNEL_SILENCE_LIMIT_MS,
+  );
 
   it('resumes the agent session after a hub restart; the ticket key stays in the data directory, 0600', async () => {
     const site = await register('resume-1');
