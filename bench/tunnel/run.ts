@@ -219,7 +219,9 @@ function freePort(): Promise<number> {
  * `forwardPort` and sends each connection back over the SSH connection to
  * the simulated API server. TLS stays end to end (client to API server).
  */
-async function startSshReverse(targetPort: number): Promise<{ sshdPid: number; sshPid: number; forwardPort: number }> {
+async function startSshReverse(
+  targetPort: number,
+): Promise<{ sshdPid: number; sshPid: number; forwardPort: number; stop: () => void }> {
   const dir = join(scratch, 'ssh');
   mkdirSync(dir, { mode: 0o700 });
   mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
@@ -292,7 +294,15 @@ async function startSshReverse(targetPort: number): Promise<{ sshdPid: number; s
         probe.on('error', () => resolve(undefined));
       }),
   );
-  return { sshdPid: sshd.pid ?? 0, sshPid: ssh.pid ?? 0, forwardPort };
+  return {
+    sshdPid: sshd.pid ?? 0,
+    sshPid: ssh.pid ?? 0,
+    forwardPort,
+    stop: () => {
+      ssh.kill('SIGTERM');
+      sshd.kill('SIGTERM');
+    },
+  };
 }
 
 const sshReverse = isSshWanted ? await startSshReverse(Number(new URL(sim.url).port)) : undefined;
@@ -634,5 +644,6 @@ else {
 }
 agent.kill();
 hub.kill();
+sshReverse?.stop();
 await sleep(500);
 await sim.stop();

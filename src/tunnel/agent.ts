@@ -19,6 +19,7 @@ import {
   TUNNEL_CONNECT_TIMEOUT_MS,
   TUNNEL_CONNECTION_WINDOW_BYTES,
   TUNNEL_DRAIN_TIMEOUT_MS,
+  TUNNEL_HELLO_REUSE_MS,
   TUNNEL_MAX_CONCURRENT_STREAMS,
   TUNNEL_MAX_FRAME_BYTES,
   TUNNEL_MAX_HEADER_LIST_BYTES,
@@ -51,6 +52,14 @@ export interface TunnelAgentOptions {
   proxy?: HttpProxy;
   /** Where the agent keeps its TLS state with the hub between dials. */
   tlsSession?: TunnelTlsSession;
+  /** The last hello, reused for {@link TUNNEL_HELLO_REUSE_MS} by the next dials. */
+  helloCache?: AgentHelloCache;
+}
+
+/** The cluster facts an agent last told the hub, and when it read them. */
+export interface AgentHelloCache {
+  hello?: AgentHello;
+  readAt?: number;
 }
 
 /**
@@ -237,7 +246,17 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
 
     const handleControl = async (stream: ServerHttp2Stream, path: string): Promise<void> => {
       if (path === HELLO_PATH) {
-        const hello = await helloOf(identity.cluster, options.upstream, options.logger);
+        const cache = options.helloCache;
+        const isFresh =
+          cache?.hello?.cluster === identity.cluster && Date.now() - (cache.readAt ?? 0) < TUNNEL_HELLO_REUSE_MS;
+        const hello =
+          isFresh && cache?.hello !== undefined
+            ? cache.hello
+            : await helloOf(identity.cluster, options.upstream, options.logger);
+        if (cache !== undefined && !isFresh && hello.kubernetesVersion !== undefined) {
+          cache.hello = hello;
+          cache.readAt = Date.now();
+        }
         stream.respond({ ':status': 200, 'content-type': 'application/json' });
         stream.end(JSON.stringify(hello));
         return;
@@ -299,10 +318,11 @@ export interface RunTunnelAgentOptions extends TunnelAgentOptions {
 export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<void> {
   let attempt = 0;
   const tlsSession: TunnelTlsSession = options.tlsSession ?? {};
+  const helloCache: AgentHelloCache = options.helloCache ?? {};
   while (!options.signal.aborted) {
     let connection: AgentConnection | undefined;
     try {
-      connection = await connectTunnel({ ...options, tlsSession });
+      connection = await connectTunnel({ ...options, tlsSession, helloCache });
       attempt = 0;
       options.logger.info(`tunnel to ${options.hubServer} is up`);
       options.onConnected?.();

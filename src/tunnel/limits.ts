@@ -17,6 +17,14 @@ export const TUNNEL_PING_TIMEOUT_MS = 20_000;
  * ping per tunnel, which at 10,000 tunnels was a thousand pings a second.
  */
 export const TUNNEL_SILENCE_LIMIT_MS = TUNNEL_PING_INTERVAL_MS + TUNNEL_PING_TIMEOUT_MS;
+/**
+ * How long an agent reuses the cluster facts of its last hello (version, node
+ * count) when it redials, instead of asking its API server again. The hub
+ * keeps a tunnel's hello for as long as the tunnel lasts anyway, and a
+ * reconnect storm then costs neither the agents nor their API servers two
+ * requests per dial.
+ */
+export const TUNNEL_HELLO_REUSE_MS = 5 * 60_000;
 /** How long the hub waits for an agent's hello before it drops the connection. */
 export const TUNNEL_HELLO_TIMEOUT_MS = 15_000;
 /** How long an agent waits for the TLS connection and the hub's welcome. */

@@ -22,7 +22,12 @@ import { silentLogger } from '../../../src/log/run-log.js';
 import { TUNNEL_ALPN_PROTOCOL, TUNNEL_SILENCE_LIMIT_MS } from '../../../src/tunnel/limits.js';
 import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
 import type { AgentState } from '../../../src/tunnel/agent-state.js';
-import { connectTunnel, type AgentIdentity, type TunnelTlsSession } from '../../../src/tunnel/agent.js';
+import {
+  connectTunnel,
+  type AgentHelloCache,
+  type AgentIdentity,
+  type TunnelTlsSession,
+} from '../../../src/tunnel/agent.js';
 import { registerCluster, renewAgentCertificate } from '../../../src/tunnel/registration.js';
 import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
 import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
@@ -32,6 +37,7 @@ interface Site {
   dataDir: string;
   identity: AgentIdentity;
   session: TunnelTlsSession;
+  hello: AgentHelloCache;
 }
 
 /**
@@ -109,6 +115,7 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
       upstream,
       logger: silentLogger,
       tlsSession: site.session,
+      helloCache: site.hello,
     });
 
   async function register(cluster: string): Promise<Site> {
@@ -132,6 +139,7 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
       dataDir: siteDir,
       identity: { cluster, certPem: state.certPem, keyPem: state.keyPem },
       session: {},
+      hello: {},
     };
   }
 
@@ -178,7 +186,7 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
     4 * TUNNEL_SILENCE_LIMIT_MS,
   );
 
-  it('resumes the agent session after a hub restart; the ticket key stays in the data directory, 0600', async () => {
+  it('resumes the agent session after a hub restart, with the hello it read before; the ticket key stays in the data directory, 0600', async () => {
     const site = await register('resume-1');
     const first = await dial(site);
     expect(site.session.session).toBeInstanceOf(Buffer);
@@ -186,8 +194,13 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
     await first.drain();
     await hub.close();
     hub = await startHub({ listen: `127.0.0.1:${port}`, dataDir, logger: silentLogger });
+    sim.clearRequests();
     const again = await dial(site);
     expect(await resumed()).toBe(1);
+    // The redial reused the hello it had just read: its API server was not asked again.
+    expect(sim.requests.filter((r) => r.path === '/version')).toEqual([]);
+    const cluster = JSON.parse((await api({ path: '/hub/v1/clusters/resume-1' })).body) as Record<string, unknown>;
+    expect(JSON.stringify(cluster)).toContain('v1.30.4+sim');
     await again.drain();
     expect(statSync(join(dataDir, 'pki', TLS_TICKET_KEY_FILE)).mode & 0o777).toBe(0o600);
   });
