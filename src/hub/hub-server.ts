@@ -265,10 +265,15 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     raw.once('close', done);
   });
   const rotateTicketKey = setInterval(() => {
-    const next = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
-    if (next.isNew) {
-      tlsServer.setTicketKeys(next.key);
-      logger.info('TLS session-ticket key rotated');
+    try {
+      const next = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
+      if (next.isNew) {
+        tlsServer.setTicketKeys(next.key);
+        logger.info('TLS session-ticket key rotated');
+      }
+    } catch (error) {
+      // The key in use stays; the next check tries again. (The message names the file, never the key.)
+      logger.warn(`cannot rotate the TLS session-ticket key: ${(error as Error).message}`);
     }
   }, TLS_TICKET_KEY_CHECK_MS);
   rotateTicketKey.unref();
