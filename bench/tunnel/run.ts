@@ -3,6 +3,10 @@
  *
  * (a) small GETs at 64 concurrent connections, through hub + tunnel and
  *     direct to the same edge API server: throughput ratio, p50 and p99;
+ *     and, as the peer, through OpenSSH reverse forwarding (`ssh -R`, the
+ *     edge side dialling out to a local sshd on loopback, which listens for
+ *     the clients: the same shape as the tunnel) when sshd is there and
+ *     this runs as root (`--ssh off` leaves it out);
  * (b) one 1 GiB stream: a pod port-forward (the WebSocket channel protocol,
  *     `v4.channel.k8s.io`, as kubectl speaks it) whose pod port is a local
  *     TCP source that sends 1 GiB; through hub + tunnel against direct;
@@ -15,7 +19,7 @@
  * edge API server is the SIMULATED API server from test/support, in this
  * process with the client (so both paths share that cost alike).
  *
- *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024]
+ *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024] [--ssh on|off]
  *
  * Node 24 runs this TypeScript directly; the hook below lets the simulated
  * server's modules import each other as `./x.js`.
@@ -40,8 +44,8 @@ registerHooks({
   },
 });
 
-const { spawn } = await import('node:child_process');
-const { mkdtempSync, readFileSync, writeFileSync } = await import('node:fs');
+const { execFileSync, spawn } = await import('node:child_process');
+const { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } = await import('node:fs');
 const https = await import('node:https');
 const net = await import('node:net');
 const { tmpdir } = await import('node:os');
@@ -59,6 +63,7 @@ const { values } = parseArgs({
     mib: { type: 'string', default: '100' },
     'bulk-mib': { type: 'string', default: '1024' },
     cases: { type: 'string', default: 'a,b,c' },
+    ssh: { type: 'string', default: 'on' },
     json: { type: 'boolean' },
   },
 });
@@ -193,11 +198,123 @@ await until('the agent to connect', async () => {
   return answer.status === 200 && JSON.parse(answer.body.toString()).state === 'Connected' ? true : undefined;
 });
 
+// --- the peer: OpenSSH reverse forwarding --------------------------------------------------
+const SSHD = '/usr/sbin/sshd';
+const isSshWanted = values.ssh !== 'off' && existsSync(SSHD) && process.getuid?.() === 0;
+
+/** A free loopback port. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A private sshd on loopback (its own host key, one authorized key, no PAM)
+ * and `ssh -N -R` from the "edge" to it: the sshd side listens on
+ * `forwardPort` and sends each connection back over the SSH connection to
+ * the simulated API server. TLS stays end to end (client to API server).
+ */
+async function startSshReverse(
+  targetPort: number,
+): Promise<{ sshdPid: number; sshPid: number; forwardPort: number; stop: () => void }> {
+  const dir = join(scratch, 'ssh');
+  mkdirSync(dir, { mode: 0o700 });
+  mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
+  for (const name of ['host_key', 'client_key']) {
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, name)]);
+  }
+  writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'client_key.pub')), { mode: 0o600 });
+  const sshdPort = await freePort();
+  const forwardPort = await freePort();
+  writeFileSync(
+    join(dir, 'known_hosts'),
+    `[127.0.0.1]:${sshdPort} ${readFileSync(join(dir, 'host_key.pub'), 'utf8').split(' ').slice(0, 2).join(' ')}\n`,
+  );
+  writeFileSync(
+    join(dir, 'sshd_config'),
+    [
+      `Port ${sshdPort}`,
+      'ListenAddress 127.0.0.1',
+      `HostKey ${join(dir, 'host_key')}`,
+      `PidFile ${join(dir, 'sshd.pid')}`,
+      `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
+      'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no',
+      'UsePAM no',
+      'PermitRootLogin prohibit-password',
+      'AllowTcpForwarding remote',
+      'StrictModes no',
+      'LogLevel ERROR',
+      '',
+    ].join('\n'),
+  );
+  const sshd = spawn(SSHD, ['-D', '-e', '-f', join(dir, 'sshd_config')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  process.once('exit', () => sshd.kill('SIGTERM'));
+  await until(
+    'sshd to listen',
+    () =>
+      new Promise<true | undefined>((resolve) => {
+        const probe = net.connect(sshdPort, '127.0.0.1', () => (probe.destroy(), resolve(true)));
+        probe.on('error', () => resolve(undefined));
+      }),
+  );
+  const ssh = spawn(
+    'ssh',
+    [
+      '-N',
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      'StrictHostKeyChecking=yes',
+      '-o',
+      `UserKnownHostsFile=${join(dir, 'known_hosts')}`,
+      '-o',
+      'ExitOnForwardFailure=yes',
+      '-i',
+      join(dir, 'client_key'),
+      '-p',
+      String(sshdPort),
+      '-R',
+      `127.0.0.1:${forwardPort}:127.0.0.1:${targetPort}`,
+      'root@127.0.0.1',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  process.once('exit', () => ssh.kill('SIGTERM'));
+  await until(
+    'ssh -R to forward',
+    () =>
+      new Promise<true | undefined>((resolve) => {
+        const probe = net.connect(forwardPort, '127.0.0.1', () => (probe.destroy(), resolve(true)));
+        probe.on('error', () => resolve(undefined));
+      }),
+  );
+  return {
+    sshdPid: sshd.pid ?? 0,
+    sshPid: ssh.pid ?? 0,
+    forwardPort,
+    stop: () => {
+      ssh.kill('SIGTERM');
+      sshd.kill('SIGTERM');
+    },
+  };
+}
+
+const sshReverse = isSshWanted ? await startSshReverse(Number(new URL(sim.url).port)) : undefined;
+
 const paths = {
   direct: { base: sim.url, ca: sim.caPem, token: sim.adminToken },
   tunnel: { base: `${hubUrl}/clusters/bench`, ca: hubCa, token: user.token },
+  ssh: { base: `https://127.0.0.1:${sshReverse?.forwardPort ?? 0}`, ca: sim.caPem, token: sim.adminToken },
 };
 type PathName = keyof typeof paths;
+/** The paths case (a) compares. */
+const SMALL_GET_PATHS: PathName[] = sshReverse === undefined ? ['direct', 'tunnel'] : ['direct', 'tunnel', 'ssh'];
 
 // --- (a) small GETs ------------------------------------------------------------------------
 interface Latency {
@@ -212,14 +329,49 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** CPU time of a process and all its descendants (sshd forks per connection), in ms. */
+function treeCpuMs(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const ppid = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0;
+  const queue = [pid];
+  while (queue.length > 0) {
+    const next = queue.pop() as number;
+    try {
+      total += cpuMs(next);
+    } catch {
+      // gone meanwhile
+    }
+    queue.push(...(children.get(next) ?? []));
+  }
+  return total;
+}
+
+/** CPU of the middle of a path: the hub and agent processes, or for `ssh -R` the sshd (with its children) and ssh. */
+function middleCpuMs(name: PathName): { hub: number; agent: number } {
+  if (name === 'ssh' && sshReverse !== undefined) {
+    return { hub: treeCpuMs(sshReverse.sshdPid), agent: cpuMs(sshReverse.sshPid) };
+  }
+  return { hub: cpuMs(hub.pid), agent: cpuMs(agent.pid) };
+}
+
 /** CPU per request of each process, in µs, accumulated over the measured rounds. */
 const cpuPerRequest: Record<PathName, { requests: number; bench: number; hub: number; agent: number }> = {
   direct: { requests: 0, bench: 0, hub: 0, agent: 0 },
   tunnel: { requests: 0, bench: 0, hub: 0, agent: 0 },
+  ssh: { requests: 0, bench: 0, hub: 0, agent: 0 },
 };
 
 async function smallGets(name: PathName, requests: number, isMeasured = false): Promise<Latency> {
-  const cpuBefore = { bench: cpuMs(process.pid), hub: cpuMs(hub.pid), agent: cpuMs(agent.pid) };
+  const cpuBefore = { bench: cpuMs(process.pid), ...middleCpuMs(name) };
   const target = paths[name];
   const agentPool = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: target.ca });
   const latencies: number[] = [];
@@ -246,9 +398,10 @@ async function smallGets(name: PathName, requests: number, isMeasured = false): 
   if (isMeasured) {
     const cpu = cpuPerRequest[name];
     cpu.requests += requests;
+    const middle = middleCpuMs(name);
     cpu.bench += cpuMs(process.pid) - cpuBefore.bench;
-    cpu.hub += cpuMs(hub.pid) - cpuBefore.hub;
-    cpu.agent += cpuMs(agent.pid) - cpuBefore.agent;
+    cpu.hub += middle.hub - cpuBefore.hub;
+    cpu.agent += middle.agent - cpuBefore.agent;
   }
   latencies.sort((a, b) => a - b);
   const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
@@ -258,14 +411,13 @@ async function smallGets(name: PathName, requests: number, isMeasured = false): 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 async function caseSmallGets(): Promise<Record<string, unknown>> {
-  await smallGets('direct', 1000);
-  await smallGets('tunnel', 1000);
-  const rounds: Record<PathName, Latency[]> = { direct: [], tunnel: [] };
+  for (const name of SMALL_GET_PATHS) await smallGets(name, 1000);
+  const rounds: Record<PathName, Latency[]> = { direct: [], tunnel: [], ssh: [] };
   for (let round = 0; round < 2; round += 1) {
-    for (const name of ['direct', 'tunnel'] as const) rounds[name].push(await smallGets(name, REQUESTS / 2, true));
+    for (const name of SMALL_GET_PATHS) rounds[name].push(await smallGets(name, REQUESTS / 2, true));
   }
   const small = Object.fromEntries(
-    (['direct', 'tunnel'] as const).map((n) => [
+    SMALL_GET_PATHS.map((n) => [
       n,
       {
         rps: mean(rounds[n].map((r) => r.rps)),
@@ -281,8 +433,15 @@ async function caseSmallGets(): Promise<Record<string, unknown>> {
     tunnel: small.tunnel,
     throughputRatio: small.tunnel.rps / small.direct.rps,
     p99DeltaMs: small.tunnel.p99 - small.direct.p99,
+    ...(small.ssh === undefined
+      ? {}
+      : {
+          sshReverse: small.ssh,
+          sshThroughputRatio: small.ssh.rps / small.direct.rps,
+          sshP99DeltaMs: small.ssh.p99 - small.direct.p99,
+        }),
     cpuMicrosPerRequest: Object.fromEntries(
-      (['direct', 'tunnel'] as const).map((n) => {
+      SMALL_GET_PATHS.map((n) => {
         const c = cpuPerRequest[n];
         const per = (ms: number): number => Math.round((ms * 1000) / c.requests);
         return [n, { bench: per(c.bench), hub: per(c.hub), agent: per(c.agent) }];
@@ -355,8 +514,8 @@ async function caseBulk(): Promise<Record<string, unknown>> {
     spec: { containers: [{ name: 'c', image: 'x' }] },
   });
   sim.setPortForward('default', 'bulk', 80, { host: '127.0.0.1', port: source.port });
-  const rounds: Record<PathName, number[]> = { direct: [], tunnel: [] };
-  const cpu: Record<PathName, { bench: number; hub: number; agent: number }> = {
+  const rounds: Record<'direct' | 'tunnel', number[]> = { direct: [], tunnel: [] };
+  const cpu: Record<'direct' | 'tunnel', { bench: number; hub: number; agent: number }> = {
     direct: { bench: 0, hub: 0, agent: 0 },
     tunnel: { bench: 0, hub: 0, agent: 0 },
   };
@@ -449,14 +608,20 @@ const f = (x: unknown, d = 2): string => (x as number).toFixed(d);
 if (values.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
 else {
   const lines: string[] = [];
-  const s = results.smallGets as (Record<string, number> & Record<PathName, Latency>) | undefined;
+  const s = results.smallGets as
+    (Record<string, number> & Record<'direct' | 'tunnel', Latency> & { sshReverse?: Latency }) | undefined;
   if (s) {
     lines.push(
       `(a) small GETs, ${s.requests} requests, ${s.concurrency} connections`,
       `    direct: ${f(s.direct.rps, 0)} req/s  p50 ${f(s.direct.p50)} ms  p99 ${f(s.direct.p99)} ms`,
       `    tunnel: ${f(s.tunnel.rps, 0)} req/s  p50 ${f(s.tunnel.p50)} ms  p99 ${f(s.tunnel.p99)} ms`,
       `    ratio ${f(s.throughputRatio)}; p99 delta ${f(s.p99DeltaMs)} ms`,
-      `    CPU µs per request (bench = client + simulated API server): ${JSON.stringify(s.cpuMicrosPerRequest)}`,
+      ...(s.sshReverse === undefined
+        ? ['    ssh -R: not run (needs root and /usr/sbin/sshd; --ssh off)']
+        : [
+            `    ssh -R: ${f(s.sshReverse.rps, 0)} req/s  p50 ${f(s.sshReverse.p50)} ms  p99 ${f(s.sshReverse.p99)} ms; ratio ${f(s.sshThroughputRatio)}; p99 delta ${f(s.sshP99DeltaMs)} ms`,
+          ]),
+      `    CPU µs per request (bench = client + simulated API server; hub/agent = sshd/ssh for ssh -R): ${JSON.stringify(s.cpuMicrosPerRequest)}`,
     );
   }
   const b = results.bulk;
@@ -479,5 +644,6 @@ else {
 }
 agent.kill();
 hub.kill();
+sshReverse?.stop();
 await sleep(500);
 await sim.stop();

@@ -48,6 +48,8 @@ const { values } = parseArgs({
     'register-budget-s': { type: 'string' },
     'ramp-per-s': { type: 'string', default: '0' },
     'timeout-s': { type: 'string', default: '600' },
+    /** NODE_OPTIONS for the hub process only, e.g. "--cpu-prof --cpu-prof-dir=DIR". */
+    'hub-node-options': { type: 'string' },
     json: { type: 'boolean' },
   },
 });
@@ -94,7 +96,15 @@ function startHub(): Hub {
       '--data-dir',
       hubDir,
     ],
-    { env: { ...process.env, EDGEADM_HOME: join(stateDir, 'home'), NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    {
+      env: {
+        ...process.env,
+        EDGEADM_HOME: join(stateDir, 'home'),
+        NO_COLOR: '1',
+        ...(values['hub-node-options'] === undefined ? {} : { NODE_OPTIONS: values['hub-node-options'] }),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   // Keep reading (a full pipe would stall the hub), keep only a tail for errors.
   let tail = '';
@@ -127,7 +137,17 @@ function rssMiB(pid: number): { rss: number; peak: number } {
   return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
 }
 
-function call(path: string, options: { method?: string; body?: unknown; token: string; ca: string }): Promise<string> {
+/**
+ * The gauge is read over one kept-alive connection: a new connection per
+ * reading would queue behind the agents' handshakes (and, past the hub's
+ * `--max-pending-handshakes`, be closed before TLS like theirs).
+ */
+const pollPool = new https.Agent({ keepAlive: true, maxSockets: 1 });
+
+function call(
+  path: string,
+  options: { method?: string; body?: unknown; token: string; ca: string; pool?: https.Agent },
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
     const req = https.request(
@@ -135,7 +155,7 @@ function call(path: string, options: { method?: string; body?: unknown; token: s
       {
         method: options.method ?? 'GET',
         ca: options.ca,
-        agent: false,
+        agent: options.pool ?? false,
         timeout: 10_000,
         headers: {
           Authorization: `Bearer ${options.token}`,
@@ -158,9 +178,19 @@ function call(path: string, options: { method?: string; body?: unknown; token: s
   });
 }
 
+/** The hub's handshake counters: refused before TLS (the bound) and resumed TLS sessions, since it started. */
+async function handshakeCounters(admin: { token: string; ca: string }): Promise<{ refused: number; resumed: number }> {
+  const metrics = await call('/metrics', { ...admin, pool: pollPool }).catch(() => '');
+  const counter = (name: string): number => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+  return {
+    refused: counter('edgeadm_hub_handshakes_refused_total'),
+    resumed: counter('edgeadm_hub_tls_sessions_resumed_total'),
+  };
+}
+
 async function connectedAgents(admin: { token: string; ca: string }): Promise<number | undefined> {
   try {
-    const metrics = await call('/metrics', admin);
+    const metrics = await call('/metrics', { ...admin, pool: pollPool });
     return Number(/^edgeadm_hub_connected_agents (\d+)$/m.exec(metrics)?.[1]);
   } catch {
     return undefined;
@@ -295,6 +325,7 @@ for (const w of workers) w.child.send({ type: 'connect', below: AGENTS, interval
 const connect = await untilAllConnected(admin, connectStarted);
 const hubConnected = rssMiB(hub.pid);
 const connectCpu = { hub: cpuSeconds(hub.pid) - cpuBeforeConnect.hub, agents: agentsCpu() - cpuBeforeConnect.agents };
+const connectHandshakes = await handshakeCounters(admin);
 await sleep(SETTLE_MS);
 const hubSettled = rssMiB(hub.pid);
 const agentsRssMiB = workers.reduce((a, w) => a + w.status.rssBytes, 0) / (1024 * 1024);
@@ -314,6 +345,7 @@ const cpuBeforeStorm = { hub: cpuSeconds(hub.pid), agents: agentsCpu() };
 const storm = await untilAllConnected(admin, stopped);
 const hubAfterStorm = rssMiB(hub.pid);
 const stormCpu = { hub: cpuSeconds(hub.pid) - cpuBeforeStorm.hub, agents: agentsCpu() - cpuBeforeStorm.agents };
+const stormHandshakes = await handshakeCounters(admin);
 await sleep(1000);
 const welcomesAfter = workers.reduce((a, w) => a + w.status.welcomes, 0);
 progress(`all ${AGENTS} reconnected ${(storm.ms / 1000).toFixed(1)} s after the stop`);
@@ -334,6 +366,7 @@ const results = {
     },
     agentProcessesRssMiB: agentsRssMiB,
     cpuSeconds: connectCpu,
+    handshakes: connectHandshakes,
     course: connect.course,
   },
   reconnectStorm: {
@@ -344,6 +377,7 @@ const results = {
     welcomes: welcomesAfter - welcomesBefore,
     hubRssMiB: { allReconnected: hubAfterStorm.rss, peak: hubAfterStorm.peak },
     cpuSecondsAfterListening: stormCpu,
+    handshakes: stormHandshakes,
     course: storm.course,
   },
   agentLog: { beforeRestart: sumCounts(saidBeforeRestart), total: sumCounts(workers.map((w) => w.status.said)) },
@@ -365,8 +399,8 @@ else {
     [
       `(d) ${AGENTS} simulated agents in ${PROCESSES} processes, one hub process; start ${RAMP_PER_S > 0 ? `ramped at ${RAMP_PER_S}/s` : 'all at once'}`,
       `    registration: ${registration.registered} registered, ${registration.reused} reused, ${f(registration.seconds)} s`,
-      `    connect all: ${f(c.seconds)} s (CPU: hub ${f(c.cpuSeconds.hub)} s, agent processes ${f(c.cpuSeconds.agents)} s); hub RSS ${f(c.hubRssMiB.allConnected, 0)} MiB when all connected, ${f(c.hubRssMiB.settled, 0)} MiB settled, peak ${f(c.hubRssMiB.peak, 0)} MiB; agent processes ${f(c.agentProcessesRssMiB, 0)} MiB`,
-      `    restart: graceful stop ${f(s.shutdownSeconds)} s, listening again after ${f(s.hubListeningAfterSeconds)} s; all reconnected ${f(s.allReconnectedAfterStopSeconds)} s after the stop (${f(s.allReconnectedAfterListeningSeconds)} s after listening; CPU: hub ${f(s.cpuSecondsAfterListening.hub)} s, agent processes ${f(s.cpuSecondsAfterListening.agents)} s); hub RSS ${f(s.hubRssMiB.allReconnected, 0)} MiB, peak ${f(s.hubRssMiB.peak, 0)} MiB`,
+      `    connect all: ${f(c.seconds)} s (CPU: hub ${f(c.cpuSeconds.hub)} s, agent processes ${f(c.cpuSeconds.agents)} s; closed before TLS ${c.handshakes.refused}); hub RSS ${f(c.hubRssMiB.allConnected, 0)} MiB when all connected, ${f(c.hubRssMiB.settled, 0)} MiB settled, peak ${f(c.hubRssMiB.peak, 0)} MiB; agent processes ${f(c.agentProcessesRssMiB, 0)} MiB`,
+      `    restart: graceful stop ${f(s.shutdownSeconds)} s, listening again after ${f(s.hubListeningAfterSeconds)} s; all reconnected ${f(s.allReconnectedAfterStopSeconds)} s after the stop (${f(s.allReconnectedAfterListeningSeconds)} s after listening; CPU: hub ${f(s.cpuSecondsAfterListening.hub)} s, agent processes ${f(s.cpuSecondsAfterListening.agents)} s; closed before TLS ${s.handshakes.refused}, TLS sessions resumed ${s.handshakes.resumed}); hub RSS ${f(s.hubRssMiB.allReconnected, 0)} MiB, peak ${f(s.hubRssMiB.peak, 0)} MiB`,
       `    agent log counts: ${JSON.stringify(results.agentLog.total)}; load ${results.load}`,
       '',
     ].join('\n'),

@@ -16,9 +16,10 @@ import type { Duplex } from 'node:stream';
 import type { PeerCertificate, Server as TlsServer, TLSSocket } from 'node:tls';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
-import { TUNNEL_ALPN_PROTOCOL } from '../tunnel/limits.js';
+import { TUNNEL_ALPN_PROTOCOL, TUNNEL_PING_INTERVAL_MS } from '../tunnel/limits.js';
 import { acceptTunnel, type HubTunnel, type TunnelVerdict } from '../tunnel/hub-tunnel.js';
 import { HUB_ADMIN_USER, type HubContext } from './hub-context.js';
+import { isWithinValidity } from './client-certificate.js';
 import { writeHubConfig } from './hub-config.js';
 import { ensureHubPki, type HubPki } from './hub-pki.js';
 import { hashUserToken, newUserToken } from './hub-tokens.js';
@@ -30,11 +31,15 @@ import {
   REQUEST_HEADERS_TIMEOUT_MS,
   SHUTDOWN_GRACE_MS,
   MAX_PENDING_HANDSHAKES,
+  TLS_HANDSHAKE_TIMEOUT_MS,
+  TLS_SESSION_LIFETIME_S,
+  TLS_TICKET_KEY_CHECK_MS,
 } from './limits.js';
 import { HubMetrics } from './metrics.js';
 import { serveApi } from './operator-api.js';
 import { SqliteHubStore } from './sqlite-store.js';
 import type { HubStore } from './store.js';
+import { ensureTlsTicketKey } from './tls-ticket-keys.js';
 
 /** The store file under the data directory. */
 export const HUB_STORE_FILE = 'hub.db';
@@ -88,10 +93,19 @@ function urlHost(host: string): string {
   return isIP(host) === 6 ? `[${host}]` : host;
 }
 
-/** Policy for a tunnel's client certificate: not revoked, names a registered cluster. */
+/**
+ * Policy for a tunnel's client certificate: within its validity period, not
+ * revoked, names a registered cluster. Checked at every connection, resumed
+ * TLS sessions included: a resumption carries the certificate and the chain
+ * verdict of the session's first handshake, so revocation and expiry since
+ * then are only seen here.
+ */
 async function tunnelVerdict(store: HubStore, certificate: PeerCertificate): Promise<TunnelVerdict> {
   const cluster = String(certificate.subject?.CN ?? '');
   const serial = String(certificate.serialNumber ?? '').toLowerCase();
+  if (!isWithinValidity(certificate)) {
+    return { refusal: 'this certificate is expired or not yet valid' };
+  }
   if (await store.isCertificateRevoked(serial)) return { refusal: 'this certificate has been revoked' };
   if ((await store.getCluster(cluster)) === undefined) {
     return { refusal: `no cluster named ${JSON.stringify(cluster)} is registered` };
@@ -157,6 +171,26 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     });
   });
 
+  // One sweep over all tunnels instead of timers per tunnel: close the silent ones, refresh `lastSeen`.
+  const lastSeenSavers = new Map<HubTunnel, { savedAt: number; save: () => Promise<void> }>();
+  let sweptAt = Date.now();
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    // A sweep that ran late says the hub itself was too busy to read its sockets: judge no silence then.
+    const isOnTime = now - sweptAt < 2 * TUNNEL_PING_INTERVAL_MS;
+    sweptAt = now;
+    for (const [tunnel, saver] of lastSeenSavers) {
+      if (tunnel.isSilent(now) && isOnTime) {
+        logger.warn(`tunnel of cluster ${tunnel.cluster} is dead (nothing heard from its agent); closing it`);
+        tunnel.destroy();
+      } else if (now - saver.savedAt >= LAST_SEEN_REFRESH_MS) {
+        saver.savedAt = now;
+        void saver.save();
+      }
+    }
+  }, TUNNEL_PING_INTERVAL_MS);
+  sweep.unref();
+
   const onTunnel = async (socket: TLSSocket): Promise<void> => {
     let tunnel: HubTunnel;
     try {
@@ -186,10 +220,9 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         })
         .catch(() => undefined);
     await seen();
-    const refresh = setInterval(() => void seen(), LAST_SEEN_REFRESH_MS);
-    refresh.unref();
+    lastSeenSavers.set(tunnel, { savedAt: Date.now(), save: seen });
     await tunnel.closed;
-    clearInterval(refresh);
+    lastSeenSavers.delete(tunnel);
     if (tunnels.get(cluster) === tunnel) {
       tunnels.delete(cluster);
       logger.info(`cluster ${cluster} disconnected`);
@@ -198,7 +231,14 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     metrics.connectedAgents = tunnels.size;
   };
 
+  // Session tickets under a key kept in the data directory: agents resume across hub restarts.
+  const pkiDir = join(options.dataDir, 'pki');
+  const ticketKey = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
   const tlsServer: TlsServer = tls.createServer({
+    ticketKeys: ticketKey.key,
+    // Shorter than the agents' connect timeout: a stalled handshake frees its place under the bound.
+    handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
+    sessionTimeout: TLS_SESSION_LIFETIME_S,
     cert: pki.servingCertPem,
     key: pki.servingKeyPem,
     ca: pki.ca.certPem,
@@ -224,8 +264,22 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     pending.set(key, done);
     raw.once('close', done);
   });
+  const rotateTicketKey = setInterval(() => {
+    try {
+      const next = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
+      if (next.isNew) {
+        tlsServer.setTicketKeys(next.key);
+        logger.info('TLS session-ticket key rotated');
+      }
+    } catch (error) {
+      // The key in use stays; the next check tries again. (The message names the file, never the key.)
+      logger.warn(`cannot rotate the TLS session-ticket key: ${(error as Error).message}`);
+    }
+  }, TLS_TICKET_KEY_CHECK_MS);
+  rotateTicketKey.unref();
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
     pending.get(`${socket.remoteAddress}:${socket.remotePort}`)?.();
+    if (socket.isSessionReused()) metrics.tlsSessionsResumed += 1;
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', (error) => logger.debug(`connection error: ${error.message}`));
@@ -278,6 +332,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     close: () => {
       closing ??= (async () => {
         logger.info('hub shutting down');
+        clearInterval(rotateTicketKey);
+        clearInterval(sweep);
         tlsServer.close();
         const grace = setTimeout(() => {
           for (const socket of sockets) socket.destroy();

@@ -39,3 +39,23 @@ export const AGENT_CERT_ORGANIZATION = 'edgeadm:hub:clusters';
  * handshakes that finish instead of on ones the agents give up on.
  */
 export const MAX_PENDING_HANDSHAKES = 128;
+/**
+ * How long a TLS handshake may take before the hub drops it (Node's default
+ * is 120 s). Shorter than the agents' 15 s connect timeout, so a handshake
+ * the agent will give up on, or whose peer has stalled, does not hold one of
+ * the {@link MAX_PENDING_HANDSHAKES} places for minutes.
+ */
+export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+/**
+ * How long the hub keeps one TLS session-ticket key. Node holds one key at a
+ * time, so a rotation ends resumption of the tickets issued before it. An
+ * agent's ticket is as old as its connection (TLS 1.3 tickets come right
+ * after the handshake), so the key must outlive typical tunnels for a hub
+ * restart to be a storm of resumptions: 7 days, the longest ticket lifetime
+ * TLS 1.3 allows (RFC 8446, 4.6.1).
+ */
+export const TLS_TICKET_KEY_ROTATE_MS = 7 * 24 * 3600_000;
+/** Lifetime of a TLS session (ticket) the hub issues, in seconds: no longer than its key lives. */
+export const TLS_SESSION_LIFETIME_S = TLS_TICKET_KEY_ROTATE_MS / 1000;
+/** How often a running hub checks whether its ticket key is due for rotation. */
+export const TLS_TICKET_KEY_CHECK_MS = 3600_000;

@@ -14,6 +14,7 @@ import { parseBootstrapToken } from '../trust/bootstrap-token.js';
 import { clusterInfoConfigMap, CLUSTER_INFO_PATH } from '../trust/cluster-info.js';
 import { renderClusterInfoKubeconfig } from '../trust/kubeconfig.js';
 import { describeCsr, signCsr } from '../trust/pki.js';
+import { isWithinValidity } from './client-certificate.js';
 import { authenticateUser, type HubContext } from './hub-context.js';
 import { hashUserToken, hubTokenState, newHubToken, newUserToken, secretsEqual, formatHubToken } from './hub-tokens.js';
 import { bearerToken, HttpError, readJsonBody, sendJson } from './http-replies.js';
@@ -188,6 +189,10 @@ async function renew(context: HubContext, req: IncomingMessage, res: ServerRespo
   const peer = typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate() : undefined;
   if (!socket.authorized || !peer || !peer.subject) {
     throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'renewal needs the cluster client certificate');
+  }
+  // A resumed TLS session does not check the validity period again.
+  if (!isWithinValidity(peer)) {
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'this certificate is expired or not yet valid');
   }
   const cluster = await context.store.getCluster(String(peer.subject.CN));
   const serial = peer.serialNumber.toLowerCase();

@@ -8,7 +8,7 @@
  * and lets the open ones finish (up to a bound).
  */
 import type { Http2Session, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
-import type { TLSSocket } from 'node:tls';
+import type { SecureContext, TLSSocket } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
@@ -19,6 +19,7 @@ import {
   TUNNEL_CONNECT_TIMEOUT_MS,
   TUNNEL_CONNECTION_WINDOW_BYTES,
   TUNNEL_DRAIN_TIMEOUT_MS,
+  TUNNEL_HELLO_REUSE_MS,
   TUNNEL_MAX_CONCURRENT_STREAMS,
   TUNNEL_MAX_FRAME_BYTES,
   TUNNEL_MAX_HEADER_LIST_BYTES,
@@ -49,6 +50,32 @@ export interface TunnelAgentOptions {
   logger: Logger;
   /** Dial the hub through this HTTP proxy (CONNECT); TLS to the hub runs inside, pinned as ever. */
   proxy?: HttpProxy;
+  /** Where the agent keeps its TLS state with the hub between dials. */
+  tlsSession?: TunnelTlsSession;
+  /** The last hello, reused for {@link TUNNEL_HELLO_REUSE_MS} by the next dials. */
+  helloCache?: AgentHelloCache;
+}
+
+/** The cluster facts an agent last told the hub, and when it read them. */
+export interface AgentHelloCache {
+  hello?: AgentHello;
+  readAt?: number;
+}
+
+/**
+ * What an agent keeps of its TLS with the hub from one dial to the next, for
+ * the certificate named by `certPem`: the TLS context (the CA, certificate
+ * and key parsed once, not at every redial) and the last session (its ticket
+ * and resumption secret, so a secret: in memory only, never logged). The
+ * next dial offers the session, and the hub, if it still holds the ticket
+ * key, resumes instead of a full handshake, which is most of what a
+ * reconnect storm costs the hub. A renewed certificate replaces both; a
+ * refusal drops the session.
+ */
+export interface TunnelTlsSession {
+  certPem?: string;
+  context?: SecureContext;
+  session?: Buffer;
 }
 
 /** HTTP/2 settings both ends of the tunnel use. */
@@ -121,21 +148,26 @@ const MAX_CONTROL_BODY_BYTES = 16 * 1024;
  * reached or the handshake does not finish.
  */
 export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentConnection> {
-  const { connect } = await import('node:tls');
+  const { connect, createSecureContext } = await import('node:tls');
   const http2 = await import('node:http2');
   const identity = options.identity();
   const hub = new URL(options.hubServer);
   const host = hub.hostname.replace(/^\[|\]$/g, '');
   const port = Number(hub.port || 443);
+  const kept: TunnelTlsSession = options.tlsSession ?? {};
+  if (kept.certPem !== identity.certPem || kept.context === undefined) {
+    kept.certPem = identity.certPem;
+    kept.context = createSecureContext({ ca: options.hubCaPem, cert: identity.certPem, key: identity.keyPem });
+    kept.session = undefined;
+  }
   const tlsOptions = {
     host,
     port,
     servername: /^[\d.:[\]]+$/.test(hub.hostname) ? undefined : hub.hostname,
-    ca: options.hubCaPem,
-    cert: identity.certPem,
-    key: identity.keyPem,
+    secureContext: kept.context,
     ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
     rejectUnauthorized: true,
+    session: kept.session,
   };
   // Through a proxy, the TLS handshake (CA, client certificate) runs inside the CONNECT tunnel: end to end.
   const socket: TLSSocket =
@@ -144,6 +176,9 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
       : connect({ ...tlsOptions, socket: await connectThroughProxy(options.proxy, { host, port }) });
   socket.setNoDelay(true);
   socket.setKeepAlive(true, TUNNEL_PING_INTERVAL_MS);
+  socket.on('session', (session: Buffer) => {
+    if (kept.certPem === identity.certPem) kept.session = session;
+  });
 
   return new Promise<AgentConnection>((resolve, reject) => {
     let isSettled = false;
@@ -211,7 +246,17 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
 
     const handleControl = async (stream: ServerHttp2Stream, path: string): Promise<void> => {
       if (path === HELLO_PATH) {
-        const hello = await helloOf(identity.cluster, options.upstream, options.logger);
+        const cache = options.helloCache;
+        const isFresh =
+          cache?.hello?.cluster === identity.cluster && Date.now() - (cache.readAt ?? 0) < TUNNEL_HELLO_REUSE_MS;
+        const hello =
+          isFresh && cache?.hello !== undefined
+            ? cache.hello
+            : await helloOf(identity.cluster, options.upstream, options.logger);
+        if (cache !== undefined && !isFresh && hello.kubernetesVersion !== undefined) {
+          cache.hello = hello;
+          cache.readAt = Date.now();
+        }
         stream.respond({ ':status': 200, 'content-type': 'application/json' });
         stream.end(JSON.stringify(hello));
         return;
@@ -240,6 +285,7 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
           },
         });
       } else if (path === REFUSE_PATH) {
+        kept.session = undefined;
         let reason = 'no reason given';
         try {
           reason = String((JSON.parse(body) as { reason?: unknown }).reason ?? reason);
@@ -271,10 +317,12 @@ export interface RunTunnelAgentOptions extends TunnelAgentOptions {
  */
 export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<void> {
   let attempt = 0;
+  const tlsSession: TunnelTlsSession = options.tlsSession ?? {};
+  const helloCache: AgentHelloCache = options.helloCache ?? {};
   while (!options.signal.aborted) {
     let connection: AgentConnection | undefined;
     try {
-      connection = await connectTunnel(options);
+      connection = await connectTunnel({ ...options, tlsSession, helloCache });
       attempt = 0;
       options.logger.info(`tunnel to ${options.hubServer} is up`);
       options.onConnected?.();

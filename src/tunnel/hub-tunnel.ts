@@ -8,12 +8,13 @@ import type { ClientHttp2Session, ClientHttp2Stream, OutgoingHttpHeaders } from 
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
-import { keepAlive, TUNNEL_HTTP2_SETTINGS } from './agent.js';
+import { TUNNEL_HTTP2_SETTINGS } from './agent.js';
 import {
   TUNNEL_CONNECTION_WINDOW_BYTES,
   TUNNEL_DRAIN_TIMEOUT_MS,
   TUNNEL_HELLO_TIMEOUT_MS,
   TUNNEL_MAX_SESSION_MEMORY_MB,
+  TUNNEL_SILENCE_LIMIT_MS,
 } from './limits.js';
 import { HELLO_PATH, REFUSE_PATH, WELCOME_PATH, type AgentHello } from './protocol.js';
 
@@ -39,7 +40,8 @@ export class HubTunnel {
   readonly closed: Promise<void>;
   readonly #session: ClientHttp2Session;
   readonly #socket: TLSSocket;
-  readonly #stopKeepAlive: () => void;
+  #bytesReadSeen = 0;
+  #heardAt = Date.now();
 
   constructor(options: {
     cluster: string;
@@ -56,11 +58,22 @@ export class HubTunnel {
       if (options.session.destroyed) resolve();
       options.session.once('close', () => resolve());
     });
-    this.#stopKeepAlive = keepAlive(options.session, (why) => {
-      options.logger.warn(`tunnel of cluster ${this.cluster} is dead (${why}); closing it`);
-      this.destroy();
-    });
-    void this.closed.then(() => this.#stopKeepAlive());
+  }
+
+  /**
+   * Whether the agent has sent nothing (not even its keepalive pings) for
+   * longer than {@link TUNNEL_SILENCE_LIMIT_MS} by `now`. Meant to be called
+   * by one periodic sweep over all tunnels: it reads the socket's byte
+   * counter, so a live tunnel costs the hub no timer and no ping of its own.
+   */
+  isSilent(now: number): boolean {
+    const read = this.#socket.bytesRead;
+    if (read !== this.#bytesReadSeen) {
+      this.#bytesReadSeen = read;
+      this.#heardAt = now;
+      return false;
+    }
+    return now - this.#heardAt > TUNNEL_SILENCE_LIMIT_MS;
   }
 
   /** Whether new streams can be opened. */

@@ -6,10 +6,25 @@
 /** The TLS ALPN protocol an agent asks for on the hub's one port: it selects the tunnel instead of HTTPS. */
 export const TUNNEL_ALPN_PROTOCOL = 'edgeadm-tunnel/1';
 
-/** How often each side pings the other over HTTP/2. */
+/** How often the agent pings the hub over HTTP/2 (the hub answers; it judges the agent by what it reads). */
 export const TUNNEL_PING_INTERVAL_MS = 10_000;
 /** A ping not answered within this long means the tunnel is dead: it is closed and the agent redials. */
 export const TUNNEL_PING_TIMEOUT_MS = 20_000;
+/**
+ * The hub closes a tunnel when it has read nothing from the agent for this
+ * long (the agent pings every {@link TUNNEL_PING_INTERVAL_MS}). The hub does
+ * not ping agents itself: one sweep over all tunnels replaces a timer and a
+ * ping per tunnel, which at 10,000 tunnels was a thousand pings a second.
+ */
+export const TUNNEL_SILENCE_LIMIT_MS = TUNNEL_PING_INTERVAL_MS + TUNNEL_PING_TIMEOUT_MS;
+/**
+ * How long an agent reuses the cluster facts of its last hello (version, node
+ * count) when it redials, instead of asking its API server again. The hub
+ * keeps a tunnel's hello for as long as the tunnel lasts anyway, and a
+ * reconnect storm then costs neither the agents nor their API servers two
+ * requests per dial.
+ */
+export const TUNNEL_HELLO_REUSE_MS = 5 * 60_000;
 /** How long the hub waits for an agent's hello before it drops the connection. */
 export const TUNNEL_HELLO_TIMEOUT_MS = 15_000;
 /** How long an agent waits for the TLS connection and the hub's welcome. */
@@ -19,8 +34,15 @@ export const TUNNEL_DRAIN_TIMEOUT_MS = 10_000;
 
 /** First reconnect delay; it doubles per failed attempt, with full jitter. */
 export const RECONNECT_BASE_DELAY_MS = 500;
-/** Largest reconnect delay. */
-export const RECONNECT_MAX_DELAY_MS = 30_000;
+/**
+ * Largest reconnect delay. It bounds how long an agent may still wait after
+ * its hub is back (full jitter: up to this long), so it sets the tail of a
+ * reconnect storm; 30 s made a restart of the hub cost every agent up to
+ * 30 s. The hub stays protected without a longer one: past its bound on
+ * handshakes in progress it closes connections before TLS, which costs it
+ * almost nothing, and a dial to a hub that is down costs it nothing at all.
+ */
+export const RECONNECT_MAX_DELAY_MS = 10_000;
 
 /**
  * Per-stream HTTP/2 flow-control window. Large, so that one stream can fill

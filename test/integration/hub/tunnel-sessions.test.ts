@@ -1,0 +1,236 @@
+/**
+ * Tunnel sessions as the hub keeps them. Liveness: the hub closes a tunnel
+ * whose agent has gone silent (it pings no more), and keeps a live one.
+ * TLS session resumption: an agent resumes its session after
+ * a hub restart (the ticket key is kept in the hub's data directory), and a
+ * resumed session gets no further than a full handshake would: a cluster
+ * deleted from the hub (its certificate revoked, its tunnel closed) and a
+ * certificate revoked by renewal are refused even when the agent resumes a
+ * session made while they were valid. The hub is in this process, the agent
+ * is edgeadm's `connectTunnel`, the edge cluster is the SIMULATED API server.
+ */
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { performServerHandshake } from 'node:http2';
+import { request } from 'node:https';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
+import { TLS_TICKET_KEY_FILE } from '../../../src/hub/tls-ticket-keys.js';
+import { silentLogger } from '../../../src/log/run-log.js';
+import { TUNNEL_ALPN_PROTOCOL, TUNNEL_SILENCE_LIMIT_MS } from '../../../src/tunnel/limits.js';
+import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
+import type { AgentState } from '../../../src/tunnel/agent-state.js';
+import {
+  connectTunnel,
+  type AgentHelloCache,
+  type AgentIdentity,
+  type TunnelTlsSession,
+} from '../../../src/tunnel/agent.js';
+import { registerCluster, renewAgentCertificate } from '../../../src/tunnel/registration.js';
+import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
+import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
+
+interface Site {
+  state: AgentState;
+  dataDir: string;
+  identity: AgentIdentity;
+  session: TunnelTlsSession;
+  hello: AgentHelloCache;
+}
+
+/**
+ * An agent that answers the hub's hello and welcome, then says nothing more
+ * (no keepalive pings): what a hung agent or a dead link looks like to the hub.
+ */
+function connectMuteAgent(options: { port: number; site: Site }): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({
+      host: '127.0.0.1',
+      port: options.port,
+      ca: options.site.state.hubCaPem,
+      cert: options.site.identity.certPem,
+      key: options.site.identity.keyPem,
+      ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
+    });
+    socket.once('error', reject);
+    socket.once('secureConnect', () => {
+      const session = performServerHandshake(socket);
+      session.on('error', () => undefined);
+      session.on('stream', (stream, headers) => {
+        stream.on('error', () => undefined);
+        if (headers[':path'] === HELLO_PATH) {
+          stream.respond({ ':status': 200 });
+          stream.end(JSON.stringify({ cluster: options.site.identity.cluster }));
+        } else {
+          stream.resume();
+          stream.respond({ ':status': 204 });
+          stream.end();
+          resolve(socket);
+        }
+      });
+    });
+  });
+}
+
+describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
+  const root = mkdtempSync(join(tmpdir(), 'hub-resume-'));
+  const dataDir = join(root, 'hub');
+  let hub: RunningHub;
+  let port: number;
+  let sim: SimApiServer;
+  let upstream: Upstream;
+  let adminToken: string;
+  let kubeconfig: string;
+
+  const api = (options: { method?: string; path: string; body?: unknown }): Promise<{ status: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+      const req = request(
+        `https://127.0.0.1:${port}${options.path}`,
+        {
+          method: options.method ?? 'GET',
+          ca: readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8'),
+          // A new connection each time: the test counts the hub's resumed sessions.
+          agent: false,
+          headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  const resumed = async (): Promise<number> =>
+    Number(/^edgeadm_hub_tls_sessions_resumed_total (\d+)$/m.exec((await api({ path: '/metrics' })).body)?.[1]);
+  const dial = (site: Site, identity: AgentIdentity = site.identity) =>
+    connectTunnel({
+      hubServer: `https://127.0.0.1:${port}`,
+      hubCaPem: site.state.hubCaPem,
+      identity: () => identity,
+      upstream,
+      logger: silentLogger,
+      tlsSession: site.session,
+      helloCache: site.hello,
+    });
+
+  async function register(cluster: string): Promise<Site> {
+    const created = await api({ method: 'POST', path: '/hub/v1/tokens', body: { ttlMs: 600_000 } });
+    const token = (JSON.parse(created.body) as { token: string }).token;
+    const siteDir = join(root, cluster);
+    const { state } = await registerCluster({
+      hub: `127.0.0.1:${port}`,
+      token,
+      caCertHashes: [hub.caPin],
+      cluster,
+      labels: {},
+      kubeconfig,
+      createServiceAccount: false,
+      dataDir: siteDir,
+      discoveryTimeoutMs: 30_000,
+      logger: silentLogger,
+    });
+    return {
+      state,
+      dataDir: siteDir,
+      identity: { cluster, certPem: state.certPem, keyPem: state.keyPem },
+      session: {},
+      hello: {},
+    };
+  }
+
+  beforeAll(async () => {
+    sim = await startSimApiServer({ gitVersion: 'v1.30.4+sim' });
+    kubeconfig = join(root, 'edge.kubeconfig');
+    writeFileSync(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
+    upstream = new Upstream(await readUpstreamKubeconfig(kubeconfig), silentLogger);
+    hub = await startHub({ listen: '127.0.0.1:0', dataDir, logger: silentLogger });
+    port = hub.port;
+    adminToken = /^token: (\S+)$/m.exec(readFileSync(hub.adminConfigPath, 'utf8'))?.[1] ?? '';
+  });
+
+  afterAll(async () => {
+    await hub?.close();
+    upstream?.close();
+    await sim?.stop();
+  });
+
+  it(
+    'closes the tunnel of an agent that has gone silent, and keeps a live one',
+    async () => {
+      const mute = await register('mute-1');
+      const live = await register('live-1');
+      const liveTunnel = await dial(live);
+      const muteSocket = await connectMuteAgent({ port, site: mute });
+      const connected = async (): Promise<number> =>
+        Number(/^edgeadm_hub_connected_agents (\d+)$/m.exec((await api({ path: '/metrics' })).body)?.[1]);
+      expect(await connected()).toBe(2);
+      const closed = new Promise<void>((resolve) => muteSocket.once('close', () => resolve()));
+      await closed;
+      // The gauge follows once the hub has recorded the disconnection.
+      let count = await connected();
+      for (let i = 0; i < 50 && count !== 1; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        count = await connected();
+      }
+      expect(count).toBe(1);
+      let isLiveClosed = false;
+      void liveTunnel.closed.then(() => (isLiveClosed = true));
+      expect(isLiveClosed).toBe(false);
+      await liveTunnel.drain();
+    },
+    4 * TUNNEL_SILENCE_LIMIT_MS,
+  );
+
+  it('resumes the agent session after a hub restart, with the hello it read before; the ticket key stays in the data directory, 0600', async () => {
+    const site = await register('resume-1');
+    const first = await dial(site);
+    expect(site.session.session).toBeInstanceOf(Buffer);
+    expect(await resumed()).toBe(0);
+    await first.drain();
+    await hub.close();
+    hub = await startHub({ listen: `127.0.0.1:${port}`, dataDir, logger: silentLogger });
+    sim.clearRequests();
+    const again = await dial(site);
+    expect(await resumed()).toBe(1);
+    // The redial reused the hello it had just read: its API server was not asked again.
+    expect(sim.requests.filter((r) => r.path === '/version')).toEqual([]);
+    const cluster = JSON.parse((await api({ path: '/hub/v1/clusters/resume-1' })).body) as Record<string, unknown>;
+    expect(JSON.stringify(cluster)).toContain('v1.30.4+sim');
+    await again.drain();
+    expect(statSync(join(dataDir, 'pki', TLS_TICKET_KEY_FILE)).mode & 0o777).toBe(0o600);
+  });
+
+  it('refuses a resumed session of a deleted cluster, after closing its tunnel', async () => {
+    const site = await register('deleted-1');
+    const open = await dial(site);
+    expect(site.session.session).toBeInstanceOf(Buffer);
+    expect((await api({ method: 'DELETE', path: '/hub/v1/clusters/deleted-1' })).status).toBe(200);
+    await open.closed;
+    const before = await resumed();
+    await expect(dial(site)).rejects.toMatchObject({ code: 'E_TUNNEL_REFUSED' });
+    // The refused connection was a resumption: the check did not depend on a full handshake.
+    expect(await resumed()).toBe(before + 1);
+    expect(site.session.session).toBeUndefined();
+  });
+
+  it('refuses a resumed session whose certificate was revoked by renewal, and accepts the renewed one', async () => {
+    const site = await register('renewed-1');
+    const open = await dial(site);
+    await open.drain();
+    const renewed = await renewAgentCertificate(site.dataDir, site.state, silentLogger);
+    const before = await resumed();
+    const held = { ...site.session };
+    await expect(dial(site)).rejects.toThrow(/revoked/);
+    expect(await resumed()).toBe(before + 1);
+    // The renewed certificate never offers the old certificate's session.
+    site.session = held;
+    const fresh = await dial(site, { cluster: 'renewed-1', certPem: renewed.certPem, keyPem: renewed.keyPem });
+    expect(await resumed()).toBe(before + 1);
+    await fresh.drain();
+  });
+});
