@@ -1,14 +1,15 @@
 /**
  * The certificate key of a `fleet up` with several control planes. It
  * encrypts the control-plane join credential that init uploads to the
- * cluster (k3s: the server token), and the joining control planes decrypt it.
+ * cluster (k3s: the server token; kubeadm: the CA keys in kubeadm-certs),
+ * and the joining control planes decrypt it.
  *
  * A key made fresh on every run would make init upload the credential again
  * each time, so a re-run would never be "unchanged". The key is therefore
  * kept on the first control plane, root-only, beside edgeadm's install
  * state (recorded there, so reset removes it). That adds no exposure: the
- * key only protects the server token, and the server token is on that same
- * host, root-only, in plain text. Nothing of it is kept on this machine or
+ * key only protects that credential, and the credential is on that same
+ * host, root-only, in plain text (k3s's token file, kubeadm's pki/). Nothing of it is kept on this machine or
  * in the run state.
  */
 import { generateCertificateKey } from '../cluster/control-plane-join.js';

@@ -7,6 +7,7 @@
  * Each node's labels and edge flag come from the inventory; its package from
  * the inventory or `--install-pkg-path`, verified once for the whole run
  * before any host is reached, and uploaded only to hosts that do not have it.
+ * The packages say the distribution (k3s or kubeadm); see {@link runDistribution}.
  */
 import { runJoin } from '../cluster/join.js';
 import { ValidationError } from '../errors.js';
@@ -23,7 +24,7 @@ import {
   type FleetRunOptions,
   type FleetRunSummary,
 } from './fleet-run.js';
-import { FleetPackages } from './fleet-packages.js';
+import { FleetPackages, runDistribution } from './fleet-packages.js';
 import { fleetHostConnectOptions } from './host-connect.js';
 
 /** Options of {@link fleetJoin}. */
@@ -35,7 +36,8 @@ export interface FleetJoinOptions extends Omit<FleetRunOptions, 'command' | 'tas
   connect: Omit<HostConnectOptions, 'host'>;
   logger: Logger;
   isDryRun: boolean;
-  distribution: string;
+  /** `--distribution`: checked against the packages, which decide when it is absent. */
+  distribution?: string;
   /** Package for hosts whose inventory entry names none. */
   installPackage: string | undefined;
   requestedServiceManager: ServiceManagerKind | undefined;
@@ -75,6 +77,7 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
     options.hosts,
     options.installPackage,
   );
+  const distribution = runDistribution(packages, options.distribution);
   const sharedJumps = options.sharedJumps ?? new Map<string, SshConnection>();
   let run;
   try {
@@ -92,7 +95,7 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
         const prepared = await prepareNode({
           connect: fleetHostConnectOptions(fleetHost, { ...options.connect, logger: options.logger }, sharedJumps),
           isDryRun: options.isDryRun,
-          distribution: options.distribution,
+          distribution,
           installPackage: fleetHost.packagePath ?? options.installPackage,
           resolvedPackage: packages.get(fleetHost.name)!,
           requestedServiceManager: options.requestedServiceManager,

@@ -3,8 +3,15 @@
  * URL) and verified once on this machine, before any host is reached: a run
  * over 300 hosts reads and hashes the package once, not 300 times, and a
  * corrupted package stops the run before it touches a host.
+ *
+ * The packages also say which distribution the run sets up (each manifest
+ * names one): an inventory whose `package` / `edgeadm_package` is a kubeadm
+ * package brings up kubeadm without `--distribution`. One cluster runs one
+ * distribution, so packages for different ones, or a `--distribution` that
+ * is not theirs, stop the run before any host is reached.
  */
 import { join } from 'node:path';
+import { DEFAULT_DISTRIBUTION, distributionFor } from '../cluster/distributions/index.js';
 import { ValidationError } from '../errors.js';
 import { resolvePackageSource, type ResolvedPackage } from '../packages/source.js';
 import type { FleetHost } from './inventory/types.js';
@@ -47,4 +54,51 @@ export class FleetPackages {
     );
     return new Map(entries);
   }
+}
+
+/** How many host names an error lists per package before it says how many more. */
+const NAMED_HOSTS = 5;
+
+function namedHosts(hosts: string[]): string {
+  const named = hosts.slice(0, NAMED_HOSTS).join(', ');
+  return hosts.length > NAMED_HOSTS ? `${named} and ${hosts.length - NAMED_HOSTS} more` : named;
+}
+
+/**
+ * The distribution a run sets up: the one its hosts' packages (from
+ * {@link FleetPackages.forHosts}) are for. `requested` (`--distribution`)
+ * must be theirs; it decides only when there is no package.
+ *
+ * @throws {ValidationError} `E_PACKAGE_DISTRIBUTION` when the packages are
+ * for different distributions, or not for `requested`;
+ * `E_DISTRIBUTION_UNKNOWN` for an unknown `requested`.
+ */
+export function runDistribution(packages: Map<string, ResolvedPackage>, requested: string | undefined): string {
+  if (requested !== undefined) distributionFor(requested);
+  const hostsBy = new Map<string, string[]>();
+  for (const [host, pkg] of packages) {
+    const hosts = hostsBy.get(pkg.manifest.distribution) ?? [];
+    hosts.push(host);
+    hostsBy.set(pkg.manifest.distribution, hosts);
+  }
+  const found = [...hostsBy.keys()];
+  if (found.length > 1) {
+    const parts = [...hostsBy].map(([name, hosts]) => `${name} (${namedHosts(hosts)})`);
+    throw new ValidationError(`the install packages are for different distributions: ${parts.join('; ')}`, {
+      code: 'E_PACKAGE_DISTRIBUTION',
+      hints: ['A cluster runs one distribution: give every host a package for the same one.'],
+    });
+  }
+  const [distribution] = found;
+  if (distribution === undefined) return requested ?? DEFAULT_DISTRIBUTION;
+  if (requested !== undefined && requested !== distribution) {
+    throw new ValidationError(
+      `--distribution ${requested}, but the install packages of ${namedHosts(hostsBy.get(distribution)!)} are for ${distribution}`,
+      {
+        code: 'E_PACKAGE_DISTRIBUTION',
+        hints: [`Leave --distribution out (the packages say ${distribution}), or use packages for ${requested}.`],
+      },
+    );
+  }
+  return distribution;
 }

@@ -14,6 +14,12 @@
  * the run before any node starts: nodes would otherwise join a cluster whose
  * membership is unhealthy. Control-plane joins and the node rollout are one
  * run (`up`), so `--resume` continues both and skips what finished.
+ *
+ * The same holds for kubeadm (the packages say which distribution; see
+ * `runDistribution`): the upload is kubeadm's kubeadm-certs, whose 2-hour
+ * life is renewed by the init that every run (a resumed one too) starts
+ * with, so a control plane that joins hours after the first run still finds
+ * the certificates under the kept key.
  */
 import { resolveInitSettings } from '../cluster/config.js';
 import { runInit, type InitResult } from '../cluster/init.js';
@@ -23,7 +29,7 @@ import { closeSharedJumps } from '../hosts/connect.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';
 import { fleetCertificateKey, keepFleetCertificateKey } from './fleet-certificate-key.js';
 import { fleetJoin, type FleetJoinOptions, type FleetJoinResult } from './fleet-join.js';
-import { FleetPackages } from './fleet-packages.js';
+import { FleetPackages, runDistribution } from './fleet-packages.js';
 import type { FleetStage } from './fleet-run.js';
 import { fleetHostConnectOptions } from './host-connect.js';
 import { locatedInventoryError } from './inventory/inventory-error.js';
@@ -131,9 +137,14 @@ async function upWith(
 ): Promise<FleetUpResult> {
   const { first, joining } = options.controlPlanes;
   const runHosts = [...joining, ...options.nodes];
-  // Every package is verified before any host is reached, the joining hosts' too.
-  await packages.forHosts(runHosts, options.installPackage);
-  const { init, certificateKey } = await initFirst(options, packages, sharedJumps);
+  // Every package is verified before any host is reached, and says the
+  // distribution: the first control plane is inited with the one every
+  // joining host gets, so none can be set up with the other's files.
+  const distribution = runDistribution(
+    await packages.forHosts([first, ...runHosts], options.installPackage),
+    options.distribution,
+  );
+  const { init, certificateKey } = await initFirst({ ...options, distribution }, packages, sharedJumps);
   // init keeps one join token and reuses it on a re-run, so that hosts that
   // already joined see the same configuration and stay unchanged; the join
   // command is where init reports it, and the address to join.
@@ -148,6 +159,7 @@ async function upWith(
   options.addSecret(token);
   const joined = await fleetJoin({
     ...options,
+    distribution,
     command: 'up',
     alsoResumes: ['join'],
     hosts: runHosts,
@@ -169,7 +181,7 @@ async function upWith(
 
 /** Inits the first control plane: HA-capable, with the credential uploaded, when others join it. */
 async function initFirst(
-  options: FleetUpOptions,
+  options: FleetUpOptions & { distribution: string },
   packages: FleetPackages,
   sharedJumps: Map<string, SshConnection>,
 ): Promise<{ init: InitResult; certificateKey?: string }> {

@@ -37,7 +37,9 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
     ...inventoryFlags,
     ...rolloutFlags,
     'install-pkg-path': Flags.string({ summary: 'The install package for hosts whose inventory entry names none.' }),
-    distribution: Flags.string({ summary: 'k3s (default).' }),
+    distribution: Flags.string({
+      summary: 'k3s or kubeadm; default: the one the install packages are for (they must agree with it).',
+    }),
     'kubeconfig-out': Flags.string({ summary: 'Write the admin kubeconfig to this file.' }),
     'ignore-preflight-errors': Flags.string({ summary: 'Preflight check ids that only warn.', multiple: true }),
     'dry-run': Flags.boolean({
@@ -87,7 +89,7 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
           }),
           logger: this.logger,
           redact: (text) => this.redactor.redact(text),
-          distribution: flags.distribution ?? 'k3s',
+          ...(flags.distribution === undefined ? {} : { distribution: flags.distribution }),
           installPackage: flags['install-pkg-path'],
           requestedServiceManager: requestedServiceManager(process.env),
           addSecret: (secret) => this.redactor.addSecret(secret),

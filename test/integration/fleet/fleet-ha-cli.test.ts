@@ -20,7 +20,7 @@
  * 4. a re-run changes nothing;
  * 5. `fleet reset` over the inventory leaves every host as it was before.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,8 +31,16 @@ import { hostLogPath } from '../../../src/fleet/run-state.js';
 import { KubeClient } from '../../../src/kube/client.js';
 import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
-import { runCli, type CliResult } from '../../support/cli.js';
 import { listing } from '../../support/cluster-cli.js';
+import {
+  connectionCounts,
+  connectionsSince,
+  controlPlaneNodesByServer,
+  fleetCliFor,
+  runFiles,
+  takeKubeletPort,
+  type FleetCli,
+} from '../../support/fleet-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 
@@ -44,8 +52,6 @@ const TEST_TIMEOUT_MS = 600_000;
 const SSH_TIMEOUT_SECONDS = '15';
 /** Where fleet up keeps the certificate key on the first control plane. */
 const CERTIFICATE_KEY_FILE = '/var/lib/edgeadm/state/fleet-certificate-key';
-/** What a port listener that makes a host unfit (its kubelet port taken) marks when it listens. */
-const LISTENER_READY = '/var/lib/edgeadm/fleet-port-10250-ready';
 
 let env: TestHosts;
 let home: string;
@@ -53,7 +59,8 @@ let pkg: string;
 let controlPlanes: TestHost[];
 let nodes: TestHost[];
 let inventory: string;
-let listenerPid = '';
+let fleetCli: FleetCli;
+let freeKubeletPort: () => Promise<void>;
 const before = new Map<string, string>();
 
 const cpName = (index: number): string => `cp${index + 1}`;
@@ -72,6 +79,12 @@ beforeAll(async () => {
   home = mkdtempSync(join(env.dir, 'fleet-ha-home-'));
   pkg = (await buildSimK3sPackage(mkdtempSync(join(env.dir, 'pkg-')))).file;
   inventory = writeInventory('inventory.yaml', controlPlanes[0]!.address);
+  fleetCli = fleetCliFor(env, {
+    home,
+    timeoutMs: CLI_TIMEOUT_MS,
+    sshTimeoutSeconds: SSH_TIMEOUT_SECONDS,
+    adminKubeconfig: adminKubeconfig(),
+  });
   for (const host of env.targets) before.set(host.name, await listing(env, host));
 }, 180_000);
 
@@ -102,58 +115,13 @@ function writeInventory(file: string, endpoint: string | undefined): string {
   return path;
 }
 
-async function fleet<T>(command: string, extra: string[], file = inventory): Promise<{ run: CliResult; result: T }> {
-  const run = await runCli(
-    [
-      'fleet',
-      command,
-      '-i',
-      file,
-      '--ssh-known-hosts',
-      env.knownHostsFile,
-      '--ssh-timeout',
-      SSH_TIMEOUT_SECONDS,
-      '--json',
-      ...(command === 'up' ? ['--kubeconfig-out', adminKubeconfig()] : []),
-      ...extra,
-    ],
-    {
-      env: { HOME: home, EDGEADM_HOME: join(home, '.edgeadm'), SSH_AUTH_SOCK: '', EDGEADM_SERVICE_MANAGER: 'direct' },
-      timeoutMs: CLI_TIMEOUT_MS,
-    },
-  );
-  try {
-    return { run, result: JSON.parse(run.stdout) as T };
-  } catch {
-    throw new Error(`fleet ${command} printed no JSON (exit ${run.exitCode}):\n${run.stdout}\n${run.stderr}`);
-  }
-}
-
-/** SSH connections each host has accepted so far (sshd logs one line per connection). */
-function connectionCounts(): Map<string, number> {
-  return new Map(
-    env.targets.map((host) => [host.name, env.sshdLog(host).match(/Accepted publickey for root from /g)?.length ?? 0]),
-  );
-}
-
-function connectionsSince(earlier: Map<string, number>): Map<string, number> {
-  return new Map([...connectionCounts()].map(([name, count]) => [name, count - earlier.get(name)!]));
-}
-
-/** Every file of a run directory, concatenated (state.json and the host logs). */
-function runFiles(runDir: string): string {
-  const hostsDir = join(runDir, 'hosts');
-  const logs = existsSync(hostsDir)
-    ? readdirSync(hostsDir).map((file) => readFileSync(join(hostsDir, file), 'utf8'))
-    : [];
-  return [readFileSync(join(runDir, 'state.json'), 'utf8'), ...logs].join('\n');
-}
+const fleet = <T>(command: string, extra: string[], file = inventory) => fleetCli<T>(command, file, extra);
 
 describe('edgeadm fleet up with three control planes (simulated k3s)', () => {
   it(
     'fleet up --dry-run shows the init, the control-plane joins one at a time and the node waves; no endpoint is refused with its line',
     async () => {
-      const connectionsBefore = connectionCounts();
+      const connectionsBefore = connectionCounts(env);
       const { run, result } = await fleet<FleetUpDryRun>('up', ['--dry-run', '--canary', '1']);
       expect(run.exitCode, run.stderr).toBe(0);
       const endpoint = controlPlanes[0]!.address;
@@ -170,7 +138,7 @@ describe('edgeadm fleet up with three control planes (simulated k3s)', () => {
         new RegExp(`^join as control plane through ${endpoint.replaceAll('.', '\\.')}`),
       );
       // Connects nowhere.
-      expect([...connectionsSince(connectionsBefore).values()]).toEqual(env.targets.map(() => 0));
+      expect([...connectionsSince(env, connectionsBefore).values()]).toEqual(env.targets.map(() => 0));
 
       const noEndpoint = writeInventory('no-endpoint.yaml', undefined);
       const refused = await fleet<{ error: { code: string; message: string; hints?: string[] } }>('up', [], noEndpoint);
@@ -191,17 +159,8 @@ describe('edgeadm fleet up with three control planes (simulated k3s)', () => {
     'a control plane that fails to join stops the run before any node starts, and no secret reaches the output, the state or the logs',
     async () => {
       // cp3's kubelet port is taken: the control-plane join preflight fails there.
-      listenerPid = (
-        await env.run(
-          controlPlanes[2]!,
-          `rm -f ${LISTENER_READY}; nohup ${process.execPath} -e "require('node:net').createServer().listen(10250, () => require('node:fs').writeFileSync('${LISTENER_READY}', '')); setInterval(() => {}, 60000)" >/dev/null 2>&1 & echo $!`,
-        )
-      ).trim();
-      await env.run(
-        controlPlanes[2]!,
-        `for i in $(seq 1 600); do [ -e ${LISTENER_READY} ] && exit 0; sleep 0.1; done; exit 1`,
-      );
-      const connectionsBefore = connectionCounts();
+      freeKubeletPort = await takeKubeletPort(env, controlPlanes[2]!);
+      const connectionsBefore = connectionCounts(env);
       const { run, result } = await fleet<FleetUpResult>('up', []);
       expect(run.exitCode, run.stderr).toBe(1);
       expect(result.controlPlane).toMatchObject({
@@ -231,7 +190,7 @@ describe('edgeadm fleet up with three control planes (simulated k3s)', () => {
         expect(byName.get(nodeName(index))!.error!.message).toMatch(/^not started: control plane cp3 did not join/);
       }
       // No node was even connected to.
-      const connections = connectionsSince(connectionsBefore);
+      const connections = connectionsSince(env, connectionsBefore);
       for (const host of nodes) expect(connections.get(host.name), host.name).toBe(0);
 
       // The certificate key (kept root-only on cp1) and the join token never left unredacted.
@@ -264,8 +223,8 @@ describe('edgeadm fleet up with three control planes (simulated k3s)', () => {
     '--resume last skips the control plane that joined, joins the third and every node: three servers of one cluster',
     async () => {
       expect(failedRun, 'the failed run comes first').toBeDefined();
-      await env.run(controlPlanes[2]!, `kill ${listenerPid}; rm -f ${LISTENER_READY}`);
-      const connectionsBefore = connectionCounts();
+      await freeKubeletPort();
+      const connectionsBefore = connectionCounts(env);
       const { run, result } = await fleet<FleetUpResult>('up', ['--resume', 'last']);
       expect(run.exitCode, run.stderr).toBe(0);
       expect(result.runId).toBe(failedRun.runId);
@@ -275,7 +234,7 @@ describe('edgeadm fleet up with three control planes (simulated k3s)', () => {
       // Finished before: not started again, not even connected to.
       expect(byName.get('cp2')).toMatchObject({ status: 'done', attempts: 1 });
       expect(byName.get('cp2')!.node).toBeUndefined();
-      const connections = connectionsSince(connectionsBefore);
+      const connections = connectionsSince(env, connectionsBefore);
       expect(connections.get(controlPlanes[1]!.name)).toBe(0);
       expect(byName.get('cp3')).toMatchObject({ status: 'done', attempts: 2, isChanged: true });
       for (const [index, host] of nodes.entries()) {
@@ -294,16 +253,14 @@ describe('edgeadm fleet up with three control planes (simulated k3s)', () => {
         expect(config.server).toBe(`https://${controlPlanes[0]!.address}:6443`);
         expect(String(config.token)).toMatch(/^K10[0-9a-f]{64}::server:/);
       }
+      const servers = await controlPlaneNodesByServer(
+        adminKubeconfig(),
+        controlPlanes,
+        'node-role.kubernetes.io/control-plane=true',
+      );
+      const names = controlPlanes.map((cp) => cp.name).sort();
+      expect(servers).toEqual(new Map(controlPlanes.map((host) => [host.name, names])));
       const admin = await kubeCredentialsOf(readFileSync(adminKubeconfig(), 'utf8'), { what: 'admin' });
-      for (const host of controlPlanes) {
-        const client = new KubeClient({ ...admin, server: `https://${host.address}:6443` });
-        const servers = await client.list<{ metadata: { name: string } }>('/api/v1/nodes', {
-          labelSelector: 'node-role.kubernetes.io/control-plane=true',
-        });
-        expect(servers.map((node) => node.metadata.name).sort(), host.name).toEqual(
-          controlPlanes.map((cp) => cp.name).sort(),
-        );
-      }
       const all = await new KubeClient(admin).list<{ metadata: { name: string } }>('/api/v1/nodes');
       expect(all.map((node) => node.metadata.name).sort()).toEqual(env.targets.map((host) => host.name).sort());
     },

@@ -14,6 +14,7 @@ import type { FleetHost } from '../../../src/fleet/inventory/types.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import * as verify from '../../../src/packages/verify.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
+import { buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
 
 vi.mock('../../../src/packages/verify.js', { spy: true });
 
@@ -57,7 +58,6 @@ function options(hosts: FleetHost[], installPackage: string | undefined): FleetJ
     connect: { acceptNewHostKeys: true, connectTimeoutMs: 2_000, agentSocket: '', keyFiles: [] },
     logger: silentLogger,
     isDryRun: false,
-    distribution: 'k3s',
     installPackage,
     requestedServiceManager: 'direct',
     endpoint: '127.0.0.1:6443',
@@ -95,6 +95,18 @@ describe('fleetJoin', () => {
     await expect(fleetJoin(options([node(1, pkg), node(2)], undefined))).rejects.toMatchObject({
       code: 'E_NO_PACKAGE',
       message: expect.stringContaining('store-2'),
+    });
+  });
+
+  it('joins with the distribution the packages are for, and stops before any host when they differ', async () => {
+    const kubeadm = (await buildSimKubeadmPackage(mkdtempSync(join(tmpdir(), 'fleet-join-unit-')))).file;
+    // A kubeadm package without --distribution: each host gets as far as its connection (refused here).
+    const result = await fleetJoin(options([node(1)], kubeadm));
+    expect(result.hosts.map((entry) => [entry.status, entry.phase])).toEqual([['failed', 'connect']]);
+    expect(result.hosts[0]!.error!.code).not.toBe('E_PACKAGE_DISTRIBUTION');
+    await expect(fleetJoin(options([node(1), node(2, kubeadm)], pkg))).rejects.toMatchObject({
+      code: 'E_PACKAGE_DISTRIBUTION',
+      message: 'the install packages are for different distributions: k3s (store-1); kubeadm (store-2)',
     });
   });
 });
