@@ -1,7 +1,7 @@
 /**
  * The package phase of init and join: the install package, already verified
  * on this machine, is uploaded to the host (skipped when the host has it),
- * its SHA-256 checked on the host, unpacked into a directory named after
+ * its SHA-256 checked on the host by the upload itself, unpacked into a directory named after
  * the package (so versions sit side by side), and its binaries installed
  * into the distribution's bin directory. Every step checks before it
  * changes, so a re-run after a dropped connection resumes where it stopped.
@@ -40,11 +40,13 @@ export async function installPackageFiles(ctx: NodeData, options: { from: string
   const files = ctx.package.manifest.files.filter(
     (file) => file.path.startsWith(options.from) && !file.path.slice(options.from.length).includes('/'),
   );
+  const targetOf = (file: (typeof files)[number]): string => `${options.to}/${file.path.slice(options.from.length)}`;
+  // Every target recorded before the first is written, in one save.
+  for (const file of files) state.file(targetOf(file));
+  await state.save();
   let isChanged = false;
   for (const file of files) {
-    const target = `${options.to}/${file.path.slice(options.from.length)}`;
-    state.file(target);
-    await state.save();
+    const target = targetOf(file);
     if ((await host.sha256(target, { sudo: true })) === file.sha256) continue;
     await execOrThrow(
       host,
@@ -68,12 +70,14 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
       const { archive, dir } = hostPackagePaths(pkg.manifest.name);
       let isChanged = false;
 
-      await state.ensureDirectory(HOST_PACKAGE_DIR);
+      // Recorded first, so that the save before the package directory is
+      // created records the archive and its unpacked tree too.
       state.file(archive);
       state.update((s) => ({
         ...s,
         directories: s.directories.includes(dir) ? s.directories : [...s.directories, dir],
       }));
+      await state.ensureDirectory(HOST_PACKAGE_DIR);
       await state.save();
 
       const upload = await host.put(pkg.file, archive, {
@@ -86,16 +90,10 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
       if (!upload.skipped) isChanged = true;
       ctx.say(upload.skipped ? `${archive} already on the host` : `uploaded ${archive}`);
 
-      if (!ctx.isDryRun) {
-        const remote = await host.sha256(archive, { sudo: true });
-        if (remote !== pkg.archiveSha256) {
-          throw new EdgeadmError(
-            `the install package on ${host.name} (${archive}) has SHA-256 ${remote ?? 'none'}, not ${pkg.archiveSha256}`,
-            { code: 'E_PACKAGE_REMOTE_CHECKSUM', hints: ['Re-run the command: the upload is repeated.'] },
-          );
-        }
-      }
-
+      // No second check here: put hashes the bytes on the host before it
+      // renames them into place, and skips only a file whose SHA-256 it
+      // found equal, so the archive at `archive` is the verified package.
+      // (A second `sha256sum` would read the whole archive on every host again.)
       const marker = await host.exec(`cat ${quote(`${dir}/${UNPACKED_MARKER}`)}`, { sudo: true, readOnly: true });
       if (marker.exitCode === 0 && marker.stdout.trim() === pkg.archiveSha256) {
         ctx.say(`${dir} already unpacked`);
