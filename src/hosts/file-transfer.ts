@@ -89,7 +89,13 @@ export async function putFile(
     throw new ValidationError(`invalid owner ${JSON.stringify(options.owner)}: expected user or user:group`);
   }
   const info = await describeSource(source, options);
-  const target: PutTarget = { path, part: `${path}${PART_SUFFIX}`, mode, owner: options.owner, sudo: options.sudo === true };
+  const target: PutTarget = {
+    path,
+    part: `${path}${PART_SUFFIX}`,
+    mode,
+    owner: options.owner,
+    sudo: options.sudo === true,
+  };
   if (info.sha256 !== undefined && info.size !== undefined && info.size <= SMALL_PUT_MAX_BYTES && info.openAt) {
     return putSmall(shell, target, { sha256: info.sha256, size: info.size, openAt: info.openAt }, options);
   }
@@ -161,11 +167,10 @@ export async function putFile(
     upload = await shell.run(
       [
         ...(isFinalizedWithUpload ? ['set -e'] : []),
+        `p=${q.part}`,
         `mkdir -p ${quoteShellArg(parentDir(path))}`,
         'umask 077',
-        isFinalizedWithUpload
-          ? `cat ${resumedFrom > 0 ? '>>' : '>'} ${q.part}`
-          : `exec cat ${resumedFrom > 0 ? '>>' : '>'} ${q.part}`,
+        `${isFinalizedWithUpload ? '' : 'exec '}cat ${resumedFrom > 0 ? '>>' : '>'} "$p"`,
         ...(isFinalizedWithUpload ? finalizeLines(target, info.sha256!, info.size) : []),
       ].join('\n'),
       {
