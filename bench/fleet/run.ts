@@ -8,6 +8,8 @@
  *
  *   npm run bench:fleet                    (as root: it starts netns+sshd test hosts)
  *   npm run bench:fleet -- --hosts 50 --concurrency 10 --rounds 3 --mib 16
+ *   npm run bench:fleet -- --tools edgeadm --keep-logs /tmp/logs     (edgeadm alone, its host logs kept)
+ *   npm run bench:fleet -- --compare-cli /path/to/other/bin/run.js   (another build in the same rounds)
  *
  * The control plane and the k3s on the hosts are the **simulated** k3s of
  * the test suite (test/support/sim-k3s), not k3s: what is measured is the
@@ -53,6 +55,11 @@ const { values } = parseArgs({
     tools: { type: 'string', default: 'edgeadm,ansible,pssh' },
     /** Copy edgeadm's run directories (one log per host) here before the test hosts go. */
     'keep-logs': { type: 'string' },
+    /**
+     * Another build's `bin/run.js` (say, of an earlier commit), run as one
+     * more tool in the same rounds, for a before/after under the same load.
+     */
+    'compare-cli': { type: 'string' },
     /** Extra node options for the edgeadm process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
     'node-options': { type: 'string', default: '' },
   },
@@ -61,7 +68,7 @@ const hostCount = Number(values.hosts);
 const concurrency = Number(values.concurrency);
 const rounds = Number(values.rounds);
 const mib = Number(values.mib);
-const selectedTools = new Set(values.tools.split(',').map((tool) => tool.trim()));
+const selectedTools = new Set([...values.tools.split(',').map((tool) => tool.trim()), 'compare']);
 const nodeOptions = values['node-options'].split(' ').filter((option) => option !== '');
 
 /** Where the baselines put the package and unpack it on a host. */
@@ -268,32 +275,36 @@ try {
     `-F /dev/null -i ${env.keys.root} ${sshOptions}`,
   ];
 
+  const edgeadmJoin = (cliPath: string) => (): Promise<Measured> =>
+    measured(
+      dir,
+      node,
+      [
+        ...nodeOptions,
+        cliPath,
+        'fleet',
+        'join',
+        '-i',
+        inventory,
+        '--endpoint',
+        endpoint,
+        '--token',
+        token,
+        '--discovery-token-ca-cert-hash',
+        pin,
+        '--concurrency',
+        String(concurrency),
+        '--ssh-known-hosts',
+        env.knownHostsFile,
+        '--json',
+      ],
+      { ...edgeadmEnv, ...simEnv },
+    );
   const tools: Record<string, () => Promise<Measured>> = {
-    'edgeadm fleet join': () =>
-      measured(
-        dir,
-        node,
-        [
-          ...nodeOptions,
-          cli,
-          'fleet',
-          'join',
-          '-i',
-          inventory,
-          '--endpoint',
-          endpoint,
-          '--token',
-          token,
-          '--discovery-token-ca-cert-hash',
-          pin,
-          '--concurrency',
-          String(concurrency),
-          '--ssh-known-hosts',
-          env.knownHostsFile,
-          '--json',
-        ],
-        { ...edgeadmEnv, ...simEnv },
-      ),
+    'edgeadm fleet join': edgeadmJoin(cli),
+    ...(values['compare-cli'] === undefined
+      ? {}
+      : { [`edgeadm fleet join (${values['compare-cli']})`]: edgeadmJoin(values['compare-cli']) }),
     'Ansible playbook': () =>
       measured(dir, 'ansible-playbook', ['-i', join(ansibleDir, 'hosts.yml'), join(ansibleDir, 'join.yml')], {
         ANSIBLE_CONFIG: join(ansibleDir, 'ansible.cfg'),
@@ -337,7 +348,7 @@ try {
     'Ansible playbook': 'ansible',
     'pssh (parallel-scp + parallel-ssh)': 'pssh',
   };
-  const names = Object.keys(tools).filter((name) => selectedTools.has(toolKeys[name]!));
+  const names = Object.keys(tools).filter((name) => selectedTools.has(toolKeys[name] ?? 'compare'));
   const results: Record<string, Measured[]> = Object.fromEntries(names.map((name) => [name, []]));
   for (let round = 0; round < rounds; round++) {
     // Rotate the order, so that no tool always runs first (or right after another's leftovers).

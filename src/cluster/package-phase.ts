@@ -35,7 +35,7 @@ export function hostPackagePaths(packageName: string): { archive: string; dir: s
  * True when something was installed.
  */
 export async function installPackageFiles(ctx: NodeData, options: { from: string; to: string }): Promise<boolean> {
-  const { host, state } = ctx;
+  const { state } = ctx;
   const { dir } = hostPackagePaths(ctx.package.manifest.name);
   const files = ctx.package.manifest.files.filter(
     (file) => file.path.startsWith(options.from) && !file.path.slice(options.from.length).includes('/'),
@@ -47,16 +47,48 @@ export async function installPackageFiles(ctx: NodeData, options: { from: string
   let isChanged = false;
   for (const file of files) {
     const target = targetOf(file);
-    if ((await host.sha256(target, { sudo: true })) === file.sha256) continue;
-    await execOrThrow(
-      host,
-      `install -m ${modeBits(file.mode).toString(8)} ${quote(`${dir}/${file.path}`)} ${quote(target)}`,
-      { sudo: true, description: `install ${target} from the package (sha256 ${file.sha256.slice(0, 12)}…)` },
-    );
+    const isInstalled = await changeUnless(ctx, {
+      isDone: `[ -f ${quote(target)} ] && [ "$(sha256sum < ${quote(target)} | cut -c1-64)" = ${file.sha256} ]`,
+      change: `install -m ${modeBits(file.mode).toString(8)} ${quote(`${dir}/${file.path}`)} ${quote(target)}`,
+      description: `install ${target} from the package (sha256 ${file.sha256.slice(0, 12)}…)`,
+    });
+    if (!isInstalled) continue;
     isChanged = true;
     ctx.say(`installed ${target}`);
   }
   return isChanged;
+}
+
+/** What {@link changeUnless} prints on the host when there was nothing to do. */
+const ALREADY_DONE = 'edgeadm: already done';
+
+/**
+ * Runs `change` (as root) unless the shell test `isDone` holds on the host.
+ * A real run asks and acts in one command, one round trip; a dry run asks
+ * first, read-only (a real host answers when there is one), so that its plan
+ * lists only what would change. True when the change ran, or would.
+ */
+async function changeUnless(
+  ctx: NodeData,
+  step: { isDone: string; change: string; description: string; timeoutMs?: number },
+): Promise<boolean> {
+  const timeout = step.timeoutMs === undefined ? {} : { timeoutMs: step.timeoutMs };
+  if (ctx.isDryRun) {
+    const check = await ctx.host.exec(`if ${step.isDone}; then echo '${ALREADY_DONE}'; fi`, {
+      sudo: true,
+      readOnly: true,
+      description: `check whether to ${step.description}`,
+    });
+    if (check.exitCode === 0 && check.stdout.trim() === ALREADY_DONE) return false;
+    await execOrThrow(ctx.host, step.change, { sudo: true, description: step.description, ...timeout });
+    return true;
+  }
+  const result = await execOrThrow(
+    ctx.host,
+    `if ${step.isDone}; then echo '${ALREADY_DONE}'; exit 0; fi\n${step.change}`,
+    { sudo: true, description: step.description, ...timeout },
+  );
+  return result.stdout.trim() !== ALREADY_DONE;
 }
 
 /** Makes the package phase. */
@@ -94,27 +126,23 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
       // renames them into place, and skips only a file whose SHA-256 it
       // found equal, so the archive at `archive` is the verified package.
       // (A second `sha256sum` would read the whole archive on every host again.)
-      const marker = await host.exec(`cat ${quote(`${dir}/${UNPACKED_MARKER}`)}`, { sudo: true, readOnly: true });
-      if (marker.exitCode === 0 && marker.stdout.trim() === pkg.archiveSha256) {
-        ctx.say(`${dir} already unpacked`);
-      } else {
-        const staging = `${dir}.partial`;
-        await execOrThrow(
-          host,
-          [
-            'set -e',
-            `rm -rf ${quote(staging)}`,
-            `mkdir -p ${quote(staging)}`,
-            `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
-            `printf '%s\\n' ${pkg.archiveSha256} > ${quote(`${staging}/${UNPACKED_MARKER}`)}`,
-            `rm -rf ${quote(dir)}`,
-            `mv ${quote(staging)} ${quote(dir)}`,
-          ].join('\n'),
-          { sudo: true, timeoutMs: UNPACK_TIMEOUT_MS, description: `unpack ${archive} into ${dir}` },
-        );
-        isChanged = true;
-        ctx.say(`unpacked into ${dir}`);
-      }
+      const staging = `${dir}.partial`;
+      const isUnpacked = await changeUnless(ctx, {
+        isDone: `[ "$(cat ${quote(`${dir}/${UNPACKED_MARKER}`)} 2>/dev/null)" = ${pkg.archiveSha256} ]`,
+        change: [
+          'set -e',
+          `rm -rf ${quote(staging)}`,
+          `mkdir -p ${quote(staging)}`,
+          `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
+          `printf '%s\\n' ${pkg.archiveSha256} > ${quote(`${staging}/${UNPACKED_MARKER}`)}`,
+          `rm -rf ${quote(dir)}`,
+          `mv ${quote(staging)} ${quote(dir)}`,
+        ].join('\n'),
+        description: `unpack ${archive} into ${dir}`,
+        timeoutMs: UNPACK_TIMEOUT_MS,
+      });
+      if (isUnpacked) isChanged = true;
+      ctx.say(isUnpacked ? `unpacked into ${dir}` : `${dir} already unpacked`);
 
       const binaries = pkg.manifest.files.filter((file) => /^bin\/[^/]+$/.test(file.path));
       for (const name of ctx.distribution.requiredBinaries) {

@@ -29,12 +29,12 @@ import { startTestHosts, type TestHost, type TestHosts } from '../../support/tes
 const CLI_TIMEOUT_MS = 150_000;
 const TEST_TIMEOUT_MS = 300_000;
 /**
- * Most commands one first join of a k3s worker may run on its host (the
- * agent's kubeconfig is polled while it starts, so the count varies a
- * little). It took 58 before the install state was saved in one command
- * per save, facts were reused and the package was hashed once; about 30 now.
+ * Most commands one first join of a k3s worker may run on its host. It took
+ * 58 before the install state was saved in one command per save, facts were
+ * reused, the package was hashed once, checks were folded into the commands
+ * they guard and the agent's kubeconfig was waited for on the host; 27 now.
  */
-const MAX_COMMANDS_PER_FIRST_JOIN = 36;
+const MAX_COMMANDS_PER_FIRST_JOIN = 30;
 /** Where the `sha256sum` wrapper notes what each run read (a tmpfs of the test host). */
 const HASH_LOG = '/opt/sha256sum-reads.log';
 
