@@ -8,6 +8,8 @@
  *
  *   npm run bench:fleet                    (as root: it starts netns+sshd test hosts)
  *   npm run bench:fleet -- --hosts 50 --concurrency 10 --rounds 3 --mib 16
+ *   npm run bench:fleet -- --tools edgeadm --keep-logs /tmp/logs     (edgeadm alone, its host logs kept)
+ *   npm run bench:fleet -- --compare-cli /path/to/other/bin/run.js   (another build in the same rounds)
  *
  * The control plane and the k3s on the hosts are the **simulated** k3s of
  * the test suite (test/support/sim-k3s), not k3s: what is measured is the
@@ -33,7 +35,8 @@
  * process's peak RSS.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { k3sDistribution } from '../../src/cluster/distributions/k3s.js';
@@ -48,12 +51,25 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '10' },
     rounds: { type: 'string', default: '3' },
     mib: { type: 'string', default: '16' },
+    /** Only these tools (comma-separated: edgeadm, ansible, pssh), e.g. to profile one. */
+    tools: { type: 'string', default: 'edgeadm,ansible,pssh' },
+    /** Copy edgeadm's run directories (one log per host) here before the test hosts go. */
+    'keep-logs': { type: 'string' },
+    /**
+     * Another build's `bin/run.js` (say, of an earlier commit), run as one
+     * more tool in the same rounds, for a before/after under the same load.
+     */
+    'compare-cli': { type: 'string' },
+    /** Extra node options for the edgeadm process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
+    'node-options': { type: 'string', default: '' },
   },
 });
 const hostCount = Number(values.hosts);
 const concurrency = Number(values.concurrency);
 const rounds = Number(values.rounds);
 const mib = Number(values.mib);
+const selectedTools = new Set([...values.tools.split(',').map((tool) => tool.trim()), 'compare']);
+const nodeOptions = values['node-options'].split(' ').filter((option) => option !== '');
 
 /** Where the baselines put the package and unpack it on a host. */
 const REMOTE_ARCHIVE = '/var/lib/edgeadm/bench.tar.gz';
@@ -259,31 +275,36 @@ try {
     `-F /dev/null -i ${env.keys.root} ${sshOptions}`,
   ];
 
+  const edgeadmJoin = (cliPath: string) => (): Promise<Measured> =>
+    measured(
+      dir,
+      node,
+      [
+        ...nodeOptions,
+        cliPath,
+        'fleet',
+        'join',
+        '-i',
+        inventory,
+        '--endpoint',
+        endpoint,
+        '--token',
+        token,
+        '--discovery-token-ca-cert-hash',
+        pin,
+        '--concurrency',
+        String(concurrency),
+        '--ssh-known-hosts',
+        env.knownHostsFile,
+        '--json',
+      ],
+      { ...edgeadmEnv, ...simEnv },
+    );
   const tools: Record<string, () => Promise<Measured>> = {
-    'edgeadm fleet join': () =>
-      measured(
-        dir,
-        node,
-        [
-          cli,
-          'fleet',
-          'join',
-          '-i',
-          inventory,
-          '--endpoint',
-          endpoint,
-          '--token',
-          token,
-          '--discovery-token-ca-cert-hash',
-          pin,
-          '--concurrency',
-          String(concurrency),
-          '--ssh-known-hosts',
-          env.knownHostsFile,
-          '--json',
-        ],
-        { ...edgeadmEnv, ...simEnv },
-      ),
+    'edgeadm fleet join': edgeadmJoin(cli),
+    ...(values['compare-cli'] === undefined
+      ? {}
+      : { [`edgeadm fleet join (${values['compare-cli']})`]: edgeadmJoin(values['compare-cli']) }),
     'Ansible playbook': () =>
       measured(dir, 'ansible-playbook', ['-i', join(ansibleDir, 'hosts.yml'), join(ansibleDir, 'join.yml')], {
         ANSIBLE_CONFIG: join(ansibleDir, 'ansible.cfg'),
@@ -322,8 +343,13 @@ try {
     await run('kubectl', ['--kubeconfig', kubeconfig, 'delete', 'nodes', ...nodes.map((host) => host.name)]);
   };
 
-  const results: Record<string, Measured[]> = Object.fromEntries(Object.keys(tools).map((name) => [name, []]));
-  const names = Object.keys(tools);
+  const toolKeys: Record<string, string> = {
+    'edgeadm fleet join': 'edgeadm',
+    'Ansible playbook': 'ansible',
+    'pssh (parallel-scp + parallel-ssh)': 'pssh',
+  };
+  const names = Object.keys(tools).filter((name) => selectedTools.has(toolKeys[name] ?? 'compare'));
+  const results: Record<string, Measured[]> = Object.fromEntries(names.map((name) => [name, []]));
   for (let round = 0; round < rounds; round++) {
     // Rotate the order, so that no tool always runs first (or right after another's leftovers).
     for (const name of [...names.slice(round % names.length), ...names.slice(0, round % names.length)]) {
@@ -332,14 +358,22 @@ try {
       await checkAndForgetNodes(name);
       results[name]!.push(result);
       console.error(
-        `round ${round + 1}: ${name}: ${result.seconds.toFixed(2)} s, ${result.cpuSeconds.toFixed(1)} CPU s, ${(result.maxRssKiB / 1024).toFixed(0)} MiB`,
+        `round ${round + 1}: ${name}: ${result.seconds.toFixed(2)} s, ${result.cpuSeconds.toFixed(1)} CPU s, ${(result.maxRssKiB / 1024).toFixed(0)} MiB, load ${loadavg()[0]!.toFixed(1)}`,
       );
     }
   }
 
+  if (values['keep-logs'] !== undefined) {
+    cpSync(join(home, '.edgeadm'), values['keep-logs'], { recursive: true });
+    console.error(`edgeadm's run directories copied to ${values['keep-logs']}`);
+  }
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const ansible = median(results['Ansible playbook']!.map((r) => r.seconds));
-  const pssh = median(results['pssh (parallel-scp + parallel-ssh)']!.map((r) => r.seconds));
+  const medianOf = (name: string): number => {
+    const xs = results[name];
+    return xs === undefined ? Number.NaN : median(xs.map((r) => r.seconds));
+  };
+  const ansible = medianOf('Ansible playbook');
+  const pssh = medianOf('pssh (parallel-scp + parallel-ssh)');
   console.log(
     `${hostCount} hosts, concurrency ${concurrency}, ${mib} MiB package, ${rounds} interleaved rounds, node ${process.version}`,
   );

@@ -15,6 +15,7 @@ import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { connectHost } from '../../src/hosts/connect.js';
 import { sha256OfFile } from '../../src/hosts/file-transfer.js';
@@ -92,8 +93,13 @@ try {
   const results: Record<string, number[]> = { 'edgeadm put': [], scp: [], 'edgeadm put (unchanged, skipped)': [] };
   for (let round = 0; round < rounds; round++) {
     await clean();
+    const cpuBefore = process.cpuUsage();
     results['edgeadm put']!.push(
       await timed(() => Promise.all(hosts.map((h) => h.put(file, REMOTE_EDGEADM, { sha256 })))),
+    );
+    const cpu = process.cpuUsage(cpuBefore);
+    console.error(
+      `round ${round + 1}: edgeadm put ${results['edgeadm put']!.at(-1)!.toFixed(2)} s, ${((cpu.user + cpu.system) / 1e6).toFixed(1)} CPU s of this process, load ${loadavg()[0]!.toFixed(1)}`,
     );
     results['edgeadm put (unchanged, skipped)']!.push(
       await timed(() => Promise.all(hosts.map((h) => h.put(file, REMOTE_EDGEADM, { sha256 })))),

@@ -1,7 +1,7 @@
 /**
  * The package phase of init and join: the install package, already verified
  * on this machine, is uploaded to the host (skipped when the host has it),
- * its SHA-256 checked on the host, unpacked into a directory named after
+ * its SHA-256 checked on the host by the upload itself, unpacked into a directory named after
  * the package (so versions sit side by side), and its binaries installed
  * into the distribution's bin directory. Every step checks before it
  * changes, so a re-run after a dropped connection resumes where it stopped.
@@ -35,26 +35,60 @@ export function hostPackagePaths(packageName: string): { archive: string; dir: s
  * True when something was installed.
  */
 export async function installPackageFiles(ctx: NodeData, options: { from: string; to: string }): Promise<boolean> {
-  const { host, state } = ctx;
+  const { state } = ctx;
   const { dir } = hostPackagePaths(ctx.package.manifest.name);
   const files = ctx.package.manifest.files.filter(
     (file) => file.path.startsWith(options.from) && !file.path.slice(options.from.length).includes('/'),
   );
+  const targetOf = (file: (typeof files)[number]): string => `${options.to}/${file.path.slice(options.from.length)}`;
+  // Every target recorded before the first is written, in one save.
+  for (const file of files) state.file(targetOf(file));
+  await state.save();
   let isChanged = false;
   for (const file of files) {
-    const target = `${options.to}/${file.path.slice(options.from.length)}`;
-    state.file(target);
-    await state.save();
-    if ((await host.sha256(target, { sudo: true })) === file.sha256) continue;
-    await execOrThrow(
-      host,
-      `install -m ${modeBits(file.mode).toString(8)} ${quote(`${dir}/${file.path}`)} ${quote(target)}`,
-      { sudo: true, description: `install ${target} from the package (sha256 ${file.sha256.slice(0, 12)}…)` },
-    );
+    const target = targetOf(file);
+    const isInstalled = await changeUnless(ctx, {
+      isDone: `[ -f ${quote(target)} ] && [ "$(sha256sum < ${quote(target)} | cut -c1-64)" = ${file.sha256} ]`,
+      change: `install -m ${modeBits(file.mode).toString(8)} ${quote(`${dir}/${file.path}`)} ${quote(target)}`,
+      description: `install ${target} from the package (sha256 ${file.sha256.slice(0, 12)}…)`,
+    });
+    if (!isInstalled) continue;
     isChanged = true;
     ctx.say(`installed ${target}`);
   }
   return isChanged;
+}
+
+/** What {@link changeUnless} prints on the host when there was nothing to do. */
+const ALREADY_DONE = 'edgeadm: already done';
+
+/**
+ * Runs `change` (as root) unless the shell test `isDone` holds on the host.
+ * A real run asks and acts in one command, one round trip; a dry run asks
+ * first, read-only (a real host answers when there is one), so that its plan
+ * lists only what would change. True when the change ran, or would.
+ */
+async function changeUnless(
+  ctx: NodeData,
+  step: { isDone: string; change: string; description: string; timeoutMs?: number },
+): Promise<boolean> {
+  const timeout = step.timeoutMs === undefined ? {} : { timeoutMs: step.timeoutMs };
+  if (ctx.isDryRun) {
+    const check = await ctx.host.exec(`if ${step.isDone}; then echo '${ALREADY_DONE}'; fi`, {
+      sudo: true,
+      readOnly: true,
+      description: `check whether to ${step.description}`,
+    });
+    if (check.exitCode === 0 && check.stdout.trim() === ALREADY_DONE) return false;
+    await execOrThrow(ctx.host, step.change, { sudo: true, description: step.description, ...timeout });
+    return true;
+  }
+  const result = await execOrThrow(
+    ctx.host,
+    `if ${step.isDone}; then echo '${ALREADY_DONE}'; exit 0; fi\n${step.change}`,
+    { sudo: true, description: step.description, ...timeout },
+  );
+  return result.stdout.trim() !== ALREADY_DONE;
 }
 
 /** Makes the package phase. */
@@ -68,12 +102,14 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
       const { archive, dir } = hostPackagePaths(pkg.manifest.name);
       let isChanged = false;
 
-      await state.ensureDirectory(HOST_PACKAGE_DIR);
+      // Recorded first, so that the save before the package directory is
+      // created records the archive and its unpacked tree too.
       state.file(archive);
       state.update((s) => ({
         ...s,
         directories: s.directories.includes(dir) ? s.directories : [...s.directories, dir],
       }));
+      await state.ensureDirectory(HOST_PACKAGE_DIR);
       await state.save();
 
       const upload = await host.put(pkg.file, archive, {
@@ -86,37 +122,27 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
       if (!upload.skipped) isChanged = true;
       ctx.say(upload.skipped ? `${archive} already on the host` : `uploaded ${archive}`);
 
-      if (!ctx.isDryRun) {
-        const remote = await host.sha256(archive, { sudo: true });
-        if (remote !== pkg.archiveSha256) {
-          throw new EdgeadmError(
-            `the install package on ${host.name} (${archive}) has SHA-256 ${remote ?? 'none'}, not ${pkg.archiveSha256}`,
-            { code: 'E_PACKAGE_REMOTE_CHECKSUM', hints: ['Re-run the command: the upload is repeated.'] },
-          );
-        }
-      }
-
-      const marker = await host.exec(`cat ${quote(`${dir}/${UNPACKED_MARKER}`)}`, { sudo: true, readOnly: true });
-      if (marker.exitCode === 0 && marker.stdout.trim() === pkg.archiveSha256) {
-        ctx.say(`${dir} already unpacked`);
-      } else {
-        const staging = `${dir}.partial`;
-        await execOrThrow(
-          host,
-          [
-            'set -e',
-            `rm -rf ${quote(staging)}`,
-            `mkdir -p ${quote(staging)}`,
-            `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
-            `printf '%s\\n' ${pkg.archiveSha256} > ${quote(`${staging}/${UNPACKED_MARKER}`)}`,
-            `rm -rf ${quote(dir)}`,
-            `mv ${quote(staging)} ${quote(dir)}`,
-          ].join('\n'),
-          { sudo: true, timeoutMs: UNPACK_TIMEOUT_MS, description: `unpack ${archive} into ${dir}` },
-        );
-        isChanged = true;
-        ctx.say(`unpacked into ${dir}`);
-      }
+      // No second check here: put hashes the bytes on the host before it
+      // renames them into place, and skips only a file whose SHA-256 it
+      // found equal, so the archive at `archive` is the verified package.
+      // (A second `sha256sum` would read the whole archive on every host again.)
+      const staging = `${dir}.partial`;
+      const isUnpacked = await changeUnless(ctx, {
+        isDone: `[ "$(cat ${quote(`${dir}/${UNPACKED_MARKER}`)} 2>/dev/null)" = ${pkg.archiveSha256} ]`,
+        change: [
+          'set -e',
+          `rm -rf ${quote(staging)}`,
+          `mkdir -p ${quote(staging)}`,
+          `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
+          `printf '%s\\n' ${pkg.archiveSha256} > ${quote(`${staging}/${UNPACKED_MARKER}`)}`,
+          `rm -rf ${quote(dir)}`,
+          `mv ${quote(staging)} ${quote(dir)}`,
+        ].join('\n'),
+        description: `unpack ${archive} into ${dir}`,
+        timeoutMs: UNPACK_TIMEOUT_MS,
+      });
+      if (isUnpacked) isChanged = true;
+      ctx.say(isUnpacked ? `unpacked into ${dir}` : `${dir} already unpacked`);
 
       const binaries = pkg.manifest.files.filter((file) => /^bin\/[^/]+$/.test(file.path));
       for (const name of ctx.distribution.requiredBinaries) {

@@ -62,14 +62,15 @@ export async function prepareNode(options: PrepareNodeOptions): Promise<Prepared
   }
   const real = await connectHost({ ...options.connect, logger: options.logger });
   try {
-    const facts = await real.facts();
+    const host = options.isDryRun ? new DryRunHost({ fallback: real }) : real;
+    // Both only read the host: asked at once, they cost one round trip.
+    const [facts, state] = await Promise.all([real.facts(), StateRecorder.open(host)]);
     const serviceManager = selectServiceManager({
       requested: options.requestedServiceManager,
       initSystem: facts.initSystem,
       hostName: real.name,
     });
-    const host = options.isDryRun ? new DryRunHost({ fallback: real }) : real;
-    return { host, distribution, serviceManager, state: await StateRecorder.open(host), package: pkg };
+    return { host, distribution, serviceManager, state, package: pkg };
   } catch (error) {
     await real.close();
     throw error;

@@ -114,22 +114,71 @@ export async function loadState(host: Host): Promise<InstallState | undefined> {
   return parseState(result.stdout);
 }
 
+/** Marks where the state file's text starts in the output of {@link StateRecorder.open}'s command. */
+const STATE_TEXT_MARKER = '@@edgeadm-install-state';
+
 /** Records into a host's state as a workflow goes. */
 export class StateRecorder {
   #state: InstallState;
   #isDirty = false;
-  /** Whether {@link STATE_DIR} is known to exist (checked once per recorder). */
-  #hasStateDir = false;
+  /** Whether {@link STATE_DIR} is known to exist (or to be created by the next save). */
+  #hasStateDir: boolean;
+  /**
+   * Directories known to exist on the host: seen by a check or created
+   * through this recorder. They are not asked about again; a join asks
+   * about /var, /var/lib and /etc from several phases.
+   */
+  readonly #knownDirs = new Set<string>();
+  /**
+   * Directories on the way to {@link STATE_DIR} that did not exist when the
+   * state was loaded; undefined when that is not known (the first save asks).
+   */
+  readonly #stateDirsMissingAtOpen: string[] | undefined;
   readonly #host: Host;
 
-  constructor(host: Host, state: InstallState) {
+  /**
+   * `existingStateDirs`: which directories from `/` down to {@link STATE_DIR}
+   * exist on the host, when known; without it the first save asks the host.
+   */
+  constructor(host: Host, state: InstallState, existingStateDirs?: readonly string[]) {
     this.#host = host;
     this.#state = state;
+    if (existingStateDirs === undefined) {
+      this.#stateDirsMissingAtOpen = undefined;
+      this.#hasStateDir = false;
+    } else {
+      const existing = new Set(existingStateDirs);
+      const chain = pathChain(STATE_DIR);
+      for (const dir of chain) if (existing.has(dir)) this.#knownDirs.add(dir);
+      this.#stateDirsMissingAtOpen = chain.filter((dir) => !existing.has(dir));
+      this.#hasStateDir = existing.has(STATE_DIR);
+    }
   }
 
-  /** Loads the host's state (or starts an empty one). */
+  /**
+   * Loads the host's state (or starts an empty one), and finds out in the
+   * same command which directories on the way to the state file exist, so
+   * that the first save needs no command of its own to ask.
+   */
   static async open(host: Host): Promise<StateRecorder> {
-    return new StateRecorder(host, (await loadState(host)) ?? emptyState());
+    const chain = pathChain(STATE_DIR);
+    const result = await host.exec(
+      [
+        `for p in ${chain.map(quoteShellArg).join(' ')}; do if [ -e "$p" ] || [ -L "$p" ]; then printf 'dir %s\\n' "$p"; fi; done`,
+        `if [ -f ${STATE_FILE} ]; then echo ${STATE_TEXT_MARKER}; cat ${STATE_FILE}; fi`,
+      ].join('\n'),
+      { sudo: true, readOnly: true, description: `read the install state ${STATE_FILE}` },
+    );
+    if (result.exitCode !== 0) throw new HostCommandError(host.name, result, `read ${STATE_FILE}`);
+    const markerAt = result.stdout.indexOf(`${STATE_TEXT_MARKER}\n`);
+    const listing = markerAt < 0 ? result.stdout : result.stdout.slice(0, markerAt);
+    const text = markerAt < 0 ? '' : result.stdout.slice(markerAt + STATE_TEXT_MARKER.length + 1);
+    const existing = listing
+      .split('\n')
+      .filter((line) => line.startsWith('dir '))
+      .map((line) => line.slice('dir '.length));
+    const state = text.trim() === '' ? emptyState() : parseState(text);
+    return new StateRecorder(host, state, existing);
   }
 
   get state(): InstallState {
@@ -183,43 +232,62 @@ export class StateRecorder {
         code: 'E_HOST_COMMAND_FAILED',
       });
     }
+    for (const dir of chain) this.#knownDirs.add(dir);
   }
 
   /**
    * Which of `paths` exist on the host (even as dangling links), in one
    * command: a join checks dozens of paths, and each command is a round
-   * trip and a shell on the host.
+   * trip and a shell on the host. Directories already known to exist are
+   * not asked about.
    */
   async #existing(paths: string[]): Promise<Set<string>> {
-    if (paths.length === 0) return new Set();
+    const unknown = paths.filter((path) => !this.#knownDirs.has(path));
+    const found = new Set(paths.filter((path) => this.#knownDirs.has(path)));
+    if (unknown.length === 0) return found;
     const result = await this.#host.exec(
-      `for p in ${paths.map(quoteShellArg).join(' ')}; do if [ -e "$p" ] || [ -L "$p" ]; then printf '%s\\n' "$p"; fi; done`,
-      { sudo: true, readOnly: true, description: `check ${paths.join(', ')}` },
+      `for p in ${unknown.map(quoteShellArg).join(' ')}; do if [ -e "$p" ] || [ -L "$p" ]; then printf '%s\\n' "$p"; fi; done`,
+      { sudo: true, readOnly: true, description: `check ${unknown.join(', ')}` },
     );
-    if (result.exitCode !== 0) throw new HostCommandError(this.#host.name, result, `check ${paths.join(', ')}`);
+    if (result.exitCode !== 0) throw new HostCommandError(this.#host.name, result, `check ${unknown.join(', ')}`);
     const listed = new Set(result.stdout.split('\n'));
-    return new Set(paths.filter((path) => listed.has(path)));
+    for (const path of unknown) {
+      if (!listed.has(path)) continue;
+      found.add(path);
+      this.#knownDirs.add(path);
+    }
+    return found;
   }
 
-  /** Writes the state file when something changed since the last save. */
+  /**
+   * Writes the state file when something changed since the last save: one
+   * upload, which creates the state directory when needed. The directories
+   * on its way that were missing when the state was loaded are recorded
+   * first (unless the recorder created them since, and recorded them then).
+   */
   async save(): Promise<void> {
     if (!this.#isDirty) return;
+    let isCreatingStateDir = false;
     if (!this.#hasStateDir) {
-      const existing = await this.#existing(pathChain(STATE_DIR));
-      if (!existing.has(STATE_DIR)) {
-        for (const dir of pathChain(STATE_DIR)) {
-          if (!existing.has(dir)) this.#state = recordDirectory(this.#state, dir);
-        }
-        await this.#host.exec(`mkdir -p ${STATE_DIR}`, { sudo: true, description: `create ${STATE_DIR}` });
+      const chain = pathChain(STATE_DIR);
+      let missing = this.#stateDirsMissingAtOpen;
+      if (missing === undefined) {
+        const existing = await this.#existing(chain);
+        missing = chain.filter((dir) => !existing.has(dir));
       }
+      for (const dir of missing) {
+        if (!this.#knownDirs.has(dir)) this.#state = recordDirectory(this.#state, dir);
+      }
+      isCreatingStateDir = !this.#knownDirs.has(STATE_DIR);
       this.#hasStateDir = true;
     }
     this.#state = recordFile(this.#state, STATE_FILE);
     await this.#host.put(Buffer.from(`${JSON.stringify(this.#state, null, 2)}\n`), STATE_FILE, {
       mode: 0o600,
       sudo: true,
-      description: `record what was installed in ${STATE_FILE}`,
+      description: `record what was installed in ${STATE_FILE}${isCreatingStateDir ? ` (creating ${STATE_DIR})` : ''}`,
     });
+    for (const dir of pathChain(STATE_DIR)) this.#knownDirs.add(dir);
     this.#isDirty = false;
   }
 }

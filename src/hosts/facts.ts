@@ -130,8 +130,17 @@ export interface FactsSource {
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
 }
 
-/** Runs the facts script on a host and parses its output. */
-export async function collectFacts(host: FactsSource, options: FactsOptions = {}): Promise<HostFacts> {
+/** The facts script's output and when it ran, before parsing: what a host may keep and parse again. */
+export interface RawFacts {
+  output: string;
+  /** This machine's clock at the middle of the script run, epoch seconds. */
+  localEpochSeconds: number;
+  /** Half the script's run time plus a second: skews within it count as 0. */
+  measurementErrorSeconds: number;
+}
+
+/** Runs the facts script on a host, without parsing its output. */
+export async function runFactsScript(host: FactsSource): Promise<RawFacts> {
   const before = Date.now();
   const result = await host.exec(FACTS_SCRIPT, {
     timeoutMs: FACTS_TIMEOUT_MS,
@@ -140,11 +149,25 @@ export async function collectFacts(host: FactsSource, options: FactsOptions = {}
   });
   const after = Date.now();
   if (result.exitCode !== 0) throw new HostCommandError(host.name, result, 'collect host facts');
-  return parseFacts(result.stdout, {
-    ports: options.ports ?? [],
+  return {
+    output: result.stdout,
     localEpochSeconds: (before + after) / 2000,
     measurementErrorSeconds: (after - before) / 2000 + 1,
+  };
+}
+
+/** Facts from a run of the facts script, with the ports asked for now. */
+export function factsFromRaw(raw: RawFacts, options: FactsOptions = {}): HostFacts {
+  return parseFacts(raw.output, {
+    ports: options.ports ?? [],
+    localEpochSeconds: raw.localEpochSeconds,
+    measurementErrorSeconds: raw.measurementErrorSeconds,
   });
+}
+
+/** Runs the facts script on a host and parses its output. */
+export async function collectFacts(host: FactsSource, options: FactsOptions = {}): Promise<HostFacts> {
+  return factsFromRaw(await runFactsScript(host), options);
 }
 
 /** What {@link parseFacts} needs besides the script output. */

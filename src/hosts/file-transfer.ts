@@ -5,12 +5,20 @@
  *
  * An upload goes to `<path>.edgeadm-part`, is checked against the SHA-256 of
  * the source, and only then gets its owner and mode and is renamed over
- * `<path>`: a reader never sees a half-written file. Before sending anything,
- * edgeadm asks the host for the SHA-256 of the file already there (skip when
- * equal) and for the size and SHA-256 of a part file left by an interrupted
- * upload. When that part is a prefix of the source, only the rest is sent,
- * appended to it. The final checksum catches anything the prefix check could
- * not (a writer from the dropped connection still flushing, say).
+ * `<path>`: a reader never sees a half-written file, and no bytes are moved
+ * into place unverified.
+ *
+ * A small file (up to {@link SMALL_PUT_MAX_BYTES}: install state, configuration,
+ * units) takes one command: its bytes travel with the script that compares
+ * them with the file already there, and writes, checks and renames them when
+ * they differ. A larger one takes two: first edgeadm asks the host for the
+ * SHA-256 of the file already there (skip when equal) and for the size and
+ * SHA-256 of a part file left by an interrupted upload (when that part is a
+ * prefix of the source, only the rest is sent, appended to it); then one
+ * command receives the bytes, checks the part file's size and SHA-256, and
+ * renames it. A part file that arrived short is kept to resume from; one of
+ * the right size with the wrong content is removed. A stream of unknown
+ * content is hashed on the way out and checked by a command of its own.
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -43,6 +51,21 @@ const CHECKSUM_MISMATCH_EXIT = 65;
 const ABSENT_EXIT = 3;
 /** Exit code of the probe script when the destination is a directory. */
 const IS_DIRECTORY_EXIT = 66;
+/** Exit code of the finalize script when the part file is not as long as the source (kept, to resume from). */
+const SIZE_MISMATCH_EXIT = 67;
+/**
+ * Files up to this size go in one command with their content (see
+ * `putSmall`): install state, configuration files, units.
+ */
+export const SMALL_PUT_MAX_BYTES = 64 * 1024;
+/**
+ * How much of a local file an upload reads at a time. Larger than the
+ * stream default (64 KiB): fewer reads and fewer trips through the stream
+ * machinery per byte, which matters when one process feeds many hosts.
+ */
+export const UPLOAD_READ_CHUNK_BYTES = 128 * 1024;
+/** What the one-command upload prints when the file was already there. */
+const SMALL_PUT_UNCHANGED = 'unchanged';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 const OWNER = /^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?(?::[A-Za-z0-9_][A-Za-z0-9_.-]*\$?)?$/;
@@ -50,7 +73,10 @@ const OWNER = /^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?(?::[A-Za-z0-9_][A-Za-z0-9_.-]*\$?
 /** The shell a transfer runs its scripts on. */
 export interface TransferShell {
   name: string;
-  run(script: string, io: { sudo?: boolean; stdin?: Readable | Buffer; stdout?: Writable }): Promise<ExecResult>;
+  run(
+    script: string,
+    io: { sudo?: boolean; stdin?: Readable | Buffer; stdout?: Writable; description?: string },
+  ): Promise<ExecResult>;
 }
 
 interface SourceInfo {
@@ -77,9 +103,18 @@ export async function putFile(
     throw new ValidationError(`invalid owner ${JSON.stringify(options.owner)}: expected user or user:group`);
   }
   const info = await describeSource(source, options);
-  const part = `${path}${PART_SUFFIX}`;
-  const q = { dest: quoteShellArg(path), part: quoteShellArg(part) };
-  const sudo = options.sudo === true;
+  const target: PutTarget = {
+    path,
+    part: `${path}${PART_SUFFIX}`,
+    mode,
+    owner: options.owner,
+    sudo: options.sudo === true,
+  };
+  if (info.sha256 !== undefined && info.size !== undefined && info.size <= SMALL_PUT_MAX_BYTES && info.openAt) {
+    return putSmall(shell, target, { sha256: info.sha256, size: info.size, openAt: info.openAt }, options);
+  }
+  const q = { dest: quoteShellArg(path), part: quoteShellArg(target.part) };
+  const sudo = target.sudo;
 
   // 1. What is there already: the file (hashed only when its size matches) and any part file.
   const resumable = info.openAt !== undefined && info.size !== undefined;
@@ -100,13 +135,9 @@ export async function putFile(
         : '  :',
       'fi',
     ].join('\n'),
-    { sudo },
+    { sudo, description: `check ${path} before the upload` },
   );
-  if (probe.exitCode === IS_DIRECTORY_EXIT) {
-    throw new EdgeadmError(`cannot upload to ${path} on ${shell.name}: it is a directory`, {
-      code: 'E_HOST_PUT_TARGET',
-    });
-  }
+  if (probe.exitCode === IS_DIRECTORY_EXIT) throw isDirectoryError(shell, path);
   if (probe.exitCode !== 0) throw new HostCommandError(shell.name, probe, `check ${path}`);
   const found = parseProbe(probe.stdout);
 
@@ -137,48 +168,48 @@ export async function putFile(
     if ((await info.prefixSha256(found.partSize)) === found.partSha256) resumedFrom = found.partSize;
   }
 
-  // 4. Send the bytes.
-  // Only a stream of unknown content needs hashing on the way out.
+  // 4. Send the bytes. When the SHA-256 and size are known up front, the
+  // same command checks the part file and renames it into place (one round
+  // trip, one shell on the host); a stream of unknown content is hashed on
+  // the way out and finalized by a second command.
   const counter = new TransferCounter(resumedFrom, info.size, options.onProgress, info.sha256 === undefined);
   const body = info.openAt ? info.openAt(resumedFrom) : info.stream!;
   body.once('error', (error) => counter.destroy(error));
+  const isFinalizedWithUpload = info.sha256 !== undefined && info.size !== undefined;
   let upload: ExecResult;
   try {
     upload = await shell.run(
       [
+        ...(isFinalizedWithUpload ? ['set -e'] : []),
+        `p=${q.part}`,
         `mkdir -p ${quoteShellArg(parentDir(path))}`,
         'umask 077',
-        `exec cat ${resumedFrom > 0 ? '>>' : '>'} ${q.part}`,
+        `${isFinalizedWithUpload ? '' : 'exec '}cat ${resumedFrom > 0 ? '>>' : '>'} "$p"`,
+        ...(isFinalizedWithUpload ? finalizeLines(target, info.sha256!, info.size) : []),
       ].join('\n'),
-      { sudo, stdin: body.pipe(counter) },
+      {
+        sudo,
+        stdin: body.pipe(counter),
+        description: isFinalizedWithUpload
+          ? `upload ${path}, check its SHA-256 on the host and move it into place`
+          : `upload ${path}`,
+      },
     );
   } finally {
     // Whatever happened, release the source (an interrupted upload leaves it half read).
     body.destroy();
   }
   counter.finish();
-  if (upload.exitCode !== 0) throw new HostCommandError(shell.name, upload, `upload ${path}`);
-
-  // 5. Check, set owner and mode, and rename into place.
   const expected = info.sha256 ?? counter.sha256();
-  const finalize = await shell.run(
-    [
-      `p=${q.part}`,
-      'h=$(sha256sum < "$p" | cut -c1-64)',
-      `if [ "$h" != ${expected} ]; then rm -f "$p"; echo "$h" >&2; exit ${CHECKSUM_MISMATCH_EXIT}; fi`,
-      ...(options.owner === undefined ? [] : [`chown ${quoteShellArg(options.owner)} "$p"`]),
-      `chmod ${mode.toString(8)} "$p"`,
-      `mv -f "$p" ${q.dest}`,
-    ].join('\n'),
-    { sudo },
-  );
-  if (finalize.exitCode === CHECKSUM_MISMATCH_EXIT) {
-    throw new EdgeadmError(
-      `the upload of ${path} to ${shell.name} arrived corrupted (SHA-256 ${finalize.stderr.trim()}, expected ${expected}); the partial file was removed`,
-      { code: 'E_HOST_PUT_CHECKSUM', hints: ['Run the command again: the upload starts over.'] },
-    );
+  if (!isFinalizedWithUpload) {
+    if (upload.exitCode !== 0) throw new HostCommandError(shell.name, upload, `upload ${path}`);
+    // 5. Check, set owner and mode, and rename into place.
+    upload = await shell.run(finalizeLines(target, expected, undefined).join('\n'), {
+      sudo,
+      description: `check the SHA-256 of ${path} on the host and move it into place`,
+    });
   }
-  if (finalize.exitCode !== 0) throw new HostCommandError(shell.name, finalize, `install ${path}`);
+  throwUnlessFinalized(shell, path, expected, upload);
   return {
     path,
     sha256: expected,
@@ -187,6 +218,123 @@ export async function putFile(
     bytesSent: counter.bytes,
     resumedFrom,
   };
+}
+
+/** Where and how one upload lands. */
+interface PutTarget {
+  path: string;
+  part: string;
+  mode: number;
+  owner: string | undefined;
+  sudo: boolean;
+}
+
+/**
+ * The script lines that check the part file (its size when known, then its
+ * SHA-256), give it its owner and mode, and rename it over the destination.
+ * A part file of the wrong size is kept (an interrupted upload resumes from
+ * it); one of the right size with the wrong content is removed.
+ */
+function finalizeLines(target: PutTarget, sha256: string, size: number | undefined): string[] {
+  return [
+    `p=${quoteShellArg(target.part)}`,
+    ...(size === undefined
+      ? []
+      : [`s=$(stat -c %s "$p"); if [ "$s" != ${size} ]; then echo "$s" >&2; exit ${SIZE_MISMATCH_EXIT}; fi`]),
+    'h=$(sha256sum < "$p" | cut -c1-64)',
+    `if [ "$h" != ${sha256} ]; then rm -f "$p"; echo "$h" >&2; exit ${CHECKSUM_MISMATCH_EXIT}; fi`,
+    ...(target.owner === undefined ? [] : [`chown ${quoteShellArg(target.owner)} "$p"`]),
+    `chmod ${target.mode.toString(8)} "$p"`,
+    `mv -f "$p" ${quoteShellArg(target.path)}`,
+  ];
+}
+
+/** Turns the exit of a finalizing script into the error it stands for, if any. */
+function throwUnlessFinalized(shell: TransferShell, path: string, expected: string, result: ExecResult): void {
+  if (result.exitCode === 0) return;
+  if (result.exitCode === CHECKSUM_MISMATCH_EXIT) {
+    throw new EdgeadmError(
+      `the upload of ${path} to ${shell.name} arrived corrupted (SHA-256 ${result.stderr.trim()}, expected ${expected}); the partial file was removed`,
+      { code: 'E_HOST_PUT_CHECKSUM', hints: ['Run the command again: the upload starts over.'] },
+    );
+  }
+  if (result.exitCode === SIZE_MISMATCH_EXIT) {
+    throw new EdgeadmError(
+      `the upload of ${path} to ${shell.name} arrived incomplete (${result.stderr.trim()} bytes); the partial file was kept`,
+      { code: 'E_HOST_PUT_INCOMPLETE', hints: ['Run the command again: the upload resumes.'] },
+    );
+  }
+  if (result.exitCode === IS_DIRECTORY_EXIT) throw isDirectoryError(shell, path);
+  throw new HostCommandError(shell.name, result, `upload ${path}`);
+}
+
+function isDirectoryError(shell: TransferShell, path: string): EdgeadmError {
+  return new EdgeadmError(`cannot upload to ${path} on ${shell.name}: it is a directory`, {
+    code: 'E_HOST_PUT_TARGET',
+  });
+}
+
+/**
+ * A small file in one command: its bytes travel with the script that
+ * compares them with the file already there (left alone, apart from owner
+ * and mode, when equal), else writes the part file, checks its SHA-256 and
+ * renames it into place. Sending a few KiB costs less than the round trip
+ * and the shell on the host that a separate check would.
+ */
+async function putSmall(
+  shell: TransferShell,
+  target: PutTarget,
+  info: { sha256: string; size: number; openAt: (offset: number) => Readable },
+  options: PutOptions,
+): Promise<PutResult> {
+  const content = await readAll(info.openAt(0));
+  const q = { dest: quoteShellArg(target.path), part: quoteShellArg(target.part) };
+  const modeText = target.mode.toString(8);
+  const ownerFix =
+    target.owner === undefined
+      ? []
+      : [
+          `  [ "$(stat -c ${target.owner.includes(':') ? '%U:%G' : '%U'} "$d")" = ${quoteShellArg(target.owner)} ] || chown ${quoteShellArg(target.owner)} "$d"`,
+        ];
+  const result = await shell.run(
+    [
+      'set -e',
+      `d=${q.dest}; p=${q.part}`,
+      // The bytes are read whatever happens, so the sender never writes into a closed channel.
+      `if [ -d "$d" ] && [ ! -L "$d" ]; then cat > /dev/null; exit ${IS_DIRECTORY_EXIT}; fi`,
+      `if [ -f "$d" ] && [ ! -L "$d" ] && [ "$(sha256sum < "$d" | cut -c1-64)" = ${info.sha256} ]; then`,
+      '  cat > /dev/null',
+      '  rm -f "$p"',
+      ...ownerFix,
+      `  [ "$(stat -c %a "$d")" = ${modeText} ] || chmod ${modeText} "$d"`,
+      `  echo ${SMALL_PUT_UNCHANGED}; exit 0`,
+      'fi',
+      `mkdir -p ${quoteShellArg(parentDir(target.path))}`,
+      'umask 077',
+      'cat > "$p"',
+      ...finalizeLines(target, info.sha256, info.size),
+    ].join('\n'),
+    { sudo: target.sudo, stdin: content, description: options.description ?? `write ${target.path}` },
+  );
+  throwUnlessFinalized(shell, target.path, info.sha256, result);
+  const isUnchanged = result.stdout.trim() === SMALL_PUT_UNCHANGED;
+  if (!isUnchanged) {
+    options.onProgress?.({ bytesTransferred: content.length, resumedFrom: 0, totalBytes: content.length });
+  }
+  return {
+    path: target.path,
+    sha256: info.sha256,
+    size: info.size,
+    skipped: isUnchanged,
+    bytesSent: isUnchanged ? 0 : content.length,
+    resumedFrom: 0,
+  };
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }
 
 /** Downloads `path` from the host to a local file (via a temporary name) or a stream. */
@@ -350,7 +498,7 @@ async function describeSource(source: PutSource, options: PutOptions): Promise<S
       size,
       // A caller sending one file to many hosts hashes it once and passes the hash.
       sha256: options.sha256 ?? (await hashStream(createReadStream(source))),
-      openAt: (offset) => createReadStream(source, { start: offset }),
+      openAt: (offset) => createReadStream(source, { start: offset, highWaterMark: UPLOAD_READ_CHUNK_BYTES }),
       stream: undefined,
       prefixSha256: (length) => hashStream(createReadStream(source, { start: 0, end: length - 1 })),
     };

@@ -103,7 +103,11 @@ export interface PutResult {
   size: number;
   /** The file already had this content; no data was sent. */
   skipped: boolean;
-  /** Bytes of file data sent in this call. */
+  /**
+   * Bytes of file data sent and written in this call. A small file's bytes
+   * travel with the command that compares them, so they count only when
+   * they were written (0 when the file was `skipped`).
+   */
   bytesSent: number;
   /** The byte offset this call resumed from (0 when it started from the beginning). */
   resumedFrom: number;

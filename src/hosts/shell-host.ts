@@ -8,7 +8,7 @@
 import { Readable, Writable } from 'node:stream';
 import { EdgeadmError } from '../errors.js';
 import { silentLogger, type Logger } from '../log/run-log.js';
-import { collectFacts, type HostFacts } from './facts.js';
+import { factsFromRaw, runFactsScript, type HostFacts, type RawFacts } from './facts.js';
 import { getFile, putFile, remoteExists, remoteSha256, remoteStat, type TransferShell } from './file-transfer.js';
 import {
   MAX_CAPTURED_OUTPUT_BYTES,
@@ -40,6 +40,12 @@ import {
  * and then allows the KILL grace.
  */
 export const TRANSPORT_TIMEOUT_MARGIN_MS = (TIMEOUT_KILL_GRACE_SECONDS + 1) * 1000;
+
+/**
+ * How long facts are reused without asking the host again. Reuse also ends
+ * with the first command that may change the host (see {@link ShellHost.facts}).
+ */
+export const FACTS_REUSE_MS = 60_000;
 
 /** How much of a command the debug log shows. */
 const LOGGED_COMMAND_CHARS = 200;
@@ -78,6 +84,10 @@ export abstract class ShellHost implements Host {
   protected readonly logger: Logger;
   readonly #sudoPassword: string | undefined;
   #sudoMode: Promise<SudoMode> | undefined;
+  /** The last facts run, while it may still stand for the host (see {@link facts}). */
+  #facts: { run: Promise<RawFacts>; startedAt: number } | undefined;
+  /** Bumped by every command that may change the host: a facts run from before it is not kept. */
+  #changeCount = 0;
 
   protected constructor(options: ShellHostOptions) {
     this.#sudoPassword = options.sudoPassword;
@@ -90,6 +100,7 @@ export abstract class ShellHost implements Host {
   abstract close(): Promise<void>;
 
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    if (!options.readOnly) this.#noteChange();
     return this.#run(command, options, undefined);
   }
 
@@ -97,11 +108,21 @@ export abstract class ShellHost implements Host {
   protected get transferShell(): TransferShell {
     return {
       name: this.name,
-      run: (script, io) => this.#run(script, { sudo: io.sudo, stdin: io.stdin }, io.stdout),
+      run: (script, io) =>
+        this.#run(
+          script,
+          {
+            ...(io.sudo === undefined ? {} : { sudo: io.sudo }),
+            ...(io.stdin === undefined ? {} : { stdin: io.stdin }),
+            ...(io.description === undefined ? {} : { description: io.description }),
+          },
+          io.stdout,
+        ),
     };
   }
 
   async put(source: PutSource, path: string, options: PutOptions = {}): Promise<PutResult> {
+    this.#noteChange();
     return putFile(this.transferShell, source, path, options);
   }
 
@@ -121,8 +142,37 @@ export abstract class ShellHost implements Host {
     return remoteSha256(this.transferShell, path, options);
   }
 
+  /**
+   * The host's facts. One run of the facts script serves every call until
+   * something may have changed the host: a command not marked `readOnly`, an
+   * upload, or {@link FACTS_REUSE_MS}. A workflow that asks when it connects
+   * and again in its preflight checks so costs the host one run, and facts
+   * asked for after it changed the host are fresh. The ports asked for are
+   * judged from the listening sockets that run saw.
+   */
   async facts(options: FactsOptions = {}): Promise<HostFacts> {
-    return collectFacts(this, options);
+    const now = Date.now();
+    if (this.#facts === undefined || now - this.#facts.startedAt > FACTS_REUSE_MS) {
+      const changeCount = this.#changeCount;
+      const entry = { run: runFactsScript(this), startedAt: now };
+      this.#facts = entry;
+      entry.run.then(
+        () => {
+          // Something changed the host while the script ran: do not reuse it.
+          if (this.#changeCount !== changeCount && this.#facts === entry) this.#facts = undefined;
+        },
+        () => {
+          if (this.#facts === entry) this.#facts = undefined;
+        },
+      );
+    }
+    return factsFromRaw(await this.#facts.run, options);
+  }
+
+  /** A command that may change the host is about to run: facts collected before it no longer stand. */
+  #noteChange(): void {
+    this.#changeCount++;
+    this.#facts = undefined;
   }
 
   async #run(command: string, options: ExecOptions, stdoutSink: Writable | undefined): Promise<ExecResult> {

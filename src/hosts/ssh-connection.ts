@@ -24,6 +24,7 @@ import {
   knownKeyTypes,
   readKnownHostsFile,
 } from './known-hosts.js';
+import { CoalescingSocket } from './coalescing-socket.js';
 import { Semaphore } from './semaphore.js';
 import { makeAuthHandler, type SshCredential } from './ssh-auth.js';
 import {
@@ -186,7 +187,9 @@ export class SshConnection {
       connectTimeoutMs: this.#timeoutMs,
     };
     const entries = hostKeys.pinnedFingerprint ? [] : await readKnownHostsFile(hostKeys.knownHostsFile);
-    const sock: Duplex | undefined = via ? await via.forwardOut(endpoint.host, endpoint.port, context) : undefined;
+    // Direct connections get a socket that coalesces ssh2's many small
+    // writes (see CoalescingSocket); ssh2 connects it and keeps its timeouts.
+    const sock: Duplex = via ? await via.forwardOut(endpoint.host, endpoint.port, context) : new CoalescingSocket();
     const lookupName = knownHostsName(endpoint.host, endpoint.port);
     let verdict: HostKeyVerdict | undefined;
     let presented: { keyType: string; fingerprint: string } | undefined;
@@ -209,7 +212,7 @@ export class SshConnection {
       hostVerifier: verify,
       authHandler: makeAuthHandler(endpoint.user, this.#options.credentials, context.tried),
       algorithms: { serverHostKey: preferKnownTypes(knownKeyTypes(entries, endpoint.host, endpoint.port)) },
-      ...(sock ? { sock } : {}),
+      sock,
     };
 
     await new Promise<void>((resolve, reject) => {
@@ -220,8 +223,10 @@ export class SshConnection {
         client.end();
         reject(error);
       };
-      client.once('handshake', () => {
+      client.once('handshake', (negotiated: { cs?: { cipher?: string; mac?: string } }) => {
         context.isHandshakeDone = true;
+        const { cipher, mac } = negotiated.cs ?? {};
+        this.#logger.debug(`[${this.label}] ssh: cipher ${cipher ?? '?'}${mac ? `, MAC ${mac}` : ''}`);
       });
       client.once('ready', () => {
         isSettled = true;
@@ -259,6 +264,9 @@ export class SshConnection {
       client.once('end', onGone);
       client.once('close', onGone);
       try {
+        // Connecting before ssh2 sees the socket: ssh2 takes a socket that
+        // is not `connecting` as connected already.
+        if (sock instanceof CoalescingSocket) sock.connect({ host: endpoint.host, port: endpoint.port });
         client.connect(config);
       } catch (error) {
         fail(sshConnectFailure(error as Ssh2Error, context));

@@ -193,7 +193,11 @@ describe('file transfers', () => {
     const failure = await host
       .put(file, '/var/lib/edgeadm/package.tar.gz', {
         onProgress: (progress) => {
-          if (dropped === 0 && progress.bytesTransferred >= 4 * 1024 * 1024) dropped = env.dropConnections(target);
+          // Progress counts bytes handed to SSH; flow control keeps them at
+          // most about 4.5 MiB ahead of the host's disk (channel buffer and
+          // window of 2 MiB each, a read chunk or two, the pipe to cat), so
+          // by 8 MiB some have surely landed in the part file.
+          if (dropped === 0 && progress.bytesTransferred >= 8 * 1024 * 1024) dropped = env.dropConnections(target);
         },
       })
       .catch((error: unknown) => error);

@@ -8,7 +8,9 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { FACTS_SCRIPT } from '../../../src/hosts/facts.js';
+import { SMALL_PUT_MAX_BYTES } from '../../../src/hosts/file-transfer.js';
 import { HostCommandError, execOrThrow } from '../../../src/hosts/host.js';
 import { LocalHost } from '../../../src/hosts/local-host.js';
 
@@ -18,6 +20,21 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
 const host = new LocalHost();
+
+/** Records the scripts a host runs (every command, whichever Host method sent it). */
+function recordCommands(target: LocalHost): { scripts: string[]; restore: () => void } {
+  const scripts: string[] = [];
+  const spy = vi.spyOn(target as unknown as { runRaw: (command: { argv: string[] }) => Promise<unknown> }, 'runRaw');
+  const original = spy.getMockImplementation();
+  spy.mockImplementation(function (this: unknown, command: { argv: string[] }) {
+    scripts.push(command.argv.join(' '));
+    return (original ?? (LocalHost.prototype as unknown as { runRaw: (c: unknown) => Promise<unknown> }).runRaw).call(
+      target,
+      command,
+    );
+  });
+  return { scripts, restore: () => spy.mockRestore() };
+}
 
 describe('LocalHost exec', () => {
   it('returns exit code and both outputs, also on failure', async () => {
@@ -69,6 +86,58 @@ describe('LocalHost files', () => {
     expect(readFileSync(dest, 'utf8')).toBe('v2');
   });
 
+  it('sends a small file in one command and a big one in two, each checked on arrival', async () => {
+    const dir = mkdtempSync(join(scratch, 'case-'));
+    const recorder = recordCommands(host);
+    try {
+      await host.put(Buffer.alloc(SMALL_PUT_MAX_BYTES, 1), join(dir, 'small'));
+      expect(recorder.scripts).toHaveLength(1);
+      expect(await host.put(Buffer.alloc(SMALL_PUT_MAX_BYTES, 1), join(dir, 'small'))).toMatchObject({ skipped: true });
+      expect(recorder.scripts).toHaveLength(2);
+      const big = Buffer.alloc(SMALL_PUT_MAX_BYTES + 1, 2);
+      await host.put(big, join(dir, 'big'));
+      expect(recorder.scripts).toHaveLength(4);
+      // The command that writes the bytes also hashes them, before it renames them into place.
+      for (const script of [recorder.scripts[0]!, recorder.scripts[3]!]) {
+        expect(script.indexOf('sha256sum < "$p"')).toBeGreaterThan(script.indexOf('cat > "$p"'));
+        expect(script.indexOf('mv -f "$p"')).toBeGreaterThan(script.indexOf('sha256sum < "$p"'));
+      }
+    } finally {
+      recorder.restore();
+    }
+    expect(readFileSync(join(dir, 'small')).equals(Buffer.alloc(SMALL_PUT_MAX_BYTES, 1))).toBe(true);
+    expect(readFileSync(join(dir, 'big')).equals(Buffer.alloc(SMALL_PUT_MAX_BYTES + 1, 2))).toBe(true);
+  });
+
+  it('keeps a part file that arrived short, and resumes from it next time', async () => {
+    const dir = mkdtempSync(join(scratch, 'case-'));
+    const data = randomBytes(256 * 1024);
+    const source = join(dir, 'source.bin');
+    writeFileSync(source, data);
+    // The source is cut short once the host has been asked what it has, so
+    // the upload delivers fewer bytes than described (as a dropped link does).
+    const local = new LocalHost();
+    const runRaw = (LocalHost.prototype as unknown as { runRaw: (c: unknown) => Promise<unknown> }).runRaw;
+    let calls = 0;
+    const spy = vi
+      .spyOn(local as unknown as { runRaw: (c: unknown) => Promise<unknown> }, 'runRaw')
+      .mockImplementation(async (command: unknown) => {
+        const outcome = await runRaw.call(local, command);
+        if (++calls === 1) writeFileSync(source, data.subarray(0, 1000));
+        return outcome;
+      });
+    const failure = await local.put(source, join(dir, 'dest.bin'), { sha256: sha256(data) }).catch((e: unknown) => e);
+    spy.mockRestore();
+    expect(failure).toMatchObject({ code: 'E_HOST_PUT_INCOMPLETE' });
+    expect(statSync(join(dir, 'dest.bin.edgeadm-part')).size).toBe(1000);
+    expect(await local.exists(join(dir, 'dest.bin'))).toBe(false);
+
+    writeFileSync(source, data);
+    const resumed = await local.put(source, join(dir, 'dest.bin'), { sha256: sha256(data) });
+    expect(resumed).toMatchObject({ resumedFrom: 1000, bytesSent: data.length - 1000 });
+    expect(sha256(readFileSync(join(dir, 'dest.bin')))).toBe(sha256(data));
+  });
+
   it('resumes from a part file that is a prefix of the source', async () => {
     const dir = mkdtempSync(join(scratch, 'case-'));
     const data = randomBytes(3 * 1024 * 1024);
@@ -110,6 +179,29 @@ describe('LocalHost files', () => {
     expect(await host.sha256(join(dir, 'remote'))).toBe(sha256('payload'));
     expect(await host.stat(join(dir, 'remote'))).toMatchObject({ type: 'file', size: 7 });
     expect(await host.stat(join(dir, 'none'))).toBeUndefined();
+  });
+
+  it('collects facts once until something may have changed the host', async () => {
+    const local = new LocalHost();
+    const recorder = recordCommands(local);
+    const factsRuns = (): number => recorder.scripts.filter((script) => script.includes(FACTS_SCRIPT)).length;
+    try {
+      await local.facts();
+      const withPorts = await local.facts({ ports: [1] });
+      expect(withPorts.ports).toEqual([{ port: 1, isFree: true }]);
+      await local.exec('true', { readOnly: true });
+      await local.sha256('/etc/hostname');
+      await local.facts();
+      expect(factsRuns()).toBe(1);
+      await local.exec('true');
+      await local.facts();
+      expect(factsRuns()).toBe(2);
+      await local.put(Buffer.from('x'), join(mkdtempSync(join(scratch, 'case-')), 'f'));
+      await local.facts();
+      expect(factsRuns()).toBe(3);
+    } finally {
+      recorder.restore();
+    }
   });
 
   it('collects facts of this machine', async () => {
