@@ -172,6 +172,7 @@ function waitReadyPhase(): Phase<InitData> {
   return {
     name: 'wait-ready',
     summary: 'Wait for the API server to answer /readyz',
+    isCheck: true,
     async run(ctx) {
       await ensureFacts(ctx);
       if (ctx.isDryRun) {

@@ -108,6 +108,7 @@ function discoveryPhase(): Phase<JoinData> {
   return {
     name: 'discovery',
     summary: 'Verify the API server with the bootstrap token (JWS) and the CA pin',
+    isCheck: true,
     async run(ctx) {
       const result = await ensureDiscovery(ctx);
       await verifyControlPlaneJoin(ctx, result);
@@ -153,6 +154,7 @@ function waitReadyPhase(): Phase<JoinData> {
   return {
     name: 'wait-ready',
     summary: 'Wait until the Node is registered and Ready',
+    isCheck: true,
     async run(ctx) {
       await ensureFacts(ctx);
       const name = nodeNameOf(ctx);

@@ -20,6 +20,7 @@ export function preflightPhase<C extends NodeData>(): Phase<C> {
   return {
     name: 'preflight',
     summary: 'Run the pre-flight checks of host check on the host',
+    isCheck: true,
     async run(ctx) {
       const report = await checkHost(ctx.host, { role: ctx.role, expectedArch: ctx.package.manifest.arch });
       ctx.facts = report.facts;

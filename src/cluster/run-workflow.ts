@@ -30,6 +30,7 @@ export interface ClusterWorkflowReport extends RunReport {
 
 function describeResult(result: PhaseResult): string {
   const time = `${(result.durationMs / 1000).toFixed(1)} s`;
+  if (result.status === 'unchanged' && result.isCheck) return `[${result.path}] checked (${time})`;
   if (result.status === 'unchanged') return `[${result.path}] already done (unchanged, ${time})`;
   if (result.status === 'skipped') return `[${result.path}] skipped: ${result.reason ?? ''}`;
   if (result.status === 'failed') return `[${result.path}] FAILED after ${time}`;

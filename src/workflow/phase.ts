@@ -34,6 +34,11 @@ export interface Phase<C> {
   phases?: Phase<C>[];
   /** Hidden phases run but are not listed or offered as `phase` subcommands. */
   hidden?: boolean;
+  /**
+   * The phase only checks (preflight, discovery, waiting): it never changes
+   * a host, so finding nothing to change is its success, not "already done".
+   */
+  isCheck?: boolean;
 }
 
 /** A phase with its full path, as the runner lists it. */

@@ -18,6 +18,8 @@ export interface PhaseResult {
   durationMs: number;
   /** Why it was skipped: `--skip-phases`, its condition, or a single-phase run. */
   reason?: string;
+  /** The phase only checks (see {@link Phase.isCheck}). */
+  isCheck?: boolean;
 }
 
 /** What the runner tells its listener (progress output, the run log). */
@@ -108,7 +110,12 @@ async function runOne<C>(
   const started = now();
   try {
     const outcome = (await phase.run?.(ctx)) ?? 'changed';
-    record({ path, status: outcome, durationMs: Math.round(now() - started) });
+    record({
+      path,
+      status: outcome,
+      durationMs: Math.round(now() - started),
+      ...(phase.isCheck ? { isCheck: true } : {}),
+    });
   } catch (error) {
     record({ path, status: 'failed', durationMs: Math.round(now() - started) });
     throw wrapPhaseError(path, error);
