@@ -242,6 +242,52 @@ async function uploadCertsPhase(configPath: string, argv: string[]): Promise<voi
   await uploadCerts(await readKubeconfig(ADMIN_CONF), certificateKeyOf(docs.InitConfiguration!, argv));
 }
 
+/**
+ * The kube-apiserver static Pod manifest kubeadm writes: on a joining
+ * control plane it names the first control plane whose store it shares.
+ */
+function apiServerManifest(input: {
+  address: string;
+  port: number | string;
+  sans: string[];
+  cluster: Doc;
+  sharedStoreServer?: string;
+}): Doc {
+  const { address, port, sans, cluster, sharedStoreServer } = input;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: 'kube-apiserver',
+      namespace: 'kube-system',
+      annotations: {
+        'kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint': `${address}:${port}`,
+        [SANS_ANNOTATION]: [...new Set(sans)].join(','),
+        ...(sharedStoreServer === undefined ? {} : { [SHARED_STORE_ANNOTATION]: sharedStoreServer }),
+      },
+    },
+    spec: {
+      hostNetwork: true,
+      containers: [
+        {
+          name: 'kube-apiserver',
+          image: `registry.k8s.io/kube-apiserver:${cluster.kubernetesVersion ?? SIM_KUBERNETES_VERSION}`,
+          command: [
+            'kube-apiserver',
+            `--advertise-address=${address}`,
+            `--secure-port=${port}`,
+            `--client-ca-file=${CA_CERT}`,
+            '--enable-bootstrap-token-auth=true',
+            ...(sharedStoreServer === undefined
+              ? [`--service-cluster-ip-range=${cluster.networking?.serviceSubnet ?? '10.96.0.0/12'}`]
+              : []),
+          ],
+        },
+      ],
+    },
+  };
+}
+
 async function init(configPath: string, argv: string[]): Promise<void> {
   const docs = await loadConfig(configPath, ['InitConfiguration', 'ClusterConfiguration']);
   const initConfig = docs.InitConfiguration!;
@@ -279,35 +325,7 @@ async function init(configPath: string, argv: string[]): Promise<void> {
   });
   await issueKubeconfig(ca, ca.certPem, server, SCHEDULER_CONF, { user: 'system:kube-scheduler', groups: [] });
   const sans = [...((cluster.apiServer?.certSANs ?? []) as string[]), endpoint.replace(/:\d+$/, '')];
-  const manifest = {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      name: 'kube-apiserver',
-      namespace: 'kube-system',
-      annotations: {
-        'kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint': `${address}:${port}`,
-        [SANS_ANNOTATION]: [...new Set(sans)].join(','),
-      },
-    },
-    spec: {
-      hostNetwork: true,
-      containers: [
-        {
-          name: 'kube-apiserver',
-          image: `registry.k8s.io/kube-apiserver:${cluster.kubernetesVersion ?? SIM_KUBERNETES_VERSION}`,
-          command: [
-            'kube-apiserver',
-            `--advertise-address=${address}`,
-            `--secure-port=${port}`,
-            `--client-ca-file=${CA_CERT}`,
-            '--enable-bootstrap-token-auth=true',
-            `--service-cluster-ip-range=${cluster.networking?.serviceSubnet ?? '10.96.0.0/12'}`,
-          ],
-        },
-      ],
-    },
-  };
+  const manifest = apiServerManifest({ address, port, sans, cluster });
   await writeAtomically(APISERVER_MANIFEST, dumpYaml(manifest), 0o600);
   say(`[control-plane] Creating static Pod manifest for "kube-apiserver" in "${MANIFESTS_DIR}"`);
   await writeKubeletFiles(docs, nodeRegistration);
@@ -510,35 +528,7 @@ async function joinControlPlane(docs: Record<string, Doc>, bootstrap: Doc): Prom
   });
   await issueKubeconfig(ca, caPem, endpointServer, SCHEDULER_CONF, { user: 'system:kube-scheduler', groups: [] });
   const sans = [...((cluster.apiServer?.certSANs ?? []) as string[]), endpoint.replace(/:\d+$/, ''), address];
-  const manifest = {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      name: 'kube-apiserver',
-      namespace: 'kube-system',
-      annotations: {
-        'kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint': `${address}:${port}`,
-        [SANS_ANNOTATION]: [...new Set(sans)].join(','),
-        [SHARED_STORE_ANNOTATION]: server,
-      },
-    },
-    spec: {
-      hostNetwork: true,
-      containers: [
-        {
-          name: 'kube-apiserver',
-          image: `registry.k8s.io/kube-apiserver:${cluster.kubernetesVersion ?? SIM_KUBERNETES_VERSION}`,
-          command: [
-            'kube-apiserver',
-            `--advertise-address=${address}`,
-            `--secure-port=${port}`,
-            `--client-ca-file=${CA_CERT}`,
-            '--enable-bootstrap-token-auth=true',
-          ],
-        },
-      ],
-    },
-  };
+  const manifest = apiServerManifest({ address, port, sans, cluster, sharedStoreServer: server });
   await writeAtomically(APISERVER_MANIFEST, dumpYaml(manifest), 0o600);
   say(`[control-plane] Creating static Pod manifest for "kube-apiserver" in "${MANIFESTS_DIR}"`);
   await startKubelet(docs, nodeRegistration, bootstrapAccess);
