@@ -48,8 +48,9 @@ const RULES: Rule[] = [
     replace: (_m, flag: string, sep: string) => `${flag}${sep}${REDACTED}`,
   },
   // YAML / JSON / env style assignments: token: x, "password": "x", PASSWORD=x.
+  // A name that ends a path (`/etc/passwd: not gzip`) is a file, not a key.
   {
-    pattern: new RegExp(String.raw`(["']?\b${SECRET_NAME}["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,}]+)`, 'gi'),
+    pattern: new RegExp(String.raw`(["']?(?<![/.\\])\b${SECRET_NAME}["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,}]+)`, 'gi'),
     replace: (_m, lhs: string, value: string) => {
       const quote = value.startsWith('"') || value.startsWith("'") ? value[0] : '';
       return `${lhs}${quote}${REDACTED}${quote}`;

@@ -95,7 +95,7 @@ export function parseBootstrapToken(text: string): BootstrapToken {
   throw new ValidationError(`the bootstrap token is not of the form "[a-z0-9]{6}.[a-z0-9]{16}": ${whatIsWrong(text)}`, {
     code: 'E_TOKEN_INVALID',
     hints: [
-      'A bootstrap token looks like abcdef.0123456789abcdef: 6 characters, a dot, 16 characters, all lowercase letters and digits.',
+      'A bootstrap token is 6 characters, a dot, then 16 characters, all lowercase letters and digits (the id, then the secret).',
       'Print the join command on the control plane, or make a new token with "edgeadm token generate".',
     ],
   });

@@ -81,3 +81,16 @@ describe('Redactor', () => {
     ).toEqual({ user: 'root', password: REDACTED, nested: [{ note: `token abcdef.${REDACTED}` }], count: 2 });
   });
 });
+
+describe('Redactor on text that holds no secret', () => {
+  it('leaves a file path ending in a secret-like name alone', () => {
+    const message = 'error: package /etc/passwd: the file is not gzip-compressed';
+    expect(redact(message)).toBe(message);
+    expect(redact('cannot read ./keys/token: no such file')).toBe('cannot read ./keys/token: no such file');
+  });
+
+  it('still hides a secret-named assignment', () => {
+    expect(redact('passwd: hunter22')).toBe(`passwd: ${REDACTED}`);
+    expect(redact('db_password=hunter22 user=x')).toBe(`db_password=${REDACTED} user=x`);
+  });
+});

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { isEdgeadmError } from '../../../src/errors.js';
+import { Redactor } from '../../../src/log/redact.js';
 import {
   BOOTSTRAP_TOKEN_CHARSET,
   DEFAULT_BOOTSTRAP_TOKEN_GROUP,
@@ -80,6 +81,12 @@ describe('parseBootstrapToken', () => {
     expect(error.code).toBe('E_TOKEN_INVALID');
     expect(error.exitCode).toBe(3);
     expect(error.message).toBe(`the bootstrap token is not of the form "[a-z0-9]{6}.[a-z0-9]{16}": ${why}`);
+  });
+
+  it('says what a token looks like in words that survive redaction', () => {
+    const error = parseError('BADTOKEN');
+    const redactor = new Redactor();
+    for (const line of [error.message, ...error.hints]) expect(redactor.redact(line)).toBe(line);
   });
 
   it('never repeats the rejected value in the message (a mistyped token is still a secret)', () => {
