@@ -15,7 +15,7 @@ export default class Init extends BaseCommand<typeof Init> {
   /** Set by the generated `init phase <name>` subcommands. */
   static onlyPhase: string | undefined;
   static override summary =
-    'Bootstrap a lightweight control plane (k3s) on this host or --host, from an offline install package.';
+    'Bootstrap a lightweight control plane (k3s or kubeadm) on this host or --host, from an offline install package.';
   static override description = `Phases (skip with --skip-phases, run one with "edgeadm init phase <name>"):\n\n${describePhases(initPhases())}\n\nA re-run after success changes nothing and says "already done" per phase (the check phases, preflight and wait-ready, say "checked"). On hosts without systemd set EDGEADM_SERVICE_MANAGER=direct.`;
   static override examples = [
     '<%= config.bin %> init --install-pkg-path ./edge-k3s-v1.30.4-amd64.tar.gz',

@@ -6,6 +6,7 @@
  */
 import type { RolloutEvent } from './rollout.js';
 import { countStatuses, type RunState, type StopReason } from './run-state.js';
+import { counted } from '../cli/counted.js';
 
 /** How a progress line names why the run stopped. */
 const STOP_WORDS: Record<StopReason, string> = {
@@ -35,7 +36,7 @@ export function progressLine(event: RolloutEvent, state: RunState, now: Date): s
   const stamp = now.toISOString();
   switch (event.type) {
     case 'wave':
-      return `${stamp} wave ${event.wave}: ${event.hosts.length} hosts ${tally}`;
+      return `${stamp} wave ${event.wave}: ${counted(event.hosts.length, 'host')} ${tally}`;
     case 'start':
       return `${stamp} ${event.host}: started${event.attempt > 1 ? ` (attempt ${event.attempt})` : ''} ${tally}`;
     case 'done':
@@ -45,7 +46,7 @@ export function progressLine(event: RolloutEvent, state: RunState, now: Date): s
     case 'failed':
       return `${stamp} ${event.host}: FAILED: ${event.error.code}: ${event.error.message} ${tally}`;
     case 'stopped':
-      return `${stamp} stopped (${STOP_WORDS[event.reason]}): ${event.skipped.length} hosts not started`;
+      return `${stamp} stopped (${STOP_WORDS[event.reason]}): ${counted(event.skipped.length, 'host')} not started`;
     default:
       return undefined;
   }

@@ -7,6 +7,7 @@ import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
 import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
+import { counted } from '../../cli/counted.js';
 
 export default class FleetCheck extends BaseCommand<typeof FleetCheck> {
   static override summary = 'Run host check on every host of an inventory.';
@@ -29,7 +30,7 @@ export default class FleetCheck extends BaseCommand<typeof FleetCheck> {
     const hosts = this.flags.resume === undefined ? limitHosts(inventory.hosts, this.flags.limit) : inventory.hosts;
     const result: FleetCheckResult = await runFleetWithProgress(
       this,
-      { title: `fleet check of ${hosts.length} hosts` },
+      { title: `fleet check of ${counted(hosts.length, 'host')}` },
       (signal, progress) =>
         fleetCheck({
           inventoryFile: this.flags.inventory,

@@ -10,6 +10,7 @@ import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
 import { listFlag } from '../init/phase/node-flags.js';
 import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
+import { counted } from '../../cli/counted.js';
 
 /** How long discovery keeps trying when --discovery-timeout is not given (join's default). */
 const DEFAULT_DISCOVERY_TIMEOUT = '5m0s';
@@ -58,7 +59,7 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
     const hosts = flags.resume === undefined ? limitHosts(nodes, flags.limit) : nodes;
     const result: FleetJoinResult = await runFleetWithProgress(
       this,
-      { title: `fleet join of ${hosts.length} hosts` },
+      { title: `fleet join of ${counted(hosts.length, 'host')}` },
       (signal, progress) =>
         fleetJoin({
           inventoryFile: flags.inventory,

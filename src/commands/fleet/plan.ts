@@ -6,6 +6,7 @@ import { limitHosts } from '../../fleet/inventory/limit.js';
 import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { parseCountSpec } from '../../fleet/rollout.js';
 import { inventoryFlags } from './fleet-flags.js';
+import { counted } from '../../cli/counted.js';
 
 /** The `fleet plan` result. */
 export interface FleetPlanResult {
@@ -55,7 +56,7 @@ export default class FleetPlan extends BaseCommand<typeof FleetPlan> {
         : { waveSize: parseCountSpec(this.flags['wave-size'], '--wave-size') }),
     });
     this.log(
-      `fleet ${this.flags.for} over ${hosts.length} hosts of ${this.flags.inventory} (${inventory.format} inventory):`,
+      `fleet ${this.flags.for} over ${counted(hosts.length, 'host')} of ${this.flags.inventory} (${inventory.format} inventory):`,
     );
     for (const entry of hosts) {
       const via = entry.via.length > 0 ? ` via ${entry.via.join(' -> ')}` : '';

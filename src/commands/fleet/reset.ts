@@ -11,6 +11,7 @@ import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
 import { listFlag } from '../init/phase/node-flags.js';
 import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
+import { counted } from '../../cli/counted.js';
 
 export default class FleetReset extends BaseCommand<typeof FleetReset> {
   static override summary = 'Reset every host of an inventory.';
@@ -44,7 +45,7 @@ export default class FleetReset extends BaseCommand<typeof FleetReset> {
     const hosts = flags.resume === undefined ? limitHosts(inventory.hosts, flags.limit) : inventory.hosts;
     const result: FleetResetResult = await runFleetWithProgress(
       this,
-      { title: `fleet reset of ${hosts.length} hosts` },
+      { title: `fleet reset of ${counted(hosts.length, 'host')}` },
       (signal, progress) =>
         fleetReset({
           inventoryFile: flags.inventory,

@@ -11,6 +11,7 @@ import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
 import { listFlag } from '../init/phase/node-flags.js';
 import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
+import { counted } from '../../cli/counted.js';
 
 /** How long the nodes' discovery keeps trying (join's default). */
 const DISCOVERY_TIMEOUT = '5m0s';
@@ -63,7 +64,7 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
         ...(rollout.canary === undefined ? {} : { canary: rollout.canary }),
         ...(rollout.waveSize === undefined ? {} : { waveSize: rollout.waveSize }),
       });
-      this.log(`fleet up over ${hosts.length} hosts of ${flags.inventory} (dry run: nothing is changed):`);
+      this.log(`fleet up over ${counted(hosts.length, 'host')} of ${flags.inventory} (dry run: nothing is changed):`);
       for (const entry of hosts) this.log(`  wave ${entry.wave}  ${entry.host} (${entry.role}): would ${entry.action}`);
       return { isDryRun: true, hosts };
     }
@@ -71,7 +72,7 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
     const result: FleetUpResult = await runFleetWithProgress(
       this,
       {
-        title: `fleet up: joining ${joining > 0 ? `${joining} control planes and ` : ''}${selected.length} nodes`,
+        title: `fleet up: joining ${joining > 0 ? `${counted(joining, 'control plane')} and ` : ''}${counted(selected.length, 'node')}`,
         isWrapped: false,
       },
       (signal, progress) =>

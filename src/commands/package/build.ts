@@ -3,6 +3,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { buildPackage, createdAtFromSourceDateEpoch } from '../../packages/build.js';
 import { formatMiB, summarizePackage, type PackageSummary } from '../../packages/inspect.js';
 import { ARCHITECTURES, DISTRIBUTIONS } from '../../packages/manifest.js';
+import { counted } from '../../cli/counted.js';
 
 /** `edgeadm package build`: flags to {@link buildPackage}, and the result printed. */
 export default class PackageBuild extends BaseCommand<typeof PackageBuild> {
@@ -45,7 +46,7 @@ export default class PackageBuild extends BaseCommand<typeof PackageBuild> {
     });
     this.logger.info(`built ${built.file}: sha256 ${built.archiveSha256}`);
     this.log(
-      `package ${built.manifest.name} built: ${built.file} (${built.fileCount} files, ${formatMiB(built.totalBytes)}; ` +
+      `package ${built.manifest.name} built: ${built.file} (${counted(built.fileCount, 'file')}, ${formatMiB(built.totalBytes)}; ` +
         `archive ${formatMiB(built.archiveBytes)}, sha256 ${built.archiveSha256})`,
     );
     return summarizePackage(built);

@@ -2,6 +2,7 @@ import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatMiB, summarizePackage, type PackageSummary } from '../../packages/inspect.js';
 import { verifyPackage } from '../../packages/verify.js';
+import { counted } from '../../cli/counted.js';
 
 /** The `--json` document of `package verify`: the summary without the file list. */
 export type VerifyReport = Omit<PackageSummary, 'files'> & { verified: true; manifestSha256: string };
@@ -28,7 +29,7 @@ export default class PackageVerify extends BaseCommand<typeof PackageVerify> {
     const { files: _files, ...summary } = summarizePackage(verified);
     this.logger.info(`verified ${verified.file}: sha256 ${verified.archiveSha256}`);
     this.log(
-      `package ${summary.name} verified: ${summary.fileCount} files, ${formatMiB(summary.totalBytes)} ` +
+      `package ${summary.name} verified: ${counted(summary.fileCount, 'file')}, ${formatMiB(summary.totalBytes)} ` +
         `(${summary.file}, sha256 ${summary.archiveSha256})`,
     );
     return { verified: true, ...summary, manifestSha256: verified.manifestSha256 };

@@ -24,7 +24,7 @@ describe('fleet progress', () => {
       /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z a: FAILED: E_X: boom \[0 done, 1 failed, 0 running, 1 pending\]$/,
     );
     expect(progressLine({ type: 'stopped', reason: 'cancelled', skipped: ['b'] }, run, new Date(0))).toBe(
-      '1970-01-01T00:00:00.000Z stopped (cancelled): 1 hosts not started',
+      '1970-01-01T00:00:00.000Z stopped (cancelled): 1 host not started',
     );
   });
 

@@ -24,7 +24,7 @@ function decode(data: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }
 
-function parseError(text: string): { code: string; exitCode: number; message: string } {
+function parseError(text: string): { code: string; exitCode: number; message: string; hints: string[] } {
   try {
     parseBootstrapToken(text);
   } catch (error) {

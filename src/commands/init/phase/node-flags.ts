@@ -44,7 +44,7 @@ export const nodeFlags = {
     helpGroup,
   }),
   'skip-phases': Flags.string({
-    summary: 'Phases to skip, comma-separated (see the phase list above).',
+    summary: 'Phases to skip, comma-separated (see the phase list below).',
     multiple: true,
     helpGroup,
   }),
