@@ -6,6 +6,8 @@ import { joinPhases, runJoin, type JoinResult } from '../cluster/join.js';
 import { prepareNode } from '../cluster/prepare.js';
 import { requestedServiceManager } from '../cluster/service-manager.js';
 import { ValidationError } from '../errors.js';
+import { parseBootstrapToken } from '../trust/bootstrap-token.js';
+import { parseCaPins } from '../trust/ca-pin.js';
 import { describePhases } from '../workflow/phase.js';
 import { controlPlaneJoinFlags, controlPlaneJoinOptions } from './init/phase/control-plane-flags.js';
 import { listFlag, nodeFlags, readConfigFile } from './init/phase/node-flags.js';
@@ -55,10 +57,18 @@ export default class Join extends BaseCommand<typeof Join> {
       },
     });
     if (!settings.endpoint || !settings.token) {
-      throw new ValidationError('join needs the API server endpoint (host:port) and --token', {
+      const missing = [
+        ...(settings.endpoint ? [] : ['the API server endpoint (host:port)']),
+        ...(settings.token ? [] : ['--token']),
+      ];
+      throw new ValidationError(`join needs ${missing.join(' and ')}`, {
         code: 'E_FLAG_MISSING',
+        hints: ['"edgeadm token create --print-join-command" on the control plane prints a whole join command.'],
       });
     }
+    // Malformed trust input fails here, before any host is reached, whatever else is wrong later.
+    parseBootstrapToken(settings.token);
+    parseCaPins(settings.caCertHashes);
     if (settings.caCertHashes.length === 0 && !settings.unsafeSkipCaVerification) {
       throw new ValidationError(
         'join needs --discovery-token-ca-cert-hash (or --discovery-token-unsafe-skip-ca-verification)',

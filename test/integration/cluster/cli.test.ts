@@ -4,6 +4,7 @@
  * the errors that stop before anything is touched.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
@@ -116,6 +117,60 @@ describe('errors before anything is touched', () => {
     ]);
     expect(exitCode).toBe(3);
     expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_FLAG_MISSING' } });
+  });
+});
+
+describe('join refuses malformed trust input before any host is reached', () => {
+  /** A TCP listener standing in for the SSH host: it counts the connections edgeadm opens. */
+  async function withSshTrap(run: (hostFlags: string[]) => Promise<void>): Promise<number> {
+    let connections = 0;
+    const trap = createServer((socket) => {
+      connections += 1;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+    const { port } = trap.address() as AddressInfo;
+    try {
+      await run(['--host', `root@127.0.0.1:${port}`, '--ssh-timeout', '2']);
+    } finally {
+      await new Promise((resolve) => trap.close(resolve));
+    }
+    return connections;
+  }
+
+  it.each([
+    [
+      'a malformed token',
+      ['--token', 'BADTOKEN', '--discovery-token-ca-cert-hash', `sha256:${'a'.repeat(64)}`],
+      'E_TOKEN_INVALID',
+    ],
+    [
+      'a malformed pin',
+      ['--token', 'abcdef.0123456789abcdef', '--discovery-token-ca-cert-hash', 'sha256:abc'],
+      'E_CA_PIN_INVALID',
+    ],
+  ])('%s fails at once, with a missing package too, and opens no SSH connection', async (_name, trust, code) => {
+    const connections = await withSshTrap(async (hostFlags) => {
+      const { exitCode, stdout } = await runCli([
+        'join',
+        '10.0.0.10:6443',
+        ...trust,
+        '--install-pkg-path',
+        '/nonexistent/pkg.tar.gz',
+        ...hostFlags,
+        '--json',
+      ]);
+      expect(exitCode).toBe(3);
+      expect(JSON.parse(stdout)).toMatchObject({ error: { code } });
+    });
+    expect(connections).toBe(0);
+  });
+
+  it('names exactly what is missing', async () => {
+    const { exitCode, stderr } = await runCli(['join', '10.0.0.10:6443', '--install-pkg-path', 'x']);
+    expect(exitCode).toBe(3);
+    expect(stderr).toContain('join needs --token');
+    expect(stderr).not.toContain('endpoint');
   });
 });
 
