@@ -1,4 +1,9 @@
 import { defineConfig } from 'vitest/config';
+import { ensurePinnedKubectl, PINNED_KUBECTL_DIR } from './test/support/pinned-kubectl.js';
+
+// Every suite runs the one pinned kubectl, whatever this machine has on PATH
+// (edgeadm's own `kubectl` command finds it on PATH like a user's would).
+const kubectl = ensurePinnedKubectl();
 
 export default defineConfig({
   test: {
@@ -9,6 +14,7 @@ export default defineConfig({
     // Integration suites start network namespaces and sshd processes as root:
     // files run in parallel, each file's tests in order.
     pool: 'forks',
+    env: { PATH: `${PINNED_KUBECTL_DIR}:${process.env['PATH'] ?? ''}`, EDGEADM_TEST_KUBECTL: kubectl },
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

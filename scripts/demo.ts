@@ -25,6 +25,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
 import { REPO_ROOT } from '../test/support/cli.js';
+import { ensurePinnedKubectl, PINNED_KUBECTL_VERSION } from '../test/support/pinned-kubectl.js';
 import { buildSimK3sPackage } from '../test/support/sim-k3s/fixture.js';
 import { TMPFS_DIRS, startTestHosts, type TestHost, type TestHosts } from '../test/support/test-hosts.js';
 
@@ -38,8 +39,8 @@ const edgeadm: [string, string[]] = flags.binary
   : [process.execPath, [join(REPO_ROOT, 'bin', 'run.js')]];
 
 /** A step's heading, then the command line as an operator would type it. */
-function show(title: string, args: string[]): void {
-  process.stdout.write(`\n=== ${title}\n$ edgeadm ${args.join(' ')}\n`);
+function show(title: string, args: string[], program = 'edgeadm'): void {
+  process.stdout.write(`\n=== ${title}\n$ ${program} ${args.join(' ')}\n`);
 }
 
 /** Runs edgeadm with the demo's environment, its output on this terminal; throws on failure. */
@@ -48,15 +49,19 @@ async function run(env: Record<string, string>, title: string, args: string[]): 
   await execa(edgeadm[0], [...edgeadm[1], ...args], { env, stdio: 'inherit', cwd: REPO_ROOT });
 }
 
-/** Runs edgeadm and returns its `--json` document, printing a one-line summary of it. */
-async function runJson<T>(env: Record<string, string>, title: string, args: string[]): Promise<T> {
-  show(title, [...args, '--json']);
-  const result = await execa(edgeadm[0], [...edgeadm[1], ...args, '--json'], {
+/**
+ * Runs edgeadm with its output on this terminal and also returns it, so the
+ * demo can take the join command that init prints, as an operator copies it.
+ */
+async function runAndRead(env: Record<string, string>, title: string, args: string[]): Promise<string> {
+  show(title, args);
+  const result = await execa(edgeadm[0], [...edgeadm[1], ...args], {
     env,
     cwd: REPO_ROOT,
+    stdout: ['pipe', 'inherit'],
     stderr: 'inherit',
   });
-  return JSON.parse(result.stdout) as T;
+  return String(result.stdout);
 }
 
 async function main(): Promise<void> {
@@ -103,7 +108,7 @@ async function demo(hosts: TestHosts): Promise<void> {
   );
 
   await run(env, 'check the control-plane host', ['host', 'check', ...ssh(controlPlane)]);
-  const init = await runJson<{ joinCommand?: string }>(env, 'init the control plane', [
+  const initOutput = await runAndRead(env, 'init the control plane', [
     'init',
     ...ssh(controlPlane),
     '--install-pkg-path',
@@ -111,25 +116,16 @@ async function demo(hosts: TestHosts): Promise<void> {
     '--kubeconfig-out',
     kubeconfig,
   ]);
-  if (!init.joinCommand) throw new Error('init printed no join command');
-  process.stdout.write(`init printed:\n  ${init.joinCommand}\n`);
-  const joinArgs = init.joinCommand.split(' ').slice(1);
+  const joinCommand = /^\s*(edgeadm join \S.*)$/m.exec(initOutput)?.[1];
+  if (joinCommand === undefined) throw new Error('init printed no join command');
+  const joinArgs = joinCommand.trim().split(/\s+/).slice(1);
   for (const node of [edge1, edge2]) {
     await run(env, `join ${node.name}`, [...joinArgs, ...ssh(node)]);
   }
 
-  show('the cluster, through the real kubectl', [
-    '(kubectl)',
-    '--kubeconfig',
-    kubeconfig,
-    'get',
-    'nodes',
-    '-o',
-    'wide',
-  ]);
-  await execa('kubectl', ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'wide'], { stdio: 'inherit' }).catch(
-    (error: unknown) => process.stdout.write(`(kubectl could not run: ${String(error)})\n`),
-  );
+  const kubectlArgs = ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'wide'];
+  show(`the cluster, through the real kubectl (${PINNED_KUBECTL_VERSION})`, kubectlArgs, 'kubectl');
+  await execa(ensurePinnedKubectl(), kubectlArgs, { stdio: 'inherit' });
   await run(env, 'list the bootstrap tokens', ['token', 'list', '--kubeconfig', kubeconfig]);
 
   for (const host of [edge2, edge1, controlPlane]) {

@@ -8,12 +8,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { ensurePinnedKubectl } from '../pinned-kubectl.js';
 
 /** How long {@link KubectlProcess.waitForOutput} waits before failing (a safety net, not a timing assertion). */
 export const KUBECTL_OUTPUT_WAIT_MS = 20_000;
 
-/** The kubectl the test machines provide. */
-export const KUBECTL_PATH = process.env['EDGEADM_TEST_KUBECTL'] ?? '/usr/bin/kubectl';
+/** The pinned kubectl (test/support/pinned-kubectl.ts), which the vitest configuration fetches and names. */
+export const KUBECTL_PATH = process.env['EDGEADM_TEST_KUBECTL'] ?? ensurePinnedKubectl();
 /** Default time limit of one kubectl run. */
 export const KUBECTL_TIMEOUT_MS = 30_000;
 

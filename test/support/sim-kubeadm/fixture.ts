@@ -14,6 +14,7 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildPackage, type BuiltPackage } from '../../../src/packages/build.js';
 import { edgeadmFromSourceScript, simExecutableScript } from '../sim-k3s/fixture.js';
+import { ensurePinnedKubectl } from '../pinned-kubectl.js';
 
 /** The marker line in every stand-in, so that nobody mistakes it for the real thing. */
 export const SIM_KUBEADM_MARKER = 'SIMULATED kubeadm distribution for edgeadm tests - not Kubernetes';
@@ -50,8 +51,8 @@ export async function buildSimKubeadmPackage(
     'bin/runc': inertScript('runc'),
     'bin/kubectl': [
       '#!/bin/sh',
-      `# ${SIM_KUBEADM_MARKER}: runs this machine's real kubectl.`,
-      'exec /usr/bin/kubectl "$@"',
+      `# ${SIM_KUBEADM_MARKER}: runs the test suites' pinned real kubectl.`,
+      `exec '${ensurePinnedKubectl()}' "$@"`,
       '',
     ].join('\n'),
     'cni/bridge': inertScript('bridge'),
