@@ -15,6 +15,7 @@ export default defineConfig({
     // files run in parallel, each file's tests in order.
     pool: 'forks',
     env: { PATH: `${PINNED_KUBECTL_DIR}:${process.env['PATH'] ?? ''}`, EDGEADM_TEST_KUBECTL: kubectl },
+    globalSetup: ['./test/support/test-temp-root.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });
