@@ -1,5 +1,6 @@
-// Lint rules: typescript-eslint's recommended type-aware set, plus the house
-// rules from STYLE.md that a linter can hold (no oclif below the CLI layer,
+// Lint rules: typescript-eslint's recommended set (syntactic, not type-aware), plus the house
+// rules from STYLE.md that a linter can hold (no oclif below the CLI layer, layers
+// that import only downwards,
 // no process.exit below the command layer).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
@@ -46,12 +47,55 @@ export default tseslint.config(
               message:
                 'Domain code does not import oclif (see ARCHITECTURE.md): it must bundle and serve agents and tests.',
             },
+            {
+              group: ['**/cli/*', '**/commands/*', '**/commands/**'],
+              message: 'Data flows one way: commands and cli call domain code, never the reverse.',
+            },
           ],
         },
       ],
       'no-restricted-properties': [
         'error',
         { object: 'process', property: 'exit', message: 'Throw a typed EdgeadmError; only the CLI layer exits.' },
+      ],
+    },
+  },
+  {
+    // Adapters touch the world for the workflows; they never call a workflow or a service above them.
+    files: [
+      'src/hosts/**/*.ts',
+      'src/kube/**/*.ts',
+      'src/packages/**/*.ts',
+      'src/trust/**/*.ts',
+      'src/log/**/*.ts',
+      'src/workflow/**/*.ts',
+    ],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['@oclif/*'], message: 'Adapters do not import oclif.' },
+            {
+              group: ['**/cli/*', '**/commands/*', '**/commands/**'],
+              message: 'Data flows one way: commands and cli call domain code, never the reverse.',
+            },
+            {
+              group: [
+                '**/cluster/*',
+                '**/cluster/**',
+                '**/fleet/*',
+                '**/fleet/**',
+                '**/hub/*',
+                '**/tunnel/*',
+                '**/edge/*',
+                '**/rollout/*',
+              ],
+              message:
+                'An adapter (hosts, kube, packages, trust, log, workflow) never imports a workflow or a service.',
+            },
+          ],
+        },
       ],
     },
   },

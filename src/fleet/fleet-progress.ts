@@ -6,7 +6,7 @@
  */
 import type { RolloutEvent } from './rollout.js';
 import { countStatuses, type RunState, type StopReason } from './run-state.js';
-import { counted } from '../cli/counted.js';
+import { counted } from '../log/counted.js';
 
 /** How a progress line names why the run stopped. */
 const STOP_WORDS: Record<StopReason, string> = {

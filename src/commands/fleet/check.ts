@@ -7,7 +7,7 @@ import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
 import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
-import { counted } from '../../cli/counted.js';
+import { counted } from '../../log/counted.js';
 
 export default class FleetCheck extends BaseCommand<typeof FleetCheck> {
   static override summary = 'Run host check on every host of an inventory.';

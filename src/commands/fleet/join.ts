@@ -10,7 +10,7 @@ import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
 import { listFlag } from '../init/phase/node-flags.js';
 import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
-import { counted } from '../../cli/counted.js';
+import { counted } from '../../log/counted.js';
 
 /** How long discovery keeps trying when --discovery-timeout is not given (join's default). */
 const DEFAULT_DISCOVERY_TIMEOUT = '5m0s';

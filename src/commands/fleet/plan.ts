@@ -6,7 +6,7 @@ import { limitHosts } from '../../fleet/inventory/limit.js';
 import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { parseCountSpec } from '../../fleet/rollout.js';
 import { inventoryFlags } from './fleet-flags.js';
-import { counted } from '../../cli/counted.js';
+import { counted } from '../../log/counted.js';
 
 /** The `fleet plan` result. */
 export interface FleetPlanResult {

@@ -11,7 +11,7 @@ import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
 import { listFlag } from '../init/phase/node-flags.js';
 import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
-import { counted } from '../../cli/counted.js';
+import { counted } from '../../log/counted.js';
 
 export default class FleetReset extends BaseCommand<typeof FleetReset> {
   static override summary = 'Reset every host of an inventory.';

@@ -3,7 +3,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { buildPackage, createdAtFromSourceDateEpoch } from '../../packages/build.js';
 import { formatMiB, summarizePackage, type PackageSummary } from '../../packages/inspect.js';
 import { ARCHITECTURES, DISTRIBUTIONS } from '../../packages/manifest.js';
-import { counted } from '../../cli/counted.js';
+import { counted } from '../../log/counted.js';
 
 /** `edgeadm package build`: flags to {@link buildPackage}, and the result printed. */
 export default class PackageBuild extends BaseCommand<typeof PackageBuild> {

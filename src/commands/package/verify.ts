@@ -2,7 +2,7 @@ import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatMiB, summarizePackage, type PackageSummary } from '../../packages/inspect.js';
 import { verifyPackage } from '../../packages/verify.js';
-import { counted } from '../../cli/counted.js';
+import { counted } from '../../log/counted.js';
 
 /** The `--json` document of `package verify`: the summary without the file list. */
 export type VerifyReport = Omit<PackageSummary, 'files'> & { verified: true; manifestSha256: string };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { counted } from '../../../src/cli/counted.js';
+import { counted } from '../../../src/log/counted.js';
 
 describe('counted', () => {
   it('says one in the singular and any other number in the plural', () => {
