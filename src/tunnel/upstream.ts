@@ -365,8 +365,15 @@ export class Upstream {
       this.#refuse(stream, 400, 'BadRequest', checked.message, BAD_UPSTREAM_PATH_CODE);
       return;
     }
-    const { connect } = await import('node:tls');
     const origin = this.#origin;
+    // Rendered before dialling: the head carries the agent's credentials, and rendering checks the path again.
+    const head = renderUpgradeRequestHead({
+      request: { ...upgrade, path: checked.value.target },
+      host: origin.authority,
+      authorization: this.#authorization(),
+      identity,
+    });
+    const { connect } = await import('node:tls');
     const socket = connect({
       host: origin.host,
       port: origin.port,
@@ -384,14 +391,7 @@ export class Upstream {
         socket.destroy();
         return;
       }
-      socket.write(
-        renderUpgradeRequestHead({
-          request: { ...upgrade, path: checked.value.target },
-          host: origin.authority,
-          authorization: this.#authorization(),
-          identity,
-        }),
-      );
+      socket.write(head);
       stream.respond({ ':status': 200 });
       pipeline(stream, socket, () => {});
       pipeline(socket, stream, () => {});
