@@ -26,10 +26,10 @@ import { UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
 import {
   decodeUpgradeRequest,
   forwardableRequestHeaders,
-  REQUEST_HEADER,
   forwardableResponseHeaders,
   readIdentity,
   renderUpgradeRequestHead,
+  REQUEST_HEADER,
   type StreamIdentity,
 } from './protocol.js';
 

@@ -22,7 +22,7 @@ import {
   REQUEST_HEADER,
   UPGRADE_AUTHORITY,
 } from '../../../src/tunnel/protocol.js';
-import { Upstream } from '../../../src/tunnel/upstream.js';
+import { describeUpstreamFailure, Upstream } from '../../../src/tunnel/upstream.js';
 
 const AGENT_TOKEN = 'agent-secret-token-0123456789';
 const USER = identityHeaders({ user: 'alice', groups: ['dev'] });
@@ -289,6 +289,25 @@ describe('agent upstream: the agent token goes to the API server only', () => {
       side.close();
       unreachable.close();
     }
+  });
+
+  it('names the code of a TLS or network failure, never the address in its message', () => {
+    const altName = Object.assign(
+      new Error(
+        "Hostname/IP does not match certificate's altnames: IP: 10.20.30.40 is not in the cert's list: 10.0.0.1",
+      ),
+      { code: 'ERR_TLS_CERT_ALTNAME_INVALID' },
+    );
+    expect(describeUpstreamFailure(altName)).toBe(
+      'the edge agent cannot reach its API server (ERR_TLS_CERT_ALTNAME_INVALID: TLS verification failed)',
+    );
+    const unreachable = Object.assign(new Error('connect EHOSTUNREACH 10.20.30.40:6443'), { code: 'EHOSTUNREACH' });
+    expect(describeUpstreamFailure(unreachable)).toBe(
+      'the edge agent cannot reach its API server (EHOSTUNREACH: host unreachable)',
+    );
+    expect(describeUpstreamFailure(new Error('socket hang up at 10.20.30.40:6443'))).toBe(
+      'the edge agent cannot reach its API server',
+    );
   });
 
   it('forwards a generated path byte for byte to the API server, or refuses it; the trap never hears a thing', async () => {
