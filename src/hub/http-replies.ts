@@ -30,8 +30,12 @@ const STATUS_REASON: Readonly<Record<number, string>> = {
   503: 'ServiceUnavailable',
 };
 
-/** A Kubernetes Status object, so kubectl prints the hub's refusals well. */
-export function kubeStatus(status: number, message: string): string {
+/**
+ * A Kubernetes Status object, so kubectl prints the hub's refusals well.
+ * edgeadm's stable error code, when given, is the reason of the one cause in
+ * `details` (where Kubernetes clients read machine-readable causes).
+ */
+export function kubeStatus(status: number, message: string, code?: string): string {
   return JSON.stringify({
     kind: 'Status',
     apiVersion: 'v1',
@@ -39,6 +43,7 @@ export function kubeStatus(status: number, message: string): string {
     status: 'Failure',
     message,
     reason: STATUS_REASON[status] ?? 'InternalError',
+    ...(code === undefined ? {} : { details: { causes: [{ reason: code, message }] } }),
     code: status,
   });
 }
@@ -51,8 +56,8 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 }
 
 /** Sends a Kubernetes Status (for the kube proxy). */
-export function sendStatus(res: ServerResponse, status: number, message: string): void {
-  const text = kubeStatus(status, message);
+export function sendStatus(res: ServerResponse, status: number, message: string, code?: string): void {
+  const text = kubeStatus(status, message, code);
   if (res.headersSent) {
     res.destroy();
     return;
@@ -62,8 +67,8 @@ export function sendStatus(res: ServerResponse, status: number, message: string)
 }
 
 /** Writes a Kubernetes Status as a raw HTTP/1.1 answer on an upgrade socket, and closes it. */
-export function endSocketWithStatus(socket: Duplex, status: number, message: string): void {
-  const text = kubeStatus(status, message);
+export function endSocketWithStatus(socket: Duplex, status: number, message: string, code?: string): void {
+  const text = kubeStatus(status, message, code);
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_REASON[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
   );

@@ -1,5 +1,8 @@
 /**
- * The kube proxy: `https://HUB/clusters/NAME/…`. It authenticates the
+ * The kube proxy: `https://HUB/clusters/NAME/…`. It checks that what
+ * follows NAME is a path (`parseApiPath`, the one rule: a target that any
+ * reader could take for another host, such as `//HOST:PORT/…` or
+ * `/\HOST/…`, is answered 400 and never forwarded), authenticates the
  * user's bearer token, checks that the user's cluster selector matches
  * NAME, drops the user's credentials and any identity headers, and sends
  * the request through NAME's tunnel with the user's identity for the agent
@@ -11,13 +14,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream';
+import { parseApiPath } from '../kube/api-path.js';
 import type { HubTunnel } from '../tunnel/hub-tunnel.js';
 import {
+  CONTROL_PATH_PREFIX,
   encodeUpgradeRequest,
   forwardableRequestHeaders,
   forwardableResponseHeaders,
+  forwardableUpgradeHeaders,
   identityHeaders,
-  isIdentityHeader,
   REQUEST_HEADER,
   UPGRADE_AUTHORITY,
   type StreamIdentity,
@@ -30,22 +35,48 @@ import { MAX_PROXY_REQUEST_BODY_BYTES } from './limits.js';
 /** The path prefix of the kube proxy. */
 export const KUBE_PROXY_PREFIX = '/clusters/';
 
-/** A request aimed at one cluster, split. */
-interface ProxyTarget {
-  cluster: string;
-  /** The path (and query) on the cluster's API server. */
-  path: string;
-}
+/** The stable code of a refused proxy path. */
+export const BAD_PROXY_PATH_CODE = 'E_HUB_PROXY_PATH';
 
-/** Splits `/clusters/NAME/rest?query`; undefined when the URL is not a proxy URL. */
+/**
+ * A request aimed at one cluster, split: either a path that may be
+ * forwarded, or the reason it may not (answered 400 before anything else).
+ */
+export type ProxyTarget =
+  | {
+      cluster: string;
+      /** The path (and query) on the cluster's API server, exactly as received; passed `parseApiPath`. */
+      path: string;
+      refusal?: undefined;
+    }
+  | {
+      cluster: string;
+      /** Why the path is not forwarded, for the user. */
+      refusal: string;
+    };
+
+/**
+ * Splits `/clusters/NAME/rest?query`; undefined when the URL is not a proxy
+ * URL. The rest must pass `parseApiPath`, and must not lie under the
+ * tunnel's control prefix (`/.edgeadm/`): agents of this version tell
+ * control streams apart by their missing identity, but older ones did by
+ * that prefix alone, and no API server path starts with it.
+ */
 export function parseProxyUrl(url: string): ProxyTarget | undefined {
   if (!url.startsWith(KUBE_PROXY_PREFIX)) return undefined;
   const rest = url.slice(KUBE_PROXY_PREFIX.length);
-  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)((?:[/?].*)?)$/.exec(rest);
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)((?:[/?].*)?)$/s.exec(rest);
   if (!match) return undefined;
+  const cluster = match[1] as string;
   let path = match[3] ?? '';
   if (path === '' || path.startsWith('?')) path = `/${path}`;
-  return { cluster: match[1] as string, path };
+  const checked = parseApiPath(path);
+  if (!checked.ok) return { cluster, refusal: `the hub forwards API paths only: ${checked.message}` };
+  const firstSegment = checked.value.path.slice(1).split('/')[0] ?? '';
+  if (`/${firstSegment.toLowerCase()}/` === CONTROL_PATH_PREFIX) {
+    return { cluster, refusal: `the hub does not forward paths under ${CONTROL_PATH_PREFIX}` };
+  }
+  return { cluster, path: checked.value.target };
 }
 
 /**
@@ -58,7 +89,7 @@ export function parseProxyUrl(url: string): ProxyTarget | undefined {
 async function admit(
   context: HubContext,
   req: IncomingMessage,
-  target: ProxyTarget,
+  target: { cluster: string },
 ): Promise<{ tunnel: HubTunnel; identity: StreamIdentity }> {
   const user = await authenticateUser(context, req);
   if (user === undefined) {
@@ -89,12 +120,16 @@ export async function proxyRequest(
   res: ServerResponse,
   target: ProxyTarget,
 ): Promise<void> {
+  if (target.refusal !== undefined) {
+    answerAfterBody(req, () => sendStatus(res, 400, target.refusal, BAD_PROXY_PATH_CODE));
+    return;
+  }
   let admitted;
   try {
     admitted = await admit(context, req, target);
   } catch (error) {
     const failure = error as HttpError;
-    sendStatus(res, failure.status ?? 500, failure.message);
+    sendStatus(res, failure.status ?? 500, failure.message, error instanceof HttpError ? failure.code : undefined);
     req.resume();
     return;
   }
@@ -171,20 +206,29 @@ export async function proxyUpgrade(
   head: Buffer,
   target: ProxyTarget,
 ): Promise<void> {
+  if (target.refusal !== undefined) {
+    endSocketWithStatus(socket, 400, target.refusal, BAD_PROXY_PATH_CODE);
+    return;
+  }
   let admitted;
   try {
     admitted = await admit(context, req, target);
   } catch (error) {
     const failure = error as HttpError;
-    endSocketWithStatus(socket, failure.status ?? 500, failure.message);
+    endSocketWithStatus(
+      socket,
+      failure.status ?? 500,
+      failure.message,
+      error instanceof HttpError ? failure.code : undefined,
+    );
     return;
   }
   const { tunnel, identity } = admitted;
-  const headers: [string, string][] = [];
+  const pairs: [string, string][] = [];
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i] as string;
-    if (!isIdentityHeader(name) && name.toLowerCase() !== 'host') headers.push([name, req.rawHeaders[i + 1] as string]);
+    pairs.push([req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string]);
   }
+  const headers = forwardableUpgradeHeaders(pairs);
   context.metrics.activeStreams += 1;
   context.metrics.streamsTotal += 1;
   const stream = tunnel.request({

@@ -28,7 +28,7 @@ import {
   TUNNEL_PING_TIMEOUT_MS,
   TUNNEL_STREAM_WINDOW_BYTES,
 } from './limits.js';
-import { CONTROL_PATH_PREFIX, HELLO_PATH, REFUSE_PATH, WELCOME_PATH, type AgentHello } from './protocol.js';
+import { controlPathOf, HELLO_PATH, REFUSE_PATH, WELCOME_PATH, type AgentHello } from './protocol.js';
 import type { Upstream } from './upstream.js';
 
 /** The agent's identity towards the hub. `keyPem` is a secret. */
@@ -220,8 +220,9 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
       serverSession.on('connect', () => serverSession.setLocalWindowSize(TUNNEL_CONNECTION_WINDOW_BYTES));
       serverSession.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
         stream.on('error', (error) => options.logger.debug(`tunnel stream error: ${error.message}`));
-        const path = String(headers[':path'] ?? '');
-        if (path.startsWith(CONTROL_PATH_PREFIX)) {
+        // Told apart by the missing identity, which no user stream lacks; a user's /.edgeadm/… is an API path.
+        const path = controlPathOf(headers);
+        if (path !== undefined) {
           // The hub may give up on a control stream (its hello timeout) while the agent still asks
           // its API server for the hello: answering it then throws, and must not end the agent.
           handleControl(stream, path).catch((error: Error) =>

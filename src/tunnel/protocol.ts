@@ -8,17 +8,23 @@
  *
  * - Control streams, hub to agent: `GET /.edgeadm/hello` (the agent answers
  *   with the cluster it serves), then `POST /.edgeadm/welcome` or
- *   `POST /.edgeadm/refuse` with the reason.
+ *   `POST /.edgeadm/refuse` with the reason. A control stream carries no
+ *   identity headers; every user stream carries them (the hub drops any the
+ *   user sent and sets its own), so the agent tells the two apart by
+ *   something no user can forge, never by the path alone: a user's
+ *   `/.edgeadm/hello` is an ordinary API path (see {@link controlPathOf}).
  * - Plain kube requests: method, path and headers as the user sent them,
- *   minus credentials and hop-by-hop headers, plus the identity headers.
+ *   minus credentials, identity claims and hop-by-hop headers, plus the
+ *   identity headers. The path is one that `parseApiPath` accepts.
  * - Upgrades (exec, attach, port-forward): a `CONNECT` stream; the original
  *   HTTP/1.1 request line and headers travel in {@link REQUEST_HEADER}, and
  *   after the agent answers 200 the stream carries raw bytes both ways.
  *
  * Pure functions only: encoding and filtering, tested without sockets.
  */
+import { parseApiPath } from '../kube/api-path.js';
 
-/** Path prefix of the control streams: never forwarded to the API server. */
+/** Path prefix of the control streams (the hub's kube proxy refuses user paths under it). */
 export const CONTROL_PATH_PREFIX = '/.edgeadm/';
 /** The hub asks who the agent is. */
 export const HELLO_PATH = '/.edgeadm/hello';
@@ -76,10 +82,55 @@ const HOP_BY_HOP = new Set([
 
 /**
  * Request headers that carry or claim identity. The hub drops them from
- * every user request: the user's credentials stay at the hub, and a user
- * cannot choose whom the agent impersonates.
+ * every user request, and the agent drops them again: the user's
+ * credentials stay at the hub, and a user cannot choose whom the edge API
+ * server takes the request for. Besides credentials and impersonation:
+ * the authenticating front-proxy headers (Kubernetes' `--requestheader-*`
+ * defaults `X-Remote-User`, `-Group`, `-Uid`, `-Extra-*`, which the API
+ * server trusts only from a front-proxy client certificate, but a cluster
+ * may be configured otherwise), the names common auth proxies use for the
+ * same (`Remote-User`, `X-Forwarded-User`/`-Groups`/`-Email`/`-Access-Token`,
+ * `X-Auth-Request-*`, `X-WebAuth-*`), client certificates passed on by a
+ * TLS-terminating proxy, and claims about the client's address
+ * (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`), which an edge audit log would
+ * otherwise record as the user chose.
  */
-const IDENTITY_HEADER = /^(authorization|proxy-authorization|cookie|impersonate-.*|edgeadm-.*)$/i;
+const IDENTITY_HEADER = new RegExp(
+  '^(' +
+    [
+      'authorization',
+      'proxy-authorization',
+      'cookie',
+      'impersonate-.*',
+      'edgeadm-.*',
+      'x-remote-.*',
+      'remote-user',
+      'remote-groups?',
+      'x-user(-.*)?',
+      'x-groups?',
+      'x-email',
+      'x-forwarded-.*',
+      'forwarded',
+      'x-real-ip',
+      'x-client-ip',
+      'x-auth-request-.*',
+      'x-webauth-.*',
+      'x-ssl-client-.*',
+      'ssl-client-.*',
+      'x-client-cert.*',
+      'x-client-verify',
+    ].join('|') +
+    ')$',
+  'i',
+);
+
+/**
+ * The WebSocket subprotocol prefix by which a browser-style client sends a
+ * bearer token to the Kubernetes API server (`Sec-WebSocket-Protocol:
+ * base64url.bearer.authorization.k8s.io.TOKEN`): a credential in a header
+ * that is not an identity header by name.
+ */
+const BEARER_SUBPROTOCOL_PREFIX = 'base64url.bearer.authorization.k8s.io.';
 
 /** True for a header that must not cross the tunnel. */
 export function isHopByHopHeader(name: string): boolean {
@@ -92,6 +143,29 @@ export function isIdentityHeader(name: string): boolean {
 }
 
 /**
+ * A `Sec-WebSocket-Protocol` value without the bearer-token subprotocols;
+ * undefined when nothing is left.
+ */
+export function withoutCredentialSubprotocols(value: string): string | undefined {
+  const kept = value
+    .split(',')
+    .map((protocol) => protocol.trim())
+    .filter((protocol) => protocol !== '' && !protocol.toLowerCase().startsWith(BEARER_SUBPROTOCOL_PREFIX));
+  return kept.length === 0 ? undefined : kept.join(', ');
+}
+
+/**
+ * One request header as it may travel on, or undefined when it must not:
+ * credentials, identity claims and hop-by-hop headers are dropped, and
+ * bearer tokens are taken out of `Sec-WebSocket-Protocol`.
+ */
+function forwardableRequestHeader(name: string, value: string): string | undefined {
+  const lower = name.toLowerCase();
+  if (isHopByHopHeader(lower) || isIdentityHeader(lower)) return undefined;
+  return lower === 'sec-websocket-protocol' ? withoutCredentialSubprotocols(value) : value;
+}
+
+/**
  * The headers of a user's request that may travel to the agent: no
  * credentials, no identity claims, no hop-by-hop headers.
  */
@@ -101,11 +175,49 @@ export function forwardableRequestHeaders(
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
-    const lower = name.toLowerCase();
-    if (isHopByHopHeader(lower) || isIdentityHeader(lower)) continue;
-    out[lower] = value;
+    const kept = (Array.isArray(value) ? value : [value])
+      .map((one) => forwardableRequestHeader(name, one))
+      .filter((one): one is string => one !== undefined);
+    if (kept.length === 0) continue;
+    out[name.toLowerCase()] = Array.isArray(value) ? kept : (kept[0] as string);
   }
   return out;
+}
+
+/**
+ * The headers of an upgrade request that may travel on, as name and value
+ * pairs in order (repeated names stay repeated): no credentials, no identity
+ * claims, no bearer subprotocol, no `Host` (the agent writes its API
+ * server's). The other hop-by-hop headers stay: the request head is written
+ * as it came onto a fresh HTTP/1.1 connection, whose upgrade they describe.
+ */
+export function forwardableUpgradeHeaders(headers: readonly (readonly [string, string])[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [name, value] of headers) {
+    const lower = name.toLowerCase();
+    if (lower === 'host' || isIdentityHeader(lower)) continue;
+    const kept = lower === 'sec-websocket-protocol' ? withoutCredentialSubprotocols(value) : value;
+    if (kept !== undefined) out.push([name, kept]);
+  }
+  return out;
+}
+
+/**
+ * Which control message a stream from the hub is, or undefined for a user
+ * stream. A control stream carries no identity headers at all: the hub's
+ * kube proxy sets them on every user stream (after dropping any `edgeadm-*`
+ * header the user sent), so a user cannot make a stream without them, at
+ * this hub version or an older one. The path and method must also be those
+ * of a control message; anything else is forwarded (and, lacking an
+ * identity, refused) like any user stream.
+ */
+export function controlPathOf(headers: Readonly<Record<string, unknown>>): string | undefined {
+  if (headers[USER_HEADER] !== undefined || headers[GROUPS_HEADER] !== undefined) return undefined;
+  const method = headers[':method'];
+  const path = headers[':path'];
+  if (method === 'GET' && path === HELLO_PATH) return HELLO_PATH;
+  if (method === 'POST' && (path === WELCOME_PATH || path === REFUSE_PATH)) return path;
+  return undefined;
 }
 
 /** Response headers that may travel back through the tunnel and to the user. */
@@ -127,18 +239,31 @@ export function identityHeaders(identity: StreamIdentity): Record<string, string
   return { [USER_HEADER]: identity.user, [GROUPS_HEADER]: JSON.stringify(identity.groups) };
 }
 
+/** True when `text` holds a control character: never part of a user or group name, and would break a request head. */
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i += 1) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
+
 /**
  * Reads the identity the hub set on a stream; undefined when it is missing
- * or malformed, in which case the agent refuses the stream rather than act
- * as itself.
+ * or malformed (also a name with a control character, which would split the
+ * upgrade request head), in which case the agent refuses the stream rather
+ * than act as itself.
  */
 export function readIdentity(headers: Readonly<Record<string, unknown>>): StreamIdentity | undefined {
   const user = headers[USER_HEADER];
   const groupsText = headers[GROUPS_HEADER];
   if (typeof user !== 'string' || user === '' || typeof groupsText !== 'string') return undefined;
+  if (hasControlCharacter(user)) return undefined;
   try {
     const groups = JSON.parse(groupsText) as unknown;
-    if (!Array.isArray(groups) || !groups.every((g) => typeof g === 'string')) return undefined;
+    if (!Array.isArray(groups) || !groups.every((g) => typeof g === 'string' && !hasControlCharacter(g))) {
+      return undefined;
+    }
     return { user, groups: groups as string[] };
   } catch {
     return undefined;
@@ -174,6 +299,10 @@ export function decodeUpgradeRequest(value: unknown): UpgradeRequest | undefined
  * The HTTP/1.1 request head the agent writes to its API server for an
  * upgrade: the user's headers without credentials or identity claims, then
  * the agent's own credentials and the impersonation headers.
+ *
+ * @throws {Error} when the path is not one `parseApiPath` accepts: the head
+ * would carry the agent's credentials, so it is never written for a target
+ * that some reader could take for another place.
  */
 export function renderUpgradeRequestHead(options: {
   request: UpgradeRequest;
@@ -181,10 +310,10 @@ export function renderUpgradeRequestHead(options: {
   authorization?: string;
   identity: StreamIdentity;
 }): string {
-  const lines = [`${options.request.method} ${options.request.path} HTTP/1.1`, `Host: ${options.host}`];
-  for (const [name, value] of options.request.headers) {
-    const lower = name.toLowerCase();
-    if (lower === 'host' || isIdentityHeader(lower)) continue;
+  const checked = parseApiPath(options.request.path);
+  if (!checked.ok) throw new Error(`refusing to send an upgrade for an unsafe path: ${checked.message}`);
+  const lines = [`${options.request.method} ${checked.value.target} HTTP/1.1`, `Host: ${options.host}`];
+  for (const [name, value] of forwardableUpgradeHeaders(options.request.headers)) {
     lines.push(`${name}: ${value}`);
   }
   if (options.authorization !== undefined) lines.push(`Authorization: ${options.authorization}`);

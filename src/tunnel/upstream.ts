@@ -5,11 +5,21 @@
  *
  * Owns reading the upstream kubeconfig (server, CA, token or client
  * certificate) and forwarding plain and upgraded streams to that server.
+ *
+ * The agent's credentials go to one place only: every request it sends is
+ * addressed to the API server's host and port from the kubeconfig, with the
+ * request target as the `path` option, never resolved as a URL against the
+ * server (which is how `//HOST:PORT/…` once took the agent's token to
+ * HOST). The target must pass `parseApiPath`, here again after the hub, so
+ * that a hub bug cannot send the token elsewhere either. Failures reaching
+ * the API server are answered with the error's code, not its message, which
+ * names addresses and ports of the edge network.
  */
 import type { ServerHttp2Stream, IncomingHttpHeaders as Http2Headers } from 'node:http2';
 import type { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { pipeline } from 'node:stream';
 import { ValidationError } from '../errors.js';
+import { parseApiPath, type ApiPath } from '../kube/api-path.js';
 import { readKubeconfigFile, type KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import { UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
@@ -19,6 +29,7 @@ import {
   forwardableResponseHeaders,
   readIdentity,
   renderUpgradeRequestHead,
+  REQUEST_HEADER,
   type StreamIdentity,
 } from './protocol.js';
 
@@ -86,21 +97,101 @@ export async function readUpstreamKubeconfig(path: string): Promise<UpstreamCred
   return credentials;
 }
 
-/** A Kubernetes Status body for errors the agent answers itself. */
-export function statusBody(code: number, reason: string, message: string): string {
-  return JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+/** The stable code of a path the agent refuses to forward. */
+export const BAD_UPSTREAM_PATH_CODE = 'E_AGENT_PROXY_PATH';
+/** The stable code of an API server the agent cannot reach. */
+export const UPSTREAM_UNREACHABLE_CODE = 'E_AGENT_UPSTREAM';
+
+/**
+ * A Kubernetes Status body for errors the agent answers itself; edgeadm's
+ * stable code, when given, is the reason of its one cause.
+ */
+export function statusBody(code: number, reason: string, message: string, edgeadmCode?: string): string {
+  return JSON.stringify({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    ...(edgeadmCode === undefined ? {} : { details: { causes: [{ reason: edgeadmCode, message }] } }),
+    code,
+  });
+}
+
+/** Words for the errno and TLS codes of a failed connection, for the user's answer. */
+const FAILURE_WORDS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ETIMEDOUT: 'timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ENOTFOUND: 'name not found',
+  EAI_AGAIN: 'name lookup failed',
+  EPIPE: 'connection closed',
+};
+
+/**
+ * What the user is told when the agent cannot reach its API server: the
+ * error's code (errno or TLS verification code, constants that name no
+ * place) and words for it, never its message, which carries the API
+ * server's address and port. The agent's own log keeps the full message.
+ */
+export function describeUpstreamFailure(error: NodeJS.ErrnoException): string {
+  const code = typeof error.code === 'string' && /^[A-Z][A-Z0-9_]*$/.test(error.code) ? error.code : undefined;
+  if (code === undefined) return 'the edge agent cannot reach its API server';
+  const words =
+    FAILURE_WORDS[code] ?? (/CERT|TLS|SSL|SIGNATURE|ISSUER/.test(code) ? 'TLS verification failed' : undefined);
+  return `the edge agent cannot reach its API server (${code}${words === undefined ? '' : `: ${words}`})`;
+}
+
+/** A timeout the agent itself enforces, with the errno code that {@link describeUpstreamFailure} names. */
+function timeoutError(message: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(message), { code: 'ETIMEDOUT' });
+}
+
+/** The API server's origin, taken apart once: where every request goes. */
+interface UpstreamOrigin {
+  /** Host name or address, without IPv6 brackets. */
+  host: string;
+  port: number;
+  /** `host:port` as written in the server URL, for the Host header of upgrades. */
+  authority: string;
+  /** TLS server name; undefined for an address. */
+  servername: string | undefined;
+}
+
+function originOf(server: string): UpstreamOrigin {
+  const url = new URL(server);
+  return {
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(url.port || 443),
+    authority: url.host,
+    servername: /^[\d.:[\]]+$/.test(url.hostname) ? undefined : url.hostname,
+  };
+}
+
+/**
+ * Checks a request target against the one rule before the agent's
+ * credentials go anywhere with it.
+ */
+function checkTarget(path: string): { ok: true; value: ApiPath } | { ok: false; message: string } {
+  const checked = parseApiPath(path);
+  return checked.ok ? checked : { ok: false, message: `the edge agent forwards API paths only: ${checked.message}` };
 }
 
 /** Forwards streams to one API server. */
 export class Upstream {
   readonly credentials: UpstreamCredentials;
   readonly #logger: Logger;
+  readonly #origin: UpstreamOrigin;
   #agent: HttpsAgent | undefined;
   #request: typeof httpsRequest | undefined;
 
   constructor(credentials: UpstreamCredentials, logger: Logger) {
     this.credentials = credentials;
     this.#logger = logger;
+    this.#origin = originOf(credentials.server);
   }
 
   /** TLS options for every connection to the API server. */
@@ -136,15 +227,18 @@ export class Upstream {
    * is an error that names it.
    */
   async requestJson(method: string, path: string, body?: unknown): Promise<unknown> {
+    const checked = checkTarget(path);
+    if (!checked.ok) throw new Error(checked.message);
     const { request } = await import('node:https');
-    const url = new URL(path, this.credentials.server);
     const agent = await this.#httpsAgent();
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     return new Promise((resolvePromise, reject) => {
       const auth = this.#authorization();
       const req = request(
-        url,
         {
+          host: this.#origin.host,
+          port: this.#origin.port,
+          path: checked.value.target,
           method,
           agent,
           headers: {
@@ -185,6 +279,11 @@ export class Upstream {
       this.#refuse(stream, 400, 'BadRequest', 'the tunnel stream carries no identity to impersonate');
       return;
     }
+    const checked = checkTarget(String(headers[':path'] ?? ''));
+    if (!checked.ok) {
+      this.#refuse(stream, 400, 'BadRequest', checked.message, BAD_UPSTREAM_PATH_CODE);
+      return;
+    }
     const method = String(headers[':method'] ?? 'GET');
     const outgoing: Record<string, string | string[]> = {
       ...forwardableRequestHeaders(headers),
@@ -194,13 +293,13 @@ export class Upstream {
     // out to have been closed by the API server just as it was reused (the
     // race every keep-alive client has); a request with a body may not.
     const isRetryable = BODILESS_METHODS.has(method) && headers['content-length'] === undefined;
-    await this.#send({ stream, method, path: String(headers[':path'] ?? '/'), outgoing, isRetryable, isRetry: false });
+    await this.#send({ stream, method, target: checked.value, outgoing, isRetryable, isRetry: false });
   }
 
   async #send(options: {
     stream: ServerHttp2Stream;
     method: string;
-    path: string;
+    target: ApiPath;
     outgoing: Record<string, string | string[]>;
     isRetryable: boolean;
     isRetry: boolean;
@@ -208,9 +307,17 @@ export class Upstream {
     const { stream } = options;
     const agent = await this.#httpsAgent();
     const request = this.#request ?? (this.#request = (await import('node:https')).request);
-    const url = new URL(options.path, this.credentials.server);
-    const req = request(url, { method: options.method, agent, headers: options.outgoing });
-    req.setTimeout(UPSTREAM_CONNECT_TIMEOUT_MS, () => req.destroy(new Error('the API server did not answer in time')));
+    const req = request({
+      host: this.#origin.host,
+      port: this.#origin.port,
+      path: options.target.target,
+      method: options.method,
+      agent,
+      headers: options.outgoing,
+    });
+    req.setTimeout(UPSTREAM_CONNECT_TIMEOUT_MS, () =>
+      req.destroy(timeoutError('the API server did not answer in time')),
+    );
     req.on('response', (res) => {
       // Long-lived answers (watch, logs -f) must not time out once they started.
       req.setTimeout(0);
@@ -230,7 +337,7 @@ export class Upstream {
         return;
       }
       this.#logger.debug(`upstream request failed: ${error.message}`);
-      this.#refuse(stream, 502, 'BadGateway', `the edge agent cannot reach its API server: ${error.message}`);
+      this.#refuse(stream, 502, 'BadGateway', describeUpstreamFailure(error), UPSTREAM_UNREACHABLE_CODE);
     });
     let isAnswered = false;
     const onClose = (): void => {
@@ -248,22 +355,34 @@ export class Upstream {
   /** Forwards one upgrade stream: a fresh TLS connection to the API server, then raw bytes both ways. */
   async forwardUpgrade(stream: ServerHttp2Stream, headers: Http2Headers): Promise<void> {
     const identity = readIdentity(headers);
-    const upgrade = decodeUpgradeRequest(headers['edgeadm-upgrade-request']);
+    const upgrade = decodeUpgradeRequest(headers[REQUEST_HEADER]);
     if (identity === undefined || upgrade === undefined) {
       this.#refuse(stream, 400, 'BadRequest', 'the tunnel upgrade stream is malformed');
       return;
     }
+    const checked = checkTarget(upgrade.path);
+    if (!checked.ok) {
+      this.#refuse(stream, 400, 'BadRequest', checked.message, BAD_UPSTREAM_PATH_CODE);
+      return;
+    }
+    const origin = this.#origin;
+    // Rendered before dialling: the head carries the agent's credentials, and rendering checks the path again.
+    const head = renderUpgradeRequestHead({
+      request: { ...upgrade, path: checked.value.target },
+      host: origin.authority,
+      authorization: this.#authorization(),
+      identity,
+    });
     const { connect } = await import('node:tls');
-    const url = new URL(this.credentials.server);
     const socket = connect({
-      host: url.hostname.replace(/^\[|\]$/g, ''),
-      port: Number(url.port || 443),
-      servername: /^[\d.:[\]]+$/.test(url.hostname) ? undefined : url.hostname,
+      host: origin.host,
+      port: origin.port,
+      servername: origin.servername,
       ALPNProtocols: ['http/1.1'],
       ...this.#tlsOptions(),
     });
     const timer = setTimeout(
-      () => socket.destroy(new Error('connecting to the API server timed out')),
+      () => socket.destroy(timeoutError('connecting to the API server timed out')),
       UPSTREAM_CONNECT_TIMEOUT_MS,
     );
     socket.once('secureConnect', () => {
@@ -272,9 +391,7 @@ export class Upstream {
         socket.destroy();
         return;
       }
-      socket.write(
-        renderUpgradeRequestHead({ request: upgrade, host: url.host, authorization: this.#authorization(), identity }),
-      );
+      socket.write(head);
       stream.respond({ ':status': 200 });
       pipeline(stream, socket, () => {});
       pipeline(socket, stream, () => {});
@@ -282,7 +399,7 @@ export class Upstream {
     socket.once('error', (error) => {
       clearTimeout(timer);
       this.#logger.debug(`upstream upgrade failed: ${error.message}`);
-      this.#refuse(stream, 502, 'BadGateway', `the edge agent cannot reach its API server: ${error.message}`);
+      this.#refuse(stream, 502, 'BadGateway', describeUpstreamFailure(error), UPSTREAM_UNREACHABLE_CODE);
     });
     stream.on('close', () => socket.destroy());
   }
@@ -296,14 +413,16 @@ export class Upstream {
     };
   }
 
-  #refuse(stream: ServerHttp2Stream, code: number, reason: string, message: string): void {
+  #refuse(stream: ServerHttp2Stream, code: number, reason: string, message: string, edgeadmCode?: string): void {
     if (stream.destroyed) return;
     if (stream.headersSent) {
       stream.close();
       return;
     }
+    // A refused request's body is read and dropped, so the stream can end.
+    stream.resume();
     stream.respond({ ':status': code, 'content-type': 'application/json' });
-    stream.end(statusBody(code, reason, message));
+    stream.end(statusBody(code, reason, message, edgeadmCode));
   }
 
   /** Closes idle keep-alive sockets. */

@@ -126,6 +126,8 @@ export interface RecordedRequest {
   method: string;
   /** Path with query string. */
   url: string;
+  /** The request target exactly as it arrived on the wire (before any URL parsing). */
+  target: string;
   path: string;
   verb: string;
   apiGroup: string;
@@ -591,6 +593,7 @@ class SimApiServerImpl implements SimApiServer {
       time: new Date().toISOString(),
       method: req.method ?? 'GET',
       url: `${url.pathname}${url.search}`,
+      target: req.url ?? '',
       path: url.pathname,
       verb: info.verb,
       apiGroup: info.apiGroup,

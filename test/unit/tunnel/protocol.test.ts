@@ -1,13 +1,43 @@
 import { describe, expect, it } from 'vitest';
 import {
+  controlPathOf,
   decodeUpgradeRequest,
   encodeUpgradeRequest,
   forwardableRequestHeaders,
   forwardableResponseHeaders,
+  forwardableUpgradeHeaders,
+  HELLO_PATH,
   identityHeaders,
   readIdentity,
+  REFUSE_PATH,
   renderUpgradeRequestHead,
+  WELCOME_PATH,
 } from '../../../src/tunnel/protocol.js';
+
+/** Headers that claim an identity the edge API server or an auth proxy might believe. */
+const IDENTITY_CLAIMS = {
+  'X-Remote-User': 'system:admin',
+  'X-Remote-Group': 'system:masters',
+  'X-Remote-Extra-Scopes': 'all',
+  'X-Remote-Uid': '0',
+  'Remote-User': 'root',
+  'X-Forwarded-User': 'root',
+  'X-Forwarded-Groups': 'system:masters',
+  'X-Forwarded-Email': 'root@example.com',
+  'X-Forwarded-Access-Token': 'tok',
+  'X-Forwarded-For': '10.0.0.1',
+  Forwarded: 'for=10.0.0.1',
+  'X-Real-IP': '10.0.0.1',
+  'X-Auth-Request-User': 'root',
+  'X-WebAuth-User': 'root',
+  'X-SSL-Client-Cert': 'cert',
+  'X-Client-Cert': 'cert',
+  'X-Forwarded-Client-Cert': 'Hash=1',
+  'Impersonate-Uid': '0',
+  'Impersonate-Extra-Scopes': 'all',
+  'Proxy-Authorization': 'Basic eA==',
+  Cookie: 'session=1',
+};
 
 describe('tunnel protocol', () => {
   it("drops the user's credentials, identity claims and hop-by-hop headers from forwarded requests", () => {
@@ -77,5 +107,74 @@ describe('tunnel protocol', () => {
       'GET /api/v1/namespaces/d/pods/p/portforward HTTP/1.1\r\nHost: 10.0.0.1:6443\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n' +
         'Authorization: Bearer agent-token\r\nImpersonate-User: alice\r\nImpersonate-Group: dev\r\n\r\n',
     );
+  });
+
+  it('drops front-proxy (X-Remote-*), auth-proxy, forwarded-for and client-certificate headers, plain and upgrade', () => {
+    const forwarded = forwardableRequestHeaders({ ...IDENTITY_CLAIMS, Accept: 'application/json' });
+    expect(forwarded).toEqual({ accept: 'application/json' });
+    const upgrade = forwardableUpgradeHeaders([
+      ...Object.entries(IDENTITY_CLAIMS),
+      ['Connection', 'Upgrade'],
+      ['Upgrade', 'websocket'],
+      ['Host', 'hub.example'],
+    ]);
+    expect(upgrade).toEqual([
+      ['Connection', 'Upgrade'],
+      ['Upgrade', 'websocket'],
+    ]);
+    const head = renderUpgradeRequestHead({
+      request: { method: 'GET', path: '/api', headers: Object.entries(IDENTITY_CLAIMS) },
+      host: 'h:6443',
+      identity: { user: 'alice', groups: [] },
+    });
+    expect(head).toBe('GET /api HTTP/1.1\r\nHost: h:6443\r\nImpersonate-User: alice\r\n\r\n');
+  });
+
+  it('takes bearer tokens out of Sec-WebSocket-Protocol and keeps the other subprotocols', () => {
+    const protocols = 'v5.channel.k8s.io, base64url.bearer.authorization.k8s.io.c2VjcmV0, v4.channel.k8s.io';
+    expect(forwardableRequestHeaders({ 'Sec-WebSocket-Protocol': protocols })).toEqual({
+      'sec-websocket-protocol': 'v5.channel.k8s.io, v4.channel.k8s.io',
+    });
+    expect(
+      forwardableUpgradeHeaders([['Sec-WebSocket-Protocol', 'base64url.bearer.authorization.k8s.io.c2VjcmV0']]),
+    ).toEqual([]);
+  });
+
+  it('tells control streams apart by their missing identity, never by the path alone', () => {
+    expect(controlPathOf({ ':method': 'GET', ':path': HELLO_PATH })).toBe(HELLO_PATH);
+    expect(controlPathOf({ ':method': 'POST', ':path': WELCOME_PATH })).toBe(WELCOME_PATH);
+    expect(controlPathOf({ ':method': 'POST', ':path': REFUSE_PATH })).toBe(REFUSE_PATH);
+    const user = identityHeaders({ user: 'mallory', groups: [] });
+    for (const [method, path] of [
+      ['GET', HELLO_PATH],
+      ['POST', WELCOME_PATH],
+      ['POST', REFUSE_PATH],
+    ]) {
+      expect(controlPathOf({ ':method': method, ':path': path, ...user })).toBeUndefined();
+      // Even a malformed or empty identity marks a user stream.
+      expect(controlPathOf({ ':method': method, ':path': path, 'edgeadm-impersonate-user': '' })).toBeUndefined();
+      expect(controlPathOf({ ':method': method, ':path': path, 'edgeadm-impersonate-groups': 'x' })).toBeUndefined();
+    }
+    expect(controlPathOf({ ':method': 'GET', ':path': '/.edgeadm/other' })).toBeUndefined();
+    expect(controlPathOf({ ':method': 'GET', ':path': `${HELLO_PATH}?x=1` })).toBeUndefined();
+    expect(controlPathOf({ ':method': 'POST', ':path': HELLO_PATH })).toBeUndefined();
+  });
+
+  it('refuses an identity whose names hold control characters', () => {
+    expect(readIdentity(identityHeaders({ user: 'a\r\nImpersonate-User: root', groups: [] }))).toBeUndefined();
+    expect(readIdentity(identityHeaders({ user: 'a', groups: ['dev\r\nX: y'] }))).toBeUndefined();
+  });
+
+  it('never renders an upgrade head for a path parseApiPath refuses', () => {
+    for (const path of ['//127.0.0.1:22/steal-me', '/\\127.0.0.1:22/x', '/api/../version', '/a b']) {
+      expect(() =>
+        renderUpgradeRequestHead({
+          request: { method: 'GET', path, headers: [] },
+          host: 'h:6443',
+          authorization: 'Bearer agent-token',
+          identity: { user: 'alice', groups: [] },
+        }),
+      ).toThrow(/unsafe path/);
+    }
   });
 });
