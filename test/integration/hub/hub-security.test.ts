@@ -291,6 +291,10 @@ describe('hub: security', { timeout: 120_000 }, () => {
       const deleted = await runCli(['hub', 'clusters', 'delete', 'gone-1', '--hub-config', hub.adminConfig]);
       expect(deleted.exitCode, deleted.stderr).toBe(0);
       await gone.agent?.waitForOutput(/tunnel to the hub closed|refused/);
+      // Refused for good: the agent stops with exit 4 (its unit's RestartPreventExitStatus) instead of redialling forever.
+      const exitCode = await waitFor('the refused agent to stop', () => gone.agent?.process.exitCode ?? undefined);
+      expect(exitCode).toBe(4);
+      expect(gone.agent?.output()).toMatch(/E_TUNNEL_REFUSED[\s\S]*times in a row\); the agent stops/);
       // Registered again under the same name, with a new certificate.
       const again = { ...gone, dataDir: join(mkdtempSync(join(tmpdir(), 'gone-again-')), 'agent') };
       const reRegistered = await runCli([
