@@ -5,7 +5,9 @@
  * `code`, an exit code and hints. Only the CLI layer turns it into output and
  * an exit status, so the same errors serve the CLI, the agents and the tests.
  *
- * Exit codes follow kubeadm: 1 general, 2 preflight, 3 validation.
+ * Exit codes follow kubeadm: 1 general, 2 preflight, 3 validation; and 4
+ * for a long-running agent the hub refuses for good (a unit must not
+ * restart it: RestartPreventExitStatus=4).
  */
 
 /** kubeadm-compatible process exit codes. */
@@ -16,6 +18,8 @@ export const ExitCode = {
   Preflight: 2,
   /** Bad flags, arguments or input files. */
   Validation: 3,
+  /** A long-running agent was refused for good (its cluster deleted, its certificate revoked): restarting cannot help. */
+  Refused: 4,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

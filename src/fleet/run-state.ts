@@ -4,10 +4,11 @@
  * it is written atomically to `$EDGEADM_HOME/fleet/runs/<id>/state.json`
  * after every change, beside one log file per host.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { appendFile, mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ValidationError } from '../errors.js';
+import { isValidHostName } from './inventory/host-fields.js';
 
 /** Where a host is in the run. */
 export type HostStatus = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
@@ -108,9 +109,21 @@ export function runDirectory(edgeadmHome: string, id: string): string {
   return join(edgeadmHome, RUNS_DIR, id);
 }
 
-/** The log file of `host` in a run directory (the name made file-safe). */
+/** Hex digits of the name hash that tells apart hosts whose names are not file-safe. */
+const HOST_LOG_HASH_LENGTH = 16;
+
+/**
+ * The log file of `host` in a run directory: `hosts/<name>.log`, one file
+ * per host, never shared. Inventory host names are validated to a file-safe
+ * set (inventory/host-fields.ts), so they map to themselves. Any other name
+ * gets its unsafe characters replaced and a hash of the whole name after a
+ * `~`, a character no valid name has: two distinct hosts can never share a
+ * file (once `a b`, `a_b` and `a/b` all wrote to `a_b.log`).
+ */
 export function hostLogPath(runDir: string, host: string): string {
-  return join(runDir, 'hosts', `${host.replace(/[^\w.@-]/g, '_')}.log`);
+  if (isValidHostName(host)) return join(runDir, 'hosts', `${host}.log`);
+  const hash = createHash('sha256').update(host, 'utf8').digest('hex').slice(0, HOST_LOG_HASH_LENGTH);
+  return join(runDir, 'hosts', `${host.replace(/[^\w.-]/g, '_').slice(0, 64)}~${hash}.log`);
 }
 
 /** Writes the state atomically (temporary file, then rename). */
@@ -122,10 +135,14 @@ export async function saveRunState(runDir: string, state: RunState): Promise<voi
   await rename(temporary, file);
 }
 
-/** Appends one timestamped line to a host's log. */
+/**
+ * Appends one line to a host's log: timestamp, `[host]`, then the line, so a
+ * line still says which host it is about when logs are concatenated or
+ * grepped together.
+ */
 export async function appendHostLog(runDir: string, host: string, line: string, now = new Date()): Promise<void> {
   await mkdir(join(runDir, 'hosts'), { recursive: true });
-  await appendFile(hostLogPath(runDir, host), `${now.toISOString()} ${line}\n`, { mode: 0o600 });
+  await appendFile(hostLogPath(runDir, host), `${now.toISOString()} [${host}] ${line}\n`, { mode: 0o600 });
 }
 
 /** Loads run `id` (or the newest with {@link LAST_RUN}). */

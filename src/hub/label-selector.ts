@@ -4,6 +4,7 @@
  * to list clusters and to bound what a user may reach.
  */
 import { ValidationError } from '../errors.js';
+import { isLabelKey, isLabelValue } from '../kube/names.js';
 
 /** One term of a selector. */
 export type SelectorTerm =
@@ -14,10 +15,6 @@ export type SelectorTerm =
 export interface LabelSelector {
   terms: SelectorTerm[];
 }
-
-const LABEL_KEY =
-  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
 
 function invalid(text: string, why: string): ValidationError {
   return new ValidationError(`invalid label selector ${JSON.stringify(text)}: ${why}`, {
@@ -43,14 +40,14 @@ export function parseLabelSelector(text: string): LabelSelector {
     if (match) {
       const key = (match[1] as string).trim();
       const value = (match[3] as string).trim();
-      if (!LABEL_KEY.test(key)) throw invalid(text, `${JSON.stringify(key)} is not a label key`);
-      if (!LABEL_VALUE.test(value)) throw invalid(text, `${JSON.stringify(value)} is not a label value`);
+      if (!isLabelKey(key)) throw invalid(text, `${JSON.stringify(key)} is not a label key`);
+      if (!isLabelValue(value)) throw invalid(text, `${JSON.stringify(value)} is not a label value`);
       terms.push({ key, operator: match[2] === '!=' ? 'not-equals' : 'equals', value });
       continue;
     }
     const isNegated = part.startsWith('!');
     const key = isNegated ? part.slice(1).trim() : part;
-    if (!LABEL_KEY.test(key)) throw invalid(text, `${JSON.stringify(key)} is not a label key`);
+    if (!isLabelKey(key)) throw invalid(text, `${JSON.stringify(key)} is not a label key`);
     terms.push({ key, operator: isNegated ? 'not-exists' : 'exists' });
   }
   return { terms };
@@ -83,7 +80,7 @@ export function parseLabels(text: string): Record<string, string> {
   if (text.trim() === '') return labels;
   for (const part of text.split(',')) {
     const [key = '', value, ...rest] = part.split('=');
-    if (value === undefined || rest.length > 0 || !LABEL_KEY.test(key.trim()) || !LABEL_VALUE.test(value.trim())) {
+    if (value === undefined || rest.length > 0 || !isLabelKey(key.trim()) || !isLabelValue(value.trim())) {
       throw new ValidationError(`invalid label ${JSON.stringify(part)}: expected key=value`, {
         code: 'E_LABELS_INVALID',
         hints: ['Labels are comma-separated key=value pairs, for example env=dev,region=eu-west.'],

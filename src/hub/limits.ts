@@ -59,3 +59,11 @@ export const TLS_TICKET_KEY_ROTATE_MS = 7 * 24 * 3600_000;
 export const TLS_SESSION_LIFETIME_S = TLS_TICKET_KEY_ROTATE_MS / 1000;
 /** How often a running hub checks whether its ticket key is due for rotation. */
 export const TLS_TICKET_KEY_CHECK_MS = 3600_000;
+/**
+ * Longest lifetime (`ttlMs`) the operator API gives a hub token or a user
+ * token: ten years. Past it a lifetime is a typo or an attack (1e308 ms is no
+ * date at all); `0` still means "never expires".
+ */
+export const MAX_API_TTL_MS = 10 * 366 * 24 * 3600_000;
+/** Most registrations one hub token may allow (`usages`). */
+export const MAX_HUB_TOKEN_USAGES = 1_000_000;

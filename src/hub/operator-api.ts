@@ -19,7 +19,14 @@ import { authenticateUser, type HubContext } from './hub-context.js';
 import { hashUserToken, hubTokenState, newHubToken, newUserToken, secretsEqual, formatHubToken } from './hub-tokens.js';
 import { bearerToken, HttpError, readJsonBody, sendJson } from './http-replies.js';
 import { matchesSelector, parseLabelSelector } from './label-selector.js';
-import { AGENT_CERT_ORGANIZATION, AGENT_CERT_VALIDITY_DAYS, MAX_API_BODY_BYTES } from './limits.js';
+import { labelProblem } from '../kube/names.js';
+import {
+  AGENT_CERT_ORGANIZATION,
+  AGENT_CERT_VALIDITY_DAYS,
+  MAX_API_BODY_BYTES,
+  MAX_API_TTL_MS,
+  MAX_HUB_TOKEN_USAGES,
+} from './limits.js';
 import type { ClusterRecord, UserRecord } from './store.js';
 
 /** A cluster name: a DNS label, so it fits in URLs and certificate names. */
@@ -71,13 +78,57 @@ function hubEndpoint(context: HubContext): string {
   return new URL(context.advertiseUrl).host;
 }
 
-function optionalNumber(body: Record<string, unknown>, key: string): number | undefined {
+/**
+ * An optional whole number field of an API body, within `[min, max]`. JSON
+ * numbers are doubles: `1e308`, `1.5` and `-0.0` all parse, and each would
+ * reach a date or the store as something else, so anything that is not a
+ * safe integer in range is a 400 here, with the field named.
+ */
+function optionalInteger(
+  body: Record<string, unknown>,
+  key: string,
+  range: { min: number; max: number },
+): number | undefined {
   const value = body[key];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new HttpError(400, 'E_HUB_BAD_REQUEST', `${key} must be a non-negative number`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < range.min || value > range.max) {
+    throw new HttpError(
+      400,
+      'E_HUB_BAD_REQUEST',
+      `${key} must be a whole number from ${range.min} to ${range.max}, not ${JSON.stringify(value)}`,
+    );
   }
   return value;
+}
+
+/**
+ * The labels of a registration: a JSON object of Kubernetes label keys to
+ * label values (they are matched by selectors and shown by `hub clusters`).
+ */
+function labelsOf(value: unknown): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'labels must be a JSON object of label keys to label values');
+  }
+  const problem = labelProblem(value as Record<string, unknown>);
+  if (problem !== undefined) throw new HttpError(400, 'E_LABELS_INVALID', problem);
+  return { ...(value as Record<string, string>) };
+}
+
+/**
+ * Decodes a percent-encoded path segment. A malformed escape (`%E0%A4%A`)
+ * or bytes that are not UTF-8 are the client's mistake: a 400, not a throw.
+ */
+function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(
+      400,
+      'E_HUB_BAD_REQUEST',
+      `the path segment ${JSON.stringify(segment)} is not valid percent-encoded UTF-8`,
+    );
+  }
 }
 
 /** Serves the discovery document: the hub's address and CA, signed for each usable token. */
@@ -122,7 +173,28 @@ async function signClusterCsr(context: HubContext, cluster: string, csrPem: unkn
   }
 }
 
-/** `POST /hub/v1/register`: a hub token holder registers a cluster and gets its client certificate. */
+/** The answer to a hub token found unusable (expired, spent or unknown). */
+function unusableToken(tokenId: string, use: 'expired' | 'spent' | 'unknown'): HttpError {
+  switch (use) {
+    case 'expired':
+      return new HttpError(401, 'E_HUB_TOKEN_EXPIRED', `hub token "${tokenId}" has expired`);
+    case 'spent':
+      return new HttpError(401, 'E_HUB_TOKEN_SPENT', `hub token "${tokenId}" has no registrations left`);
+    case 'unknown':
+      return new HttpError(401, 'E_HUB_TOKEN_UNKNOWN', `hub token "${tokenId}" is not valid on this hub`);
+  }
+}
+
+/**
+ * `POST /hub/v1/register`: a hub token holder registers a cluster and gets
+ * its client certificate.
+ *
+ * Everything the request carries (name, labels, CSR) is checked, and the
+ * certificate signed, before the token is touched; then one store
+ * transaction takes a token use and adds the cluster, or does neither. So a
+ * refused registration never spends a use, and of two registrations racing
+ * for a token's last use exactly one wins.
+ */
 async function register(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const presented = bearerToken(req);
   let tokenId: string;
@@ -138,15 +210,15 @@ async function register(context: HubContext, req: IncomingMessage, res: ServerRe
     context.metrics.unauthorizedRequests += 1;
     throw new HttpError(401, 'E_HUB_TOKEN_UNKNOWN', `hub token "${tokenId}" is not valid on this hub`);
   }
+  // Answer a dead token before any CSR work; the spend below checks again, atomically.
+  const state = hubTokenState(stored, new Date());
+  if (state !== 'usable') throw unusableToken(tokenId, state);
   const body = await readJsonBody(req, MAX_API_BODY_BYTES);
   const name = body.name;
   if (typeof name !== 'string' || !CLUSTER_NAME_PATTERN.test(name)) {
     throw new HttpError(400, 'E_HUB_CLUSTER_NAME', 'the cluster name must be a DNS label (a-z, 0-9, -; at most 63)');
   }
-  const labels = (body.labels ?? {}) as Record<string, unknown>;
-  if (typeof labels !== 'object' || Object.values(labels).some((v) => typeof v !== 'string')) {
-    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'labels must map strings to strings');
-  }
+  const labels = labelsOf(body.labels);
   if (await context.store.getCluster(name)) {
     throw new HttpError(
       409,
@@ -154,30 +226,22 @@ async function register(context: HubContext, req: IncomingMessage, res: ServerRe
       `a cluster named "${name}" is already registered; delete it first`,
     );
   }
-  const use = await context.store.useToken(tokenId, new Date());
-  if (use !== 'used') {
-    throw new HttpError(
-      401,
-      use === 'expired' ? 'E_HUB_TOKEN_EXPIRED' : use === 'spent' ? 'E_HUB_TOKEN_SPENT' : 'E_HUB_TOKEN_UNKNOWN',
-      use === 'expired'
-        ? `hub token "${tokenId}" has expired`
-        : use === 'spent'
-          ? `hub token "${tokenId}" has no registrations left`
-          : `hub token "${tokenId}" is not valid on this hub`,
-    );
-  }
   const certPem = await signClusterCsr(context, name, body.csr);
   const { serial, notAfter } = serialOf(certPem);
-  const isAdded = await context.store.addCluster({
+  const outcome = await context.store.useTokenToAddCluster(tokenId, new Date(), {
     name,
-    labels: labels as Record<string, string>,
+    labels,
     certSerial: serial,
     certNotAfter: notAfter,
     registeredAt: new Date().toISOString(),
   });
-  if (!isAdded) {
-    await context.store.revokeCertificate(serial, 'registration lost a race for the name');
-    throw new HttpError(409, 'E_HUB_CLUSTER_EXISTS', `a cluster named "${name}" is already registered`);
+  if (outcome !== 'added') {
+    // The certificate was never sent; revoke it all the same, so that no copy of it can ever serve.
+    await context.store.revokeCertificate(serial, 'registration refused');
+    if (outcome === 'exists') {
+      throw new HttpError(409, 'E_HUB_CLUSTER_EXISTS', `a cluster named "${name}" is already registered`);
+    }
+    throw unusableToken(tokenId, outcome);
   }
   context.logger.info(`registered cluster ${name} with token ${tokenId}`);
   sendJson(res, 201, { name, certPem, caPem: context.pki.ca.certPem, server: context.advertiseUrl });
@@ -212,11 +276,8 @@ async function renew(context: HubContext, req: IncomingMessage, res: ServerRespo
 async function createToken(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   await requireAdmin(context, req);
   const body = await readJsonBody(req, MAX_API_BODY_BYTES);
-  const ttlMs = optionalNumber(body, 'ttlMs') ?? 0;
-  const usages = optionalNumber(body, 'usages');
-  if (usages !== undefined && (!Number.isInteger(usages) || usages < 1)) {
-    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'usages must be a positive integer');
-  }
+  const ttlMs = optionalInteger(body, 'ttlMs', { min: 0, max: MAX_API_TTL_MS }) ?? 0;
+  const usages = optionalInteger(body, 'usages', { min: 1, max: MAX_HUB_TOKEN_USAGES });
   const { record } = newHubToken({ ttlMs, ...(usages === undefined ? {} : { usages }) });
   await context.store.addToken(record);
   context.logger.info(`created hub token ${record.id}`);
@@ -251,7 +312,7 @@ async function createUser(context: HubContext, req: IncomingMessage, res: Server
   }
   const existing = (await context.store.listUsers()).find((user) => user.name === name);
   if (existing?.isAdmin) throw new HttpError(409, 'E_HUB_USER_EXISTS', `"${name}" is the hub admin`);
-  const ttlMs = optionalNumber(body, 'ttlMs') ?? 0;
+  const ttlMs = optionalInteger(body, 'ttlMs', { min: 0, max: MAX_API_TTL_MS }) ?? 0;
   const token = newUserToken();
   const now = new Date();
   const user: UserRecord = {
@@ -278,7 +339,7 @@ async function createUser(context: HubContext, req: IncomingMessage, res: Server
 
 async function clusters(context: HubContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
   await requireAdmin(context, req);
-  const name = decodeURIComponent(url.pathname.slice('/hub/v1/clusters'.length).replace(/^\//, ''));
+  const name = decodePathSegment(url.pathname.slice('/hub/v1/clusters'.length).replace(/^\//, ''));
   if (name === '') {
     if (req.method !== 'GET') throw new HttpError(405, 'E_HUB_METHOD', 'only GET lists clusters');
     let selector;
@@ -292,6 +353,13 @@ async function clusters(context: HubContext, req: IncomingMessage, res: ServerRe
       clusters: all.filter((c) => matchesSelector(selector, c.labels)).map((c) => viewOf(context, c)),
     });
     return;
+  }
+  if (!CLUSTER_NAME_PATTERN.test(name)) {
+    throw new HttpError(
+      400,
+      'E_HUB_CLUSTER_NAME',
+      `${JSON.stringify(name)} is not a cluster name (a DNS label: a-z, 0-9, -; at most 63)`,
+    );
   }
   if (req.method === 'GET') {
     const cluster = await context.store.getCluster(name);
@@ -316,7 +384,12 @@ async function clusters(context: HubContext, req: IncomingMessage, res: ServerRe
  * these routes.
  */
 export async function serveApi(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-  const url = new URL(req.url ?? '/', 'https://hub.invalid');
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'https://hub.invalid');
+  } catch {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'the request target is not a valid path');
+  }
   const route = `${req.method} ${url.pathname}`;
   switch (route) {
     case 'GET /healthz':

@@ -9,7 +9,15 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { EdgeadmError } from '../errors.js';
 import { hubTokenState } from './hub-tokens.js';
 import { STATUS_COMMIT_WINDOW_MS, STORE_READ_CACHE_MAX_ENTRIES } from './limits.js';
-import type { ClusterRecord, ClusterStatusUpdate, HubStore, HubTokenRecord, TokenUse, UserRecord } from './store.js';
+import type {
+  ClusterRecord,
+  ClusterStatusUpdate,
+  HubStore,
+  HubTokenRecord,
+  TokenRegistration,
+  TokenUse,
+  UserRecord,
+} from './store.js';
 
 /** The schema; `IF NOT EXISTS` makes opening an existing store a no-op. */
 const SCHEMA = `
@@ -278,23 +286,66 @@ export class SqliteHubStore implements HubStore {
     return (this.#prepare('SELECT * FROM tokens ORDER BY created_at').all() as Row[]).map(tokenFromRow);
   }
 
-  async useToken(id: string, now: Date): Promise<TokenUse> {
+  /**
+   * Takes one use of a token, inside the caller's transaction. Synchronous
+   * on purpose: an `await` here would let another request's transaction
+   * start on this same connection before this one ends.
+   */
+  #takeTokenUse(id: string, now: Date): TokenUse {
+    const row = this.#prepare('SELECT * FROM tokens WHERE id = ?').get(id) as Row | undefined;
+    if (row === undefined) return 'unknown';
+    const token = tokenFromRow(row);
+    const state = hubTokenState(token, now);
+    if (state !== 'usable') return state;
+    if (token.usagesLeft !== undefined) {
+      this.#prepare('UPDATE tokens SET usages_left = usages_left - 1 WHERE id = ?').run(id);
+    }
+    return 'used';
+  }
+
+  /** Runs `work` in one immediate transaction: committed if it returns, rolled back if it throws. */
+  #transaction<T>(work: () => T): T {
     this.#db.exec('BEGIN IMMEDIATE');
     try {
-      const token = await this.getToken(id);
-      let outcome: TokenUse;
-      if (token === undefined) outcome = 'unknown';
-      else {
-        const state = hubTokenState(token, now);
-        outcome = state === 'usable' ? 'used' : state;
-        if (outcome === 'used' && token.usagesLeft !== undefined) {
-          this.#prepare('UPDATE tokens SET usages_left = usages_left - 1 WHERE id = ?').run(id);
-        }
-      }
+      const result = work();
       this.#db.exec('COMMIT');
-      return outcome;
+      return result;
     } catch (error) {
-      this.#db.exec('ROLLBACK');
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  async useToken(id: string, now: Date): Promise<TokenUse> {
+    return this.#transaction(() => this.#takeTokenUse(id, now));
+  }
+
+  async useTokenToAddCluster(id: string, now: Date, cluster: ClusterRecord): Promise<TokenRegistration> {
+    this.#clustersByName.delete(cluster.name);
+    /** Thrown to roll the token use back when the name is taken. */
+    const nameTaken = Symbol('name taken');
+    try {
+      return this.#transaction((): TokenRegistration => {
+        const use = this.#takeTokenUse(id, now);
+        if (use !== 'used') return use;
+        const added = this.#prepare(
+          `INSERT OR IGNORE INTO clusters (name, labels, cert_serial, cert_not_after, registered_at, last_seen, kubernetes_version, node_count)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        ).run(
+          cluster.name,
+          JSON.stringify(cluster.labels),
+          cluster.certSerial,
+          cluster.certNotAfter,
+          cluster.registeredAt,
+          cluster.lastSeen ?? null,
+          cluster.kubernetesVersion ?? null,
+          cluster.nodeCount ?? null,
+        );
+        if (Number(added.changes) !== 1) throw nameTaken;
+        return 'added';
+      });
+    } catch (error) {
+      if (error === nameTaken) return 'exists';
       throw error;
     }
   }

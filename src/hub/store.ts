@@ -60,6 +60,9 @@ export interface ClusterStatusUpdate {
   nodeCount?: number;
 }
 
+/** What {@link HubStore.useTokenToAddCluster} did: `'added'`, or why it did nothing. */
+export type TokenRegistration = 'added' | 'exists' | Exclude<TokenUse, 'used'>;
+
 /** The hub's persistent state. */
 export interface HubStore {
   /** Adds a cluster; false when the name is taken. */
@@ -80,6 +83,12 @@ export interface HubStore {
    * `now` and has usages left, and takes one usage.
    */
   useToken(id: string, now: Date): Promise<TokenUse>;
+  /**
+   * Registers a cluster with a token, in one transaction: takes one use of
+   * the token (as {@link HubStore.useToken}) and adds the cluster, or does
+   * neither. `'exists'` when the name is taken (the use is not taken).
+   */
+  useTokenToAddCluster(id: string, now: Date, cluster: ClusterRecord): Promise<TokenRegistration>;
 
   /** Adds or replaces a user. */
   putUser(user: UserRecord): Promise<void>;

@@ -2,12 +2,21 @@
  * Kubeconfig files as edgeadm uses them: reading the credentials of a
  * context (to talk to a cluster), pointing an admin kubeconfig at another
  * server address, and merging a cluster's admin kubeconfig into a user's
- * `~/.kube/config` as a new context. All pure functions over YAML text.
+ * `~/.kube/config` as a new context. All pure functions over YAML text,
+ * except {@link readKubeconfigFile}, the one reader of local kubeconfig
+ * files: regular files only, bounded in size, UTF-8.
+ *
+ * Credentials are checked where they are read: a client key must be a PEM
+ * private key that matches its certificate, a token one printable word.
+ * Anything else would only fail later, at an API server, after edgeadm has
+ * acted on it (registered a cluster, installed an agent).
  */
-import { readFileSync } from 'node:fs';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { dump, load } from 'js-yaml';
 import { EdgeadmError } from '../errors.js';
+import { MAX_KUBECONFIG_FILE_BYTES } from './limits.js';
 
 /** How edgeadm reaches one API server. Holds credentials: never log it. */
 export interface KubeCredentials {
@@ -126,8 +135,65 @@ function contextSources(text: string, what: string, context?: string): ContextSo
   };
 }
 
+/** Where a credential came from, for error messages (never its content). */
+function originOf(source: Source, field: string): string {
+  return source !== undefined && 'file' in source ? `${field} (file ${source.file})` : field;
+}
+
+/**
+ * A bearer token is one word of printable ASCII: it goes into an HTTP
+ * header, where a newline or a control character is refused (or worse,
+ * splits the header). A token file of several lines is not a token.
+ */
+const TOKEN_PATTERN = /^[\x21-\x7e]+$/;
+
+/**
+ * Checks the credentials a context names: the token is one printable word,
+ * a client certificate comes with its key, the key is a PEM private key and
+ * matches the certificate. Messages name the field and file, never the
+ * content. (The CA is left to the TLS handshake, which names its own errors.)
+ */
+function checkCredentials(credentials: KubeCredentials, sources: ContextSources, what: string): void {
+  if (credentials.token !== undefined && !TOKEN_PATTERN.test(credentials.token)) {
+    throw invalid(
+      what,
+      `the token in ${originOf(sources.token, 'token')} holds whitespace or control characters (a token is one line of printable characters)`,
+    );
+  }
+  const certPem = credentials.clientCertificatePem;
+  const keyPem = credentials.clientKeyPem;
+  if ((certPem === undefined) !== (keyPem === undefined)) {
+    throw invalid(
+      what,
+      certPem === undefined
+        ? 'it has a client-key but no client-certificate'
+        : 'it has a client-certificate but no client-key',
+    );
+  }
+  if (certPem === undefined || keyPem === undefined) return;
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(certPem);
+  } catch {
+    throw invalid(what, `${originOf(sources.clientCertificate, 'client-certificate')} is not a PEM certificate`);
+  }
+  let key;
+  try {
+    key = createPrivateKey({ key: keyPem, format: 'pem' });
+  } catch {
+    throw invalid(what, `${originOf(sources.clientKey, 'client-key')} is not a PEM private key`);
+  }
+  if (!certificate.checkPrivateKey(key)) {
+    throw invalid(
+      what,
+      `${originOf(sources.clientKey, 'client-key')} is not the key of ${originOf(sources.clientCertificate, 'client-certificate')}`,
+    );
+  }
+}
+
 async function resolveSources(
   sources: ContextSources,
+  what: string,
   readFile: (path: string) => string | Promise<string>,
 ): Promise<KubeCredentials> {
   const read = async (source: Source): Promise<string | undefined> =>
@@ -136,7 +202,7 @@ async function resolveSources(
   const token = (await read(sources.token))?.trim();
   const clientCertificatePem = await read(sources.clientCertificate);
   const clientKeyPem = await read(sources.clientKey);
-  return {
+  const credentials: KubeCredentials = {
     server: sources.server,
     contextName: sources.contextName,
     ...(caPem === undefined ? {} : { caPem }),
@@ -146,6 +212,37 @@ async function resolveSources(
     ...(sources.isInsecureSkipTlsVerify ? { isInsecureSkipTlsVerify: true } : {}),
     ...(sources.authPlugin === undefined ? {} : { authPlugin: sources.authPlugin }),
   };
+  checkCredentials(credentials, sources, what);
+  return credentials;
+}
+
+/**
+ * Reads a local file the way a kubeconfig and its credentials must be: a
+ * regular file (a device such as /dev/zero, a FIFO or a directory is
+ * refused before any read, so it can neither hang nor fill memory), at most
+ * {@link MAX_KUBECONFIG_FILE_BYTES}, and UTF-8 text.
+ */
+function readBoundedTextFile(path: string): string {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it has no effect on a regular file.
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error('it is not a regular file');
+    const buffer = Buffer.alloc(MAX_KUBECONFIG_FILE_BYTES + 1);
+    let size = 0;
+    for (;;) {
+      const count = readSync(fd, buffer, size, buffer.length - size, null);
+      if (count === 0) break;
+      size += count;
+      if (size > MAX_KUBECONFIG_FILE_BYTES) throw new Error(`it is larger than ${MAX_KUBECONFIG_FILE_BYTES} bytes`);
+    }
+    try {
+      return new TextDecoder('utf-8', { fatal: true }).decode(buffer.subarray(0, size));
+    } catch {
+      throw new Error('it is not UTF-8 text');
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
@@ -162,7 +259,7 @@ export async function kubeCredentialsOf(
   options: { what: string; context?: string; readFile?: (path: string) => Promise<string> },
 ): Promise<KubeCredentials> {
   const sources = contextSources(text, options.what, options.context);
-  return resolveSources(sources, (path) => {
+  return resolveSources(sources, options.what, (path) => {
     if (!options.readFile) throw invalid(options.what, `it refers to a file (${path}) and no file reader was given`);
     return options.readFile(path);
   });
@@ -175,11 +272,11 @@ export async function kubeCredentialsOf(
  * @throws {EdgeadmError} `E_KUBECONFIG_INVALID`, or `E_KUBECONFIG_READ` when
  * the kubeconfig or a file it refers to cannot be read.
  */
-export function readKubeconfigFile(path: string, options: { context?: string } = {}): Promise<KubeCredentials> {
+export async function readKubeconfigFile(path: string, options: { context?: string } = {}): Promise<KubeCredentials> {
   const base = dirname(path);
   const readLocal = (file: string, what: string): string => {
     try {
-      return readFileSync(file, 'utf8');
+      return readBoundedTextFile(file);
     } catch (error) {
       throw new EdgeadmError(`cannot read ${what} ${file}: ${(error as Error).message}`, {
         code: 'E_KUBECONFIG_READ',
@@ -189,7 +286,7 @@ export function readKubeconfigFile(path: string, options: { context?: string } =
     }
   };
   const sources = contextSources(readLocal(path, 'the kubeconfig'), path, options.context);
-  return resolveSources(sources, (file) =>
+  return resolveSources(sources, path, (file) =>
     readLocal(isAbsolute(file) ? file : join(base, file), `a file the kubeconfig ${path} refers to:`),
   );
 }

@@ -26,6 +26,9 @@ ExecStart={{EDGEADM_BIN}} agent tunnel --data-dir {{DATA_DIR}}
 # The agent reconnects by itself with backoff; a restart is for crashes only.
 Restart=always
 RestartSec=5s
+# Exit 4: the hub refused the agent for good (cluster deleted, certificate
+# revoked or expired); a restart cannot help. Register the cluster again.
+RestartPreventExitStatus=4
 # SIGTERM drains open streams (bounded) before the process exits.
 KillSignal=SIGTERM
 TimeoutStopSec=20s

@@ -10,7 +10,7 @@
 import type { Http2Session, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { SecureContext, TLSSocket } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EdgeadmError } from '../errors.js';
+import { EdgeadmError, ExitCode } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
 import { reconnectDelayMs } from './backoff.js';
 import { connectThroughProxy, type HttpProxy } from './http-proxy.js';
@@ -25,6 +25,7 @@ import {
   TUNNEL_MAX_HEADER_LIST_BYTES,
   TUNNEL_MAX_SESSION_MEMORY_MB,
   TUNNEL_PING_INTERVAL_MS,
+  TUNNEL_REFUSALS_BEFORE_STOP,
   TUNNEL_PING_TIMEOUT_MS,
   TUNNEL_STREAM_WINDOW_BYTES,
 } from './limits.js';
@@ -315,9 +316,14 @@ export interface RunTunnelAgentOptions extends TunnelAgentOptions {
 /**
  * Keeps a tunnel to the hub open until `signal` aborts: connect, wait for
  * the tunnel to close, back off, redial.
+ *
+ * @throws {EdgeadmError} `E_TUNNEL_REFUSED` (exit 4) once the hub has
+ * refused the agent {@link TUNNEL_REFUSALS_BEFORE_STOP} times in a row: its
+ * cluster is gone or its certificate revoked, and redialling cannot help.
  */
 export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<void> {
   let attempt = 0;
+  let refusals = 0;
   const tlsSession: TunnelTlsSession = options.tlsSession ?? {};
   const helloCache: AgentHelloCache = options.helloCache ?? {};
   while (!options.signal.aborted) {
@@ -325,6 +331,7 @@ export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<vo
     try {
       connection = await connectTunnel({ ...options, tlsSession, helloCache });
       attempt = 0;
+      refusals = 0;
       options.logger.info(`tunnel to ${options.hubServer} is up`);
       options.onConnected?.();
       const onAbort = (): void => void connection?.drain();
@@ -335,6 +342,11 @@ export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<vo
     } catch (error) {
       const failure = error as EdgeadmError;
       options.logger.warn(`${failure.code ?? 'E_TUNNEL_CONNECT'}: ${failure.message}`);
+      refusals = failure.code === 'E_TUNNEL_REFUSED' ? refusals + 1 : 0;
+      if (refusals >= TUNNEL_REFUSALS_BEFORE_STOP) {
+        options.upstream.close();
+        throw refusedForGood(failure, refusals);
+      }
     }
     if (options.signal.aborted) break;
     const delay = reconnectDelayMs({ attempt });
@@ -343,4 +355,16 @@ export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<vo
     await sleep(delay, undefined, { signal: options.signal }).catch(() => undefined);
   }
   options.upstream.close();
+}
+
+/** The error that ends the agent after the hub's last refusal. */
+function refusedForGood(last: EdgeadmError, refusals: number): EdgeadmError {
+  return new EdgeadmError(`${last.message} (${refusals} times in a row); the agent stops`, {
+    code: 'E_TUNNEL_REFUSED',
+    exitCode: ExitCode.Refused,
+    hints: [
+      'The cluster was deleted from the hub, or its certificate revoked or expired: this agent cannot connect again.',
+      'Register the cluster again with "edgeadm register-cloud" (remove its --data-dir first); it installs a new agent.',
+    ],
+  });
 }

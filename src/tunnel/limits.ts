@@ -77,3 +77,10 @@ export const AGENT_TOKEN_POLL_MS = 250;
 export const MAX_PROXY_RESPONSE_HEAD_BYTES = 16 * 1024;
 /** How long an HTTP proxy may take to connect and answer CONNECT. */
 export const PROXY_CONNECT_TIMEOUT_MS = 15_000;
+/**
+ * Refusals in a row after which the tunnel agent stops (exit 4) instead of
+ * redialling. The hub refuses an agent whose cluster was deleted or whose
+ * certificate is revoked or expired, and that does not heal; more than one
+ * lets a refusal that races a certificate renewal pass.
+ */
+export const TUNNEL_REFUSALS_BEFORE_STOP = 3;

@@ -12,6 +12,7 @@
  */
 import { portField, stringField } from './edgeadm-inventory.js';
 import { controlPlaneEndpointField } from './control-plane-endpoint.js';
+import { checkAddress, checkHostName, checkJump, checkLabels, checkSshUser } from './host-fields.js';
 import { fieldLocation, inventoryError, isMapping, locationOf, type InventorySource } from './inventory-error.js';
 import type { FleetHost, FleetInventory, FleetSshSettings, InventoryLocation } from './types.js';
 
@@ -67,6 +68,7 @@ export function parseAnsibleInventory(document: unknown, source: InventorySource
   };
   const walk = (name: string, body: unknown, path: string[], parent: string | undefined, depth: number): void => {
     if (depth > MAX_GROUP_NESTING) throw inventoryError(source, path, 'groups nest too deeply (a children loop?)');
+    checkHostName(name, 'group', path, source);
     const group = groupOf(name);
     if (!groupPaths.has(name)) groupPaths.set(name, path);
     if (parent !== undefined && parent !== name) group.parents.add(parent);
@@ -85,6 +87,7 @@ export function parseAnsibleInventory(document: unknown, source: InventorySource
         const hostPath = [...path, 'hosts', host];
         if (/\[.*:.*\]/.test(host))
           throw inventoryError(source, hostPath, 'host ranges are not supported; list the hosts');
+        checkHostName(host, 'host', hostPath, source);
         if (!hostOrder.includes(host)) hostOrder.push(host);
         if (!hostPaths.has(host)) hostPaths.set(host, hostPath);
         const own = group.hosts.get(host) ?? new Map<string, SourcedValue>();
@@ -122,7 +125,7 @@ export function parseAnsibleInventory(document: unknown, source: InventorySource
     const vars = new Map<string, SourcedValue>();
     for (const group of ordered) for (const [key, entry] of group.vars) vars.set(key, entry);
     for (const group of ordered) for (const [key, entry] of group.hosts.get(name) ?? []) vars.set(key, entry);
-    const host = hostFromVars(name, vars, ordered, source, warnings);
+    const host = hostFromVars(name, vars, ordered, hostPaths.get(name)!, source, warnings);
     const endpoint = vars.get(CONTROL_PLANE_ENDPOINT_VAR);
     if (host.role === 'control-plane' && endpoint !== undefined && endpoint.value !== null) {
       endpoints.push({
@@ -205,6 +208,7 @@ function hostFromVars(
   name: string,
   vars: Map<string, SourcedValue>,
   groups: Group[],
+  hostPath: string[],
   source: InventorySource,
   warnings: string[],
 ): FleetHost {
@@ -221,7 +225,10 @@ function hostFromVars(
   };
   const ssh: FleetSshSettings = {};
   const user = text('ansible_user', 'ansible_ssh_user');
-  if (user !== undefined) ssh.user = user;
+  if (user !== undefined) {
+    checkSshUser(name, user, get('ansible_user', 'ansible_ssh_user')!.path, source);
+    ssh.user = user;
+  }
   const port = get('ansible_port', 'ansible_ssh_port');
   if (port !== undefined) ssh.port = portField(port.value, port.path, source);
   const keyFile = text('ansible_ssh_private_key_file', 'ansible_private_key_file');
@@ -233,6 +240,7 @@ function hostFromVars(
     const entry = get(key);
     if (entry === undefined) continue;
     const parsed = parseSshArgs(stringField(entry.value, entry.path, source));
+    for (const jump of parsed.jumps) checkJump(name, jump, entry.path, source);
     jumps.push(...parsed.jumps);
     if (parsed.ignored.length > 0) {
       warnings.push(`${fieldLocation(source, entry.path)}: ignored ssh options ${parsed.ignored.join(' ')}`);
@@ -255,12 +263,16 @@ function hostFromVars(
   if (labelVar !== undefined) {
     if (!isMapping(labelVar.value)) throw inventoryError(source, labelVar.path, 'expected a mapping of labels');
     for (const [key, value] of Object.entries(labelVar.value)) labels[key] = String(value);
+    checkLabels(name, labels, labelVar.path, source);
   }
   const edge = get('edgeadm_edge');
   const packagePath = text('edgeadm_package');
+  const addressVar = get('ansible_host', 'ansible_ssh_host');
+  const address = text('ansible_host', 'ansible_ssh_host') ?? name;
+  checkAddress(name, address, addressVar?.path ?? hostPath, source);
   return {
     name,
-    address: text('ansible_host', 'ansible_ssh_host') ?? name,
+    address,
     ssh,
     role,
     groups: groups.map((group) => group.name).filter((group) => !IMPLICIT_GROUPS.has(group)),

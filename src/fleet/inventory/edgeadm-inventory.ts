@@ -24,6 +24,7 @@
  * The first control-plane host is the one `fleet up` inits; the others join it.
  */
 import { controlPlaneEndpointField } from './control-plane-endpoint.js';
+import { checkAddress, checkHostName, checkJump, checkLabels, checkSshUser, checkText } from './host-fields.js';
 import { inventoryError, isMapping, locationOf, type InventorySource } from './inventory-error.js';
 import type { FleetHost, FleetInventory, FleetRole, FleetSshSettings } from './types.js';
 
@@ -61,13 +62,16 @@ export function parseEdgeadmInventory(document: unknown, source: InventorySource
     if (!isMapping(group.hosts)) throw inventoryError(source, [...path, 'hosts'], 'expected a mapping of host names');
     for (const [name, value] of Object.entries(group.hosts)) {
       const hostPath = [...path, 'hosts', name];
+      checkHostName(name, 'host', hostPath, source);
       if (seen.has(name)) throw inventoryError(source, hostPath, `host ${name} is already listed in ${seen.get(name)}`);
       seen.set(name, path.join('.'));
       const body = value ?? {};
       if (!isMapping(body)) throw inventoryError(source, hostPath, 'expected a mapping (or nothing)');
       checkKeys(body, HOST_KEYS, hostPath, source);
       const own = merge(settings, levelSettings(body, hostPath, source));
-      const address = body.address === undefined ? name : stringField(body.address, [...hostPath, 'address'], source);
+      const addressPath = body.address === undefined ? hostPath : [...hostPath, 'address'];
+      const address = body.address === undefined ? name : stringField(body.address, addressPath, source);
+      checkAddress(name, address, addressPath, source);
       hosts.push({
         name,
         address,
@@ -85,6 +89,7 @@ export function parseEdgeadmInventory(document: unknown, source: InventorySource
   if (document.nodeGroups !== undefined) {
     if (!isMapping(document.nodeGroups)) throw inventoryError(source, ['nodeGroups'], 'expected a mapping of groups');
     for (const [name, group] of Object.entries(document.nodeGroups)) {
+      checkHostName(name, 'group', ['nodeGroups', name], source);
       addGroup(group, ['nodeGroups', name], 'worker', name);
     }
   }
@@ -132,12 +137,19 @@ function sshSettings(value: unknown, path: string[], source: InventorySource): F
   if (!isMapping(value)) throw inventoryError(source, path, 'expected a mapping');
   checkKeys(value, SSH_KEYS, path, source);
   const ssh: FleetSshSettings = {};
-  if (value.user !== undefined) ssh.user = stringField(value.user, [...path, 'user'], source);
+  if (value.user !== undefined) {
+    ssh.user = stringField(value.user, [...path, 'user'], source);
+    checkSshUser(undefined, ssh.user, [...path, 'user'], source);
+  }
   if (value.port !== undefined) ssh.port = portField(value.port, [...path, 'port'], source);
   if (value.keyFile !== undefined) ssh.keyFile = stringField(value.keyFile, [...path, 'keyFile'], source);
   if (value.jump !== undefined) {
     const jumps = Array.isArray(value.jump) ? value.jump : [value.jump];
-    ssh.jumps = jumps.map((jump) => stringField(jump, [...path, 'jump'], source));
+    ssh.jumps = jumps.map((jump) => {
+      const text = stringField(jump, [...path, 'jump'], source);
+      checkJump(undefined, text, [...path, 'jump'], source);
+      return text;
+    });
   }
   if (value.become !== undefined) {
     if (typeof value.become !== 'boolean') throw inventoryError(source, [...path, 'become'], 'expected true or false');
@@ -155,6 +167,7 @@ function labels(value: unknown, path: string[], source: InventorySource): Record
     }
     result[key] = String(label);
   }
+  checkLabels(undefined, result, path, source);
   return result;
 }
 
@@ -174,6 +187,7 @@ export function stringField(value: unknown, path: string[], source: InventorySou
   if (typeof value === 'number') return String(value);
   if (typeof value !== 'string' || value.trim() === '')
     throw inventoryError(source, path, 'expected a non-empty string');
+  checkText(value, path, source);
   return value;
 }
 

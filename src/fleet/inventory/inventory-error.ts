@@ -36,7 +36,7 @@ export function locatedInventoryError(
 ): ValidationError {
   const { file, line, field } = location;
   const where = line === undefined ? file : `${file}:${line}`;
-  return new ValidationError(`${where}: ${field === '' ? 'inventory' : field}: ${message}`, {
+  return new ValidationError(`${where}: ${field === '' ? 'inventory' : shownField(field)}: ${message}`, {
     code: 'E_INVENTORY',
     hints,
     details: { file, ...(line === undefined ? {} : { line }), field },
@@ -46,7 +46,17 @@ export function locatedInventoryError(
 /** "where" text for a warning. */
 export function fieldLocation(source: InventorySource, path: string[]): string {
   const line = lineOf(source.lines, path);
-  return `${line === undefined ? source.file : `${source.file}:${line}`}: ${path.join('.')}`;
+  return `${line === undefined ? source.file : `${source.file}:${line}`}: ${shownField(path.join('.'))}`;
+}
+
+/**
+ * A field path as shown in a message: as written, or quoted (escapes and
+ * all) when a key in it holds a control character, so that an invalid host
+ * name with a newline cannot split the error it causes.
+ */
+function shownField(field: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what must not reach the output raw
+  return /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(field) ? JSON.stringify(field) : field;
 }
 
 /** True for a plain object (a YAML mapping). */

@@ -210,7 +210,7 @@ describe('edgeadm fleet up with three control planes (simulated k3s)', () => {
       const logAt = (host: string, prefix: string): number => {
         const line = readFileSync(hostLogPath(result.runDir, host), 'utf8')
           .split('\n')
-          .find((entry) => entry.slice(entry.indexOf(' ') + 1).startsWith(prefix))!;
+          .find((entry) => entry.startsWith(`${entry.slice(0, entry.indexOf(' '))} [${host}] ${prefix}`))!;
         return Date.parse(line.slice(0, line.indexOf(' ')));
       };
       expect(logAt('cp3', 'start')).toBeGreaterThanOrEqual(logAt('cp2', 'done'));

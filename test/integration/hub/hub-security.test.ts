@@ -3,7 +3,7 @@
  * edge clusters (SIMULATED API servers) registered with
  * `register-cloud --foreground`. Every case fails if its check is removed.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,6 +13,8 @@ import { readAgentState } from '../../../src/tunnel/agent-state.js';
 import { connectTunnel } from '../../../src/tunnel/agent.js';
 import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
 import { MAX_PROXY_REQUEST_BODY_BYTES, MAX_REQUEST_HEADER_BYTES } from '../../../src/hub/limits.js';
+import { dump, load } from 'js-yaml';
+import { createCa, issueCertificate } from '../../../src/trust/pki.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli } from '../../support/cli.js';
 import {
@@ -172,6 +174,76 @@ describe('hub: security', { timeout: 120_000 }, () => {
     }
   });
 
+  it('refuses unusable kubeconfig credentials before a registration, and leaves the token use unspent', async () => {
+    const token = await createHubToken(hub, ['--usages', '1']);
+    const cluster = await startEdgeCluster('creds-1');
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'hub-creds-'));
+      const ca = await createCa({ commonName: 'elsewhere' });
+      const client = await issueCertificate({ ca, commonName: 'admin', usages: ['client'] });
+      writeFileSync(join(dir, 'client.crt'), client.certPem);
+      // What /etc/shadow holds: readable text, no key.
+      writeFileSync(join(dir, 'shadow'), 'root:$6$salt$hash:19000:0:99999:7:::\n', { mode: 0o600 });
+      writeFileSync(join(dir, 'token'), `${cluster.api.adminToken}\n${cluster.api.adminToken}\n`, { mode: 0o600 });
+      const withUser = (name: string, user: Record<string, string>): string => {
+        const document = load(readFileSync(cluster.kubeconfigPath, 'utf8')) as { users: { user: unknown }[] };
+        document.users[0]!.user = user;
+        const path = join(dir, name);
+        writeFileSync(path, dump(document), { mode: 0o600 });
+        return path;
+      };
+      const kubeconfigs = [
+        withUser('shadow-key.yaml', {
+          'client-certificate': join(dir, 'client.crt'),
+          'client-key': join(dir, 'shadow'),
+        }),
+        withUser('two-line-token.yaml', { tokenFile: join(dir, 'token') }),
+        '/dev/zero',
+      ];
+      for (const kubeconfig of kubeconfigs) {
+        const args = registerArgs({ hub, token, cluster, labels: 'env=dev' });
+        args[args.indexOf('--kubeconfig') + 1] = kubeconfig;
+        const result = await runCli([...args, '--register-only'], { timeoutMs: 30_000 });
+        expect(result.exitCode, `${kubeconfig}: ${result.stderr}`).toBe(3);
+        expect(result.stderr).toContain('E_UPSTREAM_KUBECONFIG');
+        expect(result.stderr).toMatch(/not a PEM private key|whitespace or control characters|not a regular file/);
+        expect(result.stderr).not.toContain(cluster.api.adminToken);
+      }
+      // A registration the hub refuses (a garbage CSR) spends nothing either.
+      const garbage = await hubRequest({
+        hub,
+        path: '/hub/v1/register',
+        method: 'POST',
+        token,
+        body: '{"name":"creds-1","csr":"garbage"}',
+      });
+      expect(garbage.status).toBe(400);
+      const listed = await hubJson<{ clusters: { name: string }[] }>(['hub', 'clusters', 'list'], hub.adminConfig);
+      expect(listed.clusters.map((c) => c.name)).not.toContain('creds-1');
+      // The single use is still there for a registration that works.
+      const ok = await runCli([...registerArgs({ hub, token, cluster, labels: 'env=dev' }), '--register-only']);
+      expect(ok.exitCode, ok.stderr).toBe(0);
+    } finally {
+      await cluster.api.stop();
+    }
+  });
+
+  it('answers 400, not 500, to numbers and encodings the operator API cannot take', async () => {
+    const admin = tokenOf(hub.adminConfig);
+    const huge = await hubRequest({
+      hub,
+      path: '/hub/v1/tokens',
+      method: 'POST',
+      token: admin,
+      body: '{"ttlMs":1e308}',
+    });
+    expect(huge.status).toBe(400);
+    expect(huge.body).toContain('ttlMs');
+    const badEscape = await hubRequest({ hub, path: '/hub/v1/clusters/%E0%A4%A', token: admin });
+    expect(badEscape.status).toBe(400);
+    expect(badEscape.body).toContain('percent-encoded');
+  });
+
   it('refuses a hub whose CA does not match the pin', async () => {
     const token = await createHubToken(hub);
     const cluster = await startEdgeCluster('pinned-1');
@@ -219,6 +291,10 @@ describe('hub: security', { timeout: 120_000 }, () => {
       const deleted = await runCli(['hub', 'clusters', 'delete', 'gone-1', '--hub-config', hub.adminConfig]);
       expect(deleted.exitCode, deleted.stderr).toBe(0);
       await gone.agent?.waitForOutput(/tunnel to the hub closed|refused/);
+      // Refused for good: the agent stops with exit 4 (its unit's RestartPreventExitStatus) instead of redialling forever.
+      const exitCode = await waitFor('the refused agent to stop', () => gone.agent?.process.exitCode ?? undefined);
+      expect(exitCode).toBe(4);
+      expect(gone.agent?.output()).toMatch(/E_TUNNEL_REFUSED[\s\S]*times in a row\); the agent stops/);
       // Registered again under the same name, with a new certificate.
       const again = { ...gone, dataDir: join(mkdtempSync(join(tmpdir(), 'gone-again-')), 'agent') };
       const reRegistered = await runCli([

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseClientCertMapping, readUpstreamConfig } from '../../../src/edge/upstream-config.js';
+import { createCa, issueCertificate } from '../../../src/trust/pki.js';
 
 let dir: string;
 const b64 = (text: string): string => Buffer.from(text).toString('base64');
@@ -45,14 +46,16 @@ describe('readUpstreamConfig', () => {
   });
 
   it('reads a client certificate from files relative to the kubeconfig', async () => {
-    writeFileSync(join(dir, 'c.pem'), 'CERT');
-    writeFileSync(join(dir, 'k.pem'), 'KEY');
+    const ca = await createCa({ commonName: 'kubernetes' });
+    const client = await issueCertificate({ ca, commonName: 'edge-proxy', usages: ['client'] });
+    writeFileSync(join(dir, 'c.pem'), client.certPem);
+    writeFileSync(join(dir, 'k.pem'), client.keyPem);
     writeFileSync(join(dir, 'ca.crt'), 'CA-FILE');
     const config = await readUpstreamConfig(
       kubeconfig('    client-certificate: c.pem\n    client-key: k.pem', '    certificate-authority: ca.crt'),
     );
     expect(config.caPem).toBe('CA-FILE');
-    expect(config.credentials).toEqual({ certPem: 'CERT', keyPem: 'KEY' });
+    expect(config.credentials).toEqual({ certPem: client.certPem, keyPem: client.keyPem });
   });
 
   it('refuses an upstream it cannot verify', async () => {

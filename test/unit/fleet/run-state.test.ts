@@ -33,8 +33,26 @@ describe('run state files', () => {
     expect((await loadRunState(home, 'last')).state.id).toBe(state.id);
     expect(countStatuses(state)).toMatchObject({ done: 1, pending: 1 });
 
-    await appendHostLog(dir, 'a/b', 'connected', new Date(0));
-    expect(readFileSync(hostLogPath(dir, 'a/b'), 'utf8')).toBe('1970-01-01T00:00:00.000Z connected\n');
+    await appendHostLog(dir, 'store-1', 'connected', new Date(0));
+    expect(readFileSync(join(dir, 'hosts', 'store-1.log'), 'utf8')).toBe(
+      '1970-01-01T00:00:00.000Z [store-1] connected\n',
+    );
+  });
+
+  it('gives every host its own log file, whatever its name, and names the host on every line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-logs-'));
+    const names = ['a b', 'a_b', 'a/b', 'a\nb', 'a_b~', '..', 'A_B', 'a.b', 'a-b'];
+    for (const name of names) await appendHostLog(dir, name, `line of ${JSON.stringify(name)}`, new Date(0));
+    const paths = names.map((name) => hostLogPath(dir, name));
+    expect(new Set(paths).size).toBe(names.length);
+    expect(readdirSync(join(dir, 'hosts'))).toHaveLength(names.length);
+    for (const [index, name] of names.entries()) {
+      expect(paths[index]!.startsWith(join(dir, 'hosts') + '/')).toBe(true);
+      expect(readFileSync(paths[index]!, 'utf8')).toBe(
+        `1970-01-01T00:00:00.000Z [${name}] line of ${JSON.stringify(name)}\n`,
+      );
+    }
+    expect(hostLogPath(dir, 'a_b')).toBe(join(dir, 'hosts', 'a_b.log'));
   });
 
   it('refuses unsafe run ids and missing runs', async () => {

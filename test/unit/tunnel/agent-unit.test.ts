@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../../../src/errors.js';
 import { checkServiceDataDir } from '../../../src/tunnel/agent-install.js';
 import { TUNNEL_AGENT_UNIT_TEMPLATE, renderTunnelAgentUnit } from '../../../src/tunnel/agent-unit.js';
 
@@ -18,6 +19,11 @@ describe('the embedded tunnel agent unit', () => {
     expect(unit).toMatch(/^ReadWritePaths=\/var\/lib\/edgeadm\/agent$/m);
     expect(unit).toMatch(/^Environment=EDGEADM_HOME=\/var\/lib\/edgeadm\/agent$/m);
     expect(unit).not.toContain('{{');
+  });
+
+  it('restarts the agent after a crash, but not after the hub refused it for good (exit 4)', () => {
+    expect(TUNNEL_AGENT_UNIT_TEMPLATE).toMatch(/^Restart=always$/m);
+    expect(TUNNEL_AGENT_UNIT_TEMPLATE).toMatch(new RegExp(`^RestartPreventExitStatus=${ExitCode.Refused}$`, 'm'));
   });
 
   it('refuses data dirs that a unit file or a shell would misread', () => {

@@ -276,3 +276,130 @@ describe('limitHosts', () => {
     expect(() => limitHosts(hosts, 'nope')).toThrow(/matches no host/);
   });
 });
+
+describe('inventory host fields: names, addresses, users, bastions and labels are checked', () => {
+  const edgeadm = (host: string, body = '{ address: 10.0.0.1 }', extra = ''): string =>
+    `kind: FleetInventory\n${extra}controlPlane:\n  hosts:\n    ${JSON.stringify(host)}: ${body}\n`;
+  const ansible = (host: string, vars = 'ansible_host: 10.0.0.1', group = 'control_plane'): string =>
+    `all:\n  children:\n    ${JSON.stringify(group)}:\n      hosts:\n        ${JSON.stringify(host)}:\n          ${vars}\n`;
+  const refused: { name: string; text: string; message: RegExp }[] = [
+    { name: 'a host name with a space', text: edgeadm('a b'), message: /hosts\.a b: host name "a b" is not valid/ },
+    { name: 'a host name with a slash', text: edgeadm('a/b'), message: /host name "a\/b" is not valid/ },
+    { name: 'a host name with a newline', text: edgeadm('a\nb'), message: /host name "a\\nb" is not valid/ },
+    { name: 'a host name with a shell metacharacter', text: edgeadm('a;reboot'), message: /is not valid/ },
+    { name: 'a host name that is a glob', text: edgeadm('store-*'), message: /is not valid/ },
+    {
+      name: 'an address with a newline',
+      text: edgeadm('cp1', '{ address: "10.0.0.1\\nrm -rf /" }'),
+      message: /cp1\.address: .*control character/,
+    },
+    {
+      name: 'an address that is no address',
+      text: edgeadm('cp1', '{ address: "$(reboot)" }'),
+      message: /hosts\.cp1\.address: host cp1: address "\$\(reboot\)" is neither an IP address nor a DNS name/,
+    },
+    {
+      name: 'a name that must be its address but is not one',
+      text: edgeadm('cp_1', '{}'),
+      message: /host cp_1: address "cp_1" is neither/,
+    },
+    {
+      name: 'an SSH user with a metacharacter',
+      text: edgeadm('cp1', '{ address: 10.0.0.1, ssh: { user: "root;id" } }'),
+      message: /hosts\.cp1\.ssh\.user: SSH user "root;id" is not a POSIX user name/,
+    },
+    {
+      name: 'an SSH user starting with a dash',
+      text: edgeadm('cp1', '{ address: 10.0.0.1, ssh: { user: "-oProxyCommand=x" } }'),
+      message: /is not a POSIX user name/,
+    },
+    {
+      name: 'a bastion that is no [user@]host[:port]',
+      text: edgeadm('cp1', '{ address: 10.0.0.1, ssh: { jump: "root@bastion -oProxyCommand=x" } }'),
+      message: /bastion "root@bastion -oProxyCommand=x" is not/,
+    },
+    {
+      name: 'a label key with a space',
+      text: edgeadm('cp1', '{ address: 10.0.0.1, labels: { "a b": x } }'),
+      message: /cp1\.labels: label key "a b" is not a Kubernetes label key/,
+    },
+    {
+      name: 'a label value with a newline',
+      text: edgeadm('cp1', '{ address: 10.0.0.1, labels: { tier: "a\\nb" } }'),
+      message: /label "tier" has value "a\\nb"/,
+    },
+    {
+      name: 'a group label value too long',
+      text: `kind: FleetInventory\nnodeGroups:\n  stores:\n    labels: { tier: ${'x'.repeat(64)} }\n    hosts:\n      s1: { address: 10.0.0.1 }\n`,
+      message: /nodeGroups\.stores\.labels: label "tier" has value/,
+    },
+    {
+      name: 'a group name with a space',
+      text: `kind: FleetInventory\nnodeGroups:\n  "my stores":\n    hosts:\n      s1: { address: 10.0.0.1 }\n`,
+      message: /group name "my stores" is not valid/,
+    },
+    { name: 'an Ansible host name with a space', text: ansible('a b'), message: /host name "a b" is not valid/ },
+    { name: 'an Ansible host name with a slash', text: ansible('a/b'), message: /host name "a\/b" is not valid/ },
+    { name: 'an Ansible group name with a space', text: ansible('cp1', undefined, 'my group'), message: /group name/ },
+    {
+      name: 'an Ansible address with a shell metacharacter',
+      text: ansible('cp1', 'ansible_host: "10.0.0.1;reboot"'),
+      message: /ansible_host: host cp1: address "10\.0\.0\.1;reboot" is neither/,
+    },
+    {
+      name: 'an Ansible user with a newline',
+      text: ansible('cp1', 'ansible_user: "root\\nx"'),
+      message: /ansible_user: .*control character/,
+    },
+    {
+      name: 'an Ansible user with a space',
+      text: ansible('cp1', 'ansible_user: "a b"'),
+      message: /ansible_user: host cp1: SSH user "a b" is not a POSIX user name/,
+    },
+    {
+      name: 'an Ansible bastion that is no host',
+      text: ansible('cp1', 'ansible_ssh_common_args: "-J root@$(id)"'),
+      message: /host cp1: bastion "root@\$\(id\)" is not/,
+    },
+    {
+      name: 'Ansible labels that are not Kubernetes labels',
+      text: ansible('cp1', 'edgeadm_labels: { "a/b/c": x }'),
+      message: /edgeadm_labels: host cp1: label key "a\/b\/c"/,
+    },
+  ];
+  for (const entry of refused) {
+    it(`refuses ${entry.name}, naming the host and the field`, () => {
+      let error: ValidationError | undefined;
+      try {
+        parseInventory(entry.text, 'fleet.yaml');
+      } catch (caught) {
+        error = caught as ValidationError;
+      }
+      expect(error?.code, entry.text).toBe('E_INVENTORY');
+      expect(error?.message).toMatch(/^fleet\.yaml(:\d+)?: /);
+      expect(error?.message).toMatch(entry.message);
+    });
+  }
+
+  it('accepts DNS names, IPv4 and IPv6 addresses, Ansible-style names with an address, and label prefixes', () => {
+    const text = [
+      'kind: FleetInventory',
+      'ssh: { user: deploy.user_1, jump: "ops@[2001:db8::9]:2222" }',
+      'controlPlane:',
+      '  hosts:',
+      '    cp1.example.com: {}',
+      '    cp_2: { address: "2001:db8::2" }',
+      '    10.0.0.3: { labels: { example.com/tier: store, empty: "" } }',
+    ].join('\n');
+    const inventory = parseInventory(text, 'fleet.yaml');
+    expect(inventory.hosts.map((host) => [host.name, host.address])).toEqual([
+      ['cp1.example.com', 'cp1.example.com'],
+      ['cp_2', '2001:db8::2'],
+      ['10.0.0.3', '10.0.0.3'],
+    ]);
+    expect(parseInventory(ansible('store_001', 'ansible_host: store-001.example.com'), 'f').hosts[0]).toMatchObject({
+      name: 'store_001',
+      address: 'store-001.example.com',
+    });
+  });
+});
