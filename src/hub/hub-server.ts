@@ -229,7 +229,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   // listening server (a server fed connections by hand never starts checking them).
   const server: HttpsServer = https.createServer({
     ticketKeys: ticketKey.key,
-    // Node's own timer is an idle one; the absolute deadline is the gate's, below. Same length.
+    // A second guard behind the gate's deadline (below), of the same length: it reports to `tlsClientError`.
     handshakeTimeout: deadlines.handshakeMs,
     sessionTimeout: TLS_SESSION_LIFETIME_S,
     cert: pki.servingCertPem,
@@ -270,8 +270,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     onExpired: () => (metrics.handshakesTimedOut += 1),
   });
   server.prependListener('connection', (raw: Socket) => gate.admit(raw));
-  // Every failed handshake (the handshake timeout included) is closed: a `tlsClientError`
-  // listener replaces Node's default, which closes the socket.
+  // Every failed handshake is closed, the handshake timeout included: Node reports that one to
+  // `tlsClientError` listeners without closing anything (this listener replaces https' own).
   server.removeAllListeners('tlsClientError');
   server.on('tlsClientError', (error: Error, socket: TLSSocket) => {
     logger.debug(`TLS handshake failed: ${error.message}`);

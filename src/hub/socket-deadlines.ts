@@ -3,10 +3,13 @@
  *
  * Every socket the hub holds has a deadline in every state, so that nobody
  * who can reach the hub's port can hold its sockets:
- * - TCP accepted, TLS handshake under way: {@link HandshakeGate}, absolute
- *   from the accept (Node's own `handshakeTimeout` is an idle timer, which a
- *   peer trickling its hello resets, and on a bare `tls.Server` it only
- *   reports the timeout without closing anything);
+ * - TCP accepted, TLS handshake under way: {@link HandshakeGate}, counted
+ *   from the accept. Node's own `handshakeTimeout` is set to the same length
+ *   as a second guard, but it is a socket timeout started when Node wraps
+ *   the connection, and on a `tls.Server` it only reports the timeout to
+ *   `tlsClientError` listeners, which must close the socket themselves (the
+ *   hub's did not, and 128 silent connections held every handshake place
+ *   for good). The gate's deadline does not depend on either;
  * - HTTP/1.1, waiting for a request head, reading a request, idle between
  *   requests, streaming an answer or an upgraded stream: Node's HTTP server
  *   deadlines, set by {@link httpServerDeadlineOptions};

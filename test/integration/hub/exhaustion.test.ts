@@ -1,0 +1,343 @@
+/**
+ * Resource exhaustion of the hub, tried as an attacker would, with real
+ * sockets on loopback: silent TCP connections, a half-sent TLS hello, a
+ * request head trickled a line at a time (slowloris), idle TLS connections
+ * before and between requests, tunnel (HTTP/2) connections that stall
+ * before they are accepted. Each socket must be closed BY THE HUB once its
+ * deadline passes, and the hub must keep answering `/healthz` and admitting
+ * agents.
+ *
+ * The hub under attack runs in this process with short deadlines (injected
+ * options), so the suite is quick; a second hub with the default deadlines
+ * is the control: its sockets, attacked the same way, are still open when
+ * the first hub has closed its own, which shows that the deadline, not
+ * something else, closed them. No test asserts a duration: each waits for
+ * the 'close' event, bounded by {@link CLOSE_WAIT_MS} as a safety net.
+ *
+ * The agents are edgeadm's own (`registerCluster`, `connectTunnel`); the
+ * edge cluster is the SIMULATED API server of test/support.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { performServerHandshake } from 'node:http2';
+import { connect as netConnect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
+import type { HubDeadlines } from '../../../src/hub/socket-deadlines.js';
+import { silentLogger } from '../../../src/log/run-log.js';
+import { connectTunnel, type AgentIdentity } from '../../../src/tunnel/agent.js';
+import type { AgentState } from '../../../src/tunnel/agent-state.js';
+import { TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
+import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
+import { registerCluster } from '../../../src/tunnel/registration.js';
+import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
+import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
+
+/** How long a test waits for the hub to close a socket: a safety net, many times every short deadline below. */
+const CLOSE_WAIT_MS = 12_000;
+
+/** The attacked hub's deadlines: short, yet far above what a loopback handshake or request takes. */
+const SHORT: HubDeadlines = {
+  handshakeMs: 1500,
+  requestHeadMs: 1000,
+  requestMs: 2000,
+  requestCheckIntervalMs: 50,
+  keepAliveMs: 300,
+  streamIdleMs: 60_000,
+  tunnelAcceptMs: 2000,
+};
+/** The attacked hub's bound on handshakes in progress. */
+const BOUND = 4;
+
+type Outcome = 'closed' | 'open';
+
+/** Whether `socket` closes within `ms` (the peer, here the hub, closed it), reading and dropping what comes. */
+function closure(socket: Socket, ms = CLOSE_WAIT_MS): Promise<Outcome> {
+  return new Promise((resolve) => {
+    if (socket.destroyed) return resolve('closed');
+    const timer = setTimeout(() => resolve('open'), ms);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve('closed');
+    });
+    socket.on('error', () => undefined);
+    socket.resume();
+  });
+}
+
+function isOpen(socket: Socket): boolean {
+  return !socket.destroyed && !socket.readableEnded;
+}
+
+/** Every socket a test opened: closed after each test, so that one failing test leaves no place held for the next. */
+const opened = new Set<Socket>();
+
+function rawConnect(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = netConnect(port, '127.0.0.1', () => resolve(socket));
+    opened.add(socket);
+    socket.once('error', reject);
+  });
+}
+
+/** Sends `line()` every `everyMs` until the socket closes: a peer that is never quite silent. */
+function trickle(socket: Socket, everyMs: number, line: () => string | Buffer): void {
+  const timer = setInterval(() => {
+    if (socket.destroyed || !socket.writable) clearInterval(timer);
+    else socket.write(line());
+  }, everyMs);
+  socket.once('close', () => clearInterval(timer));
+}
+
+describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
+  const root = mkdtempSync(join(tmpdir(), 'hub-exhaustion-'));
+  let hub: RunningHub;
+  let control: RunningHub;
+  let caPem: string;
+  /** The CA of each hub, by port. */
+  const caOf = new Map<number, string>();
+  let adminToken: string;
+  let sim: SimApiServer;
+  let upstream: Upstream;
+  let kubeconfig: string;
+
+  const tlsOpen = (port: number, alpn = ['http/1.1']): Promise<TLSSocket> =>
+    new Promise((resolve, reject) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port, ca: caOf.get(port), ALPNProtocols: alpn }, () =>
+        resolve(socket),
+      );
+      opened.add(socket);
+      socket.once('error', reject);
+    });
+  const healthz = (port: number): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const req = request(`https://127.0.0.1:${port}/healthz`, { ca: caOf.get(port), agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  const api = (path: string, body: unknown): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const req = request(
+        `https://127.0.0.1:${hub.port}${path}`,
+        {
+          method: 'POST',
+          ca: caPem,
+          agent: false,
+          headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => resolve(text));
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify(body));
+    });
+  const register = async (cluster: string): Promise<{ state: AgentState; identity: AgentIdentity }> => {
+    const { token } = JSON.parse(await api('/hub/v1/tokens', { ttlMs: 600_000 })) as { token: string };
+    const { state } = await registerCluster({
+      hub: `127.0.0.1:${hub.port}`,
+      token,
+      caCertHashes: [hub.caPin],
+      cluster,
+      labels: {},
+      kubeconfig,
+      createServiceAccount: false,
+      dataDir: join(root, cluster),
+      discoveryTimeoutMs: 30_000,
+      logger: silentLogger,
+    });
+    return { state, identity: { cluster, certPem: state.certPem, keyPem: state.keyPem } };
+  };
+  const metric = async (name: string): Promise<number> => {
+    const text = await new Promise<string>((resolve, reject) => {
+      const req = request(`https://127.0.0.1:${hub.port}/metrics`, { ca: caPem, agent: false }, (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolve(body));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
+  };
+  /** A TLS connection to the tunnel protocol with a registered agent's certificate, HTTP/2 not yet set up. */
+  const tunnelOpen = (identity: AgentIdentity, state: AgentState): Promise<TLSSocket> =>
+    new Promise((resolve, reject) => {
+      const socket = tlsConnect(
+        {
+          host: '127.0.0.1',
+          port: hub.port,
+          ca: state.hubCaPem,
+          cert: identity.certPem,
+          key: identity.keyPem,
+          ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
+        },
+        () => resolve(socket),
+      );
+      opened.add(socket);
+      socket.once('error', reject);
+    });
+
+  beforeAll(async () => {
+    sim = await startSimApiServer({ gitVersion: 'v1.30.4+sim' });
+    kubeconfig = join(root, 'edge.kubeconfig');
+    writeFileSync(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
+    upstream = new Upstream(await readUpstreamKubeconfig(kubeconfig), silentLogger);
+    hub = await startHub({
+      listen: '127.0.0.1:0',
+      dataDir: join(root, 'hub'),
+      logger: silentLogger,
+      maxPendingHandshakes: BOUND,
+      deadlines: SHORT,
+    });
+    // The control: the default deadlines (10 s handshake, 30 s head, 15 s keep-alive), a bound as large.
+    control = await startHub({
+      listen: '127.0.0.1:0',
+      dataDir: join(root, 'control'),
+      logger: silentLogger,
+      maxPendingHandshakes: BOUND,
+    });
+    caPem = readFileSync(join(root, 'hub', 'pki', 'ca.crt'), 'utf8');
+    caOf.set(hub.port, caPem);
+    caOf.set(control.port, readFileSync(join(root, 'control', 'pki', 'ca.crt'), 'utf8'));
+    adminToken = /^token: (\S+)$/m.exec(readFileSync(hub.adminConfigPath, 'utf8'))?.[1] ?? '';
+  });
+
+  afterEach(() => {
+    for (const socket of opened) socket.destroy();
+    opened.clear();
+  });
+
+  afterAll(async () => {
+    await hub?.close();
+    await control?.close();
+    upstream?.close();
+    await sim?.stop();
+  });
+
+  it('(a) closes silent TCP connections that fill the handshake bound; then answers /healthz and admits an agent', async () => {
+    const site = await register('silent-a');
+    const timedOutBefore = await metric('edgeadm_hub_handshakes_timed_out_total');
+    // The attack: as many connections as the bound and more, none of which ever says a word.
+    const silent = await Promise.all(Array.from({ length: BOUND + 2 }, () => rawConnect(hub.port)));
+    const controlSilent = await rawConnect(control.port);
+    // While they hold every place, a real client is refused before TLS.
+    await expect(healthz(hub.port)).rejects.toThrow();
+    expect(await Promise.all(silent.map((socket) => closure(socket)))).toEqual(silent.map(() => 'closed'));
+    // The hub with the default (10 s) deadline still holds its own: the deadline closed them, nothing else.
+    expect(isOpen(controlSilent)).toBe(true);
+    controlSilent.destroy();
+    expect(await metric('edgeadm_hub_handshakes_timed_out_total')).toBe(timedOutBefore + BOUND);
+    // The places are free again: the hub answers, and an agent connects.
+    expect(await healthz(hub.port)).toBe(200);
+    const tunnel = await connectTunnel({
+      hubServer: `https://127.0.0.1:${hub.port}`,
+      hubCaPem: site.state.hubCaPem,
+      identity: () => site.identity,
+      upstream,
+      logger: silentLogger,
+    });
+    await tunnel.drain();
+  });
+
+  it('(e) closes a connection whose TLS hello stops half-way, even one that trickles a byte at a time', async () => {
+    const timedOutBefore = await metric('edgeadm_hub_handshakes_timed_out_total');
+    const hello = async (port: number): Promise<Socket> => {
+      const socket = await rawConnect(port);
+      // A TLS record header announcing a 512-byte handshake message, and the start of a ClientHello.
+      socket.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]));
+      // One more byte of it every 200 ms: Node's own handshake timer, an idle one, never fires.
+      trickle(socket, 200, () => Buffer.from([0x00]));
+      return socket;
+    };
+    const stalled = await hello(hub.port);
+    const controlStalled = await hello(control.port);
+    expect(await closure(stalled)).toBe('closed');
+    expect(isOpen(controlStalled)).toBe(true);
+    controlStalled.destroy();
+    expect(await metric('edgeadm_hub_handshakes_timed_out_total')).toBe(timedOutBefore + 1);
+    expect(await healthz(hub.port)).toBe(200);
+  });
+
+  it('(b) closes a connection that trickles its request head a line at a time (slowloris)', async () => {
+    const slowloris = async (port: number): Promise<TLSSocket> => {
+      const socket = await tlsOpen(port);
+      socket.write('GET /healthz HTTP/1.1\r\nHost: hub\r\n');
+      // One header line every 100 ms: the connection is never idle, its head never complete.
+      let line = 0;
+      trickle(socket, 100, () => `X-Line-${(line += 1)}: a\r\n`);
+      return socket;
+    };
+    const attacker = await slowloris(hub.port);
+    const controlAttacker = await slowloris(control.port);
+    let answer = '';
+    attacker.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    expect(await closure(attacker)).toBe('closed');
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(isOpen(controlAttacker)).toBe(true);
+    controlAttacker.destroy();
+  });
+
+  it('(c) closes a TLS connection that sends no request, and an idle keep-alive one after its answer', async () => {
+    const idle = await tlsOpen(hub.port);
+    const controlIdle = await tlsOpen(control.port);
+    expect(await closure(idle)).toBe('closed');
+    expect(isOpen(controlIdle)).toBe(true);
+
+    const keptAlive = async (port: number): Promise<{ socket: TLSSocket; answer: Promise<string> }> => {
+      const socket = await tlsOpen(port);
+      const answer = new Promise<string>((resolve) => {
+        let text = '';
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+          if (text.includes('\r\n\r\n')) resolve(text);
+        });
+      });
+      socket.write('GET /healthz HTTP/1.1\r\nHost: hub\r\n\r\n');
+      return { socket, answer };
+    };
+    const client = await keptAlive(hub.port);
+    const controlClient = await keptAlive(control.port);
+    // Answered, and kept alive (the hub says so), then left idle.
+    expect(await client.answer).toMatch(/^HTTP\/1\.1 200 [^]*Connection: keep-alive/i);
+    expect(await controlClient.answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await closure(client.socket)).toBe('closed');
+    expect(isOpen(controlClient.socket)).toBe(true);
+    controlClient.socket.destroy();
+    controlIdle.destroy();
+  });
+
+  it('(d) closes a tunnel (HTTP/2) connection that stalls before it is accepted: no HTTP/2, no hello, no welcome answered', async () => {
+    const site = await register('stalled-d');
+    // TLS with the tunnel protocol and a valid agent certificate, then nothing: no HTTP/2 preface.
+    const mute = await tunnelOpen(site.identity, site.state);
+    // HTTP/2 set up, the hub's hello request never answered.
+    const noHello = await tunnelOpen(site.identity, site.state);
+    const noHelloSession = performServerHandshake(noHello);
+    noHelloSession.on('error', () => undefined);
+    noHelloSession.on('stream', (stream) => stream.on('error', () => undefined));
+    // The hello answered, the welcome never: before, this peer kept its socket for good.
+    const noWelcome = await tunnelOpen(site.identity, site.state);
+    const noWelcomeSession = performServerHandshake(noWelcome);
+    noWelcomeSession.on('error', () => undefined);
+    noWelcomeSession.on('stream', (stream, headers) => {
+      stream.on('error', () => undefined);
+      if (headers[':path'] === HELLO_PATH) {
+        stream.respond({ ':status': 200 });
+        stream.end(JSON.stringify({ cluster: site.identity.cluster }));
+      }
+    });
+    const outcomes = await Promise.all([closure(mute), closure(noHello), closure(noWelcome)]);
+    expect(outcomes).toEqual(['closed', 'closed', 'closed']);
+    // Operators get no HTTP/2 session of their own: the hub offers only the tunnel and HTTP/1.1.
+    await expect(tlsOpen(hub.port, ['h2'])).rejects.toThrow();
+  });
+});
