@@ -286,6 +286,43 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
     controlAttacker.destroy();
   });
 
+  it('(b) closes a request whose body trickles past the whole-request deadline, while a watch begun before it streams on', async () => {
+    const site = await register('watch-b');
+    const tunnel = await connectTunnel({
+      hubServer: `https://127.0.0.1:${hub.port}`,
+      hubCaPem: site.state.hubCaPem,
+      identity: () => site.identity,
+      upstream,
+      logger: silentLogger,
+    });
+    const user = JSON.parse(
+      await api('/hub/v1/users', { name: 'watcher', clustersSelector: '', groups: ['system:masters'] }),
+    ) as { token: string };
+    // A watch: its request is complete at once, its answer streams for as long as the user wants.
+    const watch = await new Promise<{ socket: Socket; status: number }>((resolve, reject) => {
+      const req = request(
+        `https://127.0.0.1:${hub.port}/clusters/watch-b/api/v1/namespaces/default/pods?watch=1`,
+        { ca: caPem, agent: false, headers: { Authorization: `Bearer ${user.token}` } },
+        (res) => resolve({ socket: res.socket, status: res.statusCode ?? 0 }),
+      );
+      req.on('socket', (socket) => opened.add(socket));
+      req.on('error', reject);
+      req.end();
+    });
+    expect(watch.status).toBe(200);
+    // A body of 100,000 bytes, announced and then sent one byte every 100 ms: it would take hours.
+    const slowBody = await tlsOpen(hub.port);
+    slowBody.write(
+      `POST /hub/v1/tokens HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer ${adminToken}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n',
+    );
+    trickle(slowBody, 100, () => ' ');
+    expect(await closure(slowBody)).toBe('closed');
+    expect(isOpen(watch.socket)).toBe(true);
+    watch.socket.destroy();
+    await tunnel.drain();
+  });
+
   it('(c) closes a TLS connection that sends no request, and an idle keep-alive one after its answer', async () => {
     const idle = await tlsOpen(hub.port);
     const controlIdle = await tlsOpen(control.port);
