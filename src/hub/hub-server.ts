@@ -250,7 +250,11 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // An upgraded stream (exec, attach, port-forward) leaves the HTTP server's deadlines: it gets its own.
-    (socket as TLSSocket).setTimeout(deadlines.streamIdleMs, () => socket.destroy());
+    // Closed with an error, so that its tunnel stream is reset at once (a plain close leaves the stream
+    // open on the tunnel until the drain timeout).
+    (socket as TLSSocket).setTimeout(deadlines.streamIdleMs, () =>
+      socket.destroy(new Error(`no byte either way for ${deadlines.streamIdleMs} ms`)),
+    );
     const target = parseProxyUrl(req.url ?? '/');
     if (target === undefined) {
       endSocketWithStatus(socket, 404, 'upgrades are served under /clusters/NAME/ only');

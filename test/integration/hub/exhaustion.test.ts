@@ -1,9 +1,10 @@
 /**
  * Resource exhaustion of the hub, tried as an attacker would, with real
  * sockets on loopback: silent TCP connections, a half-sent TLS hello, a
- * request head trickled a line at a time (slowloris), idle TLS connections
- * before and between requests, tunnel (HTTP/2) connections that stall
- * before they are accepted. Each socket must be closed BY THE HUB once its
+ * request head trickled a line at a time (slowloris), a request body
+ * trickled, idle TLS connections before and between requests, an idle watch
+ * and an idle exec stream, tunnel (HTTP/2) connections that stall before
+ * they are accepted. Each socket must be closed BY THE HUB once its
  * deadline passes, and the hub must keep answering `/healthz` and admitting
  * agents.
  *
@@ -34,7 +35,7 @@ import { TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
 import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
 import { registerCluster } from '../../../src/tunnel/registration.js';
 import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
-import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
+import { connectWebSocket, startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
 
 /** How long a test waits for the hub to close a socket: a safety net, many times every short deadline below. */
 const CLOSE_WAIT_MS = 12_000;
@@ -46,7 +47,8 @@ const SHORT: HubDeadlines = {
   requestMs: 2000,
   requestCheckIntervalMs: 50,
   keepAliveMs: 300,
-  streamIdleMs: 60_000,
+  // Longer than the whole-request deadline: test (b) sees a watch outlive a slow request, then go idle.
+  streamIdleMs: 5000,
   tunnelAcceptMs: 2000,
 };
 /** The attacked hub's bound on handshakes in progress. */
@@ -286,7 +288,7 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
     controlAttacker.destroy();
   });
 
-  it('(b) closes a request whose body trickles past the whole-request deadline, while a watch begun before it streams on', async () => {
+  it('(b) closes a request whose body trickles past the whole-request deadline, while a watch begun before it streams on until it is idle too long', async () => {
     const site = await register('watch-b');
     const tunnel = await connectTunnel({
       hubServer: `https://127.0.0.1:${hub.port}`,
@@ -319,7 +321,45 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
     trickle(slowBody, 100, () => ' ');
     expect(await closure(slowBody)).toBe('closed');
     expect(isOpen(watch.socket)).toBe(true);
-    watch.socket.destroy();
+    // Nothing happens in the watched namespace: once the stream has carried no byte for its deadline, it is closed.
+    expect(await closure(watch.socket)).toBe('closed');
+    await tunnel.drain();
+  });
+
+  it('(b) closes an upgraded stream (exec) that carries no byte either way for its deadline', async () => {
+    const site = await register('exec-b');
+    sim.setObject({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web-0', namespace: 'default' },
+      spec: { containers: [{ name: 'web', image: 'nginx' }] },
+    });
+    const tunnel = await connectTunnel({
+      hubServer: `https://127.0.0.1:${hub.port}`,
+      hubCaPem: site.state.hubCaPem,
+      identity: () => site.identity,
+      upstream,
+      logger: silentLogger,
+    });
+    const user = JSON.parse(
+      await api('/hub/v1/users', { name: 'execer', clustersSelector: '', groups: ['system:masters'] }),
+    ) as { token: string };
+    // `cat` with its stdin open and nothing typed: a shell left idle.
+    const exec = await connectWebSocket({
+      url: `https://127.0.0.1:${hub.port}/clusters/exec-b/api/v1/namespaces/default/pods/web-0/exec?command=cat&stdin=true&stdout=true`,
+      protocols: ['v5.channel.k8s.io', 'v4.channel.k8s.io'],
+      headers: { Authorization: `Bearer ${user.token}` },
+      ca: caPem,
+    });
+    const closeCode = await new Promise<number | 'open'>((resolve) => {
+      const timer = setTimeout(() => resolve('open'), CLOSE_WAIT_MS);
+      exec.once('close', (code: number) => {
+        clearTimeout(timer);
+        resolve(code);
+      });
+    });
+    // 1006: the connection closed under the WebSocket without a close frame, as the hub closes it.
+    expect(closeCode).toBe(1006);
     await tunnel.drain();
   });
 
