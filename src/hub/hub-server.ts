@@ -5,8 +5,9 @@
  * API, discovery, registration, health, metrics and the kube proxy.
  *
  * Owns first-start setup (CA, admin credential, `admin.yaml`), the table of
- * open tunnels (the newest connection of a cluster wins), and graceful
- * shutdown.
+ * open tunnels (the newest connection of a cluster wins), graceful
+ * shutdown, and the wiring of every socket's deadlines (socket-deadlines.ts:
+ * the handshake gate in front of TLS, Node's HTTP deadlines behind it).
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
