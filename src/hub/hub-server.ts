@@ -18,7 +18,7 @@ import type { Duplex } from 'node:stream';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
-import { TUNNEL_ALPN_PROTOCOL, TUNNEL_PING_INTERVAL_MS } from '../tunnel/limits.js';
+import { TUNNEL_ALPN_PROTOCOL } from '../tunnel/limits.js';
 import { acceptTunnel, type HubTunnel, type TunnelVerdict } from '../tunnel/hub-tunnel.js';
 import { HUB_ADMIN_USER, type HubContext } from './hub-context.js';
 import { isWithinValidity } from './client-certificate.js';
@@ -164,10 +164,10 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   const sweep = setInterval(() => {
     const now = Date.now();
     // A sweep that ran late says the hub itself was too busy to read its sockets: judge no silence then.
-    const isOnTime = now - sweptAt < 2 * TUNNEL_PING_INTERVAL_MS;
+    const isOnTime = now - sweptAt < 2 * deadlines.tunnelSweepMs;
     sweptAt = now;
     for (const [tunnel, saver] of lastSeenSavers) {
-      if (tunnel.isSilent(now) && isOnTime) {
+      if (tunnel.isSilent(now, deadlines.tunnelSilenceMs) && isOnTime) {
         logger.warn(`tunnel of cluster ${tunnel.cluster} is dead (nothing heard from its agent); closing it`);
         tunnel.destroy();
       } else if (now - saver.savedAt >= LAST_SEEN_REFRESH_MS) {
@@ -175,7 +175,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         void saver.save();
       }
     }
-  }, TUNNEL_PING_INTERVAL_MS);
+  }, deadlines.tunnelSweepMs);
   sweep.unref();
 
   const onTunnel = async (socket: TLSSocket): Promise<void> => {

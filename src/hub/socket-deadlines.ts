@@ -18,7 +18,7 @@
  */
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { TUNNEL_ACCEPT_TIMEOUT_MS } from '../tunnel/limits.js';
+import { TUNNEL_ACCEPT_TIMEOUT_MS, TUNNEL_PING_INTERVAL_MS, TUNNEL_SILENCE_LIMIT_MS } from '../tunnel/limits.js';
 import {
   HTTP_KEEP_ALIVE_GRACE_MS,
   HTTP_KEEP_ALIVE_TIMEOUT_MS,
@@ -48,6 +48,10 @@ export interface HubDeadlines {
   streamIdleMs: number;
   /** TLS done to tunnel accepted ({@link TUNNEL_ACCEPT_TIMEOUT_MS}). */
   tunnelAcceptMs: number;
+  /** Nothing read from an accepted tunnel's agent ({@link TUNNEL_SILENCE_LIMIT_MS}). */
+  tunnelSilenceMs: number;
+  /** How often the hub sweeps its tunnels for silent ones ({@link TUNNEL_PING_INTERVAL_MS}). */
+  tunnelSweepMs: number;
 }
 
 /** The deadlines a hub runs with unless told otherwise. */
@@ -59,6 +63,8 @@ export const DEFAULT_HUB_DEADLINES: Readonly<HubDeadlines> = {
   keepAliveMs: HTTP_KEEP_ALIVE_TIMEOUT_MS,
   streamIdleMs: HTTP_STREAM_IDLE_TIMEOUT_MS,
   tunnelAcceptMs: TUNNEL_ACCEPT_TIMEOUT_MS,
+  tunnelSilenceMs: TUNNEL_SILENCE_LIMIT_MS,
+  tunnelSweepMs: TUNNEL_PING_INTERVAL_MS,
 };
 
 /**

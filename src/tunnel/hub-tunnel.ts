@@ -64,18 +64,18 @@ export class HubTunnel {
 
   /**
    * Whether the agent has sent nothing (not even its keepalive pings) for
-   * longer than {@link TUNNEL_SILENCE_LIMIT_MS} by `now`. Meant to be called
+   * longer than `limitMs` ({@link TUNNEL_SILENCE_LIMIT_MS}) by `now`. Meant to be called
    * by one periodic sweep over all tunnels: it reads the socket's byte
    * counter, so a live tunnel costs the hub no timer and no ping of its own.
    */
-  isSilent(now: number): boolean {
+  isSilent(now: number, limitMs: number = TUNNEL_SILENCE_LIMIT_MS): boolean {
     const read = this.#socket.bytesRead;
     if (read !== this.#bytesReadSeen) {
       this.#bytesReadSeen = read;
       this.#heardAt = now;
       return false;
     }
-    return now - this.#heardAt > TUNNEL_SILENCE_LIMIT_MS;
+    return now - this.#heardAt > limitMs;
   }
 
   /** Whether new streams can be opened. */

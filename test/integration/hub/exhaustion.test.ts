@@ -40,8 +40,11 @@ import { connectWebSocket, startSimApiServer, type SimApiServer } from '../../su
 /** How long a test waits for the hub to close a socket: a safety net, many times every short deadline below. */
 const CLOSE_WAIT_MS = 12_000;
 
-/** The attacked hub's deadlines: short, yet far above what a loopback handshake or request takes. */
-const SHORT: HubDeadlines = {
+/**
+ * The attacked hub's deadlines: short, yet far above what a loopback handshake or request takes.
+ * Its tunnel liveness stays at the default: real agents, which ping every 10 s, connect to it.
+ */
+const SHORT: Partial<HubDeadlines> = {
   handshakeMs: 1500,
   requestHeadMs: 1000,
   requestMs: 2000,
@@ -51,6 +54,8 @@ const SHORT: HubDeadlines = {
   streamIdleMs: 5000,
   tunnelAcceptMs: 2000,
 };
+/** The tunnel liveness of a third hub, to which only mute agents connect. */
+const SHORT_LIVENESS: Partial<HubDeadlines> = { tunnelSilenceMs: 1000, tunnelSweepMs: 100 };
 /** The attacked hub's bound on handshakes in progress. */
 const BOUND = 4;
 
@@ -98,6 +103,7 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
   const root = mkdtempSync(join(tmpdir(), 'hub-exhaustion-'));
   let hub: RunningHub;
   let control: RunningHub;
+  let lively: RunningHub;
   let caPem: string;
   /** The CA of each hub, by port. */
   const caOf = new Map<number, string>();
@@ -123,15 +129,16 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
       req.on('error', reject);
       req.end();
     });
-  const api = (path: string, body: unknown): Promise<string> =>
+  const api = (path: string, body: unknown, target: RunningHub = hub): Promise<string> =>
     new Promise((resolve, reject) => {
+      const token = /^token: (\S+)$/m.exec(readFileSync(target.adminConfigPath, 'utf8'))?.[1] ?? '';
       const req = request(
-        `https://127.0.0.1:${hub.port}${path}`,
+        `https://127.0.0.1:${target.port}${path}`,
         {
           method: 'POST',
-          ca: caPem,
+          ca: caOf.get(target.port),
           agent: false,
-          headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
+          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
         },
         (res) => {
           let text = '';
@@ -142,17 +149,20 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
       req.on('error', reject);
       req.end(JSON.stringify(body));
     });
-  const register = async (cluster: string): Promise<{ state: AgentState; identity: AgentIdentity }> => {
-    const { token } = JSON.parse(await api('/hub/v1/tokens', { ttlMs: 600_000 })) as { token: string };
+  const register = async (
+    cluster: string,
+    target: RunningHub = hub,
+  ): Promise<{ state: AgentState; identity: AgentIdentity }> => {
+    const { token } = JSON.parse(await api('/hub/v1/tokens', { ttlMs: 600_000 }, target)) as { token: string };
     const { state } = await registerCluster({
-      hub: `127.0.0.1:${hub.port}`,
+      hub: `127.0.0.1:${target.port}`,
       token,
-      caCertHashes: [hub.caPin],
+      caCertHashes: [target.caPin],
       cluster,
       labels: {},
       kubeconfig,
       createServiceAccount: false,
-      dataDir: join(root, cluster),
+      dataDir: join(root, `${cluster}-${target.port}`),
       discoveryTimeoutMs: 30_000,
       logger: silentLogger,
     });
@@ -171,12 +181,12 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
     return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
   };
   /** A TLS connection to the tunnel protocol with a registered agent's certificate, HTTP/2 not yet set up. */
-  const tunnelOpen = (identity: AgentIdentity, state: AgentState): Promise<TLSSocket> =>
+  const tunnelOpen = (identity: AgentIdentity, state: AgentState, port = hub.port): Promise<TLSSocket> =>
     new Promise((resolve, reject) => {
       const socket = tlsConnect(
         {
           host: '127.0.0.1',
-          port: hub.port,
+          port,
           ca: state.hubCaPem,
           cert: identity.certPem,
           key: identity.keyPem,
@@ -207,6 +217,13 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
       logger: silentLogger,
       maxPendingHandshakes: BOUND,
     });
+    lively = await startHub({
+      listen: '127.0.0.1:0',
+      dataDir: join(root, 'lively'),
+      logger: silentLogger,
+      deadlines: SHORT_LIVENESS,
+    });
+    caOf.set(lively.port, readFileSync(join(root, 'lively', 'pki', 'ca.crt'), 'utf8'));
     caPem = readFileSync(join(root, 'hub', 'pki', 'ca.crt'), 'utf8');
     caOf.set(hub.port, caPem);
     caOf.set(control.port, readFileSync(join(root, 'control', 'pki', 'ca.crt'), 'utf8'));
@@ -221,6 +238,7 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
   afterAll(async () => {
     await hub?.close();
     await control?.close();
+    await lively?.close();
     upstream?.close();
     await sim?.stop();
   });
@@ -416,5 +434,32 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
     expect(outcomes).toEqual(['closed', 'closed', 'closed']);
     // Operators get no HTTP/2 session of their own: the hub offers only the tunnel and HTTP/1.1.
     await expect(tlsOpen(hub.port, ['h2'])).rejects.toThrow();
+  });
+  it('(d) closes an accepted tunnel (HTTP/2) whose agent then says nothing, no ping either', async () => {
+    /** An agent that answers the hub's hello and welcome, then is mute: a hung agent or a dead link. */
+    const muteAgent = async (target: RunningHub): Promise<TLSSocket> => {
+      const site = await register('mute-d', target);
+      const socket = await tunnelOpen(site.identity, site.state, target.port);
+      const session = performServerHandshake(socket);
+      session.on('error', () => undefined);
+      await new Promise<void>((resolve) => {
+        session.on('stream', (stream, headers) => {
+          stream.on('error', () => undefined);
+          stream.resume();
+          stream.respond({ ':status': headers[':path'] === HELLO_PATH ? 200 : 204 });
+          if (headers[':path'] === HELLO_PATH) stream.end(JSON.stringify({ cluster: site.identity.cluster }));
+          else {
+            stream.end();
+            resolve();
+          }
+        });
+      });
+      return socket;
+    };
+    const mute = await muteAgent(lively);
+    const controlMute = await muteAgent(control);
+    expect(await closure(mute)).toBe('closed');
+    // The control hub (30 s of silence allowed) still holds its own.
+    expect(isOpen(controlMute)).toBe(true);
   });
 });
