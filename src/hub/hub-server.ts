@@ -5,18 +5,20 @@
  * API, discovery, registration, health, metrics and the kube proxy.
  *
  * Owns first-start setup (CA, admin credential, `admin.yaml`), the table of
- * open tunnels (the newest connection of a cluster wins), and graceful
- * shutdown.
+ * open tunnels (the newest connection of a cluster wins), graceful
+ * shutdown, and the wiring of every socket's deadlines (socket-deadlines.ts:
+ * the handshake gate in front of TLS, Node's HTTP deadlines behind it).
  */
 import { existsSync, mkdirSync } from 'node:fs';
-import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import type { PeerCertificate, Server as TlsServer, TLSSocket } from 'node:tls';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
-import { TUNNEL_ALPN_PROTOCOL, TUNNEL_PING_INTERVAL_MS } from '../tunnel/limits.js';
+import { TUNNEL_ALPN_PROTOCOL } from '../tunnel/limits.js';
 import { acceptTunnel, type HubTunnel, type TunnelVerdict } from '../tunnel/hub-tunnel.js';
 import { HUB_ADMIN_USER, type HubContext } from './hub-context.js';
 import { isWithinValidity } from './client-certificate.js';
@@ -28,15 +30,19 @@ import { parseProxyUrl, proxyRequest, proxyUpgrade } from './kube-proxy.js';
 import {
   LAST_SEEN_REFRESH_MS,
   MAX_REQUEST_HEADER_BYTES,
-  REQUEST_HEADERS_TIMEOUT_MS,
   SHUTDOWN_GRACE_MS,
   MAX_PENDING_HANDSHAKES,
-  TLS_HANDSHAKE_TIMEOUT_MS,
   TLS_SESSION_LIFETIME_S,
   TLS_TICKET_KEY_CHECK_MS,
 } from './limits.js';
 import { HubMetrics } from './metrics.js';
 import { serveApi } from './operator-api.js';
+import {
+  DEFAULT_HUB_DEADLINES,
+  HandshakeGate,
+  httpServerDeadlineOptions,
+  type HubDeadlines,
+} from './socket-deadlines.js';
 import { SqliteHubStore } from './sqlite-store.js';
 import type { HubStore } from './store.js';
 import { ensureTlsTicketKey } from './tls-ticket-keys.js';
@@ -58,6 +64,8 @@ export interface HubServerOptions {
   caKeyFile?: string;
   /** Most TLS handshakes in progress at once; {@link MAX_PENDING_HANDSHAKES} by default. */
   maxPendingHandshakes?: number;
+  /** Socket deadlines other than the defaults of limits.ts (tests make them short). */
+  deadlines?: Partial<HubDeadlines>;
   logger: Logger;
 }
 
@@ -129,8 +137,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   });
   const store = await SqliteHubStore.open(join(options.dataDir, HUB_STORE_FILE));
 
-  const tls = await import('node:tls');
-  const http = await import('node:http');
+  const https = await import('node:https');
+  const deadlines: HubDeadlines = { ...DEFAULT_HUB_DEADLINES, ...options.deadlines };
   const tunnels = new Map<string, HubTunnel>();
   const metrics = new HubMetrics();
   const sockets = new Set<TLSSocket>();
@@ -150,37 +158,16 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     },
   };
 
-  const httpServer: HttpServer = http.createServer({
-    maxHeaderSize: MAX_REQUEST_HEADER_BYTES,
-    headersTimeout: REQUEST_HEADERS_TIMEOUT_MS,
-    // Watches and logs -f stream for as long as the user wants.
-    requestTimeout: 0,
-  });
-  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    void handleRequest(context, req, res);
-  });
-  httpServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const target = parseProxyUrl(req.url ?? '/');
-    if (target === undefined) {
-      endSocketWithStatus(socket, 404, 'upgrades are served under /clusters/NAME/ only');
-      return;
-    }
-    proxyUpgrade(context, req, socket, head, target).catch((error: Error) => {
-      logger.warn(`upgrade failed: ${error.message}`);
-      socket.destroy();
-    });
-  });
-
   // One sweep over all tunnels instead of timers per tunnel: close the silent ones, refresh `lastSeen`.
   const lastSeenSavers = new Map<HubTunnel, { savedAt: number; save: () => Promise<void> }>();
   let sweptAt = Date.now();
   const sweep = setInterval(() => {
     const now = Date.now();
     // A sweep that ran late says the hub itself was too busy to read its sockets: judge no silence then.
-    const isOnTime = now - sweptAt < 2 * TUNNEL_PING_INTERVAL_MS;
+    const isOnTime = now - sweptAt < 2 * deadlines.tunnelSweepMs;
     sweptAt = now;
     for (const [tunnel, saver] of lastSeenSavers) {
-      if (tunnel.isSilent(now) && isOnTime) {
+      if (tunnel.isSilent(now, deadlines.tunnelSilenceMs) && isOnTime) {
         logger.warn(`tunnel of cluster ${tunnel.cluster} is dead (nothing heard from its agent); closing it`);
         tunnel.destroy();
       } else if (now - saver.savedAt >= LAST_SEEN_REFRESH_MS) {
@@ -188,13 +175,18 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         void saver.save();
       }
     }
-  }, TUNNEL_PING_INTERVAL_MS);
+  }, deadlines.tunnelSweepMs);
   sweep.unref();
 
   const onTunnel = async (socket: TLSSocket): Promise<void> => {
     let tunnel: HubTunnel;
     try {
-      tunnel = await acceptTunnel({ socket, authorize: (cert) => tunnelVerdict(store, cert), logger });
+      tunnel = await acceptTunnel({
+        socket,
+        authorize: (cert) => tunnelVerdict(store, cert),
+        logger,
+        acceptTimeoutMs: deadlines.tunnelAcceptMs,
+      });
     } catch (error) {
       metrics.tunnelsRefused += 1;
       logger.warn(`${(error as EdgeadmError).code ?? 'E_TUNNEL'}: ${(error as Error).message}`);
@@ -234,10 +226,12 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   // Session tickets under a key kept in the data directory: agents resume across hub restarts.
   const pkiDir = join(options.dataDir, 'pki');
   const ticketKey = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
-  const tlsServer: TlsServer = tls.createServer({
+  // One HTTPS server for the port: Node's HTTP server deadlines apply to it as they do to any
+  // listening server (a server fed connections by hand never starts checking them).
+  const server: HttpsServer = https.createServer({
     ticketKeys: ticketKey.key,
-    // Shorter than the agents' connect timeout: a stalled handshake frees its place under the bound.
-    handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
+    // A second guard behind the gate's deadline (below), of the same length: it reports to `tlsClientError`.
+    handshakeTimeout: deadlines.handshakeMs,
     sessionTimeout: TLS_SESSION_LIFETIME_S,
     cert: pki.servingCertPem,
     key: pki.servingKeyPem,
@@ -247,28 +241,65 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     ALPNProtocols: [TUNNEL_ALPN_PROTOCOL, 'http/1.1'],
     // Small HTTP/2 frames and kube answers must not wait for Nagle's algorithm.
     noDelay: true,
+    maxHeaderSize: MAX_REQUEST_HEADER_BYTES,
+    ...httpServerDeadlineOptions(deadlines),
   });
-  // Admission control: past the bound, a connection is closed before TLS starts.
-  const maxPending = options.maxPendingHandshakes ?? MAX_PENDING_HANDSHAKES;
-  const pending = new Map<string, () => void>();
-  tlsServer.prependListener('connection', (raw: Socket) => {
-    if (pending.size >= maxPending) {
-      metrics.handshakesRefused += 1;
-      raw.destroy();
+  // No byte either way for this long while an answer streams: closed (Node's default is never).
+  server.timeout = deadlines.streamIdleMs;
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    void handleRequest(context, req, res);
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // An upgraded stream (exec, attach, port-forward) leaves the HTTP server's deadlines: it gets its own.
+    // Closed with an error, so that its tunnel stream is reset at once (a plain close leaves the stream
+    // open on the tunnel until the drain timeout).
+    (socket as TLSSocket).setTimeout(deadlines.streamIdleMs, () =>
+      socket.destroy(new Error(`no byte either way for ${deadlines.streamIdleMs} ms`)),
+    );
+    const target = parseProxyUrl(req.url ?? '/');
+    if (target === undefined) {
+      endSocketWithStatus(socket, 404, 'upgrades are served under /clusters/NAME/ only');
       return;
     }
-    const key = `${raw.remoteAddress}:${raw.remotePort}`;
-    const done = (): void => {
-      if (pending.get(key) === done) pending.delete(key);
-    };
-    pending.set(key, done);
-    raw.once('close', done);
+    proxyUpgrade(context, req, socket, head, target).catch((error: Error) => {
+      logger.warn(`upgrade failed: ${error.message}`);
+      socket.destroy();
+    });
+  });
+  // Admission control and the handshake deadline: past the bound, a connection is closed before
+  // TLS starts; a handshake not done by its deadline is closed.
+  const gate = new HandshakeGate({
+    maxPending: options.maxPendingHandshakes ?? MAX_PENDING_HANDSHAKES,
+    handshakeMs: deadlines.handshakeMs,
+    onRefused: () => (metrics.handshakesRefused += 1),
+    onExpired: () => (metrics.handshakesTimedOut += 1),
+  });
+  server.prependListener('connection', (raw: Socket) => gate.admit(raw));
+  // Every failed handshake is closed, the handshake timeout included: Node reports that one to
+  // `tlsClientError` listeners without closing anything (this listener replaces https' own).
+  server.removeAllListeners('tlsClientError');
+  server.on('tlsClientError', (error: Error, socket: TLSSocket) => {
+    logger.debug(`TLS handshake failed: ${error.message}`);
+    socket.destroy();
+  });
+  // A connection that asked for the tunnel by ALPN becomes a tunnel; every other one goes to the
+  // HTTP server's own listener (the one https.createServer set).
+  const serveHttp = server.listeners('secureConnection') as ((socket: TLSSocket) => void)[];
+  server.removeAllListeners('secureConnection');
+  server.on('secureConnection', (socket: TLSSocket) => {
+    gate.secured(socket);
+    if (socket.isSessionReused()) metrics.tlsSessionsResumed += 1;
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', (error) => logger.debug(`connection error: ${error.message}`));
+    if (socket.alpnProtocol === TUNNEL_ALPN_PROTOCOL) void onTunnel(socket);
+    else for (const listener of serveHttp) listener.call(server, socket);
   });
   const rotateTicketKey = setInterval(() => {
     try {
       const next = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
       if (next.isNew) {
-        tlsServer.setTicketKeys(next.key);
+        server.setTicketKeys(next.key);
         logger.info('TLS session-ticket key rotated');
       }
     } catch (error) {
@@ -277,19 +308,9 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     }
   }, TLS_TICKET_KEY_CHECK_MS);
   rotateTicketKey.unref();
-  tlsServer.on('secureConnection', (socket: TLSSocket) => {
-    pending.get(`${socket.remoteAddress}:${socket.remotePort}`)?.();
-    if (socket.isSessionReused()) metrics.tlsSessionsResumed += 1;
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    socket.on('error', (error) => logger.debug(`connection error: ${error.message}`));
-    if (socket.alpnProtocol === TUNNEL_ALPN_PROTOCOL) void onTunnel(socket);
-    else httpServer.emit('connection', socket);
-  });
-  tlsServer.on('tlsClientError', (error) => logger.debug(`TLS handshake failed: ${error.message}`));
 
   await new Promise<void>((resolve, reject) => {
-    tlsServer.once('error', (error: NodeJS.ErrnoException) =>
+    server.once('error', (error: NodeJS.ErrnoException) =>
       reject(
         new EdgeadmError(`cannot listen on ${options.listen}: ${error.message}`, {
           code: 'E_HUB_LISTEN',
@@ -298,9 +319,9 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         }),
       ),
     );
-    tlsServer.listen(port, host, () => resolve());
+    server.listen(port, host, () => resolve());
   });
-  const actualPort = (tlsServer.address() as { port: number }).port;
+  const actualPort = (server.address() as { port: number }).port;
   context.advertiseUrl = `https://${urlHost(advertiseHost)}:${actualPort}`;
 
   if (isFirstStart) {
@@ -334,13 +355,13 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         logger.info('hub shutting down');
         clearInterval(rotateTicketKey);
         clearInterval(sweep);
-        tlsServer.close();
+        // Stops accepting and closes the idle HTTP connections.
+        server.close();
         const grace = setTimeout(() => {
           for (const socket of sockets) socket.destroy();
         }, SHUTDOWN_GRACE_MS);
-        httpServer.closeIdleConnections();
         await Promise.all([...tunnels.values()].map((tunnel) => tunnel.drain()));
-        httpServer.closeAllConnections();
+        server.closeAllConnections();
         for (const socket of sockets) socket.destroy();
         clearTimeout(grace);
         await store.close();

@@ -1,5 +1,11 @@
 /**
- * The hub's limits and timeouts, in one place.
+ * The hub's limits and timeouts, in one place. Every socket the hub holds
+ * has a deadline in every state: the TLS handshake
+ * ({@link TLS_HANDSHAKE_TIMEOUT_MS}), the request head
+ * ({@link REQUEST_HEADERS_TIMEOUT_MS}) and body ({@link REQUEST_TIMEOUT_MS}),
+ * an idle keep-alive ({@link HTTP_KEEP_ALIVE_TIMEOUT_MS}), a streamed answer
+ * or upgraded stream ({@link HTTP_STREAM_IDLE_TIMEOUT_MS}); tunnels have
+ * theirs in src/tunnel/limits.ts (accept, then liveness).
  */
 
 /** Largest request head (request line and headers) the hub reads; larger gets 431. */
@@ -18,8 +24,54 @@ export const MAX_PROXY_REQUEST_BODY_BYTES = 8 * 1024 * 1024;
  * connection reset; past it the connection is closed.
  */
 export const MAX_REFUSED_BODY_DRAIN_BYTES = 2 * MAX_PROXY_REQUEST_BODY_BYTES;
-/** How long a client may take to send its request head. */
+/**
+ * How long a client may take to send a whole request head (request line and
+ * headers), counted from the TLS handshake's end for a connection's first
+ * request and from the request's first byte for later ones. Absolute: a
+ * client trickling one header line at a time does not extend it (slowloris).
+ * A real client sends its head at once; the largest head the hub reads
+ * ({@link MAX_REQUEST_HEADER_BYTES}) takes 3 s at 10 KB/s, so 30 s is room
+ * for a bad link and costs a peer that sends nothing one socket for 30 s.
+ */
 export const REQUEST_HEADERS_TIMEOUT_MS = 30_000;
+/**
+ * How long a client may take to send a whole request, head and body, counted
+ * as {@link REQUEST_HEADERS_TIMEOUT_MS} is. Answers are not bounded by it:
+ * a watch or `logs -f` sends its request at once and then only reads. The
+ * largest body the hub takes ({@link MAX_PROXY_REQUEST_BODY_BYTES}) fits in
+ * it at 30 KB/s.
+ */
+export const REQUEST_TIMEOUT_MS = 5 * 60_000;
+/**
+ * How often the hub checks the request-head and request deadlines above: a
+ * late head is closed at most this long after its deadline. The check walks
+ * only the connections with a request under way, which costs microseconds.
+ */
+export const REQUEST_DEADLINE_CHECK_INTERVAL_MS = 1000;
+/**
+ * How long an HTTP/1.1 connection may stay idle between one answer and the
+ * next request (keep-alive). kubectl and other clients send their requests
+ * in bursts under a second apart and reopen a connection the hub closed;
+ * 15 s keeps a polling client (every 2-10 s) on one connection and frees an
+ * idle one soon.
+ */
+export const HTTP_KEEP_ALIVE_TIMEOUT_MS = 15_000;
+/**
+ * How much longer than the keep-alive timeout it advertises (`Keep-Alive:
+ * timeout=15`) the hub waits before closing an idle connection, so that a
+ * client's request sent just in time does not meet a closing socket.
+ */
+export const HTTP_KEEP_ALIVE_GRACE_MS = 1000;
+/**
+ * How long an HTTP connection whose request is answered as a stream (watch,
+ * `logs -f`) or upgraded (exec, attach, port-forward) may carry no byte in
+ * either direction before the hub closes it: Kubernetes' own default for
+ * idle streaming connections (the kubelet's
+ * `--streaming-connection-idle-timeout`, 4 h), so users meet the same bound
+ * through the hub as without it. It is also the last deadline of a client
+ * that stops reading an answer.
+ */
+export const HTTP_STREAM_IDLE_TIMEOUT_MS = 4 * 3600_000;
 /** How long a graceful shutdown waits before closing what is left. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 /** Lifetime of the client certificates the hub issues to agents (renewed at 2/3 of it). */
@@ -40,10 +92,13 @@ export const AGENT_CERT_ORGANIZATION = 'edgeadm:hub:clusters';
  */
 export const MAX_PENDING_HANDSHAKES = 128;
 /**
- * How long a TLS handshake may take before the hub drops it (Node's default
- * is 120 s). Shorter than the agents' 15 s connect timeout, so a handshake
- * the agent will give up on, or whose peer has stalled, does not hold one of
- * the {@link MAX_PENDING_HANDSHAKES} places for minutes.
+ * How long a TLS handshake may take, counted from the TCP accept, before the
+ * hub closes the connection. Absolute: a peer that sends nothing, stalls
+ * mid-handshake or trickles its hello a byte at a time is closed all the
+ * same, so silent peers hold one of the {@link MAX_PENDING_HANDSHAKES}
+ * places for 10 s at most. A handshake takes a few round trips (under 2 s
+ * on a slow satellite link); 10 s is shorter than the agents' 15 s connect
+ * timeout, so the hub never keeps a handshake its agent gave up on.
  */
 export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 /**

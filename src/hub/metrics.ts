@@ -17,6 +17,8 @@ export class HubMetrics {
   tunnelsRefused = 0;
   /** Connections closed before TLS because the hub's bound on TLS handshakes in progress was reached. */
   handshakesRefused = 0;
+  /** Connections closed because their TLS handshake was not done by its deadline. */
+  handshakesTimedOut = 0;
   /** TLS connections that resumed an earlier session (a session ticket) instead of a full handshake. */
   tlsSessionsResumed = 0;
   unauthorizedRequests = 0;
@@ -55,6 +57,9 @@ export class HubMetrics {
       '# HELP edgeadm_hub_handshakes_refused_total Connections closed before TLS because too many handshakes were in progress.',
       '# TYPE edgeadm_hub_handshakes_refused_total counter',
       `edgeadm_hub_handshakes_refused_total ${this.handshakesRefused}`,
+      '# HELP edgeadm_hub_handshakes_timed_out_total Connections closed because their TLS handshake was not done by its deadline.',
+      '# TYPE edgeadm_hub_handshakes_timed_out_total counter',
+      `edgeadm_hub_handshakes_timed_out_total ${this.handshakesTimedOut}`,
       '# HELP edgeadm_hub_tls_sessions_resumed_total TLS connections that resumed an earlier session instead of a full handshake.',
       '# TYPE edgeadm_hub_tls_sessions_resumed_total counter',
       `edgeadm_hub_tls_sessions_resumed_total ${this.tlsSessionsResumed}`,

@@ -11,8 +11,8 @@ import type { Logger } from '../log/run-log.js';
 import { TUNNEL_HTTP2_SETTINGS } from './agent.js';
 import {
   TUNNEL_CONNECTION_WINDOW_BYTES,
+  TUNNEL_ACCEPT_TIMEOUT_MS,
   TUNNEL_DRAIN_TIMEOUT_MS,
-  TUNNEL_HELLO_TIMEOUT_MS,
   TUNNEL_MAX_SESSION_MEMORY_MB,
   TUNNEL_SILENCE_LIMIT_MS,
 } from './limits.js';
@@ -30,6 +30,8 @@ export interface AcceptTunnelOptions {
   /** Decides from the verified peer certificate which cluster the agent may serve, if any. */
   authorize: (certificate: PeerCertificate) => Promise<TunnelVerdict>;
   logger: Logger;
+  /** How long the agent has to be accepted; {@link TUNNEL_ACCEPT_TIMEOUT_MS} by default. */
+  acceptTimeoutMs?: number;
 }
 
 /** An accepted tunnel. */
@@ -62,18 +64,18 @@ export class HubTunnel {
 
   /**
    * Whether the agent has sent nothing (not even its keepalive pings) for
-   * longer than {@link TUNNEL_SILENCE_LIMIT_MS} by `now`. Meant to be called
+   * longer than `limitMs` ({@link TUNNEL_SILENCE_LIMIT_MS}) by `now`. Meant to be called
    * by one periodic sweep over all tunnels: it reads the socket's byte
    * counter, so a live tunnel costs the hub no timer and no ping of its own.
    */
-  isSilent(now: number): boolean {
+  isSilent(now: number, limitMs: number = TUNNEL_SILENCE_LIMIT_MS): boolean {
     const read = this.#socket.bytesRead;
     if (read !== this.#bytesReadSeen) {
       this.#bytesReadSeen = read;
       this.#heardAt = now;
       return false;
     }
-    return now - this.#heardAt > TUNNEL_SILENCE_LIMIT_MS;
+    return now - this.#heardAt > limitMs;
   }
 
   /** Whether new streams can be opened. */
@@ -114,10 +116,10 @@ function sendControl(session: ClientHttp2Session, path: string, body: unknown): 
   });
 }
 
+/** Reads the agent's hello; rejects if the stream or its session ends first. */
 function readHello(session: ClientHttp2Session): Promise<AgentHello> {
   return new Promise((resolve, reject) => {
     const stream = session.request({ ':method': 'GET', ':path': HELLO_PATH }, { endStream: true });
-    const timer = setTimeout(() => stream.destroy(new Error('no hello in time')), TUNNEL_HELLO_TIMEOUT_MS);
     const chunks: Buffer[] = [];
     let size = 0;
     stream.on('data', (chunk: Buffer) => {
@@ -126,7 +128,6 @@ function readHello(session: ClientHttp2Session): Promise<AgentHello> {
       else chunks.push(chunk);
     });
     stream.on('end', () => {
-      clearTimeout(timer);
       try {
         const hello = JSON.parse(Buffer.concat(chunks).toString('utf8')) as AgentHello;
         if (typeof hello.cluster !== 'string') throw new Error('the hello names no cluster');
@@ -135,16 +136,17 @@ function readHello(session: ClientHttp2Session): Promise<AgentHello> {
         reject(error as Error);
       }
     });
-    stream.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
+    stream.on('error', reject);
+    // A stream closed with its session (the accept deadline) ends with neither 'end' nor 'error'.
+    stream.on('close', () => reject(new Error('the connection closed before the hello')));
   });
 }
 
 /**
  * Takes over a TLS socket that asked for the tunnel protocol, and returns
- * the tunnel once the agent is accepted.
+ * the tunnel once the agent is accepted. The whole accept has one deadline
+ * ({@link AcceptTunnelOptions.acceptTimeoutMs}): a peer that stalls at any
+ * step is closed then; once accepted, the tunnel is judged by its liveness.
  *
  * @throws {EdgeadmError} `E_TUNNEL_REFUSED` (the agent was told why) or
  * `E_TUNNEL_HANDSHAKE`.
@@ -168,10 +170,27 @@ export async function acceptTunnel(options: AcceptTunnelOptions): Promise<HubTun
   });
   session.on('error', (error) => options.logger.debug(`tunnel session error: ${error.message}`));
   session.once('connect', () => session.setLocalWindowSize(TUNNEL_CONNECTION_WINDOW_BYTES));
-  const refuse = async (reason: string): Promise<never> => {
-    await sendControl(session, REFUSE_PATH, { reason });
+  // One deadline over the whole accept, whatever the peer still owes (settings, hello, welcome):
+  // closing the session ends every step below.
+  const deadline = setTimeout(() => {
     session.destroy();
     socket.destroy();
+  }, options.acceptTimeoutMs ?? TUNNEL_ACCEPT_TIMEOUT_MS);
+  try {
+    return await negotiate(options, session);
+  } catch (error) {
+    session.destroy();
+    socket.destroy();
+    throw error;
+  } finally {
+    clearTimeout(deadline);
+  }
+}
+
+async function negotiate(options: AcceptTunnelOptions, session: ClientHttp2Session): Promise<HubTunnel> {
+  const { socket } = options;
+  const refuse = async (reason: string): Promise<never> => {
+    await sendControl(session, REFUSE_PATH, { reason });
     throw new EdgeadmError(`tunnel refused: ${reason}`, { code: 'E_TUNNEL_REFUSED' });
   };
   const verdict = await options.authorize(socket.getPeerCertificate());
@@ -180,8 +199,6 @@ export async function acceptTunnel(options: AcceptTunnelOptions): Promise<HubTun
   try {
     hello = await readHello(session);
   } catch (error) {
-    session.destroy();
-    socket.destroy();
     throw new EdgeadmError(`tunnel handshake failed: ${(error as Error).message}`, { code: 'E_TUNNEL_HANDSHAKE' });
   }
   if (hello.cluster !== verdict.cluster) {
@@ -190,5 +207,10 @@ export async function acceptTunnel(options: AcceptTunnelOptions): Promise<HubTun
     );
   }
   await sendControl(session, WELCOME_PATH, { cluster: verdict.cluster });
+  if (session.destroyed) {
+    throw new EdgeadmError('tunnel handshake failed: the connection closed before the welcome was answered', {
+      code: 'E_TUNNEL_HANDSHAKE',
+    });
+  }
   return new HubTunnel({ cluster: verdict.cluster, hello, session, socket, logger: options.logger });
 }

@@ -25,10 +25,17 @@ export const TUNNEL_SILENCE_LIMIT_MS = TUNNEL_PING_INTERVAL_MS + TUNNEL_PING_TIM
  * requests per dial.
  */
 export const TUNNEL_HELLO_REUSE_MS = 5 * 60_000;
-/** How long the hub waits for an agent's hello before it drops the connection. */
-export const TUNNEL_HELLO_TIMEOUT_MS = 15_000;
 /** How long an agent waits for the TLS connection and the hub's welcome. */
 export const TUNNEL_CONNECT_TIMEOUT_MS = 15_000;
+/**
+ * How long the hub gives a new tunnel connection, from its TLS handshake's
+ * end, to be accepted: HTTP/2 set up, the agent's hello read and the welcome
+ * answered. Past it the hub closes the connection, whatever the peer still
+ * owes (a peer that answers the hello but never the welcome would otherwise
+ * hold its socket forever, outside the liveness sweep). As long as the agent
+ * itself waits for the welcome: past it the agent has given up anyway.
+ */
+export const TUNNEL_ACCEPT_TIMEOUT_MS = TUNNEL_CONNECT_TIMEOUT_MS;
 /** How long a clean shutdown waits for open streams to finish before closing the tunnel anyway. */
 export const TUNNEL_DRAIN_TIMEOUT_MS = 10_000;
 
