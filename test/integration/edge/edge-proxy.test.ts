@@ -213,7 +213,7 @@ describe('edge-proxy with the simulated API server as upstream', () => {
     expect((await call(target, { path, token: ALICE })).status).toBe(200);
     const key = cacheKeyOf(
       identityKeyOf(proxy.cache.installKey, { principal: `token:${ALICE}`, impersonation: [] }),
-      classifyRequest('GET', path, 'application/json'),
+      classifyRequest('GET', { path, query: '', target: path }, 'application/json'),
     );
     const file = join(dir, 'cache', 'entries', entryFileNameOf(key));
     await expect.poll(() => cacheFiles().includes(file), { timeout: STATE_WAIT_MS }).toBe(true);

@@ -3,11 +3,20 @@ import { describe, expect, it } from 'vitest';
 import {
   acceptsPlainJson,
   cacheKeyOf,
-  classifyRequest,
+  classifyRequest as classifyChecked,
   entryFileNameOf,
   identityKeyOf,
   representationOf,
+  type ClassifiedRequest,
 } from '../../../src/edge/cache-key.js';
+import { parseApiPath } from '../../../src/kube/api-path.js';
+
+/** Classifies a target that must pass the one path rule. */
+function classifyRequest(method: string, target: string, accept: string | undefined): ClassifiedRequest {
+  const checked = parseApiPath(target);
+  if (!checked.ok) throw new Error(`${target}: ${checked.message}`);
+  return classifyChecked(method, checked.value, accept);
+}
 
 const KUBECTL_TABLE_ACCEPT =
   'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
@@ -50,7 +59,13 @@ describe('classifyRequest', () => {
       undefined,
     );
     const b = classifyRequest('GET', '/api/v1/pods?labelSelector=app%3Dweb', 'application/json');
-    expect(a).toEqual({ verb: 'read', path: '/api/v1/pods', query: 'labelSelector=app%3Dweb', representation: 'json' });
+    expect(a).toMatchObject({
+      verb: 'read',
+      isCacheable: true,
+      path: '/api/v1/pods',
+      query: 'labelSelector=app%3Dweb',
+      representation: 'json',
+    });
     expect(cacheKeyOf('id', a)).toBe(cacheKeyOf('id', b));
     expect(cacheKeyOf('id', a)).not.toBe(
       cacheKeyOf('id', classifyRequest('GET', '/api/v1/pods?fieldSelector=spec.nodeName%3Dn1', undefined)),
