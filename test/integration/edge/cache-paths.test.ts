@@ -246,6 +246,22 @@ describe('edge-proxy: one path, one key', () => {
     await goOnline();
   });
 
+  it('never lets a historical LIST (resourceVersionMatch=Exact, or limit with a resourceVersion) replace the cached current one', async () => {
+    await goOnline();
+    const current = '/api/v1/namespaces/default/pods';
+    expect((await call(target, { path: current, token: ALICE })).status).toBe(200);
+    for (const query of ['resourceVersion=5&resourceVersionMatch=Exact', 'limit=500&resourceVersion=5']) {
+      const historical = await call(target, { path: `${current}?${query}`, token: ALICE });
+      expect(historical.json.servedTarget).toBe(`${current}?${query}`);
+    }
+    await proxy.cache.flush();
+    await goOffline();
+    const offline = await call(target, { path: `${current}?limit=500&resourceVersion=0`, token: ALICE });
+    expect(offline.status).toBe(200);
+    expect(offline.json.servedTarget).toBe(current);
+    await goOnline();
+  });
+
   it.each([
     ['a backslash (configmaps\\cm1)', '/api/v1/namespaces/default/configmaps\\cm1'],
     [
