@@ -8,6 +8,7 @@
  * the cache entry of exactly that path, for that identity.
  */
 import { readFileSync, readdirSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -260,6 +261,39 @@ describe('edge-proxy: one path, one key', () => {
     expect(offline.status).toBe(200);
     expect(offline.json.servedTarget).toBe(current);
     await goOnline();
+  });
+
+  it('refuses an upgrade (exec) whose path has more than one reading before it reaches the upstream', async () => {
+    await goOnline();
+    const upgrade = (path: string) =>
+      new Promise<number>((resolve, reject) => {
+        const base = new URL(target.url);
+        const outgoing = httpsRequest({
+          hostname: base.hostname,
+          port: base.port,
+          path,
+          headers: { authorization: `Bearer ${ALICE}`, connection: 'Upgrade', upgrade: 'SPDY/3.1' },
+          ca: target.caPem,
+          agent: false,
+        });
+        outgoing.on('response', (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        outgoing.on('upgrade', (res, socket) => {
+          socket.destroy();
+          resolve(res.statusCode ?? 0);
+        });
+        outgoing.on('error', reject);
+        outgoing.end();
+      });
+    const sentBefore = upstream.requests.length;
+    const status = await upgrade('/api/v1/namespaces/default/pods/p/%2e%2e/other/exec?command=sh');
+    expect(upstream.requests.slice(sentBefore)).toEqual([]);
+    expect(status).toBe(400);
+    // A plain path still goes through (the raw upstream refuses it with 404).
+    expect(await upgrade('/api/v1/namespaces/default/pods/p/exec?command=sh')).toBe(404);
+    expect(upstream.requests.at(-1)?.target).toBe('/api/v1/namespaces/default/pods/p/exec?command=sh');
   });
 
   it.each([

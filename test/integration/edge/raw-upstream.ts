@@ -100,6 +100,11 @@ export async function startRawUpstream(): Promise<RawUpstream> {
     requests.push({ method: req.method ?? '', target, authorization: req.headers.authorization });
     upstream.handler(req, res, target);
   });
+  // Upgrades (exec, port-forward) are recorded and refused: the tests only need to know one arrived.
+  server.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+    requests.push({ method: req.method ?? '', target: req.url ?? '', authorization: req.headers.authorization });
+    socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   (upstream as { config: UpstreamConfig }).config = {
