@@ -479,6 +479,8 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
       hasResponse = true;
       const status = upstreamResponse.statusCode ?? 502;
       res.writeHead(status, upstreamResponse.statusMessage, responseHeaders(upstreamResponse.headers));
+      // A watch may send nothing for minutes: its client must see the answer start now.
+      if (classified.verb === 'watch') res.flushHeaders();
       const contentType = upstreamResponse.headers['content-type'] ?? '';
       let isKept =
         isCacheable &&
@@ -577,7 +579,8 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     }
     const classified = classifyRequest(req.method ?? 'GET', target, req.headers.accept);
     const identityKey = identityKeyOf(cache.installKey, resolved.identity);
-    if (classified.verb === 'watch' && classified.representation !== undefined) {
+    if (classified.verb === 'watch') {
+      // Every watch takes a slot, whatever form it streams in.
       const slot = watchQuota.tryAcquire(identityKey);
       if ('refusal' in slot) {
         counters.count('watch_refused_quota');
@@ -596,6 +599,12 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
         return;
       }
       res.once('close', slot.release);
+      if (classified.representation === undefined) {
+        // A form the proxy cannot read (protobuf only): streamed through, never held offline.
+        if (state.isOnline) forward(req, res, classified, identityKey, resolved);
+        else void answerOffline(req, res, classified, identityKey);
+        return;
+      }
       counters.count('forwarded');
       relayWatch({
         req,

@@ -23,6 +23,7 @@ const BOB = 'bob-token-for-bounds-tests';
 const CAROL = 'carol-token-for-bounds-tests';
 const DAVE = 'dave-token-for-bounds-tests';
 const ERIN = 'erin-token-for-bounds-tests';
+const FRANK = 'frank-token-for-bounds-tests';
 const MALLORY = 'a-token-the-api-server-never-saw';
 const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
 const WATCHES_PER_IDENTITY = 3;
@@ -73,16 +74,17 @@ async function watch(token: string): Promise<WatchStream> {
 /** Opens a watch that may be refused: resolves at the response head, so an accepted one cannot hang the test. */
 async function tryWatch(
   token: string,
+  accept = 'application/json',
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read arbitrary Kubernetes JSON
 ): Promise<{ status: number; retryAfter: string | undefined; json: () => Promise<any> }> {
-  const stream = streamingGet(`${CONFIGMAPS}?watch=true`, token, 0);
+  const stream = streamingGet(`${CONFIGMAPS}?watch=true`, token, 0, accept);
   const head = await stream.head;
   if (head.status === 200) stream.abort();
   return { status: head.status, retryAfter: head.retryAfter, json: async () => JSON.parse((await stream.done).body) };
 }
 
 /** Reads an answer as it streams; resolves `firstPart` once `bytes` have arrived, `done` at the end. */
-function streamingGet(path: string, token: string, bytes: number) {
+function streamingGet(path: string, token: string, bytes: number, accept = 'application/json') {
   const base = new URL(target.url);
   let body = '';
   let status = 0;
@@ -96,7 +98,7 @@ function streamingGet(path: string, token: string, bytes: number) {
       hostname: base.hostname,
       port: base.port,
       path,
-      headers: { accept: 'application/json', authorization: `Bearer ${token}` },
+      headers: { accept, authorization: `Bearer ${token}` },
       ca: target.caPem,
       agent: false,
     });
@@ -196,6 +198,8 @@ describe('edge-proxy bounds', () => {
     expect(refused.status).toBe(429);
     expect(await refused.json()).toMatchObject({ kind: 'Status', code: 429, reason: 'TooManyRequests' });
     expect(refused.retryAfter).toMatch(/^\d+$/);
+    // A watch in a form the proxy only streams through (protobuf) takes a slot too.
+    expect((await tryWatch(ALICE, 'application/vnd.kubernetes.protobuf')).status).toBe(429);
 
     // Another identity has its own slots, up to the proxy-wide bound.
     for (let i = 0; i < WATCHES_TOTAL - WATCHES_PER_IDENTITY; i++) expect((await watch(BOB)).status).toBe(200);
@@ -207,6 +211,12 @@ describe('edge-proxy bounds', () => {
     await expect.poll(() => metric('edgeadm_edge_proxy_open_watches'), { timeout: STATE_WAIT_MS }).toBe(4);
     expect((await watch(ALICE)).status).toBe(200);
     expect(metric('edgeadm_edge_proxy_open_watches')).toBe(WATCHES_TOTAL);
+  });
+
+  it('streams a watch in a form it cannot read (protobuf) through, starting the answer at once', async () => {
+    const protobuf = await tryWatch(FRANK, 'application/vnd.kubernetes.protobuf');
+    expect(protobuf.status).toBe(200);
+    expect(upstream.requests.at(-1)).toMatchObject({ target: `${CONFIGMAPS}?watch=true` });
   });
 
   it('offline, holds a new watch only for an identity whose list is cached, and counts held watches too', async () => {
