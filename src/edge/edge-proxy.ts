@@ -31,7 +31,7 @@ import type { Duplex } from 'node:stream';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import { parseApiPath, type ApiPath } from '../kube/api-path.js';
 import { silentLogger, type Logger } from '../log/run-log.js';
-import { CACHE_HEADER, apiStatus, rawStatusResponse, sendStatus } from './api-status.js';
+import { CACHE_HEADER, apiStatus, rawStatusResponse, sendStatus, type ApiStatus } from './api-status.js';
 import {
   acceptsPlainJson,
   cacheKeyOf,
@@ -550,7 +550,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
   };
 
   /** The request target if it passes the one path rule; otherwise the 400 has been sent. */
-  const checkedTarget = (req: IncomingMessage, refuse: (status: ReturnType<typeof apiStatus>) => void) => {
+  const checkedTarget = (req: IncomingMessage, refuse: (status: ApiStatus) => void): ApiPath | undefined => {
     const checked = parseApiPath(req.url ?? '');
     if (checked.ok) return checked.value;
     counters.count('bad_request_path');
@@ -565,7 +565,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
-    const target: ApiPath | undefined = checkedTarget(req, (status) => {
+    const target = checkedTarget(req, (status) => {
       req.resume();
       sendStatus(res, status);
     });
