@@ -11,6 +11,13 @@
  * - Every entry carries a checksum (see cache-entry.ts); a corrupt one is
  *   deleted on read and reported as a miss.
  * - Bounded by bytes and by entries, evicting the least recently used.
+ * - A full disk degrades, never wedges (issue #22): a write that fails
+ *   removes its temporary file; one that fails for lack of space (ENOSPC,
+ *   EDQUOT) evicts the least recently used entries to make room and is
+ *   tried once more; temporaries a crash left are swept at start. The byte
+ *   count (and `/metrics`) is what the cache has on disk: its entries plus
+ *   the temporaries of writes in progress, so no byte is ever unaccounted
+ *   and eviction can always free what the count says.
  * - The index is rebuilt at start from each file's first bytes, so the cache
  *   survives a restart (recency from the files' mtimes).
  * - The per-install HMAC key of cache-key.ts lives here too (`install.key`).
@@ -61,6 +68,12 @@ const TOUCH_INTERVAL_MS = 60_000;
 /** Bytes read from each entry at start to index it. */
 const INDEX_PEEK_BYTES = 16 * 1024;
 
+/** Whether a file-system error means the disk (or the quota) is full. */
+function isOutOfSpace(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
 /** Options of {@link DiskCache.open}. */
 export interface DiskCacheOptions {
   dir: string;
@@ -95,7 +108,10 @@ export class DiskCache {
   readonly #index = new Map<string, IndexRecord>();
   readonly #writes = new Map<string, Promise<void>>();
   readonly #pending = new Map<string, PendingJson>();
+  /** Bytes of indexed entry files. */
   #bytes = 0;
+  /** Bytes of temporary files of writes in progress (counted before their first byte is written). */
+  #temporaryBytes = 0;
 
   private constructor(options: DiskCacheOptions, installKey: Buffer) {
     this.#options = options;
@@ -143,9 +159,14 @@ export class DiskCache {
     return this.#index.size;
   }
 
-  /** Bytes on disk taken by entries. */
+  /** Bytes on disk taken by entries and by the temporary files of writes in progress. */
   get byteCount(): number {
-    return this.#bytes;
+    return this.#bytes + this.#temporaryBytes;
+  }
+
+  /** Whether an entry is indexed (or pending) under `key`, without reading it. */
+  has(key: string): boolean {
+    return this.#pending.has(key) || this.#index.has(entryFileNameOf(key));
   }
 
   /** The metadata of every indexed entry of one identity (for lookups such as "is this node known?"). */
@@ -222,12 +243,18 @@ export class DiskCache {
     if (update(pending.value)) pending.meta = { ...pending.meta, storedAt: new Date().toISOString() };
   }
 
-  /** Removes an entry. */
+  /** Removes an entry (after any write to it in progress, so that write cannot bring it back). */
   async delete(key: string): Promise<void> {
     const file = entryFileNameOf(key);
-    this.#pending.delete(key);
-    this.#forget(file);
-    await rm(join(this.#entriesDir, file), { force: true });
+    const pending = this.#pending.get(key);
+    if (pending) {
+      clearTimeout(pending.timer);
+      this.#pending.delete(key);
+    }
+    await this.#serialise(file, async () => {
+      this.#forget(file);
+      await rm(join(this.#entriesDir, file), { force: true });
+    });
   }
 
   /** Writes every pending list update now (at shutdown). */
@@ -248,30 +275,36 @@ export class DiskCache {
 
   #write(entry: CacheEntry): Promise<void> {
     const file = entryFileNameOf(entry.meta.key);
-    const previous = this.#writes.get(file) ?? Promise.resolve();
     const data = encodeCacheEntry(entry);
-    const next = previous.then(async () => {
-      const target = join(this.#entriesDir, file);
-      const temporary = `${target}.${randomBytes(4).toString('hex')}.tmp`;
-      const handle = await open(temporary, 'wx', CACHE_FILE_MODE);
-      try {
-        await handle.writeFile(data);
-        await handle.sync();
-      } finally {
-        await handle.close();
+    return this.#serialise(file, async () => {
+      if (data.length > this.#options.maxBytes) {
+        // It could only stay by evicting everything else, and would then be evicted itself.
+        throw new Error(
+          `an entry of ${data.length} bytes is larger than the cache's bound of ${this.#options.maxBytes}`,
+        );
       }
+      let size: number;
       try {
-        await rename(temporary, target);
+        size = await this.#writeFile(file, data);
       } catch (error) {
-        await rm(temporary, { force: true });
-        throw error;
+        if (!isOutOfSpace(error)) throw error;
+        const freed = await this.#evictAtLeast(data.length);
+        this.#logger.warn(
+          `edge-proxy cache: the disk is full; evicted ${freed} bytes of least recently used entries and trying again`,
+        );
+        size = await this.#writeFile(file, data);
       }
-      const old = this.#index.get(file);
-      if (old) this.#forget(file);
-      this.#index.set(file, { file, size: data.length, meta: entry.meta, touchedAt: Date.now() });
-      this.#bytes += data.length;
+      this.#forget(file);
+      this.#index.set(file, { file, size, meta: entry.meta, touchedAt: Date.now() });
+      this.#bytes += size;
       await this.#evict();
     });
+  }
+
+  /** Runs `operation` after every earlier write or delete of the same file (so the last one issued lands last). */
+  #serialise(file: string, operation: () => Promise<void>): Promise<void> {
+    const previous = this.#writes.get(file) ?? Promise.resolve();
+    const next = previous.then(operation);
     const settled = next.catch(() => {});
     this.#writes.set(file, settled);
     void settled.then(() => {
@@ -280,8 +313,49 @@ export class DiskCache {
     return next;
   }
 
+  /**
+   * Writes `data` to a temporary file, syncs it and renames it over
+   * `file`; returns the bytes it takes. The temporary is counted from
+   * before its first byte until it is renamed or removed, and removed on
+   * any failure, so a failed write leaves nothing behind.
+   */
+  async #writeFile(file: string, data: Buffer): Promise<number> {
+    const target = join(this.#entriesDir, file);
+    const temporary = `${target}.${randomBytes(4).toString('hex')}.tmp`;
+    this.#temporaryBytes += data.length;
+    try {
+      const handle = await open(temporary, 'wx', CACHE_FILE_MODE);
+      try {
+        await handle.writeFile(data);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temporary, target);
+      return data.length;
+    } catch (error) {
+      await rm(temporary, { force: true }).catch(() => {});
+      throw error;
+    } finally {
+      this.#temporaryBytes -= data.length;
+    }
+  }
+
+  /** Evicts least recently used entries until `bytes` are freed (or none is left); returns the bytes freed. */
+  async #evictAtLeast(bytes: number): Promise<number> {
+    let freed = 0;
+    while (freed < bytes) {
+      const oldest = this.#index.values().next().value;
+      if (!oldest) break;
+      freed += oldest.size;
+      this.#forget(oldest.file);
+      await rm(join(this.#entriesDir, oldest.file), { force: true });
+    }
+    return freed;
+  }
+
   async #evict(): Promise<void> {
-    while (this.#index.size > this.#options.maxEntries || this.#bytes > this.#options.maxBytes) {
+    while (this.#index.size > this.#options.maxEntries || this.byteCount > this.#options.maxBytes) {
       const oldest = this.#index.values().next().value;
       if (!oldest) break;
       this.#forget(oldest.file);

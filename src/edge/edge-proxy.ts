@@ -16,6 +16,10 @@
  * periodic `/readyz` probe. Watches are in watch-relay.ts, the cache in
  * disk-cache.ts, the offline write policy in offline-writes.ts.
  *
+ * Every request target passes `parseApiPath` (src/kube/api-path.ts) first,
+ * or is answered 400 before anything is forwarded or looked up; what passes
+ * is sent upstream byte for byte and is the path of its cache key.
+ *
  * `node:http`/`node:https` are loaded in {@link startEdgeProxy}, never at
  * import (the single binary's startup snapshot cannot hold them).
  */
@@ -25,8 +29,9 @@ import { isIP, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { EdgeadmError, ValidationError } from '../errors.js';
+import { parseApiPath, type ApiPath } from '../kube/api-path.js';
 import { silentLogger, type Logger } from '../log/run-log.js';
-import { CACHE_HEADER, apiStatus, rawStatusResponse, sendStatus } from './api-status.js';
+import { CACHE_HEADER, apiStatus, rawStatusResponse, sendStatus, type ApiStatus } from './api-status.js';
 import {
   acceptsPlainJson,
   cacheKeyOf,
@@ -36,19 +41,25 @@ import {
   type RequestIdentity,
 } from './cache-key.js';
 import type { CacheEntry } from './cache-entry.js';
+import { BufferBudget, BufferLease } from './buffer-budget.js';
 import { DiskCache } from './disk-cache.js';
 import {
   CLIENT_KEEP_ALIVE_TIMEOUT_MS,
+  MAX_BUFFERED_CACHE_BYTES,
   MAX_CACHED_BODY_BYTES,
   MAX_OFFLINE_WRITE_BODY_BYTES,
+  MAX_WATCHES_PER_IDENTITY,
+  MAX_WATCHES_TOTAL,
   OFFLINE_PROBE_INTERVAL_MS,
   SHUTDOWN_GRACE_MS,
   UPSTREAM_RESPONSE_TIMEOUT_MS,
+  WATCH_QUOTA_RETRY_AFTER_SECONDS,
 } from './limits.js';
 import { isKubeList, type KubeObjectLike } from './list-patch.js';
 import { RequestCounters, renderMetrics } from './metrics.js';
 import {
   answerOfflineNodeRegistration,
+  isDnsSubdomainName,
   isNodeRegistration,
   offlineRefusal,
   registeredNodeName,
@@ -57,6 +68,7 @@ import { ensureServingCertificate } from './serving-cert.js';
 import { createUpstreamClient, isUnreachableError, timeoutError, type UpstreamClient } from './upstream-client.js';
 import type { UpstreamClientCertificate, UpstreamConfig } from './upstream-config.js';
 import { relayWatch, type UpstreamState } from './watch-relay.js';
+import { WatchQuota } from './watch-quota.js';
 
 /** A listen address. */
 export interface HostPort {
@@ -83,7 +95,19 @@ export interface EdgeProxyOptions {
   clientCertReloadCheckMs?: number;
   /** Interval of the `/readyz` probe while online. */
   healthIntervalMs: number;
+  /** Bounds of limits.ts, overridable so tests can reach them with small numbers. */
+  bounds?: Partial<EdgeProxyBounds>;
   logger?: Logger;
+}
+
+/** The edge-proxy's resource bounds (defaults in limits.ts). */
+export interface EdgeProxyBounds {
+  /** {@link MAX_BUFFERED_CACHE_BYTES}. */
+  bufferedCacheBytes: number;
+  /** {@link MAX_WATCHES_PER_IDENTITY}. */
+  watchesPerIdentity: number;
+  /** {@link MAX_WATCHES_TOTAL}. */
+  watchesTotal: number;
 }
 
 /** A running edge-proxy. */
@@ -222,6 +246,11 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
   const logger = options.logger ?? silentLogger;
   const counters = new RequestCounters();
   let heldWatches = 0;
+  const budget = new BufferBudget(options.bounds?.bufferedCacheBytes ?? MAX_BUFFERED_CACHE_BYTES);
+  const watchQuota = new WatchQuota(
+    options.bounds?.watchesPerIdentity ?? MAX_WATCHES_PER_IDENTITY,
+    options.bounds?.watchesTotal ?? MAX_WATCHES_TOTAL,
+  );
   const cache = DiskCache.open({
     dir: options.cacheDir,
     maxBytes: options.cacheMaxBytes,
@@ -366,17 +395,17 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     classified: ClassifiedRequest,
     contentType: string,
     body: Buffer,
-  ): void => {
+  ): Promise<void> => {
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.toString('utf8'));
     } catch {
-      return;
+      return Promise.resolve();
     }
     // A page of a chunked LIST is not the list: never cache it as such.
     const listContinue = (parsed as { metadata?: { continue?: unknown } } | null)?.metadata?.continue;
-    if (typeof listContinue === 'string' && listContinue !== '') return;
-    void cache
+    if (typeof listContinue === 'string' && listContinue !== '') return Promise.resolve();
+    return cache
       .put({ meta: { key, identityKey, path: classified.path, contentType, storedAt: new Date().toISOString() }, body })
       .catch((error) => logger.warn(`edge-proxy: cannot cache ${classified.path}: ${(error as Error).message}`));
   };
@@ -387,7 +416,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     classified: ClassifiedRequest,
     identityKey: string,
   ): Promise<void> => {
-    if (classified.verb === 'read' && classified.representation !== undefined) {
+    if (isCacheableRead(classified)) {
       await serveFromCache(req, res, classified, identityKey);
       return;
     }
@@ -395,11 +424,17 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     if (isNodeRegistration(method, classified.path)) {
       const body = await readRequestBody(req, MAX_OFFLINE_WRITE_BODY_BYTES).catch(() => '');
       const name = registeredNodeName(body);
-      const nodeRead = classifyRequest('GET', `/api/v1/nodes/${name ?? ''}`, 'application/json');
-      const isKnown =
-        name !== undefined &&
-        ((await cache.get(cacheKeyOf(identityKey, nodeRead))) !== undefined ||
-          (await findInCachedList(identityKey, nodeRead.path)) !== undefined);
+      // Only a DNS-1123 name is looked up: anything else would be read as a
+      // path (`../namespaces/…`) and answer whether some other entry exists.
+      const nodeTarget =
+        name !== undefined && isDnsSubdomainName(name) ? parseApiPath(`/api/v1/nodes/${name}`) : undefined;
+      let isKnown = false;
+      if (name !== undefined && nodeTarget?.ok) {
+        const nodeRead = classifyRequest('GET', nodeTarget.value, 'application/json');
+        isKnown =
+          (await cache.get(cacheKeyOf(identityKey, nodeRead))) !== undefined ||
+          (await findInCachedList(identityKey, nodeRead.path)) !== undefined;
+      }
       const answer = answerOfflineNodeRegistration(name, isKnown);
       counters.count(answer.kind === 'already-exists' ? 'write_answered_offline' : 'write_refused_offline');
       sendStatus(res, answer.status);
@@ -417,9 +452,9 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     identityKey: string,
     resolved: { clientCertCn: string | undefined },
   ): void => {
-    const isCacheableRead = classified.verb === 'read' && classified.representation !== undefined;
+    const isCacheable = isCacheableRead(classified);
     const headers = forwardHeaders(req, resolved, false);
-    if (isCacheableRead) {
+    if (isCacheable) {
       // The cache keeps decoded JSON: ask for it uncompressed (a Go client's "protobuf,json" takes JSON too).
       delete headers['accept-encoding'];
       if (classified.representation === 'json') headers.accept = 'application/json';
@@ -427,12 +462,12 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     const key = cacheKeyOf(identityKey, classified);
     const request = upstream.request({
       method: req.method ?? 'GET',
-      path: req.url ?? '/',
+      path: classified.target.target,
       headers,
       clientCertCn: resolved.clientCertCn,
     });
     let hasResponse = false;
-    const timer = isCacheableRead
+    const timer = isCacheable
       ? setTimeout(() => request.destroy(timeoutError('waiting for the API server')), UPSTREAM_RESPONSE_TIMEOUT_MS)
       : undefined;
     res.on('close', () => {
@@ -444,29 +479,45 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
       hasResponse = true;
       const status = upstreamResponse.statusCode ?? 502;
       res.writeHead(status, upstreamResponse.statusMessage, responseHeaders(upstreamResponse.headers));
+      // A watch may send nothing for minutes: its client must see the answer start now.
+      if (classified.verb === 'watch') res.flushHeaders();
       const contentType = upstreamResponse.headers['content-type'] ?? '';
       let isKept =
-        isCacheableRead &&
+        isCacheable &&
         status === 200 &&
         /^application\/json\b/.test(contentType) &&
         upstreamResponse.headers['content-encoding'] === undefined;
       const chunks: Buffer[] = [];
       let size = 0;
+      // The answer is held until stored, within the proxy-wide budget.
+      const lease = new BufferLease(budget);
+      let isStoring = false;
       if (isKept) {
         upstreamResponse.on('data', (chunk: Buffer) => {
           if (!isKept) return;
           size += chunk.length;
-          if (size > MAX_CACHED_BODY_BYTES) {
+          const fits = size <= MAX_CACHED_BODY_BYTES && lease.tryTake(chunk.length);
+          if (!fits) {
             isKept = false;
             chunks.length = 0;
+            lease.release();
+            if (size <= MAX_CACHED_BODY_BYTES) counters.count('not_cached_memory_bound');
           } else chunks.push(chunk);
         });
       }
       upstreamResponse.on('end', () => {
         counters.count('forwarded');
-        if (isKept && upstreamResponse.complete)
-          storeAnswer(key, identityKey, classified, contentType, Buffer.concat(chunks));
-        if (isCacheableRead && status === 404) void cache.delete(key);
+        if (isKept && upstreamResponse.complete) {
+          isStoring = true;
+          void storeAnswer(key, identityKey, classified, contentType, Buffer.concat(chunks)).finally(() =>
+            lease.release(),
+          );
+          chunks.length = 0;
+        }
+        if (isCacheable && status === 404) void cache.delete(key);
+      });
+      upstreamResponse.on('close', () => {
+        if (!isStoring) lease.release();
       });
       upstreamResponse.on('aborted', () => res.destroy());
       upstreamResponse.on('error', () => res.destroy());
@@ -480,7 +531,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
       }
       if (isUnreachableError(error)) {
         state.markUnreachable(error.message);
-        if (isCacheableRead) {
+        if (isCacheable) {
           void serveFromCache(req, res, classified, identityKey);
         } else {
           counters.count('write_refused_offline');
@@ -498,7 +549,27 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     req.pipe(request);
   };
 
+  /** The request target if it passes the one path rule; otherwise the 400 has been sent. */
+  const checkedTarget = (req: IncomingMessage, refuse: (status: ApiStatus) => void): ApiPath | undefined => {
+    const checked = parseApiPath(req.url ?? '');
+    if (checked.ok) return checked.value;
+    counters.count('bad_request_path');
+    refuse(
+      apiStatus(
+        400,
+        'BadRequest',
+        `edge-proxy: ${checked.message}; request paths are forwarded only when they have exactly one reading`,
+      ),
+    );
+    return undefined;
+  };
+
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const target = checkedTarget(req, (status) => {
+      req.resume();
+      sendStatus(res, status);
+    });
+    if (!target) return;
     const resolved = resolveIdentity(req);
     if ('refusal' in resolved) {
       counters.count('unauthorized');
@@ -506,9 +577,34 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
       sendStatus(res, apiStatus(401, 'Unauthorized', `edge-proxy: ${resolved.refusal}`));
       return;
     }
-    const classified = classifyRequest(req.method ?? 'GET', req.url ?? '/', req.headers.accept);
+    const classified = classifyRequest(req.method ?? 'GET', target, req.headers.accept);
     const identityKey = identityKeyOf(cache.installKey, resolved.identity);
-    if (classified.verb === 'watch' && classified.representation !== undefined) {
+    if (classified.verb === 'watch') {
+      // Every watch takes a slot, whatever form it streams in.
+      const slot = watchQuota.tryAcquire(identityKey);
+      if ('refusal' in slot) {
+        counters.count('watch_refused_quota');
+        sendStatus(
+          res,
+          apiStatus(
+            429,
+            'TooManyRequests',
+            slot.refusal === 'identity'
+              ? `edge-proxy: this client already has ${watchQuota.perIdentity} open watches (the most one client may hold)`
+              : `edge-proxy: ${watchQuota.total} watches are open (the most this proxy holds)`,
+            { retryAfterSeconds: WATCH_QUOTA_RETRY_AFTER_SECONDS },
+          ),
+          { 'retry-after': String(WATCH_QUOTA_RETRY_AFTER_SECONDS) },
+        );
+        return;
+      }
+      res.once('close', slot.release);
+      if (classified.representation === undefined) {
+        // A form the proxy cannot read (protobuf only): streamed through, never held offline.
+        if (state.isOnline) forward(req, res, classified, identityKey, resolved);
+        else void answerOffline(req, res, classified, identityKey);
+        return;
+      }
       counters.count('forwarded');
       relayWatch({
         req,
@@ -516,9 +612,13 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
         classified,
         headers: forwardHeaders(req, resolved, false),
         clientCertCn: resolved.clientCertCn,
-        listKey: classified.representation === 'json' ? cacheKeyOf(identityKey, classified) : undefined,
+        listKey:
+          classified.representation === 'json' && classified.isCacheable
+            ? cacheKeyOf(identityKey, classified)
+            : undefined,
         upstream,
         cache,
+        budget,
         state,
         logger,
         onHeld: (delta) => (heldWatches += delta),
@@ -537,13 +637,15 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
 
   const handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => socket.destroy());
+    const target = checkedTarget(req, (status) => socket.end(rawStatusResponse(status)));
+    if (!target) return;
     const resolved = resolveIdentity(req);
     if ('refusal' in resolved) {
       counters.count('unauthorized');
       socket.end(rawStatusResponse(apiStatus(401, 'Unauthorized', `edge-proxy: ${resolved.refusal}`)));
       return;
     }
-    const path = new URL(req.url ?? '/', 'https://edge-proxy.invalid').pathname;
+    const path = target.path;
     if (!state.isOnline) {
       counters.count('write_refused_offline');
       socket.end(rawStatusResponse(offlineRefusal(req.method ?? 'GET', path)));
@@ -551,7 +653,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     }
     const request = upstream.request({
       method: req.method ?? 'GET',
-      path: req.url ?? '/',
+      path: target.target,
       headers: forwardHeaders(req, resolved, true),
       clientCertCn: resolved.clientCertCn,
     });
@@ -624,6 +726,8 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
       cacheBytes: cache.byteCount,
       corruptEntriesDropped: counters.corruptEntriesDropped,
       heldWatches,
+      openWatches: watchQuota.open,
+      bufferedCacheBytes: budget.used,
       requests: counters.byOutcome,
     });
 
@@ -703,6 +807,11 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     metrics,
     close,
   };
+}
+
+/** Whether a request's answer is stored, and served from the cache offline. */
+function isCacheableRead(classified: ClassifiedRequest): boolean {
+  return classified.verb === 'read' && classified.isCacheable && classified.representation !== undefined;
 }
 
 /** Reads a request body up to `limit` bytes. */

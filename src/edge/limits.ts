@@ -43,3 +43,34 @@ export const LIST_FLUSH_DELAY_MS = 100;
 export const CLIENT_KEEP_ALIVE_TIMEOUT_MS = 90_000;
 /** How long shutdown waits for open connections before it closes them. */
 export const SHUTDOWN_GRACE_MS = 2_000;
+/**
+ * Bytes of upstream answers held in memory at once to be cached, over all
+ * concurrent GETs (each also bounded by {@link MAX_CACHED_BODY_BYTES}).
+ * Without it, a dozen concurrent large LISTs took the proxy from 84 to
+ * 282 MB (issue #22), far past the node agent's memory budget. Beyond it an
+ * answer still streams to its client, only it is not cached (a later read
+ * caches it); waiting instead would stall the kubelet behind someone
+ * else's large list. Two of the largest cacheable answers fit at once.
+ */
+export const MAX_BUFFERED_CACHE_BYTES = 2 * MAX_CACHED_BODY_BYTES;
+/**
+ * Open watches per identity (token, mapped certificate or anonymous, with
+ * its impersonation). Each takes two descriptors (client and upstream) and
+ * a held watch needs no upstream authentication while offline, so one
+ * client must not be able to open them without end (300 watches took 626
+ * descriptors, issue #22). A kubelet watches its Node, its Pods, Services
+ * and a few cluster objects, plus one watch per ConfigMap or Secret its
+ * pods mount: 250 leaves room for a full node (110 pods) of those. Beyond
+ * it: 429 with a Status, and the client retries as it does for the API
+ * server's own 429.
+ */
+export const MAX_WATCHES_PER_IDENTITY = 250;
+/**
+ * Open watches over all identities: a bound that made-up tokens cannot get
+ * around (offline, a new watch is only held for an identity whose list is
+ * cached, so each one was once authenticated upstream; this covers the
+ * online case too). Four full kubelets' worth.
+ */
+export const MAX_WATCHES_TOTAL = 4 * MAX_WATCHES_PER_IDENTITY;
+/** Seconds a 429 for too many watches asks the client to wait before retrying. */
+export const WATCH_QUOTA_RETRY_AFTER_SECONDS = 5;

@@ -11,7 +11,13 @@ export type RequestOutcome =
   | 'write_refused_offline'
   | 'write_answered_offline'
   | 'unauthorized'
-  | 'upstream_error';
+  | 'upstream_error'
+  /** Refused with 400: the path has more than one reading (parseApiPath). */
+  | 'bad_request_path'
+  /** Refused with 429: the client, or the proxy, holds the most watches allowed. */
+  | 'watch_refused_quota'
+  /** Forwarded but not cached: the memory budget for buffered answers was spent. */
+  | 'not_cached_memory_bound';
 
 /** What {@link renderMetrics} reads. */
 export interface MetricsSnapshot {
@@ -20,6 +26,8 @@ export interface MetricsSnapshot {
   cacheBytes: number;
   corruptEntriesDropped: number;
   heldWatches: number;
+  openWatches: number;
+  bufferedCacheBytes: number;
   requests: ReadonlyMap<RequestOutcome, number>;
 }
 
@@ -42,7 +50,7 @@ export function renderMetrics(snapshot: MetricsSnapshot): string {
     '# HELP edgeadm_edge_proxy_cache_entries Entries in the on-disk cache.',
     '# TYPE edgeadm_edge_proxy_cache_entries gauge',
     `edgeadm_edge_proxy_cache_entries ${snapshot.cacheEntries}`,
-    '# HELP edgeadm_edge_proxy_cache_bytes Bytes on disk taken by cache entries.',
+    '# HELP edgeadm_edge_proxy_cache_bytes Bytes on disk taken by cache entries and writes in progress.',
     '# TYPE edgeadm_edge_proxy_cache_bytes gauge',
     `edgeadm_edge_proxy_cache_bytes ${snapshot.cacheBytes}`,
     '# HELP edgeadm_edge_proxy_cache_corrupt_dropped_total Cache entries dropped because their checksum did not match.',
@@ -51,6 +59,12 @@ export function renderMetrics(snapshot: MetricsSnapshot): string {
     '# HELP edgeadm_edge_proxy_held_watches Client watches held open while the upstream is away.',
     '# TYPE edgeadm_edge_proxy_held_watches gauge',
     `edgeadm_edge_proxy_held_watches ${snapshot.heldWatches}`,
+    '# HELP edgeadm_edge_proxy_open_watches Client watches open (held or streaming).',
+    '# TYPE edgeadm_edge_proxy_open_watches gauge',
+    `edgeadm_edge_proxy_open_watches ${snapshot.openWatches}`,
+    '# HELP edgeadm_edge_proxy_cache_buffered_bytes Bytes of upstream answers held in memory until they are cached.',
+    '# TYPE edgeadm_edge_proxy_cache_buffered_bytes gauge',
+    `edgeadm_edge_proxy_cache_buffered_bytes ${snapshot.bufferedCacheBytes}`,
     '# HELP edgeadm_edge_proxy_requests_total Requests by outcome.',
     '# TYPE edgeadm_edge_proxy_requests_total counter',
     ...[...snapshot.requests.entries()]

@@ -9,8 +9,11 @@
  * (superedge#386). The API server's own answer for an already-registered
  * node is 409 AlreadyExists, after which the kubelet reads its Node (served
  * from the cache) and carries on. The proxy gives exactly that answer, and
- * only when it has seen the node, so it never claims a node exists that the
- * API server does not know.
+ * only for a valid node name (a DNS-1123 subdomain, as the API server
+ * requires) that it has seen, so it never claims a node exists that the API
+ * server does not know. The name is checked before it is looked up: a name
+ * such as `../namespaces/kube-system/secrets/x` would otherwise be read as
+ * a path and reveal whether some other entry is cached (issue #22).
  *
  * Node status patches, Lease renewals and Events are refused. Faking them
  * would hand the kubelet resourceVersions the API server never issued (409s
@@ -24,6 +27,16 @@
  */
 import { apiStatus, type ApiStatus } from './api-status.js';
 import type { KubeObjectLike } from './list-patch.js';
+
+/** The longest DNS-1123 subdomain (RFC 1123; the API server's limit for node names). */
+export const MAX_DNS_SUBDOMAIN_LENGTH = 253;
+/** Dot-separated labels of lower-case letters, digits and inner `-` (the API server's `IsDNS1123Subdomain`). */
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Whether `name` is a valid node name: a DNS-1123 subdomain. */
+export function isDnsSubdomainName(name: string): boolean {
+  return name.length <= MAX_DNS_SUBDOMAIN_LENGTH && DNS_SUBDOMAIN.test(name);
+}
 
 /** What to answer to a write while offline. */
 export type OfflineWriteAnswer = { kind: 'refuse'; status: ApiStatus } | { kind: 'already-exists'; status: ApiStatus };
@@ -56,10 +69,11 @@ export function registeredNodeName(body: string): string | undefined {
  * Decides the answer to a node registration made offline.
  *
  * @param name - the Node's name from the request body, if any.
- * @param isNodeKnown - whether this identity's cache holds a Node of that name.
+ * @param isNodeKnown - whether this identity's cache holds a Node of that name
+ *   (only ever looked up for a name that passes {@link isDnsSubdomainName}).
  */
 export function answerOfflineNodeRegistration(name: string | undefined, isNodeKnown: boolean): OfflineWriteAnswer {
-  if (name && isNodeKnown) {
+  if (name !== undefined && isDnsSubdomainName(name) && isNodeKnown) {
     return {
       kind: 'already-exists',
       status: apiStatus(409, 'AlreadyExists', `nodes "${name}" already exists`, { name, kind: 'nodes' }),

@@ -16,11 +16,19 @@
  * resourceVersion the client saw; if the upstream no longer has that
  * history it says so (410 Expired) and the client re-lists, as it would
  * against the API server.
+ *
+ * A watch that starts while the upstream is away is held only when this
+ * identity has the list it watches cached: the proxy cannot authenticate
+ * anyone offline, and a cached list shows the API server once answered this
+ * identity for it. Any other watch started offline gets the same 503 as an
+ * uncached read. The request goes upstream as the client sent it (the
+ * checked target), only its `resourceVersion` moved on when it resumes.
  */
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/run-log.js';
 import { sendStatus, apiStatus } from './api-status.js';
 import type { ClassifiedRequest } from './cache-key.js';
+import { BufferLease, type BufferBudget } from './buffer-budget.js';
 import type { DiskCache } from './disk-cache.js';
 import { MAX_CACHED_BODY_BYTES, MAX_WATCH_EVENT_BYTES } from './limits.js';
 import { applyWatchEvent, diffLists, isKubeList, type KubeListLike, type WatchEvent } from './list-patch.js';
@@ -49,6 +57,8 @@ export interface WatchRelayOptions {
   listKey: string | undefined;
   upstream: UpstreamClient;
   cache: DiskCache;
+  /** The proxy-wide budget for answers held in memory (the re-list of a resync). */
+  budget: BufferBudget;
   state: UpstreamState;
   logger: Logger;
   /** Told when a watch starts or stops being held (for metrics). */
@@ -61,15 +71,21 @@ function responseHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name)));
 }
 
-/** Reads a whole (bounded) body. */
-function readBody(response: IncomingMessage, limit: number): Promise<Buffer> {
+/** Why a body was not read: larger than its bound, or than what the memory budget had left. */
+class BodyTooLargeError extends Error {}
+
+/** Reads a whole (bounded) body, taking its bytes from `lease` when given. */
+function readBody(response: IncomingMessage, limit: number, lease?: BufferLease): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     response.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) response.destroy(new Error(`answer larger than ${limit} bytes`));
-      else chunks.push(chunk);
+      if (size > limit || (lease && !lease.tryTake(chunk.length))) {
+        const error = new BodyTooLargeError(`answer larger than ${limit} bytes or than the memory budget left`);
+        reject(error);
+        response.destroy(error);
+      } else chunks.push(chunk);
     });
     response.on('end', () => resolve(Buffer.concat(chunks)));
     response.on('error', reject);
@@ -80,8 +96,8 @@ function readBody(response: IncomingMessage, limit: number): Promise<Buffer> {
 /** Serves one client watch until the client leaves or the upstream ends it. */
 export function relayWatch(options: WatchRelayOptions): void {
   const { req, res, classified, upstream, cache, state, logger } = options;
-  const clientUrl = new URL(req.url ?? '/', 'https://edge-proxy.invalid');
-  const initialVersion = clientUrl.searchParams.get('resourceVersion');
+  const clientQuery = new URLSearchParams(classified.target.query);
+  const initialVersion = clientQuery.get('resourceVersion');
   let lastVersion = initialVersion && initialVersion !== '0' ? initialVersion : undefined;
   const isJson = classified.representation === 'json';
   const headers: IncomingHttpHeaders = { ...options.headers };
@@ -96,7 +112,7 @@ export function relayWatch(options: WatchRelayOptions): void {
   let cacheChain: Promise<void> = Promise.resolve();
   const timers: NodeJS.Timeout[] = [];
 
-  const timeoutSeconds = Number(clientUrl.searchParams.get('timeoutSeconds'));
+  const timeoutSeconds = Number(clientQuery.get('timeoutSeconds'));
   if (Number.isFinite(timeoutSeconds) && timeoutSeconds > 0) {
     // The client asked for the watch to end after this long; held or not, it ends cleanly then.
     timers.push(setTimeout(() => res.end(), timeoutSeconds * 1000));
@@ -129,14 +145,16 @@ export function relayWatch(options: WatchRelayOptions): void {
       .catch((error) => logger.warn(`edge-proxy: cannot patch a cached list: ${(error as Error).message}`));
   };
 
+  /** The client's own target; when resuming, its resourceVersion moved on (the path is never re-parsed). */
   const watchPath = (): string => {
-    const url = new URL(clientUrl);
-    if (lastVersion !== undefined) {
-      url.searchParams.set('resourceVersion', lastVersion);
-      url.searchParams.delete('sendInitialEvents');
-      url.searchParams.delete('resourceVersionMatch');
-    }
-    return `${url.pathname}${url.search}`;
+    const { path, query, target } = classified.target;
+    if (lastVersion === undefined) return target;
+    const replaced = new Set(['resourceVersion', 'sendInitialEvents', 'resourceVersionMatch']);
+    const kept = query
+      .split('&')
+      .filter((pair) => pair !== '' && !replaced.has([...new URLSearchParams(pair).keys()][0] ?? ''));
+    kept.push(`resourceVersion=${encodeURIComponent(lastVersion)}`);
+    return `${path}?${kept.join('&')}`;
   };
 
   const hold = (): void => {
@@ -260,6 +278,7 @@ export function relayWatch(options: WatchRelayOptions): void {
       if (cached && isKubeList(before)) {
         let body: Buffer;
         let status: number;
+        const lease = new BufferLease(options.budget);
         try {
           const request = upstream.request({
             method: 'GET',
@@ -274,26 +293,43 @@ export function relayWatch(options: WatchRelayOptions): void {
             request.end();
           });
           status = response.statusCode ?? 502;
-          body = await readBody(response, MAX_CACHED_BODY_BYTES);
+          body = await readBody(response, MAX_CACHED_BODY_BYTES, lease);
         } catch (error) {
+          lease.release();
           if (isClosed) return;
+          if (error instanceof BodyTooLargeError) {
+            // No memory for the diff now: resume from what the client saw instead (it re-lists on a 410).
+            logger.warn(`edge-proxy: watch on ${classified.path} resumes without a resync: ${error.message}`);
+            current = undefined;
+            connect();
+            return;
+          }
           if (isUnreachableError(error)) state.markUnreachable((error as Error).message);
           current = undefined;
           hold();
           return;
         }
-        if (isClosed) return;
+        if (isClosed) {
+          lease.release();
+          return;
+        }
         let fresh: unknown;
         try {
           fresh = status === 200 ? JSON.parse(body.toString('utf8')) : undefined;
         } catch {
           fresh = undefined;
         }
-        if (isKubeList(fresh)) {
+        if (!isKubeList(fresh)) {
+          lease.release();
+        } else {
           const events = diffLists(before, fresh);
-          for (const event of events) await writeWithDrain(JSON.stringify(event));
-          if (isClosed) return;
-          await cache.put({ meta: { ...cached.meta, storedAt: new Date().toISOString() }, body });
+          try {
+            for (const event of events) await writeWithDrain(JSON.stringify(event));
+            if (isClosed) return;
+            await cache.put({ meta: { ...cached.meta, storedAt: new Date().toISOString() }, body });
+          } finally {
+            lease.release();
+          }
           lastVersion = (fresh as KubeListLike).metadata?.resourceVersion ?? lastVersion;
           logger.info(
             `edge-proxy: watch on ${classified.path} resynced with ${events.length} change(s) from the outage`,
@@ -305,5 +341,14 @@ export function relayWatch(options: WatchRelayOptions): void {
   };
 
   if (state.isOnline) connect();
-  else hold();
+  else if (options.listKey !== undefined && cache.has(options.listKey)) hold();
+  else
+    sendStatus(
+      res,
+      apiStatus(
+        503,
+        'ServiceUnavailable',
+        `edge-proxy: the API server is unreachable and this node has no cached list to watch for ${classified.path}`,
+      ),
+    );
 }

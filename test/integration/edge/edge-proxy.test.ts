@@ -9,6 +9,7 @@ import { readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from '
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cacheKeyOf, classifyRequest, entryFileNameOf, identityKeyOf } from '../../../src/edge/cache-key.js';
 import { startEdgeProxy, type RunningEdgeProxy } from '../../../src/edge/edge-proxy.js';
@@ -213,7 +214,7 @@ describe('edge-proxy with the simulated API server as upstream', () => {
     expect((await call(target, { path, token: ALICE })).status).toBe(200);
     const key = cacheKeyOf(
       identityKeyOf(proxy.cache.installKey, { principal: `token:${ALICE}`, impersonation: [] }),
-      classifyRequest('GET', path, 'application/json'),
+      classifyRequest('GET', { path, query: '', target: path }, 'application/json'),
     );
     const file = join(dir, 'cache', 'entries', entryFileNameOf(key));
     await expect.poll(() => cacheFiles().includes(file), { timeout: STATE_WAIT_MS }).toBe(true);
@@ -270,6 +271,48 @@ describe('edge-proxy with the simulated API server as upstream', () => {
     });
     expect(lease.status).toBe(503);
     expect(lease.json.message).toContain('the API server is unreachable');
+    await goOnline();
+  });
+
+  it('answers offline node registration 409 only for a DNS-1123 name it has seen, never for a name that reads as a path', async () => {
+    sim.setObject({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'edge-1' } } as KubeObject);
+    sim.setObject({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'topsecret', namespace: 'kube-system' },
+      data: { key: Buffer.from('value').toString('base64') },
+    } as KubeObject);
+    // Both cached for this identity: a name read as a path would find either.
+    expect((await call(target, { path: '/api/v1/nodes/edge-1', cert: kubeletCert })).status).toBe(200);
+    const secret = '/api/v1/namespaces/kube-system/secrets/topsecret';
+    expect((await call(target, { path: secret, cert: kubeletCert })).status).toBe(200);
+
+    await goOffline();
+    const register = (name: string) =>
+      call(target, {
+        method: 'POST',
+        path: '/api/v1/nodes',
+        body: { apiVersion: 'v1', kind: 'Node', metadata: { name } },
+        cert: kubeletCert,
+      });
+    expect((await register('edge-1')).status).toBe(409);
+    const pathLike = fc.sample(
+      fc
+        .tuple(
+          fc.constantFrom('edge-1', 'x', '..', ''),
+          fc.constantFrom('/', '?x=1', '/..', '/../', '%2f', '\\', '#', 'A', '_', ' '),
+          fc.constantFrom('', 'edge-1', '../namespaces/kube-system/secrets/topsecret', 'x/../edge-1'),
+        )
+        .map((parts) => parts.join('')),
+      { numRuns: 30, seed: 409 },
+    );
+    const names = ['edge-1/', 'edge-1?x=1', 'x/../edge-1', '../namespaces/kube-system/secrets/topsecret', ...pathLike];
+    const answers: [string, number, string][] = [];
+    for (const name of names) {
+      const answer = await register(name);
+      answers.push([name, answer.status, answer.json?.reason]);
+    }
+    expect(answers).toEqual(names.map((name) => [name, 503, 'ServiceUnavailable']));
     await goOnline();
   });
 

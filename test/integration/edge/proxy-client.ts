@@ -1,7 +1,7 @@
 /**
  * A small HTTPS client for the edge-proxy tests: one-shot requests with a
  * bearer token or a client certificate, and watch streams read event by
- * event.
+ * event. Paths are sent byte for byte as the test wrote them.
  */
 import { request as httpsRequest } from 'node:https';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
@@ -39,8 +39,13 @@ function start(target: Target, req: ProxyRequest): Promise<IncomingMessage> {
   if (req.token) headers['Authorization'] = `Bearer ${req.token}`;
   const body = req.body === undefined ? undefined : JSON.stringify(req.body);
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  // The path goes out as written (a URL string would be normalised first: `\` to `/`, `..` resolved).
+  const base = new URL(target.url);
   return new Promise((resolve, reject) => {
-    const outgoing = httpsRequest(`${target.url}${req.path}`, {
+    const outgoing = httpsRequest({
+      hostname: base.hostname.replace(/^\[|\]$/g, ''),
+      port: base.port,
+      path: req.path,
       method: req.method ?? 'GET',
       headers,
       ca: target.caPem,

@@ -92,6 +92,24 @@ describe('DiskCache', () => {
     expect(reopened.entryCount).toBe(1);
   });
 
+  it('lets a delete issued after a write win, even while that write is in flight', async () => {
+    const cache = open();
+    const writing = cache.put(entry('i k', '{"stale":true}'));
+    const deleting = cache.delete('i k');
+    await Promise.all([writing, deleting]);
+    expect(await cache.get('i k')).toBeUndefined();
+    expect(readdirSync(join(dir, 'entries'))).toEqual([]);
+    expect(cache.byteCount).toBe(0);
+  });
+
+  it('refuses an entry larger than the byte bound instead of evicting everything for it', async () => {
+    const cache = open({ maxBytes: 1000 });
+    await cache.put(entry('i small', 'x'.repeat(100)));
+    await expect(cache.put(entry('i huge', 'x'.repeat(2000)))).rejects.toThrow(/larger than the cache's bound/);
+    expect(await cache.get('i small')).toBeDefined();
+    expect(readdirSync(join(dir, 'entries'))).toEqual([entryFileNameOf('i small')]);
+  });
+
   it('applies JSON updates in memory at once and writes them on flush', async () => {
     const cache = open();
     await cache.put(entry('i list', '{"n":1}'));
