@@ -17,8 +17,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DIRECT_SERVICE_DIR, type ServiceManager, type StartOutcome } from '../cluster/service-manager.js';
+import { dump, load } from 'js-yaml';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import { execOrThrow, type Host } from '../hosts/host.js';
+import { kubeCredentialsOf, readKubeconfigFile, renderKubeconfig } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import { writeAgentState, type AgentState } from './agent-state.js';
 import { renderTunnelAgentUnit, TUNNEL_AGENT_USER } from './agent-unit.js';
@@ -40,6 +42,8 @@ const SAFE_PATH = /^\/[A-Za-z0-9._/-]*$/;
  * there would be empty to the agent.
  */
 const HIDDEN_FROM_SERVICE = ['/home', '/root', '/run/user', '/tmp', '/var/tmp'];
+/** The context (and cluster and user) name of a kubeconfig written out for the agent. */
+const AGENT_KUBECONFIG_CONTEXT = 'edgeadm-tunnel-agent';
 /** `user:group` of everything in the data directory. */
 const AGENT_OWNER = `${TUNNEL_AGENT_USER}:${TUNNEL_AGENT_USER}`;
 
@@ -120,6 +124,34 @@ function quote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
+/**
+ * The kubeconfig the agent gets in its data directory: the given file as it
+ * is when it holds its credentials inline, else one written out with every
+ * file it refers to (CA, client certificate and key, token file) read here
+ * and inlined. The agent reads nothing outside its data directory (its own
+ * user could not read root's files), and those files are on this machine,
+ * not necessarily on the host.
+ */
+export async function agentKubeconfigContent(path: string): Promise<Buffer> {
+  const given = readFileSync(path);
+  let refersToFiles = false;
+  await kubeCredentialsOf(given.toString('utf8'), {
+    what: path,
+    readFile: () => {
+      refersToFiles = true;
+      return Promise.resolve('');
+    },
+  });
+  if (!refersToFiles) return given;
+  const credentials = await readKubeconfigFile(path);
+  const rendered = renderKubeconfig(credentials, AGENT_KUBECONFIG_CONTEXT);
+  if (credentials.isInsecureSkipTlsVerify !== true) return Buffer.from(rendered);
+  // renderKubeconfig writes no TLS opt-out; the given kubeconfig had one, and keeps it.
+  const document = load(rendered) as { clusters: { cluster: Record<string, unknown> }[] };
+  for (const entry of document.clusters) entry.cluster['insecure-skip-tls-verify'] = true;
+  return Buffer.from(dump(document, { lineWidth: -1, noRefs: true }));
+}
+
 /** One file written by this run, and how to undo it. */
 interface Written {
   path: string;
@@ -144,7 +176,9 @@ export async function installAgentService(options: AgentInstallOptions): Promise
     // Stage the data directory locally in the agent's own format, with the kubeconfig path it will have there.
     const remoteKubeconfig = `${dataDir}/${AGENT_KUBECONFIG_FILE}`;
     writeAgentState(stage, { ...options.state, kubeconfig: remoteKubeconfig });
-    writeFileSync(join(stage, AGENT_KUBECONFIG_FILE), readFileSync(options.state.kubeconfig), { mode: 0o600 });
+    writeFileSync(join(stage, AGENT_KUBECONFIG_FILE), await agentKubeconfigContent(options.state.kubeconfig), {
+      mode: 0o600,
+    });
 
     const put = async (
       source: string | Buffer,

@@ -81,10 +81,9 @@ SystemCallErrorNumber=EPERM
 # No MemoryDenyWriteExecute=: the agent runs V8's JIT compilers, which need
 # to make their code pages executable; V8 aborts at start without that.
 #
-# Memory: a Node process at rest (about 100 MiB RSS, as the edge-proxy's
-# measurements of the same binary show), plus the tunnel's bounds (a 64 MiB
-# HTTP/2 session memory cap and a 32 MiB connection window, see
-# src/tunnel/limits.ts), with room to spare. Past MemoryHigh the kernel
+# Memory: a connected agent measured 102-105 MiB RSS (README, "Units"),
+# plus the tunnel's bounds (a 64 MiB HTTP/2 session memory cap and a 32 MiB
+# connection window, see src/tunnel/limits.ts), with room to spare. Past MemoryHigh the kernel
 # reclaims and slows the agent; MemoryMax is the hard stop (the agent is
 # killed and restarted, and reconnects by itself).
 MemoryHigh=256M
