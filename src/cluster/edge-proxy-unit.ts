@@ -89,8 +89,8 @@ LockPersonality=yes
 SystemCallArchitectures=native
 SystemCallFilter=@system-service
 SystemCallFilter=~@privileged @resources
-# A refused call fails with EPERM instead of killing the proxy (Node tries
-# setrlimit at start, from @resources, and carries on without it).
+# A refused call fails with EPERM instead of killing the proxy. None is
+# expected: its tests run it with any call outside this list killing it.
 SystemCallErrorNumber=EPERM
 # --jitless above makes no executable memory, so none may be made: V8
 # starts and runs under this (and aborts under it without --jitless).

@@ -75,8 +75,8 @@ RemoveIPC=yes
 SystemCallArchitectures=native
 SystemCallFilter=@system-service
 SystemCallFilter=~@privileged @resources
-# A refused call fails with EPERM instead of killing the agent (Node tries
-# setrlimit at start, from @resources, and carries on without it).
+# A refused call fails with EPERM instead of killing the agent. None is
+# expected: its tests run it with any call outside this list killing it.
 SystemCallErrorNumber=EPERM
 # No MemoryDenyWriteExecute=: the agent runs V8's JIT compilers, which need
 # to make their code pages executable; V8 aborts at start without that.
