@@ -1,8 +1,9 @@
 /**
  * The edge-proxy confined as its unit confines it, as far as can be done
  * without a running systemd (see test/support/unit-sandbox: the unit's
- * system call allow-list, MemoryDenyWriteExecute, no capability, no new
- * privileges, its Environment=; NOT its file system or cgroup settings):
+ * system call allow-list, MemoryDenyWriteExecute, RestrictAddressFamilies,
+ * no capability, no new privileges, its Environment=; NOT its file system,
+ * namespace or cgroup settings):
  * it starts, and the real kubectl lists pods through it. A call outside the
  * allow-list kills it here (the unit itself says EPERM), so nothing it needs
  * is refused. And without --jitless it cannot start under
@@ -117,15 +118,15 @@ describe.skipIf(unavailable !== undefined)(
   'the edge-proxy under its unit’s system call filter',
   { timeout: 120_000 },
   () => {
-    it('serves kubectl with no capability, no new privileges, the allow-list and MemoryDenyWriteExecute', async () => {
+    it('serves kubectl with no capability, no new privileges, the allow-list, MemoryDenyWriteExecute and TCP/Unix sockets only', async () => {
       const port = await freePort();
       const proxy = await startConfined(unit, port);
       expect(proxy.isServing, proxy.output()).toBe(true);
       try {
         const status = readFileSync(`/proc/${proxy.child.pid}/status`, 'utf8');
-        // Two filters: MemoryDenyWriteExecute and the allow-list.
+        // Three filters: MemoryDenyWriteExecute, the address families and the allow-list.
         expect(status).toMatch(/^Seccomp:\s+2$/m);
-        expect(status).toMatch(/^Seccomp_filters:\s+2$/m);
+        expect(status).toMatch(/^Seccomp_filters:\s+3$/m);
         expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
         expect(status).toMatch(/^CapBnd:\s+0+$/m);
         expect(status).toMatch(/^CapEff:\s+0+$/m);

@@ -3,8 +3,8 @@
  * confine it, for hosts without a running systemd (this machine, CI). It
  * applies the unit's `SystemCallFilter=` allow-list (expanded by the real
  * `systemd-analyze syscall-filter`), `MemoryDenyWriteExecute=`,
- * `NoNewPrivileges=` and an empty capability bounding set, and the unit's
- * `Environment=`; it does not apply the file system, namespace or cgroup
+ * `RestrictAddressFamilies=`, `NoNewPrivileges=` and an empty capability
+ * bounding set, and the unit's `Environment=`; it does not apply the file system, namespace or cgroup
  * settings. What passes here can still fail under systemd for those.
  */
 import { spawnSync } from 'node:child_process';
@@ -89,6 +89,28 @@ export function unitEnvironment(unitText: string): Record<string, string> {
   return env;
 }
 
+/** Linux address family numbers of the names edgeadm's units use. */
+const ADDRESS_FAMILIES: Record<string, number> = {
+  AF_UNIX: 1,
+  AF_INET: 2,
+  AF_INET6: 10,
+  AF_NETLINK: 16,
+  AF_PACKET: 17,
+};
+
+/** The unit's `RestrictAddressFamilies=` allow-list as family numbers, or undefined when it sets none. */
+export function addressFamilies(unitText: string): number[] | undefined {
+  const line = unitText.split('\n').find((l) => l.startsWith('RestrictAddressFamilies='));
+  if (line === undefined) return undefined;
+  const names = line.slice('RestrictAddressFamilies='.length).trim().split(/\s+/);
+  if (names[0]?.startsWith('~')) throw new Error('a deny-list RestrictAddressFamilies= is not supported by this tool');
+  return names.map((name) => {
+    const family = ADDRESS_FAMILIES[name];
+    if (family === undefined) throw new Error(`unknown address family ${name}`);
+    return family;
+  });
+}
+
 /** The command line that runs `command` confined as the unit says (see the module comment). */
 export function sandboxed(options: {
   seccompRun: string;
@@ -100,6 +122,7 @@ export function sandboxed(options: {
   const list = join(mkdtempSync(join(tmpdir(), 'syscalls-')), 'allowed');
   writeFileSync(list, `${syscallAllowList(options.unitText).join('\n')}\n`);
   const isMdwe = /^MemoryDenyWriteExecute=yes$/m.test(options.unitText);
+  const families = addressFamilies(options.unitText);
   return {
     file: 'setpriv',
     args: [
@@ -111,6 +134,7 @@ export function sandboxed(options: {
       list,
       options.onRefused,
       isMdwe ? 'mdwe' : 'nomdwe',
+      families === undefined ? '-' : families.join(','),
       ...options.command,
     ],
     env: unitEnvironment(options.unitText),
