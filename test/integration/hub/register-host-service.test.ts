@@ -193,6 +193,17 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
     await waitForState(hub, 'site-1', 'Connected');
   });
 
+  it('hands a data directory written by root (an install from before the agent had its own user) over to the agent', async () => {
+    const target = env.targets[0]!;
+    await env.run(target, `mkdir -p ${DATA_DIR}/logs && chown -R root:root ${DATA_DIR}`);
+    const run = await register(target, 'site-1', launcher);
+    expect(run.exitCode, run.stderr).toBe(0);
+    const owners = await env.run(target, `find ${DATA_DIR} -printf '%u:%g %p\\n' | sort`);
+    expect(owners.trim().split('\n').length).toBeGreaterThan(4);
+    expect(owners).not.toContain('root:root');
+    await waitForState(hub, 'site-1', 'Connected');
+  });
+
   it('leaves nothing behind when the agent cannot start, and a re-run then installs it', async () => {
     const target = env.targets[1]!;
     const before = await listing(target);
