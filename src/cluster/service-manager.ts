@@ -10,8 +10,10 @@
  *   never chosen silently: the operator (or the test harness) asks for it
  *   with {@link SERVICE_MANAGER_ENV}`=direct`. The unit file is still
  *   written, and its `ExecStart` is started detached (`setsid nohup`) with a
- *   pid file and a log under {@link DIRECT_SERVICE_DIR}. Nothing restarts
- *   the service if it dies or the host reboots.
+ *   pid file and a log under {@link DIRECT_SERVICE_DIR}, as the unit's
+ *   `User=`/`Group=` when it names them (with `setpriv`). Nothing restarts
+ *   the service if it dies or the host reboots, and the unit's sandboxing
+ *   is not applied.
  */
 import { EdgeadmError, PreflightError } from '../errors.js';
 import { execOrThrow, type Host } from '../hosts/host.js';
@@ -102,6 +104,20 @@ export function execStartOf(unitText: string): string {
   return line.slice('ExecStart='.length).trim();
 }
 
+/** The unit's `User=` and `Group=` (the group defaults to the user's), when it sets `User=`. */
+export function runAsOf(unitText: string): { user: string; group?: string } | undefined {
+  const value = (key: string): string | undefined =>
+    unitText
+      .split('\n')
+      .find((l) => l.startsWith(`${key}=`))
+      ?.slice(key.length + 1)
+      .trim() || undefined;
+  const user = value('User');
+  if (user === undefined) return undefined;
+  const group = value('Group');
+  return group === undefined ? { user } : { user, group };
+}
+
 function quote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
@@ -187,7 +203,11 @@ export class DirectServiceManager implements ServiceManager {
     const isActive = await this.isActive(host, unit.name);
     if (isActive && !options.isRestartNeeded) return 'already-running';
     if (isActive) await this.stop(host, unit.name);
-    const command = execStartOf(unit.content);
+    const runAs = runAsOf(unit.content);
+    const command =
+      runAs === undefined
+        ? execStartOf(unit.content)
+        : `setpriv --reuid=${quote(runAs.user)} --regid=${quote(runAs.group ?? runAs.user)} --init-groups -- ${execStartOf(unit.content)}`;
     const pidFile = this.#pidFile(unit.name);
     // setsid: a session of its own, so the SSH session ending does not take it along;
     // every descriptor is redirected so the channel can close.

@@ -1,25 +1,29 @@
 /**
  * Installing the tunnel agent as a service on a host (`register-cloud`
  * without `--foreground`, on this machine or on `--host`), through the
- * `Host` interface: the edgeadm binary, the data directory with the agent's
- * credentials (0700, files 0600), the systemd unit, and the service started
- * by the host's service manager.
+ * `Host` interface: the agent's own system user (`edgeadm-agent`, made when
+ * missing), the edgeadm binary, the data directory with the agent's
+ * credentials (0700, files 0600, all owned by that user, so the agent can
+ * read them and renew its certificate without root), the systemd unit, and
+ * the service started by the host's service manager.
  *
  * Every step checks before it changes, so a re-run changes nothing. A
  * failure undoes what this run changed (files it created are removed,
- * files it replaced are put back, a service it started is stopped), so the
- * host is left as it was found.
+ * files it replaced are put back, a service it started is stopped, a user
+ * it made is removed), so the host is left as it was found.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DIRECT_SERVICE_DIR, type ServiceManager, type StartOutcome } from '../cluster/service-manager.js';
+import { dump, load } from 'js-yaml';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import { execOrThrow, type Host } from '../hosts/host.js';
+import { kubeCredentialsOf, readKubeconfigFile, renderKubeconfig } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import { writeAgentState, type AgentState } from './agent-state.js';
-import { renderTunnelAgentUnit } from './agent-unit.js';
+import { renderTunnelAgentUnit, TUNNEL_AGENT_USER } from './agent-unit.js';
 import { AGENT_KUBECONFIG_FILE } from './registration.js';
 
 /** The unit's name on the host. */
@@ -32,6 +36,16 @@ export const AGENT_START_SETTLE_MS = 3_000;
 const BACKUP_SUFFIX = '.edgeadm-prev';
 /** Data directory paths that are safe in a unit file and a shell command. */
 const SAFE_PATH = /^\/[A-Za-z0-9._/-]*$/;
+/**
+ * Where the service cannot see (ProtectHome=yes hides the first three,
+ * PrivateTmp=yes gives it its own /tmp and /var/tmp), so a data directory
+ * there would be empty to the agent.
+ */
+const HIDDEN_FROM_SERVICE = ['/home', '/root', '/run/user', '/tmp', '/var/tmp'];
+/** The context (and cluster and user) name of a kubeconfig written out for the agent. */
+const AGENT_KUBECONFIG_CONTEXT = 'edgeadm-tunnel-agent';
+/** `user:group` of everything in the data directory. */
+const AGENT_OWNER = `${TUNNEL_AGENT_USER}:${TUNNEL_AGENT_USER}`;
 
 /** Options of {@link installAgentService}. */
 export interface AgentInstallOptions {
@@ -67,10 +81,75 @@ export function checkServiceDataDir(dataDir: string): void {
       hints: ['Use an absolute path of letters, digits, ".", "_", "-" and "/" only, without "..".'],
     });
   }
+  const normal = dataDir.replace(/\/+/g, '/').replace(/\/$/, '');
+  const hidden = HIDDEN_FROM_SERVICE.find((dir) => normal === dir || normal.startsWith(`${dir}/`));
+  if (hidden !== undefined) {
+    throw new ValidationError(`--data-dir ${dataDir} is under ${hidden}, which the agent service cannot see`, {
+      code: 'E_AGENT_DATA_DIR',
+      hints: [
+        `The agent's unit hides ${HIDDEN_FROM_SERVICE.join(', ')} from it (ProtectHome=yes, PrivateTmp=yes); use a directory elsewhere, such as /var/lib/edgeadm/agent.`,
+      ],
+    });
+  }
+}
+
+/**
+ * Makes the agent's system user and group unless the host has them; true
+ * when this call made them. A system account: no home, no login shell.
+ *
+ * @throws {EdgeadmError} `E_AGENT_USER` when the host has no `useradd`.
+ */
+async function ensureAgentUser(host: Host): Promise<boolean> {
+  const found = await host.exec(`id -u ${TUNNEL_AGENT_USER}`, { sudo: true, readOnly: true });
+  if (found.exitCode === 0 && found.dryRun !== true) return false;
+  const made = await host.exec(
+    `useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin --comment 'edgeadm tunnel agent' ${TUNNEL_AGENT_USER}`,
+    { sudo: true, description: `create the system user ${TUNNEL_AGENT_USER} the agent runs as` },
+  );
+  if (made.exitCode !== 0) {
+    throw new EdgeadmError(
+      `cannot create the system user ${TUNNEL_AGENT_USER} on ${host.name}: ${made.stderr.trim() || `exit ${made.exitCode}`}`,
+      {
+        code: 'E_AGENT_USER',
+        hints: [
+          `Create a system user and group named ${TUNNEL_AGENT_USER} on the host (no home, no login shell), then run the same command again.`,
+        ],
+      },
+    );
+  }
+  return true;
 }
 
 function quote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The kubeconfig the agent gets in its data directory: the given file as it
+ * is when it holds its credentials inline, else one written out with every
+ * file it refers to (CA, client certificate and key, token file) read here
+ * and inlined. The agent reads nothing outside its data directory (its own
+ * user could not read root's files), and those files are on this machine,
+ * not necessarily on the host.
+ */
+export async function agentKubeconfigContent(path: string): Promise<Buffer> {
+  const given = readFileSync(path);
+  let refersToFiles = false;
+  await kubeCredentialsOf(given.toString('utf8'), {
+    what: path,
+    readFile: () => {
+      refersToFiles = true;
+      return Promise.resolve('');
+    },
+  });
+  if (!refersToFiles) return given;
+  const credentials = await readKubeconfigFile(path);
+  const rendered = renderKubeconfig(credentials, AGENT_KUBECONFIG_CONTEXT);
+  if (credentials.isInsecureSkipTlsVerify !== true) return Buffer.from(rendered);
+  // renderKubeconfig writes no TLS opt-out; the given kubeconfig had one, and keeps it.
+  const document = load(rendered) as { clusters: { cluster: Record<string, unknown> }[] };
+  for (const entry of document.clusters) entry.cluster['insecure-skip-tls-verify'] = true;
+  return Buffer.from(dump(document, { lineWidth: -1, noRefs: true }));
 }
 
 /** One file written by this run, and how to undo it. */
@@ -90,20 +169,33 @@ export async function installAgentService(options: AgentInstallOptions): Promise
   const stage = mkdtempSync(join(tmpdir(), 'edgeadm-agent-stage-'));
   const written: Written[] = [];
   let isDataDirCreated = false;
+  let isUserCreated = false;
   let wasRunning = false;
   let hasStarted = false;
   try {
     // Stage the data directory locally in the agent's own format, with the kubeconfig path it will have there.
     const remoteKubeconfig = `${dataDir}/${AGENT_KUBECONFIG_FILE}`;
     writeAgentState(stage, { ...options.state, kubeconfig: remoteKubeconfig });
-    writeFileSync(join(stage, AGENT_KUBECONFIG_FILE), readFileSync(options.state.kubeconfig), { mode: 0o600 });
+    writeFileSync(join(stage, AGENT_KUBECONFIG_FILE), await agentKubeconfigContent(options.state.kubeconfig), {
+      mode: 0o600,
+    });
 
-    const put = async (source: string | Buffer, path: string, mode: number, description: string): Promise<void> => {
+    const put = async (
+      source: string | Buffer,
+      path: string,
+      file: { mode: number; owner: string },
+      description: string,
+    ): Promise<void> => {
+      const { mode, owner } = file;
       const content = typeof source === 'string' ? readFileSync(source) : source;
       const existing = await host.sha256(path, { sudo: true });
       const { createHash } = await import('node:crypto');
       if (existing === createHash('sha256').update(content).digest('hex')) {
-        await execOrThrow(host, `chmod ${mode.toString(8)} ${quote(path)}`, { sudo: true, description });
+        // -h: a link in the agent's own directory is changed itself, never what it points to.
+        await execOrThrow(host, `chown -h ${owner} ${quote(path)} && chmod ${mode.toString(8)} ${quote(path)}`, {
+          sudo: true,
+          description,
+        });
         return;
       }
       const record: Written = { path };
@@ -115,19 +207,41 @@ export async function installAgentService(options: AgentInstallOptions): Promise
         });
       }
       written.push(record);
-      await host.put(content, path, { mode, sudo: true, description });
+      await host.put(content, path, { mode, owner, sudo: true, description });
     };
 
     wasRunning = await serviceManager.isActive(host, AGENT_UNIT_NAME);
+    isUserCreated = await ensureAgentUser(host);
     if (!(await host.exists(dataDir, { sudo: true }))) {
       await execOrThrow(host, `mkdir -p ${quote(dataDir)}`, { sudo: true, description: `create ${dataDir}` });
       isDataDirCreated = true;
     }
-    await execOrThrow(host, `chmod 700 ${quote(dataDir)}`, { sudo: true, description: `make ${dataDir} private` });
-    await put(options.binary, AGENT_BINARY_PATH, 0o755, `install the edgeadm binary at ${AGENT_BINARY_PATH}`);
+    // A data directory root still owns was written by root only (an agent
+    // from before it had a user of its own): all of it goes to the agent.
+    // One the agent owns already may hold what the agent put there, so only
+    // the files written below change owner, one by one.
+    await execOrThrow(
+      host,
+      [
+        `[ "$(stat -c %U ${quote(dataDir)})" = ${TUNNEL_AGENT_USER} ] || chown -R -h ${AGENT_OWNER} ${quote(dataDir)}`,
+        `chmod 700 ${quote(dataDir)}`,
+      ].join(' && '),
+      { sudo: true, description: `give ${dataDir} to ${TUNNEL_AGENT_USER}, private (0700)` },
+    );
+    await put(
+      options.binary,
+      AGENT_BINARY_PATH,
+      { mode: 0o755, owner: 'root' },
+      `install the edgeadm binary at ${AGENT_BINARY_PATH}`,
+    );
     for (const file of readdirSync(stage).sort()) {
       const mode = file === 'hub-ca.crt' ? 0o644 : 0o600;
-      await put(join(stage, file), `${dataDir}/${file}`, mode, `write the agent's ${file} (mode ${mode.toString(8)})`);
+      await put(
+        join(stage, file),
+        `${dataDir}/${file}`,
+        { mode, owner: AGENT_OWNER },
+        `write the agent's ${file} (mode ${mode.toString(8)}, owner ${TUNNEL_AGENT_USER})`,
+      );
     }
     const unit = {
       name: AGENT_UNIT_NAME,
@@ -162,7 +276,17 @@ export async function installAgentService(options: AgentInstallOptions): Promise
     );
     return { host: host.name, changed: written.map((w) => w.path), service };
   } catch (error) {
-    await undo({ host, serviceManager, written, isDataDirCreated, dataDir, wasRunning, hasStarted, logger });
+    await undo({
+      host,
+      serviceManager,
+      written,
+      isDataDirCreated,
+      isUserCreated,
+      dataDir,
+      wasRunning,
+      hasStarted,
+      logger,
+    });
     const failure = error as Error;
     throw new EdgeadmError(
       `installing the agent on ${host.name} failed, and its changes were undone: ${failure.message}`,
@@ -187,6 +311,7 @@ async function undo(options: {
   serviceManager: ServiceManager;
   written: Written[];
   isDataDirCreated: boolean;
+  isUserCreated: boolean;
   dataDir: string;
   wasRunning: boolean;
   hasStarted: boolean;
@@ -218,6 +343,18 @@ async function undo(options: {
   if (options.isDataDirCreated) {
     await attempt(`remove ${options.dataDir}`, () =>
       execOrThrow(host, `rm -rf ${quote(options.dataDir)}`, { sudo: true }),
+    );
+  }
+  if (options.isUserCreated) {
+    // --force: the account is this run's own, and a process still counted
+    // against its uid (this run's agent as it exits, or another process
+    // namespace's) must not keep it on the host.
+    await attempt(`remove the user ${TUNNEL_AGENT_USER}`, () =>
+      execOrThrow(
+        host,
+        `userdel --force ${TUNNEL_AGENT_USER} && { ! getent group ${TUNNEL_AGENT_USER} >/dev/null || groupdel ${TUNNEL_AGENT_USER}; }`,
+        { sudo: true },
+      ),
     );
   }
   if (options.wasRunning) {

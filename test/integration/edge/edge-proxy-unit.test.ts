@@ -1,21 +1,14 @@
 /**
  * The edge-proxy's systemd unit as join renders it, checked by the real
- * `systemd-analyze verify`, with and without the kubelet certificate mapping.
+ * `systemd-analyze`, with and without the kubelet certificate mapping:
+ * `verify` finds nothing to say, and `security` rates it no worse than the
+ * exposure level the README records.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { renderEdgeProxyUnit } from '../../../src/cluster/edge-proxy-unit.js';
+import { hasSystemdAnalyze, recordedExposure, unitExposure, verifyUnit } from '../../support/systemd-analyze.js';
 
-const hasSystemdAnalyze = existsSync('/usr/bin/systemd-analyze');
-
-function verify(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'unit-')), 'edgeadm-edge-proxy.service');
-  writeFileSync(path, text);
-  return execFileSync('systemd-analyze', ['verify', path], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-}
+const NAME = 'edgeadm-edge-proxy.service';
 
 describe('edgeadm-edge-proxy.service as join writes it', () => {
   const base = {
@@ -25,21 +18,32 @@ describe('edgeadm-edge-proxy.service as join writes it', () => {
     cacheMaxBytes: '256Mi',
     cacheMaxEntries: 10000,
   };
+  const withCertificate = renderEdgeProxyUnit({
+    ...base,
+    clientCertificate: {
+      commonName: 'system:node:edge-1',
+      certFile: '/var/lib/rancher/k3s/agent/client-kubelet.crt',
+      keyFile: '/var/lib/rancher/k3s/agent/client-kubelet.key',
+      caFile: '/var/lib/rancher/k3s/agent/client-ca.crt',
+    },
+  });
 
-  it.skipIf(!hasSystemdAnalyze)('passes systemd-analyze verify for a token node', () => {
-    expect(verify(renderEdgeProxyUnit(base))).toBe('');
+  it.skipIf(!hasSystemdAnalyze)('passes systemd-analyze verify without a warning for a token node', () => {
+    expect(verifyUnit(NAME, renderEdgeProxyUnit(base))).toBe('');
   });
 
   it.skipIf(!hasSystemdAnalyze)('passes systemd-analyze verify with the kubelet certificate mapping', () => {
-    const unit = renderEdgeProxyUnit({
-      ...base,
-      clientCertificate: {
-        commonName: 'system:node:edge-1',
-        certFile: '/var/lib/rancher/k3s/agent/client-kubelet.crt',
-        keyFile: '/var/lib/rancher/k3s/agent/client-kubelet.key',
-        caFile: '/var/lib/rancher/k3s/agent/client-ca.crt',
-      },
-    });
-    expect(verify(unit)).toBe('');
+    expect(verifyUnit(NAME, withCertificate)).toBe('');
+  });
+
+  it.skipIf(!hasSystemdAnalyze)('is rated by systemd-analyze security no worse than the README records', () => {
+    for (const unit of [renderEdgeProxyUnit(base), withCertificate]) {
+      const { exposure, report } = unitExposure(NAME, unit);
+      expect(exposure, report).toBeLessThanOrEqual(recordedExposure(NAME));
+      expect(report).toMatch(/✓ CapabilityBoundingSet=~CAP_SYS_ADMIN/);
+      expect(report).toMatch(/✓ RestrictAddressFamilies=~AF_PACKET/);
+      expect(report).toMatch(/✓ SystemCallFilter=~@privileged/);
+      expect(report).toMatch(/✓ MemoryDenyWriteExecute=/);
+    }
   });
 });

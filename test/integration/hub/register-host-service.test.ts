@@ -111,7 +111,8 @@ beforeAll(async () => {
     [
       '#!/bin/sh',
       '# TEST LAUNCHER (not the edgeadm single binary): runs the CLI built from the repository.',
-      'export EDGEADM_HOME=/var/lib/edgeadm/agent-home',
+      // As the unit's Environment= sets it (the direct service manager applies User= only).
+      `export EDGEADM_HOME=${DATA_DIR}`,
       `exec ${process.execPath} ${join(REPO_ROOT, 'bin/run.js')} "$@"`,
       '',
     ].join('\n'),
@@ -150,15 +151,33 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
 
   it('keeps the credentials private on the host, and no admin credential', async () => {
     const target = env.targets[0]!;
-    const modes = await env.run(target, `stat -c '%a %n' ${DATA_DIR} ${DATA_DIR}/*`);
-    expect(modes).toContain(`700 ${DATA_DIR}\n`);
+    const modes = await env.run(target, `stat -c '%a %U:%G %n' ${DATA_DIR} ${DATA_DIR}/*`);
+    expect(modes).toContain(`700 edgeadm-agent:edgeadm-agent ${DATA_DIR}\n`);
     for (const file of ['agent.yaml', 'client.key', 'client.crt', 'upstream.kubeconfig']) {
-      expect(modes).toContain(`600 ${DATA_DIR}/${file}`);
+      expect(modes).toContain(`600 edgeadm-agent:edgeadm-agent ${DATA_DIR}/${file}`);
     }
     const everything = await env.run(target, `cat ${DATA_DIR}/*.yaml ${DATA_DIR}/*.kubeconfig`);
     expect(everything).not.toContain(api.adminToken);
     const unit = await env.run(target, 'cat /etc/systemd/system/edgeadm-tunnel-agent.service');
     expect(unit).toMatch(/^ExecStart=\/usr\/local\/bin\/edgeadm agent tunnel --data-dir \/var\/lib\/edgeadm\/agent$/m);
+  });
+
+  it('runs the agent as its own unprivileged user, which can read no other credential', async () => {
+    const target = env.targets[0]!;
+    const user = await env.run(
+      target,
+      'ps -o user= -p "$(cat /var/lib/edgeadm/services/edgeadm-tunnel-agent.service.pid)"',
+    );
+    expect(user.trim()).toBe('edgeadm-agent');
+    expect(await env.run(target, 'getent passwd edgeadm-agent | cut -d: -f6,7')).toBe(
+      '/nonexistent:/usr/sbin/nologin\n',
+    );
+    // What root keeps to itself stays out of the agent's reach.
+    const probe = await env.run(
+      target,
+      'setpriv --reuid=edgeadm-agent --regid=edgeadm-agent --init-groups -- cat /etc/shadow 2>&1 || true',
+    );
+    expect(probe).toContain('Permission denied');
   });
 
   it('changes nothing when run again', async () => {
@@ -174,6 +193,17 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
     await waitForState(hub, 'site-1', 'Connected');
   });
 
+  it('hands a data directory written by root (an install from before the agent had its own user) over to the agent', async () => {
+    const target = env.targets[0]!;
+    await env.run(target, `mkdir -p ${DATA_DIR}/logs && chown -R root:root ${DATA_DIR}`);
+    const run = await register(target, 'site-1', launcher);
+    expect(run.exitCode, run.stderr).toBe(0);
+    const owners = await env.run(target, `find ${DATA_DIR} -printf '%u:%g %p\\n' | sort`);
+    expect(owners.trim().split('\n').length).toBeGreaterThan(4);
+    expect(owners).not.toContain('root:root');
+    await waitForState(hub, 'site-1', 'Connected');
+  });
+
   it('leaves nothing behind when the agent cannot start, and a re-run then installs it', async () => {
     const target = env.targets[1]!;
     const before = await listing(target);
@@ -181,6 +211,8 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
     expect(failed.exitCode).not.toBe(0);
     expect(JSON.parse(failed.stdout)).toMatchObject({ error: { code: 'E_AGENT_INSTALL' } });
     expect(await listing(target)).toBe(before);
+    // The user the failed run made went with it.
+    expect(await env.run(target, 'getent passwd edgeadm-agent || echo none'), failed.stderr).toBe('none\n');
     const fixed = await register(target, 'site-2', launcher);
     expect(fixed.exitCode, fixed.stderr).toBe(0);
     // The registration made by the failed run was kept and installed: the hub was not asked again.

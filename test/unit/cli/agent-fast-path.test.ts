@@ -11,6 +11,7 @@ import { edgeProxyArgs } from '../../../src/cli/agent-argv.js';
 import { EDGE_PROXY_FLAG_SPECS, parseEdgeProxyArgs } from '../../../src/cli/agent-fast-path.js';
 import { renderEdgeProxyUnit } from '../../../src/cluster/edge-proxy-unit.js';
 import AgentEdgeProxy from '../../../src/commands/agent/edge-proxy.js';
+import { unitEnvironment } from '../../support/unit-sandbox/index.js';
 
 const commandFlags = {
   ...AgentEdgeProxy.baseFlags,
@@ -153,10 +154,9 @@ describe('the systemd unit of edge-proxy', () => {
   });
 
   it('sets only NODE_OPTIONS that Node accepts (a refused one would stop the service from starting)', () => {
-    const environment = Object.fromEntries(
-      [...unit.matchAll(/^Environment=([A-Z_]+)=(.*)$/gm)].map((match) => [match[1]!, match[2]!]),
-    );
-    expect(environment.NODE_OPTIONS).toBeDefined();
+    // Read as systemd reads Environment= (words, double quotes kept together).
+    const environment = unitEnvironment(unit);
+    expect(environment.NODE_OPTIONS).toContain('--jitless');
     const run = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.execArgv.length))'], {
       env: { ...process.env, ...environment },
       encoding: 'utf8',

@@ -155,6 +155,23 @@ describe('the edge-proxy unit', () => {
     ]);
   });
 
+  it('keeps --jitless in NODE_OPTIONS, which MemoryDenyWriteExecute=yes needs, as one quoted assignment', () => {
+    const unit = renderEdgeProxyUnit({
+      edgeadmBin: '/usr/local/bin/edgeadm',
+      upstreamKubeconfig: '/k',
+      cacheMaxBytes: '1Mi',
+      cacheMaxEntries: 1,
+    });
+    expect(unit).toMatch(/^MemoryDenyWriteExecute=yes$/m);
+    // Unquoted, systemd would split the value at the space and drop "--jitless" (V8 then aborts under MDWE).
+    const nodeOptions = unit.split('\n').filter((line) => line.includes('NODE_OPTIONS'));
+    expect(nodeOptions).toEqual(['Environment="NODE_OPTIONS=--max-semi-space-size=1 --jitless"']);
+    expect(unit).toMatch(/^CapabilityBoundingSet=$/m);
+    expect(unit).toMatch(/^RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX$/m);
+    expect(unit).toMatch(/^SystemCallFilter=@system-service$/m);
+    expect(unit).toMatch(/^MemoryMax=\d+M$/m);
+  });
+
   it('refuses a value that systemd would split or expand', () => {
     expect(() =>
       renderEdgeProxyUnit({

@@ -76,3 +76,30 @@ describe('units with drop-ins', () => {
     ]);
   });
 });
+
+describe('the direct service manager and User=', () => {
+  it('starts a unit that names a User= as that user and group, and one without as root', async () => {
+    const manager = new DirectServiceManager();
+    const asUser = new DryRunHost({ name: 'plan' });
+    await manager.ensureRunning(
+      asUser,
+      {
+        name: 'a.service',
+        content: '[Service]\nUser=edgeadm-agent\nGroup=edgeadm-agent\nExecStart=/usr/local/bin/edgeadm agent tunnel\n',
+      },
+      { isRestartNeeded: false },
+    );
+    const started = asUser.plan.map((step) => step.command ?? '').find((command) => command.includes('setsid'));
+    expect(started).toContain(
+      "setsid nohup setpriv --reuid='edgeadm-agent' --regid='edgeadm-agent' --init-groups -- /usr/local/bin/edgeadm agent tunnel <",
+    );
+    const asRoot = new DryRunHost({ name: 'plan' });
+    await manager.ensureRunning(
+      asRoot,
+      { name: 'b.service', content: '[Service]\nExecStart=/usr/local/bin/edgeadm agent edge-proxy\n' },
+      { isRestartNeeded: false },
+    );
+    const plain = asRoot.plan.map((step) => step.command ?? '').find((command) => command.includes('setsid'));
+    expect(plain).toContain('setsid nohup /usr/local/bin/edgeadm agent edge-proxy <');
+  });
+});
