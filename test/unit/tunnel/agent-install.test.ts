@@ -4,11 +4,13 @@ import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { readKubeconfigFile } from '../../../src/kube/kubeconfig.js';
+import { createCa, issueCertificate } from '../../../src/trust/pki.js';
 import { agentKubeconfigContent } from '../../../src/tunnel/agent-install.js';
 
-const CA = '-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n';
-const CERT = '-----BEGIN CERTIFICATE-----\nCLIENT\n-----END CERTIFICATE-----\n';
-const KEY = '-----BEGIN PRIVATE KEY-----\nKEY\n-----END PRIVATE KEY-----\n';
+// Real key material: the kubeconfig reader checks that the client key parses and matches its certificate.
+const ca = await createCa({ commonName: 'kubernetes' });
+const client = await issueCertificate({ ca, commonName: 'admin', usages: ['client'] });
+const [CA, CERT, KEY] = [ca.certPem, client.certPem, client.keyPem];
 
 function kubeconfig(cluster: string, user: string): string {
   return [
