@@ -266,6 +266,20 @@ export async function kubeCredentialsOf(
 }
 
 /**
+ * Whether a context's credentials refer to files (`certificate-authority`,
+ * `client-certificate`, `client-key`, `tokenFile`) rather than holding them
+ * inline. Reads nothing.
+ *
+ * @throws {EdgeadmError} `E_KUBECONFIG_INVALID` when the context, its cluster or its user is missing.
+ */
+export function kubeconfigRefersToFiles(text: string, what: string, context?: string): boolean {
+  const sources = contextSources(text, what, context);
+  return [sources.ca, sources.clientCertificate, sources.clientKey, sources.token].some(
+    (source) => source !== undefined && 'file' in source,
+  );
+}
+
+/**
  * The credentials of a kubeconfig file on this machine, with relative file
  * references resolved against the kubeconfig's directory, as kubectl does.
  *

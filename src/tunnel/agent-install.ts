@@ -20,7 +20,7 @@ import { DIRECT_SERVICE_DIR, type ServiceManager, type StartOutcome } from '../c
 import { dump, load } from 'js-yaml';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import { execOrThrow, type Host } from '../hosts/host.js';
-import { kubeCredentialsOf, readKubeconfigFile, renderKubeconfig } from '../kube/kubeconfig.js';
+import { kubeconfigRefersToFiles, readKubeconfigFile, renderKubeconfig } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import { writeAgentState, type AgentState } from './agent-state.js';
 import { renderTunnelAgentUnit, TUNNEL_AGENT_USER } from './agent-unit.js';
@@ -134,15 +134,7 @@ function quote(value: string): string {
  */
 export async function agentKubeconfigContent(path: string): Promise<Buffer> {
   const given = readFileSync(path);
-  let refersToFiles = false;
-  await kubeCredentialsOf(given.toString('utf8'), {
-    what: path,
-    readFile: () => {
-      refersToFiles = true;
-      return Promise.resolve('');
-    },
-  });
-  if (!refersToFiles) return given;
+  if (!kubeconfigRefersToFiles(given.toString('utf8'), path)) return given;
   const credentials = await readKubeconfigFile(path);
   const rendered = renderKubeconfig(credentials, AGENT_KUBECONFIG_CONTEXT);
   if (credentials.isInsecureSkipTlsVerify !== true) return Buffer.from(rendered);
