@@ -12,11 +12,30 @@ export const DEFAULT_FLEET_CONCURRENCY = 10;
 
 const { host: _host, ...fleetSshFlags } = sshFlags;
 
+/** The smallest useful edgeadm inventory, shown in --help. */
+const INVENTORY_EXAMPLE = [
+  'An edgeadm inventory (Ansible YAML inventories work as they are):',
+  '',
+  '  kind: FleetInventory',
+  '  package: ./edge-k3s-v1.30.4-amd64.tar.gz',
+  '  ssh: { user: root, keyFile: ~/.ssh/fleet }',
+  '  controlPlane:',
+  '    hosts:',
+  '      cp1: { address: 10.0.0.10 }',
+  '  nodeGroups:',
+  '    stores:',
+  '      edge: true',
+  '      hosts:',
+  '        store-001: { address: 10.1.0.1 }',
+  '        store-002: { address: 10.1.0.2 }',
+].join('\n');
+
 /** `-i` and `--limit`: which hosts. */
 export const inventoryFlags = {
   inventory: Flags.string({
     char: 'i',
     summary: 'Inventory file: edgeadm YAML (kind: FleetInventory) or an Ansible YAML inventory.',
+    description: INVENTORY_EXAMPLE,
     required: true,
   }),
   limit: Flags.string({

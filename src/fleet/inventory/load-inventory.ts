@@ -50,9 +50,15 @@ export async function loadInventory(file: string): Promise<FleetInventory> {
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    throw new ValidationError(`cannot read inventory ${file}: ${(error as Error).message}`, {
+    const reason =
+      (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'there is no such file' : (error as Error).message;
+    throw new ValidationError(`cannot read inventory ${file}: ${reason}`, {
       code: 'E_INVENTORY_READ',
       cause: error,
+      hints: [
+        "Pass -i with an inventory file: edgeadm's YAML (kind: FleetInventory) or an Ansible YAML inventory.",
+        '"edgeadm fleet up --help" shows a small inventory; README.md ("Fleet") shows both formats.',
+      ],
     });
   }
   return parseInventory(text, file);
