@@ -378,10 +378,16 @@ export const MALICIOUS_PACKAGES: MaliciousPackage[] = [
       ),
   },
   {
-    name: 'an entry declaring 100 GiB',
+    name: 'an entry declaring 7 GiB',
     code: 'E_PACKAGE_TOO_LARGE',
     entry: 'images/huge.tar',
-    make: crafted('huge.tar.gz', [{ path: 'images/huge.tar', declaredSize: 100 * 1024 ** 3 }]),
+    make: crafted('huge.tar.gz', [{ path: 'images/huge.tar', declaredSize: 7 * 1024 ** 3 }]),
+  },
+  {
+    name: 'an entry declaring 100 GiB in a base-256 size field',
+    code: 'E_PACKAGE_CORRUPT',
+    entry: 'images/huge.tar',
+    make: crafted('huge-base256.tar.gz', [{ path: 'images/huge.tar', declaredSize: 100 * 1024 ** 3 }]),
   },
   {
     name: 'a gzip stream cut short',
@@ -435,7 +441,7 @@ export const MALICIOUS_PACKAGES: MaliciousPackage[] = [
   {
     name: 'a global pax header',
     code: 'E_PACKAGE_CORRUPT',
-    entry: 'bin/k3s',
+    entry: 'PaxHeader/',
     make: (dir) =>
       writeCrafted(
         join(dir, 'global-pax.tar.gz'),
