@@ -13,7 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { runDifferential } from '../test/support/tar-differential.ts';
+import { runDifferential } from '../test/support/tar-differential.js';
 
 const { values } = parseArgs({
   options: { cases: { type: 'string', default: '10000' }, seed: { type: 'string', default: '1' } },

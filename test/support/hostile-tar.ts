@@ -126,10 +126,16 @@ export function paxEntry(data: Buffer, options: { global?: boolean; fields?: Raw
 
 const sha256 = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
 
-/** The manifest every hostile archive carries: bin/k3s with the good bytes (and notes when asked). */
-export function hostileManifest(withNotes: boolean): PackageManifest {
+/**
+ * The manifest every hostile archive carries: bin/k3s with the good bytes,
+ * and decoys (a second file, listed honestly under the name a lenient reader
+ * sees, that GNU tar reads under another name).
+ */
+export function hostileManifest(decoys: Array<{ path: string; content: Buffer; mode: string }> = []): PackageManifest {
   const files = [{ path: 'bin/k3s', sha256: sha256(GOOD_K3S), size: GOOD_K3S.length, mode: '0755' }];
-  if (withNotes) files.push({ path: 'notes', sha256: sha256(GOOD_NOTES), size: GOOD_NOTES.length, mode: '0644' });
+  for (const decoy of decoys) {
+    files.push({ path: decoy.path, sha256: sha256(decoy.content), size: decoy.content.length, mode: decoy.mode });
+  }
   return {
     formatVersion: 1,
     name: 'hostile',
@@ -154,7 +160,7 @@ export const ISSUE_TRICKS: Record<string, () => Buffer> = {
   'type N duplicate of bin/k3s': () =>
     gzipSync(
       Buffer.concat([
-        manifestEntryBytes(hostileManifest(false)),
+        manifestEntryBytes(hostileManifest()),
         fileEntry('bin/k3s', GOOD_K3S, { mode: 0o755 }),
         fileEntry('bin/k3s', EVIL_K3S, { mode: 0o755, typeflag: 'N' }),
         END,
@@ -162,7 +168,7 @@ export const ISSUE_TRICKS: Record<string, () => Buffer> = {
     ),
   /** A pax GNU.sparse.name on an entry named notes: GNU tar renames it to bin/k3s. */
   'pax GNU.sparse.name=bin/k3s on entry notes': () => {
-    const manifest = hostileManifest(false);
+    const manifest = hostileManifest([{ path: 'notes', content: EVIL_K3S, mode: '0755' }]);
     return gzipSync(
       Buffer.concat([
         manifestEntryBytes(manifest),
@@ -177,7 +183,7 @@ export const ISSUE_TRICKS: Record<string, () => Buffer> = {
   'ustar version other than 00 with prefix bin and name k3s': () =>
     gzipSync(
       Buffer.concat([
-        manifestEntryBytes(hostileManifest(false)),
+        manifestEntryBytes(hostileManifest([{ path: 'k3s', content: EVIL_K3S, mode: '0755' }])),
         fileEntry('bin/k3s', GOOD_K3S, { mode: 0o755 }),
         fileEntry('k3s', EVIL_K3S, { mode: 0o755, prefix: 'bin', magic: Buffer.from('ustar\u0000xx', 'latin1') }),
         END,
@@ -348,17 +354,25 @@ export function generateHostileArchive(seed: number): HostileArchive {
   const random = prng(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const chance = (p: number): boolean => random() < p;
-  const withNotes = chance(0.5);
+  // The second file: honest release notes, or a decoy listed with the evil
+  // bytes under a name that a trick may turn into bin/k3s.
+  const second = pick([
+    undefined,
+    { path: 'notes', content: GOOD_NOTES, mode: '0644' },
+    { path: 'notes', content: EVIL_K3S, mode: '0755' },
+    { path: 'k3s', content: EVIL_K3S, mode: '0755' },
+  ]);
   // Half the archives draw only from the variants that look valid, so that
   // enough of them are accepted for GNU tar to be tested on them.
   const isMostlyValid = chance(0.5);
   const pickValid = <T>(valid: readonly T[], all: readonly T[]): T => pick(isMostlyValid ? valid : all);
-  const manifest = hostileManifest(withNotes);
+  const manifest = hostileManifest(second ? [second] : []);
   const steps: string[] = [];
   type Entry = { fields: RawHeaderFields; content: Buffer; pax?: Buffer; before?: Buffer };
   const entries: Entry[] = [{ fields: { name: 'manifest.json' }, content: renderManifest(manifest) }];
   const good: Entry[] = [{ fields: { name: 'bin/k3s', mode: 0o755 }, content: GOOD_K3S }];
-  if (withNotes) good.push({ fields: { name: 'notes', mode: 0o644 }, content: GOOD_NOTES });
+  if (second)
+    good.push({ fields: { name: second.path, mode: Number.parseInt(second.mode, 8) }, content: second.content });
   if (chance(0.3)) {
     const mode = pick([0o755, 0o700, 0o777, 0o2755]);
     const name = pick(['bin/', 'bin', './bin/']);
