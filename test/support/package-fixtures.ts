@@ -17,6 +17,7 @@ import { Header, Pax, type types } from 'tar';
 import { buildPackage, type BuiltPackage } from '../../src/packages/build.js';
 import type { PackageErrorCodeValue } from '../../src/packages/errors.js';
 import { renderManifest, type PackageFile, type PackageManifest } from '../../src/packages/manifest.js';
+import { fileEntry, ISSUE_TRICKS, manifestEntryBytes } from './hostile-tar.js';
 
 /** The creation time of fixture packages: fixed, so builds are reproducible. */
 export const FIXTURE_CREATED_AT = new Date('2024-05-01T12:00:00Z');
@@ -461,6 +462,42 @@ export const MALICIOUS_PACKAGES: MaliciousPackage[] = [
       ),
   },
   {
+    name: 'an old GNU long-names entry (type N) named bin/k3s after the real one (GNU tar extracts it as a file)',
+    code: 'E_PACKAGE_SPECIAL_FILE',
+    entry: 'bin/k3s',
+    make: (dir) => writeHostile(dir, 'trick-type-n.tar.gz', ISSUE_TRICKS['type N duplicate of bin/k3s']!()),
+  },
+  {
+    name: 'a pax GNU.sparse.name=bin/k3s on an entry named notes (GNU tar renames it)',
+    code: 'E_PACKAGE_CORRUPT',
+    entry: 'PaxHeader/entry',
+    make: (dir) =>
+      writeHostile(dir, 'trick-sparse-name.tar.gz', ISSUE_TRICKS['pax GNU.sparse.name=bin/k3s on entry notes']!()),
+  },
+  {
+    name: 'a ustar version other than 00 with prefix bin and name k3s (GNU tar reads bin/k3s)',
+    code: 'E_PACKAGE_CORRUPT',
+    entry: 'k3s',
+    make: (dir) =>
+      writeHostile(
+        dir,
+        'trick-version.tar.gz',
+        ISSUE_TRICKS['ustar version other than 00 with prefix bin and name k3s']!(),
+      ),
+  },
+  {
+    name: 'a size field that is garbage',
+    code: 'E_PACKAGE_CORRUPT',
+    entry: 'bin/k3s',
+    make: (dir) => writeGarbageField(dir, 'garbage-size.tar.gz', { size: Buffer.from('1x\u0000') }),
+  },
+  {
+    name: 'a mode field that is garbage',
+    code: 'E_PACKAGE_CORRUPT',
+    entry: 'bin/k3s',
+    make: (dir) => writeGarbageField(dir, 'garbage-mode.tar.gz', { mode: Buffer.from(' 0755 x\u0000') }),
+  },
+  {
     name: 'a plain tar that is not gzip-compressed',
     code: 'E_PACKAGE_CORRUPT',
     entry: undefined,
@@ -479,6 +516,28 @@ export const MALICIOUS_PACKAGES: MaliciousPackage[] = [
     },
   },
 ];
+
+async function writeHostile(dir: string, name: string, gzip: Buffer): Promise<string> {
+  await writeFile(join(dir, name), gzip);
+  return join(dir, name);
+}
+
+/** The good files, bin/k3s with a raw numeric field replaced. */
+function writeGarbageField(dir: string, name: string, fields: { size?: Buffer; mode?: Buffer }): Promise<string> {
+  const manifest = manifestFor(GOOD_FILES);
+  return writeHostile(
+    dir,
+    name,
+    gzipSync(
+      Buffer.concat([
+        manifestEntryBytes(manifest),
+        fileEntry('bin/k3s', GOOD_FILES[0]!.content, { mode: 0o755, ...fields }),
+        fileEntry('assets/k3s.service', GOOD_FILES[1]!.content),
+        Buffer.alloc(1024),
+      ]),
+    ),
+  );
+}
 
 /**
  * A copy of a good built package with one byte of the k3s binary's content
