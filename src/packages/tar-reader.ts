@@ -349,8 +349,8 @@ function stringField(block: Buffer, name: FieldName, entry: string): string {
   const bytes = field(block, name);
   const end = bytes.indexOf(0);
   if (end >= 0 && !isZero(bytes, end, bytes.length - end)) {
-    const label = entry === '' ? quoteEntry(bytes.subarray(0, end).toString('latin1')) : quoteEntry(entry);
-    throw corrupt(`the ${name} field of entry ${label} has bytes after its terminating NUL`, entry);
+    const named = entry === '' ? bytes.subarray(0, end).toString('latin1') : entry;
+    throw corrupt(`the ${name} field of entry ${quoteEntry(named)} has bytes after its terminating NUL`, named);
   }
   return bytes.subarray(0, end >= 0 ? end : bytes.length).toString('latin1');
 }
