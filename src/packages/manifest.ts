@@ -191,7 +191,8 @@ function validateFile(value: unknown, field: string, limits: PackageLimits): Pac
       details: { field: `${field}.path` },
     });
   }
-  if (path === MANIFEST_PATH) {
+  // Also nothing under it: unpacking would need manifest.json to be a directory too.
+  if (path === MANIFEST_PATH || path.startsWith(`${MANIFEST_PATH}/`)) {
     throw manifestError(`${field}.path`, `${MANIFEST_PATH} is reserved for the manifest itself`, undefined, path);
   }
   const sha256 = requireString(file, 'sha256', SHA256, '64 lowercase hex digits', `${field}.`, path);
