@@ -406,7 +406,8 @@ export function generateHostileArchive(seed: number): HostileArchive {
     const target = pick(entries.slice(1));
     switch (family) {
       case 'extra entry': {
-        const typeflag = pick(TYPE_FLAGS);
+        // Every type byte can come up, the known ones more often.
+        const typeflag = chance(0.3) ? String.fromCharCode(Math.floor(random() * 256)) : pick(TYPE_FLAGS);
         const name = pick(NAMES);
         const content = pick([EVIL_K3S, GOOD_K3S, Buffer.alloc(0), GOOD_NOTES]);
         const mode = pick([0o755, 0o644, 0o4755]);

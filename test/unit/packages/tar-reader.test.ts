@@ -183,6 +183,21 @@ describe('StrictTarReader', () => {
     expect(error.entry).toBe('bin/k3s');
   });
 
+  it('reads only types 0, NUL and 5 as entries: every other type byte is refused', () => {
+    const accepted: string[] = [];
+    for (let byte = 0; byte < 256; byte++) {
+      const typeflag = String.fromCharCode(byte);
+      if (typeflag === 'x') continue; // a pax header, not an entry: tested above
+      try {
+        read([rawHeader({ name: 'd/', typeflag }), Buffer.alloc(1024)]);
+        accepted.push(typeflag);
+      } catch (error) {
+        if (!isPackageError(error)) throw error;
+      }
+    }
+    expect(accepted).toEqual(['\u0000', '0', '5']);
+  });
+
   it('refuses links with their own code, a pax header with nothing after it, and a lone zero block', () => {
     expect(
       refusal(() => read([rawHeader({ name: 'l', typeflag: '2', linkname: '/etc' }), Buffer.alloc(1024)])).code,
