@@ -212,8 +212,10 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
         const problems = compareUnpackedTree(listing, pkg.manifest, pkg.manifestSha256, {
           ...(isFresh ? {} : { extraFile: UNPACKED_MARKER }),
         });
-        if (problems.length > 0 && isFresh) {
-          await host.exec(`rm -rf ${quote(staging)}`, { sudo: true, description: `remove the refused ${staging}` });
+        if (problems.length > 0) {
+          // The refused tree goes, so that a re-run unpacks the verified archive afresh.
+          const refused = isFresh ? staging : dir;
+          await host.exec(`rm -rf ${quote(refused)}`, { sudo: true, description: `remove the refused ${refused}` });
         }
         throwOnTreeProblems(problems, {
           packageName: pkg.manifest.name,

@@ -143,7 +143,7 @@ export function throwOnTreeProblems(
     problems.length > MAX_PROBLEMS_IN_MESSAGE ? ` (and ${problems.length - MAX_PROBLEMS_IN_MESSAGE} more)` : '';
   throw new PackageError(
     PackageErrorCode.HostMismatch,
-    `the package ${where.packageName} as unpacked on ${where.host} in ${where.dir} is not what was verified: ${shown}${more}; nothing was installed from it`,
+    `the package ${where.packageName} as unpacked on ${where.host} in ${where.dir} is not what was verified: ${shown}${more}; it was removed and nothing is installed from it`,
     {
       entry: problems[0]?.path ?? '',
       details: { host: where.host, dir: where.dir, problems: problems.slice(0, MAX_REPORTED_PROBLEMS) },

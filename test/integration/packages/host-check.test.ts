@@ -4,11 +4,13 @@
  * then an `install` that writes other bytes. Both are planted in the host's
  * own /usr/local/bin (a tmpfs of that host only), ahead of the real tools on
  * root's PATH. init must stop with a typed error naming the file, expected
- * against found, and install nothing from the tree it refused.
+ * against found, and install nothing from the tree it refused; a tree
+ * changed after unpacking is refused and removed, and the next run recovers.
  */
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyPackage } from '../../../src/packages/verify.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import type { CliResult } from '../../support/cli.js';
 import { clusterCli, sshArgs } from '../../support/cluster-cli.js';
@@ -81,5 +83,26 @@ describe('the package phase checks what the host unpacked and installed', () => 
     const error = errorOf(run);
     expect(error.code).toBe('E_PACKAGE_INSTALLED_MISMATCH');
     expect(error.message).toMatch(/\/usr\/local\/bin\/k3s .*has SHA-256 [0-9a-f]{64}; the manifest says [0-9a-f]{64}/);
+  });
+
+  it('a tree changed after it was unpacked: refused on the next run and removed, and the run after unpacks it afresh', async () => {
+    await env.run(
+      host,
+      'rm /usr/local/bin/install && for f in /var/lib/edgeadm/packages/*/bin/k3s; do printf "echo changed\\n" >> "$f"; done',
+    );
+    const refused = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']);
+    expect(refused.exitCode, refused.stderr).toBe(3);
+    expect(errorOf(refused).code).toBe('E_PACKAGE_HOST_MISMATCH');
+    const left = (await env.run(host, 'ls /var/lib/edgeadm/packages')).trim().split('\n');
+    expect(
+      left.every((name) => name.endsWith('.tar.gz')),
+      left.join(' '),
+    ).toBe(true);
+
+    const run = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']);
+    expect(run.exitCode, run.stderr).toBe(0);
+    const installed = await env.run(host, 'sha256sum < /usr/local/bin/k3s');
+    const manifest = (await verifyPackage(pkg)).manifest;
+    expect(installed.slice(0, 64)).toBe(manifest.files.find((file) => file.path === 'bin/k3s')?.sha256);
   });
 });
