@@ -66,11 +66,12 @@ export async function installPackageFiles(ctx: NodeData, options: { from: string
     isChanged = true;
     ctx.say(`installed ${target}`);
   }
-  if (!ctx.isDryRun && files.length > 0)
+  if (!ctx.isDryRun && files.length > 0) {
     await checkInstalledFiles(
       ctx,
       files.map((file) => ({ file, target: targetOf(file) })),
     );
+  }
   return isChanged;
 }
 
@@ -208,6 +209,12 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
           { sudo: true, description: `unpack ${archive} into ${dir} and list it`, timeoutMs: UNPACK_TIMEOUT_MS },
         );
         const isFresh = unpack.stdout.startsWith(`${FRESHLY_UNPACKED}\n`);
+        if (!isFresh && !unpack.stdout.startsWith(`${ALREADY_UNPACKED}\n`)) {
+          throw new EdgeadmError(`unpacking ${archive} on ${host.name} printed something unexpected; not checked`, {
+            code: 'E_PACKAGE_UNPACK_OUTPUT',
+            details: { host: host.name, stdout: unpack.stdout.slice(0, 200) },
+          });
+        }
         const listing = unpack.stdout.slice(unpack.stdout.indexOf('\n') + 1);
         const problems = compareUnpackedTree(listing, pkg.manifest, pkg.manifestSha256, {
           ...(isFresh ? {} : { extraFile: UNPACKED_MARKER }),
