@@ -1,14 +1,24 @@
 /**
  * The package phase of init and join: the install package, already verified
  * on this machine, is uploaded to the host (skipped when the host has it),
- * its SHA-256 checked on the host by the upload itself, unpacked into a directory named after
- * the package (so versions sit side by side), and its binaries installed
- * into the distribution's bin directory. Every step checks before it
- * changes, so a re-run after a dropped connection resumes where it stopped.
+ * its SHA-256 checked on the host by the upload itself, unpacked into a
+ * directory named after the package (so versions sit side by side), the
+ * unpacked tree checked against the manifest, and its binaries installed
+ * into the distribution's bin directory and checked again there. Every step
+ * checks before it changes, so a re-run after a dropped connection resumes
+ * where it stopped.
+ *
+ * Why check on the host what `package verify` already checked: the host's
+ * tar is another program than edgeadm's reader, and the bytes installed must
+ * be the bytes verified even if the two ever disagree. The unpacked tree is
+ * root-only (0700) from the moment it is created, so nobody else on the host
+ * can change it between the check and the install.
  */
 import { EdgeadmError } from '../errors.js';
 import { execOrThrow } from '../hosts/host.js';
+import { PackageError, PackageErrorCode } from '../packages/errors.js';
 import { modeBits } from '../packages/manifest.js';
+import { compareUnpackedTree, throwOnTreeProblems, unpackedTreeListingCommand } from '../packages/unpacked-tree.js';
 import type { Phase } from '../workflow/phase.js';
 import type { NodeData } from './node-context.js';
 
@@ -56,8 +66,49 @@ export async function installPackageFiles(ctx: NodeData, options: { from: string
     isChanged = true;
     ctx.say(`installed ${target}`);
   }
+  if (!ctx.isDryRun && files.length > 0) {
+    await checkInstalledFiles(
+      ctx,
+      files.map((file) => ({ file, target: targetOf(file) })),
+    );
+  }
   return isChanged;
 }
+
+/**
+ * The installed files, hashed on the host in one command, must have the
+ * manifest's SHA-256: whatever happened between the check of the unpacked
+ * tree and now (a full disk, another writer), a mismatch stops the run.
+ */
+async function checkInstalledFiles(
+  ctx: NodeData,
+  installed: Array<{ file: { path: string; sha256: string }; target: string }>,
+): Promise<void> {
+  const result = await execOrThrow(ctx.host, `sha256sum -- ${installed.map(({ target }) => quote(target)).join(' ')}`, {
+    sudo: true,
+    readOnly: true,
+    description: `check the SHA-256 of ${installed.length} installed file(s)`,
+  });
+  const found = new Map<string, string>();
+  for (const line of result.stdout.split('\n')) {
+    const match = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
+    if (match) found.set(match[2] ?? '', match[1] ?? '');
+  }
+  for (const { file, target } of installed) {
+    const sha256 = found.get(target);
+    if (sha256 !== file.sha256) {
+      throw new PackageError(
+        PackageErrorCode.InstalledMismatch,
+        `${target} on ${ctx.host.name}, installed from ${file.path} of the package ${ctx.package.manifest.name}, has SHA-256 ${sha256 ?? '(none)'}; the manifest says ${file.sha256}`,
+        { entry: file.path, details: { host: ctx.host.name, target, sha256, expectedSha256: file.sha256 } },
+      );
+    }
+  }
+}
+
+/** What the unpack command prints first: whether it unpacked or found the package already there. */
+const ALREADY_UNPACKED = 'edgeadm: already unpacked';
+const FRESHLY_UNPACKED = 'edgeadm: unpacked';
 
 /** What {@link changeUnless} prints on the host when there was nothing to do. */
 const ALREADY_DONE = 'edgeadm: already done';
@@ -127,22 +178,73 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
       // found equal, so the archive at `archive` is the verified package.
       // (A second `sha256sum` would read the whole archive on every host again.)
       const staging = `${dir}.partial`;
-      const isUnpacked = await changeUnless(ctx, {
-        isDone: `[ "$(cat ${quote(`${dir}/${UNPACKED_MARKER}`)} 2>/dev/null)" = ${pkg.archiveSha256} ]`,
-        change: [
-          'set -e',
-          `rm -rf ${quote(staging)}`,
-          `mkdir -p ${quote(staging)}`,
-          `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
-          `printf '%s\\n' ${pkg.archiveSha256} > ${quote(`${staging}/${UNPACKED_MARKER}`)}`,
-          `rm -rf ${quote(dir)}`,
-          `mv ${quote(staging)} ${quote(dir)}`,
-        ].join('\n'),
-        description: `unpack ${archive} into ${dir}`,
-        timeoutMs: UNPACK_TIMEOUT_MS,
-      });
-      if (isUnpacked) isChanged = true;
-      ctx.say(isUnpacked ? `unpacked into ${dir}` : `${dir} already unpacked`);
+      if (pkg.manifest.files.some((file) => file.path === UNPACKED_MARKER)) {
+        throw new PackageError(
+          PackageErrorCode.Manifest,
+          `the install package ${pkg.manifest.name} holds ${UNPACKED_MARKER}, a name edgeadm keeps for itself on the host`,
+          { entry: UNPACKED_MARKER },
+        );
+      }
+      const isMarked = `[ "$(cat ${quote(`${dir}/${UNPACKED_MARKER}`)} 2>/dev/null)" = ${pkg.archiveSha256} ]`;
+      if (ctx.isDryRun) {
+        const isUnpacked = await changeUnless(ctx, {
+          isDone: isMarked,
+          change: `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
+          description: `unpack ${archive} into ${dir}, check every file against the manifest`,
+        });
+        if (isUnpacked) isChanged = true;
+      } else {
+        // One round trip: unpack unless done, then list the tree for the check.
+        const unpack = await execOrThrow(
+          host,
+          [
+            'set -e',
+            `if ${isMarked}; then echo '${ALREADY_UNPACKED}'; cd ${quote(dir)}; else`,
+            `rm -rf ${quote(staging)}`,
+            `mkdir -m 700 ${quote(staging)}`,
+            `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
+            `echo '${FRESHLY_UNPACKED}'; cd ${quote(staging)}; fi`,
+            unpackedTreeListingCommand(),
+          ].join('\n'),
+          { sudo: true, description: `unpack ${archive} into ${dir} and list it`, timeoutMs: UNPACK_TIMEOUT_MS },
+        );
+        const isFresh = unpack.stdout.startsWith(`${FRESHLY_UNPACKED}\n`);
+        if (!isFresh && !unpack.stdout.startsWith(`${ALREADY_UNPACKED}\n`)) {
+          throw new EdgeadmError(`unpacking ${archive} on ${host.name} printed something unexpected; not checked`, {
+            code: 'E_PACKAGE_UNPACK_OUTPUT',
+            details: { host: host.name, stdout: unpack.stdout.slice(0, 200) },
+          });
+        }
+        const listing = unpack.stdout.slice(unpack.stdout.indexOf('\n') + 1);
+        const problems = compareUnpackedTree(listing, pkg.manifest, pkg.manifestSha256, {
+          ...(isFresh ? {} : { extraFile: UNPACKED_MARKER }),
+        });
+        if (problems.length > 0) {
+          // The refused tree goes, so that a re-run unpacks the verified archive afresh.
+          const refused = isFresh ? staging : dir;
+          await host.exec(`rm -rf ${quote(refused)}`, { sudo: true, description: `remove the refused ${refused}` });
+        }
+        throwOnTreeProblems(problems, {
+          packageName: pkg.manifest.name,
+          host: host.name,
+          dir: isFresh ? staging : dir,
+        });
+        ctx.say(`checked ${pkg.manifest.files.length} unpacked files against the manifest`);
+        if (isFresh) {
+          await execOrThrow(
+            host,
+            [
+              'set -e',
+              `printf '%s\\n' ${pkg.archiveSha256} > ${quote(`${staging}/${UNPACKED_MARKER}`)}`,
+              `rm -rf ${quote(dir)}`,
+              `mv ${quote(staging)} ${quote(dir)}`,
+            ].join('\n'),
+            { sudo: true, description: `move the checked package into ${dir}` },
+          );
+          isChanged = true;
+        }
+        ctx.say(isFresh ? `unpacked into ${dir}` : `${dir} already unpacked`);
+      }
 
       const binaries = pkg.manifest.files.filter((file) => /^bin\/[^/]+$/.test(file.path));
       for (const name of ctx.distribution.requiredBinaries) {

@@ -5,12 +5,21 @@
  * device, FIFO or socket is refused with its path rather than followed or
  * skipped, and so is a name outside the package path rules, so that what
  * builds always verifies. Empty directories are not kept (the manifest lists
- * files; directories are implied by their paths).
+ * files; directories are implied by their paths). The files the distribution
+ * installs (`REQUIRED_PACKAGE_FILES`: k3s needs bin/k3s; kubeadm needs
+ * kubeadm, kubelet, containerd and its runc runtime) must be there; the
+ * refusal lists every one that is missing.
+ *
+ * A file with a setuid, setgid or sticky bit is refused, not packed without
+ * it: the bit cannot travel (verify refuses such modes, because a package
+ * must never install a setuid binary as root), and dropping it silently
+ * would ship a file that behaves differently from its source with nobody
+ * told. The refusal names the file, so its owner can clear the bit knowingly.
  *
  * The archive is `manifest.json` first, then the files sorted by path, as
  * plain ustar entries (a pax header only for a path too long for ustar):
- * owner root (0/0), the file's permission bits (setuid, setgid and sticky
- * dropped), and every mtime set to the creation time. The gzip header carries
+ * owner root (0/0), the file's permission bits, and every mtime set to the
+ * creation time. The gzip header carries
  * no time or name. So the same directory, options and `createdAt` give the
  * same bytes, and a fixed `createdAt` (`SOURCE_DATE_EPOCH` in the CLI) makes
  * builds reproducible (with the same Node.js zlib).
@@ -39,6 +48,7 @@ import {
   MANIFEST_PATH,
   modeString,
   renderManifest,
+  REQUIRED_PACKAGE_FILES,
   validateManifest,
   type Architecture,
   type Distribution,
@@ -117,6 +127,7 @@ export async function buildPackage(options: BuildPackageOptions): Promise<BuiltP
   await checkSourceDirectory(from, output);
 
   const sources = await collectFiles(from);
+  refuseIncomplete(sources, options.distribution, from);
   const files: PackageFile[] = [];
   for (const source of sources) files.push(await describeFile(source));
   const createdAt = wholeSeconds(options.createdAt ?? new Date());
@@ -220,12 +231,41 @@ async function collectFiles(root: string): Promise<SourceFile[]> {
   return files.sort((a, b) => comparePaths(a.path, b.path));
 }
 
+/** Every file the distribution installs must be in the source; the error lists all that are missing. */
+function refuseIncomplete(sources: SourceFile[], distribution: Distribution, from: string): void {
+  const present = new Set(sources.map((source) => source.path));
+  const missing = REQUIRED_PACKAGE_FILES[distribution].filter((path) => !present.has(path));
+  if (missing.length === 0) return;
+  const what = sources.length === 0 ? 'holds no files' : 'lacks files';
+  throw new PackageError(
+    PackageErrorCode.Incomplete,
+    `the source directory ${from} ${what} that a ${distribution} package must hold: ${missing.join(', ')}`,
+    {
+      entry: missing[0] ?? '',
+      details: { distribution, missing },
+      hints: [`Put ${missing.join(', ')} into ${from} (paths relative to it), then build again.`],
+    },
+  );
+}
+
 async function describeFile(source: SourceFile): Promise<PackageFile> {
   const stats = await lstat(source.absolute);
   if (!stats.isFile()) {
     throw new PackageError(PackageErrorCode.Source, `source path ${quoteEntry(source.path)} changed while building`, {
       entry: source.path,
     });
+  }
+  if ((stats.mode & 0o7000) !== 0) {
+    const mode = (stats.mode & 0o7777).toString(8).padStart(4, '0');
+    throw new PackageError(
+      PackageErrorCode.Mode,
+      `source file ${quoteEntry(source.path)} has mode ${mode}: packages never carry setuid, setgid or sticky bits, and edgeadm does not drop them silently`,
+      {
+        entry: source.path,
+        details: { mode },
+        hints: [`Clear the bit if the file does not need it (chmod u-s,g-s,o-t ${source.absolute}), then build again.`],
+      },
+    );
   }
   const hash = createHash('sha256');
   let size = 0;

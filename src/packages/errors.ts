@@ -41,6 +41,12 @@ export const PackageErrorCode = {
   Source: 'E_PACKAGE_SOURCE',
   /** Extraction target already exists. */
   DestinationExists: 'E_PACKAGE_DEST_EXISTS',
+  /** The tree a host unpacked differs from the manifest (checked before anything is installed). */
+  HostMismatch: 'E_PACKAGE_HOST_MISMATCH',
+  /** A file installed from the package on a host does not have the manifest's SHA-256. */
+  InstalledMismatch: 'E_PACKAGE_INSTALLED_MISMATCH',
+  /** `package build`: the source lacks a file its distribution needs. */
+  Incomplete: 'E_PACKAGE_INCOMPLETE',
 } as const;
 
 /** One of the {@link PackageErrorCode} values. */
@@ -67,6 +73,11 @@ const DEFAULT_HINTS: Record<PackageErrorCodeValue, string> = {
   E_PACKAGE_NOT_FOUND: 'Check the path or URL of the package.',
   E_PACKAGE_SOURCE: 'Fix the source directory and run "edgeadm package build" again.',
   E_PACKAGE_DEST_EXISTS: 'Remove the directory first, or extract to a new one.',
+  E_PACKAGE_HOST_MISMATCH:
+    "The host's tar unpacked something other than what edgeadm verified. Check the host's tar and disk, and do not use this package there until the cause is known.",
+  E_PACKAGE_INSTALLED_MISMATCH:
+    'Something changed the installed file, or the disk is failing. Check the host, then run the command again to reinstall it.',
+  E_PACKAGE_INCOMPLETE: 'Add the missing files to the source directory and run "edgeadm package build" again.',
 };
 
 /** What a package error carries besides its code and message. */

@@ -28,6 +28,11 @@ export const MAX_PACKAGE_DOWNLOAD_BYTES = 16 * GiB;
  * gzip bomb of headers or padding cannot run for ever.
  */
 export const TAR_OVERHEAD_PER_ENTRY_BYTES = 4096;
+/**
+ * Largest pax extended header: a path (at most 1024 bytes by the package path
+ * rules) and three times fit many times over; anything larger is not a package.
+ */
+export const MAX_PAX_HEADER_BYTES = 4096;
 /** Bytes allowed after the end-of-archive marker (tar writers pad to their record size; readers ignore it). */
 export const MAX_TRAILING_BYTES = 1 * MiB;
 

@@ -25,6 +25,17 @@ export const DISTRIBUTIONS = ['k3s', 'kubeadm'] as const;
 /** `k3s` or `kubeadm`. */
 export type Distribution = (typeof DISTRIBUTIONS)[number];
 
+/**
+ * The files a package must hold for its distribution: what init and join
+ * install from it (the distribution drivers' `requiredBinaries`, under
+ * `bin/`; a unit test keeps the two lists equal). `package build` refuses a
+ * source without them, so that a package that builds can install.
+ */
+export const REQUIRED_PACKAGE_FILES: Readonly<Record<Distribution, readonly string[]>> = {
+  k3s: ['bin/k3s'],
+  kubeadm: ['bin/kubeadm', 'bin/kubelet', 'bin/containerd', 'bin/containerd-shim-runc-v2', 'bin/runc'],
+};
+
 /** The CPU architectures a package can be built for (Kubernetes / Go names). */
 export const ARCHITECTURES = ['amd64', 'arm64'] as const;
 /** `amd64` or `arm64`. */
@@ -180,7 +191,8 @@ function validateFile(value: unknown, field: string, limits: PackageLimits): Pac
       details: { field: `${field}.path` },
     });
   }
-  if (path === MANIFEST_PATH) {
+  // Also nothing under it: unpacking would need manifest.json to be a directory too.
+  if (path === MANIFEST_PATH || path.startsWith(`${MANIFEST_PATH}/`)) {
     throw manifestError(`${field}.path`, `${MANIFEST_PATH} is reserved for the manifest itself`, undefined, path);
   }
   const sha256 = requireString(file, 'sha256', SHA256, '64 lowercase hex digits', `${field}.`, path);

@@ -51,16 +51,19 @@ export function checkPackagePath(path: string): PathCheck {
 }
 
 /**
- * Checks the path of a tar entry and returns its canonical form. Tar writers
- * differ in small ways that mean nothing: a leading `./` (from `tar -C dir .`)
- * and a trailing `/` on directories are removed first. The archive root itself
- * (`./`) is reported as the empty path, which only a directory entry may have.
+ * Checks the path of a tar entry and returns its canonical form. One leading
+ * `./` (what `tar -C dir ./x` writes) is allowed and removed, and a directory
+ * may end with one `/`; GNU tar and edgeadm read both the same way. Nothing
+ * else is normalised: a repeated `./`, `//`, a `/` after a file name (which
+ * makes GNU tar create a directory) and the archive root itself (`./`, whose
+ * mode GNU tar would give to the directory it unpacks into) are refused.
  */
 export function checkEntryPath(raw: string, isDirectory: boolean): PathCheck {
-  let path = raw;
-  while (path.startsWith('./')) path = path.slice(2);
+  let path = raw.startsWith('./') ? raw.slice(2) : raw;
   if (isDirectory && path.endsWith('/')) path = path.slice(0, -1);
-  if (isDirectory && (path === '' || path === '.')) return { ok: true, path: '' };
+  if (path === '' || path === '.') {
+    return { ok: false, reason: 'the entry is the archive root; its mode would apply to the unpack directory' };
+  }
   return checkPackagePath(path);
 }
 

@@ -17,6 +17,7 @@ import { Header, Pax, type types } from 'tar';
 import { buildPackage, type BuiltPackage } from '../../src/packages/build.js';
 import type { PackageErrorCodeValue } from '../../src/packages/errors.js';
 import { renderManifest, type PackageFile, type PackageManifest } from '../../src/packages/manifest.js';
+import { fileEntry, ISSUE_TRICKS, manifestEntryBytes } from './hostile-tar.js';
 
 /** The creation time of fixture packages: fixed, so builds are reproducible. */
 export const FIXTURE_CREATED_AT = new Date('2024-05-01T12:00:00Z');
@@ -378,10 +379,16 @@ export const MALICIOUS_PACKAGES: MaliciousPackage[] = [
       ),
   },
   {
-    name: 'an entry declaring 100 GiB',
+    name: 'an entry declaring 7 GiB',
     code: 'E_PACKAGE_TOO_LARGE',
     entry: 'images/huge.tar',
-    make: crafted('huge.tar.gz', [{ path: 'images/huge.tar', declaredSize: 100 * 1024 ** 3 }]),
+    make: crafted('huge.tar.gz', [{ path: 'images/huge.tar', declaredSize: 7 * 1024 ** 3 }]),
+  },
+  {
+    name: 'an entry declaring 100 GiB in a base-256 size field',
+    code: 'E_PACKAGE_CORRUPT',
+    entry: 'images/huge.tar',
+    make: crafted('huge-base256.tar.gz', [{ path: 'images/huge.tar', declaredSize: 100 * 1024 ** 3 }]),
   },
   {
     name: 'a gzip stream cut short',
@@ -435,7 +442,7 @@ export const MALICIOUS_PACKAGES: MaliciousPackage[] = [
   {
     name: 'a global pax header',
     code: 'E_PACKAGE_CORRUPT',
-    entry: 'bin/k3s',
+    entry: 'PaxHeader/',
     make: (dir) =>
       writeCrafted(
         join(dir, 'global-pax.tar.gz'),
@@ -453,6 +460,42 @@ export const MALICIOUS_PACKAGES: MaliciousPackage[] = [
           trailing: Buffer.concat([Buffer.alloc(2 * 1024 * 1024), tarBytes([{ path: 'smuggled', content: payload }])]),
         }),
       ),
+  },
+  {
+    name: 'an old GNU long-names entry (type N) named bin/k3s after the real one (GNU tar extracts it as a file)',
+    code: 'E_PACKAGE_SPECIAL_FILE',
+    entry: 'bin/k3s',
+    make: (dir) => writeHostile(dir, 'trick-type-n.tar.gz', ISSUE_TRICKS['type N duplicate of bin/k3s']!()),
+  },
+  {
+    name: 'a pax GNU.sparse.name=bin/k3s on an entry named notes (GNU tar renames it)',
+    code: 'E_PACKAGE_CORRUPT',
+    entry: 'PaxHeader/entry',
+    make: (dir) =>
+      writeHostile(dir, 'trick-sparse-name.tar.gz', ISSUE_TRICKS['pax GNU.sparse.name=bin/k3s on entry notes']!()),
+  },
+  {
+    name: 'a ustar version other than 00 with prefix bin and name k3s (GNU tar reads bin/k3s)',
+    code: 'E_PACKAGE_CORRUPT',
+    entry: 'k3s',
+    make: (dir) =>
+      writeHostile(
+        dir,
+        'trick-version.tar.gz',
+        ISSUE_TRICKS['ustar version other than 00 with prefix bin and name k3s']!(),
+      ),
+  },
+  {
+    name: 'a size field that is garbage',
+    code: 'E_PACKAGE_CORRUPT',
+    entry: 'bin/k3s',
+    make: (dir) => writeGarbageField(dir, 'garbage-size.tar.gz', { size: Buffer.from('1x\u0000') }),
+  },
+  {
+    name: 'a mode field that is garbage',
+    code: 'E_PACKAGE_CORRUPT',
+    entry: 'bin/k3s',
+    make: (dir) => writeGarbageField(dir, 'garbage-mode.tar.gz', { mode: Buffer.from(' 0755 x\u0000') }),
   },
   {
     name: 'a plain tar that is not gzip-compressed',
@@ -473,6 +516,28 @@ export const MALICIOUS_PACKAGES: MaliciousPackage[] = [
     },
   },
 ];
+
+async function writeHostile(dir: string, name: string, gzip: Buffer): Promise<string> {
+  await writeFile(join(dir, name), gzip);
+  return join(dir, name);
+}
+
+/** The good files, bin/k3s with a raw numeric field replaced. */
+function writeGarbageField(dir: string, name: string, fields: { size?: Buffer; mode?: Buffer }): Promise<string> {
+  const manifest = manifestFor(GOOD_FILES);
+  return writeHostile(
+    dir,
+    name,
+    gzipSync(
+      Buffer.concat([
+        manifestEntryBytes(manifest),
+        fileEntry('bin/k3s', GOOD_FILES[0]!.content, { mode: 0o755, ...fields }),
+        fileEntry('assets/k3s.service', GOOD_FILES[1]!.content),
+        Buffer.alloc(1024),
+      ]),
+    ),
+  );
+}
 
 /**
  * A copy of a good built package with one byte of the k3s binary's content

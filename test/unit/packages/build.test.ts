@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildPackage, createdAtFromSourceDateEpoch, type BuildPackageOptions } from '../../../src/packages/build.js';
+import { distributionFor } from '../../../src/cluster/distributions/index.js';
 import { inspectPackage } from '../../../src/packages/inspect.js';
+import { DISTRIBUTIONS, REQUIRED_PACKAGE_FILES } from '../../../src/packages/manifest.js';
 import { verifyPackage } from '../../../src/packages/verify.js';
 import { FIXTURE_CREATED_AT, writeSourceDir } from '../../support/package-fixtures.js';
 
@@ -86,9 +88,11 @@ describe('buildPackage', () => {
     const longPath = `images/${'d'.repeat(120)}/${'f'.repeat(120)}.tar`;
     await mkdir(join(from, 'images', 'd'.repeat(120)), { recursive: true });
     await writeFile(join(from, longPath), 'x');
+    await mkdir(join(from, 'bin'));
+    await writeFile(join(from, 'bin', 'k3s'), '#!/bin/sh\n', { mode: 0o755 });
     const output = join(work, 'long.tar.gz');
     await buildPackage(options(from, output));
-    expect((await verifyPackage(output)).manifest.files[0]?.path).toBe(longPath);
+    expect((await verifyPackage(output)).manifest.files.map((file) => file.path)).toEqual(['bin/k3s', longPath]);
     expect(gunzipSync(await readFile(output)).includes(`path=${longPath}`)).toBe(true);
   });
 
@@ -154,5 +158,52 @@ describe('buildPackage refuses', () => {
 
   it('a bad package name', async () => {
     await expectRefusal(await freshSource(), 'E_PACKAGE_OPTIONS', undefined, { name: '../evil' });
+  });
+
+  it.each([
+    [0o4755, '4755'],
+    [0o2755, '2755'],
+    [0o1755, '1755'],
+  ])(
+    'a file with mode %s (setuid, setgid or sticky), naming it and its mode, rather than dropping the bit',
+    async (mode, shown) => {
+      const from = await freshSource();
+      await chmod(join(from, 'cni', 'bridge'), mode);
+      await expectRefusal(from, 'E_PACKAGE_MODE', 'cni/bridge');
+      await expect(buildPackage(options(from, join(work, `suid-${shown}.tar.gz`)))).rejects.toThrow(
+        new RegExp(`"cni/bridge" has mode ${shown}`),
+      );
+    },
+  );
+
+  it('an empty source directory, listing what a k3s package must hold (exit 3)', async () => {
+    const from = join(work, `empty-${++counter}`);
+    await mkdir(from);
+    await expectRefusal(from, 'E_PACKAGE_INCOMPLETE', 'bin/k3s');
+    const error = await buildPackage(options(from, join(work, 'empty.tar.gz'))).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ exitCode: 3, details: { missing: ['bin/k3s'] } });
+    expect((error as Error).message).toContain('holds no files');
+  });
+
+  it('a kubeadm source without its binaries, listing every missing one', async () => {
+    const from = await freshSource();
+    await writeFile(join(from, 'bin', 'kubelet'), '#!/bin/sh\n', { mode: 0o755 });
+    const error = await buildPackage(options(from, join(work, 'kubeadm.tar.gz'), { distribution: 'kubeadm' })).catch(
+      (caught: unknown) => caught,
+    );
+    expect(error).toMatchObject({
+      code: 'E_PACKAGE_INCOMPLETE',
+      exitCode: 3,
+      details: { missing: ['bin/kubeadm', 'bin/containerd', 'bin/containerd-shim-runc-v2', 'bin/runc'] },
+    });
+    expect((error as Error).message).toContain('bin/kubeadm, bin/containerd, bin/containerd-shim-runc-v2, bin/runc');
+  });
+});
+
+describe('REQUIRED_PACKAGE_FILES', () => {
+  it('is what the distribution drivers install from bin/', () => {
+    for (const name of DISTRIBUTIONS) {
+      expect(REQUIRED_PACKAGE_FILES[name]).toEqual(distributionFor(name).requiredBinaries.map((b) => `bin/${b}`));
+    }
   });
 });

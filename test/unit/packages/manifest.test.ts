@@ -112,6 +112,12 @@ describe('validateManifest', () => {
     expect(error.code).toBe('E_PACKAGE_MANIFEST');
   });
 
+  it('refuses a file under manifest.json, which unpacking could not create next to the manifest', () => {
+    const error = refusal(manifest({ files: [{ path: 'manifest.json/x', sha256: SHA, size: 1, mode: '0644' }] }));
+    expect(error.code).toBe('E_PACKAGE_MANIFEST');
+    expect(error.entry).toBe('manifest.json/x');
+  });
+
   it('enforces the per-file, total and count limits', () => {
     const limits = resolveLimits({ maxEntryBytes: 15, maxTotalBytes: 25, maxEntries: 3 });
     const oneFile = refusal(manifest({ files: [{ path: 'a', sha256: SHA, size: 16, mode: '0644' }] }), limits);

@@ -37,9 +37,25 @@ describe('checkEntryPath', () => {
     expect(checkEntryPath('./bin/', true)).toEqual({ ok: true, path: 'bin' });
   });
 
-  it('reports the archive root directory as the empty path, and refuses it for a file', () => {
-    expect(checkEntryPath('./', true)).toEqual({ ok: true, path: '' });
-    expect(checkEntryPath('./', false).ok).toBe(false);
+  it('refuses the archive root directory, whose mode GNU tar would give to the unpack directory', () => {
+    for (const root of ['./', '.', '']) {
+      const check = checkEntryPath(root, true);
+      expect(check.ok ? '' : check.reason).toContain('archive root');
+      expect(checkEntryPath(root, false).ok).toBe(false);
+    }
+  });
+
+  it('removes one ./ only: a repeated one, // or a slash after a file name is refused', () => {
+    for (const [raw, isDirectory] of [
+      ['././bin/k3s', false],
+      ['.//bin/k3s', false],
+      ['bin//k3s', false],
+      ['bin/k3s/', false],
+      ['bin//', true],
+      ['/bin/k3s', false],
+    ] as const) {
+      expect(checkEntryPath(raw, isDirectory).ok, raw).toBe(false);
+    }
   });
 
   it('does not strip a trailing slash from a file', () => {
