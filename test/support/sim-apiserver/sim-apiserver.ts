@@ -12,6 +12,7 @@
  * writes, pod logs, port-forward targets).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
@@ -96,6 +97,19 @@ export interface SimApiServerOptions {
   acceptClientCertificates?: boolean;
   /** Whether bootstrap-token Secrets authenticate. Default true. */
   acceptBootstrapTokens?: boolean;
+  /**
+   * Whether requests without credentials are anonymous (kube-apiserver's
+   * default, true) or refused with 401 (`--anonymous-auth=false`, as k3s
+   * starts its kube-apiserver).
+   */
+  anonymousAuth?: boolean;
+  /**
+   * A file whose bytes are served at `GET /cacerts` to anyone, before
+   * authentication, as k3s's supervisor serves its server CA file on the
+   * API port (k3s pkg/server/handlers: `CACerts`, read once and kept).
+   * Absent: no `/cacerts` (kube-apiserver has none).
+   */
+  caCertsFile?: string;
   /** Whether to keep a log of requests in `requests`. Default false. */
   recordRequests?: boolean;
   /** Whether to create the default RBAC policy (discovery, public info, cluster-admin). Default true. */
@@ -323,6 +337,8 @@ class SimApiServerImpl implements SimApiServer {
   readonly #gitVersion: string;
   #server: Server | undefined;
   #isPaused = false;
+  /** The bytes served at /cacerts, read on first use. */
+  #caCerts: Buffer | undefined;
 
   constructor(options: SimApiServerOptions, ca: SimCertificateAuthority, serving: CertificateAndKey) {
     this.#options = options;
@@ -353,6 +369,7 @@ class SimApiServerImpl implements SimApiServer {
       tokens: this.#tokens,
       acceptClientCertificates: options.acceptClientCertificates ?? true,
       acceptBootstrapTokens: options.acceptBootstrapTokens ?? true,
+      isAnonymousAllowed: options.anonymousAuth ?? true,
       serviceAccounts: this.#definition('', 'v1', 'serviceaccounts'),
     });
     this.#authorizer = new RbacAuthorizer(this.store, {
@@ -647,6 +664,7 @@ class SimApiServerImpl implements SimApiServer {
     });
     try {
       await this.#untilResumed();
+      if (await this.#serveK3sSupervisor(req, res, url)) return;
       const admitted = this.#admit(req, url, false);
       record = admitted.record;
       if (admitted.info.isResourceRequest) await this.#serveResource(req, res, url, admitted.user, admitted.info);
@@ -660,6 +678,17 @@ class SimApiServerImpl implements SimApiServer {
       }
       this.#sendJson(res, status.code, status);
     }
+  }
+
+  /** k3s's unauthenticated `/cacerts`, when asked for (see `caCertsFile`); true when it answered. */
+  async #serveK3sSupervisor(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+    const file = this.#options.caCertsFile;
+    if (file === undefined || url.pathname !== '/cacerts') return false;
+    // k3s reads the file on the first request and serves those bytes from then on, for any method.
+    this.#caCerts ??= await readFile(file);
+    res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': this.#caCerts.length });
+    res.end(req.method === 'HEAD' ? undefined : this.#caCerts);
+    return true;
   }
 
   #sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json'): void {

@@ -31,6 +31,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
 import {
+  call,
   expectOk,
   keepReady,
   nodeRegistrationObjects,
@@ -179,6 +180,11 @@ async function runServer(configPath: string): Promise<number> {
     objectsFile,
     '--version',
     SIM_K3S_VERSION,
+    // k3s starts kube-apiserver with anonymous-auth=false (pkg/daemons/control/server.go, apiServer).
+    '--anonymous-auth=false',
+    // k3s's supervisor serves its server CA file at /cacerts, unauthenticated, on the same port.
+    '--cacerts-file',
+    join(K3S_SERVER_DIR, 'tls', 'server-ca.crt'),
     // Stands in for the k3s supervisor accepting the server token from joining servers.
     '--token',
     `${password}=${SUPERVISOR_USER}:system:masters`,
@@ -263,9 +269,10 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
   const password = serverPasswordOf(tokenText);
   const address = stringOf(config, 'advertise-address') ?? stringOf(config, 'node-ip') ?? '127.0.0.1';
   const nodeName = stringOf(config, 'node-name') ?? hostname();
-  const caPem = await fetchClusterCa(joinServer, 'the first server');
-  if (createHash('sha256').update(caPem).digest('hex') !== caHash) {
-    log("the cluster CA does not match the token's hash: refusing to join");
+  const caPem = await fetchCaCerts(joinServer, 'the first server');
+  const actualHash = k3sHashCa(caPem);
+  if (actualHash !== caHash) {
+    log(`token CA hash does not match the Cluster CA certificate hash: ${caHash} != ${actualHash}`);
     return 1;
   }
   const secret = (await expectOk('take the bootstrap data with the server token', {
@@ -353,26 +360,40 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
 }
 
 /**
- * The cluster CA, read without TLS verification from kube-public/cluster-info
- * (real k3s fetches /cacerts); the caller checks it against its token's hash.
+ * The cluster CA bundle as k3s's agent gets it (k3s pkg/clientaccess/token.go,
+ * `getCACerts`): `GET /cacerts` without TLS verification and without
+ * credentials, then the same request again verified with the bundle it
+ * returned. The bytes are returned as served; the caller hashes them.
  */
-async function fetchClusterCa(server: string, what: string): Promise<string> {
+async function fetchCaCerts(server: string, what: string): Promise<string> {
+  const url = new URL('/cacerts', server).toString();
   for (;;) {
     try {
-      const configMap = (await expectOk('fetch cluster-info', {
-        method: 'GET',
-        url: `${server}/api/v1/namespaces/kube-public/configmaps/cluster-info`,
-      })) as { data?: Record<string, string> };
-      const kubeconfig = loadYaml(configMap.data?.kubeconfig ?? '') as {
-        clusters?: Array<{ cluster?: Record<string, string> }>;
-      };
-      const caData = kubeconfig.clusters?.[0]?.cluster?.['certificate-authority-data'] ?? '';
-      return Buffer.from(caData, 'base64').toString('utf8');
+      const insecure = await call({ method: 'GET', url });
+      if (insecure.status !== 200) throw new Error(`failed to get CA certs: ${url}: HTTP ${insecure.status}`);
+      const verified = await call({ method: 'GET', url, caPem: insecure.body });
+      if (verified.status !== 200) throw new Error(`CA cert validation failed: ${url}: HTTP ${verified.status}`);
+      return insecure.body;
     } catch (error) {
       log(`waiting for ${what}: ${(error as Error).message}`);
       await sleep(RETRY_INTERVAL_MS);
     }
   }
+}
+
+/**
+ * k3s's `hashCA` for a bundle of one certificate: SHA-256 of the bytes as
+ * served, so a trailing newline or another encoding changes it. k3s hashes
+ * a bundle of several certificates differently (the DER of the root the
+ * first chains to); the simulation's server serves one certificate, and a
+ * bundle of several is refused here rather than guessed at.
+ */
+function k3sHashCa(bundle: string): string {
+  const certificates = bundle.match(/-----BEGIN CERTIFICATE-----/g) ?? [];
+  if (certificates.length !== 1) {
+    throw new Error(`the simulation hashes a CA bundle of exactly one certificate, got ${certificates.length}`);
+  }
+  return createHash('sha256').update(bundle).digest('hex');
 }
 
 function parseK10(token: string): { caHash: string; credentials: string } {
@@ -391,10 +412,11 @@ async function runAgent(configPath: string): Promise<number> {
   }
   const { caHash, credentials } = parseK10(tokenText);
   const nodeName = stringOf(config, 'node-name') ?? hostname();
-  const caPem = await fetchClusterCa(server, 'the server');
-  const actual = createHash('sha256').update(caPem).digest('hex');
+  const caPem = await fetchCaCerts(server, 'the server');
+  const actual = k3sHashCa(caPem);
   if (actual !== caHash) {
-    log(`CA cert hash ${actual} does not match the token's hash ${caHash}: refusing to join`);
+    // k3s's words (pkg/clientaccess/token.go, validateCAHash).
+    log(`token CA hash does not match the Cluster CA certificate hash: ${caHash} != ${actual}`);
     return 1;
   }
   const kubeletKubeconfig = {
