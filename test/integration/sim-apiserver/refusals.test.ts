@@ -116,3 +116,45 @@ describe('bootstrap tokens, checked as kube-apiserver checks them', () => {
     expect((await whoami(`isrfc3.${SECRET}`)).status).toBe(201);
   });
 });
+
+describe("k3s's agent certificate endpoint (--k3s-agent-certificates)", () => {
+  let k3s: SimApiServer;
+  beforeAll(async () => {
+    k3s = await startSimApiServer({ anonymousAuth: false, k3sAgentCertificates: true });
+    k3s.setObject({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'bootstrap-token-agent1', namespace: 'kube-system' },
+      type: 'bootstrap.kubernetes.io/token',
+      stringData: { 'token-id': 'agent1', 'token-secret': SECRET, 'usage-bootstrap-authentication': 'true' },
+    } as never);
+    k3s.addToken('not-an-agent', { user: 'jane', groups: ['devs'] });
+  });
+  afterAll(async () => {
+    await k3s.stop();
+  });
+  const path = '/v1-k3s/client-kubelet.crt';
+  const headers = { 'k3s-Node-Name': 'edge-1' };
+
+  it('refuses callers without credentials (401) and callers outside the agent roles (403)', async () => {
+    expect((await call(k3s, { path, token: null, headers })).status).toBe(401);
+    expect((await call(k3s, { path, token: 'not-an-agent', headers })).status).toBe(403);
+  });
+
+  it('issues a bootstrap token a client certificate that acts as system:node:<name>, not as the token', async () => {
+    const issued = await call(k3s, { path, token: `agent1.${SECRET}`, headers });
+    expect(issued.status).toBe(200);
+    const blocks = issued.text.match(/-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----/g) ?? [];
+    const cert = { certPem: blocks[0]!, keyPem: blocks.find((b) => b.includes('PRIVATE KEY'))! };
+    const res = await call(k3s, {
+      method: 'POST',
+      path: WHOAMI,
+      cert,
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    });
+    expect(res.json.status.userInfo).toEqual({
+      username: 'system:node:edge-1',
+      groups: ['system:nodes', 'system:authenticated'],
+    });
+  });
+});

@@ -23,7 +23,7 @@ import type { TokenIdentity } from './authn.js';
 /** Delay between a change and the snapshot that records it (batches bursts of writes). */
 export const SNAPSHOT_DELAY_MS = 100;
 
-const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]... [--anonymous-auth=false] [--cacerts-file FILE]
+const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]... [--anonymous-auth=false] [--cacerts-file FILE] [--k3s-agent-certificates]
 
 A SIMULATED Kubernetes API server for edgeadm's tests (not kube-apiserver).`;
 
@@ -65,6 +65,7 @@ export async function runCli(argv: string[]): Promise<number> {
         san: { type: 'string', multiple: true },
         'anonymous-auth': { type: 'string' },
         'cacerts-file': { type: 'string' },
+        'k3s-agent-certificates': { type: 'boolean' },
         help: { type: 'boolean' },
       },
     }));
@@ -125,6 +126,7 @@ export async function runCli(argv: string[]): Promise<number> {
     ...(values.version ? { gitVersion: values.version } : {}),
     ...(anonymousAuth === undefined ? {} : { anonymousAuth: anonymousAuth === 'true' }),
     ...(values['cacerts-file'] ? { caCertsFile: values['cacerts-file'] } : {}),
+    ...(values['k3s-agent-certificates'] ? { k3sAgentCertificates: true } : {}),
     tokens: Object.fromEntries((values.token ?? []).map(parseToken)),
     onChange: () => {
       if (snapshotTimer) return;

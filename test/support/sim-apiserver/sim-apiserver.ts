@@ -76,6 +76,8 @@ export const MAX_RECORDED_REQUESTS = 10_000;
 export const ADMIN_USER = 'system:admin';
 /** Annotation prefix that maps a pod port to a local TCP target ("<host>:<port>"), for processes without the handle. */
 export const PORT_FORWARD_ANNOTATION_PREFIX = 'sim-apiserver.edgeadm.io/port-forward-';
+/** The groups k3s's supervisor lets fetch agent certificates (`version.Program + ":agent"`, nodes, bootstrappers). */
+const K3S_AGENT_ROLES = ['k3s:agent', 'system:nodes', 'system:bootstrappers'];
 /** The field manager of objects written through the test handle. */
 const HANDLE_FIELD_MANAGER = 'sim-apiserver-test-handle';
 
@@ -110,6 +112,15 @@ export interface SimApiServerOptions {
    * Absent: no `/cacerts` (kube-apiserver has none).
    */
   caCertsFile?: string;
+  /**
+   * Whether to serve k3s's agent certificate endpoints as its supervisor
+   * does on the API port (k3s pkg/server/handlers/router.go): `GET
+   * /v1-k3s/client-kubelet.crt` issues a kubelet client certificate
+   * (`system:node:<k3s-Node-Name>` in `system:nodes`) to a caller in
+   * `system:bootstrappers`, `system:nodes` or `k3s:agent`; `GET
+   * /v1-k3s/client-ca.crt` gives the CA that signs it. Default false.
+   */
+  k3sAgentCertificates?: boolean;
   /** Whether to keep a log of requests in `requests`. Default false. */
   recordRequests?: boolean;
   /** Whether to create the default RBAC policy (discovery, public info, cluster-admin). Default true. */
@@ -680,14 +691,33 @@ class SimApiServerImpl implements SimApiServer {
     }
   }
 
-  /** k3s's unauthenticated `/cacerts`, when asked for (see `caCertsFile`); true when it answered. */
+  /** k3s's supervisor endpoints, when asked for (see `caCertsFile`, `k3sAgentCertificates`); true when it answered. */
   async #serveK3sSupervisor(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
     const file = this.#options.caCertsFile;
-    if (file === undefined || url.pathname !== '/cacerts') return false;
-    // k3s reads the file on the first request and serves those bytes from then on, for any method.
-    this.#caCerts ??= await readFile(file);
-    res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': this.#caCerts.length });
-    res.end(req.method === 'HEAD' ? undefined : this.#caCerts);
+    if (file !== undefined && url.pathname === '/cacerts') {
+      // k3s reads the file on the first request and serves those bytes from then on, to anyone.
+      this.#caCerts ??= await readFile(file);
+      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': this.#caCerts.length });
+      res.end(req.method === 'HEAD' ? undefined : this.#caCerts);
+      return true;
+    }
+    if (this.#options.k3sAgentCertificates !== true) return false;
+    if (url.pathname !== '/v1-k3s/client-kubelet.crt' && url.pathname !== '/v1-k3s/client-ca.crt') return false;
+    // k3s's auth.HasRole: the cluster's authenticator, then one of the agent roles.
+    const user = this.#authenticator.authenticate(req);
+    if (!user.groups.some((group) => K3S_AGENT_ROLES.includes(group))) throw forbidden(undefined, 'forbidden');
+    let body: string;
+    if (url.pathname === '/v1-k3s/client-ca.crt') {
+      body = this.caPem;
+    } else {
+      const nodeName = req.headers['k3s-node-name'];
+      if (typeof nodeName !== 'string' || nodeName === '') throw badRequest('node name not set');
+      // The legacy GET form: certificate, CA, then the key (k3s sends a key only when no CSR came).
+      const issued = await this.#ca.issueClient({ user: `system:node:${nodeName}`, groups: ['system:nodes'] });
+      body = `${issued.certPem.trimEnd()}\n${this.caPem.trimEnd()}\n${issued.keyPem.trimEnd()}\n`;
+    }
+    res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body) });
+    res.end(body);
     return true;
   }
 
