@@ -3,7 +3,8 @@
  * discovery works on any distribution: the `bootstrap-token-<id>` Secrets,
  * the `kube-public/cluster-info` ConfigMap signed by edgeadm itself with one
  * JWS per signing token (re-signed whenever a token is created or deleted),
- * and the RBAC that lets anonymous users read cluster-info.
+ * and the RBAC that lets anonymous users (and bootstrap tokens, for servers
+ * that refuse anonymous requests, as k3s) read cluster-info.
  */
 import { ValidationError } from '../errors.js';
 import { KubeApiError, corePath, groupPath, type KubeClient, type KubeObject } from '../kube/client.js';
