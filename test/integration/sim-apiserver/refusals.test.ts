@@ -7,7 +7,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootstrapTokenSecret } from '../../../src/trust/bootstrap-token.js';
 import { startSimApiServer } from '../../support/sim-apiserver/index.js';
 import type { SimApiServer } from '../../support/sim-apiserver/index.js';
 import { call } from './http-client.js';
@@ -156,5 +158,34 @@ describe("k3s's agent certificate endpoint (--k3s-agent-certificates)", () => {
       username: 'system:node:edge-1',
       groups: ['system:nodes', 'system:authenticated'],
     });
+  });
+});
+
+describe('bootstrap-token groups: the simulation and edgeadm agree (generated groups)', () => {
+  it('a token authenticates exactly when edgeadm would accept its extra group', async () => {
+    const groupChars = fc.constantFrom(...'abcz09:-_ .ABS'.split(''));
+    const group = fc.oneof(
+      fc.string({ unit: groupChars, maxLength: 12 }).map((suffix) => `system:bootstrappers:${suffix}`),
+      fc.string({ unit: groupChars, maxLength: 30 }),
+      fc.constantFrom('system:bootstrappers', 'system:bootstrappers:', 'system:bootstrappers:a'),
+    );
+    let index = 0;
+    await fc.assert(
+      fc.asyncProperty(group, async (candidate) => {
+        // An empty auth-extra-groups means no extra group to both (edgeadm then writes no key at all).
+        fc.pre(candidate !== '');
+        const id = `pg${String(index++).padStart(4, '0')}`;
+        let isAcceptedByEdgeadm = true;
+        try {
+          bootstrapTokenSecret({ token: { id, secret: SECRET }, groups: [candidate] });
+        } catch {
+          isAcceptedByEdgeadm = false;
+        }
+        setBootstrapToken(id, { 'auth-extra-groups': candidate });
+        const status = (await whoami(`${id}.${SECRET}`)).status;
+        expect(status === 201, `group ${JSON.stringify(candidate)}`).toBe(isAcceptedByEdgeadm);
+      }),
+      { numRuns: 60 },
+    );
   });
 });
