@@ -515,7 +515,9 @@ function validateOptions(options: DiscoveryOptions): {
  * reached: `E_DISCOVERY_NO_JWS`, `E_DISCOVERY_TIMEOUT`,
  * `E_DISCOVERY_JWS_INVALID`, `E_DISCOVERY_TOKEN_EXPIRED`,
  * `E_DISCOVERY_NO_KUBECONFIG`, `E_KUBECONFIG_INVALID`, `E_DISCOVERY_BAD_CA`,
- * `E_DISCOVERY_PIN_MISMATCH`, `E_DISCOVERY_TLS_UNTRUSTED`, `E_DISCOVERY_CHANGED`.
+ * `E_DISCOVERY_PIN_MISMATCH`, `E_DISCOVERY_TLS_UNTRUSTED`, `E_DISCOVERY_CHANGED`,
+ * `E_DISCOVERY_ANONYMOUS_REFUSED` (the server refuses anonymous requests and
+ * no pin was given, or it serves neither cluster-info nor `/cacerts` to them).
  */
 export async function discoverClusterInfo(options: DiscoveryOptions): Promise<DiscoveryResult> {
   const logger = options.logger ?? silentLogger;
