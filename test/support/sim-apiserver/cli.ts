@@ -23,7 +23,7 @@ import type { TokenIdentity } from './authn.js';
 /** Delay between a change and the snapshot that records it (batches bursts of writes). */
 export const SNAPSHOT_DELAY_MS = 100;
 
-const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]... [--anonymous-auth=false] [--cacerts-file FILE] [--k3s-agent-certificates]
+const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]... [--anonymous-auth=false] [--cacerts-file FILE] [--k3s-agent-certificates] [--csr-controllers]
 
 A SIMULATED Kubernetes API server for edgeadm's tests (not kube-apiserver).`;
 
@@ -66,6 +66,7 @@ export async function runCli(argv: string[]): Promise<number> {
         'anonymous-auth': { type: 'string' },
         'cacerts-file': { type: 'string' },
         'k3s-agent-certificates': { type: 'boolean' },
+        'csr-controllers': { type: 'boolean' },
         help: { type: 'boolean' },
       },
     }));
@@ -127,6 +128,7 @@ export async function runCli(argv: string[]): Promise<number> {
     ...(anonymousAuth === undefined ? {} : { anonymousAuth: anonymousAuth === 'true' }),
     ...(values['cacerts-file'] ? { caCertsFile: values['cacerts-file'] } : {}),
     ...(values['k3s-agent-certificates'] ? { k3sAgentCertificates: true } : {}),
+    ...(values['csr-controllers'] ? { csrControllers: true } : {}),
     tokens: Object.fromEntries((values.token ?? []).map(parseToken)),
     onChange: () => {
       if (snapshotTimer) return;

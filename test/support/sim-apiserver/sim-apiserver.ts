@@ -22,7 +22,8 @@ import type { Duplex } from 'node:stream';
 import { dump as dumpYaml } from 'js-yaml';
 import { ANONYMOUS, Authenticator, impersonate } from './authn.js';
 import type { TokenIdentity } from './authn.js';
-import { defaultNamespaces, defaultRbacObjects } from './bootstrap-objects.js';
+import { csrRbacObjects, defaultNamespaces, defaultRbacObjects } from './bootstrap-objects.js';
+import { approveAndSign, recordRequestor } from './csr-controllers.js';
 import { AGGREGATED_DISCOVERY_CONTENT_TYPE, Discovery, wantsAggregatedDiscovery } from './discovery.js';
 import { EXEC_PROTOCOLS, runExecSession, serveSpdyExec } from './exec.js';
 import type { ExecCommand, ExecRequest } from './exec.js';
@@ -44,7 +45,13 @@ import { RbacAuthorizer } from './rbac.js';
 import type { UserInfo } from './rbac.js';
 import { parseRequestInfo } from './request-info.js';
 import type { RequestInfo } from './request-info.js';
-import { BUILTIN_RESOURCES, ResourceRegistry, groupVersionOf, listKindOf } from './resources.js';
+import {
+  BUILTIN_RESOURCES,
+  CERTIFICATE_SIGNING_REQUESTS,
+  ResourceRegistry,
+  groupVersionOf,
+  listKindOf,
+} from './resources.js';
 import type { ResourceDefinition } from './resources.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
 import {
@@ -121,6 +128,13 @@ export interface SimApiServerOptions {
    * /v1-k3s/client-ca.crt` gives the CA that signs it. Default false.
    */
   k3sAgentCertificates?: boolean;
+  /**
+   * Whether to run the simulated CSR controllers of kube-controller-manager
+   * for kubelet client certificates (csr-controllers.ts), with the
+   * certificates.k8s.io API and the default ClusterRoles they need.
+   * Default false.
+   */
+  csrControllers?: boolean;
   /** Whether to keep a log of requests in `requests`. Default false. */
   recordRequests?: boolean;
   /** Whether to create the default RBAC policy (discovery, public info, cluster-admin). Default true. */
@@ -360,7 +374,11 @@ class SimApiServerImpl implements SimApiServer {
     this.#serving = serving;
     this.#gitVersion = options.gitVersion ?? DEFAULT_SIM_GIT_VERSION;
     this.adminToken = options.adminToken ?? randomBytes(24).toString('hex');
-    this.#registry = new ResourceRegistry([...BUILTIN_RESOURCES, ...(options.resources ?? [])]);
+    this.#registry = new ResourceRegistry([
+      ...BUILTIN_RESOURCES,
+      ...(options.csrControllers ? [CERTIFICATE_SIGNING_REQUESTS] : []),
+      ...(options.resources ?? []),
+    ]);
     this.store = new SimStore(
       options.eventHistoryLimit !== undefined ? { eventHistoryLimit: options.eventHistoryLimit } : {},
     );
@@ -392,7 +410,11 @@ class SimApiServerImpl implements SimApiServer {
     if (options.snapshot) {
       this.store.restore(options.snapshot, (o) => this.#registry.byKind(o.apiVersion, o.kind));
     } else {
-      const bootstrap = [...defaultNamespaces(), ...(options.defaultRbac === false ? [] : defaultRbacObjects())];
+      const bootstrap = [
+        ...defaultNamespaces(),
+        ...(options.defaultRbac === false ? [] : defaultRbacObjects()),
+        ...(options.defaultRbac !== false && options.csrControllers ? csrRbacObjects() : []),
+      ];
       for (const object of [...bootstrap, ...(options.objects ?? [])])
         this.#objects.upsert(object, HANDLE_FIELD_MANAGER);
     }
@@ -691,6 +713,11 @@ class SimApiServerImpl implements SimApiServer {
     }
   }
 
+  /** The CSR type when the simulated CSR controllers run. */
+  #csrDefinition(): ResourceDefinition | undefined {
+    return this.#options.csrControllers ? CERTIFICATE_SIGNING_REQUESTS : undefined;
+  }
+
   /** k3s's supervisor endpoints, when asked for (see `caCertsFile`, `k3sAgentCertificates`); true when it answered. */
   async #serveK3sSupervisor(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
     const file = this.#options.caCertsFile;
@@ -890,8 +917,15 @@ class SimApiServerImpl implements SimApiServer {
         return this.#serveWatch(res, url, definition, namespace, selectors, table);
       case 'create': {
         if (info.name) throw methodNotSupported(target, 'create');
-        const body = parseJson(await readBody(req));
-        return respond(201, this.#objects.create(definition, namespace, body, { manager, isDryRun }));
+        let body = parseJson(await readBody(req));
+        const isCsr = definition === this.#csrDefinition();
+        if (isCsr) body = recordRequestor(body, user);
+        const created = this.#objects.create(definition, namespace, body, { manager, isDryRun });
+        const signed =
+          isCsr && !isDryRun
+            ? await approveAndSign(created, { authorizer: this.#authorizer, ca: this.#ca })
+            : undefined;
+        return respond(201, signed ? this.setObject(signed) : created);
       }
       case 'update': {
         const body = parseJson(await readBody(req));
