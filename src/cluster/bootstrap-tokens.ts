@@ -3,7 +3,8 @@
  * discovery works on any distribution: the `bootstrap-token-<id>` Secrets,
  * the `kube-public/cluster-info` ConfigMap signed by edgeadm itself with one
  * JWS per signing token (re-signed whenever a token is created or deleted),
- * and the RBAC that lets anonymous users read cluster-info.
+ * and the RBAC that lets anonymous users (and bootstrap tokens, for servers
+ * that refuse anonymous requests, as k3s) read cluster-info.
  */
 import { ValidationError } from '../errors.js';
 import { KubeApiError, corePath, groupPath, type KubeClient, type KubeObject } from '../kube/client.js';
@@ -117,7 +118,12 @@ function sortKeys(record: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)));
 }
 
-/** The Role and RoleBinding that let `system:anonymous` get cluster-info. */
+/**
+ * The Role and RoleBinding that let `system:anonymous` get cluster-info
+ * (kubeadm's), and `system:bootstrappers` too: on an API server that
+ * refuses anonymous requests (k3s), discovery reads cluster-info with the
+ * bootstrap token (see src/trust/discovery.ts).
+ */
 export function clusterInfoRbacObjects(): { role: KubeObject; binding: KubeObject } {
   const metadata = { name: CLUSTER_INFO_RBAC_NAME, namespace: CLUSTER_INFO_NAMESPACE };
   return {
@@ -132,7 +138,10 @@ export function clusterInfoRbacObjects(): { role: KubeObject; binding: KubeObjec
       kind: 'RoleBinding',
       metadata,
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: CLUSTER_INFO_RBAC_NAME },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:anonymous' }],
+      subjects: [
+        { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:anonymous' },
+        { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:bootstrappers' },
+      ],
     },
   };
 }

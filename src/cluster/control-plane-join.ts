@@ -453,9 +453,10 @@ export async function fetchServerJoinToken(ctx: ControlPlaneJoinData, discovery:
       code: 'E_CONTROL_PLANE_JOIN_INVALID',
     });
   }
-  // The hash comes from the CA this machine verified by pin, not from what the cluster stored.
+  // The hash comes from the CA this machine verified by pin, not from what the cluster stored,
+  // and from the bytes k3s serves at /cacerts when discovery read them: those are what k3s hashes.
   return buildK3sToken({
-    caBundle: discovery.caPem,
+    caBundle: discovery.servedCaBundle ?? discovery.caPem,
     credentials: { username: parsed.credentials.username, password: parsed.credentials.password },
   });
 }
@@ -501,9 +502,13 @@ export function controlPlaneJoinPhase<C extends ControlPlaneJoinData>(deps: Cont
         ctx.say(`Would wait for https://${address}:${ctx.distribution.apiPort}/readyz, verified with the cluster CA`);
         return outcome;
       }
+      // With the bootstrap token: an API server that refuses anonymous requests
+      // (k3s) answers /readyz only to authenticated callers, and every
+      // authenticated caller may read it (system:public-info-viewer).
       const client = new KubeClient({
         server: `https://${address}:${ctx.distribution.apiPort}`,
         caPem: discovery.caPem,
+        token: formatBootstrapToken(ctx.token),
         contextName: 'new-control-plane',
       });
       await waitForApiReady(client, {

@@ -198,14 +198,17 @@ function waitReadyPhase(): Phase<InitData> {
 function bootstrapTokenPhase(): Phase<InitData> {
   return {
     name: 'bootstrap-token',
-    summary: 'Create the bootstrap token, sign cluster-info with it, and let anonymous users read cluster-info',
+    summary:
+      'Create the bootstrap token, sign cluster-info with it, and let anonymous users and bootstrap tokens read cluster-info',
     async run(ctx) {
       await ensureFacts(ctx);
       if (ctx.isDryRun) {
         ctx.token = ctx.requestedToken ?? generateBootstrapToken();
         ctx.say(`Would create the bootstrap token Secret kube-system/bootstrap-token-${ctx.token.id}`);
         ctx.say(`Would create or update kube-public/cluster-info (kubeconfig for ${serverOf(ctx)}, JWS per token)`);
-        ctx.say('Would apply the Role and RoleBinding that let system:anonymous get cluster-info');
+        ctx.say(
+          'Would apply the Role and RoleBinding that let system:anonymous and system:bootstrappers get cluster-info',
+        );
         for (const object of ctx.distribution.bootstrapObjects?.() ?? []) {
           ctx.say(`Would apply the ${object.kind} ${object.metadata?.name} (node bootstrap)`);
         }
@@ -244,7 +247,7 @@ function bootstrapTokenPhase(): Phase<InitData> {
       }
       if (await applyClusterInfoRbac(client)) {
         isChanged = true;
-        ctx.say('applied the RBAC that lets anonymous users read cluster-info');
+        ctx.say('applied the RBAC that lets anonymous users and bootstrap tokens read cluster-info');
       }
       if (await applyBootstrapObjects(client, ctx.distribution.bootstrapObjects?.() ?? [])) {
         isChanged = true;

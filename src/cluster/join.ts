@@ -129,7 +129,11 @@ async function configureAgent(ctx: JoinData): Promise<PhaseOutcome> {
     nodeName: nodeNameOf(ctx),
     nodeLabels: { ...ctx.nodeLabels, ...edge.nodeLabels },
     server: discovery.server,
-    joinCredential: ctx.distribution.joinCredential({ caPem: discovery.caPem, token: ctx.token }),
+    // A k3s agent hashes the bytes its server serves at /cacerts; discovery read them there when it could.
+    joinCredential: ctx.distribution.joinCredential({
+      caPem: discovery.servedCaBundle ?? discovery.caPem,
+      token: ctx.token,
+    }),
     caPem: discovery.caPem,
     ...(edge.nodeTaints.length > 0 ? { nodeTaints: edge.nodeTaints } : {}),
     ...(edge.kubeletKubeconfig ? { kubeletKubeconfig: edge.kubeletKubeconfig } : {}),

@@ -14,7 +14,37 @@
  *
  * The result is the TLS-bootstrap kubeconfig for the kubelet. Nothing is
  * written here; the caller writes it only once everything verified.
+ *
+ * An API server that refuses anonymous requests (HTTP 401 to step 1) is
+ * discovered another way. k3s is such a server: it starts kube-apiserver
+ * with `anonymous-auth=false` (k3s pkg/daemons/control/server.go,
+ * `apiServer`), so kubeadm's anonymous GET of cluster-info cannot work
+ * there. It does start it with `enable-bootstrap-token-auth=true`, and its
+ * supervisor, on the same port, answers `GET /cacerts` before any
+ * authentication with the bytes of its server CA file (k3s
+ * pkg/server/handlers/router.go and handlers.go, `CACerts`); that is where
+ * the k3s agent itself starts (pkg/clientaccess/token.go, `getCACerts`).
+ * So, when anonymous is refused:
+ *
+ * 1. GET /cacerts without trusting TLS, with no credentials.
+ * 2. Check the CA certificates in it against the pins. Nothing secret has
+ *    been sent yet, so a wrong pin or a server in the middle learns nothing.
+ * 3. GET cluster-info over TLS verified with that CA, with the bootstrap
+ *    token as the bearer credential (a bootstrap token authenticates as
+ *    `system:bootstrap:<id>` in `system:bootstrappers`, which edgeadm's
+ *    cluster-info RoleBinding names beside `system:anonymous`). The token
+ *    goes only to a server that proved it holds the pinned CA's key.
+ * 4. Verify the JWS and the pin of the CA in cluster-info, as above.
+ *
+ * Without a pin (the unsafe flag) that path would hand the token to
+ * whoever answered, so it is refused instead. The other ways were weighed
+ * and dropped: anonymous access limited to cluster-info needs a structured
+ * authentication configuration with anonymous conditions (beta only from
+ * Kubernetes 1.32, and a k3s server given `authentication-config` stops
+ * setting `anonymous-auth` at all), and sending the token on the first,
+ * unverified request would give it to anyone in the middle.
  */
+import type { X509Certificate } from 'node:crypto';
 import type { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -71,6 +101,12 @@ export interface DiscoveryResult {
   server: string;
   /** The CA bundle exactly as cluster-info holds it. */
   caPem: string;
+  /**
+   * The CA bundle byte for byte as the server served it at `/cacerts`,
+   * when discovery went that way (a server that refuses anonymous
+   * requests, as k3s): the bytes a k3s agent hashes to check its token.
+   */
+  servedCaBundle?: string;
   /** The pin of every certificate in the bundle. */
   caPins: string[];
   /** The pin that matched, when the CA was verified. */
@@ -91,6 +127,17 @@ interface Target {
 
 /** How the TLS of a request is checked. */
 type TlsTrust = { kind: 'insecure' } | { kind: 'pinned-ca'; caPem: string };
+
+/** Where k3s's supervisor serves its CA bundle, unauthenticated. */
+export const K3S_CA_CERTS_PATH = '/cacerts';
+
+/** One GET: where, trusting what, and as whom (anonymous unless a bearer token is given). */
+interface GetRequest {
+  path: string;
+  trust: TlsTrust;
+  /** Sent only over TLS verified with a pinned CA. */
+  bearerToken?: string;
+}
 
 /**
  * Node's codes for a server certificate that does not verify. On the second
@@ -153,7 +200,7 @@ function endpointUrl(target: Target): string {
 }
 
 /** Why one request failed. */
-type FailureKind = 'certificate-rejected' | 'timed-out' | 'other';
+type FailureKind = 'certificate-rejected' | 'timed-out' | 'unauthorized' | 'other';
 
 /** An error from one request, kept as the last error while polling. */
 class RequestFailure extends Error {
@@ -178,13 +225,18 @@ function statusMessage(body: string): string | undefined {
   }
 }
 
-/** One anonymous GET of cluster-info, on a fresh connection. */
-async function getClusterInfoOnce(
+/** One GET, on a fresh connection; resolves with the body of a 200 answer. */
+async function getOnce(
   target: Target,
-  trust: TlsTrust,
+  get: GetRequest,
   timeoutMs: number,
   agent: HttpsAgent | undefined,
-): Promise<Record<string, string>> {
+): Promise<string> {
+  const { trust } = get;
+  if (get.bearerToken !== undefined && trust.kind !== 'pinned-ca') {
+    // Guards the rule above: a credential never travels on an unverified connection.
+    throw new Error('a bearer token is only sent over TLS verified with the pinned CA');
+  }
   // Loaded on use: node:http's parser cannot live in the single binary's
   // start-up snapshot, which evaluates every statically imported module.
   const { request } = await import('node:https');
@@ -194,9 +246,13 @@ async function getClusterInfoOnce(
       {
         host: target.host,
         port: target.port,
-        path: CLUSTER_INFO_PATH,
+        path: get.path,
         method: 'GET',
-        headers: { Accept: 'application/json', 'User-Agent': 'edgeadm-discovery' },
+        headers: {
+          Accept: 'application/json',
+          'User-Agent': 'edgeadm-discovery',
+          ...(get.bearerToken === undefined ? {} : { Authorization: `Bearer ${get.bearerToken}` }),
+        },
         // A fresh connection each time: the second fetch must not ride on a
         // socket that was set up without verification (a proxy agent makes a fresh tunnel per request too).
         agent: agent ?? false,
@@ -222,14 +278,11 @@ async function getClusterInfoOnce(
             fail(
               statusMessage(body) ??
                 `the server answered HTTP ${status}${res.statusMessage ? ` ${res.statusMessage}` : ''}`,
+              status === 401 ? 'unauthorized' : 'other',
             );
             return;
           }
-          try {
-            resolve(parseClusterInfoResponse(body));
-          } catch (error) {
-            fail((error as Error).message);
-          }
+          resolve(body);
         });
       },
     );
@@ -251,9 +304,24 @@ async function getClusterInfoOnce(
   });
 }
 
+/** One GET of cluster-info, parsed. */
+async function getClusterInfoOnce(
+  target: Target,
+  get: GetRequest,
+  timeoutMs: number,
+  agent: HttpsAgent | undefined,
+): Promise<Record<string, string>> {
+  const body = await getOnce(target, get, timeoutMs, agent);
+  try {
+    return parseClusterInfoResponse(body);
+  } catch (error) {
+    throw new RequestFailure((error as Error).message, 'other');
+  }
+}
+
 interface PollOptions {
   target: Target;
-  trust: TlsTrust;
+  get: GetRequest;
   tokenId: string;
   timeoutMs: number;
   intervalMs: number;
@@ -261,33 +329,43 @@ interface PollOptions {
   agent: HttpsAgent | undefined;
 }
 
+/** The server answered an anonymous request with 401: it does not take anonymous requests at all. */
+class AnonymousRefused extends Error {}
+
+/** Why the last attempt did not succeed, kept for the final error. */
+interface LastError {
+  code: string;
+  message: string;
+}
+
 /**
- * Asks for cluster-info until it comes back with the token's signature key,
- * or the timeout passes; then fails with the last error, as kubeadm does.
+ * Runs `attempt` until it returns a value or the timeout passes; then fails
+ * with the last error, as kubeadm does. `attempt` returns a {@link LastError}
+ * to ask again, or throws a {@link RequestFailure}.
  */
-async function pollClusterInfo(options: PollOptions): Promise<Record<string, string>> {
-  const { target, trust, tokenId, timeoutMs, logger } = options;
+async function pollUntil<T>(
+  options: PollOptions,
+  what: string,
+  attempt: (requestTimeoutMs: number) => Promise<{ value: T } | LastError>,
+): Promise<T> {
+  const { target, get, tokenId, timeoutMs, logger } = options;
   const intervalMs = Math.min(options.intervalMs, timeoutMs);
   const deadline = Date.now() + timeoutMs;
   let attempts = 0;
-  let last: { code: string; message: string } | undefined;
+  let last: LastError | undefined;
   for (;;) {
     attempts += 1;
-    logger.debug(
-      `[discovery] Waiting for the cluster-info ConfigMap to receive a JWS signature for token ID "${tokenId}"`,
-    );
+    logger.debug(`[discovery] ${what}`);
     // The last request is cut short at the deadline, so that the timeout
     // holds even against a server that accepts connections and never answers.
     const requestTimeoutMs = Math.max(1, Math.min(DISCOVERY_REQUEST_TIMEOUT_MS, deadline - Date.now()));
     try {
-      const data = await getClusterInfoOnce(target, trust, requestTimeoutMs, options.agent);
-      if (data[jwsSignatureKey(tokenId)] !== undefined) return data;
-      last = {
-        code: 'E_DISCOVERY_NO_JWS',
-        message: `could not find a JWS signature in the cluster-info ConfigMap for token ID ${JSON.stringify(tokenId)}`,
-      };
+      const outcome = await attempt(requestTimeoutMs);
+      if ('value' in outcome) return outcome.value;
+      last = outcome;
     } catch (error) {
-      const failure = error as RequestFailure;
+      if (!(error instanceof RequestFailure)) throw error;
+      const failure = error;
       if (failure.kind === 'certificate-rejected') {
         throw new EdgeadmError(
           `failed to request the cluster-info ConfigMap over TLS verified with the pinned cluster CA: ${failure.message}`,
@@ -301,15 +379,26 @@ async function pollClusterInfo(options: PollOptions): Promise<Record<string, str
           },
         );
       }
+      if (failure.kind === 'unauthorized' && get.bearerToken === undefined && get.trust.kind === 'insecure') {
+        // Final, not transient: an API server started without anonymous access never grants it later.
+        throw new AnonymousRefused(failure.message);
+      }
       // A request cut short by the deadline says nothing new about the
       // server: keep the error that came before it (a missing signature is
       // far more useful to the operator than "no answer within 12ms").
       const isCutShort = failure.kind === 'timed-out' && requestTimeoutMs < DISCOVERY_REQUEST_TIMEOUT_MS;
       if (!isCutShort || last === undefined) {
-        last = {
-          code: 'E_DISCOVERY_TIMEOUT',
-          message: `failed to request the cluster-info ConfigMap: ${failure.message}`,
-        };
+        last =
+          failure.kind === 'unauthorized'
+            ? // Only the token was refused: for the operator this is kubeadm's unknown token.
+              {
+                code: 'E_DISCOVERY_NO_JWS',
+                message: `could not find a JWS signature in the cluster-info ConfigMap for token ID ${JSON.stringify(tokenId)}: the API server refused the token (${failure.message})`,
+              }
+            : {
+                code: 'E_DISCOVERY_TIMEOUT',
+                message: `failed to request ${describePath(get.path)}: ${failure.message}`,
+              };
       }
     }
     logger.debug(`[discovery] Retrying due to error: ${last.message}`);
@@ -333,6 +422,41 @@ async function pollClusterInfo(options: PollOptions): Promise<Record<string, str
     hints,
     details: { endpoint: endpointUrl(target), tokenId, attempts, timeout: formatGoDuration(timeoutMs) },
   });
+}
+
+/** What a path is, in error messages (kubeadm's words for cluster-info). */
+function describePath(path: string): string {
+  return path === CLUSTER_INFO_PATH ? 'the cluster-info ConfigMap' : `${path}`;
+}
+
+/**
+ * Asks for cluster-info until it comes back with the token's signature key,
+ * or the timeout passes; then fails with the last error, as kubeadm does.
+ *
+ * @throws {AnonymousRefused} when an anonymous request gets 401.
+ */
+async function pollClusterInfo(options: PollOptions): Promise<Record<string, string>> {
+  const { target, get, tokenId, agent } = options;
+  return pollUntil<Record<string, string>>(
+    options,
+    `Waiting for the cluster-info ConfigMap to receive a JWS signature for token ID "${tokenId}"`,
+    async (requestTimeoutMs) => {
+      const data = await getClusterInfoOnce(target, get, requestTimeoutMs, agent);
+      if (data[jwsSignatureKey(tokenId)] !== undefined) return { value: data };
+      return {
+        code: 'E_DISCOVERY_NO_JWS',
+        message: `could not find a JWS signature in the cluster-info ConfigMap for token ID ${JSON.stringify(tokenId)}`,
+      };
+    },
+  );
+}
+
+/** Asks for `/cacerts` (no credentials, no TLS verification) until it answers. */
+async function pollCaCerts(options: PollOptions): Promise<string> {
+  const { target, get, agent } = options;
+  return pollUntil<string>(options, `Requesting the CA bundle at ${K3S_CA_CERTS_PATH}`, async (requestTimeoutMs) => ({
+    value: await getOnce(target, get, requestTimeoutMs, agent),
+  }));
 }
 
 /** Checks the options before any network traffic: flags mistakes fail at once. */
@@ -391,72 +515,49 @@ function validateOptions(options: DiscoveryOptions): {
  * reached: `E_DISCOVERY_NO_JWS`, `E_DISCOVERY_TIMEOUT`,
  * `E_DISCOVERY_JWS_INVALID`, `E_DISCOVERY_TOKEN_EXPIRED`,
  * `E_DISCOVERY_NO_KUBECONFIG`, `E_KUBECONFIG_INVALID`, `E_DISCOVERY_BAD_CA`,
- * `E_DISCOVERY_PIN_MISMATCH`, `E_DISCOVERY_TLS_UNTRUSTED`, `E_DISCOVERY_CHANGED`.
+ * `E_DISCOVERY_PIN_MISMATCH`, `E_DISCOVERY_TLS_UNTRUSTED`, `E_DISCOVERY_CHANGED`,
+ * `E_DISCOVERY_ANONYMOUS_REFUSED` (the server refuses anonymous requests and
+ * no pin was given, or it serves neither cluster-info nor `/cacerts` to them).
  */
 export async function discoverClusterInfo(options: DiscoveryOptions): Promise<DiscoveryResult> {
   const logger = options.logger ?? silentLogger;
   const { target, token, pins, timeoutMs, intervalMs } = validateOptions(options);
   const endpoint = endpointUrl(target);
-  const poll = (trust: TlsTrust): Promise<Record<string, string>> =>
-    pollClusterInfo({ target, trust, tokenId: token.id, timeoutMs, intervalMs, logger, agent: options.agent });
+  const pollOptions = (get: GetRequest): PollOptions => ({
+    target,
+    get,
+    tokenId: token.id,
+    timeoutMs,
+    intervalMs,
+    logger,
+    agent: options.agent,
+  });
 
   logger.info(`[discovery] Requesting cluster-info from ${JSON.stringify(endpoint)} without TLS verification`);
-  const insecureData = await poll({ kind: 'insecure' });
-  const kubeconfig = verifyClusterInfo(insecureData, token);
-  const cluster = readKubeconfigCluster(kubeconfig, `the ${CLUSTER_INFO_NAME} ConfigMap`);
-  let certificates;
+  let insecureData: Record<string, string>;
   try {
-    certificates = parsePemCertificates(cluster.caPem, `the cluster CA of the ${CLUSTER_INFO_NAME} ConfigMap`);
+    insecureData = await pollClusterInfo(pollOptions({ path: CLUSTER_INFO_PATH, trust: { kind: 'insecure' } }));
   } catch (error) {
-    throw new EdgeadmError(
-      `failed to parse cluster CA from the ${CLUSTER_INFO_NAME} ConfigMap: ${(error as Error).message}`,
-      {
-        code: 'E_DISCOVERY_BAD_CA',
-        cause: error,
-      },
-    );
+    if (!(error instanceof AnonymousRefused)) throw error;
+    return discoverWithoutAnonymous({ endpoint, token, pins, logger, pollOptions, refusal: error.message });
   }
-  const caPins = certificates.map(({ certificate }) => caPinOf(certificate));
-  const result = (extra: { isCaVerified: boolean; matchedPin?: string }): DiscoveryResult => ({
-    endpoint,
-    server: cluster.server,
-    caPem: cluster.caPem,
-    caPins,
-    ...extra,
-    clusterInfoKubeconfig: kubeconfig,
-    bootstrapKubeconfig: renderBootstrapKubeconfig({
-      server: cluster.server,
-      caPem: cluster.caPem,
-      token: formatBootstrapToken(token),
-    }),
-  });
+  const verified = verifiedClusterInfo(insecureData, token);
+  const { kubeconfig, cluster, caPins } = verified;
 
   if (pins.length === 0) {
     logger.warn(
       `[discovery] Cluster info signature and contents are valid but no CA pin was given (--discovery-token-unsafe-skip-ca-verification): trusting CA ${caPins.join(', ')} of ${cluster.server} unverified`,
     );
-    return result({ isCaVerified: false });
+    return discoveryResult({ endpoint, token, verified, isCaVerified: false });
   }
 
-  const check = checkCaPins(
-    certificates.map(({ certificate }) => certificate),
-    pins,
-  );
-  if (!check.isPinned) {
-    throw new EdgeadmError(`cluster CA found in ${CLUSTER_INFO_NAME} ConfigMap is invalid: ${check.message}`, {
-      code: 'E_DISCOVERY_PIN_MISMATCH',
-      hints: [
-        'The CA this server presents is not the one the pin names: check the pin (run "edgeadm certs ca-hash" on the control plane) and the address.',
-        'If the pin is right, this is not the cluster you meant, or something is intercepting the connection.',
-      ],
-      details: { endpoint, expected: pins, actual: check.actual },
-    });
-  }
-
+  const matchedPin = requirePinned(verified, pins, { endpoint, source: `${CLUSTER_INFO_NAME} ConfigMap` });
   logger.info(
     `[discovery] Requesting cluster-info from ${JSON.stringify(endpoint)} again to validate TLS against the pinned public key`,
   );
-  const secureData = await poll({ kind: 'pinned-ca', caPem: cluster.caPem });
+  const secureData = await pollClusterInfo(
+    pollOptions({ path: CLUSTER_INFO_PATH, trust: { kind: 'pinned-ca', caPem: cluster.caPem } }),
+  );
   if (secureData[CLUSTER_INFO_KUBECONFIG_KEY] !== kubeconfig) {
     throw new EdgeadmError(
       `the second kubeconfig from the ${CLUSTER_INFO_NAME} ConfigMap (using validated TLS) was different from the first`,
@@ -472,5 +573,146 @@ export async function discoverClusterInfo(options: DiscoveryOptions): Promise<Di
   logger.info(
     `[discovery] Cluster info signature and contents are valid and TLS certificate validates against pinned roots, will use API Server ${JSON.stringify(cluster.server)}`,
   );
-  return result({ isCaVerified: true, matchedPin: check.pin });
+  return discoveryResult({ endpoint, token, verified, isCaVerified: true, matchedPin });
+}
+
+/** cluster-info after its JWS verified: the kubeconfig, its cluster, and the pins of its CA. */
+interface VerifiedClusterInfo {
+  kubeconfig: string;
+  cluster: { server: string; caPem: string };
+  certificates: X509Certificate[];
+  caPins: string[];
+}
+
+/** Verifies the JWS of cluster-info with the token and reads the cluster in it. */
+function verifiedClusterInfo(data: Record<string, string>, token: BootstrapToken): VerifiedClusterInfo {
+  const kubeconfig = verifyClusterInfo(data, token);
+  const cluster = readKubeconfigCluster(kubeconfig, `the ${CLUSTER_INFO_NAME} ConfigMap`);
+  const certificates = parseCa(cluster.caPem, `the ${CLUSTER_INFO_NAME} ConfigMap`);
+  return { kubeconfig, cluster, certificates, caPins: certificates.map(caPinOf) };
+}
+
+/** The certificates of a CA bundle, or `E_DISCOVERY_BAD_CA`. */
+function parseCa(caPem: string, source: string): X509Certificate[] {
+  try {
+    return parsePemCertificates(caPem, `the cluster CA of ${source}`).map(({ certificate }) => certificate);
+  } catch (error) {
+    throw new EdgeadmError(`failed to parse cluster CA from ${source}: ${(error as Error).message}`, {
+      code: 'E_DISCOVERY_BAD_CA',
+      cause: error,
+    });
+  }
+}
+
+/** The pin that matched, or `E_DISCOVERY_PIN_MISMATCH` with kubeadm's words. */
+function requirePinned(
+  ca: { certificates: readonly X509Certificate[] },
+  pins: readonly string[],
+  where: { endpoint: string; source: string },
+): string {
+  const check = checkCaPins(ca.certificates, pins);
+  if (!check.isPinned) {
+    throw new EdgeadmError(`cluster CA found in ${where.source} is invalid: ${check.message}`, {
+      code: 'E_DISCOVERY_PIN_MISMATCH',
+      hints: [
+        'The CA this server presents is not the one the pin names: check the pin (run "edgeadm certs ca-hash" on the control plane) and the address.',
+        'If the pin is right, this is not the cluster you meant, or something is intercepting the connection.',
+      ],
+      details: { endpoint: where.endpoint, expected: [...pins], actual: check.actual },
+    });
+  }
+  return check.pin;
+}
+
+function discoveryResult(input: {
+  endpoint: string;
+  token: BootstrapToken;
+  verified: VerifiedClusterInfo;
+  isCaVerified: boolean;
+  matchedPin?: string;
+  servedCaBundle?: string;
+}): DiscoveryResult {
+  const { verified } = input;
+  return {
+    endpoint: input.endpoint,
+    server: verified.cluster.server,
+    caPem: verified.cluster.caPem,
+    ...(input.servedCaBundle === undefined ? {} : { servedCaBundle: input.servedCaBundle }),
+    caPins: verified.caPins,
+    isCaVerified: input.isCaVerified,
+    ...(input.matchedPin === undefined ? {} : { matchedPin: input.matchedPin }),
+    clusterInfoKubeconfig: verified.kubeconfig,
+    bootstrapKubeconfig: renderBootstrapKubeconfig({
+      server: verified.cluster.server,
+      caPem: verified.cluster.caPem,
+      token: formatBootstrapToken(input.token),
+    }),
+  };
+}
+
+/**
+ * Discovery against an API server that refuses anonymous requests (k3s):
+ * the CA from `/cacerts` checked against the pins first, then cluster-info
+ * over TLS verified with it, authenticated with the bootstrap token. See
+ * the module header for why.
+ */
+async function discoverWithoutAnonymous(input: {
+  endpoint: string;
+  token: BootstrapToken;
+  pins: readonly string[];
+  logger: Logger;
+  pollOptions: (get: GetRequest) => PollOptions;
+  refusal: string;
+}): Promise<DiscoveryResult> {
+  const { endpoint, token, pins, logger, pollOptions } = input;
+  if (pins.length === 0) {
+    throw new EdgeadmError(
+      `the API server refuses anonymous requests (${input.refusal}), and without a CA pin discovery would have to send the token to a server nothing verified`,
+      {
+        code: 'E_DISCOVERY_ANONYMOUS_REFUSED',
+        hints: [
+          'This server (k3s, or kube-apiserver with --anonymous-auth=false) reads cluster-info only for the token, and the token is sent only over TLS verified with a pinned CA.',
+          'Pass --discovery-token-ca-cert-hash sha256:<hash>; print the hash on the control plane with "edgeadm certs ca-hash".',
+        ],
+        details: { endpoint },
+      },
+    );
+  }
+  logger.info(
+    `[discovery] ${JSON.stringify(endpoint)} refuses anonymous requests; requesting its CA bundle from ${K3S_CA_CERTS_PATH} without TLS verification`,
+  );
+  let servedCaBundle: string;
+  try {
+    servedCaBundle = await pollCaCerts(pollOptions({ path: K3S_CA_CERTS_PATH, trust: { kind: 'insecure' } }));
+  } catch (error) {
+    if (!(error instanceof AnonymousRefused)) throw error;
+    throw new EdgeadmError(
+      `the API server refuses anonymous requests for cluster-info and for ${K3S_CA_CERTS_PATH} (${error.message})`,
+      {
+        code: 'E_DISCOVERY_ANONYMOUS_REFUSED',
+        hints: [
+          `Neither kubeadm's anonymous cluster-info nor k3s's ${K3S_CA_CERTS_PATH} is open on ${endpoint}: check that it is the cluster's API server.`,
+        ],
+        details: { endpoint },
+      },
+    );
+  }
+  const source = `the CA bundle served at ${K3S_CA_CERTS_PATH}`;
+  requirePinned({ certificates: parseCa(servedCaBundle, source) }, pins, { endpoint, source });
+  logger.info(
+    `[discovery] Requesting cluster-info from ${JSON.stringify(endpoint)} over TLS verified with the pinned CA, with the bootstrap token`,
+  );
+  const data = await pollClusterInfo(
+    pollOptions({
+      path: CLUSTER_INFO_PATH,
+      trust: { kind: 'pinned-ca', caPem: servedCaBundle },
+      bearerToken: formatBootstrapToken(token),
+    }),
+  );
+  const verified = verifiedClusterInfo(data, token);
+  const matchedPin = requirePinned(verified, pins, { endpoint, source: `${CLUSTER_INFO_NAME} ConfigMap` });
+  logger.info(
+    `[discovery] Cluster info signature and contents are valid and TLS certificate validates against pinned roots, will use API Server ${JSON.stringify(verified.cluster.server)}`,
+  );
+  return discoveryResult({ endpoint, token, verified, isCaVerified: true, matchedPin, servedCaBundle });
 }

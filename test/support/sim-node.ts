@@ -29,6 +29,8 @@ export interface SimCall extends SimCredentials {
   caPem?: string;
   body?: unknown;
   contentType?: string;
+  /** Extra request headers. */
+  headers?: Record<string, string>;
 }
 
 /** A log line on stderr that says which simulation wrote it. */
@@ -58,6 +60,7 @@ export function call(options: SimCall): Promise<{ status: number; body: string }
         ...(options.certPem && options.keyPem ? { cert: options.certPem, key: options.keyPem } : {}),
         headers: {
           Accept: 'application/json',
+          ...options.headers,
           ...(options.token ? { Authorization: `Bearer ${options.token}` } : {}),
           ...(body ? { 'Content-Type': options.contentType ?? 'application/json' } : {}),
         },

@@ -6,8 +6,18 @@
  * `bootstrap-token-<id>` Secret in kube-system (type, expiry, and
  * `usage-bootstrap-authentication`), or a ServiceAccount token filled in
  * by the simulated token controller (service-account-tokens.ts). A request without credentials (or
- * with a non-Bearer Authorization header) is anonymous; a request with bad
- * credentials is refused with 401.
+ * with a non-Bearer Authorization header) is anonymous, or, with anonymous
+ * access off (kube-apiserver's `--anonymous-auth=false`, which k3s sets),
+ * refused with 401 as kube-apiserver's authentication filter refuses it; a
+ * request with bad credentials is refused with 401.
+ *
+ * Bootstrap tokens follow kube-apiserver's authenticator
+ * (plugin/pkg/auth/authenticator/token/bootstrap/bootstrap.go,
+ * `AuthenticateToken`): a Secret being deleted, of another type, with
+ * another secret or id, expired (an unparseable expiration counts as
+ * expired), without `usage-bootstrap-authentication=true`, or with any
+ * `auth-extra-groups` entry that fails the bootstrap group pattern
+ * (cluster-bootstrap util/secrets `GetGroups`) does not authenticate.
  *
  * Impersonation (`Impersonate-User`, `Impersonate-Group`, `Impersonate-Uid`,
  * `Impersonate-Extra-*`) is honoured when the caller may impersonate: members
@@ -37,6 +47,9 @@ const AUTHENTICATED_GROUP = 'system:authenticated';
 const BOOTSTRAP_TOKEN_PATTERN = /^([a-z0-9]{6})\.([a-z0-9]{16})$/;
 const BOOTSTRAP_TOKEN_SECRET_TYPE = 'bootstrap.kubernetes.io/token';
 const BOOTSTRAPPERS_GROUP = 'system:bootstrappers';
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+/** cluster-bootstrap's `BootstrapGroupPattern`, matched against each extra group whole. */
+const BOOTSTRAP_GROUP_PATTERN = /^system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]$/;
 
 /** Inputs of the {@link Authenticator}. */
 export interface AuthenticatorOptions {
@@ -48,6 +61,8 @@ export interface AuthenticatorOptions {
   acceptClientCertificates: boolean;
   /** Whether bootstrap-token Secrets authenticate `<id>.<secret>` bearer tokens. */
   acceptBootstrapTokens: boolean;
+  /** Whether a request without credentials is anonymous (true) or refused with 401 (false). */
+  isAnonymousAllowed: boolean;
   /** ServiceAccounts, for the tokens of the simulated token controller (service-account-tokens.ts). */
   serviceAccounts: ResourceDefinition;
 }
@@ -81,7 +96,10 @@ export class Authenticator {
     // As in kube-apiserver, only a non-empty Bearer credential is checked; any other
     // Authorization header (Basic, an empty Bearer) leaves the request anonymous.
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    if (!match?.[1]) return { name: ANONYMOUS.name, groups: [...ANONYMOUS.groups] };
+    if (!match?.[1]) {
+      if (!this.#options.isAnonymousAllowed) throw unauthorized();
+      return { name: ANONYMOUS.name, groups: [...ANONYMOUS.groups] };
+    }
     const token = match[1];
     const identity = this.#options.tokens.get(token);
     if (identity) return withAuthenticatedGroup({ name: identity.user, groups: [...(identity.groups ?? [])] });
@@ -123,15 +141,18 @@ export class Authenticator {
     if (storedSecret === undefined || !constantTimeEquals(storedSecret, secret)) return undefined;
     if (decode(data['usage-bootstrap-authentication']) !== 'true') return undefined;
     const expiration = decode(data['expiration']);
-    if (expiration !== undefined) {
-      const expiresAt = Date.parse(expiration);
+    if (expiration !== undefined && expiration !== '') {
+      // Go's time.Parse(time.RFC3339, …): anything else counts as expired.
+      const expiresAt = RFC3339.test(expiration) ? Date.parse(expiration) : Number.NaN;
       if (Number.isNaN(expiresAt) || expiresAt <= Date.now()) return undefined;
     }
-    const extra = (decode(data['auth-extra-groups']) ?? '')
-      .split(',')
-      .map((g) => g.trim())
-      .filter((g) => g.length > 0);
-    return withAuthenticatedGroup({ name: `system:bootstrap:${id}`, groups: [BOOTSTRAPPERS_GROUP, ...extra] });
+    const extraGroups = decode(data['auth-extra-groups']) ?? '';
+    // Split on commas only and matched whole, as GetGroups does: a space, an
+    // empty entry or the bare default group makes the whole token fail.
+    const extra = extraGroups === '' ? [] : extraGroups.split(',');
+    if (!extra.every((group) => BOOTSTRAP_GROUP_PATTERN.test(group))) return undefined;
+    const groups = [...new Set([BOOTSTRAPPERS_GROUP, ...extra])].sort();
+    return withAuthenticatedGroup({ name: `system:bootstrap:${id}`, groups });
   }
 }
 

@@ -90,3 +90,25 @@ export function defaultRbacObjects(): KubeObject[] {
     clusterRoleBinding('system:basic-user', 'system:basic-user', ['system:authenticated']),
   ];
 }
+
+/**
+ * The default ClusterRoles a kubelet's TLS bootstrap relies on
+ * (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go):
+ * `system:node-bootstrapper` (create, get, list, watch CSRs) and the
+ * approver's `nodeclient` and `selfnodeclient` roles. Served with the
+ * simulated CSR controllers; kubeadm binds them to its token group.
+ */
+export function csrRbacObjects(): KubeObject[] {
+  const csrs = 'certificatesigningrequests';
+  return [
+    clusterRole('system:node-bootstrapper', [
+      { apiGroups: ['certificates.k8s.io'], resources: [csrs], verbs: ['create', 'get', 'list', 'watch'] },
+    ]),
+    clusterRole('system:certificates.k8s.io:certificatesigningrequests:nodeclient', [
+      { apiGroups: ['certificates.k8s.io'], resources: [`${csrs}/nodeclient`], verbs: ['create'] },
+    ]),
+    clusterRole('system:certificates.k8s.io:certificatesigningrequests:selfnodeclient', [
+      { apiGroups: ['certificates.k8s.io'], resources: [`${csrs}/selfnodeclient`], verbs: ['create'] },
+    ]),
+  ];
+}

@@ -23,7 +23,7 @@ import type { TokenIdentity } from './authn.js';
 /** Delay between a change and the snapshot that records it (batches bursts of writes). */
 export const SNAPSHOT_DELAY_MS = 100;
 
-const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]...
+const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]... [--anonymous-auth=false] [--cacerts-file FILE] [--k3s-agent-certificates] [--csr-controllers]
 
 A SIMULATED Kubernetes API server for edgeadm's tests (not kube-apiserver).`;
 
@@ -63,6 +63,10 @@ export async function runCli(argv: string[]): Promise<number> {
         objects: { type: 'string' },
         version: { type: 'string' },
         san: { type: 'string', multiple: true },
+        'anonymous-auth': { type: 'string' },
+        'cacerts-file': { type: 'string' },
+        'k3s-agent-certificates': { type: 'boolean' },
+        'csr-controllers': { type: 'boolean' },
         help: { type: 'boolean' },
       },
     }));
@@ -76,6 +80,11 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   if (!values.listen || !values['data-dir']) {
     process.stderr.write(`--listen and --data-dir are required\n${USAGE}\n`);
+    return 2;
+  }
+  const anonymousAuth = values['anonymous-auth'];
+  if (anonymousAuth !== undefined && anonymousAuth !== 'true' && anonymousAuth !== 'false') {
+    process.stderr.write(`--anonymous-auth must be true or false\n${USAGE}\n`);
     return 2;
   }
   const { host, port } = parseListen(values.listen);
@@ -116,6 +125,10 @@ export async function runCli(argv: string[]): Promise<number> {
     ca: { certPem: caCert, keyPem: caKey },
     ...(snapshot ? { snapshot } : { objects }),
     ...(values.version ? { gitVersion: values.version } : {}),
+    ...(anonymousAuth === undefined ? {} : { anonymousAuth: anonymousAuth === 'true' }),
+    ...(values['cacerts-file'] ? { caCertsFile: values['cacerts-file'] } : {}),
+    ...(values['k3s-agent-certificates'] ? { k3sAgentCertificates: true } : {}),
+    ...(values['csr-controllers'] ? { csrControllers: true } : {}),
     tokens: Object.fromEntries((values.token ?? []).map(parseToken)),
     onChange: () => {
       if (snapshotTimer) return;

@@ -153,4 +153,70 @@ export class SimCertificateAuthority {
     });
     return { certPem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
   }
+
+  /**
+   * Signs a PKCS#10 request as kube-controller-manager's csrsigning
+   * controller signs a client certificate: the request's key and subject,
+   * client auth. The caller has checked the request.
+   */
+  async signClientRequest(request: CertificateRequestInfo): Promise<string> {
+    const cert = await x509.X509CertificateGenerator.create({
+      serialNumber: randomSerial(),
+      subject: request.subject,
+      issuer: this.#cert.subject,
+      publicKey: request.publicKey,
+      signingKey: this.#privateKey,
+      signingAlgorithm: SIGNING_ALGORITHM,
+      ...validity(LEAF_VALIDITY_DAYS),
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+        await x509.AuthorityKeyIdentifierExtension.create(this.#cert),
+      ],
+    });
+    return cert.toString('pem');
+  }
+}
+
+/** What the simulation reads from a PKCS#10 certificate request. */
+export interface CertificateRequestInfo {
+  /** The subject as written. */
+  subject: string;
+  commonName: string | undefined;
+  organizations: string[];
+  /** Whether the request asks for any subject alternative name. */
+  hasAlternativeNames: boolean;
+  /** Whether the request is signed by the key it carries. */
+  isSignatureValid: boolean;
+  publicKey: x509.PublicKey;
+}
+
+/** Parses a PEM PKCS#10 request; throws on anything else. */
+export async function readCertificateRequest(pem: string): Promise<CertificateRequestInfo> {
+  const request = new x509.Pkcs10CertificateRequest(pem);
+  const name = request.subjectName;
+  return {
+    subject: request.subject,
+    commonName: name.getField('CN')[0],
+    organizations: name.getField('O'),
+    hasAlternativeNames: request.extensions.some(
+      (extension) => extension instanceof x509.SubjectAlternativeNameExtension,
+    ),
+    isSignatureValid: await request.verify(),
+    publicKey: request.publicKey,
+  };
+}
+
+/** A new key and a PKCS#10 request for a client identity (CN = user, O = groups), as a kubelet makes for TLS bootstrap. */
+export async function createClientCertificateRequest(
+  identity: ClientIdentity,
+): Promise<{ requestPem: string; keyPem: string }> {
+  const keys = await generateKeys();
+  const request = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: [{ CN: [identity.user] }, ...(identity.groups ?? []).map((group) => ({ O: [group] }))],
+    keys,
+    signingAlgorithm: SIGNING_ALGORITHM,
+  });
+  return { requestPem: request.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
 }

@@ -56,6 +56,18 @@ function define(
   };
 }
 
+/**
+ * certificates.k8s.io/v1 CertificateSigningRequests: served only when the
+ * simulated CSR controllers run (`csrControllers`), as a cluster without a
+ * controller manager would leave them pending forever.
+ */
+export const CERTIFICATE_SIGNING_REQUESTS: ResourceDefinition = define(
+  'certificates.k8s.io/v1',
+  'CertificateSigningRequest',
+  'certificatesigningrequests',
+  { namespaced: false, shortNames: ['csr'], subresources: ['status', 'approval'] },
+);
+
 /** The built-in resource types, in discovery order. */
 export const BUILTIN_RESOURCES: readonly ResourceDefinition[] = [
   define('v1', 'Namespace', 'namespaces', {

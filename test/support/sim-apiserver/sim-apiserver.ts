@@ -12,6 +12,7 @@
  * writes, pod logs, port-forward targets).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
@@ -21,7 +22,8 @@ import type { Duplex } from 'node:stream';
 import { dump as dumpYaml } from 'js-yaml';
 import { ANONYMOUS, Authenticator, impersonate } from './authn.js';
 import type { TokenIdentity } from './authn.js';
-import { defaultNamespaces, defaultRbacObjects } from './bootstrap-objects.js';
+import { csrRbacObjects, defaultNamespaces, defaultRbacObjects } from './bootstrap-objects.js';
+import { approveAndSign, recordRequestor } from './csr-controllers.js';
 import { AGGREGATED_DISCOVERY_CONTENT_TYPE, Discovery, wantsAggregatedDiscovery } from './discovery.js';
 import { EXEC_PROTOCOLS, runExecSession, serveSpdyExec } from './exec.js';
 import type { ExecCommand, ExecRequest } from './exec.js';
@@ -43,7 +45,13 @@ import { RbacAuthorizer } from './rbac.js';
 import type { UserInfo } from './rbac.js';
 import { parseRequestInfo } from './request-info.js';
 import type { RequestInfo } from './request-info.js';
-import { BUILTIN_RESOURCES, ResourceRegistry, groupVersionOf, listKindOf } from './resources.js';
+import {
+  BUILTIN_RESOURCES,
+  CERTIFICATE_SIGNING_REQUESTS,
+  ResourceRegistry,
+  groupVersionOf,
+  listKindOf,
+} from './resources.js';
 import type { ResourceDefinition } from './resources.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
 import {
@@ -75,6 +83,8 @@ export const MAX_RECORDED_REQUESTS = 10_000;
 export const ADMIN_USER = 'system:admin';
 /** Annotation prefix that maps a pod port to a local TCP target ("<host>:<port>"), for processes without the handle. */
 export const PORT_FORWARD_ANNOTATION_PREFIX = 'sim-apiserver.edgeadm.io/port-forward-';
+/** The groups k3s's supervisor lets fetch agent certificates (`version.Program + ":agent"`, nodes, bootstrappers). */
+const K3S_AGENT_ROLES = ['k3s:agent', 'system:nodes', 'system:bootstrappers'];
 /** The field manager of objects written through the test handle. */
 const HANDLE_FIELD_MANAGER = 'sim-apiserver-test-handle';
 
@@ -96,6 +106,35 @@ export interface SimApiServerOptions {
   acceptClientCertificates?: boolean;
   /** Whether bootstrap-token Secrets authenticate. Default true. */
   acceptBootstrapTokens?: boolean;
+  /**
+   * Whether requests without credentials are anonymous (kube-apiserver's
+   * default, true) or refused with 401 (`--anonymous-auth=false`, as k3s
+   * starts its kube-apiserver).
+   */
+  anonymousAuth?: boolean;
+  /**
+   * A file whose bytes are served at `GET /cacerts` to anyone, before
+   * authentication, as k3s's supervisor serves its server CA file on the
+   * API port (k3s pkg/server/handlers: `CACerts`, read once and kept).
+   * Absent: no `/cacerts` (kube-apiserver has none).
+   */
+  caCertsFile?: string;
+  /**
+   * Whether to serve k3s's agent certificate endpoints as its supervisor
+   * does on the API port (k3s pkg/server/handlers/router.go): `GET
+   * /v1-k3s/client-kubelet.crt` issues a kubelet client certificate
+   * (`system:node:<k3s-Node-Name>` in `system:nodes`) to a caller in
+   * `system:bootstrappers`, `system:nodes` or `k3s:agent`; `GET
+   * /v1-k3s/client-ca.crt` gives the CA that signs it. Default false.
+   */
+  k3sAgentCertificates?: boolean;
+  /**
+   * Whether to run the simulated CSR controllers of kube-controller-manager
+   * for kubelet client certificates (csr-controllers.ts), with the
+   * certificates.k8s.io API and the default ClusterRoles they need.
+   * Default false.
+   */
+  csrControllers?: boolean;
   /** Whether to keep a log of requests in `requests`. Default false. */
   recordRequests?: boolean;
   /** Whether to create the default RBAC policy (discovery, public info, cluster-admin). Default true. */
@@ -325,6 +364,8 @@ class SimApiServerImpl implements SimApiServer {
   readonly #gitVersion: string;
   #server: Server | undefined;
   #isPaused = false;
+  /** The bytes served at /cacerts, read on first use. */
+  #caCerts: Buffer | undefined;
 
   constructor(options: SimApiServerOptions, ca: SimCertificateAuthority, serving: CertificateAndKey) {
     this.#options = options;
@@ -335,7 +376,11 @@ class SimApiServerImpl implements SimApiServer {
     this.#serving = serving;
     this.#gitVersion = options.gitVersion ?? DEFAULT_SIM_GIT_VERSION;
     this.adminToken = options.adminToken ?? randomBytes(24).toString('hex');
-    this.#registry = new ResourceRegistry([...BUILTIN_RESOURCES, ...(options.resources ?? [])]);
+    this.#registry = new ResourceRegistry([
+      ...BUILTIN_RESOURCES,
+      ...(options.csrControllers ? [CERTIFICATE_SIGNING_REQUESTS] : []),
+      ...(options.resources ?? []),
+    ]);
     this.store = new SimStore(
       options.eventHistoryLimit !== undefined ? { eventHistoryLimit: options.eventHistoryLimit } : {},
     );
@@ -355,6 +400,7 @@ class SimApiServerImpl implements SimApiServer {
       tokens: this.#tokens,
       acceptClientCertificates: options.acceptClientCertificates ?? true,
       acceptBootstrapTokens: options.acceptBootstrapTokens ?? true,
+      isAnonymousAllowed: options.anonymousAuth ?? true,
       serviceAccounts: this.#definition('', 'v1', 'serviceaccounts'),
     });
     this.#authorizer = new RbacAuthorizer(this.store, {
@@ -366,7 +412,11 @@ class SimApiServerImpl implements SimApiServer {
     if (options.snapshot) {
       this.store.restore(options.snapshot, (o) => this.#registry.byKind(o.apiVersion, o.kind));
     } else {
-      const bootstrap = [...defaultNamespaces(), ...(options.defaultRbac === false ? [] : defaultRbacObjects())];
+      const bootstrap = [
+        ...defaultNamespaces(),
+        ...(options.defaultRbac === false ? [] : defaultRbacObjects()),
+        ...(options.defaultRbac !== false && options.csrControllers ? csrRbacObjects() : []),
+      ];
       for (const object of [...bootstrap, ...(options.objects ?? [])])
         this.#objects.upsert(object, HANDLE_FIELD_MANAGER);
     }
@@ -650,6 +700,7 @@ class SimApiServerImpl implements SimApiServer {
     });
     try {
       await this.#untilResumed();
+      if (await this.#serveK3sSupervisor(req, res, url)) return;
       const admitted = this.#admit(req, url, false);
       record = admitted.record;
       if (admitted.info.isResourceRequest) await this.#serveResource(req, res, url, admitted.user, admitted.info);
@@ -663,6 +714,41 @@ class SimApiServerImpl implements SimApiServer {
       }
       this.#sendJson(res, status.code, status);
     }
+  }
+
+  /** The CSR type when the simulated CSR controllers run. */
+  #csrDefinition(): ResourceDefinition | undefined {
+    return this.#options.csrControllers ? CERTIFICATE_SIGNING_REQUESTS : undefined;
+  }
+
+  /** k3s's supervisor endpoints, when asked for (see `caCertsFile`, `k3sAgentCertificates`); true when it answered. */
+  async #serveK3sSupervisor(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+    const file = this.#options.caCertsFile;
+    if (file !== undefined && url.pathname === '/cacerts') {
+      // k3s reads the file on the first request and serves those bytes from then on, to anyone.
+      this.#caCerts ??= await readFile(file);
+      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': this.#caCerts.length });
+      res.end(req.method === 'HEAD' ? undefined : this.#caCerts);
+      return true;
+    }
+    if (this.#options.k3sAgentCertificates !== true) return false;
+    if (url.pathname !== '/v1-k3s/client-kubelet.crt' && url.pathname !== '/v1-k3s/client-ca.crt') return false;
+    // k3s's auth.HasRole: the cluster's authenticator, then one of the agent roles.
+    const user = this.#authenticator.authenticate(req);
+    if (!user.groups.some((group) => K3S_AGENT_ROLES.includes(group))) throw forbidden(undefined, 'forbidden');
+    let body: string;
+    if (url.pathname === '/v1-k3s/client-ca.crt') {
+      body = this.caPem;
+    } else {
+      const nodeName = req.headers['k3s-node-name'];
+      if (typeof nodeName !== 'string' || nodeName === '') throw badRequest('node name not set');
+      // The legacy GET form: certificate, CA, then the key (k3s sends a key only when no CSR came).
+      const issued = await this.#ca.issueClient({ user: `system:node:${nodeName}`, groups: ['system:nodes'] });
+      body = `${issued.certPem.trimEnd()}\n${this.caPem.trimEnd()}\n${issued.keyPem.trimEnd()}\n`;
+    }
+    res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body) });
+    res.end(body);
+    return true;
   }
 
   #sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json'): void {
@@ -834,8 +920,15 @@ class SimApiServerImpl implements SimApiServer {
         return this.#serveWatch(res, url, definition, namespace, selectors, table);
       case 'create': {
         if (info.name) throw methodNotSupported(target, 'create');
-        const body = parseJson(await readBody(req));
-        return respond(201, this.#objects.create(definition, namespace, body, { manager, isDryRun }));
+        let body = parseJson(await readBody(req));
+        const isCsr = definition === this.#csrDefinition();
+        if (isCsr) body = recordRequestor(body, user);
+        const created = this.#objects.create(definition, namespace, body, { manager, isDryRun });
+        const signed =
+          isCsr && !isDryRun
+            ? await approveAndSign(created, { authorizer: this.#authorizer, ca: this.#ca })
+            : undefined;
+        return respond(201, signed ? this.setObject(signed) : created);
       }
       case 'update': {
         const body = parseJson(await readBody(req));

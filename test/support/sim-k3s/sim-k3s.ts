@@ -14,14 +14,17 @@
  *   kubeconfig, server https://127.0.0.1:6443 like k3s), server/token and
  *   server/node-token (`K10<ca hash>::server:<password>`). It registers its
  *   own Node (k3s servers run an agent) and keeps it Ready.
- * - `k3s agent`: reads the same config file (`server`, `token`), checks the
- *   CA against the token's `K10` hash (real k3s fetches /cacerts; the
- *   simulation reads the CA from kube-public/cluster-info), writes
- *   agent/kubelet.kubeconfig and registers a Node named after the host with
- *   the bootstrap token, then keeps it Ready with a heartbeat.
- * - Real k3s agents get kubelet certificates from the k3s supervisor; the
- *   simulation instead lets `system:bootstrappers` manage Nodes through a
- *   ClusterRole the server creates (`sim-k3s:node-registration`).
+ * - The server's API refuses anonymous requests (k3s runs kube-apiserver
+ *   with anonymous-auth=false) and serves /cacerts, unauthenticated, with
+ *   the bytes of tls/server-ca.crt, as k3s's supervisor does.
+ * - `k3s agent`: reads the same config file (`server`, `token`), gets
+ *   /cacerts as k3s's agent does and checks the token's `K10` hash against
+ *   those bytes, gets a kubelet client certificate (`system:node:<name>`)
+ *   from the supervisor endpoint with the token, writes
+ *   agent/kubelet.kubeconfig with that certificate and registers a Node
+ *   named after the host, then keeps it Ready with a heartbeat. Only
+ *   `system:nodes` may write Nodes: the token gets no Node rights.
+ * - See README.md for each behaviour's source in k3s and what differs.
  * - `k3s --version` prints a version marked `+sim`.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -31,6 +34,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
 import {
+  call,
   expectOk,
   keepReady,
   nodeRegistrationObjects,
@@ -103,8 +107,11 @@ function kubeletArgsOf(config: K3sConfig): Map<string, string> {
   return args;
 }
 
-/** Where and as whom the (simulated) kubelet talks: its kubeconfig's server, CA and token. */
-async function kubeletConnection(path: string): Promise<{ server: string; caPem: string; token: string }> {
+/** How the (simulated) kubelet authenticates: a bearer token or a client certificate. */
+type KubeletCredentials = { token: string } | { certPem: string; keyPem: string };
+
+/** Where and as whom the (simulated) kubelet talks: its kubeconfig's server, CA and credentials. */
+async function kubeletConnection(path: string): Promise<{ server: string; caPem: string } & KubeletCredentials> {
   const document = loadYaml(await readFile(path, 'utf8')) as {
     clusters?: Array<{ cluster?: Record<string, string> }>;
     users?: Array<{ user?: Record<string, string> }>;
@@ -114,9 +121,17 @@ async function kubeletConnection(path: string): Promise<{ server: string; caPem:
   const caPem = cluster['certificate-authority-data']
     ? Buffer.from(cluster['certificate-authority-data'], 'base64').toString('utf8')
     : await readFile(cluster['certificate-authority'] ?? '', 'utf8');
+  if (!cluster.server) throw new Error(`${path} has no server`);
+  if (user['client-certificate'] && user['client-key']) {
+    return {
+      server: cluster.server,
+      caPem,
+      certPem: await readFile(user['client-certificate'], 'utf8'),
+      keyPem: await readFile(user['client-key'], 'utf8'),
+    };
+  }
   const token = user.token ?? (user.tokenFile ? (await readFile(user.tokenFile, 'utf8')).trim() : '');
-  if (!cluster.server || !token)
-    throw new Error(`${path} has no server or no token (the simulation's kubelet uses tokens)`);
+  if (!token) throw new Error(`${path} has neither a client certificate nor a token`);
   return { server: cluster.server, caPem, token };
 }
 
@@ -159,7 +174,8 @@ async function runServer(configPath: string): Promise<number> {
   const objectsFile = join(K3S_SERVER_DIR, 'sim-objects.yaml');
   await writeAtomically(
     objectsFile,
-    nodeRegistrationObjects('sim-k3s:node-registration', ['system:bootstrappers'])
+    // Node writes for nodes only (a stand-in for the Node authorizer): a bootstrap token gets none.
+    nodeRegistrationObjects('sim-k3s:node-registration', ['system:nodes'])
       .map((o) => dumpYaml(o))
       .join('---\n'),
     0o600,
@@ -179,6 +195,13 @@ async function runServer(configPath: string): Promise<number> {
     objectsFile,
     '--version',
     SIM_K3S_VERSION,
+    // k3s starts kube-apiserver with anonymous-auth=false (pkg/daemons/control/server.go, apiServer).
+    '--anonymous-auth=false',
+    // k3s's supervisor serves its server CA file at /cacerts, unauthenticated, on the same port.
+    '--cacerts-file',
+    join(K3S_SERVER_DIR, 'tls', 'server-ca.crt'),
+    // k3s's supervisor issues agents their kubelet client certificates (/v1-k3s/client-kubelet.crt).
+    '--k3s-agent-certificates',
     // Stands in for the k3s supervisor accepting the server token from joining servers.
     '--token',
     `${password}=${SUPERVISOR_USER}:system:masters`,
@@ -263,9 +286,10 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
   const password = serverPasswordOf(tokenText);
   const address = stringOf(config, 'advertise-address') ?? stringOf(config, 'node-ip') ?? '127.0.0.1';
   const nodeName = stringOf(config, 'node-name') ?? hostname();
-  const caPem = await fetchClusterCa(joinServer, 'the first server');
-  if (createHash('sha256').update(caPem).digest('hex') !== caHash) {
-    log("the cluster CA does not match the token's hash: refusing to join");
+  const caPem = await fetchCaCerts(joinServer, 'the first server');
+  const actualHash = k3sHashCa(caPem);
+  if (actualHash !== caHash) {
+    log(`token CA hash does not match the Cluster CA certificate hash: ${caHash} != ${actualHash}`);
     return 1;
   }
   const secret = (await expectOk('take the bootstrap data with the server token', {
@@ -353,26 +377,77 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
 }
 
 /**
- * The cluster CA, read without TLS verification from kube-public/cluster-info
- * (real k3s fetches /cacerts); the caller checks it against its token's hash.
+ * The cluster CA bundle as k3s's agent gets it (k3s pkg/clientaccess/token.go,
+ * `getCACerts`): `GET /cacerts` without TLS verification and without
+ * credentials, then the same request again verified with the bundle it
+ * returned. The bytes are returned as served; the caller hashes them.
  */
-async function fetchClusterCa(server: string, what: string): Promise<string> {
+async function fetchCaCerts(server: string, what: string): Promise<string> {
+  const url = new URL('/cacerts', server).toString();
   for (;;) {
     try {
-      const configMap = (await expectOk('fetch cluster-info', {
-        method: 'GET',
-        url: `${server}/api/v1/namespaces/kube-public/configmaps/cluster-info`,
-      })) as { data?: Record<string, string> };
-      const kubeconfig = loadYaml(configMap.data?.kubeconfig ?? '') as {
-        clusters?: Array<{ cluster?: Record<string, string> }>;
-      };
-      const caData = kubeconfig.clusters?.[0]?.cluster?.['certificate-authority-data'] ?? '';
-      return Buffer.from(caData, 'base64').toString('utf8');
+      const insecure = await call({ method: 'GET', url });
+      if (insecure.status !== 200) throw new Error(`failed to get CA certs: ${url}: HTTP ${insecure.status}`);
+      const verified = await call({ method: 'GET', url, caPem: insecure.body });
+      if (verified.status !== 200) throw new Error(`CA cert validation failed: ${url}: HTTP ${verified.status}`);
+      return insecure.body;
     } catch (error) {
       log(`waiting for ${what}: ${(error as Error).message}`);
       await sleep(RETRY_INTERVAL_MS);
     }
   }
+}
+
+/**
+ * k3s's `hashCA` for a bundle of one certificate: SHA-256 of the bytes as
+ * served, so a trailing newline or another encoding changes it. k3s hashes
+ * a bundle of several certificates differently (the DER of the root the
+ * first chains to); the simulation's server serves one certificate, and a
+ * bundle of several is refused here rather than guessed at.
+ */
+function k3sHashCa(bundle: string): string {
+  const certificates = bundle.match(/-----BEGIN CERTIFICATE-----/g) ?? [];
+  if (certificates.length !== 1) {
+    throw new Error(`the simulation hashes a CA bundle of exactly one certificate, got ${certificates.length}`);
+  }
+  return createHash('sha256').update(bundle).digest('hex');
+}
+
+/**
+ * The kubelet's client certificate from the k3s supervisor, as the k3s
+ * agent gets it (k3s pkg/agent/config: `/v1-k3s/client-kubelet.crt` with the
+ * join token and the node's name; `/v1-k3s/client-ca.crt`): the certificate
+ * says `system:node:<name>` in `system:nodes`, so the kubelet acts as the
+ * node, never with the token. k3s also checks a per-node password here
+ * (pkg/nodepassword), which the simulation does not.
+ */
+async function fetchKubeletCertificate(options: {
+  server: string;
+  caPem: string;
+  token: string;
+  nodeName: string;
+}): Promise<{ certPem: string; keyPem: string; clientCaPem: string }> {
+  const get = async (path: string): Promise<string> => {
+    for (;;) {
+      const response = await call({
+        method: 'GET',
+        url: new URL(path, options.server).toString(),
+        caPem: options.caPem,
+        token: options.token,
+        headers: { 'k3s-Node-Name': options.nodeName },
+      }).catch((error: Error) => ({ status: 0, body: error.message }));
+      if (response.status === 200) return response.body;
+      log(`${path}: HTTP ${response.status} ${response.body.slice(0, 200)}`);
+      // The supervisor refuses a token it does not know; k3s's agent keeps retrying too.
+      await sleep(RETRY_INTERVAL_MS);
+    }
+  };
+  const issued = await get('/v1-k3s/client-kubelet.crt');
+  const blocks = issued.match(/-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----\n?/g) ?? [];
+  const certificates = blocks.filter((block) => block.includes('CERTIFICATE'));
+  const key = blocks.find((block) => block.includes('PRIVATE KEY'));
+  if (certificates.length === 0 || !key) throw new Error('the supervisor sent no certificate and key');
+  return { certPem: certificates.join(''), keyPem: key, clientCaPem: await get('/v1-k3s/client-ca.crt') };
 }
 
 function parseK10(token: string): { caHash: string; credentials: string } {
@@ -391,29 +466,34 @@ async function runAgent(configPath: string): Promise<number> {
   }
   const { caHash, credentials } = parseK10(tokenText);
   const nodeName = stringOf(config, 'node-name') ?? hostname();
-  const caPem = await fetchClusterCa(server, 'the server');
-  const actual = createHash('sha256').update(caPem).digest('hex');
+  const caPem = await fetchCaCerts(server, 'the server');
+  const actual = k3sHashCa(caPem);
   if (actual !== caHash) {
-    log(`CA cert hash ${actual} does not match the token's hash ${caHash}: refusing to join`);
+    // k3s's words (pkg/clientaccess/token.go, validateCAHash).
+    log(`token CA hash does not match the Cluster CA certificate hash: ${caHash} != ${actual}`);
     return 1;
   }
+  const certificate = await fetchKubeletCertificate({ server, caPem, token: credentials, nodeName });
+  const clientCert = join(K3S_AGENT_DIR, 'client-kubelet.crt');
+  const clientKey = join(K3S_AGENT_DIR, 'client-kubelet.key');
+  await writeAtomically(join(K3S_AGENT_DIR, 'server-ca.crt'), caPem, 0o644);
+  await writeAtomically(join(K3S_AGENT_DIR, 'client-ca.crt'), certificate.clientCaPem, 0o644);
+  await writeAtomically(clientCert, certificate.certPem, 0o644);
+  await writeAtomically(clientKey, certificate.keyPem, 0o600);
   const kubeletKubeconfig = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [
-      { name: 'local', cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } },
-    ],
-    users: [{ name: 'kubelet', user: { token: credentials } }],
+    clusters: [{ name: 'local', cluster: { server, 'certificate-authority': join(K3S_AGENT_DIR, 'server-ca.crt') } }],
+    users: [{ name: 'kubelet', user: { 'client-certificate': clientCert, 'client-key': clientKey } }],
     contexts: [{ name: 'local', context: { cluster: 'local', user: 'kubelet' } }],
     'current-context': 'local',
   };
-  await writeAtomically(join(K3S_AGENT_DIR, 'server-ca.crt'), caPem, 0o644);
   await writeAtomically(join(K3S_AGENT_DIR, 'kubelet.kubeconfig'), dumpYaml(kubeletKubeconfig), 0o600);
   // Like k3s, a kubeconfig given with kubelet-arg replaces the one the agent wrote for its kubelet.
   const kubeletKubeconfigArg = kubeletArgsOf(config).get('kubeconfig');
   const kubelet = kubeletKubeconfigArg
     ? await kubeletConnection(kubeletKubeconfigArg)
-    : { server, caPem, token: credentials };
+    : { server, caPem, certPem: certificate.certPem, keyPem: certificate.keyPem };
   if (kubeletKubeconfigArg) log(`kubelet uses ${kubeletKubeconfigArg}: ${kubelet.server}`);
   for (;;) {
     try {

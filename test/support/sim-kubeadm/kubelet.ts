@@ -19,9 +19,12 @@
  *    tokens pass through, and a client certificate verified against the CA
  *    is forwarded as impersonation of its user and groups;
  * 3. without /etc/kubernetes/kubelet.conf but with bootstrap-kubelet.conf it
- *    performs the stand-in for TLS bootstrap: a real kubelet gets a client
- *    certificate through a CSR; the simulation writes kubelet.conf holding
- *    the bootstrap token (the simulated API server has no CSR API);
+ *    performs TLS bootstrap as a kubelet does: a new key, a CSR for
+ *    `system:node:<name>` in `system:nodes` (signer
+ *    kubernetes.io/kube-apiserver-client-kubelet) posted with the bootstrap
+ *    token, then the certificate once the (simulated) controller manager
+ *    approved and signed it; kubelet-client-current.pem holds certificate
+ *    and key, and kubelet.conf names it. The token is not used again;
  * 4. it talks to the API server named by its `--kubeconfig` (from its
  *    arguments, or from `KUBELET_KUBECONFIG_ARGS` in the unit's drop-ins as
  *    systemd would expand it; default kubelet.conf), so a drop-in that
@@ -34,10 +37,13 @@ import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { createServer, request as forward, type RequestOptions } from 'node:https';
 import type { TLSSocket } from 'node:tls';
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { createClientCertificateRequest } from '../sim-apiserver/pki.js';
 import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
 import {
+  expectOk,
   keepReady,
   nodeRegistrationObjects,
   registerNode,
@@ -55,6 +61,7 @@ import {
   ETCD_DIR,
   KUBELET_CONF,
   KUBELET_CONFIG,
+  KUBELET_DIR,
   SANS_ANNOTATION,
   SHARED_STORE_ANNOTATION,
   SIM_KUBERNETES_VERSION,
@@ -62,7 +69,6 @@ import {
   kubeletKubeconfigArgOf,
   readKubeconfig,
   readKubeletFlags,
-  renderKubeconfig,
 } from './layout.js';
 
 const log = simLogger('sim-kubelet (SIMULATED kubelet for tests)');
@@ -110,7 +116,8 @@ async function runStaticApiServer(): Promise<{ serving: Promise<number> }> {
   await copyFile(CA_CERT, join(dataDir, 'ca.crt'));
   await copyFile(CA_KEY, join(dataDir, 'ca.key'));
   const objectsFile = join(ETCD_DIR, 'sim-objects.yaml');
-  const objects = nodeRegistrationObjects('sim-kubeadm:node-registration', ['system:nodes', 'system:bootstrappers']);
+  // Node writes for nodes only (a stand-in for the Node authorizer): a bootstrap token gets none.
+  const objects = nodeRegistrationObjects('sim-kubeadm:node-registration', ['system:nodes']);
   await writeAtomically(objectsFile, objects.map((o) => dumpYaml(o)).join('---\n'), 0o600);
   const { runCli } = await import('../sim-apiserver/cli.js');
   const serving = runCli([
@@ -122,6 +129,8 @@ async function runStaticApiServer(): Promise<{ serving: Promise<number> }> {
     objectsFile,
     '--version',
     SIM_KUBERNETES_VERSION,
+    // kube-controller-manager's csrapproving and csrsigning, for the kubelets' TLS bootstrap.
+    '--csr-controllers',
     ...sans.flatMap((san) => ['--san', san]),
   ]);
   const deadline = Date.now() + API_START_TIMEOUT_MS;
@@ -207,11 +216,72 @@ async function runForwardingApiServer(options: {
   return { serving: stopped };
 }
 
-/** The stand-in for kubelet TLS bootstrap (see the module comment). */
-async function bootstrapKubeconfig(): Promise<void> {
+/** Where the kubelet keeps its client certificate and key (one file, as the kubelet writes it). */
+const KUBELET_CLIENT_PEM = join(KUBELET_DIR, 'pki', 'kubelet-client-current.pem');
+/** How long the kubelet waits for its CSR to be signed. */
+const CSR_WAIT_TIMEOUT_MS = 5 * 60_000;
+
+/** The kubelet's TLS bootstrap (see the module comment). */
+async function bootstrapKubeconfig(nodeName: string): Promise<void> {
   const bootstrap = await readKubeconfig(BOOTSTRAP_KUBELET_CONF);
-  await writeAtomically(KUBELET_CONF, renderKubeconfig(bootstrap, 'default-auth'), 0o600);
-  log(`wrote ${KUBELET_CONF} (TLS bootstrap stand-in: it holds the bootstrap token)`);
+  const { requestPem, keyPem } = await createClientCertificateRequest({
+    user: `system:node:${nodeName}`,
+    groups: ['system:nodes'],
+  });
+  const name = `node-csr-${randomBytes(8).toString('hex')}`;
+  const url = `${bootstrap.server}/apis/certificates.k8s.io/v1/certificatesigningrequests`;
+  const access = { caPem: bootstrap.caPem, ...(bootstrap.token ? { token: bootstrap.token } : {}) };
+  await expectOk('create the kubelet client CSR', {
+    ...access,
+    method: 'POST',
+    url,
+    body: {
+      apiVersion: 'certificates.k8s.io/v1',
+      kind: 'CertificateSigningRequest',
+      metadata: { name },
+      spec: {
+        request: Buffer.from(requestPem).toString('base64'),
+        signerName: 'kubernetes.io/kube-apiserver-client-kubelet',
+        usages: ['digital signature', 'client auth'],
+      },
+    },
+  });
+  log(`posted CSR ${name} for system:node:${nodeName}`);
+  const deadline = Date.now() + CSR_WAIT_TIMEOUT_MS;
+  let certificate: string | undefined;
+  while (!certificate) {
+    const csr = (await expectOk('read the kubelet client CSR', {
+      ...access,
+      method: 'GET',
+      url: `${url}/${name}`,
+    })) as {
+      status?: { certificate?: string };
+    };
+    if (csr.status?.certificate) certificate = Buffer.from(csr.status.certificate, 'base64').toString('utf8');
+    else if (Date.now() > deadline) throw new Error(`CSR ${name} was not approved and signed in time`);
+    else await sleep(RETRY_INTERVAL_MS);
+  }
+  await writeAtomically(KUBELET_CLIENT_PEM, `${certificate.trimEnd()}\n${keyPem}`, 0o600);
+  const kubeconfig = dumpYaml({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'default-cluster',
+        cluster: {
+          server: bootstrap.server,
+          'certificate-authority-data': Buffer.from(bootstrap.caPem).toString('base64'),
+        },
+      },
+    ],
+    users: [
+      { name: 'default-auth', user: { 'client-certificate': KUBELET_CLIENT_PEM, 'client-key': KUBELET_CLIENT_PEM } },
+    ],
+    contexts: [{ name: 'default-context', context: { cluster: 'default-cluster', user: 'default-auth' } }],
+    'current-context': 'default-context',
+  });
+  await writeAtomically(KUBELET_CONF, kubeconfig, 0o600);
+  log(`wrote ${KUBELET_CONF} with the signed client certificate (${KUBELET_CLIENT_PEM})`);
 }
 
 /** `--name=value` or `--name value` in the kubelet's own arguments. */
@@ -250,7 +320,7 @@ export async function runSimKubelet(argv: string[]): Promise<number> {
       `${KUBELET_CONF} or ${BOOTSTRAP_KUBELET_CONF}`,
       () => existsSync(KUBELET_CONF) || existsSync(BOOTSTRAP_KUBELET_CONF),
     );
-    if (!existsSync(KUBELET_CONF)) await bootstrapKubeconfig();
+    if (!existsSync(KUBELET_CONF)) await bootstrapKubeconfig(flags['hostname-override'] ?? hostname());
     // Like the kubelet: --kubeconfig names what it talks to (edgeadm's edge drop-in names the edge-proxy's).
     const kubeconfig = flagOf(argv, 'kubeconfig') ?? (await kubeletKubeconfigArgOf('kubeconfig')) ?? KUBELET_CONF;
     const access = await readKubeconfig(kubeconfig);
