@@ -64,7 +64,7 @@ export async function installPackageFiles(ctx: NodeData, options: { from: string
     });
     if (!isInstalled) continue;
     isChanged = true;
-    ctx.say(`installed ${target}`);
+    ctx.say(ctx.isDryRun ? `would install ${target}` : `installed ${target}`);
   }
   if (!ctx.isDryRun && files.length > 0) {
     await checkInstalledFiles(
@@ -171,7 +171,8 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
         description: `upload the install package ${pkg.manifest.name} to ${archive} (${pkg.archiveBytes} bytes)`,
       });
       if (!upload.skipped) isChanged = true;
-      ctx.say(upload.skipped ? `${archive} already on the host` : `uploaded ${archive}`);
+      if (upload.skipped) ctx.say(`${archive} already on the host`);
+      else ctx.say(ctx.isDryRun ? `would upload ${archive}` : `uploaded ${archive}`);
 
       // No second check here: put hashes the bytes on the host before it
       // renames them into place, and skips only a file whose SHA-256 it

@@ -74,6 +74,11 @@ describe('edgeadm init, join, token and reset on test hosts (simulated k3s)', ()
     expect(plan).toMatch(/\[control-plane\] .*\/etc\/systemd\/system\/k3s\.service/);
     expect(plan).toMatch(/\[control-plane\] .*\/etc\/rancher\/k3s\/config\.yaml/);
     expect(plan).toContain('[bootstrap-token] Would create the bootstrap token Secret');
+    // The progress a person reads speaks of what would be done, never of what was done.
+    const shown = await edgeadm(['init', ...sshArgs(controlPlane()), '--install-pkg-path', pkg, '--dry-run']);
+    const progress = shown.stdout + shown.stderr;
+    expect(progress).toMatch(/\[package\] would upload /);
+    expect(progress).not.toMatch(/\[package\] (uploaded|installed|unpacked into) /);
     expect(await listing(controlPlane())).toBe(before.get(controlPlane().name));
   });
 
