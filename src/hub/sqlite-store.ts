@@ -174,8 +174,8 @@ export class SqliteHubStore implements HubStore {
     return new SqliteHubStore(db);
   }
 
-  async addCluster(cluster: ClusterRecord): Promise<boolean> {
-    this.#clustersByName.delete(cluster.name);
+  /** Inserts a cluster row; false when the name is taken. */
+  #insertCluster(cluster: ClusterRecord): boolean {
     const result = this.#prepare(
       `INSERT OR IGNORE INTO clusters (name, labels, cert_serial, cert_not_after, registered_at, last_seen, kubernetes_version, node_count)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -190,6 +190,11 @@ export class SqliteHubStore implements HubStore {
       cluster.nodeCount ?? null,
     );
     return Number(result.changes) === 1;
+  }
+
+  async addCluster(cluster: ClusterRecord): Promise<boolean> {
+    this.#clustersByName.delete(cluster.name);
+    return this.#insertCluster(cluster);
   }
 
   async getCluster(name: string): Promise<ClusterRecord | undefined> {
@@ -328,20 +333,7 @@ export class SqliteHubStore implements HubStore {
       return this.#transaction((): TokenRegistration => {
         const use = this.#takeTokenUse(id, now);
         if (use !== 'used') return use;
-        const added = this.#prepare(
-          `INSERT OR IGNORE INTO clusters (name, labels, cert_serial, cert_not_after, registered_at, last_seen, kubernetes_version, node_count)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        ).run(
-          cluster.name,
-          JSON.stringify(cluster.labels),
-          cluster.certSerial,
-          cluster.certNotAfter,
-          cluster.registeredAt,
-          cluster.lastSeen ?? null,
-          cluster.kubernetesVersion ?? null,
-          cluster.nodeCount ?? null,
-        );
-        if (Number(added.changes) !== 1) throw nameTaken;
+        if (!this.#insertCluster(cluster)) throw nameTaken;
         return 'added';
       });
     } catch (error) {
