@@ -33,17 +33,7 @@ import type { DiskCache } from './disk-cache.js';
 import { MAX_CACHED_BODY_BYTES, MAX_WATCH_EVENT_BYTES } from './limits.js';
 import { applyWatchEvent, diffLists, isKubeList, type KubeListLike, type WatchEvent } from './list-patch.js';
 import { isUnreachableError, type UpstreamClient } from './upstream-client.js';
-
-/** What a watch needs to know about the proxy's upstream state. */
-export interface UpstreamState {
-  readonly isOnline: boolean;
-  /** Probes now (unless a probe is running) and resolves with the result. */
-  checkNow(): Promise<boolean>;
-  /** Calls `callback` once when the upstream is next seen online; returns a cancel function. */
-  onceOnline(callback: () => void): () => void;
-  /** Reports a connection failure: the proxy goes offline and probes fast. */
-  markUnreachable(reason: string): void;
-}
+import type { UpstreamState } from './upstream-state.js';
 
 /** Options of {@link relayWatch}. */
 export interface WatchRelayOptions {
