@@ -74,6 +74,8 @@ describe('the pure cache decisions', () => {
   it('looks up only a valid node name on registration', () => {
     expect(nodeReadOf('edge-1')?.path).toBe('/api/v1/nodes/edge-1');
     expect(nodeReadOf('../namespaces/kube-system/secrets/x')).toBeUndefined();
+    expect(nodeReadOf('edge-1/status')).toBeUndefined();
+    expect(nodeReadOf('Edge-1')).toBeUndefined();
     expect(nodeReadOf(undefined)).toBeUndefined();
   });
 });
@@ -117,14 +119,27 @@ describe('CachedAnswers', () => {
     ).toBeUndefined();
   });
 
-  it('answers a client that also takes plain JSON from the JSON entry', async () => {
+  it('answers a Table request that also takes plain JSON from the JSON entry, and never an object from a Table', async () => {
     await store('id-a', '/api/v1/nodes', nodeList);
-    const accept = 'application/vnd.kubernetes.protobuf,application/json';
-    const hit = await answers.lookup(accept, classified('GET', '/api/v1/nodes', accept), 'id-a');
+    const table = 'application/json;as=Table;v=v1;g=meta.k8s.io';
+    const hit = await answers.lookup(
+      `${table},application/json`,
+      classified('GET', '/api/v1/nodes', `${table},application/json`),
+      'id-a',
+    );
     expect(JSON.parse(hit!.body.toString('utf8'))).toEqual(nodeList);
-    const protobufOnly = 'application/vnd.kubernetes.protobuf';
+    expect(await answers.lookup(table, classified('GET', '/api/v1/nodes', table), 'id-a')).toBeUndefined();
+
+    const tableRequest = classified('GET', '/api/v1/pods', table);
+    await answers.store(
+      cacheKeyOf('id-a', tableRequest),
+      'id-a',
+      tableRequest,
+      'application/json',
+      Buffer.from(JSON.stringify(podList)),
+    );
     expect(
-      await answers.lookup(protobufOnly, classified('GET', '/api/v1/nodes', protobufOnly), 'id-a'),
+      await answers.lookup('application/json', classified('GET', '/api/v1/namespaces/a/pods/p'), 'id-a'),
     ).toBeUndefined();
   });
 });

@@ -10,6 +10,7 @@ describe('metricsPortAnswer', () => {
       contentType: 'text/plain; version=0.0.4',
       body: 'edgeadm_edge_proxy_online 1\n',
     });
+    expect(metricsPortAnswer('/healthz?verbose', metrics).status).toBe(200);
     expect(metricsPortAnswer('/api/v1/pods', metrics).status).toBe(404);
     expect(metricsPortAnswer(undefined, metrics).status).toBe(404);
   });
