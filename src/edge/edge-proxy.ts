@@ -111,9 +111,8 @@ function hostForUrl(host: string): string {
   return isIP(host) === 6 ? `[${host}]` : host;
 }
 
-/** Starts the edge-proxy; resolves once both listeners accept connections. */
-export async function startEdgeProxy(options: EdgeProxyOptions): Promise<RunningEdgeProxy> {
-  const logger = options.logger ?? silentLogger;
+/** The proxy's resources: its bounds, counters, cache, upstream client and online state (probed once). */
+async function openResources(options: EdgeProxyOptions, logger: Logger) {
   const counters = new RequestCounters();
   const budget = new BufferBudget(options.bounds?.bufferedCacheBytes ?? MAX_BUFFERED_CACHE_BYTES);
   const watchQuota = new WatchQuota(
@@ -137,7 +136,18 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
   const state = new UpstreamStateMachine(upstream, options.healthIntervalMs, logger);
   await state.checkNow();
   state.start();
+  const stop = async (): Promise<void> => {
+    state.stop();
+    await cache.flush();
+    upstream.close();
+  };
+  return { counters, budget, watchQuota, cache, upstream, state, stop };
+}
 
+/** Starts the edge-proxy; resolves once both listeners accept connections. */
+export async function startEdgeProxy(options: EdgeProxyOptions): Promise<RunningEdgeProxy> {
+  const logger = options.logger ?? silentLogger;
+  const { counters, budget, watchQuota, cache, upstream, state, stop } = await openResources(options, logger);
   const serving = options.tls
     ? { ...options.tls, caFile: undefined }
     : await ensureServingCertificate({ dir: `${options.cacheDir}/pki`, host: options.listen.host });
@@ -168,11 +178,6 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
       bufferedCacheBytes: budget.used,
       requests: counters.byOutcome,
     });
-  const stop = async (): Promise<void> => {
-    await cache.flush();
-    upstream.close();
-  };
-
   let listeners;
   try {
     listeners = await bindListeners(
@@ -188,7 +193,6 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
       metrics,
     );
   } catch (error) {
-    state.stop();
     await stop().catch(() => {});
     throw error;
   }
@@ -207,7 +211,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     cache,
     metrics,
     close: async () => {
-      state.stop();
+      state.stop(); // no probe while the listeners drain
       await listeners.close();
       await stop();
     },
