@@ -20,53 +20,38 @@
  *   and eviction can always free what the count says.
  * - The index is rebuilt at start from each file's first bytes, so the cache
  *   survives a restart (recency from the files' mtimes).
- * - The per-install HMAC key of cache-key.ts lives here too (`install.key`).
+ * - The per-install HMAC key of cache-key.ts lives here too (`install.key`);
+ *   it and the index rebuilt at start are read by cache-dir.ts.
  * - LIST entries patched by watch events are held in memory and flushed
  *   after {@link LIST_FLUSH_DELAY_MS}, so a busy watch does not rewrite a
  *   large list per event.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  closeSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  readSync,
-  readdirSync,
-  statSync,
-  unlinkSync,
-} from 'node:fs';
 import { open, readFile, rename, rm, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EdgeadmError } from '../errors.js';
 import { silentLogger, type Logger } from '../log/run-log.js';
-import { writeSecretFileAtomic } from '../trust/secret-file.js';
 import {
   CorruptCacheEntryError,
   decodeCacheEntry,
   encodeCacheEntry,
-  peekCacheEntryMeta,
   type CacheEntry,
   type CacheEntryMeta,
 } from './cache-entry.js';
+import { prepareCacheDir, scanEntries, type IndexRecord } from './cache-dir.js';
 import { entryFileNameOf } from './cache-key.js';
 import { LIST_FLUSH_DELAY_MS } from './limits.js';
 
-/** Mode of the cache directories: root only. */
-export const CACHE_DIR_MODE = 0o700;
+export { CACHE_DIR_MODE, INSTALL_KEY_BYTES } from './cache-dir.js';
+
 /** Mode of every cache file. */
 export const CACHE_FILE_MODE = 0o600;
-/** Bytes of the per-install identity key. */
-export const INSTALL_KEY_BYTES = 32;
 /**
  * The on-disk recency (mtime) of an entry is refreshed at most this often:
  * recency in memory is exact, and one file-system call per cache hit would
  * double the cost of a hit for an ordering that only matters after a restart.
  */
 const TOUCH_INTERVAL_MS = 60_000;
-/** Bytes read from each entry at start to index it. */
-const INDEX_PEEK_BYTES = 16 * 1024;
 
 /** Whether a file-system error means the disk (or the quota) is full. */
 function isOutOfSpace(error: unknown): boolean {
@@ -82,14 +67,6 @@ export interface DiskCacheOptions {
   logger?: Logger;
   /** Called when a corrupt entry is dropped (for metrics). */
   onCorrupt?: () => void;
-}
-
-interface IndexRecord {
-  file: string;
-  size: number;
-  meta: CacheEntryMeta | undefined;
-  /** When the file's mtime was last moved to mark a use (ms since epoch). */
-  touchedAt: number;
 }
 
 interface PendingJson {
@@ -128,20 +105,7 @@ export class DiskCache {
    */
   static open(options: DiskCacheOptions): DiskCache {
     try {
-      for (const dir of [options.dir, join(options.dir, 'entries')]) {
-        mkdirSync(dir, { recursive: true, mode: CACHE_DIR_MODE });
-        chmodSync(dir, CACHE_DIR_MODE);
-      }
-      const keyPath = join(options.dir, 'install.key');
-      let key: Buffer;
-      try {
-        key = readFileSync(keyPath);
-      } catch {
-        key = randomBytes(INSTALL_KEY_BYTES);
-        writeSecretFileAtomic(keyPath, key.toString('hex'));
-        key = readFileSync(keyPath);
-      }
-      if (key.length === 0) throw new Error(`${keyPath} is empty`);
+      const key = prepareCacheDir(options.dir);
       const cache = new DiskCache(options, key);
       cache.#indexExisting();
       return cache;
@@ -381,31 +345,7 @@ export class DiskCache {
   }
 
   #indexExisting(): void {
-    const found: { record: IndexRecord; mtime: number }[] = [];
-    for (const name of readdirSync(this.#entriesDir)) {
-      const path = join(this.#entriesDir, name);
-      if (name.endsWith('.tmp')) {
-        unlinkSync(path); // a write that crashed before its rename
-        continue;
-      }
-      if (!/^[0-9a-f]{64}$/.test(name)) continue;
-      const stat = statSync(path);
-      const head = Buffer.alloc(Math.min(INDEX_PEEK_BYTES, stat.size));
-      const fd = openSync(path, 'r');
-      try {
-        readSync(fd, head, 0, head.length, 0);
-      } finally {
-        closeSync(fd);
-      }
-      const meta = peekCacheEntryMeta(head);
-      if (meta && entryFileNameOf(meta.key) !== name) {
-        unlinkSync(path); // renamed or planted: it can never be looked up
-        continue;
-      }
-      found.push({ record: { file: name, size: stat.size, meta, touchedAt: stat.mtimeMs }, mtime: stat.mtimeMs });
-    }
-    found.sort((a, b) => a.mtime - b.mtime);
-    for (const { record } of found) {
+    for (const record of scanEntries(this.#entriesDir)) {
       this.#index.set(record.file, record);
       this.#bytes += record.size;
     }

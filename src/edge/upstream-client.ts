@@ -9,11 +9,11 @@
  * `node:https` is loaded when the client is created, never at import: the
  * single binary's startup snapshot cannot hold sockets or agents.
  */
-import { readFileSync, statSync } from 'node:fs';
 import type { Agent, AgentOptions, RequestOptions } from 'node:https';
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { silentLogger, type Logger } from '../log/run-log.js';
 import { CLIENT_CERT_RELOAD_CHECK_MS, HEALTH_PROBE_TIMEOUT_MS, UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
+import { ClientCertAgents } from './client-cert-agents.js';
 import type { UpstreamClientCertificate, UpstreamConfig } from './upstream-config.js';
 
 /** Socket error codes that mean the upstream cannot be reached (the proxy then serves from its cache). */
@@ -65,20 +65,6 @@ export interface UpstreamClient {
   close(): void;
 }
 
-/** The agent of one mapped CN, and what it was made from. */
-interface CnAgent {
-  agent: Agent;
-  source: UpstreamClientCertificate;
-  /** The files' mtimes when last loaded. */
-  stamp: string;
-  checkedAt: number;
-}
-
-function fileStamp(source: UpstreamClientCertificate): string {
-  if (!source.certFile || !source.keyFile) return '';
-  return `${statSync(source.certFile).mtimeMs}:${statSync(source.keyFile).mtimeMs}`;
-}
-
 /** Creates the agents for the upstream and the mapped client certificates. */
 export async function createUpstreamClient(options: {
   upstream: UpstreamConfig;
@@ -93,39 +79,12 @@ export async function createUpstreamClient(options: {
   const { server, caPem, credentials } = options.upstream;
   const base: AgentOptions = { ca: caPem, keepAlive: true };
   const shared = new https.Agent(base);
-  const perCn = new Map<string, CnAgent>();
-  for (const [cn, source] of options.clientCerts) {
-    perCn.set(cn, {
-      agent: new https.Agent({ ...base, cert: source.certPem, key: source.keyPem }),
-      source,
-      stamp: fileStamp(source),
-      checkedAt: Date.now(),
-    });
-  }
-  /**
-   * The agent for a mapped CN, remade when its files changed (the kubelet
-   * rotates its client certificate in place). The old agent is left to
-   * finish its open requests; its idle connections close on their own.
-   */
-  const agentForCn = (cn: string): Agent | undefined => {
-    const entry = perCn.get(cn);
-    if (!entry || !entry.source.certFile || !entry.source.keyFile) return entry?.agent;
-    if (Date.now() - entry.checkedAt < reloadCheckMs) return entry.agent;
-    entry.checkedAt = Date.now();
-    try {
-      const stamp = fileStamp(entry.source);
-      if (stamp !== entry.stamp) {
-        const certPem = readFileSync(entry.source.certFile, 'utf8');
-        const keyPem = readFileSync(entry.source.keyFile, 'utf8');
-        entry.agent = new https.Agent({ ...base, cert: certPem, key: keyPem });
-        entry.stamp = stamp;
-        logger.info(`edge-proxy: reloaded the upstream certificate for CN ${cn}`);
-      }
-    } catch (error) {
-      logger.warn(`edge-proxy: cannot reload the upstream certificate for CN ${cn}: ${(error as Error).message}`);
-    }
-    return entry.agent;
-  };
+  const perCn = new ClientCertAgents(
+    options.clientCerts,
+    (tls) => new https.Agent({ ...base, ...tls }),
+    reloadCheckMs,
+    logger,
+  );
   const probeAgent = new https.Agent({
     ca: caPem,
     keepAlive: false,
@@ -156,7 +115,7 @@ export async function createUpstreamClient(options: {
   return {
     server,
     request(requestOptions) {
-      const agent = requestOptions.clientCertCn === undefined ? shared : agentForCn(requestOptions.clientCertCn);
+      const agent = requestOptions.clientCertCn === undefined ? shared : perCn.agentFor(requestOptions.clientCertCn);
       if (!agent) throw new Error(`no upstream certificate for CN ${requestOptions.clientCertCn}`);
       return start(
         {
@@ -188,7 +147,7 @@ export async function createUpstreamClient(options: {
     close() {
       shared.destroy();
       probeAgent.destroy();
-      for (const entry of perCn.values()) entry.agent.destroy();
+      perCn.destroy();
     },
   };
 }

@@ -28,22 +28,21 @@ import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerRespons
 import type { Logger } from '../log/run-log.js';
 import { sendStatus, apiStatus } from './api-status.js';
 import type { ClassifiedRequest } from './cache-key.js';
-import { BufferLease, type BufferBudget } from './buffer-budget.js';
+import type { BufferBudget } from './buffer-budget.js';
 import type { DiskCache } from './disk-cache.js';
-import { MAX_CACHED_BODY_BYTES, MAX_WATCH_EVENT_BYTES } from './limits.js';
-import { applyWatchEvent, diffLists, isKubeList, type KubeListLike, type WatchEvent } from './list-patch.js';
+import { MAX_WATCH_EVENT_BYTES } from './limits.js';
+import { applyWatchEvent, isKubeList, type WatchEvent } from './list-patch.js';
 import { isUnreachableError, type UpstreamClient } from './upstream-client.js';
-
-/** What a watch needs to know about the proxy's upstream state. */
-export interface UpstreamState {
-  readonly isOnline: boolean;
-  /** Probes now (unless a probe is running) and resolves with the result. */
-  checkNow(): Promise<boolean>;
-  /** Calls `callback` once when the upstream is next seen online; returns a cancel function. */
-  onceOnline(callback: () => void): () => void;
-  /** Reports a connection failure: the proxy goes offline and probes fast. */
-  markUnreachable(reason: string): void;
-}
+import type { UpstreamState } from './upstream-state.js';
+import {
+  WatchLineSplitter,
+  initialVersionOf,
+  parseWatchEvent,
+  resumeTarget,
+  versionAfter,
+  watchTimeoutMs,
+} from './watch-stream.js';
+import { readBody, resyncFromCachedList } from './watch-resync.js';
 
 /** Options of {@link relayWatch}. */
 export interface WatchRelayOptions {
@@ -71,178 +70,76 @@ function responseHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name)));
 }
 
-/** Why a body was not read: larger than its bound, or than what the memory budget had left. */
-class BodyTooLargeError extends Error {}
-
-/** Reads a whole (bounded) body, taking its bytes from `lease` when given. */
-function readBody(response: IncomingMessage, limit: number, lease?: BufferLease): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    response.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit || (lease && !lease.tryTake(chunk.length))) {
-        const error = new BodyTooLargeError(`answer larger than ${limit} bytes or than the memory budget left`);
-        reject(error);
-        response.destroy(error);
-      } else chunks.push(chunk);
-    });
-    response.on('end', () => resolve(Buffer.concat(chunks)));
-    response.on('error', reject);
-    response.on('aborted', () => reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })));
-  });
-}
-
 /** Serves one client watch until the client leaves or the upstream ends it. */
 export function relayWatch(options: WatchRelayOptions): void {
-  const { req, res, classified, upstream, cache, state, logger } = options;
-  const clientQuery = new URLSearchParams(classified.target.query);
-  const initialVersion = clientQuery.get('resourceVersion');
-  let lastVersion = initialVersion && initialVersion !== '0' ? initialVersion : undefined;
-  const isJson = classified.representation === 'json';
-  const headers: IncomingHttpHeaders = { ...options.headers };
-  delete headers['accept-encoding']; // events are parsed, so the stream must not be compressed
-  if (isJson) headers['accept'] = 'application/json';
-  const heldContentType = isJson ? 'application/json' : (req.headers.accept ?? 'application/json').split(',')[0]!;
+  const relay = new WatchRelay(options);
+  const { state, cache, listKey, res, classified } = options;
+  if (state.isOnline) relay.connect();
+  else if (listKey !== undefined && cache.has(listKey)) relay.hold();
+  else
+    sendStatus(
+      res,
+      apiStatus(
+        503,
+        'ServiceUnavailable',
+        `edge-proxy: the API server is unreachable and this node has no cached list to watch for ${classified.path}`,
+      ),
+    );
+}
 
-  let isClosed = false;
-  let isHeld = false;
-  let current: ClientRequest | undefined;
-  let cancelOnline: (() => void) | undefined;
-  let cacheChain: Promise<void> = Promise.resolve();
-  const timers: NodeJS.Timeout[] = [];
+/** One client watch: streaming, held, or resyncing. */
+class WatchRelay {
+  #lastVersion: string | undefined;
+  readonly #headers: IncomingHttpHeaders;
+  readonly #heldContentType: string;
+  #isClosed = false;
+  #isHeld = false;
+  #current: ClientRequest | undefined;
+  #cancelOnline: (() => void) | undefined;
+  #cacheChain: Promise<void> = Promise.resolve();
+  readonly #timer: NodeJS.Timeout | undefined;
 
-  const timeoutSeconds = Number(clientQuery.get('timeoutSeconds'));
-  if (Number.isFinite(timeoutSeconds) && timeoutSeconds > 0) {
+  constructor(private readonly options: WatchRelayOptions) {
+    const { req, res, classified } = options;
+    this.#lastVersion = initialVersionOf(classified.target.query);
+    const isJson = classified.representation === 'json';
+    this.#headers = { ...options.headers };
+    delete this.#headers['accept-encoding']; // events are parsed, so the stream must not be compressed
+    if (isJson) this.#headers['accept'] = 'application/json';
+    this.#heldContentType = isJson ? 'application/json' : (req.headers.accept ?? 'application/json').split(',')[0]!;
+    const timeoutMs = watchTimeoutMs(classified.target.query);
     // The client asked for the watch to end after this long; held or not, it ends cleanly then.
-    timers.push(setTimeout(() => res.end(), timeoutSeconds * 1000));
+    if (timeoutMs !== undefined) this.#timer = setTimeout(() => res.end(), timeoutMs);
+    res.on('close', () => {
+      this.#isClosed = true;
+      this.#current?.destroy();
+      this.#cancelOnline?.();
+      if (this.#isHeld) options.onHeld(-1);
+      this.#isHeld = false;
+      clearTimeout(this.#timer);
+    });
   }
 
-  res.on('close', () => {
-    isClosed = true;
-    current?.destroy();
-    cancelOnline?.();
-    if (isHeld) options.onHeld(-1);
-    isHeld = false;
-    for (const timer of timers) clearTimeout(timer);
-  });
-
-  const startStream = (status: number, streamHeaders: IncomingHttpHeaders): void => {
-    if (res.headersSent) return;
-    res.writeHead(status, streamHeaders);
-    res.flushHeaders();
-  };
-
-  const writeEvent = (line: string): boolean => res.write(`${line}\n`);
-
-  const noteEvent = (event: WatchEvent): void => {
-    const version = event.object?.metadata?.resourceVersion;
-    if (event.type !== 'ERROR' && typeof version === 'string') lastVersion = version;
-    const listKey = options.listKey;
-    if (!listKey || event.type === 'ERROR') return;
-    cacheChain = cacheChain
-      .then(() => cache.updateJson(listKey, (list) => isKubeList(list) && applyWatchEvent(list, event)))
-      .catch((error) => logger.warn(`edge-proxy: cannot patch a cached list: ${(error as Error).message}`));
-  };
-
-  /** The client's own target; when resuming, its resourceVersion moved on (the path is never re-parsed). */
-  const watchPath = (): string => {
-    const { path, query, target } = classified.target;
-    if (lastVersion === undefined) return target;
-    const replaced = new Set(['resourceVersion', 'sendInitialEvents', 'resourceVersionMatch']);
-    const kept = query
-      .split('&')
-      .filter((pair) => pair !== '' && !replaced.has([...new URLSearchParams(pair).keys()][0] ?? ''));
-    kept.push(`resourceVersion=${encodeURIComponent(lastVersion)}`);
-    return `${path}?${kept.join('&')}`;
-  };
-
-  const hold = (): void => {
-    if (isClosed || isHeld) return;
-    current = undefined;
-    startStream(200, { 'content-type': heldContentType, 'cache-control': 'no-cache, private' });
-    isHeld = true;
-    options.onHeld(1);
-    logger.debug(`edge-proxy: holding a watch on ${classified.path} until the API server returns`);
-    void state.checkNow().then((isOnline) => {
-      if (isClosed || !isHeld) return;
-      if (isOnline) void resync();
-      else cancelOnline = state.onceOnline(() => void resync());
+  /** Watches upstream from the client's target, its resourceVersion moved on to what the client has seen. */
+  connect(): void {
+    if (this.#isClosed) return;
+    const { upstream, res, state } = this.options;
+    const request = upstream.request({
+      method: 'GET',
+      path: resumeTarget(this.options.classified.target, this.#lastVersion),
+      headers: this.#headers,
+      clientCertCn: this.options.clientCertCn,
     });
-  };
-
-  const connect = (): void => {
-    if (isClosed) return;
-    const request = upstream.request({ method: 'GET', path: watchPath(), headers, clientCertCn: options.clientCertCn });
-    current = request;
+    this.#current = request;
     let isLost = false;
     const lost = (): void => {
-      if (isLost || isClosed || current !== request) return;
+      if (isLost || this.#isClosed || this.#current !== request) return;
       isLost = true;
-      hold();
+      this.hold();
     };
-    request.on('response', (upstreamResponse) => {
-      if (isClosed) {
-        upstreamResponse.destroy();
-        return;
-      }
-      const status = upstreamResponse.statusCode ?? 502;
-      if (status !== 200) {
-        if (!res.headersSent) {
-          res.writeHead(status, responseHeaders(upstreamResponse.headers));
-          upstreamResponse.pipe(res);
-        } else {
-          // Already streaming: the client learns through an ERROR event, as from the API server.
-          void readBody(upstreamResponse, MAX_WATCH_EVENT_BYTES)
-            .then((body) => writeEvent(JSON.stringify({ type: 'ERROR', object: JSON.parse(body.toString('utf8')) })))
-            .catch(() => {})
-            .finally(() => res.end());
-        }
-        return;
-      }
-      startStream(200, responseHeaders(upstreamResponse.headers));
-      upstreamResponse.setEncoding('utf8');
-      let partial = '';
-      upstreamResponse.on('data', (chunk: string) => {
-        partial += chunk;
-        let newline: number;
-        let isFull = false;
-        while ((newline = partial.indexOf('\n')) >= 0) {
-          const line = partial.slice(0, newline).trim();
-          partial = partial.slice(newline + 1);
-          if (line === '') continue;
-          if (!writeEvent(line)) isFull = true;
-          try {
-            noteEvent(JSON.parse(line) as WatchEvent);
-          } catch {
-            // Not JSON: forwarded as it came, nothing to learn from it.
-          }
-        }
-        if (partial.length > MAX_WATCH_EVENT_BYTES) {
-          logger.warn(
-            `edge-proxy: a watch event on ${classified.path} passed ${MAX_WATCH_EVENT_BYTES} bytes; ending the watch`,
-          );
-          upstreamResponse.destroy();
-          res.end();
-          return;
-        }
-        if (isFull) {
-          upstreamResponse.pause();
-          res.once('drain', () => upstreamResponse.resume());
-        }
-      });
-      upstreamResponse.on('end', () => {
-        // A clean end (timeoutSeconds, or the API server rotating watches): the client re-watches by itself.
-        if (upstreamResponse.complete && current === request) res.end();
-      });
-      upstreamResponse.on('error', lost);
-      upstreamResponse.on('aborted', lost);
-      upstreamResponse.on('close', () => {
-        if (!upstreamResponse.complete) lost();
-      });
-    });
+    request.on('response', (upstreamResponse) => this.#onResponse(request, upstreamResponse, lost));
     request.on('error', (error) => {
-      if (isClosed || current !== request) return;
+      if (this.#isClosed || this.#current !== request) return;
       if (isUnreachableError(error)) {
         state.markUnreachable(error.message);
         lost();
@@ -253,102 +150,132 @@ export function relayWatch(options: WatchRelayOptions): void {
       }
     });
     request.end();
-  };
+  }
 
-  const writeWithDrain = async (line: string): Promise<void> => {
-    if (!writeEvent(line)) await new Promise<void>((resolve) => res.once('drain', resolve));
-  };
+  /** Keeps the client's stream open, sending nothing, until the upstream is back. */
+  hold(): void {
+    if (this.#isClosed || this.#isHeld) return;
+    const { state, logger, classified } = this.options;
+    this.#current = undefined;
+    this.#startStream(200, { 'content-type': this.#heldContentType, 'cache-control': 'no-cache, private' });
+    this.#isHeld = true;
+    this.options.onHeld(1);
+    logger.debug(`edge-proxy: holding a watch on ${classified.path} until the API server returns`);
+    void state.checkNow().then((isOnline) => {
+      if (this.#isClosed || !this.#isHeld) return;
+      if (isOnline) void this.#resync();
+      else this.#cancelOnline = state.onceOnline(() => void this.#resync());
+    });
+  }
+
+  #onResponse(request: ClientRequest, upstreamResponse: IncomingMessage, lost: () => void): void {
+    const { res, logger, classified } = this.options;
+    if (this.#isClosed) {
+      upstreamResponse.destroy();
+      return;
+    }
+    const status = upstreamResponse.statusCode ?? 502;
+    if (status !== 200) {
+      this.#passRefusal(status, upstreamResponse);
+      return;
+    }
+    this.#startStream(200, responseHeaders(upstreamResponse.headers));
+    upstreamResponse.setEncoding('utf8');
+    const splitter = new WatchLineSplitter(MAX_WATCH_EVENT_BYTES);
+    upstreamResponse.on('data', (chunk: string) => {
+      const { lines, isOverflow } = splitter.push(chunk);
+      let isFull = false;
+      for (const line of lines) {
+        if (!this.#writeEvent(line)) isFull = true;
+        const event = parseWatchEvent(line);
+        // Not JSON: forwarded as it came, nothing to learn from it.
+        if (event) this.#noteEvent(event);
+      }
+      if (isOverflow) {
+        logger.warn(
+          `edge-proxy: a watch event on ${classified.path} passed ${MAX_WATCH_EVENT_BYTES} bytes; ending the watch`,
+        );
+        upstreamResponse.destroy();
+        res.end();
+        return;
+      }
+      if (isFull) {
+        upstreamResponse.pause();
+        res.once('drain', () => upstreamResponse.resume());
+      }
+    });
+    upstreamResponse.on('end', () => {
+      // A clean end (timeoutSeconds, or the API server rotating watches): the client re-watches by itself.
+      if (upstreamResponse.complete && this.#current === request) res.end();
+    });
+    upstreamResponse.on('error', lost);
+    upstreamResponse.on('aborted', lost);
+    upstreamResponse.on('close', () => {
+      if (!upstreamResponse.complete) lost();
+    });
+  }
+
+  /** The upstream refused the watch: its answer as it is, or as an ERROR event once streaming (as the API server does). */
+  #passRefusal(status: number, upstreamResponse: IncomingMessage): void {
+    const { res } = this.options;
+    if (!res.headersSent) {
+      res.writeHead(status, responseHeaders(upstreamResponse.headers));
+      upstreamResponse.pipe(res);
+      return;
+    }
+    void readBody(upstreamResponse, MAX_WATCH_EVENT_BYTES)
+      .then((body) => this.#writeEvent(JSON.stringify({ type: 'ERROR', object: JSON.parse(body.toString('utf8')) })))
+      .catch(() => {})
+      .finally(() => res.end());
+  }
+
+  #startStream(status: number, streamHeaders: IncomingHttpHeaders): void {
+    const { res } = this.options;
+    if (res.headersSent) return;
+    res.writeHead(status, streamHeaders);
+    res.flushHeaders();
+  }
+
+  #writeEvent(line: string): boolean {
+    return this.options.res.write(`${line}\n`);
+  }
+
+  /** Moves the client's position on and applies the event to the cached list. */
+  #noteEvent(event: WatchEvent): void {
+    this.#lastVersion = versionAfter(event) ?? this.#lastVersion;
+    const { listKey, cache, logger } = this.options;
+    if (!listKey || event.type === 'ERROR') return;
+    this.#cacheChain = this.#cacheChain
+      .then(() => cache.updateJson(listKey, (list) => isKubeList(list) && applyWatchEvent(list, event)))
+      .catch((error) => logger.warn(`edge-proxy: cannot patch a cached list: ${(error as Error).message}`));
+  }
 
   /** Re-lists, sends the difference from what the client has seen, then watches from the fresh list. */
-  const resync = async (): Promise<void> => {
-    if (isClosed || !isHeld) return;
-    isHeld = false;
-    options.onHeld(-1);
-    cancelOnline = undefined;
-    const listKey = options.listKey;
+  async #resync(): Promise<void> {
+    if (this.#isClosed || !this.#isHeld) return;
+    this.#isHeld = false;
+    this.options.onHeld(-1);
+    this.#cancelOnline = undefined;
+    const listKey = this.options.listKey;
     if (listKey) {
-      await cacheChain;
-      const cached = await cache.get(listKey);
-      let before: unknown;
-      try {
-        before = cached ? JSON.parse(cached.body.toString('utf8')) : undefined;
-      } catch {
-        before = undefined;
+      await this.#cacheChain;
+      const outcome = await resyncFromCachedList(
+        { ...this.options, listKey, headers: this.#headers },
+        {
+          isClosed: () => this.#isClosed,
+          setCurrent: (request) => (this.#current = request),
+          write: async (line) => {
+            if (!this.#writeEvent(line)) await new Promise<void>((resolve) => this.options.res.once('drain', resolve));
+          },
+        },
+      );
+      if (outcome.next === 'closed') return;
+      if (outcome.next === 'hold') {
+        this.hold();
+        return;
       }
-      if (cached && isKubeList(before)) {
-        let body: Buffer;
-        let status: number;
-        const lease = new BufferLease(options.budget);
-        try {
-          const request = upstream.request({
-            method: 'GET',
-            path: `${classified.path}${classified.query ? `?${classified.query}` : ''}`,
-            headers,
-            clientCertCn: options.clientCertCn,
-          });
-          current = request;
-          const response = await new Promise<IncomingMessage>((resolve, reject) => {
-            request.on('response', resolve);
-            request.on('error', reject);
-            request.end();
-          });
-          status = response.statusCode ?? 502;
-          body = await readBody(response, MAX_CACHED_BODY_BYTES, lease);
-        } catch (error) {
-          lease.release();
-          if (isClosed) return;
-          if (error instanceof BodyTooLargeError) {
-            // No memory for the diff now: resume from what the client saw instead (it re-lists on a 410).
-            logger.warn(`edge-proxy: watch on ${classified.path} resumes without a resync: ${error.message}`);
-            current = undefined;
-            connect();
-            return;
-          }
-          if (isUnreachableError(error)) state.markUnreachable((error as Error).message);
-          current = undefined;
-          hold();
-          return;
-        }
-        if (isClosed) {
-          lease.release();
-          return;
-        }
-        let fresh: unknown;
-        try {
-          fresh = status === 200 ? JSON.parse(body.toString('utf8')) : undefined;
-        } catch {
-          fresh = undefined;
-        }
-        if (!isKubeList(fresh)) {
-          lease.release();
-        } else {
-          const events = diffLists(before, fresh);
-          try {
-            for (const event of events) await writeWithDrain(JSON.stringify(event));
-            if (isClosed) return;
-            await cache.put({ meta: { ...cached.meta, storedAt: new Date().toISOString() }, body });
-          } finally {
-            lease.release();
-          }
-          lastVersion = (fresh as KubeListLike).metadata?.resourceVersion ?? lastVersion;
-          logger.info(
-            `edge-proxy: watch on ${classified.path} resynced with ${events.length} change(s) from the outage`,
-          );
-        }
-      }
+      this.#lastVersion = outcome.version ?? this.#lastVersion;
     }
-    connect();
-  };
-
-  if (state.isOnline) connect();
-  else if (options.listKey !== undefined && cache.has(options.listKey)) hold();
-  else
-    sendStatus(
-      res,
-      apiStatus(
-        503,
-        'ServiceUnavailable',
-        `edge-proxy: the API server is unreachable and this node has no cached list to watch for ${classified.path}`,
-      ),
-    );
+    this.connect();
+  }
 }
