@@ -4,16 +4,18 @@
  * event per line on stdout as the phases run — every line parses, the phases
  * come in order with their host, the last line is the result — and nothing
  * else: the lines for people go to stderr, and the join token never appears.
+ * `fleet reset` of both hosts names each host's events by its inventory name.
  * `--json` with `--output jsonl` is refused.
  *
  * The hosts have no systemd, so the harness asks for the direct service
  * manager explicitly (EDGEADM_SERVICE_MANAGER=direct).
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InitResult } from '../../../src/cluster/init.js';
 import type { JoinResult } from '../../../src/cluster/join.js';
+import type { FleetResetResult } from '../../../src/fleet/fleet-reset.js';
 import type { WorkflowEvent } from '../../../src/workflow/events.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import type { CliResult } from '../../support/cli.js';
@@ -144,6 +146,55 @@ describe('--output jsonl (simulated k3s)', () => {
     const last = lines.at(-1) as ResultLine<JoinResult>;
     expect(last).toMatchObject({ type: 'result', ok: true, result: { isChanged: true } });
     expect(run.stdout).not.toContain(TOKEN_SECRET);
+  });
+
+  it("fleet reset writes each host's phases under its inventory name, its start and end, then the report", async () => {
+    const inventory = join(home, 'inventory.yaml');
+    writeFileSync(
+      inventory,
+      [
+        'kind: FleetInventory',
+        'ssh:',
+        '  user: root',
+        `  keyFile: ${env.keys.root}`,
+        'nodeGroups:',
+        '  stores:',
+        '    hosts:',
+        ...env.targets.flatMap((target, index) => [`      store-${index + 1}:`, `        address: ${target.address}`]),
+        '',
+      ].join('\n'),
+    );
+    const run = await edgeadm([
+      'fleet',
+      'reset',
+      '-i',
+      inventory,
+      '--ssh-accept-new',
+      '--concurrency',
+      '1',
+      '--force',
+      '--output',
+      'jsonl',
+    ]);
+    expect(run.exitCode, run.stderr).toBe(0);
+    const lines = linesOf(run) as Array<Line | { type: string; host: string }>;
+    for (const store of ['store-1', 'store-2']) {
+      const mine = lines.filter((line) => 'host' in line && line.host === store).map((line) => line.type);
+      expect(mine[0]).toBe('host-started');
+      expect(mine.at(-1)).toBe('host-done');
+      expect(mine).toContain('phase-started');
+      expect(mine).not.toContain('phase-failed');
+    }
+    const phases = phasesOf(lines.filter((line): line is WorkflowEvent => line.type.startsWith('phase-')));
+    expect(phases.length).toBeGreaterThan(0);
+    const last = lines.at(-1) as ResultLine<FleetResetResult>;
+    expect(last).toMatchObject({ type: 'result', ok: true });
+    expect(last.result.hosts.map((entry) => [entry.host, entry.status])).toEqual([
+      ['store-1', 'done'],
+      ['store-2', 'done'],
+    ]);
+    // Progress for people still goes to stderr.
+    expect(run.stderr).toMatch(/store-1: started/);
   });
 
   it('a failure ends the lines with a failed result', async () => {
