@@ -2,7 +2,9 @@
  * BaseCommand: what every edgeadm command shares.
  *
  * - Global flags: `--json` (exactly one JSON document on stdout, success or
- *   failure), `--verbose` (debug lines on stderr) and `--log-file`.
+ *   failure), `--verbose` (debug lines on stderr) and `--log-file`; and on
+ *   the long-running commands `--output jsonl` (output-flag.ts): one event
+ *   per line on stdout, ending with a `result` line, text on stderr.
  * - A redacting run log per command under `$EDGEADM_HOME/logs`.
  * - The one place where errors become output and an exit code (kubeadm's:
  *   1 general, 2 preflight, 3 validation).
@@ -12,7 +14,7 @@
  */
 import { Command, Errors, Flags, type Interfaces } from '@oclif/core';
 import type { ChalkInstance } from 'chalk';
-import type { EdgeadmError } from '../errors.js';
+import { ValidationError, type EdgeadmError } from '../errors.js';
 import { Redactor } from '../log/redact.js';
 import { RunLog, silentLogger, type Logger } from '../log/run-log.js';
 import { openCommandRunLog } from './command-run-log.js';
@@ -57,6 +59,40 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return styleFor(process.stdout);
   }
 
+  /** `--output jsonl`: stdout carries events, one JSON object per line (see output-flag.ts). */
+  protected get isJsonl(): boolean {
+    return (this.flags as { output?: string } | undefined)?.output === 'jsonl';
+  }
+
+  /** Whether stdout is for programs (`--json` or `--output jsonl`): no progress display there. */
+  public isStdoutForPrograms(): boolean {
+    return this.jsonEnabled() || this.isJsonl;
+  }
+
+  /**
+   * Writes one event line under `--output jsonl`, redacted; nothing otherwise.
+   * `time` is added when the event has none.
+   */
+  public emitEvent(event: { type: string; time?: string } & Record<string, unknown>): void {
+    if (!this.isJsonl) return;
+    const { type, time, ...rest } = event;
+    const line = { type, time: time ?? new Date().toISOString(), ...rest };
+    process.stdout.write(`${JSON.stringify(this.redactor.redactValue(line))}\n`);
+  }
+
+  /** Text for people: stdout, or stderr when stdout carries events. */
+  public override log(message?: string, ...args: unknown[]): void {
+    if (this.isJsonl) this.logToStderr(message, ...args);
+    else super.log(message, ...args);
+  }
+
+  /** Runs the command; under `--output jsonl` its result is the last line. */
+  protected override async _run<R>(): Promise<R> {
+    const result = await super._run<R>();
+    if (this.isJsonl) this.emitEvent({ type: 'result', ok: true, result });
+    return result;
+  }
+
   public override async init(): Promise<void> {
     await super.init();
     const ctor = this.ctor as typeof BaseCommand;
@@ -73,6 +109,12 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       if (SECRET_FLAG.test(name)) for (const v of [value].flat()) if (typeof v === 'string') this.redactor.addSecret(v);
     }
     this.#openRunLog(this.flags['log-file'], this.flags.verbose);
+    if (this.isJsonl && this.jsonEnabled()) {
+      throw new ValidationError('--json and --output jsonl do not go together: choose one', {
+        code: 'E_FLAG_CONFLICT',
+        hints: ['--json prints one document at the end; --output jsonl prints one event per line as they happen.'],
+      });
+    }
   }
 
   public override async catch(error: Error & { exitCode?: number }): Promise<never> {
@@ -86,6 +128,9 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     if (this.jsonEnabled()) {
       this.logJson(errorDocument(failure, this.redactor, logFile));
     } else {
+      // Under --output jsonl the failure ends the events too; people read it on stderr.
+      if (this.isJsonl)
+        this.emitEvent({ type: 'result', ok: false, ...errorDocument(failure, this.redactor, logFile) });
       process.stderr.write(`${renderErrorText(failure, this.redactor, styleFor(process.stderr), logFile)}\n`);
     }
     throw new Errors.ExitError(failure.exitCode);

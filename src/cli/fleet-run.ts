@@ -2,15 +2,31 @@
  * What every fleet command does around its run: Ctrl-C stops starting new
  * hosts (running ones finish their current phase and the state is saved),
  * and progress is a listr2 display on a TTY or plain timestamped lines on
- * stderr otherwise (and always with --json, whose stdout is the report).
+ * stderr otherwise (and always with --json, whose stdout is the report, and
+ * with --output jsonl, whose stdout carries the events: each host's start,
+ * retry, end and failure as `host-…` events, beside its workflow's phases).
  */
 import { plainProgress, ttyProgress, type FleetProgress } from '../fleet/fleet-progress.js';
+import type { RolloutEvent } from '../fleet/rollout.js';
 
 /** The parts of a command the fleet run needs. */
 export interface FleetRunCommand {
-  jsonEnabled(): boolean;
+  /** `--json` or `--output jsonl`: stdout is not for a progress display. */
+  isStdoutForPrograms(): boolean;
   logToStderr(message: string): void;
+  /** Writes an `--output jsonl` event (nothing without it). */
+  emitEvent(event: { type: string } & Record<string, unknown>): void;
 }
+
+/** `--output jsonl` names of the fleet's own events (a host's phases come from its workflow). */
+const FLEET_EVENT_TYPES: Record<Exclude<RolloutEvent['type'], 'phase'>, string> = {
+  wave: 'fleet-wave',
+  start: 'host-started',
+  done: 'host-done',
+  retry: 'host-retry',
+  failed: 'host-failed',
+  stopped: 'fleet-stopped',
+};
 
 export interface FleetRunOptions {
   /** The progress display's title on a TTY. */
@@ -33,10 +49,17 @@ export async function runFleetWithProgress<T>(
     command.logToStderr('interrupted: no new host starts; waiting for the running ones (the state is saved)');
     controller.abort();
   };
-  const progress =
-    process.stdout.isTTY && !command.jsonEnabled()
+  const display =
+    process.stdout.isTTY && !command.isStdoutForPrograms()
       ? ttyProgress(options.title)
       : plainProgress((line) => command.logToStderr(line));
+  const progress: FleetProgress = {
+    onEvent: (event, state) => {
+      display.onEvent(event, state);
+      if (event.type !== 'phase') command.emitEvent({ ...event, type: FLEET_EVENT_TYPES[event.type] });
+    },
+    run: (work) => display.run(work),
+  };
   process.once('SIGINT', onInterrupt);
   try {
     return options.isWrapped === false

@@ -47,6 +47,7 @@ import type { NodeData } from './node-context.js';
 import { packagePhase } from './package-phase.js';
 import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
+import type { WorkflowEventSink } from '../workflow/events.js';
 import { runtimePhase } from './runtime-phase.js';
 import type { ServiceManager } from './service-manager.js';
 import { configureAndStartService } from './service-phase.js';
@@ -366,6 +367,8 @@ export interface InitOptions {
   only?: string;
   logger: Logger;
   onLine: (line: string) => void;
+  /** Told every phase's start and end as it happens (progress for the fleet and `--output jsonl`). */
+  onEvent?: WorkflowEventSink;
 }
 
 /** What init reports (`--json`). The join command holds the token: a credential. */
@@ -418,6 +421,7 @@ export async function runInit(options: InitOptions): Promise<InitResult> {
     ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),
     ...(options.only ? { only: options.only } : {}),
     onLine: options.onLine,
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
   await ctx.state.save();
   return {

@@ -36,6 +36,7 @@ import {
 import { packagePhase } from './package-phase.js';
 import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
+import type { WorkflowEventSink } from '../workflow/events.js';
 import { runtimePhase } from './runtime-phase.js';
 import type { ServiceManager } from './service-manager.js';
 import { configureAndStartService } from './service-phase.js';
@@ -266,6 +267,8 @@ export interface JoinOptions {
   only?: string;
   logger: Logger;
   onLine: (line: string) => void;
+  /** Told every phase's start and end as it happens (progress for the fleet and `--output jsonl`). */
+  onEvent?: WorkflowEventSink;
 }
 
 /** What join reports (`--json`). */
@@ -325,6 +328,7 @@ export async function runJoin(options: JoinOptions): Promise<JoinResult> {
     ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),
     ...(options.only ? { only: options.only } : {}),
     onLine: options.onLine,
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
   await ctx.state.save();
   return {

@@ -20,6 +20,7 @@ import type { Distribution } from './distributions/distribution.js';
 import { DEFAULT_DISTRIBUTION, distributionFor } from './distributions/index.js';
 import { EDGE_KUBELET_KUBECONFIG } from './edge-node-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
+import type { WorkflowEventSink } from '../workflow/events.js';
 import {
   DirectServiceManager,
   SystemdServiceManager,
@@ -155,6 +156,8 @@ export interface ResetOptions {
   skipPhases?: string[];
   logger: Logger;
   onLine: (line: string) => void;
+  /** Told every phase's start and end as it happens (progress for the fleet and `--output jsonl`). */
+  onEvent?: WorkflowEventSink;
 }
 
 /** What reset reports. */
@@ -220,6 +223,7 @@ export async function runReset(options: ResetOptions): Promise<ResetResult> {
   const report = await runClusterWorkflow(resetPhases(), ctx, {
     ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),
     onLine: options.onLine,
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
   return {
     host: options.host.name,

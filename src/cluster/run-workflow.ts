@@ -3,15 +3,22 @@
  * phase says is prefixed with its path (`[package] uploaded …`), each phase
  * ends with "done" or "already done", and under --dry-run the host actions
  * the phase would have taken are printed as "Would …" lines under it.
+ *
+ * The lines are rendered from the runner's events (workflow/events.ts), which
+ * also go to the caller's `onEvent` as they are: the fleet and `--output
+ * jsonl` follow the events, never the lines.
  */
 import { DryRunHost } from '../hosts/dry-run-host.js';
+import type { WorkflowEvent, WorkflowEventSink } from '../workflow/events.js';
 import type { Phase } from '../workflow/phase.js';
-import { runPhases, type PhaseResult, type RunReport } from '../workflow/runner.js';
+import { runPhases, type RunReport } from '../workflow/runner.js';
 
 /** What a workflow's data must offer the runner. */
 export interface SayingData {
   say(line: string): void;
-  host: unknown;
+  /** The host the workflow runs on; its name is the events' host. */
+  host: { readonly name: string };
+  isDryRun?: boolean;
 }
 
 /** Options of {@link runClusterWorkflow}. */
@@ -20,6 +27,8 @@ export interface ClusterWorkflowOptions {
   only?: string;
   /** Where lines for people go. */
   onLine: (line: string) => void;
+  /** Told every workflow event as it happens. */
+  onEvent?: WorkflowEventSink;
 }
 
 /** The run's report, with the dry-run plan lines per phase. */
@@ -28,13 +37,15 @@ export interface ClusterWorkflowReport extends RunReport {
   plan: string[];
 }
 
-function describeResult(result: PhaseResult): string {
-  const time = `${(result.durationMs / 1000).toFixed(1)} s`;
-  if (result.status === 'unchanged' && result.isCheck) return `[${result.path}] checked (${time})`;
-  if (result.status === 'unchanged') return `[${result.path}] already done (unchanged, ${time})`;
-  if (result.status === 'skipped') return `[${result.path}] skipped: ${result.reason ?? ''}`;
-  if (result.status === 'failed') return `[${result.path}] FAILED after ${time}`;
-  return `[${result.path}] done (${time})`;
+/** The line for people that ends a phase. */
+function describeEnd(event: Exclude<WorkflowEvent, { type: 'phase-started' }>): string {
+  const path = event.phase;
+  if (event.type === 'phase-skipped') return `[${path}] skipped: ${event.reason}`;
+  const time = `${(event.durationMs / 1000).toFixed(1)} s`;
+  if (event.type === 'phase-failed') return `[${path}] FAILED after ${time}`;
+  if (event.outcome === 'checked') return `[${path}] checked (${time})`;
+  if (event.outcome === 'already-done') return `[${path}] already done (unchanged, ${time})`;
+  return `[${path}] done (${time})`;
 }
 
 /** Runs the phases; `ctx.say` is bound to the running phase. */
@@ -66,15 +77,17 @@ export async function runClusterWorkflow<C extends SayingData>(
   const report = await runPhases(phases, ctx, {
     ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),
     ...(options.only ? { only: options.only } : {}),
-    listener: {
-      onPhaseStart: (path, summary) => {
-        current = path;
-        options.onLine(`[${path}] ${summary}`);
-      },
-      onPhaseEnd: (result) => {
-        flushPlan(result.path);
-        options.onLine(describeResult(result));
-      },
+    host: ctx.host.name,
+    isDryRun: dryRun !== undefined || ctx.isDryRun === true,
+    onEvent: (event) => {
+      if (event.type === 'phase-started') {
+        current = event.phase;
+        options.onLine(`[${event.phase}] ${event.summary}`);
+      } else {
+        flushPlan(event.phase);
+        options.onLine(describeEnd(event));
+      }
+      options.onEvent?.(event);
     },
   });
   return { ...report, plan };

@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
+import { outputFlags } from '../cli/output-flag.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
 import { parseNodeLabels, resolveInitSettings } from '../cluster/config.js';
 import { initPhases, runInit, type InitResult } from '../cluster/init.js';
@@ -25,6 +26,7 @@ export default class Init extends BaseCommand<typeof Init> {
   ];
   static override flags = {
     ...sshFlags,
+    ...outputFlags,
     ...nodeFlags,
     'apiserver-advertise-address': Flags.string({
       summary: "The address the API server advertises; default: the host's first global IPv4 address.",
@@ -93,6 +95,7 @@ export default class Init extends BaseCommand<typeof Init> {
           this.logger.info(line);
           this.logToStderr(line);
         },
+        onEvent: (event) => this.emitEvent({ ...event }),
       });
     } finally {
       await prepared.host.close();

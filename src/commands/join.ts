@@ -1,5 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
+import { outputFlags } from '../cli/output-flag.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
 import { parseNodeLabels, resolveJoinSettings } from '../cluster/config.js';
 import { joinPhases, runJoin, type JoinResult } from '../cluster/join.js';
@@ -27,6 +28,7 @@ export default class Join extends BaseCommand<typeof Join> {
   };
   static override flags = {
     ...sshFlags,
+    ...outputFlags,
     ...nodeFlags,
     token: Flags.string({ summary: 'The bootstrap token, <id>.<secret>.' }),
     'discovery-token-ca-cert-hash': Flags.string({
@@ -110,6 +112,7 @@ export default class Join extends BaseCommand<typeof Join> {
           this.logger.info(line);
           this.logToStderr(line);
         },
+        onEvent: (event) => this.emitEvent({ ...event }),
       });
     } finally {
       await prepared.host.close();

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
+import { outputFlags } from '../cli/output-flag.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
 import { distributionFor } from '../cluster/distributions/index.js';
 import { resetPhases, runReset, type ResetResult } from '../cluster/reset.js';
@@ -20,6 +21,7 @@ export default class Reset extends BaseCommand<typeof Reset> {
   ];
   static override flags = {
     ...sshFlags,
+    ...outputFlags,
     force: Flags.boolean({
       summary: 'Reset without asking (and without an install state, remove what the distribution is known to write).',
     }),
@@ -59,6 +61,7 @@ export default class Reset extends BaseCommand<typeof Reset> {
           this.logger.info(line);
           this.logToStderr(line);
         },
+        onEvent: (event) => this.emitEvent({ ...event }),
       });
       if (!this.jsonEnabled()) {
         this.log(result.isDryRun ? `Dry run: nothing was changed on ${result.host}.` : `${result.host} is reset.`);

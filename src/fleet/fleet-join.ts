@@ -16,6 +16,7 @@ import type { ServiceManagerKind } from '../cluster/service-manager.js';
 import { closeSharedJumps, type HostConnectOptions } from '../hosts/connect.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';
 import type { Logger } from '../log/run-log.js';
+import type { WorkflowEventSink } from '../workflow/events.js';
 import {
   fleetHostEntries,
   fleetRunSummary,
@@ -48,6 +49,8 @@ export interface FleetJoinOptions extends Omit<FleetRunOptions, 'command' | 'tas
   discoveryTimeout: string;
   ignorePreflightErrors: string[];
   skipPhases?: string[];
+  /** Told each host's workflow events, named by the host's inventory name (`--output jsonl`). */
+  onWorkflowEvent?: WorkflowEventSink;
   /** The run's verified packages (`fleet up` shares its own); a fresh set when absent. */
   packages?: FleetPackages;
   /** Bastion connections to share (`fleet up` shares its own); the caller then closes them. */
@@ -66,9 +69,6 @@ export interface FleetJoinResult extends FleetRunSummary {
   isDryRun: boolean;
   hosts: FleetJoinHostEntry[];
 }
-
-/** `[phase/path] text` as the workflow prints it. */
-const PHASE_LINE = /^\[([\w/.-]+)\]/;
 
 /** Joins the nodes of the fleet. */
 export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinResult> {
@@ -118,10 +118,11 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
             ...(isControlPlane ? { isControlPlane, certificateKey: options.certificateKey! } : {}),
             ...(options.skipPhases === undefined ? {} : { skipPhases: options.skipPhases }),
             logger: options.logger,
-            onLine: (line) => {
-              context.log(line);
-              const phase = PHASE_LINE.exec(line)?.[1];
-              if (phase !== undefined) context.setPhase(phase);
+            onLine: (line) => context.log(line),
+            // The phase the report names comes from the workflow's events, not from its lines.
+            onEvent: (event) => {
+              if (event.type === 'phase-started') context.setPhase(event.phase);
+              options.onWorkflowEvent?.({ ...event, host: fleetHost.name });
             },
           });
           outcomes.set(fleetHost.name, {

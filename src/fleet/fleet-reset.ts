@@ -11,6 +11,7 @@ import { closeSharedJumps, connectHost, type HostConnectOptions } from '../hosts
 import { DryRunHost } from '../hosts/dry-run-host.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';
 import type { Logger } from '../log/run-log.js';
+import type { WorkflowEventSink } from '../workflow/events.js';
 import {
   fleetHostEntries,
   fleetRunSummary,
@@ -31,6 +32,8 @@ export interface FleetResetOptions extends Omit<FleetRunOptions, 'command' | 'ta
   distribution: Distribution;
   requestedServiceManager: ServiceManagerKind | undefined;
   skipPhases?: string[];
+  /** Told each host's workflow events, named by the host's inventory name (`--output jsonl`). */
+  onWorkflowEvent?: WorkflowEventSink;
 }
 
 /** One host in the report. */
@@ -46,9 +49,6 @@ export interface FleetResetResult extends FleetRunSummary {
   isDryRun: boolean;
   hosts: FleetResetHostEntry[];
 }
-
-/** `[phase/path] text` as the workflow prints it. */
-const PHASE_LINE = /^\[([\w/.-]+)\]/;
 
 /** Runs reset over the fleet. */
 export async function fleetReset(options: FleetResetOptions): Promise<FleetResetResult> {
@@ -75,10 +75,11 @@ export async function fleetReset(options: FleetResetOptions): Promise<FleetReset
             requestedServiceManager: options.requestedServiceManager,
             ...(options.skipPhases === undefined ? {} : { skipPhases: options.skipPhases }),
             logger: options.logger,
-            onLine: (line) => {
-              context.log(line);
-              const phase = PHASE_LINE.exec(line)?.[1];
-              if (phase !== undefined) context.setPhase(phase);
+            onLine: (line) => context.log(line),
+            // The phase the report names comes from the workflow's events, not from its lines.
+            onEvent: (event) => {
+              if (event.type === 'phase-started') context.setPhase(event.phase);
+              options.onWorkflowEvent?.({ ...event, host: fleetHost.name });
             },
           });
           outcomes.set(fleetHost.name, { removed: result.removed, hadState: result.hadState });

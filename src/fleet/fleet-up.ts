@@ -225,6 +225,7 @@ async function initFirst(
         options.logger.info(line);
         options.onControlPlaneLine?.(line);
       },
+      onEvent: (event) => options.onWorkflowEvent?.({ ...event, host: first.name }),
     });
     // Kept only once init has uploaded with it; a failed init leaves nothing of it behind.
     if (key?.isNew) await keepFleetCertificateKey(prepared.host, prepared.state, key.key);

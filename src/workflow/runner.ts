@@ -5,6 +5,7 @@
  * that operators can search for it and re-run just that phase.
  */
 import { EdgeadmError, ValidationError, isEdgeadmError } from '../errors.js';
+import type { PhaseFinishOutcome, WorkflowEvent, WorkflowEventSink } from './events.js';
 import { flattenPhases, type FlatPhase, type Phase, type PhaseOutcome } from './phase.js';
 
 /** How one phase ended. */
@@ -22,12 +23,6 @@ export interface PhaseResult {
   isCheck?: boolean;
 }
 
-/** What the runner tells its listener (progress output, the run log). */
-export interface RunnerListener {
-  onPhaseStart?(path: string, summary: string): void;
-  onPhaseEnd?(result: PhaseResult): void;
-}
-
 export interface RunOptions {
   /** Phase paths to skip, with their children (`--skip-phases`). `all` is not accepted. */
   skipPhases?: string[];
@@ -36,9 +31,16 @@ export interface RunOptions {
    * phases around it are not run and are not reported.
    */
   only?: string;
-  listener?: RunnerListener;
-  /** Clock, for tests. */
+  /** Told every phase's start and end as it happens (see events.ts). */
+  onEvent?: WorkflowEventSink;
+  /** The host the events name. */
+  host?: string;
+  /** Under --dry-run a phase that changes something says it `would-do` it. */
+  isDryRun?: boolean;
+  /** Clock for durations, for tests. */
   now?: () => number;
+  /** Clock for the events' times, for tests. */
+  wallClock?: () => Date;
 }
 
 /** The record of a finished run. */
@@ -66,6 +68,9 @@ export async function runPhases<C>(phases: Phase<C>[], ctx: C, options: RunOptio
   validatePhasePaths(phases, skip, '--skip-phases');
   if (options.only !== undefined) validatePhasePaths(phases, [options.only], 'phase');
   const now = options.now ?? (() => performance.now());
+  const wallClock = options.wallClock ?? (() => new Date());
+  const host = options.host ?? 'local';
+  const emit: Emit = (event) => options.onEvent?.({ ...event, time: wallClock().toISOString(), host } as WorkflowEvent);
   const results: PhaseResult[] = [];
   const inScope = (path: string): boolean =>
     options.only === undefined || path === options.only || path.startsWith(`${options.only}/`);
@@ -79,47 +84,66 @@ export async function runPhases<C>(phases: Phase<C>[], ctx: C, options: RunOptio
     if (skippedParents.some((parent) => isUnder(path, parent))) continue;
     const record = (result: PhaseResult): void => {
       results.push(result);
-      options.listener?.onPhaseEnd?.(result);
+    };
+    const skipped = (reason: string): void => {
+      skippedParents.push(path);
+      record({ path, status: 'skipped', durationMs: 0, reason });
+      emit({ type: 'phase-skipped', phase: path, reason });
     };
     if (skip.some((s) => isUnder(path, s))) {
-      skippedParents.push(path);
-      record({ path, status: 'skipped', durationMs: 0, reason: 'skipped by --skip-phases' });
+      skipped('skipped by --skip-phases');
       continue;
     }
     // The phase a user asks for by name runs whatever its own condition says.
     if (phase.runIf && path !== options.only && !phase.runIf(ctx)) {
-      skippedParents.push(path);
-      const reason = phase.skipReason?.(ctx) ?? 'not needed for this configuration';
-      record({ path, status: 'skipped', durationMs: 0, reason });
+      skipped(phase.skipReason?.(ctx) ?? 'not needed for this configuration');
       continue;
     }
     if (!phase.run) continue;
-    await runOne(flat, ctx, now, options.listener, record);
+    await runOne(flat, ctx, { now, emit, record, isDryRun: options.isDryRun === true });
   }
   return { phases: results, changed: results.some((r) => r.status === 'changed') };
 }
 
-async function runOne<C>(
-  { path, phase }: FlatPhase<C>,
-  ctx: C,
-  now: () => number,
-  listener: RunnerListener | undefined,
-  record: (result: PhaseResult) => void,
-): Promise<void> {
-  listener?.onPhaseStart?.(path, phase.summary);
+/** An event as the runner builds it; `emit` adds the time and the host. */
+type Emit = (event: DistributiveOmit<WorkflowEvent, 'time' | 'host'>) => void;
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+interface RunOneTools {
+  now: () => number;
+  emit: Emit;
+  record: (result: PhaseResult) => void;
+  isDryRun: boolean;
+}
+
+/** How a phase's outcome reads as an event. */
+function finishOutcome(outcome: PhaseOutcome, isCheck: boolean, isDryRun: boolean): PhaseFinishOutcome {
+  if (outcome === 'unchanged') return isCheck ? 'checked' : 'already-done';
+  return isDryRun ? 'would-do' : 'done';
+}
+
+async function runOne<C>({ path, phase }: FlatPhase<C>, ctx: C, tools: RunOneTools): Promise<void> {
+  const { now, emit, record } = tools;
+  emit({ type: 'phase-started', phase: path, summary: phase.summary });
   const started = now();
+  let outcome: PhaseOutcome;
   try {
-    const outcome = (await phase.run?.(ctx)) ?? 'changed';
-    record({
-      path,
-      status: outcome,
-      durationMs: Math.round(now() - started),
-      ...(phase.isCheck ? { isCheck: true } : {}),
-    });
+    outcome = (await phase.run?.(ctx)) ?? 'changed';
   } catch (error) {
-    record({ path, status: 'failed', durationMs: Math.round(now() - started) });
-    throw wrapPhaseError(path, error);
+    const durationMs = Math.round(now() - started);
+    record({ path, status: 'failed', durationMs });
+    const wrapped = wrapPhaseError(path, error);
+    emit({ type: 'phase-failed', phase: path, durationMs, error: { code: wrapped.code, message: wrapped.message } });
+    throw wrapped;
   }
+  const durationMs = Math.round(now() - started);
+  record({ path, status: outcome, durationMs, ...(phase.isCheck ? { isCheck: true } : {}) });
+  emit({
+    type: 'phase-finished',
+    phase: path,
+    outcome: finishOutcome(outcome, phase.isCheck === true, tools.isDryRun),
+    durationMs,
+  });
 }
 
 /** `error execution phase <path>: <message>`, keeping the cause's code, exit code and hints. */

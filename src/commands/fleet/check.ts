@@ -7,6 +7,7 @@ import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
 import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
+import { outputFlags } from '../../cli/output-flag.js';
 import { counted } from '../../log/counted.js';
 
 export default class FleetCheck extends BaseCommand<typeof FleetCheck> {
@@ -21,7 +22,7 @@ export default class FleetCheck extends BaseCommand<typeof FleetCheck> {
     '<%= config.bin %> fleet check -i hosts.yml --ssh-accept-new --json',
     '<%= config.bin %> fleet check -i inventory.yaml --limit stores --concurrency 50 --max-failures 5%',
   ];
-  static override flags = { ...inventoryFlags, ...rolloutFlags };
+  static override flags = { ...inventoryFlags, ...rolloutFlags, ...outputFlags };
 
   async run(): Promise<FleetCheckResult> {
     const inventory = await loadInventory(this.flags.inventory);

@@ -4,6 +4,7 @@ import { requestedServiceManager } from '../../cluster/service-manager.js';
 import { ExitCode, ValidationError } from '../../errors.js';
 import { fleetJoin, type FleetJoinResult } from '../../fleet/fleet-join.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
+import { outputFlags } from '../../cli/output-flag.js';
 import { renderFleetReport } from '../../fleet/fleet-report.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
 import { loadInventory } from '../../fleet/inventory/load-inventory.js';
@@ -25,6 +26,7 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
     '<%= config.bin %> fleet join -i inventory.yaml --endpoint 10.0.0.10:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:<hash> --install-pkg-path ./pkg.tar.gz',
   ];
   static override flags = {
+    ...outputFlags,
     ...inventoryFlags,
     ...rolloutFlags,
     endpoint: Flags.string({ summary: 'The API server, host:port.', required: true }),
@@ -86,6 +88,7 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
           ignorePreflightErrors: listFlag(flags['ignore-preflight-errors']) ?? [],
           ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
           onEvent: (event, state) => progress.onEvent(event, state),
+          onWorkflowEvent: (event) => this.emitEvent({ ...event }),
         }),
     );
     if (!this.jsonEnabled()) {

@@ -4,6 +4,7 @@ import { distributionFor } from '../../cluster/distributions/index.js';
 import { requestedServiceManager } from '../../cluster/service-manager.js';
 import { ExitCode, ValidationError } from '../../errors.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
+import { outputFlags } from '../../cli/output-flag.js';
 import { renderFleetReport } from '../../fleet/fleet-report.js';
 import { fleetReset, type FleetResetResult } from '../../fleet/fleet-reset.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
@@ -23,6 +24,7 @@ export default class FleetReset extends BaseCommand<typeof FleetReset> {
     '<%= config.bin %> fleet reset -i inventory.yaml --limit stores --force --max-failures 2',
   ];
   static override flags = {
+    ...outputFlags,
     ...inventoryFlags,
     ...rolloutFlags,
     force: Flags.boolean({
@@ -66,6 +68,7 @@ export default class FleetReset extends BaseCommand<typeof FleetReset> {
           requestedServiceManager: requestedServiceManager(process.env),
           ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
           onEvent: (event, state) => progress.onEvent(event, state),
+          onWorkflowEvent: (event) => this.emitEvent({ ...event }),
         }),
     );
     if (!this.jsonEnabled()) {

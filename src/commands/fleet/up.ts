@@ -3,6 +3,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { requestedServiceManager } from '../../cluster/service-manager.js';
 import { ExitCode } from '../../errors.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
+import { outputFlags } from '../../cli/output-flag.js';
 import { planFleet, type FleetPlanEntry } from '../../fleet/fleet-plan.js';
 import { renderFleetReport } from '../../fleet/fleet-report.js';
 import { controlPlanesOf, fleetUp, type FleetUpResult } from '../../fleet/fleet-up.js';
@@ -35,6 +36,7 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
     '<%= config.bin %> fleet up -i hosts.yml --install-pkg-path ./pkg.tar.gz --max-failures 5 --json',
   ];
   static override flags = {
+    ...outputFlags,
     ...inventoryFlags,
     ...rolloutFlags,
     'install-pkg-path': Flags.string({ summary: 'The install package for hosts whose inventory entry names none.' }),
@@ -99,6 +101,7 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
           ...(flags['kubeconfig-out'] === undefined ? {} : { kubeconfigOut: flags['kubeconfig-out'] }),
           onControlPlaneLine: (line) => this.logToStderr(`${controlPlanes.first.name}: ${line}`),
           onEvent: (event, state) => progress.onEvent(event, state),
+          onWorkflowEvent: (event) => this.emitEvent({ ...event }),
         }),
     );
     // Error messages of the hosts may quote a command line; the token and certificate key never reach the output.

@@ -27,7 +27,7 @@ async function linesOf(ctx: Ctx): Promise<string[]> {
 
 describe('runClusterWorkflow output', () => {
   it('says a check phase checked, and a phase with nothing left to change already done', async () => {
-    const ctx: Ctx = { say: () => undefined, host: {}, isInstalled: false };
+    const ctx: Ctx = { say: () => undefined, host: { name: 'local' }, isInstalled: false };
     expect(await linesOf(ctx)).toEqual([
       '[preflight] check the host',
       '[preflight] checked (T)',

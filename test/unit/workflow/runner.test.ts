@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { EdgeadmError } from '../../../src/errors.js';
 import { ExitCode, PreflightError } from '../../../src/errors.js';
 import { describePhases, flattenPhases, type Phase } from '../../../src/workflow/phase.js';
-import { runPhases } from '../../../src/workflow/runner.js';
+import type { WorkflowEvent } from '../../../src/workflow/events.js';
+import { runPhases, type RunOptions } from '../../../src/workflow/runner.js';
 
 interface Ctx {
   ran: string[];
@@ -139,12 +140,93 @@ describe('runPhases', () => {
     const events: string[] = [];
     const report = await runPhases([step('preflight')], ctx(), {
       now: () => (t += 5),
-      listener: {
-        onPhaseStart: (p) => events.push(`start ${p}`),
-        onPhaseEnd: (r) => events.push(`end ${r.path} ${r.status}`),
-      },
+      onEvent: (e) => events.push(`${e.type} ${e.phase}${e.type === 'phase-finished' ? ` ${e.outcome}` : ''}`),
     });
     expect(report.phases[0]?.durationMs).toBe(5);
-    expect(events).toEqual(['start preflight', 'end preflight changed']);
+    expect(events).toEqual(['phase-started preflight', 'phase-finished preflight done']);
+  });
+});
+
+describe('runPhases events', () => {
+  const at = new Date('2026-01-02T03:04:05.000Z');
+  async function eventsOf(c: Ctx, options: Omit<RunOptions, 'onEvent'> = {}): Promise<WorkflowEvent[]> {
+    const events: WorkflowEvent[] = [];
+    let t = 0;
+    await runPhases(tree, c, {
+      host: 'root@10.0.0.5:22',
+      now: () => (t += 1),
+      wallClock: () => at,
+      ...options,
+      onEvent: (e) => events.push(e),
+    }).catch(() => undefined);
+    return events;
+  }
+
+  it('reports every phase in order, with the host, time and outcome', async () => {
+    const events = await eventsOf(ctx());
+    expect(events.map((e) => `${e.type} ${e.phase}`)).toEqual([
+      'phase-started preflight',
+      'phase-finished preflight',
+      'phase-started package',
+      'phase-finished package',
+      'phase-started edge-addons/proxy',
+      'phase-finished edge-addons/proxy',
+      'phase-started edge-addons/tunnel',
+      'phase-finished edge-addons/tunnel',
+      'phase-started show-join-command',
+      'phase-finished show-join-command',
+    ]);
+    expect(events[0]).toEqual({
+      type: 'phase-started',
+      phase: 'preflight',
+      summary: 'the preflight step',
+      host: 'root@10.0.0.5:22',
+      time: '2026-01-02T03:04:05.000Z',
+    });
+    expect(events[1]).toEqual({
+      type: 'phase-finished',
+      phase: 'preflight',
+      outcome: 'done',
+      durationMs: 1,
+      host: 'root@10.0.0.5:22',
+      time: '2026-01-02T03:04:05.000Z',
+    });
+  });
+
+  it('says already done on a re-run, checked for a check phase, and would-do under --dry-run', async () => {
+    const c = ctx();
+    await eventsOf(c);
+    const again = await eventsOf({ ...c, ran: [] });
+    expect(again.filter((e) => e.type === 'phase-finished').map((e) => e.outcome)).toEqual(
+      Array(5).fill('already-done'),
+    );
+    const check: Phase<Ctx>[] = [{ name: 'wait', summary: 'wait', isCheck: true, run: async () => 'unchanged' }];
+    const checked: WorkflowEvent[] = [];
+    await runPhases(check, ctx(), { onEvent: (e) => checked.push(e) });
+    expect(checked[1]).toMatchObject({ type: 'phase-finished', outcome: 'checked', host: 'local' });
+    const dry = await eventsOf(ctx(), { isDryRun: true });
+    expect(dry.filter((e) => e.type === 'phase-finished').map((e) => e.outcome)).toEqual(Array(5).fill('would-do'));
+  });
+
+  it('reports a skipped parent once, with its reason, and not its children', async () => {
+    const events = await eventsOf(ctx({ edge: false }), { skipPhases: ['package'] });
+    expect(events.filter((e) => e.type === 'phase-skipped')).toEqual([
+      expect.objectContaining({ phase: 'package', reason: 'skipped by --skip-phases' }),
+      expect.objectContaining({ phase: 'edge-addons', reason: 'not needed for this configuration' }),
+    ]);
+    expect(events.some((e) => e.phase.startsWith('edge-addons/'))).toBe(false);
+  });
+
+  it('reports a failed phase with its path, code and message, and nothing after it', async () => {
+    const events = await eventsOf(ctx({ failAt: 'edge-addons/proxy' }));
+    expect(events.at(-2)).toMatchObject({ type: 'phase-started', phase: 'edge-addons/proxy' });
+    expect(events.at(-1)).toEqual({
+      type: 'phase-failed',
+      phase: 'edge-addons/proxy',
+      durationMs: 1,
+      error: { code: 'E_PORT', message: 'error execution phase edge-addons/proxy: port 6443 is in use' },
+      host: 'root@10.0.0.5:22',
+      time: '2026-01-02T03:04:05.000Z',
+    });
   });
 });
