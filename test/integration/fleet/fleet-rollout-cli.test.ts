@@ -203,14 +203,19 @@ async function fixStore(index: number): Promise<void> {
   listeners.delete(name);
 }
 
-/** `<ISO time> <line>` entries of a host's log in a run directory. */
+/** `<ISO time> [<host>] <line>` entries of a host's log in a run directory, without the time and host. */
 function hostLog(runDir: string, host: string): { at: number; line: string }[] {
   const path = hostLogPath(runDir, host);
   if (!existsSync(path)) return [];
   return readFileSync(path, 'utf8')
     .split('\n')
     .filter((line) => line !== '')
-    .map((line) => ({ at: Date.parse(line.slice(0, line.indexOf(' '))), line: line.slice(line.indexOf(' ') + 1) }));
+    .map((line) => {
+      // `<time> [<host>] <what happened>`: every line names its host.
+      const match = /^(\S+) \[([^\]]+)\] (.*)$/.exec(line);
+      expect(match?.[2], `a line of ${host}'s log names its host: ${line}`).toBe(host);
+      return { at: Date.parse(match?.[1] ?? ''), line: match?.[3] ?? '' };
+    });
 }
 
 describe('edgeadm fleet over 20 hosts behind a bastion (simulated k3s)', () => {
