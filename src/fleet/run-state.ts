@@ -136,13 +136,16 @@ export async function saveRunState(runDir: string, state: RunState): Promise<voi
 }
 
 /**
- * Appends one line to a host's log: timestamp, `[host]`, then the line, so a
- * line still says which host it is about when logs are concatenated or
- * grepped together.
+ * Appends an entry to a host's log: timestamp, `[host]`, then the text, so
+ * every line still says which host it is about when logs are concatenated
+ * or grepped together. A text of several lines (a multi-line error) gives
+ * each of its lines the same prefix.
  */
-export async function appendHostLog(runDir: string, host: string, line: string, now = new Date()): Promise<void> {
+export async function appendHostLog(runDir: string, host: string, text: string, now = new Date()): Promise<void> {
   await mkdir(join(runDir, 'hosts'), { recursive: true });
-  await appendFile(hostLogPath(runDir, host), `${now.toISOString()} [${host}] ${line}\n`, { mode: 0o600 });
+  const prefix = `${now.toISOString()} [${host}] `;
+  const lines = text.split(/\r?\n/).map((line) => `${prefix}${line}\n`);
+  await appendFile(hostLogPath(runDir, host), lines.join(''), { mode: 0o600 });
 }
 
 /** Loads run `id` (or the newest with {@link LAST_RUN}). */
