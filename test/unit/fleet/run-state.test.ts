@@ -39,7 +39,11 @@ describe('run state files', () => {
     );
     // A multi-line entry (an error with its details) names the host on each of its lines.
     await appendHostLog(dir, 'store-1', 'failed: E_PREFLIGHT\n  [ERROR port-10250]: in use', new Date(0));
-    expect(readFileSync(join(dir, 'hosts', 'store-1.log'), 'utf8').split('\n').slice(1, 3)).toEqual([
+    expect(
+      readFileSync(join(dir, 'hosts', 'store-1.log'), 'utf8')
+        .split('\n')
+        .slice(1, 3),
+    ).toEqual([
       '1970-01-01T00:00:00.000Z [store-1] failed: E_PREFLIGHT',
       '1970-01-01T00:00:00.000Z [store-1]   [ERROR port-10250]: in use',
     ]);
