@@ -58,6 +58,8 @@ export interface HubServerOptions {
   caKeyFile?: string;
   /** Most TLS handshakes in progress at once; {@link MAX_PENDING_HANDSHAKES} by default. */
   maxPendingHandshakes?: number;
+  /** The clock expiry decisions read; the system clock by default (tests set the time instead of sleeping). */
+  clock?: () => Date;
   logger: Logger;
 }
 
@@ -148,6 +150,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         tunnel.destroy();
       }
     },
+    now: options.clock ?? (() => new Date()),
   };
 
   const httpServer: HttpServer = http.createServer({

@@ -82,7 +82,7 @@ function optionalNumber(body: Record<string, unknown>, key: string): number | un
 
 /** Serves the discovery document: the hub's address and CA, signed for each usable token. */
 async function discovery(context: HubContext, res: ServerResponse): Promise<void> {
-  const now = new Date();
+  const now = context.now();
   const tokens = (await context.store.listTokens())
     .filter((token) => hubTokenState(token, now) === 'usable')
     .map((token) => ({ id: token.id, secret: token.secret }));
@@ -154,7 +154,7 @@ async function register(context: HubContext, req: IncomingMessage, res: ServerRe
       `a cluster named "${name}" is already registered; delete it first`,
     );
   }
-  const use = await context.store.useToken(tokenId, new Date());
+  const use = await context.store.useToken(tokenId, context.now());
   if (use !== 'used') {
     throw new HttpError(
       401,
@@ -217,7 +217,7 @@ async function createToken(context: HubContext, req: IncomingMessage, res: Serve
   if (usages !== undefined && (!Number.isInteger(usages) || usages < 1)) {
     throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'usages must be a positive integer');
   }
-  const { record } = newHubToken({ ttlMs, ...(usages === undefined ? {} : { usages }) });
+  const { record } = newHubToken({ ttlMs, now: context.now(), ...(usages === undefined ? {} : { usages }) });
   await context.store.addToken(record);
   context.logger.info(`created hub token ${record.id}`);
   sendJson(res, 201, {
@@ -253,7 +253,7 @@ async function createUser(context: HubContext, req: IncomingMessage, res: Server
   if (existing?.isAdmin) throw new HttpError(409, 'E_HUB_USER_EXISTS', `"${name}" is the hub admin`);
   const ttlMs = optionalNumber(body, 'ttlMs') ?? 0;
   const token = newUserToken();
-  const now = new Date();
+  const now = context.now();
   const user: UserRecord = {
     name,
     tokenHash: hashUserToken(token),
