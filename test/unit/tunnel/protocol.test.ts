@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   decodeUpgradeRequest,
@@ -55,6 +56,59 @@ describe('tunnel protocol', () => {
     const injected = encodeUpgradeRequest({ ...request, headers: [['X', 'a\r\nImpersonate-User: root']] });
     expect(decodeUpgradeRequest(injected)).toBeUndefined();
     expect(decodeUpgradeRequest('not base64 json')).toBeUndefined();
+  });
+
+  // Each field of the encoded head ends up in the request head the agent writes to its API server:
+  // a line break or a separator anywhere would let a user add a line of their own (an identity claim).
+  it.each([
+    ['a line break in a header value', { headers: [['X', 'a\nImpersonate-User: root']] }],
+    ['a carriage return in a header value', { headers: [['X', 'a\rImpersonate-User: root']] }],
+    ['a line break in a header name', { headers: [['X\r\nImpersonate-User', 'root']] }],
+    ['a colon in a header name', { headers: [['Impersonate-User: root\r\nX', 'y']] }],
+    ['a space in a header name', { headers: [['X Y', 'z']] }],
+    ['an empty header name', { headers: [['', 'z']] }],
+    ['a space in the path', { path: '/api HTTP/1.1\r\nImpersonate-User: root\r\nX: /' }],
+    ['a bare space in the path', { path: '/api/v1 x' }],
+    ['a tab in the path', { path: '/api/v1\tx' }],
+    ['a line break in the path', { path: '/api/v1\nImpersonate-User:root' }],
+    ['a path not starting with /', { path: 'api/v1/namespaces' }],
+    ['a method that is not a token', { method: 'GET /x HTTP/1.1\r\nImpersonate-User: root\r\nX:' }],
+    ['a lower-case method', { method: 'get' }],
+    ['headers that are not a list', { headers: 'Upgrade: SPDY/3.1' }],
+    ['a header pair that is not two strings', { headers: [['Upgrade', 3]] }],
+  ])('refuses %s', (_what, change) => {
+    const request = { method: 'POST', path: '/api/v1/namespaces/d/pods/p/exec', headers: [['Upgrade', 'SPDY/3.1']] };
+    const encoded = Buffer.from(JSON.stringify({ ...request, ...change }), 'utf8').toString('base64url');
+    expect(decodeUpgradeRequest(encoded)).toBeUndefined();
+  });
+
+  it('never lets a decoded request add a line to the head the agent writes', () => {
+    const text = fc.string({ unit: fc.constantFrom('a', 'B', '-', ':', ' ', '\t', '\r', '\n', '/', 'é') });
+    fc.assert(
+      fc.property(
+        fc.constantFrom('GET', 'POST', 'get', 'G T', 'GET\r\nX:'),
+        text,
+        fc.array(fc.tuple(text, text), { maxLength: 3 }),
+        (method, path, headers) => {
+          const encoded = Buffer.from(JSON.stringify({ method, path: `/${path}`, headers })).toString('base64url');
+          const decoded = decodeUpgradeRequest(encoded);
+          if (decoded === undefined) return;
+          const head = renderUpgradeRequestHead({
+            request: decoded,
+            host: 'api:6443',
+            identity: { user: 'alice', groups: [] },
+          });
+          const lines = head.split('\r\n');
+          const kept = decoded.headers.filter(
+            ([name]) => !/^(host|authorization|proxy-authorization|cookie|impersonate-.*|edgeadm-.*)$/i.test(name),
+          );
+          // Request line, Host, the kept headers, Impersonate-User, then the empty line ending the head.
+          expect(lines).toHaveLength(2 + kept.length + 1 + 2);
+          expect(lines[0]?.split(' ')).toHaveLength(3);
+          expect(lines.filter((line) => /^impersonate-/i.test(line))).toEqual(['Impersonate-User: alice']);
+        },
+      ),
+    );
   });
 
   it("writes the agent's credentials and the impersonation into the upstream request head, never the user's", () => {
