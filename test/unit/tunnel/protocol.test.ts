@@ -5,9 +5,11 @@ import {
   encodeUpgradeRequest,
   forwardableRequestHeaders,
   forwardableResponseHeaders,
+  GROUPS_HEADER,
   identityHeaders,
   readIdentity,
   renderUpgradeRequestHead,
+  USER_HEADER,
 } from '../../../src/tunnel/protocol.js';
 
 describe('tunnel protocol', () => {
@@ -109,6 +111,62 @@ describe('tunnel protocol', () => {
         },
       ),
     );
+  });
+
+  it('forwards no header without a value, and response numbers as text', () => {
+    expect(forwardableRequestHeaders({ Accept: 'application/json', 'X-Empty': undefined })).toStrictEqual({
+      accept: 'application/json',
+    });
+    expect(
+      forwardableResponseHeaders({ 'Content-Length': 12, 'X-Empty': undefined, Warning: ['a', 'b'] }),
+    ).toStrictEqual({ 'content-length': '12', warning: ['a', 'b'] });
+  });
+
+  // The agent acts as whoever these two headers name: anything but one non-empty user and a list of
+  // group names must be refused, never read as some identity.
+  it.each([
+    ['no user', { [GROUPS_HEADER]: '["dev"]' }],
+    ['an empty user', { [USER_HEADER]: '', [GROUPS_HEADER]: '["dev"]' }],
+    ['a user that is a list', { [USER_HEADER]: ['alice', 'bob'], [GROUPS_HEADER]: '["dev"]' }],
+    ['no groups', { [USER_HEADER]: 'alice' }],
+    ['groups that are a list of headers', { [USER_HEADER]: 'alice', [GROUPS_HEADER]: ['["dev"]'] }],
+    ['groups that are not JSON', { [USER_HEADER]: 'alice', [GROUPS_HEADER]: '[dev' }],
+    ['groups that are one string', { [USER_HEADER]: 'alice', [GROUPS_HEADER]: '"dev"' }],
+    ['a group that is a number', { [USER_HEADER]: 'alice', [GROUPS_HEADER]: '[1]' }],
+    ['one group of two that is not a string', { [USER_HEADER]: 'alice', [GROUPS_HEADER]: '["dev", null]' }],
+  ])('refuses an identity with %s', (_what, headers) => {
+    expect(readIdentity(headers)).toBeUndefined();
+  });
+
+  it('reads an identity with no groups', () => {
+    expect(readIdentity({ [USER_HEADER]: 'alice', [GROUPS_HEADER]: '[]' })).toEqual({ user: 'alice', groups: [] });
+  });
+
+  it.each([
+    ['a value that is not text', 42],
+    ['a method that is a list', { method: ['GET'], path: '/api', headers: [] }],
+    ['a method with lower-case letters before capitals', { method: 'xGET', path: '/api', headers: [] }],
+    ['a header pair that is a string', { method: 'GET', path: '/api', headers: ['ab'] }],
+    ['a header name that is a number', { method: 'GET', path: '/api', headers: [[1, 'x']] }],
+  ])('refuses an encoded upgrade head with %s', (_what, value) => {
+    const encoded = typeof value === 'number' ? value : Buffer.from(JSON.stringify(value)).toString('base64url');
+    expect(decodeUpgradeRequest(encoded)).toBeUndefined();
+  });
+
+  it("writes one Host line, the API server's, whatever the user's request said", () => {
+    const head = renderUpgradeRequestHead({
+      request: {
+        method: 'GET',
+        path: '/api',
+        headers: [
+          ['HOST', 'evil.example'],
+          ['host', 'evil.example'],
+        ],
+      },
+      host: '10.0.0.1:6443',
+      identity: { user: 'alice', groups: [] },
+    });
+    expect(head.split('\r\n').filter((line) => /^host:/i.test(line))).toEqual(['Host: 10.0.0.1:6443']);
   });
 
   it("writes the agent's credentials and the impersonation into the upstream request head, never the user's", () => {
