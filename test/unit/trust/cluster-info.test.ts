@@ -85,6 +85,26 @@ describe('verifyClusterInfo', () => {
     });
   });
 
+  it('refuses an empty kubeconfig, and a missing signature, before any signature check', () => {
+    const signedEmpty = {
+      kubeconfig: '',
+      'jws-kubeconfig-abcdef': computeDetachedSignature({ content: '', tokenId: token.id, tokenSecret: token.secret }),
+    };
+    expect(errorOf(() => verifyClusterInfo(signedEmpty, token)).code).toBe('E_DISCOVERY_NO_KUBECONFIG');
+    const signedForOther = clusterInfoConfigMap({ kubeconfig, tokens: [other] }).data;
+    expect(errorOf(() => verifyClusterInfo(signedForOther, token)).code).toBe('E_DISCOVERY_TOKEN_EXPIRED');
+  });
+
+  it('says what to check when the signature does not verify', () => {
+    const data = clusterInfoConfigMap({ kubeconfig, tokens: [token] }).data;
+    expect(errorOf(() => verifyClusterInfo(data, { id: token.id, secret: 'ffffffffffffffff' }))).toMatchObject({
+      hints: [
+        'The token secret does not match the one the cluster signed with: check for a typo in --token, or create a new token on the control plane.',
+        'If the token is right, something between this host and the API server changed the answer.',
+      ],
+    });
+  });
+
   it('refuses cluster-info without a kubeconfig', () => {
     expect(errorOf(() => verifyClusterInfo({ 'jws-kubeconfig-abcdef': 'x' }, token))).toMatchObject({
       code: 'E_DISCOVERY_NO_KUBECONFIG',
@@ -105,5 +125,19 @@ describe('parseClusterInfoResponse', () => {
   it('refuses a body that is not JSON or has no data map', () => {
     expect(errorOf(() => parseClusterInfoResponse('<html>')).code).toBe('E_DISCOVERY_BAD_RESPONSE');
     expect(errorOf(() => parseClusterInfoResponse('{"data":[1]}')).code).toBe('E_DISCOVERY_BAD_RESPONSE');
+    for (const body of ['{"data":"kubeconfig"}', '{"data":7}']) {
+      expect(
+        errorOf(() => parseClusterInfoResponse(body)),
+        body,
+      ).toMatchObject({
+        code: 'E_DISCOVERY_BAD_RESPONSE',
+        message: 'the cluster-info ConfigMap response has no data map',
+      });
+    }
+    // A JSON null is a ConfigMap without data, as the API would never send but a proxy might.
+    expect(parseClusterInfoResponse('null')).toEqual({});
+    expect(errorOf(() => parseClusterInfoResponse('<html>')).message).toMatch(
+      /^the cluster-info ConfigMap response is not JSON: /,
+    );
   });
 });
