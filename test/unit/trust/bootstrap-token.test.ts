@@ -234,6 +234,62 @@ describe('readBootstrapTokenSecret', () => {
     expect(() => readBootstrapTokenSecret(badExpiry)).toThrow(/expiration "tomorrow" is not an RFC 3339 time/);
   });
 
+  const b64 = (text: string): string => Buffer.from(text).toString('base64');
+
+  it.each([
+    ['of another type', { type: 'Opaque' }, 'its type is not bootstrap.kubernetes.io/token'],
+    ['with a token id that is not one', { id: 'ABCDEF' }, 'token-id or token-secret is malformed'],
+    ['with a malformed secret', { secret: '0123' }, 'token-id or token-secret is malformed'],
+    ['without data', { data: 'none' }, 'its name is not "bootstrap-token-"'],
+  ])('refuses a Secret %s, naming it', (_what, change, why) => {
+    const secret = bootstrapTokenSecret({ token: TOKEN });
+    const data: Record<string, string> = { ...secret.data };
+    if ('id' in change) data['token-id'] = b64(change.id);
+    if ('secret' in change) data['token-secret'] = b64(change.secret);
+    const changed = {
+      ...secret,
+      ...('type' in change ? { type: change.type } : {}),
+      ...('id' in change ? { metadata: { name: `bootstrap-token-${change.id}` } } : {}),
+      ...('data' in change ? { data: undefined } : { data }),
+    };
+    expect(() => readBootstrapTokenSecret(changed)).toThrow(
+      expect.objectContaining({
+        code: 'E_TOKEN_SECRET_INVALID',
+        message: `bootstrap token Secret ${JSON.stringify(changed.metadata?.name ?? '')} is invalid: ${why}`,
+      }),
+    );
+  });
+
+  it('reads no usage from keys that merely end like one, no empty group, and an expiry with fractions or an offset', () => {
+    const secret = bootstrapTokenSecret({ token: TOKEN, ttlMs: 0 });
+    const data = {
+      ...secret.data,
+      'usage-bootstrap-authentication': b64('true'),
+      'x-usage-bootstrap-signing': b64('true'),
+      'usage-bootstrap-signing': b64('false'),
+      'auth-extra-groups': b64('system:bootstrappers:a,,system:bootstrappers:b,'),
+      expiration: b64('2030-01-01T01:00:00.5+01:00'),
+      description: b64(''),
+    };
+    expect(readBootstrapTokenSecret({ ...secret, data })).toStrictEqual({
+      token: TOKEN,
+      usages: ['authentication'],
+      groups: ['system:bootstrappers:a', 'system:bootstrappers:b'],
+      expires: new Date('2030-01-01T00:00:00.500Z'),
+    });
+    const noGroups = { ...secret.data, 'auth-extra-groups': b64('') };
+    expect(readBootstrapTokenSecret({ ...secret, data: noGroups }).groups).toEqual([]);
+    const withoutExpiry = readBootstrapTokenSecret(bootstrapTokenSecret({ token: TOKEN, ttlMs: 0 }));
+    expect(withoutExpiry).not.toHaveProperty('expires');
+    expect(withoutExpiry).not.toHaveProperty('description');
+  });
+
+  it('refuses an expiration that only contains an RFC 3339 time', () => {
+    const secret = bootstrapTokenSecret({ token: TOKEN });
+    const data = { ...secret.data, expiration: b64('in 2030-01-01T00:00:00Z or so') };
+    expect(() => readBootstrapTokenSecret({ ...secret, data })).toThrow(/is not an RFC 3339 time/);
+  });
+
   it('counts a usage only when its value is exactly "true"', () => {
     const secret = bootstrapTokenSecret({ token: TOKEN });
     const data = { ...secret.data, 'usage-bootstrap-signing': Buffer.from('yes').toString('base64') };
