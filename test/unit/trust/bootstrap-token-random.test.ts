@@ -4,13 +4,14 @@
  * skipped. The random source is replaced by one whose every draw starts
  * with those four bytes.
  */
+import type * as Crypto from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 
 /** A byte that stands for "a" (226 % 36 = 10). */
 const BYTE_OF_A = 226;
 
 vi.mock('node:crypto', async (importOriginal) => {
-  const original = await importOriginal<typeof import('node:crypto')>();
+  const original = await importOriginal<typeof Crypto>();
   return {
     ...original,
     randomBytes: (size: number): Buffer =>
