@@ -26,6 +26,7 @@ describe('clusterInfoConfigMap', () => {
   it('is kube-public/cluster-info with the kubeconfig and one signature per token', () => {
     const configMap = clusterInfoConfigMap({ kubeconfig, tokens: [token, other] });
     expect(CLUSTER_INFO_PATH).toBe('/api/v1/namespaces/kube-public/configmaps/cluster-info');
+    expect(configMap).toMatchObject({ apiVersion: 'v1', kind: 'ConfigMap' });
     expect(configMap.metadata).toEqual({ name: 'cluster-info', namespace: 'kube-public' });
     expect(Object.keys(configMap.data).sort()).toEqual([
       'jws-kubeconfig-abcdef',
@@ -53,7 +54,14 @@ describe('signClusterInfoData', () => {
   });
 
   it('refuses data without a kubeconfig', () => {
-    expect(errorOf(() => signClusterInfoData({}, [token])).code).toBe('E_CLUSTER_INFO_INVALID');
+    expect(errorOf(() => signClusterInfoData({}, [token]))).toMatchObject({
+      code: 'E_CLUSTER_INFO_INVALID',
+      message: 'cluster-info has no kubeconfig key to sign',
+    });
+  });
+
+  it('signs for no token when given none', () => {
+    expect(clusterInfoConfigMap({ kubeconfig }).data).toStrictEqual({ kubeconfig });
   });
 });
 
