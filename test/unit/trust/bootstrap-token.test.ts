@@ -327,3 +327,43 @@ function uppercaseOneLetter(text: string): string {
   const index = randomFrom(letters);
   return replaceAt(text, index, (text[index] as string).toUpperCase());
 }
+
+describe('bootstrap token errors as the user reads them', () => {
+  it('says what a token looks like and where to get one', () => {
+    expect(() => parseBootstrapToken('abc')).toThrow(
+      expect.objectContaining({
+        hints: [
+          'A bootstrap token looks like abcdef.0123456789abcdef: 6 characters, a dot, 16 characters, all lowercase letters and digits.',
+          'Print the join command on the control plane, or make a new token with "edgeadm token generate".',
+        ],
+      }),
+    );
+    expect(() => parseBootstrapTokenId('ABCDEF')).toThrow(expect.objectContaining({ code: 'E_TOKEN_ID_INVALID' }));
+  });
+
+  it('names the bad usage, group or TTL', () => {
+    expect(() => bootstrapTokenSecret({ token: TOKEN, usages: ['signing', 'x' as never] })).toThrow(
+      expect.objectContaining({
+        code: 'E_TOKEN_USAGE_INVALID',
+        message: 'invalid bootstrap token usage "x": valid usages are signing, authentication',
+      }),
+    );
+    expect(() => bootstrapTokenSecret({ token: TOKEN, groups: ['system:masters'] })).toThrow(
+      expect.objectContaining({
+        code: 'E_TOKEN_GROUP_INVALID',
+        message: expect.stringMatching(/^invalid bootstrap token group "system:masters": it must match \^/),
+        hints: ['Extra groups must start with "system:bootstrappers:".'],
+      }),
+    );
+    expect(() => bootstrapTokenSecret({ token: TOKEN, ttlMs: -1 })).toThrow(
+      expect.objectContaining({
+        code: 'E_TOKEN_TTL_INVALID',
+        message: 'invalid bootstrap token TTL: it must be 0 (never expires) or positive',
+      }),
+    );
+  });
+
+  it('writes no auth-extra-groups key for a token without extra groups', () => {
+    expect(bootstrapTokenSecret({ token: TOKEN, groups: [] }).data).not.toHaveProperty('auth-extra-groups');
+  });
+});
