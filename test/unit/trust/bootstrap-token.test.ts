@@ -286,8 +286,21 @@ describe('readBootstrapTokenSecret', () => {
 
   it('refuses an expiration that only contains an RFC 3339 time', () => {
     const secret = bootstrapTokenSecret({ token: TOKEN });
-    const data = { ...secret.data, expiration: b64('in 2030-01-01T00:00:00Z or so') };
-    expect(() => readBootstrapTokenSecret({ ...secret, data })).toThrow(/is not an RFC 3339 time/);
+    for (const text of ['in 2030-01-01T00:00:00Z or so', 'Jan 1 2030', '2030-01-01']) {
+      const data = { ...secret.data, expiration: b64(text) };
+      expect(() => readBootstrapTokenSecret({ ...secret, data }), text).toThrow(/is not an RFC 3339 time/);
+    }
+  });
+
+  it('refuses a Secret without metadata with a typed error, and reads one without groups', () => {
+    const secret = bootstrapTokenSecret({ token: TOKEN, groups: [] });
+    expect(() => readBootstrapTokenSecret({ ...secret, metadata: undefined as never })).toThrow(
+      expect.objectContaining({
+        code: 'E_TOKEN_SECRET_INVALID',
+        message: expect.stringContaining('Secret "" is invalid'),
+      }),
+    );
+    expect(readBootstrapTokenSecret(secret).groups).toEqual([]);
   });
 
   it('counts a usage only when its value is exactly "true"', () => {
