@@ -24,6 +24,11 @@ export interface HubContext {
   tunnels: Map<string, HubTunnel>;
   /** Closes the tunnel of a cluster, if open (on delete). */
   closeTunnel(cluster: string): void;
+  /**
+   * The hub's clock. Every expiry decision on a credential (user tokens, hub
+   * tokens) reads it, so that tests decide what time it is instead of sleeping.
+   */
+  now(): Date;
 }
 
 /** The user a request's bearer token names, if it is valid and not expired. */
@@ -32,7 +37,7 @@ export async function authenticateUser(context: HubContext, req: IncomingMessage
   if (token === undefined) return undefined;
   const user = await context.store.findUserByTokenHash(hashUserToken(token));
   if (user === undefined) return undefined;
-  if (user.expiresAt !== undefined && Date.parse(user.expiresAt) <= Date.now()) return undefined;
+  if (user.expiresAt !== undefined && Date.parse(user.expiresAt) <= context.now().getTime()) return undefined;
   return user;
 }
 

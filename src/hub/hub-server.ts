@@ -66,6 +66,8 @@ export interface HubServerOptions {
   maxPendingHandshakes?: number;
   /** Socket deadlines other than the defaults of limits.ts (tests make them short). */
   deadlines?: Partial<HubDeadlines>;
+  /** The clock expiry decisions read; the system clock by default (tests set the time instead of sleeping). */
+  clock?: () => Date;
   logger: Logger;
 }
 
@@ -156,6 +158,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         tunnel.destroy();
       }
     },
+    now: options.clock ?? (() => new Date()),
   };
 
   // One sweep over all tunnels instead of timers per tunnel: close the silent ones, refresh `lastSeen`.

@@ -133,7 +133,7 @@ function decodePathSegment(segment: string): string {
 
 /** Serves the discovery document: the hub's address and CA, signed for each usable token. */
 async function discovery(context: HubContext, res: ServerResponse): Promise<void> {
-  const now = new Date();
+  const now = context.now();
   const tokens = (await context.store.listTokens())
     .filter((token) => hubTokenState(token, now) === 'usable')
     .map((token) => ({ id: token.id, secret: token.secret }));
@@ -211,7 +211,7 @@ async function register(context: HubContext, req: IncomingMessage, res: ServerRe
     throw new HttpError(401, 'E_HUB_TOKEN_UNKNOWN', `hub token "${tokenId}" is not valid on this hub`);
   }
   // Answer a dead token before any CSR work; the spend below checks again, atomically.
-  const state = hubTokenState(stored, new Date());
+  const state = hubTokenState(stored, context.now());
   if (state !== 'usable') throw unusableToken(tokenId, state);
   const body = await readJsonBody(req, MAX_API_BODY_BYTES);
   const name = body.name;
@@ -228,12 +228,12 @@ async function register(context: HubContext, req: IncomingMessage, res: ServerRe
   }
   const certPem = await signClusterCsr(context, name, body.csr);
   const { serial, notAfter } = serialOf(certPem);
-  const outcome = await context.store.useTokenToAddCluster(tokenId, new Date(), {
+  const outcome = await context.store.useTokenToAddCluster(tokenId, context.now(), {
     name,
     labels,
     certSerial: serial,
     certNotAfter: notAfter,
-    registeredAt: new Date().toISOString(),
+    registeredAt: context.now().toISOString(),
   });
   if (outcome !== 'added') {
     // The certificate was never sent; revoke it all the same, so that no copy of it can ever serve.
@@ -278,7 +278,7 @@ async function createToken(context: HubContext, req: IncomingMessage, res: Serve
   const body = await readJsonBody(req, MAX_API_BODY_BYTES);
   const ttlMs = optionalInteger(body, 'ttlMs', { min: 0, max: MAX_API_TTL_MS }) ?? 0;
   const usages = optionalInteger(body, 'usages', { min: 1, max: MAX_HUB_TOKEN_USAGES });
-  const { record } = newHubToken({ ttlMs, ...(usages === undefined ? {} : { usages }) });
+  const { record } = newHubToken({ ttlMs, now: context.now(), ...(usages === undefined ? {} : { usages }) });
   await context.store.addToken(record);
   context.logger.info(`created hub token ${record.id}`);
   sendJson(res, 201, {
@@ -314,7 +314,7 @@ async function createUser(context: HubContext, req: IncomingMessage, res: Server
   if (existing?.isAdmin) throw new HttpError(409, 'E_HUB_USER_EXISTS', `"${name}" is the hub admin`);
   const ttlMs = optionalInteger(body, 'ttlMs', { min: 0, max: MAX_API_TTL_MS }) ?? 0;
   const token = newUserToken();
-  const now = new Date();
+  const now = context.now();
   const user: UserRecord = {
     name,
     tokenHash: hashUserToken(token),

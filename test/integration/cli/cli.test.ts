@@ -1,10 +1,9 @@
 /**
- * The CLI as a user meets it: help, version, the "not built yet" path and
+ * The CLI as a user meets it: help, version and
  * errors outside any command, run as a subprocess (bin/run.js, or the single
  * binary when EDGEADM_BIN is set).
  */
 import { describe, expect, it } from 'vitest';
-import { PLANNED_COMMANDS } from '../../../src/cli/planned-commands.js';
 import { runCli } from '../../support/cli.js';
 
 const TOPICS = [
@@ -55,31 +54,6 @@ describe('edgeadm version', () => {
   it('prints one human line without --json', async () => {
     const { stdout } = await runCli(['version']);
     expect(stdout).toMatch(/^edgeadm version \d+\.\d+\.\d+ \(commit \S+, node v24\.\S+, linux\/\w+\)\n$/);
-  });
-});
-
-describe('commands that are not built yet', () => {
-  const ids = Object.keys(PLANNED_COMMANDS);
-
-  it.skipIf(ids.length === 0)('say so plainly, do nothing and exit 3, whatever flags they get', async () => {
-    const id = ids[0]!.replaceAll(':', ' ');
-    const { exitCode, stderr } = await runCli([...id.split(' '), '--some-future-flag', 'x']);
-    expect(exitCode).toBe(3);
-    expect(stderr).toContain(`"edgeadm ${id}" is not built yet`);
-    expect(stderr).toContain('code: E_NOT_BUILT');
-  });
-
-  it.skipIf(ids.length === 0)('give a JSON error document with --json', async () => {
-    const id = ids[ids.length - 1]!.replaceAll(':', ' ');
-    const { exitCode, stdout } = await runCli([...id.split(' '), '--json']);
-    expect(exitCode).toBe(3);
-    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_NOT_BUILT', exitCode: 3 } });
-  });
-
-  it.skipIf(ids.length === 0)('are marked in --help', async () => {
-    const id = ids[0]!.replaceAll(':', ' ');
-    const { stdout } = await runCli([...id.split(' '), '--help']);
-    expect(stdout).toContain('not built yet');
   });
 });
 

@@ -245,12 +245,14 @@ describe('edgeadm init and join --enable-edge on test hosts (simulated k3s, real
     'reset removes the edge-proxy with everything else and leaves both file trees as before',
     async () => {
       for (const host of [edgeNode(), controlPlane()]) {
+        // The simulated k3s runs as `node …/sim-main.ts k3s …`: it is there before the reset, gone after.
+        expect(processesIn(host).join('\n')).toContain('sim-main.ts');
         const result = json<ResetResult>(await edgeadm(['reset', ...sshArgs(host), '--force', '--json']));
         expect(result.hadState).toBe(true);
         expect(await listing(host)).toBe(before.get(host.name));
         const processes = processesIn(host).join('\n');
         expect(processes).not.toContain('agent edge-proxy');
-        expect(processes).not.toContain('sim-k3s/main.ts');
+        expect(processes).not.toContain('sim-main.ts');
       }
     },
     CLI_TIMEOUT_MS,

@@ -106,6 +106,9 @@ export interface HubProcess extends BackgroundCli {
   caPin: string;
 }
 
+/** What the helpers below need of a hub: a process or one started in the test's own process. */
+export type HubAddress = Pick<HubProcess, 'dataDir' | 'port' | 'adminConfig' | 'caPin'>;
+
 /** Starts `hub serve` and waits until it is ready. */
 export async function startHubProcess(options: { dataDir?: string; port?: number } = {}): Promise<HubProcess> {
   // Each start prints its pin again; only this start's output is read.
@@ -145,14 +148,14 @@ export async function startEdgeCluster(name: string): Promise<EdgeCluster> {
 }
 
 /** Creates a hub token with the admin config. */
-export async function createHubToken(hub: HubProcess, extra: string[] = []): Promise<string> {
+export async function createHubToken(hub: HubAddress, extra: string[] = []): Promise<string> {
   const created = await hubJson<{ token: string }>(['hub', 'token', 'create', ...extra], hub.adminConfig);
   return created.token;
 }
 
 /** Arguments of `register-cloud` for a cluster. */
 export function registerArgs(options: {
-  hub: HubProcess;
+  hub: HubAddress;
   token: string;
   cluster: EdgeCluster;
   labels: string;
@@ -222,7 +225,7 @@ export interface HubAnswer {
 
 /** One raw HTTPS request to the hub, trusting the hub CA. */
 export async function hubRequest(options: {
-  hub: HubProcess;
+  hub: HubAddress;
   path: string;
   method?: string;
   token?: string;

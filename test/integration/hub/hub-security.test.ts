@@ -4,9 +4,9 @@
  * `register-cloud --foreground`. Every case fails if its check is removed.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { maxHeaderSize } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { readAgentState } from '../../../src/tunnel/agent-state.js';
@@ -119,30 +119,6 @@ describe('hub: security', { timeout: 120_000 }, () => {
     const allowed = await kubectlVia(devUserConfig, 'dev-1', ['get', 'pods', '-o', 'name']);
     expect(allowed.exitCode, allowed.stderr).toBe(0);
     expect(dev.api.requests.some((r) => r.impersonatedUser === 'dev-user')).toBe(true);
-  });
-
-  it('refuses a token once it has expired', async () => {
-    const token = await createHubToken(hub, ['--ttl', '1s']);
-    await sleep(1500);
-    const cluster = await startEdgeCluster('late-1');
-    try {
-      const result = await runCli([...registerArgs({ hub, token, cluster, labels: 'env=dev' }), '--register-only']);
-      expect(result.exitCode).not.toBe(0);
-      expect(result.stderr).toMatch(/JWS signature|expired/);
-      const direct = await hubRequest({
-        hub,
-        path: '/hub/v1/register',
-        method: 'POST',
-        token,
-        body: '{"name":"late-1"}',
-      });
-      expect(direct.status).toBe(401);
-      expect(direct.body).toContain('E_HUB_TOKEN_EXPIRED');
-      const listed = await hubJson<{ clusters: { name: string }[] }>(['hub', 'clusters', 'list'], hub.adminConfig);
-      expect(listed.clusters.map((c) => c.name)).not.toContain('late-1');
-    } finally {
-      await cluster.api.stop();
-    }
   });
 
   it('refuses a usage-limited token once it is spent', async () => {
@@ -324,6 +300,17 @@ describe('hub: security', { timeout: 120_000 }, () => {
     const token = tokenOf(hub.adminConfig);
     const userToken = tokenOf(devUserConfig);
     dev.api.clearRequests();
+    // A head between Node's own default limit and edgeadm's is read: the hub's limit is the one in force.
+    // (Asked of a route the hub answers itself: the simulated API server keeps Node's default.)
+    const paddingBelowLimit = MAX_REQUEST_HEADER_BYTES - 4096;
+    expect(paddingBelowLimit).toBeGreaterThan(maxHeaderSize);
+    const largeHeader = await hubRequest({
+      hub,
+      path: '/hub/v1/clusters',
+      token,
+      headers: { 'X-Padding': 'x'.repeat(paddingBelowLimit) },
+    });
+    expect(largeHeader.status).toBe(200);
     const bigHeader = await hubRequest({
       hub,
       path: '/clusters/dev-1/api/v1/namespaces',

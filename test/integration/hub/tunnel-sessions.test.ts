@@ -165,6 +165,8 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
       const mute = await register('mute-1');
       const live = await register('live-1');
       const liveTunnel = await dial(live);
+      let isLiveClosed = false;
+      void liveTunnel.closed.then(() => (isLiveClosed = true));
       const muteSocket = await connectMuteAgent({ port, site: mute });
       const connected = async (): Promise<number> =>
         Number(/^edgeadm_hub_connected_agents (\d+)$/m.exec((await api({ path: '/metrics' })).body)?.[1]);
@@ -178,9 +180,14 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
         count = await connected();
       }
       expect(count).toBe(1);
-      let isLiveClosed = false;
-      void liveTunnel.closed.then(() => (isLiveClosed = true));
+      // The live tunnel was dialled first, so a sweep that judged it silent would have closed it no later
+      // than the mute one: it is still open on both ends, and requests still cross it.
       expect(isLiveClosed).toBe(false);
+      const view = JSON.parse((await api({ path: '/hub/v1/clusters/live-1' })).body) as { state?: string };
+      expect(view.state).toBe('Connected');
+      const through = await api({ path: '/clusters/live-1/version' });
+      expect(through.status).toBe(200);
+      expect(through.body).toContain('v1.30.4+sim');
       await liveTunnel.drain();
     },
     4 * TUNNEL_SILENCE_LIMIT_MS,

@@ -8,7 +8,9 @@
  */
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectWebSocket, startSimApiServer } from '../../support/sim-apiserver/index.js';
 import type { SimApiServer } from '../../support/sim-apiserver/index.js';
@@ -712,15 +714,35 @@ describe('test controls', () => {
   });
 
   it('holds requests while paused and answers them on resume', async () => {
-    server.pause();
-    let isAnswered = false;
-    const pending = call(server, { path: '/version' }).then((res) => {
-      isAnswered = true;
-      return res;
-    });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(isAnswered).toBe(false);
-    server.resume();
-    expect((await pending).status).toBe(200);
+    // The server's own events (Node's HTTP diagnostics channels), not a delay: the request has arrived,
+    // the server has run all it could for it, and it has written no answer until resume.
+    const path = '/version?held=1';
+    const events: string[] = [];
+    let onArrived!: () => void;
+    const isArrived = new Promise<void>((resolve) => (onArrived = resolve));
+    const onStart = (message: unknown): void => {
+      if ((message as { request: IncomingMessage }).request.url !== path) return;
+      events.push('arrived');
+      onArrived();
+    };
+    const onFinish = (message: unknown): void => {
+      if ((message as { request: IncomingMessage }).request.url === path) events.push('answered');
+    };
+    subscribe('http.server.request.start', onStart);
+    subscribe('http.server.response.finish', onFinish);
+    try {
+      server.pause();
+      const pending = call(server, { path });
+      await isArrived;
+      for (let turn = 0; turn < 5; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+      expect(events).toEqual(['arrived']);
+      events.push('resumed');
+      server.resume();
+      expect((await pending).status).toBe(200);
+      await expect.poll(() => events).toEqual(['arrived', 'resumed', 'answered']);
+    } finally {
+      unsubscribe('http.server.request.start', onStart);
+      unsubscribe('http.server.response.finish', onFinish);
+    }
   });
 });

@@ -98,6 +98,7 @@ beforeAll(async () => {
     pki,
     metrics: new HubMetrics(),
     logger: silentLogger,
+    now: () => new Date(),
     advertiseUrl: 'https://127.0.0.1:9443',
     tunnels: new Map(),
     closeTunnel: () => {},

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseApiPath } from '../../../src/kube/api-path.js';
+import { MAX_API_PATH_LENGTH, parseApiPath } from '../../../src/kube/api-path.js';
 
 const ORIGIN = 'https://api.cluster.invalid:6443';
 
@@ -119,5 +119,29 @@ describe('parseApiPath', () => {
       }),
       { numRuns: 5000, seed: 7 },
     );
+  });
+
+  // The message is what the user reads in the 400 answer: each refusal names its own reason.
+  it.each([
+    ['/api\\v1', 'backslash', 'the request path holds a backslash'],
+    ['/api v1', 'bad-character', 'the request path holds a character that must be percent-encoded'],
+    ['/api/%zz', 'bad-escape', 'the request path holds a malformed percent escape'],
+    ['api/v1', 'not-absolute', 'the request path does not start with "/"'],
+    ['/api/a%2Fb', 'encoded-separator', 'the request path holds an encoded "/" or "\\"'],
+    ['/api//v1', 'empty-segment', 'the request path holds an empty segment ("//" or a trailing "/")'],
+    ['/api/../v1', 'dot-segment', 'the request path holds a "." or ".." segment'],
+  ])('refuses %s as %s, saying why', (target, problem, message) => {
+    expect(parseApiPath(target)).toEqual({ ok: false, problem, message });
+  });
+
+  it(`accepts a target of exactly ${MAX_API_PATH_LENGTH} characters and refuses one more`, () => {
+    const longest = `/api?${'q'.repeat(MAX_API_PATH_LENGTH - 5)}`;
+    expect(longest).toHaveLength(MAX_API_PATH_LENGTH);
+    expect(parseApiPath(longest).ok).toBe(true);
+    expect(parseApiPath(`${longest}q`)).toEqual({
+      ok: false,
+      problem: 'too-long',
+      message: `the request path is longer than ${MAX_API_PATH_LENGTH} characters`,
+    });
   });
 });

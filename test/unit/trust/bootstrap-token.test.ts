@@ -241,6 +241,75 @@ describe('readBootstrapTokenSecret', () => {
     expect(() => readBootstrapTokenSecret(badExpiry)).toThrow(/expiration "tomorrow" is not an RFC 3339 time/);
   });
 
+  const b64 = (text: string): string => Buffer.from(text).toString('base64');
+
+  it.each([
+    ['of another type', { type: 'Opaque' }, 'its type is not bootstrap.kubernetes.io/token'],
+    ['with a token id that is not one', { id: 'ABCDEF' }, 'token-id or token-secret is malformed'],
+    ['with a malformed secret', { secret: '0123' }, 'token-id or token-secret is malformed'],
+    ['without data', { data: 'none' }, 'its name is not "bootstrap-token-"'],
+  ])('refuses a Secret %s, naming it', (_what, change, why) => {
+    const secret = bootstrapTokenSecret({ token: TOKEN });
+    const data: Record<string, string> = { ...secret.data };
+    if ('id' in change) data['token-id'] = b64(change.id);
+    if ('secret' in change) data['token-secret'] = b64(change.secret);
+    const changed = {
+      ...secret,
+      ...('type' in change ? { type: change.type } : {}),
+      ...('id' in change ? { metadata: { name: `bootstrap-token-${change.id}` } } : {}),
+      ...('data' in change ? { data: undefined } : { data }),
+    };
+    expect(() => readBootstrapTokenSecret(changed)).toThrow(
+      expect.objectContaining({
+        code: 'E_TOKEN_SECRET_INVALID',
+        message: `bootstrap token Secret ${JSON.stringify(changed.metadata?.name ?? '')} is invalid: ${why}`,
+      }),
+    );
+  });
+
+  it('reads no usage from keys that merely end like one, no empty group, and an expiry with fractions or an offset', () => {
+    const secret = bootstrapTokenSecret({ token: TOKEN, ttlMs: 0 });
+    const data = {
+      ...secret.data,
+      'usage-bootstrap-authentication': b64('true'),
+      'x-usage-bootstrap-signing': b64('true'),
+      'usage-bootstrap-signing': b64('false'),
+      'auth-extra-groups': b64('system:bootstrappers:a,,system:bootstrappers:b,'),
+      expiration: b64('2030-01-01T01:00:00.5+01:00'),
+      description: b64(''),
+    };
+    expect(readBootstrapTokenSecret({ ...secret, data })).toStrictEqual({
+      token: TOKEN,
+      usages: ['authentication'],
+      groups: ['system:bootstrappers:a', 'system:bootstrappers:b'],
+      expires: new Date('2030-01-01T00:00:00.500Z'),
+    });
+    const noGroups = { ...secret.data, 'auth-extra-groups': b64('') };
+    expect(readBootstrapTokenSecret({ ...secret, data: noGroups }).groups).toEqual([]);
+    const withoutExpiry = readBootstrapTokenSecret(bootstrapTokenSecret({ token: TOKEN, ttlMs: 0 }));
+    expect(withoutExpiry).not.toHaveProperty('expires');
+    expect(withoutExpiry).not.toHaveProperty('description');
+  });
+
+  it('refuses an expiration that only contains an RFC 3339 time', () => {
+    const secret = bootstrapTokenSecret({ token: TOKEN });
+    for (const text of ['in 2030-01-01T00:00:00Z or so', 'Jan 1 2030', '2030-01-01']) {
+      const data = { ...secret.data, expiration: b64(text) };
+      expect(() => readBootstrapTokenSecret({ ...secret, data }), text).toThrow(/is not an RFC 3339 time/);
+    }
+  });
+
+  it('refuses a Secret without metadata with a typed error, and reads one without groups', () => {
+    const secret = bootstrapTokenSecret({ token: TOKEN, groups: [] });
+    expect(() => readBootstrapTokenSecret({ ...secret, metadata: undefined as never })).toThrow(
+      expect.objectContaining({
+        code: 'E_TOKEN_SECRET_INVALID',
+        message: expect.stringContaining('Secret "" is invalid'),
+      }),
+    );
+    expect(readBootstrapTokenSecret(secret).groups).toEqual([]);
+  });
+
   it('counts a usage only when its value is exactly "true"', () => {
     const secret = bootstrapTokenSecret({ token: TOKEN });
     const data = { ...secret.data, 'usage-bootstrap-signing': Buffer.from('yes').toString('base64') };
@@ -278,3 +347,43 @@ function uppercaseOneLetter(text: string): string {
   const index = randomFrom(letters);
   return replaceAt(text, index, (text[index] as string).toUpperCase());
 }
+
+describe('bootstrap token errors as the user reads them', () => {
+  it('says what a token looks like and where to get one', () => {
+    expect(() => parseBootstrapToken('abc')).toThrow(
+      expect.objectContaining({
+        hints: [
+          'A bootstrap token is 6 characters, a dot, then 16 characters, all lowercase letters and digits (the id, then the secret).',
+          'Print the join command on the control plane, or make a new token with "edgeadm token generate".',
+        ],
+      }),
+    );
+    expect(() => parseBootstrapTokenId('ABCDEF')).toThrow(expect.objectContaining({ code: 'E_TOKEN_ID_INVALID' }));
+  });
+
+  it('names the bad usage, group or TTL', () => {
+    expect(() => bootstrapTokenSecret({ token: TOKEN, usages: ['signing', 'x' as never] })).toThrow(
+      expect.objectContaining({
+        code: 'E_TOKEN_USAGE_INVALID',
+        message: 'invalid bootstrap token usage "x": valid usages are signing, authentication',
+      }),
+    );
+    expect(() => bootstrapTokenSecret({ token: TOKEN, groups: ['system:masters'] })).toThrow(
+      expect.objectContaining({
+        code: 'E_TOKEN_GROUP_INVALID',
+        message: expect.stringMatching(/^invalid bootstrap token group "system:masters": it must match \^/),
+        hints: ['Extra groups must start with "system:bootstrappers:".'],
+      }),
+    );
+    expect(() => bootstrapTokenSecret({ token: TOKEN, ttlMs: -1 })).toThrow(
+      expect.objectContaining({
+        code: 'E_TOKEN_TTL_INVALID',
+        message: 'invalid bootstrap token TTL: it must be 0 (never expires) or positive',
+      }),
+    );
+  });
+
+  it('writes no auth-extra-groups key for a token without extra groups', () => {
+    expect(bootstrapTokenSecret({ token: TOKEN, groups: [] }).data).not.toHaveProperty('auth-extra-groups');
+  });
+});

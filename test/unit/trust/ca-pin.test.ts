@@ -137,6 +137,20 @@ describe('parseCaPin (the upstream TestSet cases)', () => {
     );
   });
 
+  it('refuses a value with a non-hex character at either end, and says how to print a good pin', () => {
+    const hex = expectedHash.slice(7);
+    for (const value of [`x${hex.slice(1)}`, `${hex.slice(0, -1)}x`]) {
+      expect(() => parseCaPin(`sha256:${value}`)).toThrow(
+        expect.objectContaining({
+          message: `invalid hash "sha256:${value}", could not decode SHA-256 from hex`,
+          hints: [
+            'A pin looks like sha256:<64 hex digits>. Print it on the control plane with "edgeadm certs ca-hash".',
+          ],
+        }),
+      );
+    }
+  });
+
   it('drops duplicates across spellings', () => {
     expect(parseCaPins([expectedHash, expectedHash.toUpperCase(), testCert2Hash])).toEqual([
       expectedHash,

@@ -26,6 +26,7 @@ describe('clusterInfoConfigMap', () => {
   it('is kube-public/cluster-info with the kubeconfig and one signature per token', () => {
     const configMap = clusterInfoConfigMap({ kubeconfig, tokens: [token, other] });
     expect(CLUSTER_INFO_PATH).toBe('/api/v1/namespaces/kube-public/configmaps/cluster-info');
+    expect(configMap).toMatchObject({ apiVersion: 'v1', kind: 'ConfigMap' });
     expect(configMap.metadata).toEqual({ name: 'cluster-info', namespace: 'kube-public' });
     expect(Object.keys(configMap.data).sort()).toEqual([
       'jws-kubeconfig-abcdef',
@@ -53,7 +54,14 @@ describe('signClusterInfoData', () => {
   });
 
   it('refuses data without a kubeconfig', () => {
-    expect(errorOf(() => signClusterInfoData({}, [token])).code).toBe('E_CLUSTER_INFO_INVALID');
+    expect(errorOf(() => signClusterInfoData({}, [token]))).toMatchObject({
+      code: 'E_CLUSTER_INFO_INVALID',
+      message: 'cluster-info has no kubeconfig key to sign',
+    });
+  });
+
+  it('signs for no token when given none', () => {
+    expect(clusterInfoConfigMap({ kubeconfig }).data).toStrictEqual({ kubeconfig });
   });
 });
 
@@ -85,6 +93,26 @@ describe('verifyClusterInfo', () => {
     });
   });
 
+  it('refuses an empty kubeconfig, and a missing signature, before any signature check', () => {
+    const signedEmpty = {
+      kubeconfig: '',
+      'jws-kubeconfig-abcdef': computeDetachedSignature({ content: '', tokenId: token.id, tokenSecret: token.secret }),
+    };
+    expect(errorOf(() => verifyClusterInfo(signedEmpty, token)).code).toBe('E_DISCOVERY_NO_KUBECONFIG');
+    const signedForOther = clusterInfoConfigMap({ kubeconfig, tokens: [other] }).data;
+    expect(errorOf(() => verifyClusterInfo(signedForOther, token)).code).toBe('E_DISCOVERY_TOKEN_EXPIRED');
+  });
+
+  it('says what to check when the signature does not verify', () => {
+    const data = clusterInfoConfigMap({ kubeconfig, tokens: [token] }).data;
+    expect(errorOf(() => verifyClusterInfo(data, { id: token.id, secret: 'ffffffffffffffff' }))).toMatchObject({
+      hints: [
+        'The token secret does not match the one the cluster signed with: check for a typo in --token, or create a new token on the control plane.',
+        'If the token is right, something between this host and the API server changed the answer.',
+      ],
+    });
+  });
+
   it('refuses cluster-info without a kubeconfig', () => {
     expect(errorOf(() => verifyClusterInfo({ 'jws-kubeconfig-abcdef': 'x' }, token))).toMatchObject({
       code: 'E_DISCOVERY_NO_KUBECONFIG',
@@ -105,5 +133,19 @@ describe('parseClusterInfoResponse', () => {
   it('refuses a body that is not JSON or has no data map', () => {
     expect(errorOf(() => parseClusterInfoResponse('<html>')).code).toBe('E_DISCOVERY_BAD_RESPONSE');
     expect(errorOf(() => parseClusterInfoResponse('{"data":[1]}')).code).toBe('E_DISCOVERY_BAD_RESPONSE');
+    for (const body of ['{"data":"kubeconfig"}', '{"data":7}']) {
+      expect(
+        errorOf(() => parseClusterInfoResponse(body)),
+        body,
+      ).toMatchObject({
+        code: 'E_DISCOVERY_BAD_RESPONSE',
+        message: 'the cluster-info ConfigMap response has no data map',
+      });
+    }
+    // A JSON null is a ConfigMap without data, as the API would never send but a proxy might.
+    expect(parseClusterInfoResponse('null')).toEqual({});
+    expect(errorOf(() => parseClusterInfoResponse('<html>')).message).toMatch(
+      /^the cluster-info ConfigMap response is not JSON: /,
+    );
   });
 });

@@ -59,3 +59,26 @@ describe('formatGoDuration', () => {
     expect(parseGoDuration(text)).toBe(ms);
   });
 });
+
+describe('parseGoDuration messages', () => {
+  it.each([
+    ['5', 'missing unit after "5"'],
+    ['55', 'missing unit after "55"'],
+    ['1h5', 'missing unit after "5"'],
+    ['..x', 'expected a number and a unit'],
+    ['..x5', 'expected a number and a unit'],
+    [`${'9'.repeat(400)}h`, 'it is too large'],
+  ])('refuses %j: %s, and shows how durations are written', (text, why) => {
+    expect(() => parseGoDuration(text)).toThrow(
+      expect.objectContaining({
+        code: 'E_DURATION_INVALID',
+        message: `invalid duration ${JSON.stringify(text)}: ${why}`,
+        hints: ['Durations are written as in Go and kubeadm, for example 30s, 5m, 1h30m or 24h.'],
+      }),
+    );
+  });
+
+  it('reads a duration with spaces around it', () => {
+    expect(parseGoDuration(' 5m ')).toBe(300_000);
+  });
+});

@@ -122,14 +122,39 @@ describe('buildK3sToken / parseK3sToken', () => {
     [`K10${'A'.repeat(64)}::abcdef.0123456789abcdef`, 'invalid k3s token: the CA hash must be lowercase hexadecimal'],
     [`K10${'a'.repeat(64)}::server:`, 'invalid k3s token: invalid token format'],
     [`K10${'a'.repeat(64)}::justapassword`, 'invalid k3s token: invalid token format'],
+    [`K10${'g'.repeat(64)}::abcdef.0123456789abcdef`, 'invalid k3s token: the CA hash must be lowercase hexadecimal'],
+    [`K10x${'a'.repeat(63)}::abcdef.0123456789abcdef`, 'invalid k3s token: the CA hash must be lowercase hexadecimal'],
+    [`K10${'a'.repeat(63)}x::abcdef.0123456789abcdef`, 'invalid k3s token: the CA hash must be lowercase hexadecimal'],
   ])('refuses %j', (text, message) => {
-    expect(() => parseK3sToken(text)).toThrow(expect.objectContaining({ code: 'E_K3S_TOKEN_INVALID', message }));
+    expect(() => parseK3sToken(text)).toThrow(
+      expect.objectContaining({
+        code: 'E_K3S_TOKEN_INVALID',
+        message,
+        hints: ['A full k3s token looks like K10<64 hex>::<id>.<secret> or K10<64 hex>::server:<password>.'],
+      }),
+    );
+  });
+
+  it('reads a K10 token without "::" as credentials only, as the k3s agent does', () => {
+    expect(parseK3sToken('K10node:pw')).toEqual({
+      caHash: undefined,
+      credentials: { kind: 'password', username: 'node', password: 'pw' },
+    });
   });
 
   it('refuses to build with credentials k3s could not read back', () => {
-    expect(() => buildK3sToken({ caBundle: root.certPem, credentials: { username: 'a:b', password: 'x' } })).toThrow(
-      expect.objectContaining({ code: 'E_K3S_TOKEN_INVALID' }),
-    );
+    for (const credentials of [
+      { username: 'a:b', password: 'x' },
+      { username: '', password: 'x' },
+      { username: 'server', password: '' },
+    ]) {
+      expect(() => buildK3sToken({ caBundle: root.certPem, credentials })).toThrow(
+        expect.objectContaining({
+          code: 'E_K3S_TOKEN_INVALID',
+          message: 'a k3s token needs a username without ":" and a non-empty password',
+        }),
+      );
+    }
     expect(() =>
       buildK3sToken({ caBundle: root.certPem, credentials: { id: 'ABCDEF', secret: token.secret } }),
     ).toThrow(expect.objectContaining({ code: 'E_TOKEN_INVALID' }));
@@ -141,7 +166,10 @@ describe('verifyK3sCaHash', () => {
     const parsed = parseK3sToken(buildK3sToken({ caBundle: root.certPem, credentials: token }));
     expect(() => verifyK3sCaHash(parsed, root.certPem)).not.toThrow();
     expect(() => verifyK3sCaHash(parsed, otherRoot.certPem)).toThrow(
-      `token CA hash does not match the Cluster CA certificate hash: ${sha256(root.certPem)} != ${sha256(otherRoot.certPem)}`,
+      expect.objectContaining({
+        code: 'E_K3S_CA_HASH_MISMATCH',
+        message: `token CA hash does not match the Cluster CA certificate hash: ${sha256(root.certPem)} != ${sha256(otherRoot.certPem)}`,
+      }),
     );
   });
 

@@ -43,6 +43,7 @@ describe('findLocalCaCertificate', () => {
         code: 'E_CA_NOT_FOUND',
         exitCode: 3,
         message: `no cluster CA certificate found: neither ${a} nor ${b} exists (is this a control-plane node?)`,
+        hints: ['Run this on a control-plane node, or pass the CA certificate with --cert FILE.'],
       }),
     );
   });

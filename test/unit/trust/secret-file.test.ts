@@ -49,3 +49,26 @@ describe('assertSecretFileWritable', () => {
     );
   });
 });
+
+describe('secret files when the file system says no', () => {
+  it('reports why the temporary file could not be made, not a failed clean-up', () => {
+    expect(() => writeSecretFileAtomic(join(dir, 'missing-dir', 'x.conf'), 'x')).toThrow(/^ENOENT: [^,]*, open /);
+  });
+
+  it('removes its temporary file when the rename fails', () => {
+    const parent = mkdtempSync(join(dir, 'rename-'));
+    const target = join(parent, 'taken');
+    mkdirSync(join(target, 'child'), { recursive: true });
+    expect(() => writeSecretFileAtomic(target, 'x')).toThrow();
+    expect(readdirSync(parent)).toEqual(['taken']);
+  });
+
+  it('refuses an output whose directory is a file, saying so once', () => {
+    const file = join(dir, 'plain-file');
+    writeFileSync(file, 'x');
+    const path = join(file, 'out.conf');
+    expect(() => assertSecretFileWritable(path)).toThrow(
+      expect.objectContaining({ code: 'E_OUTPUT_PATH', message: `cannot write ${path}: ${file} is not a directory` }),
+    );
+  });
+});

@@ -3,22 +3,20 @@
  * timeout) while the agent still asks its API server must not end the
  * agent; and a user's request to a control path is an ordinary request,
  * never a control message. The hub side here is a bare TLS + HTTP/2
- * stand-in on loopback; the agent is edgeadm's real `connectTunnel`.
+ * stand-in on loopback; the agent is edgeadm's real `connectTunnel`. The
+ * order of events is set by the test (the API server answers only once the
+ * hub has reset the stream), not by timers.
  */
 import { once } from 'node:events';
 import { connect as http2Connect, type ClientHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { createServer, type TLSSocket } from 'node:tls';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../../src/log/run-log.js';
+import { silentLogger, type Logger } from '../../../src/log/run-log.js';
 import { createCa, issueCertificate } from '../../../src/trust/pki.js';
 import { connectTunnel } from '../../../src/tunnel/agent.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
 import { HELLO_PATH, identityHeaders, REFUSE_PATH, WELCOME_PATH } from '../../../src/tunnel/protocol.js';
 import type { Upstream } from '../../../src/tunnel/upstream.js';
-
-/** How long the stand-in API server takes to answer the agent's hello questions. */
-const SLOW_UPSTREAM_MS = 300;
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -30,12 +28,38 @@ describe('tunnel agent control streams', () => {
     const ca = await createCa({ commonName: 'test hub CA' });
     const serving = await issueCertificate({ ca, commonName: 'hub', ipAddresses: ['127.0.0.1'], usages: ['server'] });
     const client = await issueCertificate({ ca, commonName: 'c1', usages: ['client'] });
+
+    // Whichever comes first ends the wait: the agent logging the failed answer, or an unhandled rejection.
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
     const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+      settle();
+    };
     process.on('unhandledRejection', onUnhandled);
     cleanups.push(() => process.off('unhandledRejection', onUnhandled));
+    const debugLines: string[] = [];
+    const logger: Logger = {
+      debug: (message) => {
+        debugLines.push(message);
+        // The agent has seen the hub's reset: only now does its API server answer.
+        if (message.startsWith('tunnel stream error')) {
+          isHelloReset = true;
+          answerUpstream();
+        }
+        if (message.startsWith(`control stream ${HELLO_PATH} failed`)) settle();
+      },
+      info: () => {},
+      warn: () => {},
+      error: () => {},
+    };
 
-    let helloReset = false;
+    let askUpstream!: () => void;
+    const isAsked = new Promise<void>((resolve) => (askUpstream = resolve));
+    let answerUpstream!: () => void;
+    const isAnswered = new Promise<void>((resolve) => (answerUpstream = resolve));
+    let isHelloReset = false;
     const server = createServer({
       cert: serving.certPem,
       key: serving.keyPem,
@@ -48,11 +72,8 @@ describe('tunnel agent control streams', () => {
       session.on('error', () => {});
       const hello = session.request({ ':method': 'GET', ':path': HELLO_PATH }, { endStream: true });
       hello.on('error', () => {});
-      // The hub's hello timeout, made short: give up while the agent is still asking upstream.
-      setTimeout(() => {
-        hello.close();
-        helloReset = true;
-      }, SLOW_UPSTREAM_MS / 3);
+      // The hub's hello timeout, as the hub gives up (hub-tunnel.ts): while the agent still asks its API server.
+      void isAsked.then(() => hello.destroy(new Error('no hello in time')));
       cleanups.push(() => session.destroy());
     });
     server.listen(0, '127.0.0.1');
@@ -61,7 +82,8 @@ describe('tunnel agent control streams', () => {
 
     const upstream = {
       getJson: async () => {
-        await sleep(SLOW_UPSTREAM_MS);
+        askUpstream();
+        await isAnswered;
         return {};
       },
       close: () => {},
@@ -72,12 +94,13 @@ describe('tunnel agent control streams', () => {
       hubCaPem: ca.certPem,
       identity: () => ({ cluster: 'c1', certPem: client.certPem, keyPem: client.keyPem }),
       upstream,
-      logger: silentLogger,
+      logger,
     });
     attempt.catch(() => {});
-    await sleep(SLOW_UPSTREAM_MS * 3);
-    expect(helloReset).toBe(true);
+    await settled;
+    expect(isHelloReset).toBe(true);
     expect(unhandled).toEqual([]);
+    expect(debugLines.some((line) => line.startsWith(`control stream ${HELLO_PATH} failed`))).toBe(true);
   });
 
   it("treats a user's request to /.edgeadm/… as an API request, never as the hub's control message", async () => {
