@@ -37,7 +37,7 @@ import { packagePhase } from './package-phase.js';
 import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
 import { runtimePhase } from './runtime-phase.js';
-import type { ServiceManager } from './service-manager.js';
+import type { ServiceManager } from '../hosts/service-manager.js';
 import { configureAndStartService } from './service-phase.js';
 import type { StateRecorder } from './state.js';
 
