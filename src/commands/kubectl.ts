@@ -1,9 +1,9 @@
 import { Errors, Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
-import { renderClusterKubeconfig } from '../hub/cluster-kubeconfig.js';
+import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
 import { loadHubConfig } from '../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../hub/hub-flags.js';
-import { runKubectlThroughHub } from '../hub/kubectl-runner.js';
+import { HUB_CONFIG_FLAG_SUMMARY } from '../hub-client/hub-flags.js';
+import { runKubectlThroughHub } from '../hub-client/kubectl-runner.js';
 import { CLUSTER_NAME_PATTERN } from '../hub/operator-api.js';
 import { ValidationError } from '../errors.js';
 

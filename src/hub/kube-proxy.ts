@@ -29,7 +29,7 @@ import {
 } from '../tunnel/protocol.js';
 import { authenticateUser, type HubContext } from './hub-context.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendStatus } from './http-replies.js';
-import { matchesSelector, parseLabelSelector } from './label-selector.js';
+import { matchesSelector, parseLabelSelector } from '../kube/label-selector.js';
 import { MAX_PROXY_REQUEST_BODY_BYTES } from './limits.js';
 
 /** The path prefix of the kube proxy. */

@@ -18,7 +18,7 @@ import { isWithinValidity } from './client-certificate.js';
 import { authenticateUser, type HubContext } from './hub-context.js';
 import { hashUserToken, hubTokenState, newHubToken, newUserToken, secretsEqual, formatHubToken } from './hub-tokens.js';
 import { bearerToken, HttpError, readJsonBody, sendJson } from './http-replies.js';
-import { matchesSelector, parseLabelSelector } from './label-selector.js';
+import { matchesSelector, parseLabelSelector } from '../kube/label-selector.js';
 import { labelProblem } from '../kube/names.js';
 import {
   AGENT_CERT_ORGANIZATION,

@@ -1,8 +1,8 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { HubClient } from '../../../hub/hub-client.js';
+import { HubClient } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
+import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub-client/hub-flags.js';
 
 export default class HubClustersDelete extends BaseCommand<typeof HubClustersDelete> {
   static override summary = 'Delete a cluster: revoke its certificate and close its tunnel.';

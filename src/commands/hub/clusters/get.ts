@@ -1,9 +1,9 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { HubClient } from '../../../hub/hub-client.js';
+import { HubClient } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
-import { renderClusterTable } from '../../../hub/cluster-table.js';
+import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub-client/hub-flags.js';
+import { renderClusterTable } from '../../../hub-client/cluster-table.js';
 import type { ClusterView } from '../../../hub/operator-api.js';
 
 export default class HubClustersGet extends BaseCommand<typeof HubClustersGet> {

@@ -1,10 +1,10 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { HubClient, type CreatedHubToken } from '../../../hub/hub-client.js';
+import { HubClient, type CreatedHubToken } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/hub-config.js';
 import { DEFAULT_HUB_TOKEN_TTL_MS } from '../../../hub/hub-tokens.js';
 import { formatGoDuration, parseGoDuration } from '../../../trust/duration.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
+import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub-client/hub-flags.js';
 
 /** What `hub token create --json` prints. The token is a credential. */
 export interface HubTokenCreateResult extends CreatedHubToken {

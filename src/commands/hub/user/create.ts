@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { HubClient } from '../../../hub/hub-client.js';
+import { HubClient } from '../../../hub-client/hub-client.js';
 import { loadHubConfig, renderHubConfig, writeHubConfig } from '../../../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
+import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub-client/hub-flags.js';
 import { parseGoDuration } from '../../../trust/duration.js';
 
 /** What `hub user create --json` prints (no token when written to --output). */

@@ -1,6 +1,6 @@
 /**
- * Flag definitions the hub client commands share. Kept in the hub area (not
- * the CLI layer) only as plain data: it imports nothing from oclif itself.
+ * Flag definitions the hub client commands share. Kept with the hub client
+ * (not the CLI layer) only as plain data: it imports nothing from oclif itself.
  */
 
 /** Summary of `--hub-config`, shared so every command says the same. */
