@@ -3,7 +3,7 @@ import { BaseCommand } from '../cli/base-command.js';
 import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
 import { loadHubConfig } from '../hub/hub-config.js';
 import { HUB_CONFIG_FLAG_SUMMARY } from '../hub-client/hub-flags.js';
-import { CLUSTER_NAME_PATTERN } from '../hub/operator-api.js';
+import { isClusterName } from '../kube/names.js';
 import { ValidationError } from '../errors.js';
 
 export default class Kubeconfig extends BaseCommand<typeof Kubeconfig> {
@@ -17,7 +17,7 @@ export default class Kubeconfig extends BaseCommand<typeof Kubeconfig> {
   };
 
   async run(): Promise<{ cluster: string; kubeconfig: string }> {
-    if (!CLUSTER_NAME_PATTERN.test(this.flags.cluster)) {
+    if (!isClusterName(this.flags.cluster)) {
       throw new ValidationError(`invalid cluster name ${JSON.stringify(this.flags.cluster)}`, {
         code: 'E_HUB_CLUSTER_NAME',
       });

@@ -4,7 +4,7 @@ import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
 import { loadHubConfig } from '../hub/hub-config.js';
 import { HUB_CONFIG_FLAG_SUMMARY } from '../hub-client/hub-flags.js';
 import { runKubectlThroughHub } from '../hub-client/kubectl-runner.js';
-import { CLUSTER_NAME_PATTERN } from '../hub/operator-api.js';
+import { isClusterName } from '../kube/names.js';
 import { ValidationError } from '../errors.js';
 
 export default class Kubectl extends BaseCommand<typeof Kubectl> {
@@ -23,7 +23,7 @@ export default class Kubectl extends BaseCommand<typeof Kubectl> {
   };
 
   async run(): Promise<void> {
-    if (!CLUSTER_NAME_PATTERN.test(this.flags.cluster)) {
+    if (!isClusterName(this.flags.cluster)) {
       throw new ValidationError(`invalid cluster name ${JSON.stringify(this.flags.cluster)}`, {
         code: 'E_HUB_CLUSTER_NAME',
       });
