@@ -1,8 +1,7 @@
-import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
 import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
 import { loadHubConfig } from '../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../hub-client/hub-flags.js';
+import { hubClusterFlags, hubConfigFlags } from '../cli/hub-flags.js';
 import { isClusterName } from '../kube/names.js';
 import { ValidationError } from '../errors.js';
 
@@ -12,8 +11,8 @@ export default class Kubeconfig extends BaseCommand<typeof Kubeconfig> {
     'The kubeconfig holds your hub token: keep it private (redirect it to a file with mode 0600).';
   static override examples = ['<%= config.bin %> kubeconfig --cluster store-042 > store-042.yaml'];
   static override flags = {
-    'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }),
-    cluster: Flags.string({ required: true, summary: 'Name of the registered cluster.' }),
+    ...hubConfigFlags,
+    ...hubClusterFlags,
   };
 
   async run(): Promise<{ cluster: string; kubeconfig: string }> {

@@ -1,8 +1,8 @@
-import { Errors, Flags } from '@oclif/core';
+import { Errors } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
 import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
 import { loadHubConfig } from '../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../hub-client/hub-flags.js';
+import { hubClusterFlags, hubConfigFlags } from '../cli/hub-flags.js';
 import { runKubectlThroughHub } from '../hub-client/kubectl-runner.js';
 import { isClusterName } from '../kube/names.js';
 import { ValidationError } from '../errors.js';
@@ -18,8 +18,8 @@ export default class Kubectl extends BaseCommand<typeof Kubectl> {
   static override strict = false;
   static override enableJsonFlag = false;
   static override flags = {
-    'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }),
-    cluster: Flags.string({ required: true, summary: 'Name of the registered cluster.' }),
+    ...hubConfigFlags,
+    ...hubClusterFlags,
   };
 
   async run(): Promise<void> {

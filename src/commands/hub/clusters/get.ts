@@ -1,8 +1,8 @@
-import { Args, Flags } from '@oclif/core';
+import { Args } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub-client/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/hub-flags.js';
 import { renderClusterTable } from '../../../hub-client/cluster-table.js';
 import type { ClusterView } from '../../../hub/operator-api.js';
 
@@ -10,7 +10,7 @@ export default class HubClustersGet extends BaseCommand<typeof HubClustersGet> {
   static override summary = 'Show one registered cluster.';
   static override examples = ['<%= config.bin %> hub clusters get store-042 --json'];
   static override args = { name: Args.string({ required: true, description: 'Cluster name.' }) };
-  static override flags = { 'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }) };
+  static override flags = { ...hubConfigFlags };
 
   async run(): Promise<ClusterView> {
     const cluster = await new HubClient(loadHubConfig(this.flags['hub-config'])).getCluster(this.args.name);
