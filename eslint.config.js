@@ -36,7 +36,7 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    ignores: ['src/commands/**', 'src/cli/**', 'src/index.ts'],
+    ignores: ['src/commands/**', 'src/cli/**', 'src/index.ts', 'src/sea-main.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -87,6 +87,8 @@ export default tseslint.config(
                 '**/fleet/*',
                 '**/fleet/**',
                 '**/hub/*',
+                '**/hub-client/*',
+                '**/registration/*',
                 '**/tunnel/*',
                 '**/edge/*',
                 '**/rollout/*',
@@ -99,4 +101,52 @@ export default tseslint.config(
       ],
     },
   },
+  // The hub's rooms import one way only: registration → hub-client → hub → tunnel (see
+  // src/tunnel/README.md); test/unit/architecture/folder-graph.test.ts fails on any loop.
+  roomRule(
+    ['src/tunnel/**/*.ts'],
+    ['hub', 'hub-client', 'registration', 'cluster', 'fleet', 'rollout', 'edge'],
+    'The tunnel is transport only: the hub and registration import it, never the reverse.',
+  ),
+  roomRule(
+    ['src/hub/**/*.ts'],
+    ['hub-client', 'registration', 'cluster', 'fleet', 'rollout', 'edge'],
+    'The hub server imports neither its clients nor the workflows.',
+  ),
+  roomRule(
+    ['src/hub-client/**/*.ts'],
+    ['registration', 'tunnel', 'cluster', 'fleet', 'rollout', 'edge'],
+    'The hub client calls the hub API; it imports no workflow and not the tunnel.',
+  ),
+  roomRule(
+    ['src/registration/**/*.ts'],
+    ['cluster', 'fleet', 'rollout', 'edge'],
+    'Registration talks to the hub and installs the agent; it imports no cluster or fleet workflow.',
+  ),
 );
+
+/**
+ * A layer rule for one room: the domain rules (no oclif, nothing from cli/ or commands/) plus
+ * the rooms it must not import. One function, because a later `no-restricted-imports` entry
+ * replaces an earlier one for the same files rather than adding to it.
+ */
+function roomRule(files, forbiddenRooms, message) {
+  return {
+    files,
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['@oclif/*'], message: 'Domain code does not import oclif.' },
+            {
+              group: ['**/cli/*', '**/commands/*', '**/commands/**'],
+              message: 'Data flows one way: commands and cli call domain code, never the reverse.',
+            },
+            { group: forbiddenRooms.flatMap((room) => [`**/${room}/*`, `**/${room}/**`]), message },
+          ],
+        },
+      ],
+    },
+  };
+}

@@ -113,14 +113,14 @@ async function buildCore(registryKeys) {
   writeFileSync(coreRegistry, coreRegistrySource(registryKeys));
   return build({
     ...esbuildOptions,
-    entryPoints: [join(root, 'src/cli/sea-main.ts')],
+    entryPoints: [join(root, 'src/sea-main.ts')],
     outfile: bundle,
     plugins: [
       {
         name: 'lazy-commands',
         setup(b) {
-          b.onResolve({ filter: /^\.\.\/index\.js$/ }, (args) =>
-            args.importer.endsWith(join('src', 'cli', 'sea-main.ts')) ? { path: lazyCommands } : undefined,
+          b.onResolve({ filter: /^\.\/index\.js$/ }, (args) =>
+            args.importer.endsWith(join('src', 'sea-main.ts')) ? { path: lazyCommands } : undefined,
           );
         },
       },

@@ -24,9 +24,9 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import type * as HubLimitsModule from '../../src/hub/limits.js';
 import type * as PkiModule from '../../src/trust/pki.js';
-import type * as AgentStateModule from '../../src/tunnel/agent-state.js';
+import type * as AgentStateModule from '../../src/registration/agent-state.js';
 import type * as AgentModule from '../../src/tunnel/agent.js';
-import type * as RegistrationModule from '../../src/tunnel/registration.js';
+import type * as RegistrationModule from '../../src/registration/registration.js';
 import type * as UpstreamModule from '../../src/tunnel/upstream.js';
 
 // The simulated API server's modules import each other as `./x.js`: the repository's hook maps those to `.ts`.

@@ -39,7 +39,7 @@ import { readEdgeSettings, type EdgeSettings } from './edge-settings.js';
 import { EDGE_PROXY_UNIT_NAME, renderEdgeProxyUnit, type EdgeProxyUnitInput } from './edge-proxy-unit.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
-import { serviceFilesOf } from './service-manager.js';
+import { serviceFilesOf } from '../hosts/service-manager.js';
 
 /** Where join writes the edge-proxy's files for the node. */
 export const EDGE_PROXY_CONFIG_DIR = '/etc/edgeadm/edge-proxy';

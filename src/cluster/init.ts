@@ -49,7 +49,7 @@ import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
 import { runtimePhase } from './runtime-phase.js';
-import type { ServiceManager } from './service-manager.js';
+import type { ServiceManager } from '../hosts/service-manager.js';
 import { configureAndStartService } from './service-phase.js';
 import type { StateRecorder } from './state.js';
 

@@ -9,7 +9,7 @@ import type { Host } from '../hosts/host.js';
 import type { Logger } from '../log/run-log.js';
 import type { ResolvedPackage } from '../packages/source.js';
 import type { Distribution, NodeSetup } from './distributions/distribution.js';
-import type { ServiceManager } from './service-manager.js';
+import type { ServiceManager } from '../hosts/service-manager.js';
 import type { StateRecorder } from './state.js';
 
 /** The role a workflow gives the host. */

@@ -14,7 +14,7 @@ import type { Logger } from '../log/run-log.js';
 import { resolvePackageSource, type ResolvedPackage } from '../packages/source.js';
 import type { Distribution } from './distributions/distribution.js';
 import { distributionFor } from './distributions/index.js';
-import { selectServiceManager, type ServiceManager, type ServiceManagerKind } from './service-manager.js';
+import { selectServiceManager, type ServiceManager, type ServiceManagerKind } from '../hosts/service-manager.js';
 import { StateRecorder } from './state.js';
 
 /** Options of {@link prepareNode}. */

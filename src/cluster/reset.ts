@@ -27,7 +27,7 @@ import {
   serviceFilesOf,
   type ServiceManager,
   type ServiceManagerKind,
-} from './service-manager.js';
+} from '../hosts/service-manager.js';
 import { STATE_FILE, directoriesToRemove, emptyState, loadState, type InstallState } from './state.js';
 
 /** What the reset phases depend on. */

@@ -17,7 +17,7 @@ import type { Phase } from '../workflow/phase.js';
 import { waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
 import { hostPackagePaths, installPackageFiles } from './package-phase.js';
-import { serviceFilesOf } from './service-manager.js';
+import { serviceFilesOf } from '../hosts/service-manager.js';
 
 /** How long the runtime may take to open its socket after it starts. */
 export const RUNTIME_SOCKET_TIMEOUT_MS = 60_000;

@@ -10,7 +10,7 @@ import type { PhaseOutcome } from '../workflow/phase.js';
 import type { ServiceUnitOptions } from './distributions/distribution.js';
 import { isSetupDone, runSetupOnce } from './distribution-setup.js';
 import { setupOf, type NodeData } from './node-context.js';
-import { serviceFilesOf } from './service-manager.js';
+import { serviceFilesOf } from '../hosts/service-manager.js';
 
 /**
  * Writes `configText` and the role's unit (made with `unitOptions`), then

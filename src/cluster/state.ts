@@ -11,7 +11,7 @@
 import { EdgeadmError } from '../errors.js';
 import { HostCommandError, type Host } from '../hosts/host.js';
 import { quoteShellArg } from '../hosts/shell.js';
-import type { ServiceManagerKind } from './service-manager.js';
+import type { ServiceManagerKind } from '../hosts/service-manager.js';
 
 /** The directory of the state. */
 export const STATE_DIR = '/var/lib/edgeadm/state';

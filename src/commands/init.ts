@@ -7,7 +7,7 @@ import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
 import { parseNodeLabels, resolveInitSettings } from '../cluster/config.js';
 import { initPhases, runInit, type InitResult } from '../cluster/init.js';
 import { prepareNode } from '../cluster/prepare.js';
-import { requestedServiceManager } from '../cluster/service-manager.js';
+import { requestedServiceManager } from '../hosts/service-manager.js';
 import { describePhases } from '../workflow/phase.js';
 import { controlPlaneInitFlags, controlPlaneInitOptions } from './init/phase/control-plane-flags.js';
 import { listFlag, nodeFlags, readConfigFile } from './init/phase/node-flags.js';

@@ -5,7 +5,7 @@ import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
 import { parseNodeLabels, resolveJoinSettings } from '../cluster/config.js';
 import { joinPhases, runJoin, type JoinResult } from '../cluster/join.js';
 import { prepareNode } from '../cluster/prepare.js';
-import { requestedServiceManager } from '../cluster/service-manager.js';
+import { requestedServiceManager } from '../hosts/service-manager.js';
 import { ValidationError } from '../errors.js';
 import { parseBootstrapToken } from '../trust/bootstrap-token.js';
 import { parseCaPins } from '../trust/ca-pin.js';

@@ -1,9 +1,8 @@
-import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
-import { renderClusterKubeconfig } from '../hub/cluster-kubeconfig.js';
+import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
 import { loadHubConfig } from '../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../hub/hub-flags.js';
-import { CLUSTER_NAME_PATTERN } from '../hub/operator-api.js';
+import { hubClusterFlags, hubConfigFlags } from '../cli/hub-flags.js';
+import { isClusterName } from '../kube/names.js';
 import { ValidationError } from '../errors.js';
 
 export default class Kubeconfig extends BaseCommand<typeof Kubeconfig> {
@@ -12,12 +11,12 @@ export default class Kubeconfig extends BaseCommand<typeof Kubeconfig> {
     'The kubeconfig holds your hub token: keep it private (redirect it to a file with mode 0600).';
   static override examples = ['<%= config.bin %> kubeconfig --cluster store-042 > store-042.yaml'];
   static override flags = {
-    'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }),
-    cluster: Flags.string({ required: true, summary: 'Name of the registered cluster.' }),
+    ...hubConfigFlags,
+    ...hubClusterFlags,
   };
 
   async run(): Promise<{ cluster: string; kubeconfig: string }> {
-    if (!CLUSTER_NAME_PATTERN.test(this.flags.cluster)) {
+    if (!isClusterName(this.flags.cluster)) {
       throw new ValidationError(`invalid cluster name ${JSON.stringify(this.flags.cluster)}`, {
         code: 'E_HUB_CLUSTER_NAME',
       });

@@ -1,10 +1,10 @@
-import { Errors, Flags } from '@oclif/core';
+import { Errors } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
-import { renderClusterKubeconfig } from '../hub/cluster-kubeconfig.js';
+import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
 import { loadHubConfig } from '../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../hub/hub-flags.js';
-import { runKubectlThroughHub } from '../hub/kubectl-runner.js';
-import { CLUSTER_NAME_PATTERN } from '../hub/operator-api.js';
+import { hubClusterFlags, hubConfigFlags } from '../cli/hub-flags.js';
+import { runKubectlThroughHub } from '../hub-client/kubectl-runner.js';
+import { isClusterName } from '../kube/names.js';
 import { ValidationError } from '../errors.js';
 
 export default class Kubectl extends BaseCommand<typeof Kubectl> {
@@ -18,12 +18,12 @@ export default class Kubectl extends BaseCommand<typeof Kubectl> {
   static override strict = false;
   static override enableJsonFlag = false;
   static override flags = {
-    'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }),
-    cluster: Flags.string({ required: true, summary: 'Name of the registered cluster.' }),
+    ...hubConfigFlags,
+    ...hubClusterFlags,
   };
 
   async run(): Promise<void> {
-    if (!CLUSTER_NAME_PATTERN.test(this.flags.cluster)) {
+    if (!isClusterName(this.flags.cluster)) {
       throw new ValidationError(`invalid cluster name ${JSON.stringify(this.flags.cluster)}`, {
         code: 'E_HUB_CLUSTER_NAME',
       });

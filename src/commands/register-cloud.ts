@@ -5,12 +5,12 @@ import { BaseCommand } from '../cli/base-command.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
 import { connectHost } from '../hosts/connect.js';
 import { ValidationError } from '../errors.js';
-import { parseLabels } from '../hub/label-selector.js';
-import { CLUSTER_NAME_PATTERN } from '../hub/operator-api.js';
-import { serviceLogger, stopSignal } from '../hub/service-logger.js';
-import { runAgentService } from '../tunnel/agent-service.js';
-import { agentBinary, registerAsService } from '../tunnel/register-service.js';
-import { registerCluster } from '../tunnel/registration.js';
+import { parseLabels } from '../kube/label-selector.js';
+import { isClusterName } from '../kube/names.js';
+import { serviceLogger, stopSignal } from '../log/service-logger.js';
+import { runAgentService } from '../registration/agent-service.js';
+import { agentBinary, registerAsService } from '../registration/register-service.js';
+import { registerCluster } from '../registration/registration.js';
 import { parseGoDuration } from '../trust/duration.js';
 
 /** Where the agent keeps its state unless told otherwise. */
@@ -95,7 +95,7 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
 
   async run(): Promise<RegisterCloudResult> {
     const { flags } = this;
-    if (!CLUSTER_NAME_PATTERN.test(flags.name)) {
+    if (!isClusterName(flags.name)) {
       throw new ValidationError(`invalid --name ${JSON.stringify(flags.name)}: it must be a DNS label (a-z, 0-9, -)`, {
         code: 'E_HUB_CLUSTER_NAME',
       });

@@ -4,7 +4,7 @@ import { outputFlags } from '../cli/output-flag.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
 import { distributionFor } from '../cluster/distributions/index.js';
 import { resetPhases, runReset, type ResetResult } from '../cluster/reset.js';
-import { requestedServiceManager } from '../cluster/service-manager.js';
+import { requestedServiceManager } from '../hosts/service-manager.js';
 import { ValidationError } from '../errors.js';
 import { connectHost } from '../hosts/connect.js';
 import { DryRunHost } from '../hosts/dry-run-host.js';

@@ -12,7 +12,7 @@
 import { runJoin } from '../cluster/join.js';
 import { ValidationError } from '../errors.js';
 import { prepareNode } from '../cluster/prepare.js';
-import type { ServiceManagerKind } from '../cluster/service-manager.js';
+import type { ServiceManagerKind } from '../hosts/service-manager.js';
 import { closeSharedJumps, type HostConnectOptions } from '../hosts/connect.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';
 import type { Logger } from '../log/run-log.js';

@@ -6,7 +6,7 @@
  */
 import type { Distribution } from '../cluster/distributions/distribution.js';
 import { runReset } from '../cluster/reset.js';
-import type { ServiceManagerKind } from '../cluster/service-manager.js';
+import type { ServiceManagerKind } from '../hosts/service-manager.js';
 import { closeSharedJumps, connectHost, type HostConnectOptions } from '../hosts/connect.js';
 import { DryRunHost } from '../hosts/dry-run-host.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';

@@ -14,6 +14,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream';
+import { isClusterName } from '../kube/names.js';
 import { parseApiPath } from '../kube/api-path.js';
 import type { HubTunnel } from '../tunnel/hub-tunnel.js';
 import {
@@ -29,7 +30,7 @@ import {
 } from '../tunnel/protocol.js';
 import { authenticateUser, type HubContext } from './hub-context.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendStatus } from './http-replies.js';
-import { matchesSelector, parseLabelSelector } from './label-selector.js';
+import { matchesSelector, parseLabelSelector } from '../kube/label-selector.js';
 import { MAX_PROXY_REQUEST_BODY_BYTES } from './limits.js';
 
 /** The path prefix of the kube proxy. */
@@ -65,10 +66,10 @@ export type ProxyTarget =
 export function parseProxyUrl(url: string): ProxyTarget | undefined {
   if (!url.startsWith(KUBE_PROXY_PREFIX)) return undefined;
   const rest = url.slice(KUBE_PROXY_PREFIX.length);
-  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)((?:[/?].*)?)$/s.exec(rest);
-  if (!match) return undefined;
-  const cluster = match[1] as string;
-  let path = match[3] ?? '';
+  const end = rest.search(/[/?]/);
+  const cluster = end === -1 ? rest : rest.slice(0, end);
+  if (!isClusterName(cluster)) return undefined;
+  let path = end === -1 ? '' : rest.slice(end);
   if (path === '' || path.startsWith('?')) path = `/${path}`;
   const checked = parseApiPath(path);
   if (!checked.ok) return { cluster, refusal: `the hub forwards API paths only: ${checked.message}` };

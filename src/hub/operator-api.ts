@@ -18,8 +18,8 @@ import { isWithinValidity } from './client-certificate.js';
 import { authenticateUser, type HubContext } from './hub-context.js';
 import { hashUserToken, hubTokenState, newHubToken, newUserToken, secretsEqual, formatHubToken } from './hub-tokens.js';
 import { bearerToken, HttpError, readJsonBody, sendJson } from './http-replies.js';
-import { matchesSelector, parseLabelSelector } from './label-selector.js';
-import { labelProblem } from '../kube/names.js';
+import { matchesSelector, parseLabelSelector } from '../kube/label-selector.js';
+import { isClusterName, labelProblem } from '../kube/names.js';
 import {
   AGENT_CERT_ORGANIZATION,
   AGENT_CERT_VALIDITY_DAYS,
@@ -29,8 +29,6 @@ import {
 } from './limits.js';
 import type { ClusterRecord, UserRecord } from './store.js';
 
-/** A cluster name: a DNS label, so it fits in URLs and certificate names. */
-export const CLUSTER_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 /** A user or group name: no spaces or control characters (they end up in HTTP headers). */
 export const SUBJECT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,252}$/;
 
@@ -215,7 +213,7 @@ async function register(context: HubContext, req: IncomingMessage, res: ServerRe
   if (state !== 'usable') throw unusableToken(tokenId, state);
   const body = await readJsonBody(req, MAX_API_BODY_BYTES);
   const name = body.name;
-  if (typeof name !== 'string' || !CLUSTER_NAME_PATTERN.test(name)) {
+  if (typeof name !== 'string' || !isClusterName(name)) {
     throw new HttpError(400, 'E_HUB_CLUSTER_NAME', 'the cluster name must be a DNS label (a-z, 0-9, -; at most 63)');
   }
   const labels = labelsOf(body.labels);
@@ -354,7 +352,7 @@ async function clusters(context: HubContext, req: IncomingMessage, res: ServerRe
     });
     return;
   }
-  if (!CLUSTER_NAME_PATTERN.test(name)) {
+  if (!isClusterName(name)) {
     throw new HttpError(
       400,
       'E_HUB_CLUSTER_NAME',

@@ -23,6 +23,15 @@ export function isDns1123Label(name: string): boolean {
   return name.length <= DNS1123_LABEL_MAX_LENGTH && DNS1123_LABEL.test(name);
 }
 
+/**
+ * A cluster's name at the hub: a DNS-1123 label (at most 63 characters), since
+ * it is one URL path segment (`/clusters/NAME/…`) and the CN of its agent's
+ * certificate. The one rule for the hub, its clients and register-cloud.
+ */
+export function isClusterName(name: string): boolean {
+  return isDns1123Label(name);
+}
+
 /** A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters in all. */
 export function isDns1123Subdomain(name: string): boolean {
   return name.length <= DNS1123_SUBDOMAIN_MAX_LENGTH && name.split('.').every(isDns1123Label);

@@ -5,7 +5,7 @@
  * Placement is resolved again whenever the hub's clusters change, so a
  * cluster registered later that matches joins the rollout.
  */
-import { matchesSelector, parseLabelSelector, type LabelSelector, type SelectorTerm } from '../hub/label-selector.js';
+import { matchesSelector, parseLabelSelector, type LabelSelector, type SelectorTerm } from '../kube/label-selector.js';
 import { resolveClusterCount, type Placement, type Strategy } from './spec.js';
 
 /** What placement reads of a cluster. */

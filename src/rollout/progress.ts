@@ -30,7 +30,7 @@
 import { resolveClusterCount, type RolloutSpec } from './spec.js';
 import { placedClusters, wavesOf, type PlaceableCluster } from './placement.js';
 import { renderCopy, type ClusterFacts, type RenderedCopy } from './render.js';
-import type { LabelSelector } from '../hub/label-selector.js';
+import type { LabelSelector } from '../kube/label-selector.js';
 
 /** Where one cluster stands. */
 export type ClusterPhase = 'waiting' | 'held' | 'offline-pending' | 'applying' | 'progressing' | 'ready' | 'failed';

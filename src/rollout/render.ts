@@ -14,7 +14,7 @@
  * - `$${` writes a literal `${`.
  */
 import { createHash } from 'node:crypto';
-import { matchesSelector } from '../hub/label-selector.js';
+import { matchesSelector } from '../kube/label-selector.js';
 import type { RolloutResource, RolloutSpec } from './spec.js';
 
 /** The label every object of a rollout carries, with the rollout's name. */

@@ -7,7 +7,7 @@
  * Manifests read from files are turned into `spec.resources` by the caller.
  */
 import { ValidationError } from '../errors.js';
-import { parseLabelSelector, type LabelSelector } from '../hub/label-selector.js';
+import { parseLabelSelector, type LabelSelector } from '../kube/label-selector.js';
 
 /** The API group and version of a Rollout document. */
 export const ROLLOUT_API_VERSION = 'edgeadm.io/v1alpha1';

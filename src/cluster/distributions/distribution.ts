@@ -7,7 +7,7 @@
  */
 import type { KubeObject } from '../../kube/client.js';
 import type { BootstrapToken } from '../../trust/bootstrap-token.js';
-import type { ServiceUnit } from '../service-manager.js';
+import type { ServiceUnit } from '../../hosts/service-manager.js';
 
 /** The distributions edgeadm knows. */
 export type DistributionName = 'k3s' | 'kubeadm';

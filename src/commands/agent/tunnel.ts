@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { serviceLogger, stopSignal } from '../../hub/service-logger.js';
-import { runAgentService } from '../../tunnel/agent-service.js';
+import { serviceLogger, stopSignal } from '../../log/service-logger.js';
+import { runAgentService } from '../../registration/agent-service.js';
 
 export default class AgentTunnel extends BaseCommand<typeof AgentTunnel> {
   static override summary = 'Run the hub tunnel agent of a cluster registered with register-cloud.';

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { requestedServiceManager } from '../../cluster/service-manager.js';
+import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { ExitCode, ValidationError } from '../../errors.js';
 import { fleetJoin, type FleetJoinResult } from '../../fleet/fleet-join.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';

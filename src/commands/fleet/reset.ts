@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { distributionFor } from '../../cluster/distributions/index.js';
-import { requestedServiceManager } from '../../cluster/service-manager.js';
+import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { ExitCode, ValidationError } from '../../errors.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
 import { outputFlags } from '../../cli/output-flag.js';

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { requestedServiceManager } from '../../cluster/service-manager.js';
+import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { ExitCode } from '../../errors.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
 import { outputFlags } from '../../cli/output-flag.js';

@@ -30,10 +30,10 @@ import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
 import type { HubDeadlines } from '../../../src/hub/socket-deadlines.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { connectTunnel, type AgentIdentity } from '../../../src/tunnel/agent.js';
-import type { AgentState } from '../../../src/tunnel/agent-state.js';
+import type { AgentState } from '../../../src/registration/agent-state.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
 import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
-import { registerCluster } from '../../../src/tunnel/registration.js';
+import { registerCluster } from '../../../src/registration/registration.js';
 import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
 import { connectWebSocket, startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log/run-log.js';
-import { readAgentState } from '../../../src/tunnel/agent-state.js';
+import { readAgentState } from '../../../src/registration/agent-state.js';
 import { connectTunnel } from '../../../src/tunnel/agent.js';
 import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
 import { MAX_PROXY_REQUEST_BODY_BYTES, MAX_REQUEST_HEADER_BYTES } from '../../../src/hub/limits.js';

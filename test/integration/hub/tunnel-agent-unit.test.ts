@@ -4,7 +4,7 @@
  * rates it no worse than the exposure level the README records.
  */
 import { describe, expect, it } from 'vitest';
-import { renderTunnelAgentUnit } from '../../../src/tunnel/agent-unit.js';
+import { renderTunnelAgentUnit } from '../../../src/registration/agent-unit.js';
 import { hasSystemdAnalyze, recordedExposure, unitExposure, verifyUnit } from '../../support/systemd-analyze.js';
 
 const NAME = 'edgeadm-tunnel-agent.service';

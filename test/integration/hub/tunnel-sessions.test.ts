@@ -21,14 +21,14 @@ import { TLS_TICKET_KEY_FILE } from '../../../src/hub/tls-ticket-keys.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { TUNNEL_ALPN_PROTOCOL, TUNNEL_SILENCE_LIMIT_MS } from '../../../src/tunnel/limits.js';
 import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
-import type { AgentState } from '../../../src/tunnel/agent-state.js';
+import type { AgentState } from '../../../src/registration/agent-state.js';
 import {
   connectTunnel,
   type AgentHelloCache,
   type AgentIdentity,
   type TunnelTlsSession,
 } from '../../../src/tunnel/agent.js';
-import { registerCluster, renewAgentCertificate } from '../../../src/tunnel/registration.js';
+import { registerCluster, renewAgentCertificate } from '../../../src/registration/registration.js';
 import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
 import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
 

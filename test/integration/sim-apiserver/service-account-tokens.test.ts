@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
-import { agentRbacObjects, agentTokenSecret } from '../../../src/tunnel/agent-rbac.js';
+import { agentRbacObjects, agentTokenSecret } from '../../../src/registration/agent-rbac.js';
 import { call } from './http-client.js';
 
 const SECRET_PATH = '/api/v1/namespaces/kube-system/secrets/edgeadm-tunnel-agent-token';

@@ -8,7 +8,7 @@ import {
   resolveEdgeadmBinary,
 } from '../../../src/cluster/edge-node-phase.js';
 import { EDGE_PROXY_UNIT_TEMPLATE, renderEdgeProxyUnit } from '../../../src/cluster/edge-proxy-unit.js';
-import { execStartOf } from '../../../src/cluster/service-manager.js';
+import { execStartOf } from '../../../src/hosts/service-manager.js';
 
 const k3sKubeletKubeconfig = `apiVersion: v1
 kind: Config

@@ -58,6 +58,14 @@ describe('parseProxyUrl', () => {
     expect(parseProxyUrl('/clusters/../etc')).toBeUndefined();
   });
 
+  it('takes as cluster names the DNS labels the hub registers, at most 63 characters', () => {
+    const longest = 'a'.repeat(63);
+    expect(parseProxyUrl(`/clusters/${longest}/api`)).toEqual({ cluster: longest, path: '/api' });
+    expect(parseProxyUrl(`/clusters/${longest}a/api`)).toBeUndefined();
+    expect(parseProxyUrl('/clusters/-dev/api')).toBeUndefined();
+    expect(parseProxyUrl('/clusters//api')).toBeUndefined();
+  });
+
   it.each([
     ['//127.0.0.1:22/steal-me', /empty segment/],
     ['/\\127.0.0.1:22/steal-me', /backslash/],

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { matchesSelector, parseLabelSelector } from '../../../src/hub/label-selector.js';
+import { matchesSelector, parseLabelSelector } from '../../../src/kube/label-selector.js';
 import { placedClusters, placementOutsideScope, selectorImplies, wavesOf } from '../../../src/rollout/placement.js';
 import { DEFAULT_STRATEGY } from '../../../src/rollout/spec.js';
 

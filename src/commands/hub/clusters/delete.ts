@@ -1,14 +1,14 @@
-import { Args, Flags } from '@oclif/core';
+import { Args } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { HubClient } from '../../../hub/hub-client.js';
+import { HubClient } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/hub-flags.js';
 
 export default class HubClustersDelete extends BaseCommand<typeof HubClustersDelete> {
   static override summary = 'Delete a cluster: revoke its certificate and close its tunnel.';
   static override examples = ['<%= config.bin %> hub clusters delete store-042'];
   static override args = { name: Args.string({ required: true, description: 'Cluster name.' }) };
-  static override flags = { 'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }) };
+  static override flags = { ...hubConfigFlags };
 
   async run(): Promise<{ name: string; isDeleted: boolean }> {
     const result = await new HubClient(loadHubConfig(this.flags['hub-config'])).deleteCluster(this.args.name);

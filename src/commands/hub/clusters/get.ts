@@ -1,16 +1,16 @@
-import { Args, Flags } from '@oclif/core';
+import { Args } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { HubClient } from '../../../hub/hub-client.js';
+import { HubClient } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
-import { renderClusterTable } from '../../../hub/cluster-table.js';
+import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { renderClusterTable } from '../../../hub-client/cluster-table.js';
 import type { ClusterView } from '../../../hub/operator-api.js';
 
 export default class HubClustersGet extends BaseCommand<typeof HubClustersGet> {
   static override summary = 'Show one registered cluster.';
   static override examples = ['<%= config.bin %> hub clusters get store-042 --json'];
   static override args = { name: Args.string({ required: true, description: 'Cluster name.' }) };
-  static override flags = { 'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }) };
+  static override flags = { ...hubConfigFlags };
 
   async run(): Promise<ClusterView> {
     const cluster = await new HubClient(loadHubConfig(this.flags['hub-config'])).getCluster(this.args.name);

@@ -1,16 +1,16 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { HubClient } from '../../../hub/hub-client.js';
+import { HubClient } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
-import { renderClusterTable } from '../../../hub/cluster-table.js';
+import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { renderClusterTable } from '../../../hub-client/cluster-table.js';
 import type { ClusterView } from '../../../hub/operator-api.js';
 
 export default class HubClustersList extends BaseCommand<typeof HubClustersList> {
   static override summary = 'List the clusters registered with the hub.';
   static override examples = ['<%= config.bin %> hub clusters list --selector env=prod --json'];
   static override flags = {
-    'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }),
+    ...hubConfigFlags,
     selector: Flags.string({ char: 'l', summary: 'Only clusters whose labels match (k=v,k2!=v2).' }),
   };
 

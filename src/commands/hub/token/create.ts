@@ -1,10 +1,10 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { HubClient, type CreatedHubToken } from '../../../hub/hub-client.js';
+import { HubClient, type CreatedHubToken } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/hub-config.js';
 import { DEFAULT_HUB_TOKEN_TTL_MS } from '../../../hub/hub-tokens.js';
 import { formatGoDuration, parseGoDuration } from '../../../trust/duration.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/hub-flags.js';
 
 /** What `hub token create --json` prints. The token is a credential. */
 export interface HubTokenCreateResult extends CreatedHubToken {
@@ -18,7 +18,7 @@ export default class HubTokenCreate extends BaseCommand<typeof HubTokenCreate> {
     '<%= config.bin %> hub token create --usages 1 --json',
   ];
   static override flags = {
-    'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }),
+    ...hubConfigFlags,
     ttl: Flags.string({
       summary: 'How long the token lives (Go duration; 0 = never expires).',
       default: formatGoDuration(DEFAULT_HUB_TOKEN_TTL_MS),

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { HubClient } from '../../../hub/hub-client.js';
+import { HubClient } from '../../../hub-client/hub-client.js';
 import { loadHubConfig, renderHubConfig, writeHubConfig } from '../../../hub/hub-config.js';
-import { HUB_CONFIG_FLAG_SUMMARY } from '../../../hub/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/hub-flags.js';
 import { parseGoDuration } from '../../../trust/duration.js';
 
 /** What `hub user create --json` prints (no token when written to --output). */
@@ -28,7 +28,7 @@ export default class HubUserCreate extends BaseCommand<typeof HubUserCreate> {
   ];
   static override args = { name: Args.string({ required: true, description: 'User name (impersonated downstream).' }) };
   static override flags = {
-    'hub-config': Flags.string({ summary: HUB_CONFIG_FLAG_SUMMARY, helpValue: 'FILE' }),
+    ...hubConfigFlags,
     'clusters-selector': Flags.string({
       required: true,
       summary: 'Label selector of the clusters the user may reach.',

@@ -18,7 +18,7 @@ import {
   KUBELET_UNIT,
   renderKubeletEdgeDropIn,
 } from '../../../../src/cluster/distributions/kubeadm-units.js';
-import { execStartOf } from '../../../../src/cluster/service-manager.js';
+import { execStartOf } from '../../../../src/hosts/service-manager.js';
 import { caPinsOfPem } from '../../../../src/trust/ca-pin.js';
 import { createCa } from '../../../../src/trust/pki.js';
 

@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
-import { callHub } from '../hub/hub-client.js';
+import { callHub } from '../hub-client/hub-client.js';
 import { AGENT_CERT_ORGANIZATION } from '../hub/limits.js';
 import type { Logger } from '../log/run-log.js';
 import { discoverClusterInfo } from '../trust/discovery.js';
@@ -23,9 +23,9 @@ import {
 } from './agent-rbac.js';
 import { caPinsOfPem, parseCaPins } from '../trust/ca-pin.js';
 import { readAgentState, writeAgentCredentials, writeAgentState, type AgentState } from './agent-state.js';
-import { CERT_RENEW_AT_LIFETIME_FRACTION } from './limits.js';
-import { hubRoute, proxyDisplay } from './http-proxy.js';
-import { readUpstreamKubeconfig, Upstream, type UpstreamCredentials } from './upstream.js';
+import { CERT_RENEW_AT_LIFETIME_FRACTION } from '../tunnel/limits.js';
+import { hubRoute, proxyDisplay } from '../tunnel/http-proxy.js';
+import { readUpstreamKubeconfig, Upstream, type UpstreamCredentials } from '../tunnel/upstream.js';
 
 /** The kubeconfig of the agent's own ServiceAccount, in the data directory (mode 0600). */
 export const AGENT_KUBECONFIG_FILE = 'upstream.kubeconfig';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { matchesSelector, parseLabels, parseLabelSelector } from '../../../src/hub/label-selector.js';
+import { matchesSelector, parseLabels, parseLabelSelector } from '../../../src/kube/label-selector.js';
 
 describe('label selectors', () => {
   it('matches equality, inequality and existence terms, all of them', () => {

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../../src/errors.js';
-import { checkServiceDataDir } from '../../../src/tunnel/agent-install.js';
+import { checkServiceDataDir } from '../../../src/registration/agent-install.js';
 import {
   TUNNEL_AGENT_UNIT_TEMPLATE,
   TUNNEL_AGENT_USER,
   renderTunnelAgentUnit,
-} from '../../../src/tunnel/agent-unit.js';
+} from '../../../src/registration/agent-unit.js';
 
 describe('the embedded tunnel agent unit', () => {
   it('is byte for byte assets/systemd/edgeadm-tunnel-agent.service', () => {

@@ -4,7 +4,7 @@
  *
  * The binary is built with a V8 startup snapshot: oclif and the command
  * metadata are loaded at build time, and only `run()` happens at start. The
- * build swaps `../index.js` for a lazy COMMANDS map (see
+ * build swaps `./index.js` for a lazy COMMANDS map (see
  * scripts/build-binary.js): `version` is in the snapshot, every other command
  * is in a script carried as a SEA asset and compiled on its first use.
  * `agent edge-proxy` starts from its own small asset script, without oclif.
@@ -13,11 +13,11 @@
 import { dirname } from 'node:path';
 import { startupSnapshot } from 'node:v8';
 import type { Interfaces, Plugin } from '@oclif/core';
-import { COMMANDS } from '../index.js';
-import { edgeProxyArgs } from './agent-argv.js';
-import type { runAgentFastPath } from './agent-fast-path.js';
-import { loadBundledPlugin, main } from './main.js';
-import { AGENT_SCRIPT_ASSET, requireScriptAsset } from './sea-assets.js';
+import { COMMANDS } from './index.js';
+import { edgeProxyArgs } from './cli/agent-argv.js';
+import type { runAgentFastPath } from './cli/agent-fast-path.js';
+import { loadBundledPlugin, main } from './cli/main.js';
+import { AGENT_SCRIPT_ASSET, requireScriptAsset } from './cli/sea-assets.js';
 
 declare const __EDGEADM_PJSON__: Interfaces.PJSON;
 /** Where the build put oclif.manifest.json for the snapshot builder to read. */

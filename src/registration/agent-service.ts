@@ -5,11 +5,11 @@
  */
 import type { Logger } from '../log/run-log.js';
 import { readAgentState, type AgentState } from './agent-state.js';
-import { hubRoute, proxyDisplay } from './http-proxy.js';
-import { runTunnelAgent } from './agent.js';
-import { CERT_RENEW_CHECK_INTERVAL_MS } from './limits.js';
+import { hubRoute, proxyDisplay } from '../tunnel/http-proxy.js';
+import { runTunnelAgent } from '../tunnel/agent.js';
+import { CERT_RENEW_CHECK_INTERVAL_MS } from '../tunnel/limits.js';
 import { isRenewalDue, renewAgentCertificate } from './registration.js';
-import { readUpstreamKubeconfig, Upstream } from './upstream.js';
+import { readUpstreamKubeconfig, Upstream } from '../tunnel/upstream.js';
 
 /** Options of {@link runAgentService}. */
 export interface AgentServiceOptions {

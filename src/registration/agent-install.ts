@@ -16,7 +16,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DIRECT_SERVICE_DIR, type ServiceManager, type StartOutcome } from '../cluster/service-manager.js';
+import { DIRECT_SERVICE_DIR, type ServiceManager, type StartOutcome } from '../hosts/service-manager.js';
 import { dump, load } from 'js-yaml';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import { execOrThrow, type Host } from '../hosts/host.js';

@@ -6,7 +6,7 @@ import {
   requestedServiceManager,
   selectServiceManager,
   serviceFilesOf,
-} from '../../../src/cluster/service-manager.js';
+} from '../../../src/hosts/service-manager.js';
 import { DryRunHost } from '../../../src/hosts/dry-run-host.js';
 
 describe('choosing a service manager', () => {

@@ -5,7 +5,7 @@ import { load } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { readKubeconfigFile } from '../../../src/kube/kubeconfig.js';
 import { createCa, issueCertificate } from '../../../src/trust/pki.js';
-import { agentKubeconfigContent } from '../../../src/tunnel/agent-install.js';
+import { agentKubeconfigContent } from '../../../src/registration/agent-install.js';
 
 // Real key material: the kubeconfig reader checks that the client key parses and matches its certificate.
 const ca = await createCa({ commonName: 'kubernetes' });

@@ -18,7 +18,7 @@ import {
   selectServiceManager,
   type ServiceManager,
   type StartOutcome,
-} from '../cluster/service-manager.js';
+} from '../hosts/service-manager.js';
 import { EdgeadmError } from '../errors.js';
 import type { Host } from '../hosts/host.js';
 import { edgeadmHome, type Logger } from '../log/run-log.js';

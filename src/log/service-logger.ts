@@ -3,8 +3,8 @@
  * every line goes to the run log and, timestamped, to stderr, where a
  * service manager's journal picks it up. Lines pass the redactor first.
  */
-import type { Redactor } from '../log/redact.js';
-import type { Logger, LogLevel } from '../log/run-log.js';
+import type { Redactor } from './redact.js';
+import type { Logger, LogLevel } from './run-log.js';
 
 /** Wraps `logger` so that info and above (debug too, when verbose) also reach stderr. */
 export function serviceLogger(options: { logger: Logger; redactor: Redactor; isVerbose: boolean }): Logger {

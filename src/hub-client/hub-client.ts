@@ -5,9 +5,9 @@
  */
 import type { Agent as HttpsAgent } from 'node:https';
 import { EdgeadmError } from '../errors.js';
-import type { HubConfig } from './hub-config.js';
-import { errorFromApi } from './http-replies.js';
-import type { ClusterView } from './operator-api.js';
+import type { HubConfig } from '../hub/hub-config.js';
+import { errorFromApi } from '../hub/http-replies.js';
+import type { ClusterView } from '../hub/operator-api.js';
 
 /** How long one API call may take. */
 export const HUB_CLIENT_TIMEOUT_MS = 30_000;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createCa, issueCertificate } from '../../../src/trust/pki.js';
-import { isRenewalDue } from '../../../src/tunnel/registration.js';
+import { isRenewalDue } from '../../../src/registration/registration.js';
 
 describe('isRenewalDue', () => {
   it('is due once two thirds of the certificate lifetime have passed, not before', async () => {

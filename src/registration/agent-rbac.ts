@@ -12,8 +12,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { EdgeadmError } from '../errors.js';
 import { KubeApiError, KubeClient, corePath, groupPath, type KubeObject } from '../kube/client.js';
 import type { Logger } from '../log/run-log.js';
-import { AGENT_TOKEN_POLL_MS, AGENT_TOKEN_WAIT_MS } from './limits.js';
-import type { Upstream, UpstreamCredentials } from './upstream.js';
+import { AGENT_TOKEN_POLL_MS, AGENT_TOKEN_WAIT_MS } from '../tunnel/limits.js';
+import type { Upstream, UpstreamCredentials } from '../tunnel/upstream.js';
 
 /** Namespace of the agent's ServiceAccount. */
 export const AGENT_SERVICE_ACCOUNT_NAMESPACE = 'kube-system';

@@ -4,7 +4,7 @@
  * to list clusters and to bound what a user may reach.
  */
 import { ValidationError } from '../errors.js';
-import { isLabelKey, isLabelValue } from '../kube/names.js';
+import { isLabelKey, isLabelValue } from './names.js';
 
 /** One term of a selector. */
 export type SelectorTerm =

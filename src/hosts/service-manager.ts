@@ -16,7 +16,7 @@
  *   is not applied.
  */
 import { EdgeadmError, PreflightError } from '../errors.js';
-import { execOrThrow, type Host } from '../hosts/host.js';
+import { execOrThrow, type Host } from './host.js';
 
 /** The environment variable that selects the service manager. */
 export const SERVICE_MANAGER_ENV = 'EDGEADM_SERVICE_MANAGER';

@@ -1,0 +1,46 @@
+/**
+ * The lint run holds the layers: an adapter that imports a workflow, or a room
+ * of the hub that imports against the one direction (registration → hub-client
+ * → hub → tunnel), is an error. Linted as text under the path it would have,
+ * with the project's own eslint.config.js.
+ */
+import { resolve } from 'node:path';
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = resolve(__dirname, '../../..');
+const eslint = new ESLint({ cwd: ROOT });
+
+/** The import restrictions lint reports for `code` placed at `file`. */
+async function restrictedImports(file: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: resolve(ROOT, file) });
+  return (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+}
+
+describe('the layer rules of the lint run', () => {
+  it.each([
+    ['src/hosts/probe.ts', "import { runInit } from '../cluster/init.js';", /never imports a workflow/],
+    ['src/kube/probe.ts', "import { fleetUp } from '../fleet/fleet-up.js';", /never imports a workflow/],
+    ['src/trust/probe.ts', "import { callHub } from '../hub-client/hub-client.js';", /never imports a workflow/],
+    ['src/tunnel/probe.ts', "import { callHub } from '../hub-client/hub-client.js';", /transport only/],
+    ['src/tunnel/probe.ts', "import type { HubContext } from '../hub/hub-context.js';", /transport only/],
+    ['src/tunnel/probe.ts', "import { register } from '../registration/registration.js';", /transport only/],
+    ['src/hub/probe.ts', "import { register } from '../registration/registration.js';", /neither its clients/],
+    ['src/hub/probe.ts', "import { callHub } from '../hub-client/hub-client.js';", /neither its clients/],
+    ['src/hub-client/probe.ts', "import type { HubTunnel } from '../tunnel/hub-tunnel.js';", /not the tunnel/],
+    ['src/registration/probe.ts', "import { runJoin } from '../cluster/join.js';", /no cluster or fleet/],
+    ['src/registration/probe.ts', "import { Command } from '@oclif/core';", /oclif/],
+  ])('refuses in %s: %s', async (file, code, message) => {
+    const messages = await restrictedImports(file, `${code}\nexport const probe = 1;\n`);
+    expect(messages).toEqual([expect.stringMatching(message)]);
+  });
+
+  it.each([
+    ['src/registration/probe.ts', "import { callHub } from '../hub-client/hub-client.js';"],
+    ['src/hub-client/probe.ts', "import type { HubConfig } from '../hub/hub-config.js';"],
+    ['src/hub/probe.ts', "import type { HubTunnel } from '../tunnel/hub-tunnel.js';"],
+    ['src/cluster/probe.ts', "import { isClusterName } from '../kube/names.js';"],
+  ])('allows in %s the import downwards: %s', async (file, code) => {
+    expect(await restrictedImports(file, `${code}\nexport const probe = 1;\n`)).toEqual([]);
+  });
+});
