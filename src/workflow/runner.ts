@@ -132,7 +132,7 @@ async function runOne<C>({ path, phase }: FlatPhase<C>, ctx: C, tools: RunOneToo
   } catch (error) {
     const durationMs = Math.round(now() - started);
     record({ path, status: 'failed', durationMs });
-    const wrapped = wrapPhaseError(path, error);
+    const wrapped = wrapPhaseError(path, error, { isDryRun: tools.isDryRun });
     emit({ type: 'phase-failed', phase: path, durationMs, error: { code: wrapped.code, message: wrapped.message } });
     throw wrapped;
   }
@@ -146,8 +146,13 @@ async function runOne<C>({ path, phase }: FlatPhase<C>, ctx: C, tools: RunOneToo
   });
 }
 
-/** `error execution phase <path>: <message>`, keeping the cause's code, exit code and hints. */
-export function wrapPhaseError(path: string, error: unknown): EdgeadmError {
+/**
+ * `error execution phase <path>: <message>`, keeping the cause's code, exit
+ * code and hints, and saying how to go on: after a real run, finished phases
+ * are skipped on a re-run; a dry run changed nothing, so there is nothing to
+ * resume.
+ */
+export function wrapPhaseError(path: string, error: unknown, options: { isDryRun?: boolean } = {}): EdgeadmError {
   const prefix = `error execution phase ${path}: `;
   if (isEdgeadmError(error)) {
     if (error.message.startsWith('error execution phase ')) return error;
@@ -156,7 +161,9 @@ export function wrapPhaseError(path: string, error: unknown): EdgeadmError {
       exitCode: error.exitCode,
       hints: [
         ...error.hints,
-        `After fixing it, re-run the whole command: finished phases are skipped as already done.`,
+        options.isDryRun === true
+          ? 'After fixing it, run the dry run again: it changed nothing on the host.'
+          : 'After fixing it, re-run the whole command: finished phases are skipped as already done.',
       ],
       cause: error,
       details: { ...error.details, phase: path },

@@ -127,6 +127,19 @@ describe('runPhases', () => {
     expect(c.ran).not.toContain('show-join-command');
   });
 
+  it('tells how to go on: re-run after a real run, run the dry run again after a dry run', async () => {
+    const real = (await runPhases(tree, ctx({ failAt: 'edge-addons/tunnel' })).catch(
+      (e: unknown) => e,
+    )) as EdgeadmError;
+    expect(real.hints.at(-1)).toBe(
+      'After fixing it, re-run the whole command: finished phases are skipped as already done.',
+    );
+    const dry = (await runPhases(tree, ctx({ failAt: 'edge-addons/tunnel' }), { isDryRun: true }).catch(
+      (e: unknown) => e,
+    )) as EdgeadmError;
+    expect(dry.hints.at(-1)).toBe('After fixing it, run the dry run again: it changed nothing on the host.');
+  });
+
   it('wraps a plain error too', async () => {
     const boom: Phase<Ctx>[] = [{ name: 'a', summary: 'a', run: () => Promise.reject(new Error('disk full')) }];
     await expect(runPhases(boom, ctx())).rejects.toMatchObject({
