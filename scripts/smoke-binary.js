@@ -2,7 +2,7 @@
 // an empty environment and PATH=/nonexistent, and every command of the dev CLI
 // (every id in oclif.manifest.json) must be in it.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,6 +50,7 @@ for (const id of ids) {
     failures.push(`${id} --help: exit ${help.status} ${help.stderr}`);
 }
 
+rmSync(env.HOME, { recursive: true, force: true });
 if (failures.length > 0) {
   console.error(`smoke-binary: ${failures.length} failed\n${failures.join('\n')}`);
   process.exit(1);
