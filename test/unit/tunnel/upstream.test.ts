@@ -54,6 +54,22 @@ const seen: Seen[] = [];
 let trapConnections = 0;
 const trapBytes: Buffer[] = [];
 
+/** An HTTP/2 server standing in for the agent's end of the tunnel: each stream goes to `target`. */
+async function serveThrough(target: Upstream): Promise<ReturnType<typeof createHttp2Server>> {
+  const server = createHttp2Server();
+  server.on('stream', (stream, headers) => {
+    stream.on('error', () => {});
+    const work =
+      headers[':method'] === 'CONNECT'
+        ? target.forwardUpgrade(stream, headers)
+        : target.forwardRequest(stream, headers);
+    work.catch(() => stream.destroy());
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return server;
+}
+
 function portOf(server: { address(): unknown }): number {
   return (server.address() as { port: number }).port;
 }
@@ -115,17 +131,7 @@ beforeAll(async () => {
     silentLogger,
   );
   // The agent's side of the tunnel, reversed roles aside: each stream goes to the upstream.
-  hubSide = createHttp2Server();
-  hubSide.on('stream', (stream, headers) => {
-    stream.on('error', () => {});
-    const work =
-      headers[':method'] === 'CONNECT'
-        ? upstream.forwardUpgrade(stream, headers)
-        : upstream.forwardRequest(stream, headers);
-    work.catch(() => stream.destroy());
-  });
-  hubSide.listen(0, '127.0.0.1');
-  await once(hubSide, 'listening');
+  hubSide = await serveThrough(upstream);
   client = http2Connect(`http://127.0.0.1:${portOf(hubSide)}`);
   client.on('error', () => {});
 });
@@ -243,17 +249,7 @@ describe('agent upstream: the agent token goes to the API server only', () => {
       { server: `https://127.0.0.1:${port}`, caPem, isInsecureSkipTlsVerify: false, token: AGENT_TOKEN },
       silentLogger,
     );
-    const side = createHttp2Server();
-    side.on('stream', (stream, headers) => {
-      stream.on('error', () => {});
-      const work =
-        headers[':method'] === 'CONNECT'
-          ? unreachable.forwardUpgrade(stream, headers)
-          : unreachable.forwardRequest(stream, headers);
-      work.catch(() => stream.destroy());
-    });
-    side.listen(0, '127.0.0.1');
-    await once(side, 'listening');
+    const side = await serveThrough(unreachable);
     const session = http2Connect(`http://127.0.0.1:${portOf(side)}`);
     try {
       const answers: Answer[] = [];
