@@ -40,7 +40,7 @@ export async function listBootstrapTokens(client: KubeClient): Promise<Bootstrap
   const tokens: BootstrapTokenInfo[] = [];
   for (const secret of secrets) {
     try {
-      tokens.push(readBootstrapTokenSecret(secret as Parameters<typeof readBootstrapTokenSecret>[0]));
+      tokens.push(readBootstrapTokenSecret(secret));
     } catch {
       // Not a valid token Secret: it cannot authenticate or sign either.
     }
@@ -52,7 +52,7 @@ export async function listBootstrapTokens(client: KubeClient): Promise<Bootstrap
 export async function getBootstrapToken(client: KubeClient, id: string): Promise<BootstrapTokenInfo | undefined> {
   const secret = await client.get(SECRETS(bootstrapTokenSecretName(id)));
   if (!secret) return undefined;
-  return readBootstrapTokenSecret(secret as Parameters<typeof readBootstrapTokenSecret>[0]);
+  return readBootstrapTokenSecret(secret);
 }
 
 /**

@@ -199,7 +199,7 @@ export class DiskCache {
         } catch {
           return;
         }
-        pending = { meta: entry.meta, value, timer: setTimeout(() => this.#flush(key), LIST_FLUSH_DELAY_MS) };
+        pending = { meta: entry.meta, value, timer: setTimeout(() => void this.#flush(key), LIST_FLUSH_DELAY_MS) };
         pending.timer.unref();
         this.#pending.set(key, pending);
       }

@@ -93,7 +93,7 @@ export async function bindListeners(
 
   const close = async (): Promise<void> => {
     const closing = [new Promise<void>((resolve) => server.close(() => resolve()))];
-    if (metricsServer) closing.push(new Promise<void>((resolve) => metricsServer!.close(() => resolve())));
+    if (metricsServer) closing.push(new Promise<void>((resolve) => metricsServer.close(() => resolve())));
     const grace = setTimeout(() => {
       for (const socket of sockets) socket.destroy();
       metricsServer?.closeAllConnections();

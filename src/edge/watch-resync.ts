@@ -11,7 +11,7 @@ import { BufferLease, type BufferBudget } from './buffer-budget.js';
 import type { ClassifiedRequest } from './cache-key.js';
 import type { DiskCache } from './disk-cache.js';
 import { MAX_CACHED_BODY_BYTES } from './limits.js';
-import { diffLists, isKubeList, type KubeListLike } from './list-patch.js';
+import { diffLists, isKubeList } from './list-patch.js';
 import { isUnreachableError, type UpstreamClient } from './upstream-client.js';
 import type { UpstreamState } from './upstream-state.js';
 
@@ -117,7 +117,7 @@ export async function resyncFromCachedList(parts: ResyncParts, sink: ResyncSink)
     lease.release();
   }
   logger.info(`edge-proxy: watch on ${classified.path} resynced with ${events.length} change(s) from the outage`);
-  return { next: 'connect', version: (fresh as KubeListLike).metadata?.resourceVersion };
+  return { next: 'connect', version: fresh.metadata?.resourceVersion };
 }
 
 /** The fresh LIST, its bytes taken from `lease`. */

@@ -73,7 +73,7 @@ export class SshHost extends ShellHost {
               resolve({ channel: stream, exit: recordExit(stream) });
             });
           } catch (error) {
-            reject(error as Error);
+            reject(error);
           }
         });
       } catch (error) {

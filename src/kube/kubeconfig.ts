@@ -71,7 +71,7 @@ export function parseKubeconfig(text: string, what: string): KubeconfigDocument 
   }
   if (document === undefined || document === null) return {};
   if (typeof document !== 'object' || Array.isArray(document)) throw invalid(what, 'it is not a YAML mapping');
-  return document as KubeconfigDocument;
+  return document;
 }
 
 function decodeData(value: unknown): string | undefined {
@@ -197,7 +197,7 @@ async function resolveSources(
   readFile: (path: string) => string | Promise<string>,
 ): Promise<KubeCredentials> {
   const read = async (source: Source): Promise<string | undefined> =>
-    source === undefined ? undefined : 'value' in source ? source.value : await readFile(source.file);
+    source === undefined ? undefined : 'value' in source ? source.value : readFile(source.file);
   const caPem = await read(sources.ca);
   const token = (await read(sources.token))?.trim();
   const clientCertificatePem = await read(sources.clientCertificate);

@@ -126,7 +126,7 @@ function keyParameters(algorithm: KeyAlgorithm): {
     case 'ecdsa-p256':
       return {
         generate: { name: 'ECDSA', namedCurve: 'P-256' },
-        sign: { name: 'ECDSA', hash: 'SHA-256' } as webcrypto.EcdsaParams,
+        sign: { name: 'ECDSA', hash: 'SHA-256' },
       };
     case 'rsa-2048':
     case 'rsa-3072':
@@ -138,7 +138,7 @@ function keyParameters(algorithm: KeyAlgorithm): {
           publicExponent: new Uint8Array([1, 0, 1]),
           hash: 'SHA-256',
         },
-        sign: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as webcrypto.Algorithm,
+        sign: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
       };
     default:
       throw new ValidationError(`unknown key algorithm ${JSON.stringify(algorithm)}`, {
@@ -149,7 +149,7 @@ function keyParameters(algorithm: KeyAlgorithm): {
 }
 
 async function generateKeyPair(algorithm: KeyAlgorithm): Promise<CryptoKeyPair> {
-  return (await subtle.generateKey(keyParameters(algorithm).generate, true, ['sign', 'verify'])) as CryptoKeyPair;
+  return subtle.generateKey(keyParameters(algorithm).generate, true, ['sign', 'verify']);
 }
 
 async function privateKeyPem(key: CryptoKey): Promise<string> {
@@ -248,7 +248,7 @@ function importParameters(key: KeyObject): {
   if (type === 'rsa') {
     return {
       import: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
-      sign: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as webcrypto.Algorithm,
+      sign: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
     };
   }
   if (type === 'ec') {
@@ -256,13 +256,13 @@ function importParameters(key: KeyObject): {
     if (curve === 'prime256v1') {
       return {
         import: { name: 'ECDSA', namedCurve: 'P-256' },
-        sign: { name: 'ECDSA', hash: 'SHA-256' } as webcrypto.EcdsaParams,
+        sign: { name: 'ECDSA', hash: 'SHA-256' },
       };
     }
     if (curve === 'secp384r1') {
       return {
         import: { name: 'ECDSA', namedCurve: 'P-384' },
-        sign: { name: 'ECDSA', hash: 'SHA-384' } as webcrypto.EcdsaParams,
+        sign: { name: 'ECDSA', hash: 'SHA-384' },
       };
     }
   }

@@ -133,7 +133,7 @@ function readHello(session: ClientHttp2Session): Promise<AgentHello> {
         if (typeof hello.cluster !== 'string') throw new Error('the hello names no cluster');
         resolve(hello);
       } catch (error) {
-        reject(error as Error);
+        reject(error);
       }
     });
     stream.on('error', reject);

@@ -260,7 +260,7 @@ export class Upstream {
             try {
               resolvePromise(JSON.parse(Buffer.concat(chunks).toString('utf8')));
             } catch (error) {
-              reject(error as Error);
+              reject(error);
             }
           });
           res.on('error', reject);

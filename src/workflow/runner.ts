@@ -70,7 +70,7 @@ export async function runPhases<C>(phases: Phase<C>[], ctx: C, options: RunOptio
   const now = options.now ?? (() => performance.now());
   const wallClock = options.wallClock ?? (() => new Date());
   const host = options.host ?? 'local';
-  const emit: Emit = (event) => options.onEvent?.({ ...event, time: wallClock().toISOString(), host } as WorkflowEvent);
+  const emit: Emit = (event) => options.onEvent?.({ ...event, time: wallClock().toISOString(), host });
   const results: PhaseResult[] = [];
   const inScope = (path: string): boolean =>
     options.only === undefined || path === options.only || path.startsWith(`${options.only}/`);

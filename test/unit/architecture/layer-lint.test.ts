@@ -4,16 +4,31 @@
  * → hub → tunnel), is an error. Linted as text under the path it would have,
  * with the project's own eslint.config.js.
  */
-import { resolve } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(__dirname, '../../..');
 const eslint = new ESLint({ cwd: ROOT });
 
+/**
+ * A real file standing for `src/<room>/probe.ts`: the type-aware rules parse
+ * only files the TypeScript project knows, so the probe's text is linted
+ * under the name of a file of the same room.
+ */
+function standIn(file: string): string {
+  const room = dirname(file);
+  const first = readdirSync(resolve(ROOT, room))
+    .filter((name) => name.endsWith('.ts'))
+    .sort()[0];
+  if (first === undefined) throw new Error(`no TypeScript file in ${room}`);
+  return resolve(ROOT, room, first);
+}
+
 /** The import restrictions lint reports for `code` placed at `file`. */
 async function restrictedImports(file: string, code: string): Promise<string[]> {
-  const [result] = await eslint.lintText(code, { filePath: resolve(ROOT, file) });
+  const [result] = await eslint.lintText(code, { filePath: standIn(file) });
   return (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
 }
 
@@ -42,5 +57,44 @@ describe('the layer rules of the lint run', () => {
     ['src/cluster/probe.ts', "import { isClusterName } from '../kube/names.js';"],
   ])('allows in %s the import downwards: %s', async (file, code) => {
     expect(await restrictedImports(file, `${code}\nexport const probe = 1;\n`)).toEqual([]);
+  });
+});
+
+/** The rule ids lint reports for `code` placed at `file` (an existing file, so the type checker knows it). */
+async function ruleIds(file: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: resolve(ROOT, file) });
+  return (result?.messages ?? []).map((m) => m.ruleId ?? m.message);
+}
+
+describe('the type-aware rules of the lint run', () => {
+  it.each([
+    [
+      'a promise nobody awaits',
+      'async function later(): Promise<void> {}\nexport function now(): void {\n  later();\n}\n',
+      '@typescript-eslint/no-floating-promises',
+    ],
+    [
+      'an async callback where nothing awaits it',
+      'export function arm(f: () => void): void {\n  f();\n}\narm(async () => {});\n',
+      '@typescript-eslint/no-misused-promises',
+    ],
+    [
+      'a switch that misses a member of its union',
+      "export type Side = 'hub' | 'agent';\nexport function port(side: Side): number {\n  switch (side) {\n    case 'hub':\n      return 1;\n  }\n  return 0;\n}\n",
+      '@typescript-eslint/switch-exhaustiveness-check',
+    ],
+    [
+      'a cast that changes nothing',
+      "export const name = 'edge' as string as string;\nexport const same = (name as string).length;\n",
+      '@typescript-eslint/no-unnecessary-type-assertion',
+    ],
+  ])('refuses %s', async (_what, code, rule) => {
+    expect(await ruleIds('src/kube/names.ts', code)).toContain(rule);
+  });
+
+  it('accepts the same code done right', async () => {
+    const code =
+      "async function later(): Promise<void> {}\nexport async function now(): Promise<void> {\n  await later();\n}\nexport type Side = 'hub' | 'agent';\nexport function port(side: Side): number {\n  switch (side) {\n    case 'hub':\n      return 1;\n    case 'agent':\n      return 2;\n  }\n}\n";
+    expect(await ruleIds('src/kube/names.ts', code)).toEqual([]);
   });
 });
