@@ -156,3 +156,9 @@ export const ROLLOUT_REPORTS_REOPEN_MS = 5_000;
  * answer, their revision still shown.
  */
 export const MAX_DRY_RUN_OBJECT_BYTES = 16 * 1024 * 1024;
+/** Longest reason of a cluster hold. */
+export const MAX_HOLD_REASON_LENGTH = 1024;
+/** Most properties one cluster may have (they are read by every rollout's customization). */
+export const MAX_CLUSTER_PROPERTIES = 256;
+/** Longest value of one cluster property. */
+export const MAX_CLUSTER_PROPERTY_VALUE_LENGTH = 4096;

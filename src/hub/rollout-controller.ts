@@ -314,6 +314,23 @@ export class RolloutController {
     return { revision: live.record.revision, document: stored?.document };
   }
 
+  /** What {@link RolloutController.apply} would answer, changing nothing (a dry run). */
+  preview(document: unknown, spec: RolloutSpec, actor: RolloutActor): ApplyResult {
+    const existing = this.#rollouts.get(spec.name);
+    if (existing !== undefined && !this.#isVisible(existing, actor)) throw this.#taken(spec.name);
+    const isUnchanged = existing !== undefined && existing.documentText === canonicalJson(document);
+    const current = existing?.record.revision ?? 0;
+    return { name: spec.name, revision: isUnchanged ? current : current + 1, isUnchanged, isCreated: !existing };
+  }
+
+  #taken(name: string): HttpError {
+    return new HttpError(
+      403,
+      'E_HUB_FORBIDDEN',
+      `a rollout named "${name}" exists and reaches clusters outside yours; choose another name`,
+    );
+  }
+
   /**
    * Creates or updates a rollout (a new revision, unless the document is
    * unchanged). The caller has parsed the document and checked the actor's
@@ -322,13 +339,7 @@ export class RolloutController {
   apply(document: unknown, spec: RolloutSpec, actor: RolloutActor): Promise<ApplyResult> {
     return this.#exclusive(async () => {
       const existing = this.#rollouts.get(spec.name);
-      if (existing !== undefined && !this.#isVisible(existing, actor)) {
-        throw new HttpError(
-          403,
-          'E_HUB_FORBIDDEN',
-          `a rollout named "${spec.name}" exists and reaches clusters outside yours; choose another name`,
-        );
-      }
+      if (existing !== undefined && !this.#isVisible(existing, actor)) throw this.#taken(spec.name);
       const documentText = canonicalJson(document);
       if (existing !== undefined && existing.documentText === documentText) {
         return { name: spec.name, revision: existing.record.revision, isUnchanged: true, isCreated: false };
