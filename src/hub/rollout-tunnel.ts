@@ -6,9 +6,12 @@
  *   Lines are bounded ({@link MAX_ROLLOUT_REPORT_LINE_BYTES}); a line too
  *   long, not JSON or not a report is logged and dropped, never thrown: an
  *   agent cannot crash the hub. A report is always for the tunnel's own
- *   cluster: a line naming another one is dropped. An agent that answers
- *   404 does not serve rollouts (an older edgeadm): it is marked so, and
- *   its clusters' rows say so.
+ *   cluster: a line naming another one is dropped. An agent that does not
+ *   serve rollouts (an older edgeadm) is marked so, and its clusters' rows
+ *   say so: it answers 404 to a control path it does not know, or, before
+ *   agents knew more control paths than the handshake, 400 (it took the
+ *   stream for a user's request without an identity: see
+ *   {@link isOlderAgentRefusal}).
  * - {@link TunnelRolloutDelivery}: copies and removals as POST control
  *   streams (no identity headers: no user can send them), each with a
  *   deadline ({@link ROLLOUT_DELIVERY_TIMEOUT_MS}). A cluster without an
@@ -39,6 +42,15 @@ export interface ReportSink {
   report(cluster: string, message: ReportMessage): void;
   /** The cluster's agent does not serve rollouts. */
   unsupported(cluster: string): void;
+}
+
+/**
+ * The Kubernetes Status an agent from before rollouts answers to any
+ * stream without identity headers that is not its handshake (tunnel
+ * upstream.ts: "the tunnel stream carries no identity to impersonate").
+ */
+export function isOlderAgentRefusal(status: number, body: string): boolean {
+  return status === 400 && body.includes('carries no identity');
 }
 
 /** The message shown for a cluster whose agent does not serve rollouts. */
@@ -177,18 +189,30 @@ export function followReports(
     const splitter = new LineSplitter(maxLineBytes, () =>
       logger.warn(`cluster ${cluster}: a report line longer than ${maxLineBytes} bytes was dropped`),
     );
+    let status = 0;
+    const refusal: Buffer[] = [];
     stream.on('response', (headers) => {
-      const status = Number(headers[':status']);
-      if (status === 404) {
-        isUnsupported = true;
-        logger.warn(unsupportedMessage(cluster));
-        sink.unsupported(cluster);
-      } else if (status !== 200) {
-        logger.warn(`cluster ${cluster}: the report stream was answered ${status}`);
-      }
+      status = Number(headers[':status']);
+      if (status !== 200) isRefused = true;
+      if (status === 404) markUnsupported();
+    });
+    let isRefused = false;
+    const markUnsupported = (): void => {
+      if (isUnsupported) return;
+      isUnsupported = true;
+      logger.warn(unsupportedMessage(cluster));
+      sink.unsupported(cluster);
+    };
+    stream.on('end', () => {
+      if (!isRefused || isUnsupported) return;
+      if (isOlderAgentRefusal(status, Buffer.concat(refusal).toString('utf8'))) markUnsupported();
+      else logger.warn(`cluster ${cluster}: the report stream was answered ${status}`);
     });
     stream.on('data', (chunk: Buffer) => {
-      if (isUnsupported) return;
+      if (isRefused) {
+        if (refusal.length < 16) refusal.push(chunk.subarray(0, MAX_REFUSAL_BYTES));
+        return;
+      }
       for (const line of splitter.push(chunk)) {
         if (line.trim() === '') continue;
         let parsed: unknown;
@@ -315,10 +339,7 @@ export class TunnelRolloutDelivery implements RolloutDelivery {
       let status = 0;
       const refusal: Buffer[] = [];
       let refusalSize = 0;
-      stream.on('response', (headers) => {
-        status = Number(headers[':status']);
-        if (status === 404 && path === ROLLOUT_APPLY_PATH) this.#unsupported.add(cluster);
-      });
+      stream.on('response', (headers) => (status = Number(headers[':status'])));
       stream.on('data', (chunk: Buffer) => {
         if (refusalSize < MAX_REFUSAL_BYTES) refusal.push(chunk.subarray(0, MAX_REFUSAL_BYTES - refusalSize));
         refusalSize += chunk.length;
@@ -326,8 +347,10 @@ export class TunnelRolloutDelivery implements RolloutDelivery {
       stream.on('error', (error) => this.#logger.debug(`cluster ${cluster}: ${path}: ${error.message}`));
       stream.on('close', () => {
         if (status === 200 || status === 202) settle({ status: 'delivered' });
-        else if (status === 404) settle({ status: 'failed', message: unsupportedMessage(cluster) });
-        else if (status === 0) {
+        else if (status === 404 || isOlderAgentRefusal(status, Buffer.concat(refusal).toString('utf8'))) {
+          this.#unsupported.add(cluster);
+          settle({ status: 'failed', message: unsupportedMessage(cluster) });
+        } else if (status === 0) {
           settle(
             tunnel.isOpen
               ? { status: 'failed', message: `the stream to cluster "${cluster}" closed before an answer` }

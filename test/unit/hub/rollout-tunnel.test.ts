@@ -55,7 +55,15 @@ function readAll(stream: ServerHttp2Stream): Promise<string> {
 }
 
 /** A hub end (real acceptTunnel) and an agent stand-in, connected; returns the accepted tunnel. */
-async function connectPair(options: { servesRollouts: boolean }): Promise<{ tunnel: HubTunnel; agent: StandIn }> {
+/**
+ * How the stand-in answers the rollout paths: as the contract says; as an
+ * agent that knows control paths but not these (404); or as this
+ * version's agent before rollouts, which takes a stream without identity
+ * for a user's request and refuses it (tunnel/upstream.ts: 400 and a Status).
+ */
+type AgentKind = 'rollouts' | 'unknown-path-404' | 'before-rollouts-400';
+
+async function connectPair(options: { kind: AgentKind }): Promise<{ tunnel: HubTunnel; agent: StandIn }> {
   const ca = await createCa({ commonName: 'test hub CA' });
   const serving = await issueCertificate({ ca, commonName: 'hub', ipAddresses: ['127.0.0.1'], usages: ['server'] });
   const client = await issueCertificate({ ca, commonName: 'c1', usages: ['client'] });
@@ -106,11 +114,23 @@ async function connectPair(options: { servesRollouts: boolean }): Promise<{ tunn
       stream.resume();
       stream.respond({ ':status': 200 });
       stream.end();
-    } else if (!options.servesRollouts) {
-      // An agent of an edgeadm before rollouts: every control path it does not know is a 404.
+    } else if (options.kind === 'unknown-path-404') {
       stream.resume();
       stream.respond({ ':status': 404 });
       stream.end();
+    } else if (options.kind === 'before-rollouts-400') {
+      stream.resume();
+      stream.respond({ ':status': 400, 'content-type': 'application/json' });
+      stream.end(
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          message: 'the tunnel stream carries no identity to impersonate',
+          reason: 'BadRequest',
+          code: 400,
+        }),
+      );
     } else if (path === ROLLOUT_REPORTS_PATH) {
       stream.respond({ ':status': 200, 'content-type': 'application/x-ndjson' });
       reportStream = stream;
@@ -178,7 +198,7 @@ const document = rolloutDocument({
 
 describe('rollouts over a real tunnel', () => {
   it('sends the copy as the owner on a control stream and takes the agent’s reports; bad lines are dropped', async () => {
-    const { tunnel, agent } = await connectPair({ servesRollouts: true });
+    const { tunnel, agent } = await connectPair({ kind: 'rollouts' });
     const warnings: string[] = [];
     const logger: Logger = { ...silentLogger, warn: (message) => warnings.push(message) };
     const { controller } = await hubFor(tunnel, logger);
@@ -226,18 +246,21 @@ describe('rollouts over a real tunnel', () => {
     expect(agent.removals).toEqual([{ rollout: 'web', owner: { user: 'alice', groups: ['ops', 'shops'] } }]);
   });
 
-  it('shows a cluster whose agent does not serve rollouts as failed with a clear message, and keeps going', async () => {
-    const { tunnel } = await connectPair({ servesRollouts: false });
-    const { controller } = await hubFor(tunnel);
-    await controller.apply(document, parseRollout(document), owner);
-    const view = await until(controller, (status) => status.counts.failed === 1);
-    expect(view.clusters?.[0]).toMatchObject({
-      cluster: 'c1',
-      phase: 'failed',
-      message: expect.stringContaining('does not serve rollouts'),
-    });
-    expect(tunnel.isOpen).toBe(true);
-  });
+  it.each(['unknown-path-404', 'before-rollouts-400'] as const)(
+    'shows a cluster whose agent does not serve rollouts (%s) as failed with a clear message, and keeps going',
+    async (kind) => {
+      const { tunnel } = await connectPair({ kind });
+      const { controller } = await hubFor(tunnel);
+      await controller.apply(document, parseRollout(document), owner);
+      const view = await until(controller, (status) => status.counts.failed === 1);
+      expect(view.clusters?.[0]).toMatchObject({
+        cluster: 'c1',
+        phase: 'failed',
+        message: expect.stringContaining('does not serve rollouts'),
+      });
+      expect(tunnel.isOpen).toBe(true);
+    },
+  );
 });
 
 describe('report lines', () => {
