@@ -239,7 +239,9 @@ export function followReports(
     stream.on('error', (error) => logger.debug(`cluster ${cluster}: report stream: ${error.message}`));
     stream.on('close', () => {
       stream = undefined;
-      if (isStopped || isUnsupported || !tunnel.isOpen) return;
+      // Opened again only after a stream that was served and ended: an agent that refuses it is not asked again
+      // (its answers would also pass for liveness in the hub's silence sweep).
+      if (isStopped || isRefused || !tunnel.isOpen) return;
       reopen = setTimeout(open, options.reopenMs ?? ROLLOUT_REPORTS_REOPEN_MS);
       reopen.unref();
     });
