@@ -118,9 +118,11 @@ export default tseslint.config(
     ['registration', 'tunnel', 'cluster', 'fleet', 'rollout', 'edge'],
     'The hub client calls the hub API; it imports no workflow and not the tunnel.',
   ),
+  // Registration runs the agent, and the agent applies the rollout copies the hub sends
+  // (rollout/copy-agent.ts); rollout imports neither registration nor the tunnel.
   roomRule(
     ['src/registration/**/*.ts'],
-    ['cluster', 'fleet', 'rollout', 'edge'],
+    ['cluster', 'fleet', 'edge'],
     'Registration talks to the hub and installs the agent; it imports no cluster or fleet workflow.',
   ),
 );
