@@ -115,7 +115,7 @@ export default tseslint.config(
   ),
   roomRule(
     ['src/hub-client/**/*.ts'],
-    ['registration', 'tunnel', 'cluster', 'fleet', 'rollout', 'edge'],
+    ['registration', 'tunnel', 'cluster', 'fleet', 'edge'],
     'The hub client calls the hub API; it imports no workflow and not the tunnel.',
   ),
   roomRule(
