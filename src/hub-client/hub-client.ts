@@ -20,6 +20,9 @@ import {
   type RolloutStatusView,
 } from '../rollout/api.js';
 import type { RolloutState } from '../rollout/progress.js';
+import type { RolloutDocument } from '../rollout/rollout-file.js';
+
+export type { RolloutDocument };
 
 /** How long one API call may take. */
 export const HUB_CLIENT_TIMEOUT_MS = 30_000;
@@ -38,15 +41,6 @@ export const WATCH_POLL_GRACE_MS = 10_000;
 export const WATCH_RECONNECT_WINDOW_MS = 120_000;
 /** The pause between those tries. */
 export const WATCH_RECONNECT_DELAY_MS = 1_000;
-
-/** A Rollout document as sent: `metadata.name` names it, the rest the hub checks. */
-export interface RolloutDocument {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; [key: string]: unknown };
-  spec: Record<string, unknown>;
-  [key: string]: unknown;
-}
 
 /** A cluster as the hold and property routes answer: the cluster view with its hold and properties. */
 export type HeldClusterView = ClusterView & { hold?: ClusterHold; properties?: Record<string, string> };

@@ -45,10 +45,19 @@ const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 /** What `-f` takes for stdin. */
 export const STDIN_PATH = '-';
 
+/** A Rollout document as sent to the hub: `metadata.name` names it, the hub checks the rest again. */
+export interface RolloutDocument {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; [key: string]: unknown };
+  spec: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
 /** A Rollout read and checked, ready to send. */
 export interface LoadedRollout {
   /** The document to send: `spec.resourcesFrom` read into `spec.resources`. */
-  document: Record<string, unknown>;
+  document: RolloutDocument;
   /** Its checked form. */
   spec: RolloutSpec;
   /** For each of `spec.resources`: `inline`, or the file (and document) it was read from. */
@@ -261,7 +270,8 @@ async function resolveWithBudget(document: unknown, baseDir: string, budget: Rea
   if (!isRecord(document) || !isRecord(document['spec']) || document['spec']['resourcesFrom'] === undefined) {
     const spec = parseRollout(document);
     const count = spec.resources.length;
-    return { document: document as Record<string, unknown>, spec, origins: new Array<string>(count).fill('inline') };
+    // parseRollout has checked apiVersion, kind, metadata.name and spec.
+    return { document: document as RolloutDocument, spec, origins: new Array<string>(count).fill('inline') };
   }
   const { resourcesFrom, ...specRest } = document['spec'];
   const inline = specRest['resources'] ?? [];
@@ -286,7 +296,9 @@ async function resolveWithBudget(document: unknown, baseDir: string, budget: Rea
   }
   const resolved = { ...document, spec: { ...specRest, resources } };
   try {
-    return { document: resolved, spec: parseRollout(resolved), origins };
+    const spec = parseRollout(resolved);
+    // parseRollout has checked apiVersion, kind, metadata.name and spec.
+    return { document: resolved as unknown as RolloutDocument, spec, origins };
   } catch (error) {
     throw withOrigin(error, origins);
   }
