@@ -67,6 +67,9 @@ export interface FakeOperatorApi {
   setStatus(name: string, change: Partial<RolloutStatusView>): void;
   /** The hub's STATUS_LONG_POLL_MS for this fake (short, so unchanged answers come quickly). */
   longPollMs: number;
+  /** Stops listening and drops every connection, as a hub going down; {@link listenAgain} brings it back on the same port. */
+  stopListening(): Promise<void>;
+  listenAgain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -268,7 +271,13 @@ export async function startFakeOperatorApi(options: { longPollMs?: number } = {}
   });
   server.on('secureConnection', () => (connections += 1));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const port = (server.address() as AddressInfo).port;
+  const url = `https://127.0.0.1:${port}`;
+  const stopListening = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   const hubConfig: HubConfig = { server: url, caPem: ca.certPem, user: 'admin', token: FAKE_TOKEN };
   const hubConfigPath = join(mkdtempSync(join(tmpdir(), 'fake-hub-')), 'hub.yaml');
   writeHubConfig(hubConfigPath, hubConfig);
@@ -278,10 +287,8 @@ export async function startFakeOperatorApi(options: { longPollMs?: number } = {}
     hubConfig,
     hubConfigPath,
     connections: () => connections,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    stopListening,
+    listenAgain: () => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve)),
+    close: () => (server.listening ? stopListening() : Promise.resolve()),
   });
 }
