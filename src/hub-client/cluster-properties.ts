@@ -5,8 +5,8 @@
  */
 import { ValidationError } from '../errors.js';
 
-/** A property key: what `${property:KEY}` can name (no `|` or `}`), shaped like a label key. */
-const PROPERTY_KEY = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,251}[A-Za-z0-9])?$/;
+/** A property key: what `${property:KEY}` can name (no `|` or `}`); the hub checks the same. */
+const PROPERTY_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,252}$/;
 /** Longest property value. */
 const MAX_PROPERTY_VALUE_LENGTH = 4096;
 

@@ -29,10 +29,11 @@ export const HUB_CLIENT_TIMEOUT_MS = 30_000;
 /** Largest answer read. */
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 /**
- * Largest dry-run answer or stored document read: a 10 MiB Rollout's
- * document alone is 10 MiB, and a dry run carries copies of it per cluster.
+ * Largest dry-run answer or stored document read: the hub takes Rollouts of
+ * up to 32 MiB (10 MiB of manifests with room) and adds at most 16 MiB of
+ * rendered objects to a dry run's answer.
  */
-export const MAX_DRY_RUN_RESPONSE_BYTES = 256 * 1024 * 1024;
+export const MAX_LARGE_RESPONSE_BYTES = 64 * 1024 * 1024;
 /** How long an apply may take: the hub checks, renders and stores up to tens of MiB. */
 export const ROLLOUT_APPLY_TIMEOUT_MS = 120_000;
 /** What a watch's long poll waits beyond the hub's own STATUS_LONG_POLL_MS before calling the hub silent. */
@@ -236,7 +237,7 @@ export class HubClient {
     const query = options.dryRun === true ? '?dryRun=true' : '';
     return this.#call('PUT', rolloutPath(document.metadata.name, query), document, {
       timeoutMs: ROLLOUT_APPLY_TIMEOUT_MS,
-      ...(options.dryRun === true && { maxResponseBytes: MAX_DRY_RUN_RESPONSE_BYTES }),
+      ...(options.dryRun === true && { maxResponseBytes: MAX_LARGE_RESPONSE_BYTES }),
     });
   }
 
@@ -320,7 +321,7 @@ export class HubClient {
   /** The stored document of the current revision. */
   getRolloutDocument(name: string): Promise<{ revision: number; document: RolloutDocument }> {
     return this.#call('GET', rolloutPath(name, '/document'), undefined, {
-      maxResponseBytes: MAX_DRY_RUN_RESPONSE_BYTES,
+      maxResponseBytes: MAX_LARGE_RESPONSE_BYTES,
     });
   }
 

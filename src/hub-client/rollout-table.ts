@@ -132,7 +132,15 @@ export function renderApplyResult(result: ApplyResult): string {
     for (const copy of failures) lines.push(`  ${copy.cluster}: ${copy.error ?? ''}`);
   }
   for (const copy of plan.copies) {
-    if (copy.objects === undefined) continue;
+    if (copy.error !== undefined) continue;
+    if (copy.objects === undefined) {
+      // The hub bounds the rendered objects in one answer; the rest are named without their objects.
+      lines.push(
+        '',
+        `# cluster ${copy.cluster}, copy revision ${copy.revision ?? '-'}: objects not shown (answer size bound)`,
+      );
+      continue;
+    }
     lines.push('', `# cluster ${copy.cluster}, copy revision ${copy.revision ?? '-'}`);
     for (const object of copy.objects) lines.push('---', dump(object, { lineWidth: -1 }).trimEnd());
   }

@@ -112,6 +112,8 @@ export async function startFakeOperatorApi(options: { longPollMs?: number } = {}
       copies: [
         { cluster: 'store-1', revision: '1-abc', objects: [{ kind: 'ConfigMap', metadata: { name: 'site' } }] },
         { cluster: 'store-2', error: 'spec.resources[0].data.site: the cluster has no label "region"' },
+        // The hub leaves out the objects past its answer's size bound.
+        { cluster: 'store-3', revision: '1-def' },
       ],
     },
     setStatus(name: string, change: Partial<RolloutStatusView>): void {

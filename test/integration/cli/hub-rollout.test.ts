@@ -105,6 +105,7 @@ describe('edgeadm hub rollout apply', () => {
     expect(result.stdout).toContain(
       '# cluster store-1, copy revision 1-abc\n---\nkind: ConfigMap\nmetadata:\n  name: site',
     );
+    expect(result.stdout).toContain('# cluster store-3, copy revision 1-def: objects not shown (answer size bound)');
     expect(fake.rollouts.has('dry')).toBe(false);
     const json = JSON.parse(
       (await hub(['hub', 'rollout', 'apply', '-f', rolloutFile('dry'), '--dry-run', '--json'])).stdout,
