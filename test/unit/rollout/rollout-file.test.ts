@@ -187,6 +187,18 @@ describe('reading a Rollout file', () => {
     expect(JSON.stringify(loaded.document).length).toBeGreaterThan(11 * 1024 * 1024);
   });
 
+  it("reads the README's worked example, with the Service from its manifests directory", async () => {
+    const loaded = await readRolloutFile({ path: 'examples/web-rollout/rollout.yaml' });
+    expect(loaded.spec.resources.map((r) => `${r.kind}/${r.metadata.name}`)).toEqual([
+      'Namespace/shop',
+      'ConfigMap/site',
+      'Deployment/web',
+      'Service/web',
+    ]);
+    expect(loaded.origins.at(-1)).toBe('manifests/service.yaml');
+    expect(loaded.spec.summaries.map((summary) => summary.name)).toEqual(['min-available', 'total-available']);
+  });
+
   it('resolves a document given as an object (the library) against a base directory', async () => {
     const dir = tree({ 'm/a.yaml': dump(configMap('a')) });
     const loaded = await resolveRolloutDocument(
