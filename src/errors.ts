@@ -7,7 +7,8 @@
  *
  * Exit codes follow kubeadm: 1 general, 2 preflight, 3 validation; and 4
  * for a long-running agent the hub refuses for good (a unit must not
- * restart it: RestartPreventExitStatus=4).
+ * restart it: RestartPreventExitStatus=4); 5 and 6 end a watched rollout
+ * that halted or was aborted.
  */
 
 /** kubeadm-compatible process exit codes. */
@@ -20,6 +21,10 @@ export const ExitCode = {
   Validation: 3,
   /** A long-running agent was refused for good (its cluster deleted, its certificate revoked): restarting cannot help. */
   Refused: 4,
+  /** `hub rollout status --watch`: the rollout halted (its failure budget is spent). */
+  RolloutHalted: 5,
+  /** `hub rollout status --watch`: the rollout was aborted. */
+  RolloutAborted: 6,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -34,6 +34,18 @@ import HubClustersList from './commands/hub/clusters/list.js';
 import HubClustersGet from './commands/hub/clusters/get.js';
 import HubClustersDelete from './commands/hub/clusters/delete.js';
 import HubUserCreate from './commands/hub/user/create.js';
+import HubClustersHold from './commands/hub/clusters/hold.js';
+import HubClustersRelease from './commands/hub/clusters/release.js';
+import HubClustersSetProperties from './commands/hub/clusters/set-properties.js';
+import HubRolloutApply from './commands/hub/rollout/apply.js';
+import HubRolloutStatus from './commands/hub/rollout/status.js';
+import HubRolloutList from './commands/hub/rollout/list.js';
+import HubRolloutGet from './commands/hub/rollout/get.js';
+import HubRolloutPause from './commands/hub/rollout/pause.js';
+import HubRolloutResume from './commands/hub/rollout/resume.js';
+import HubRolloutAbort from './commands/hub/rollout/abort.js';
+import HubRolloutUndo from './commands/hub/rollout/undo.js';
+import HubRolloutDelete from './commands/hub/rollout/delete.js';
 import RegisterCloud from './commands/register-cloud.js';
 import Kubeconfig from './commands/kubeconfig.js';
 import Kubectl from './commands/kubectl.js';
@@ -60,6 +72,18 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'hub:clusters:get': HubClustersGet,
   'hub:clusters:delete': HubClustersDelete,
   'hub:user:create': HubUserCreate,
+  'hub:clusters:hold': HubClustersHold,
+  'hub:clusters:release': HubClustersRelease,
+  'hub:clusters:set-properties': HubClustersSetProperties,
+  'hub:rollout:apply': HubRolloutApply,
+  'hub:rollout:status': HubRolloutStatus,
+  'hub:rollout:list': HubRolloutList,
+  'hub:rollout:get': HubRolloutGet,
+  'hub:rollout:pause': HubRolloutPause,
+  'hub:rollout:resume': HubRolloutResume,
+  'hub:rollout:abort': HubRolloutAbort,
+  'hub:rollout:undo': HubRolloutUndo,
+  'hub:rollout:delete': HubRolloutDelete,
   'register-cloud': RegisterCloud,
   kubeconfig: Kubeconfig,
   kubectl: Kubectl,

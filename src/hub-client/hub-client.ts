@@ -1,18 +1,50 @@
 /**
- * The operator side of the hub API: what `hub token create`, `hub clusters`
- * and `hub user create` call. TLS is verified against the CA in the hub
- * config; the bearer token comes from it too.
+ * The operator side of the hub API: what `hub token create`, `hub clusters`,
+ * `hub user create` and `hub rollout` call (rollout/api.ts is the contract
+ * of the rollout and hold routes). TLS is verified against the CA in the hub
+ * config; the bearer token comes from it too. The library entry (src/api.ts)
+ * hands the same client to scripts.
  */
 import type { Agent as HttpsAgent } from 'node:https';
+import { setTimeout as delay } from 'node:timers/promises';
 import { EdgeadmError } from '../errors.js';
 import type { HubConfig } from '../hub/hub-config.js';
 import { errorFromApi } from '../hub/http-replies.js';
 import type { ClusterView } from '../hub/operator-api.js';
+import {
+  STATUS_LONG_POLL_MS,
+  type ApplyResult,
+  type ClusterHold,
+  type DeleteResult,
+  type RolloutListItem,
+  type RolloutStatusView,
+} from '../rollout/api.js';
+import type { RolloutState } from '../rollout/progress.js';
+import type { RolloutDocument } from '../rollout/rollout-file.js';
+
+export type { RolloutDocument };
 
 /** How long one API call may take. */
 export const HUB_CLIENT_TIMEOUT_MS = 30_000;
 /** Largest answer read. */
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+/**
+ * Largest dry-run answer or stored document read: the hub takes Rollouts of
+ * up to 32 MiB (10 MiB of manifests with room) and adds at most 16 MiB of
+ * rendered objects to a dry run's answer.
+ */
+export const MAX_LARGE_RESPONSE_BYTES = 64 * 1024 * 1024;
+/** How long an apply may take: the hub checks, renders and stores up to tens of MiB. */
+export const ROLLOUT_APPLY_TIMEOUT_MS = 120_000;
+/** What a watch's long poll waits beyond the hub's own STATUS_LONG_POLL_MS before calling the hub silent. */
+export const WATCH_POLL_GRACE_MS = 10_000;
+/** How long a watch keeps trying to reach a hub that went away (a restart) before it fails. */
+export const WATCH_RECONNECT_WINDOW_MS = 120_000;
+/** The pause between those tries. */
+export const WATCH_RECONNECT_DELAY_MS = 1_000;
+
+/** A cluster as the hold and property routes answer: the cluster view with its hold and properties. */
+export type HeldClusterView = ClusterView & { hold?: ClusterHold; properties?: Record<string, string> };
 
 /** What `POST /hub/v1/tokens` returns. */
 export interface CreatedHubToken {
@@ -49,6 +81,10 @@ export interface HubCallOptions {
   body?: unknown;
   /** Connect through this agent (the tunnel agent's HTTP proxy); a fresh direct connection otherwise. */
   agent?: HttpsAgent;
+  /** How long the socket may stay idle; {@link HUB_CLIENT_TIMEOUT_MS} by default (a long poll needs more). */
+  timeoutMs?: number;
+  /** Largest answer read; 16 MiB by default (a dry run's rendered copies may need more). */
+  maxResponseBytes?: number;
 }
 
 /** One JSON call to the hub; typed errors for refusals. */
@@ -56,6 +92,7 @@ export async function callHub<T>(options: HubCallOptions): Promise<T> {
   const { request } = await import('node:https');
   const url = new URL(options.path, options.server);
   const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const maxResponseBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
   return new Promise<T>((resolve, reject) => {
     const req = request(
       url,
@@ -64,7 +101,7 @@ export async function callHub<T>(options: HubCallOptions): Promise<T> {
         ca: options.caPem,
         rejectUnauthorized: true,
         agent: options.agent ?? false,
-        timeout: HUB_CLIENT_TIMEOUT_MS,
+        timeout: options.timeoutMs ?? HUB_CLIENT_TIMEOUT_MS,
         ...(options.certPem === undefined ? {} : { cert: options.certPem, key: options.keyPem }),
         headers: {
           Accept: 'application/json',
@@ -79,8 +116,14 @@ export async function callHub<T>(options: HubCallOptions): Promise<T> {
         let size = 0;
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
-          if (size > MAX_RESPONSE_BYTES) req.destroy(new Error('the hub answer is too large'));
-          else chunks.push(chunk);
+          if (size > maxResponseBytes) {
+            res.destroy();
+            reject(
+              new EdgeadmError(`the hub's answer is larger than ${maxResponseBytes} bytes`, {
+                code: 'E_HUB_ANSWER_TOO_LARGE',
+              }),
+            );
+          } else chunks.push(chunk);
         });
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
@@ -111,11 +154,43 @@ export async function callHub<T>(options: HubCallOptions): Promise<T> {
   });
 }
 
+/** Options of {@link HubClient.watchRollout}. */
+export interface WatchRolloutOptions {
+  /** Include the per-cluster rows in each view. */
+  clusters?: boolean;
+  /** Ends the watch (the iterator returns) when aborted. */
+  signal?: AbortSignal;
+  /** Waits between reconnect attempts (injected by tests). */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** The clock the reconnect window is measured with (injected by tests). */
+  now?: () => number;
+}
+
+/** The states after which a rollout changes no more by itself: a watch ends there. */
+export const FINAL_ROLLOUT_STATES: ReadonlySet<RolloutState> = new Set(['complete', 'halted', 'aborted']);
+
+function rolloutPath(name: string, suffix = ''): string {
+  return `/hub/v1/rollouts/${encodeURIComponent(name)}${suffix}`;
+}
+
+function clusterPath(name: string, suffix = ''): string {
+  return `/hub/v1/clusters/${encodeURIComponent(name)}${suffix}`;
+}
+
+function isUnreachable(error: unknown): boolean {
+  return error instanceof EdgeadmError && error.code === 'E_HUB_UNREACHABLE';
+}
+
 /** The operator API, bound to one hub config. */
 export class HubClient {
   constructor(readonly config: HubConfig) {}
 
-  #call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  #call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    extra: Pick<HubCallOptions, 'timeoutMs' | 'maxResponseBytes'> = {},
+  ): Promise<T> {
     return callHub<T>({
       server: this.config.server,
       caPem: this.config.caPem,
@@ -123,6 +198,7 @@ export class HubClient {
       method,
       path,
       body,
+      ...extra,
     });
   }
 
@@ -136,11 +212,11 @@ export class HubClient {
   }
 
   getCluster(name: string): Promise<ClusterView> {
-    return this.#call('GET', `/hub/v1/clusters/${encodeURIComponent(name)}`);
+    return this.#call('GET', clusterPath(name));
   }
 
   deleteCluster(name: string): Promise<{ name: string; isDeleted: boolean }> {
-    return this.#call('DELETE', `/hub/v1/clusters/${encodeURIComponent(name)}`);
+    return this.#call('DELETE', clusterPath(name));
   }
 
   createUser(options: {
@@ -150,5 +226,116 @@ export class HubClient {
     ttlMs: number;
   }): Promise<CreatedHubUser> {
     return this.#call('POST', '/hub/v1/users', options);
+  }
+
+  /**
+   * Creates or updates a rollout from a document whose file references are
+   * already read (see rollout/rollout-file.ts). With `dryRun` the hub stores
+   * nothing and answers with the waves and each cluster's rendered copy.
+   */
+  applyRollout(document: RolloutDocument, options: { dryRun?: boolean } = {}): Promise<ApplyResult> {
+    const query = options.dryRun === true ? '?dryRun=true' : '';
+    return this.#call('PUT', rolloutPath(document.metadata.name, query), document, {
+      timeoutMs: ROLLOUT_APPLY_TIMEOUT_MS,
+      ...(options.dryRun === true && { maxResponseBytes: MAX_LARGE_RESPONSE_BYTES }),
+    });
+  }
+
+  async listRollouts(): Promise<RolloutListItem[]> {
+    return (await this.#call<{ rollouts: RolloutListItem[] }>('GET', '/hub/v1/rollouts')).rollouts;
+  }
+
+  /** One rollout's status; with `clusters`, its per-cluster rows. */
+  rolloutStatus(name: string, options: { clusters?: boolean } = {}): Promise<RolloutStatusView> {
+    return this.#call('GET', rolloutPath(name, options.clusters === true ? '?clusters=true' : ''));
+  }
+
+  /**
+   * Every change of a rollout's status, first the current one, as a long
+   * poll (`?waitForChangeFrom=`): each call waits up to STATUS_LONG_POLL_MS
+   * on the hub, so it crosses proxies and socket deadlines that a stream
+   * would not. Ends after a view whose state is complete, halted or aborted.
+   * When the hub cannot be reached (it restarts), the watch tries again for
+   * up to {@link WATCH_RECONNECT_WINDOW_MS} before it gives up with
+   * `E_HUB_UNREACHABLE`; any other error ends it at once.
+   */
+  async *watchRollout(name: string, options: WatchRolloutOptions = {}): AsyncGenerator<RolloutStatusView> {
+    const sleep = options.sleep ?? ((ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal }));
+    const now = options.now ?? Date.now;
+    const clusters = options.clusters === true ? '&clusters=true' : '';
+    let last: RolloutStatusView | undefined;
+    let unreachableSince: number | undefined;
+    while (options.signal?.aborted !== true) {
+      let view: RolloutStatusView;
+      try {
+        view = await this.#call<RolloutStatusView>(
+          'GET',
+          last === undefined
+            ? rolloutPath(name, clusters === '' ? '' : '?clusters=true')
+            : rolloutPath(name, `?waitForChangeFrom=${last.statusVersion}${clusters}`),
+          undefined,
+          { timeoutMs: STATUS_LONG_POLL_MS + WATCH_POLL_GRACE_MS },
+        );
+      } catch (error) {
+        if (!isUnreachable(error)) throw error;
+        unreachableSince ??= now();
+        if (now() - unreachableSince >= WATCH_RECONNECT_WINDOW_MS) throw error;
+        try {
+          await sleep(WATCH_RECONNECT_DELAY_MS, options.signal);
+        } catch {
+          return;
+        }
+        continue;
+      }
+      unreachableSince = undefined;
+      // An unchanged answer is the long poll running out: nothing to report.
+      if (last !== undefined && view.statusVersion === last.statusVersion && view.state === last.state) continue;
+      last = view;
+      yield view;
+      if (FINAL_ROLLOUT_STATES.has(view.state)) return;
+    }
+  }
+
+  pauseRollout(name: string): Promise<RolloutStatusView> {
+    return this.#call('POST', rolloutPath(name, '/pause'));
+  }
+
+  resumeRollout(name: string): Promise<RolloutStatusView> {
+    return this.#call('POST', rolloutPath(name, '/resume'));
+  }
+
+  abortRollout(name: string): Promise<RolloutStatusView> {
+    return this.#call('POST', rolloutPath(name, '/abort'));
+  }
+
+  /** Rolls back to the previous revision's document (as a new revision). */
+  undoRollout(name: string): Promise<RolloutStatusView> {
+    return this.#call('POST', rolloutPath(name, '/undo'));
+  }
+
+  /** Removes the rollout and its objects from every cluster it reached (offline ones when they return). */
+  deleteRollout(name: string): Promise<DeleteResult> {
+    return this.#call('DELETE', rolloutPath(name));
+  }
+
+  /** The stored document of the current revision. */
+  getRolloutDocument(name: string): Promise<{ revision: number; document: RolloutDocument }> {
+    return this.#call('GET', rolloutPath(name, '/document'), undefined, {
+      maxResponseBytes: MAX_LARGE_RESPONSE_BYTES,
+    });
+  }
+
+  /** Holds a cluster (maintenance): no rollout changes it until {@link releaseCluster}. */
+  holdCluster(name: string, reason: string): Promise<HeldClusterView> {
+    return this.#call('PUT', clusterPath(name, '/hold'), { reason });
+  }
+
+  releaseCluster(name: string): Promise<HeldClusterView> {
+    return this.#call('DELETE', clusterPath(name, '/hold'));
+  }
+
+  /** Sets the properties customization reads (`${property:KEY}`); the map replaces the previous one. */
+  setClusterProperties(name: string, properties: Record<string, string>): Promise<HeldClusterView> {
+    return this.#call('PUT', clusterPath(name, '/properties'), { properties });
   }
 }

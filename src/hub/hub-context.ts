@@ -10,6 +10,7 @@ import type { HubPki } from './hub-pki.js';
 import { hashUserToken } from './hub-tokens.js';
 import { bearerToken } from './http-replies.js';
 import type { HubMetrics } from './metrics.js';
+import type { RolloutController } from './rollout-controller.js';
 import type { HubStore, UserRecord } from './store.js';
 
 /** The hub's shared state. */
@@ -29,6 +30,8 @@ export interface HubContext {
    * tokens) reads it, so that tests decide what time it is instead of sleeping.
    */
   now(): Date;
+  /** The rollout controller; absent where a hub runs without rollouts (tests of other parts). */
+  rollouts?: RolloutController;
 }
 
 /** The user a request's bearer token names, if it is valid and not expired. */

@@ -43,6 +43,8 @@ import {
   httpServerDeadlineOptions,
   type HubDeadlines,
 } from './socket-deadlines.js';
+import { RolloutController } from './rollout-controller.js';
+import { followReports, TunnelRolloutDelivery } from './rollout-tunnel.js';
 import { SqliteHubStore } from './sqlite-store.js';
 import type { HubStore } from './store.js';
 import { ensureTlsTicketKey } from './tls-ticket-keys.js';
@@ -155,10 +157,19 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
       const tunnel = tunnels.get(cluster);
       if (tunnel) {
         tunnels.delete(cluster);
+        context.rollouts?.clusterDisconnected(cluster);
         tunnel.destroy();
       }
     },
     now: options.clock ?? (() => new Date()),
+  };
+  // Rollouts: the controller reads its state from the store and delivers over the tunnels.
+  const rolloutDelivery = new TunnelRolloutDelivery({ tunnels, logger });
+  const rollouts = await RolloutController.start({ store, delivery: rolloutDelivery, logger });
+  context.rollouts = rollouts;
+  const reportSink = {
+    report: rollouts.report.bind(rollouts),
+    unsupported: (cluster: string) => rolloutDelivery.markUnsupported(cluster),
   };
 
   // One sweep over all tunnels instead of timers per tunnel: close the silent ones, refresh `lastSeen`.
@@ -204,6 +215,10 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
       previous.destroy();
     }
     logger.info(`cluster ${cluster} connected (${tunnel.hello.kubernetesVersion ?? 'version unknown'})`);
+    // Its report stream first, then what it is owed (its current copies within the controller's next pass).
+    rolloutDelivery.tunnelOpened(cluster);
+    followReports(tunnel, reportSink, logger);
+    rollouts.clusterConnected(cluster);
     const seen = (): Promise<void> =>
       store
         .updateClusterStatus(cluster, {
@@ -220,6 +235,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     lastSeenSavers.delete(tunnel);
     if (tunnels.get(cluster) === tunnel) {
       tunnels.delete(cluster);
+      rollouts.clusterDisconnected(cluster);
       logger.info(`cluster ${cluster} disconnected`);
       await seen();
     }
@@ -358,6 +374,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         logger.info('hub shutting down');
         clearInterval(rotateTicketKey);
         clearInterval(sweep);
+        // The controller writes what it has not written yet and starts nothing new.
+        await rollouts.stop();
         // Stops accepting and closes the idle HTTP connections.
         server.close();
         const grace = setTimeout(() => {

@@ -122,3 +122,43 @@ export const TLS_TICKET_KEY_CHECK_MS = 3600_000;
 export const MAX_API_TTL_MS = 10 * 366 * 24 * 3600_000;
 /** Most registrations one hub token may allow (`usages`). */
 export const MAX_HUB_TOKEN_USAGES = 1_000_000;
+/**
+ * Largest body of `PUT /hub/v1/rollouts/NAME` (the Rollout as JSON). A
+ * Rollout may hold 10 MiB of manifests, and YAML turned into JSON grows
+ * (quotes, braces, escapes); this is the size a copy message may have on the
+ * agent's side (`MAX_COPY_MESSAGE_BYTES`), so anything the hub takes it can
+ * also deliver. Every other operator route keeps {@link MAX_API_BODY_BYTES}.
+ */
+export const MAX_ROLLOUT_BODY_BYTES = 32 * 1024 * 1024;
+/** How many documents of each rollout the store keeps (`undo` needs the previous one; the rest is history). */
+export const MAX_STORED_ROLLOUT_REVISIONS = 10;
+/**
+ * Shortest time between two passes of the rollout controller. Events
+ * (reports, tunnels connecting, holds) only mark rollouts; one pass then
+ * steps each marked rollout once, so a reconnect storm of 10,000 clusters
+ * costs a few passes per second, not 10,000.
+ */
+export const ROLLOUT_PASS_INTERVAL_MS = 200;
+/**
+ * How long an agent has to accept a copy or a removal (answer 202) on its
+ * control stream. A copy can be tens of MiB and an edge link slow (10 MiB
+ * at 1 Mbit/s is 80 s); past it the cluster's copy counts as failed.
+ */
+export const ROLLOUT_DELIVERY_TIMEOUT_MS = 120_000;
+/** Longest report line the hub reads from an agent's report stream; longer lines are dropped whole. */
+export const MAX_ROLLOUT_REPORT_LINE_BYTES = 4 * 1024 * 1024;
+/** How long the hub waits before opening a cluster's report stream again after it ended while the tunnel stays up. */
+export const ROLLOUT_REPORTS_REOPEN_MS = 5_000;
+/**
+ * Most bytes of rendered objects a dry run answers with. Every placed
+ * cluster's copy is rendered (so every customization error is found); past
+ * this budget the objects of the remaining clusters are left out of the
+ * answer, their revision still shown.
+ */
+export const MAX_DRY_RUN_OBJECT_BYTES = 16 * 1024 * 1024;
+/** Longest reason of a cluster hold. */
+export const MAX_HOLD_REASON_LENGTH = 1024;
+/** Most properties one cluster may have (they are read by every rollout's customization). */
+export const MAX_CLUSTER_PROPERTIES = 256;
+/** Longest value of one cluster property. */
+export const MAX_CLUSTER_PROPERTY_VALUE_LENGTH = 4096;

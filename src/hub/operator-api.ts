@@ -5,7 +5,9 @@
  * - the discovery document (`cluster-info`, signed for every usable hub token);
  * - registration (`POST /hub/v1/register`, hub token) and renewal
  *   (`POST /hub/v1/renew`, the cluster's client certificate);
- * - the operator API (admin bearer token): tokens, clusters, users.
+ * - the operator API (admin bearer token): tokens, clusters, users;
+ * - rollouts, cluster holds and properties (any hub user, within their
+ *   clusters: rollout-api.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { X509Certificate } from 'node:crypto';
@@ -27,6 +29,8 @@ import {
   MAX_API_TTL_MS,
   MAX_HUB_TOKEN_USAGES,
 } from './limits.js';
+import type { ClusterHold } from '../rollout/api.js';
+import { serveRolloutApi } from './rollout-api.js';
 import type { ClusterRecord, UserRecord } from './store.js';
 
 /** A user or group name: no spaces or control characters (they end up in HTTP headers). */
@@ -42,6 +46,10 @@ export interface ClusterView {
   nodeCount?: number;
   registeredAt: string;
   certNotAfter: string;
+  /** An operator's hold: no rollout changes the cluster until it is released. */
+  hold?: ClusterHold;
+  /** Values rollouts' customization reads (`${property:KEY}`). */
+  properties?: Record<string, string>;
 }
 
 function viewOf(context: HubContext, cluster: ClusterRecord): ClusterView {
@@ -59,6 +67,8 @@ function viewOf(context: HubContext, cluster: ClusterRecord): ClusterView {
   if (version !== undefined) view.kubernetesVersion = version;
   const nodeCount = tunnel?.hello.nodeCount ?? cluster.nodeCount;
   if (nodeCount !== undefined) view.nodeCount = nodeCount;
+  if (cluster.hold !== undefined) view.hold = cluster.hold;
+  if (cluster.properties !== undefined) view.properties = cluster.properties;
   return view;
 }
 
@@ -242,6 +252,7 @@ async function register(context: HubContext, req: IncomingMessage, res: ServerRe
     throw unusableToken(tokenId, outcome);
   }
   context.logger.info(`registered cluster ${name} with token ${tokenId}`);
+  context.rollouts?.clustersChanged();
   sendJson(res, 201, { name, certPem, caPem: context.pki.ca.certPem, server: context.advertiseUrl });
 }
 
@@ -370,6 +381,7 @@ async function clusters(context: HubContext, req: IncomingMessage, res: ServerRe
     if (!removed) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
     await context.store.revokeCertificate(removed.certSerial, 'cluster deleted');
     context.closeTunnel(name);
+    context.rollouts?.clustersChanged();
     context.logger.info(`deleted cluster ${name}: certificate revoked, tunnel closed`);
     sendJson(res, 200, { name, isDeleted: true });
     return;
@@ -417,6 +429,8 @@ export async function serveApi(context: HubContext, req: IncomingMessage, res: S
       await createUser(context, req, res);
       return true;
   }
+  // Rollouts, and the holds and properties of clusters (open to scoped users, within their clusters).
+  if (await serveRolloutApi(context, req, res, url, viewOf)) return true;
   if (url.pathname === '/hub/v1/clusters' || url.pathname.startsWith('/hub/v1/clusters/')) {
     await clusters(context, req, res, url);
     return true;

@@ -9,11 +9,16 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { EdgeadmError } from '../errors.js';
 import { hubTokenState } from './hub-tokens.js';
 import { STATUS_COMMIT_WINDOW_MS, STORE_READ_CACHE_MAX_ENTRIES } from './limits.js';
+import type { ClusterHold } from '../rollout/api.js';
 import type {
   ClusterRecord,
   ClusterStatusUpdate,
   HubStore,
   HubTokenRecord,
+  PendingRemovalRecord,
+  ReportedCopyRecord,
+  RolloutRecord,
+  RolloutRevisionRecord,
   TokenRegistration,
   TokenUse,
   UserRecord,
@@ -52,7 +57,38 @@ CREATE TABLE IF NOT EXISTS revoked_certificates (
   reason TEXT NOT NULL,
   revoked_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS cluster_rollout_facts (
+  name TEXT PRIMARY KEY,
+  hold_json TEXT,
+  properties_json TEXT
+);
+CREATE TABLE IF NOT EXISTS rollouts (
+  name TEXT PRIMARY KEY,
+  record_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rollout_revisions (
+  name TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  record_json TEXT NOT NULL,
+  PRIMARY KEY (name, revision)
+);
+CREATE TABLE IF NOT EXISTS rollout_reports (
+  rollout TEXT NOT NULL,
+  cluster TEXT NOT NULL,
+  record_json TEXT NOT NULL,
+  PRIMARY KEY (rollout, cluster)
+);
+CREATE TABLE IF NOT EXISTS rollout_pending_removals (
+  rollout TEXT NOT NULL,
+  cluster TEXT NOT NULL,
+  record_json TEXT NOT NULL,
+  PRIMARY KEY (rollout, cluster)
+);
 `;
+
+/** Clusters with their hold and properties (kept in their own table, so that older stores need no migration). */
+const SELECT_CLUSTERS = `SELECT c.*, f.hold_json, f.properties_json FROM clusters c
+  LEFT JOIN cluster_rollout_facts f ON f.name = c.name`;
 
 type Row = Record<string, SQLInputValue>;
 
@@ -78,6 +114,10 @@ function clusterFromRow(row: Row): ClusterRecord {
   if (version !== undefined) cluster.kubernetesVersion = version;
   const nodeCount = optionalNumber(row.node_count);
   if (nodeCount !== undefined) cluster.nodeCount = nodeCount;
+  const hold = optionalString(row.hold_json);
+  if (hold !== undefined) cluster.hold = JSON.parse(hold) as ClusterHold;
+  const properties = optionalString(row.properties_json);
+  if (properties !== undefined) cluster.properties = JSON.parse(properties) as Record<string, string>;
   return cluster;
 }
 
@@ -200,22 +240,48 @@ export class SqliteHubStore implements HubStore {
   async getCluster(name: string): Promise<ClusterRecord | undefined> {
     const cached = this.#clustersByName.get(name);
     if (cached !== undefined) return cached;
-    const row = this.#prepare('SELECT * FROM clusters WHERE name = ?').get(name) as Row | undefined;
+    const row = this.#prepare(`${SELECT_CLUSTERS} WHERE c.name = ?`).get(name) as Row | undefined;
     if (row === undefined) return undefined;
     const cluster = clusterFromRow(row);
     Object.freeze(cluster.labels);
+    if (cluster.properties !== undefined) Object.freeze(cluster.properties);
+    if (cluster.hold !== undefined) Object.freeze(cluster.hold);
     return remember(this.#clustersByName, name, Object.freeze(cluster));
   }
 
   async listClusters(): Promise<ClusterRecord[]> {
-    return (this.#prepare('SELECT * FROM clusters ORDER BY name').all() as Row[]).map(clusterFromRow);
+    return (this.#prepare(`${SELECT_CLUSTERS} ORDER BY c.name`).all() as Row[]).map(clusterFromRow);
   }
 
   async deleteCluster(name: string): Promise<ClusterRecord | undefined> {
     const existing = await this.getCluster(name);
-    if (existing) this.#prepare('DELETE FROM clusters WHERE name = ?').run(name);
+    if (existing) {
+      this.#transaction(() => {
+        this.#prepare('DELETE FROM clusters WHERE name = ?').run(name);
+        this.#prepare('DELETE FROM cluster_rollout_facts WHERE name = ?').run(name);
+      });
+    }
     this.#clustersByName.delete(name);
     return existing;
+  }
+
+  /** Writes one of a cluster's rollout facts (hold or properties), keeping the other. */
+  #setClusterFact(name: string, column: 'hold_json' | 'properties_json', json: string | null): boolean {
+    this.#clustersByName.delete(name);
+    return this.#transaction(() => {
+      if (this.#prepare('SELECT 1 FROM clusters WHERE name = ?').get(name) === undefined) return false;
+      this.#prepare('INSERT OR IGNORE INTO cluster_rollout_facts (name) VALUES (?)').run(name);
+      this.#prepare(`UPDATE cluster_rollout_facts SET ${column} = ? WHERE name = ?`).run(json, name);
+      return true;
+    });
+  }
+
+  async setClusterHold(name: string, hold: ClusterHold | undefined): Promise<boolean> {
+    return this.#setClusterFact(name, 'hold_json', hold === undefined ? null : JSON.stringify(hold));
+  }
+
+  async setClusterProperties(name: string, properties: Record<string, string>): Promise<boolean> {
+    return this.#setClusterFact(name, 'properties_json', JSON.stringify(properties));
   }
 
   /**
@@ -383,6 +449,115 @@ export class SqliteHubStore implements HubStore {
 
   async isCertificateRevoked(serial: string): Promise<boolean> {
     return this.#prepare('SELECT 1 FROM revoked_certificates WHERE serial = ?').get(serial.toLowerCase()) !== undefined;
+  }
+
+  #writeRollout(record: RolloutRecord): void {
+    this.#prepare('INSERT OR REPLACE INTO rollouts (name, record_json) VALUES (?, ?)').run(
+      record.name,
+      JSON.stringify(record),
+    );
+  }
+
+  async putRollout(record: RolloutRecord, revision?: RolloutRevisionRecord, keepRevisions?: number): Promise<void> {
+    this.#transaction(() => {
+      this.#writeRollout(record);
+      if (revision === undefined) return;
+      this.#prepare('INSERT OR REPLACE INTO rollout_revisions (name, revision, record_json) VALUES (?, ?, ?)').run(
+        revision.name,
+        revision.revision,
+        JSON.stringify(revision),
+      );
+      if (keepRevisions !== undefined) {
+        this.#prepare(
+          `DELETE FROM rollout_revisions WHERE name = ? AND revision NOT IN
+             (SELECT revision FROM rollout_revisions WHERE name = ? ORDER BY revision DESC LIMIT ?)`,
+        ).run(revision.name, revision.name, Math.max(1, keepRevisions));
+      }
+    });
+  }
+
+  async putRollouts(records: readonly RolloutRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    this.#transaction(() => {
+      for (const record of records) this.#writeRollout(record);
+    });
+  }
+
+  async getRollout(name: string): Promise<RolloutRecord | undefined> {
+    const row = this.#prepare('SELECT record_json FROM rollouts WHERE name = ?').get(name) as Row | undefined;
+    return row === undefined ? undefined : (JSON.parse(String(row.record_json)) as RolloutRecord);
+  }
+
+  async listRollouts(): Promise<RolloutRecord[]> {
+    return (this.#prepare('SELECT record_json FROM rollouts ORDER BY name').all() as Row[]).map(
+      (row) => JSON.parse(String(row.record_json)) as RolloutRecord,
+    );
+  }
+
+  async getRolloutRevision(name: string, revision: number): Promise<RolloutRevisionRecord | undefined> {
+    const row = this.#prepare('SELECT record_json FROM rollout_revisions WHERE name = ? AND revision = ?').get(
+      name,
+      revision,
+    ) as Row | undefined;
+    return row === undefined ? undefined : (JSON.parse(String(row.record_json)) as RolloutRevisionRecord);
+  }
+
+  async listRolloutRevisions(name: string): Promise<number[]> {
+    return (
+      this.#prepare('SELECT revision FROM rollout_revisions WHERE name = ? ORDER BY revision').all(name) as Row[]
+    ).map((row) => Number(row.revision));
+  }
+
+  async deleteRollout(name: string, pendingRemovals: readonly PendingRemovalRecord[]): Promise<boolean> {
+    return this.#transaction(() => {
+      const result = this.#prepare('DELETE FROM rollouts WHERE name = ?').run(name);
+      this.#prepare('DELETE FROM rollout_revisions WHERE name = ?').run(name);
+      this.#prepare('DELETE FROM rollout_reports WHERE rollout = ?').run(name);
+      this.#insertPendingRemovals(pendingRemovals);
+      return Number(result.changes) === 1;
+    });
+  }
+
+  async putReportedCopies(reports: readonly ReportedCopyRecord[]): Promise<void> {
+    if (reports.length === 0) return;
+    const insert = this.#prepare(
+      'INSERT OR REPLACE INTO rollout_reports (rollout, cluster, record_json) VALUES (?, ?, ?)',
+    );
+    this.#transaction(() => {
+      for (const report of reports) insert.run(report.rollout, report.cluster, JSON.stringify(report));
+    });
+  }
+
+  async listReportedCopies(rollout: string): Promise<ReportedCopyRecord[]> {
+    return (
+      this.#prepare('SELECT record_json FROM rollout_reports WHERE rollout = ? ORDER BY cluster').all(rollout) as Row[]
+    ).map((row) => JSON.parse(String(row.record_json)) as ReportedCopyRecord);
+  }
+
+  async deleteReportedCopy(rollout: string, cluster: string): Promise<void> {
+    this.#prepare('DELETE FROM rollout_reports WHERE rollout = ? AND cluster = ?').run(rollout, cluster);
+  }
+
+  #insertPendingRemovals(removals: readonly PendingRemovalRecord[]): void {
+    const insert = this.#prepare(
+      'INSERT OR REPLACE INTO rollout_pending_removals (rollout, cluster, record_json) VALUES (?, ?, ?)',
+    );
+    for (const removal of removals) insert.run(removal.rollout, removal.cluster, JSON.stringify(removal));
+  }
+
+  async addPendingRemovals(removals: readonly PendingRemovalRecord[]): Promise<void> {
+    if (removals.length === 0) return;
+    this.#transaction(() => this.#insertPendingRemovals(removals));
+  }
+
+  async listPendingRemovals(): Promise<PendingRemovalRecord[]> {
+    return (
+      this.#prepare('SELECT record_json FROM rollout_pending_removals ORDER BY cluster, rollout').all() as Row[]
+    ).map((row) => JSON.parse(String(row.record_json)) as PendingRemovalRecord);
+  }
+
+  async deletePendingRemoval(rollout: string, cluster: string): Promise<void> {
+    this.#prepare('DELETE FROM rollout_pending_removals WHERE rollout = ? AND cluster = ?').run(rollout, cluster);
   }
 
   async close(): Promise<void> {

@@ -66,6 +66,21 @@ export interface KubeRequestOptions {
   timeoutMs?: number;
 }
 
+/**
+ * Whom the client's requests act as (`Impersonate-User` / `Impersonate-Group`):
+ * the API server checks that the client's own identity may impersonate, then
+ * judges every request by this user's RBAC.
+ */
+export interface KubeImpersonation {
+  user: string;
+  groups: readonly string[];
+}
+
+/** Options of a {@link KubeClient} besides its credentials. */
+export interface KubeClientOptions {
+  impersonate?: KubeImpersonation;
+}
+
 /** A raw answer: status and body text. */
 export interface KubeResponse {
   status: number;
@@ -76,9 +91,11 @@ export interface KubeResponse {
 export class KubeClient {
   readonly server: string;
   readonly #credentials: KubeCredentials;
+  readonly #impersonate: KubeImpersonation | undefined;
 
-  constructor(credentials: KubeCredentials) {
+  constructor(credentials: KubeCredentials, options: KubeClientOptions = {}) {
     this.#credentials = credentials;
+    this.#impersonate = options.impersonate;
     this.server = credentials.server.replace(/\/+$/, '');
   }
 
@@ -92,8 +109,12 @@ export class KubeClient {
       options.body === undefined
         ? undefined
         : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
-    const headers: Record<string, string> = { Accept: 'application/json' };
+    const headers: Record<string, string | string[]> = { Accept: 'application/json' };
     if (credentials.token !== undefined) headers.Authorization = `Bearer ${credentials.token}`;
+    if (this.#impersonate !== undefined) {
+      headers['Impersonate-User'] = this.#impersonate.user;
+      if (this.#impersonate.groups.length > 0) headers['Impersonate-Group'] = [...this.#impersonate.groups];
+    }
     if (body !== undefined) {
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = String(body.length);

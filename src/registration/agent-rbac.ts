@@ -1,7 +1,10 @@
 /**
  * The agent's identity on its edge cluster. The agent acts for hub users by
- * impersonation, so the identity it uses needs exactly one right:
- * `impersonate` on users and groups. This module owns that RBAC: the
+ * impersonation, so the identity it uses needs `impersonate` on users and
+ * groups; and it keeps the inventories of the rollouts it applies
+ * (ConfigMaps `kube-system/edgeadm-rollout-<name>`) as itself, so that a
+ * rollout's owner, impersonated for the rollout's objects, needs no rights
+ * in kube-system: a Role there on ConfigMaps. This module owns that RBAC: the
  * objects `register-cloud --create-service-account` creates from an admin
  * kubeconfig (a ServiceAccount, a ClusterRole with that one rule, its
  * binding, and a `kubernetes.io/service-account-token` Secret for a
@@ -36,6 +39,18 @@ export const AGENT_IMPERSONATION_RULES = [
   { apiGroups: [''], resources: ['users', 'groups'], verbs: ['impersonate'] },
 ] as const;
 
+/**
+ * What the agent does as itself with the rollout inventories (ConfigMaps in
+ * kube-system): read them back after a restart (list), write them (server-side
+ * apply creates or patches) and delete them with the rollout. RBAC cannot
+ * narrow `create` or `list` to a name prefix, so the Role covers the
+ * namespace's ConfigMaps; it adds nothing to what the impersonate right
+ * already allows, and keeps the owner's rights out of kube-system.
+ */
+export const AGENT_INVENTORY_RULES = [
+  { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] },
+] as const;
+
 /** The objects `--create-service-account` applies, in order. Pure. */
 export function agentRbacObjects(): KubeObject[] {
   const namespace = AGENT_SERVICE_ACCOUNT_NAMESPACE;
@@ -57,6 +72,23 @@ export function agentRbacObjects(): KubeObject[] {
       kind: 'ClusterRoleBinding',
       metadata: { name, labels: { ...AGENT_RBAC_LABELS } },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
+    {
+      apiVersion: RBAC_GROUP_VERSION,
+      kind: 'Role',
+      metadata: { name, namespace, labels: { ...AGENT_RBAC_LABELS } },
+      rules: AGENT_INVENTORY_RULES.map((rule) => ({
+        apiGroups: [...rule.apiGroups],
+        resources: [...rule.resources],
+        verbs: [...rule.verbs],
+      })),
+    },
+    {
+      apiVersion: RBAC_GROUP_VERSION,
+      kind: 'RoleBinding',
+      metadata: { name, namespace, labels: { ...AGENT_RBAC_LABELS } },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
       subjects: [{ kind: 'ServiceAccount', name, namespace }],
     },
   ];

@@ -1,7 +1,8 @@
 /**
  * The long-running agent as `register-cloud --foreground` and
  * `agent tunnel` run it: read the state, keep the tunnel open, renew the
- * certificate when due, stop cleanly on abort.
+ * certificate when due, run the rollout copies the hub sends (one
+ * CopyAgent for the agent's life, across reconnects), stop cleanly on abort.
  */
 import type { Logger } from '../log/run-log.js';
 import { readAgentState, type AgentState } from './agent-state.js';
@@ -9,7 +10,9 @@ import { hubRoute, proxyDisplay } from '../tunnel/http-proxy.js';
 import { runTunnelAgent } from '../tunnel/agent.js';
 import { CERT_RENEW_CHECK_INTERVAL_MS } from '../tunnel/limits.js';
 import { isRenewalDue, renewAgentCertificate } from './registration.js';
-import { readUpstreamKubeconfig, Upstream } from '../tunnel/upstream.js';
+import { readUpstreamKubeconfig, Upstream, type UpstreamCredentials } from '../tunnel/upstream.js';
+import type { KubeCredentials } from '../kube/kubeconfig.js';
+import { CopyAgent } from '../rollout/copy-agent.js';
 
 /** Options of {@link runAgentService}. */
 export interface AgentServiceOptions {
@@ -30,7 +33,13 @@ export async function runAgentService(options: AgentServiceOptions): Promise<voi
   const route = await hubRoute(state.hubServer, { explicit: options.proxy ?? state.proxy, env: options.env });
   if (route.proxy !== undefined)
     options.logger.info(`dialling the hub through the HTTP proxy ${proxyDisplay(route.proxy)}`);
-  const upstream = new Upstream(await readUpstreamKubeconfig(state.kubeconfig), options.logger);
+  const credentials = await readUpstreamKubeconfig(state.kubeconfig);
+  const upstream = new Upstream(credentials, options.logger);
+  const rollouts = new CopyAgent({
+    cluster: state.cluster,
+    credentials: kubeCredentialsOf(credentials),
+    logger: options.logger,
+  });
   let isRenewing = false;
   const renewIfDue = async (): Promise<void> => {
     if (isRenewing || !isRenewalDue(state.certPem)) return;
@@ -55,8 +64,22 @@ export async function runAgentService(options: AgentServiceOptions): Promise<voi
       logger: options.logger,
       signal: options.signal,
       onConnected: () => void renewIfDue(),
+      controlRoutes: rollouts.controlRoutes(),
     });
   } finally {
     clearInterval(timer);
+    rollouts.close();
   }
+}
+
+/** The agent's upstream credentials as the kube client takes them (the same server, CA and identity). */
+export function kubeCredentialsOf(upstream: UpstreamCredentials): KubeCredentials {
+  return {
+    contextName: 'edgeadm-agent',
+    server: upstream.server,
+    ...(upstream.caPem === undefined ? {} : { caPem: upstream.caPem }),
+    ...(upstream.token === undefined ? {} : { token: upstream.token }),
+    ...(upstream.clientCertPem === undefined ? {} : { clientCertificatePem: upstream.clientCertPem }),
+    ...(upstream.clientKeyPem === undefined ? {} : { clientKeyPem: upstream.clientKeyPem }),
+  };
 }

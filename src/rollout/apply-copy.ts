@@ -12,18 +12,33 @@
  *   carries the rollout's label: nothing the rollout did not create is
  *   touched, even when its name is reused.
  * - Status is read back per object and reduced to one readiness, quoting
- *   the revision the objects carry, never the one that was sent.
+ *   the revision the objects carry, never the one that was sent. Only
+ *   objects that carry the rollout's label are read back as its own.
+ * - The objects and the inventory may be reached with two clients: the
+ *   agent applies objects as the rollout's owner (impersonated, so the
+ *   cluster's RBAC decides) and keeps the inventories as itself, so an
+ *   owner needs no rights in kube-system. The inventory also records the
+ *   owner and the revision, from which an agent that restarts knows what it
+ *   runs.
+ * - Every request path is built from the copy's names; a name the API server
+ *   could not hold in one path segment (`.`, `..`, `/`, `%`, as its
+ *   `ValidatePathSegmentName` refuses) is refused here before any request,
+ *   and the whole path must pass `parseApiPath`.
  */
 import type { KubeClient, KubeObject } from '../kube/client.js';
+import { parseApiPath } from '../kube/api-path.js';
 import { copyReadinessOf } from './readiness.js';
 import { ROLLOUT_LABEL, ROLLOUT_REVISION_ANNOTATION, type RenderedCopy } from './render.js';
 import type { RolloutResource } from './spec.js';
 import type { CopyReport } from './progress.js';
+import type { ReportedObject, RolloutOwner } from './wire.js';
 
 /** The field manager every rollout applies as. */
 export const ROLLOUT_FIELD_MANAGER = 'edgeadm-rollout';
 /** Where the inventories live. */
-const INVENTORY_NAMESPACE = 'kube-system';
+export const INVENTORY_NAMESPACE = 'kube-system';
+/** The prefix of an inventory ConfigMap's name; the rollout's name follows. */
+export const INVENTORY_NAME_PREFIX = 'edgeadm-rollout-';
 
 /** How a kind is reached on this cluster. */
 interface KindPath {
@@ -41,13 +56,65 @@ interface InventoryEntry {
 
 type DiscoveryList = { resources?: Array<{ name: string; kind: string; namespaced: boolean }> };
 
+type InventoryMap = KubeObject & { data?: Record<string, string> };
+
+/** What an inventory says a cluster runs of one rollout. */
+export interface InventoryRecord {
+  rollout: string;
+  /** Whom the rollout's objects were applied as; absent in an inventory that did not record it. */
+  owner?: RolloutOwner;
+  /** The copy revision last applied (or being applied). */
+  revision?: string;
+}
+
+/** A copy read back from the cluster: its report and its objects' status. */
+export interface CopyReadBack {
+  report: CopyReport;
+  objects: ReportedObject[];
+}
+
+/** Options of {@link CopyApplier.apply}. */
+export interface ApplyOptions {
+  /** Recorded in the inventory, so that a restarted agent reads the objects back as the same user. */
+  owner?: RolloutOwner;
+  /** Aborted when a newer copy supersedes this one: the apply stops between two objects. */
+  signal?: AbortSignal;
+}
+
+/** A copy names an object the cluster cannot take: a bad name or apiVersion, or a kind it does not serve. */
+export class CopyObjectError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CopyObjectError';
+  }
+}
+
+/** Checks one path segment as the API server's `ValidatePathSegmentName` does. */
+function segment(value: string, what: string): string {
+  if (value === '' || value === '.' || value === '..' || value.includes('/') || value.includes('%')) {
+    throw new CopyObjectError(`${what} ${JSON.stringify(value)} may not be '.', '..' or contain '/' or '%'`);
+  }
+  return value;
+}
+
 /** Applies copies to one cluster; keeps what discovery learned between copies. */
 export class CopyApplier {
   readonly #client: KubeClient;
+  readonly #inventory: KubeClient;
   readonly #kinds = new Map<string, KindPath>();
 
-  constructor(client: KubeClient) {
+  /**
+   * @param client reaches the rollout's objects (as the owner, when impersonating).
+   * @param options.inventory reaches the inventory ConfigMaps; `client` when absent.
+   */
+  constructor(client: KubeClient, options: { inventory?: KubeClient } = {}) {
     this.#client = client;
+    this.#inventory = options.inventory ?? client;
+  }
+
+  /** The client the inventories are kept with. */
+  get inventoryClient(): KubeClient {
+    return this.#inventory;
   }
 
   async #kindPath(apiVersion: string, kind: string): Promise<KindPath> {
@@ -55,31 +122,40 @@ export class CopyApplier {
     const known = this.#kinds.get(key);
     if (known !== undefined) return known;
     const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+    if (!/^([a-z0-9.-]+\/)?v[a-z0-9]+$/.test(apiVersion))
+      throw new CopyObjectError(`"${apiVersion}" is not an apiVersion`);
     const list = await this.#client.request<DiscoveryList>('GET', base);
     for (const resource of list.resources ?? []) {
       if (resource.name.includes('/')) continue; // subresources
       this.#kinds.set(`${apiVersion}/${resource.kind}`, { resource: resource.name, isNamespaced: resource.namespaced });
     }
     const found = this.#kinds.get(key);
-    if (found === undefined) throw new Error(`the cluster serves no kind ${kind} in ${apiVersion}`);
+    if (found === undefined) throw new CopyObjectError(`the cluster serves no kind ${kind} in ${apiVersion}`);
     return found;
   }
 
   async #pathOf(entry: InventoryEntry): Promise<string> {
     const { resource, isNamespaced } = await this.#kindPath(entry.apiVersion, entry.kind);
     const base = entry.apiVersion.includes('/') ? `/apis/${entry.apiVersion}` : `/api/${entry.apiVersion}`;
-    const namespace = isNamespaced ? `/namespaces/${entry.namespace ?? 'default'}` : '';
-    return `${base}${namespace}/${resource}/${entry.name}`;
+    const namespace = isNamespaced ? `/namespaces/${segment(entry.namespace ?? 'default', 'namespace')}` : '';
+    const path = `${base}${namespace}/${resource}/${segment(entry.name, `${entry.kind} name`)}`;
+    const checked = parseApiPath(path);
+    if (!checked.ok) throw new CopyObjectError(`${entry.kind} ${entry.name}: ${checked.message}`);
+    return path;
   }
 
   async #readInventory(rollout: string): Promise<InventoryEntry[]> {
-    const map = await this.#client.get<KubeObject & { data?: Record<string, string> }>(inventoryPath(rollout));
+    const map = await this.#inventory.get<InventoryMap>(inventoryPath(rollout));
     const text = map?.data?.['objects'];
     return text === undefined ? [] : (JSON.parse(text) as InventoryEntry[]);
   }
 
-  async #writeInventory(rollout: string, entries: InventoryEntry[]): Promise<void> {
-    await this.#client.request('PATCH', inventoryPath(rollout), {
+  async #writeInventory(
+    rollout: string,
+    entries: InventoryEntry[],
+    record: { owner?: RolloutOwner; revision?: string } = {},
+  ): Promise<void> {
+    await this.#inventory.request('PATCH', inventoryPath(rollout), {
       body: {
         apiVersion: 'v1',
         kind: 'ConfigMap',
@@ -88,7 +164,11 @@ export class CopyApplier {
           namespace: INVENTORY_NAMESPACE,
           labels: { [ROLLOUT_LABEL]: rollout },
         },
-        data: { objects: JSON.stringify(entries) },
+        data: {
+          objects: JSON.stringify(entries),
+          ...(record.owner === undefined ? {} : { owner: JSON.stringify(record.owner) }),
+          ...(record.revision === undefined ? {} : { revision: record.revision }),
+        },
       },
       contentType: 'application/apply-patch+yaml',
       query: { fieldManager: ROLLOUT_FIELD_MANAGER, force: 'true' },
@@ -111,12 +191,20 @@ export class CopyApplier {
    * Applies a copy: every object, then prunes what the previous copy had and
    * this one has not, then records the new inventory.
    */
-  async apply(rollout: string, copy: RenderedCopy): Promise<{ applied: number; pruned: number }> {
+  async apply(
+    rollout: string,
+    copy: RenderedCopy,
+    options: ApplyOptions = {},
+  ): Promise<{ applied: number; pruned: number }> {
+    const record = { ...(options.owner === undefined ? {} : { owner: options.owner }), revision: copy.revision };
     const previous = await this.#readInventory(rollout);
     const current = copy.objects.map(entryOf);
+    // Every path is checked before anything is written.
+    for (const entry of current) await this.#pathOf(entry);
     // The inventory is written first with both sets, so an interruption never forgets an object to prune.
-    await this.#writeInventory(rollout, union(previous, current));
+    await this.#writeInventory(rollout, union(previous, current), record);
     for (const object of copy.objects) {
+      options.signal?.throwIfAborted();
       await this.#client.request('PATCH', await this.#pathOf(entryOf(object)), {
         body: object,
         contentType: 'application/apply-patch+yaml',
@@ -124,16 +212,36 @@ export class CopyApplier {
       });
     }
     const dropped = previous.filter((entry) => !current.some((kept) => sameEntry(kept, entry)));
+    options.signal?.throwIfAborted();
     const pruned = await this.#prune(rollout, dropped);
-    await this.#writeInventory(rollout, current);
+    await this.#writeInventory(rollout, current, record);
     return { applied: copy.objects.length, pruned };
   }
 
   /** Removes everything a rollout applied to this cluster, and its inventory. */
   async remove(rollout: string): Promise<number> {
     const pruned = await this.#prune(rollout, await this.#readInventory(rollout));
-    await this.#client.delete(inventoryPath(rollout));
+    await this.#inventory.delete(inventoryPath(rollout));
     return pruned;
+  }
+
+  /** Every rollout this cluster has an inventory of: what an agent runs after it restarts. */
+  async inventories(): Promise<InventoryRecord[]> {
+    const maps = await this.#inventory.list<InventoryMap>(`/api/v1/namespaces/${INVENTORY_NAMESPACE}/configmaps`, {
+      labelSelector: ROLLOUT_LABEL,
+    });
+    const records: InventoryRecord[] = [];
+    for (const map of maps) {
+      const rollout = map.metadata?.labels?.[ROLLOUT_LABEL];
+      if (rollout === undefined || map.metadata?.name !== inventoryName(rollout)) continue;
+      const record: InventoryRecord = { rollout };
+      const owner = parseOwner(map.data?.['owner']);
+      if (owner !== undefined) record.owner = owner;
+      const revision = map.data?.['revision'];
+      if (typeof revision === 'string' && revision !== '') record.revision = revision;
+      records.push(record);
+    }
+    return records;
   }
 
   /**
@@ -142,14 +250,37 @@ export class CopyApplier {
    * their readiness.
    */
   async report(rollout: string, cluster: string): Promise<CopyReport | undefined> {
+    return (await this.readBack(rollout, cluster))?.report;
+  }
+
+  /**
+   * {@link report}, with each object's identity and `.status` (what the
+   * hub's summaries read). An object the inventory names that is gone, or
+   * no longer carries the rollout's label, makes the copy progressing with
+   * no revision: it is not the rollout's any more.
+   */
+  async readBack(rollout: string, cluster: string): Promise<CopyReadBack | undefined> {
     const entries = await this.#readInventory(rollout);
     if (entries.length === 0) return undefined;
     const objects: KubeObject[] = [];
+    const reported: ReportedObject[] = [];
     for (const entry of entries) {
       const live = await this.#client.get(await this.#pathOf(entry));
-      if (live === undefined)
-        return { cluster, revision: '', readiness: 'progressing', message: `${entry.kind}/${entry.name} is missing` };
+      if (live === undefined || live.metadata?.labels?.[ROLLOUT_LABEL] !== rollout) {
+        const why = live === undefined ? 'is missing' : 'no longer carries the rollout label';
+        return {
+          report: { cluster, revision: '', readiness: 'progressing', message: `${entry.kind}/${entry.name} ${why}` },
+          objects: reported,
+        };
+      }
       objects.push(live);
+      const status = live['status'];
+      reported.push({
+        ...entry,
+        ...(status !== null && typeof status === 'object' && !Array.isArray(status)
+          ? { status: status as Record<string, unknown> }
+          : {}),
+      });
     }
     const revisions = new Set(
       objects.map((object) => object.metadata?.annotations?.[ROLLOUT_REVISION_ANNOTATION] ?? ''),
@@ -157,16 +288,32 @@ export class CopyApplier {
     const revision = revisions.size === 1 ? [...revisions][0]! : '';
     const readiness = copyReadinessOf(objects);
     return {
-      cluster,
-      revision,
-      readiness: readiness.state,
-      ...(readiness.state === 'ready' ? {} : { message: readiness.message }),
+      report: {
+        cluster,
+        revision,
+        readiness: readiness.state,
+        ...(readiness.state === 'ready' ? {} : { message: readiness.message }),
+      },
+      objects: reported,
     };
   }
 }
 
+/** The owner recorded in an inventory, if it is one. */
+function parseOwner(text: string | undefined): RolloutOwner | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const owner = JSON.parse(text) as Partial<RolloutOwner>;
+    if (typeof owner.user !== 'string' || owner.user === '') return undefined;
+    if (!Array.isArray(owner.groups) || !owner.groups.every((group) => typeof group === 'string')) return undefined;
+    return { user: owner.user, groups: owner.groups };
+  } catch {
+    return undefined;
+  }
+}
+
 function inventoryName(rollout: string): string {
-  return `edgeadm-rollout-${rollout}`;
+  return `${INVENTORY_NAME_PREFIX}${rollout}`;
 }
 
 function inventoryPath(rollout: string): string {

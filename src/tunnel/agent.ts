@@ -29,7 +29,14 @@ import {
   TUNNEL_PING_TIMEOUT_MS,
   TUNNEL_STREAM_WINDOW_BYTES,
 } from './limits.js';
-import { controlPathOf, HELLO_PATH, REFUSE_PATH, WELCOME_PATH, type AgentHello } from './protocol.js';
+import {
+  controlPathOf,
+  HELLO_PATH,
+  REFUSE_PATH,
+  WELCOME_PATH,
+  type AgentHello,
+  type ControlRouteKey,
+} from './protocol.js';
 import type { Upstream } from './upstream.js';
 
 /** The agent's identity towards the hub. `keyPem` is a secret. */
@@ -37,6 +44,15 @@ export interface AgentIdentity {
   cluster: string;
   certPem: string;
   keyPem: string;
+}
+
+/**
+ * A control stream the agent serves for another part of edgeadm (the
+ * rollout copies): the tunnel routes it by method and path, told from user
+ * streams by the missing identity like its own, and knows nothing else of it.
+ */
+export interface AgentControlRoute extends ControlRouteKey {
+  handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void>;
 }
 
 /** Options of {@link connectTunnel} and {@link runTunnelAgent}. */
@@ -55,6 +71,8 @@ export interface TunnelAgentOptions {
   tlsSession?: TunnelTlsSession;
   /** The last hello, reused for {@link TUNNEL_HELLO_REUSE_MS} by the next dials. */
   helloCache?: AgentHelloCache;
+  /** Control streams served besides the tunnel's own, once the hub has welcomed the agent. */
+  controlRoutes?: readonly AgentControlRoute[];
 }
 
 /** The cluster facts an agent last told the hub, and when it read them. */
@@ -183,6 +201,7 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
 
   return new Promise<AgentConnection>((resolve, reject) => {
     let isSettled = false;
+    let isWelcomed = false;
     let session: ServerHttp2Session | undefined;
     let stopKeepAlive = (): void => {};
     let resolveClosed = (): void => {};
@@ -222,7 +241,19 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
       serverSession.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
         stream.on('error', (error) => options.logger.debug(`tunnel stream error: ${error.message}`));
         // Told apart by the missing identity, which no user stream lacks; a user's /.edgeadm/… is an API path.
-        const path = controlPathOf(headers);
+        const routes = options.controlRoutes ?? [];
+        const path = controlPathOf(headers, routes);
+        const route = routes.find((r) => r.path === path);
+        if (route !== undefined) {
+          if (!isWelcomed) {
+            stream.respond({ ':status': 503 }, { endStream: true });
+            return;
+          }
+          route
+            .handle(stream, headers)
+            .catch((error: Error) => options.logger.debug(`control stream ${route.path} failed: ${error.message}`));
+          return;
+        }
         if (path !== undefined) {
           // The hub may give up on a control stream (its hello timeout) while the agent still asks
           // its API server for the hello: answering it then throws, and must not end the agent.
@@ -268,6 +299,7 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
       stream.end();
       if (path === WELCOME_PATH && session !== undefined && !isSettled) {
         isSettled = true;
+        isWelcomed = true;
         clearTimeout(timer);
         const active = session;
         stopKeepAlive = keepAlive(active, (why) => {

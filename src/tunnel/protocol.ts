@@ -208,16 +208,31 @@ export function forwardableUpgradeHeaders(headers: readonly (readonly [string, s
  * kube proxy sets them on every user stream (after dropping any `edgeadm-*`
  * header the user sent), so a user cannot make a stream without them, at
  * this hub version or an older one. The path and method must also be those
- * of a control message; anything else is forwarded (and, lacking an
+ * of a control message (the tunnel's own, or one of `extraRoutes`, which
+ * the agent serves for others); anything else is forwarded (and, lacking an
  * identity, refused) like any user stream.
  */
-export function controlPathOf(headers: Readonly<Record<string, unknown>>): string | undefined {
+export function controlPathOf(
+  headers: Readonly<Record<string, unknown>>,
+  extraRoutes: readonly ControlRouteKey[] = [],
+): string | undefined {
   if (headers[USER_HEADER] !== undefined || headers[GROUPS_HEADER] !== undefined) return undefined;
   const method = headers[':method'];
   const path = headers[':path'];
   if (method === 'GET' && path === HELLO_PATH) return HELLO_PATH;
   if (method === 'POST' && (path === WELCOME_PATH || path === REFUSE_PATH)) return path;
-  return undefined;
+  const extra = extraRoutes.find((route) => route.method === method && route.path === path);
+  return extra?.path;
+}
+
+/**
+ * A control message served besides the tunnel's own (the rollout copies,
+ * `rollout/wire.ts`): one method and one path under {@link CONTROL_PATH_PREFIX},
+ * told from user streams by the same rule as the others.
+ */
+export interface ControlRouteKey {
+  method: 'GET' | 'POST';
+  path: string;
 }
 
 /** Response headers that may travel back through the tunnel and to the user. */

@@ -68,11 +68,35 @@ describe('register-cloud --create-service-account', { timeout: 180_000 }, () => 
     await edge?.api.stop();
   });
 
-  it('creates a ServiceAccount that may impersonate users and groups, and nothing more', () => {
+  it('creates a ServiceAccount that may impersonate users and groups and keep rollout inventories, nothing more', () => {
     const role = edge.api.getObject({ apiVersion: RBAC, kind: 'ClusterRole', name: 'edgeadm-tunnel-agent' });
     expect(role?.['rules']).toEqual([{ apiGroups: [''], resources: ['users', 'groups'], verbs: ['impersonate'] }]);
     const binding = edge.api.getObject({ apiVersion: RBAC, kind: 'ClusterRoleBinding', name: 'edgeadm-tunnel-agent' });
     expect(binding?.['subjects']).toEqual([
+      { kind: 'ServiceAccount', name: 'edgeadm-tunnel-agent', namespace: 'kube-system' },
+    ]);
+    // And, in kube-system only, the ConfigMaps where it keeps the rollout inventories as itself.
+    const inventoryRole = edge.api.getObject({
+      apiVersion: RBAC,
+      kind: 'Role',
+      namespace: 'kube-system',
+      name: 'edgeadm-tunnel-agent',
+    });
+    expect(inventoryRole?.['rules']).toEqual([
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] },
+    ]);
+    const inventoryBinding = edge.api.getObject({
+      apiVersion: RBAC,
+      kind: 'RoleBinding',
+      namespace: 'kube-system',
+      name: 'edgeadm-tunnel-agent',
+    });
+    expect(inventoryBinding?.['roleRef']).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'edgeadm-tunnel-agent',
+    });
+    expect(inventoryBinding?.['subjects']).toEqual([
       { kind: 'ServiceAccount', name: 'edgeadm-tunnel-agent', namespace: 'kube-system' },
     ]);
     const secret = edge.api.getObject({

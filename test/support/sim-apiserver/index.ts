@@ -18,6 +18,8 @@ export type {
   SimApiServerOptions,
   SimCounters,
 } from './sim-apiserver.js';
+export { UNPULLABLE_IMAGE_REGISTRY, FAILING_IMAGE_REGISTRY, CONTROLLER_MANAGER } from './workload-controllers.js';
+export type { WorkloadControllerOptions } from './workload-controllers.js';
 export type { KubeObject, ManagedFieldsEntry, ObjectMeta, StoreSnapshot } from './store.js';
 export type { TokenIdentity } from './authn.js';
 export type { CertificateAndKey, ClientIdentity } from './pki.js';

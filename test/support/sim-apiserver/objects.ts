@@ -77,7 +77,44 @@ const MAX_LABEL_LENGTH = 63;
 const GENERATE_NAME_SUFFIX_LENGTH = 5;
 const GENERATE_NAME_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 /** Types whose metadata.generation tracks spec changes. */
-const GENERATION_TRACKED = new Set(['apps/deployments', 'apps/daemonsets']);
+const GENERATION_TRACKED = new Set(['apps/deployments', 'apps/daemonsets', 'apps/statefulsets', 'batch/jobs']);
+/**
+ * The spec defaults kube-apiserver gives workloads on create (the
+ * `SetDefaults_*` functions of pkg/apis/apps/v1 and pkg/apis/batch/v1, as the
+ * API reference lists them): `kubectl rollout status` refuses a workload
+ * without a RollingUpdate strategy, and the simulated controllers read
+ * replicas and limits from here.
+ */
+const WORKLOAD_DEFAULTS: Readonly<Record<string, Record<string, unknown>>> = {
+  'apps/deployments': {
+    replicas: 1,
+    strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%', maxSurge: '25%' } },
+    revisionHistoryLimit: 10,
+    progressDeadlineSeconds: 600,
+  },
+  'apps/statefulsets': {
+    replicas: 1,
+    podManagementPolicy: 'OrderedReady',
+    updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
+    revisionHistoryLimit: 10,
+  },
+  'apps/daemonsets': {
+    updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
+    revisionHistoryLimit: 10,
+  },
+  'batch/jobs': { parallelism: 1, completions: 1, backoffLimit: 6, completionMode: 'NonIndexed', suspend: false },
+};
+
+/** `given` with `defaults` filled in where it has nothing (maps merged key by key). */
+function defaulted(defaults: Record<string, unknown>, given: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...given };
+  for (const [key, value] of Object.entries(defaults)) {
+    if (out[key] === undefined) out[key] = structuredClone(value);
+    else if (isMap(value) && isMap(out[key])) out[key] = defaulted(value, out[key]);
+  }
+  return out;
+}
+
 /** The service cluster IP range the simulation hands addresses out of (k3s's default). */
 const SERVICE_IP_PREFIX = '10.43.';
 /** The pod IP range the simulation hands addresses out of (k3s's default). */
@@ -540,6 +577,12 @@ export class ObjectService {
       object['status'] ??= { loadBalancer: {} };
     } else if (kind === '/pods') {
       this.#defaultPod(object);
+    } else if (WORKLOAD_DEFAULTS[kind] !== undefined) {
+      const spec = isMap(object['spec']) ? object['spec'] : {};
+      const defaults = { ...WORKLOAD_DEFAULTS[kind] };
+      // A Job with parallelism but no completions is a work queue: completions stay unset.
+      if (kind === 'batch/jobs' && spec['parallelism'] !== undefined) delete defaults['completions'];
+      object['spec'] = defaulted(defaults, spec);
     }
   }
 

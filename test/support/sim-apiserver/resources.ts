@@ -103,6 +103,12 @@ export const BUILTIN_RESOURCES: readonly ResourceDefinition[] = [
     categories: ['all'],
   }),
   define('apps/v1', 'DaemonSet', 'daemonsets', { shortNames: ['ds'], subresources: ['status'], categories: ['all'] }),
+  define('apps/v1', 'StatefulSet', 'statefulsets', {
+    shortNames: ['sts'],
+    subresources: ['status'],
+    categories: ['all'],
+  }),
+  define('batch/v1', 'Job', 'jobs', { subresources: ['status'], categories: ['all'] }),
   define('authentication.k8s.io/v1', 'SelfSubjectReview', 'selfsubjectreviews', {
     namespaced: false,
     verbs: ['create'],

@@ -67,6 +67,7 @@ import {
 import type { StatusObject } from './status.js';
 import { SimStore } from './store.js';
 import { startTokenController } from './service-account-tokens.js';
+import { startWorkloadControllers, type WorkloadControllerOptions } from './workload-controllers.js';
 import type { KubeObject, StoreSnapshot } from './store.js';
 import type { IncludeObject } from './tables.js';
 import { TABLE_CONTENT_TYPE, toTable, wantsTable } from './tables.js';
@@ -155,6 +156,12 @@ export interface SimApiServerOptions {
   ca?: { certPem: string; keyPem: string };
   /** A store snapshot to start from instead of the bootstrap objects. */
   snapshot?: StoreSnapshot;
+  /**
+   * The simulated workload controllers (workload-controllers.ts): Deployments,
+   * StatefulSets, DaemonSets and Jobs get the status their controllers would
+   * write, with compressed time. On by default; `false` leaves them stored only.
+   */
+  workloadControllers?: WorkloadControllerOptions | false;
   /** Called after every change to the store (the CLI persists snapshots from here). */
   onChange?: () => void;
 }
@@ -363,6 +370,7 @@ class SimApiServerImpl implements SimApiServer {
   readonly #resumeCallbacks = new Set<() => void>();
   readonly #gitVersion: string;
   #server: Server | undefined;
+  #stopControllers: () => void = () => {};
   #isPaused = false;
   /** The bytes served at /cacerts, read on first use. */
   #caCerts: Buffer | undefined;
@@ -428,6 +436,12 @@ class SimApiServerImpl implements SimApiServer {
       },
       this.caPem,
     );
+    if (options.workloadControllers !== false) {
+      this.#stopControllers = startWorkloadControllers(
+        { store: this.store, objects: this.#objects, registry: this.#registry },
+        options.workloadControllers ?? {},
+      );
+    }
     if (options.onChange) {
       const onChange = options.onChange;
       this.store.subscribe(() => onChange());
@@ -495,6 +509,7 @@ class SimApiServerImpl implements SimApiServer {
   }
 
   async stop(): Promise<void> {
+    this.#stopControllers();
     this.resume();
     await this.kill();
   }

@@ -54,6 +54,7 @@ describe('the layer rules of the lint run', () => {
     ['src/registration/probe.ts', "import { callHub } from '../hub-client/hub-client.js';"],
     ['src/hub-client/probe.ts', "import type { HubConfig } from '../hub/hub-config.js';"],
     ['src/hub/probe.ts', "import type { HubTunnel } from '../tunnel/hub-tunnel.js';"],
+    ['src/hub/probe.ts', "import { stepRollout } from '../rollout/progress.js';"],
     ['src/cluster/probe.ts', "import { isClusterName } from '../kube/names.js';"],
   ])('allows in %s the import downwards: %s', async (file, code) => {
     expect(await restrictedImports(file, `${code}\nexport const probe = 1;\n`)).toEqual([]);

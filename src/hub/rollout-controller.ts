@@ -1,0 +1,891 @@
+/**
+ * The hub's rollout controller: it owns every rollout's live state (in
+ * memory, written through to the store) and moves it with the pure core
+ * (src/rollout/progress.ts) whenever something happens.
+ *
+ * - Events only mark: a report is recorded at once (one cluster's
+ *   progress), a tunnel connecting or disconnecting, a hold, a registration
+ *   or an operator's command marks rollouts; one pass then steps each
+ *   marked rollout once, at most every {@link ROLLOUT_PASS_INTERVAL_MS}. A
+ *   reconnect storm of 10,000 clusters is a few passes, not 10,000.
+ * - A timer wakes the controller for the next soak end or delivery
+ *   deadline; the clock and the timers are injected, so tests decide time.
+ * - Copies go to a {@link RolloutDelivery} (the tunnels, in the hub), one
+ *   at a time per cluster, and only if they are still the cluster's target
+ *   when their turn comes. A copy for a disconnected cluster waits for its
+ *   tunnel: on connect the cluster's current copy (re-rendered, never an
+ *   older one) and every removal it is owed go out.
+ * - Removals owed to a cluster (the rollout was deleted or left it) are
+ *   stored before they are sent, and forgotten once the agent took them,
+ *   so offline clusters get them when they return, across hub restarts.
+ * - What each cluster last reported is kept (memory and store), so a
+ *   restarted hub shows the same summaries.
+ */
+import type { HubStore, PendingRemovalRecord, ReportedCopyRecord, RolloutOwnerRecord, RolloutRecord } from './store.js';
+import type { ClusterRecord } from './store.js';
+import { HttpError } from './http-replies.js';
+import type { Logger } from '../log/run-log.js';
+import { parseLabelSelector, type LabelSelector } from '../kube/label-selector.js';
+import type {
+  ApplyResult,
+  ClusterRowView,
+  DeleteResult,
+  PhaseCounts,
+  RolloutListItem,
+  RolloutStatusView,
+  WaveView,
+} from '../rollout/api.js';
+import {
+  newProgress,
+  recordReport,
+  stepRollout,
+  type ClusterPhase,
+  type Delivery,
+  type ObservedCluster,
+  type RolloutProgress,
+} from '../rollout/progress.js';
+import { placedClusters, placementOutsideScope } from '../rollout/placement.js';
+import { summarize } from '../rollout/readiness.js';
+import { renderCopy, type RenderedCopy } from '../rollout/render.js';
+import { parseRollout, type RolloutSpec } from '../rollout/spec.js';
+import type { CopyMessage, RemoveMessage, ReportMessage, RolloutOwner } from '../rollout/wire.js';
+import { MAX_STORED_ROLLOUT_REVISIONS, ROLLOUT_PASS_INTERVAL_MS } from './limits.js';
+
+/** What happened to one message sent to an agent. */
+export type DeliveryOutcome =
+  { status: 'delivered' } | { status: 'disconnected' } | { status: 'failed'; message: string };
+
+/** Where copies and removals go: the clusters' tunnels in the hub, a fake in tests. */
+export interface RolloutDelivery {
+  sendCopy(cluster: string, message: CopyMessage): Promise<DeliveryOutcome>;
+  sendRemove(cluster: string, message: RemoveMessage): Promise<DeliveryOutcome>;
+}
+
+/** The controller's clock and timers (injected: tests set the time instead of waiting). */
+export interface RolloutClock {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** The system clock and timers (unref'd: the controller never keeps the process alive). */
+export const systemRolloutClock: RolloutClock = {
+  now: () => Date.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+/** Options of {@link RolloutController.start}. */
+export interface RolloutControllerOptions {
+  store: HubStore;
+  delivery: RolloutDelivery;
+  logger: Logger;
+  clock?: RolloutClock;
+  /** Shortest time between passes; {@link ROLLOUT_PASS_INTERVAL_MS} by default (tests use 0). */
+  passIntervalMs?: number;
+  /** Clusters connected when the controller starts. */
+  connected?: Iterable<string>;
+}
+
+/** Who asks: the user whose token the operator API checked. */
+export interface RolloutActor extends RolloutOwnerRecord {
+  isAdmin: boolean;
+}
+
+/** One rollout as the controller holds it. */
+interface LiveRollout {
+  record: RolloutRecord;
+  spec: RolloutSpec;
+  /** The current revision's document, for `apply`'s "unchanged" check. */
+  documentText: string;
+  /** What each cluster last reported. */
+  reports: Map<string, ReportedCopyRecord>;
+  /** Clusters handed a copy whose acceptance this process has not seen (resent when they connect). */
+  unconfirmed: Set<string>;
+  /** What the status view showed at the last version bump. */
+  viewKey: string;
+}
+
+const PHASES: readonly ClusterPhase[] = [
+  'waiting',
+  'held',
+  'offline-pending',
+  'applying',
+  'progressing',
+  'ready',
+  'failed',
+];
+
+function zeroCounts(): PhaseCounts {
+  return Object.fromEntries(PHASES.map((phase) => [phase, 0])) as PhaseCounts;
+}
+
+/** JSON with sorted keys: equal documents give equal text whatever their key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function ownerOf(record: RolloutOwnerRecord): RolloutOwner {
+  return { user: record.user, groups: [...record.groups] };
+}
+
+/** The hub's rollout controller. */
+export class RolloutController {
+  readonly #store: HubStore;
+  readonly #delivery: RolloutDelivery;
+  readonly #logger: Logger;
+  readonly #clock: RolloutClock;
+  readonly #passIntervalMs: number;
+  readonly #rollouts = new Map<string, LiveRollout>();
+  #clusters = new Map<string, ClusterRecord>();
+  readonly #connected = new Set<string>();
+  /** Removals owed, by cluster, then rollout. */
+  readonly #pendingRemovals = new Map<string, Map<string, PendingRemovalRecord>>();
+
+  // What the next pass has to do.
+  readonly #dirty = new Set<string>();
+  #isAllDirty = false;
+  #mustReloadClusters = false;
+  readonly #justConnected = new Set<string>();
+  readonly #dirtyReports = new Map<string, ReportedCopyRecord>();
+
+  #passTimer: unknown;
+  #isPassScheduled = false;
+  #isPassRunning = false;
+  #lastPassAt = Number.NEGATIVE_INFINITY;
+  #wakeTimer: unknown;
+  #lock: Promise<unknown> = Promise.resolve();
+  #idleWaiters: (() => void)[] = [];
+  readonly #statusWaiters = new Map<string, Set<() => void>>();
+  /** Per cluster, the tail of its delivery queue. */
+  readonly #queues = new Map<string, Promise<void>>();
+  #inFlight = 0;
+  #isStopped = false;
+
+  private constructor(options: RolloutControllerOptions) {
+    this.#store = options.store;
+    this.#delivery = options.delivery;
+    this.#logger = options.logger;
+    this.#clock = options.clock ?? systemRolloutClock;
+    this.#passIntervalMs = options.passIntervalMs ?? ROLLOUT_PASS_INTERVAL_MS;
+    for (const cluster of options.connected ?? []) this.#connected.add(cluster);
+  }
+
+  /** Loads every rollout, report and owed removal from the store and runs a first pass. */
+  static async start(options: RolloutControllerOptions): Promise<RolloutController> {
+    const controller = new RolloutController(options);
+    await controller.#load();
+    controller.#markAll();
+    return controller;
+  }
+
+  async #load(): Promise<void> {
+    const store = this.#store;
+    this.#clusters = new Map((await store.listClusters()).map((cluster) => [cluster.name, cluster]));
+    for (const record of await store.listRollouts()) {
+      const stored = await store.getRolloutRevision(record.name, record.revision);
+      let spec: RolloutSpec;
+      try {
+        spec = parseRollout(stored?.document);
+      } catch (error) {
+        this.#logger.error(`rollout ${record.name}: its stored document is unusable: ${(error as Error).message}`);
+        continue;
+      }
+      const reports = new Map((await store.listReportedCopies(record.name)).map((r) => [r.cluster, r]));
+      // After a restart no delivery is known to have been accepted: clusters still applying get their copy again.
+      const unconfirmed = new Set(
+        Object.entries(record.progress.clusters)
+          .filter(([, cluster]) => cluster.phase === 'applying')
+          .map(([name]) => name),
+      );
+      const live: LiveRollout = {
+        record,
+        spec,
+        documentText: canonicalJson(stored?.document),
+        reports,
+        unconfirmed,
+        viewKey: '',
+      };
+      live.viewKey = this.#viewKey(live);
+      this.#rollouts.set(record.name, live);
+    }
+    for (const removal of await store.listPendingRemovals()) this.#rememberRemoval(removal);
+    // Clusters connected before the controller started get what they are owed.
+    for (const cluster of this.#connected) this.#justConnected.add(cluster);
+  }
+
+  // ---------------------------------------------------------------- events
+
+  /** A cluster's tunnel was accepted: it gets its current copies and owed removals within the next pass. */
+  clusterConnected(cluster: string): void {
+    this.#connected.add(cluster);
+    this.#justConnected.add(cluster);
+    this.#markAll();
+  }
+
+  /** A cluster's tunnel is gone. */
+  clusterDisconnected(cluster: string): void {
+    this.#connected.delete(cluster);
+    this.#justConnected.delete(cluster);
+    this.#markAll();
+  }
+
+  /** Clusters were registered or deleted, or a hold or properties changed: read them again. */
+  clustersChanged(): void {
+    this.#mustReloadClusters = true;
+    this.#markAll();
+  }
+
+  /**
+   * A report line from `cluster`'s agent. The cluster is the tunnel's, never
+   * what the line claims: an agent reports for its own cluster only.
+   */
+  report(cluster: string, message: ReportMessage): void {
+    if (message.kind === 'removed') {
+      const owed = this.#pendingRemovals.get(cluster)?.get(message.rollout);
+      if (owed !== undefined) void this.#forgetRemoval(owed);
+      return;
+    }
+    const live = this.#rollouts.get(message.rollout);
+    if (live === undefined) return;
+    const before = live.record.progress;
+    const report = {
+      cluster,
+      revision: message.revision,
+      readiness: message.readiness,
+      ...(message.message === undefined ? {} : { message: message.message }),
+    };
+    live.record.progress = recordReport(before, report);
+    if (before.clusters[cluster]?.targetRevision === message.revision) live.unconfirmed.delete(cluster);
+    if (live.record.progress.clusters[cluster] !== undefined) {
+      const reported: ReportedCopyRecord = {
+        rollout: message.rollout,
+        cluster,
+        revision: message.revision,
+        objects: message.objects,
+      };
+      live.reports.set(cluster, reported);
+      this.#dirtyReports.set(`${message.rollout}\u0000${cluster}`, reported);
+    }
+    this.#mark(message.rollout);
+  }
+
+  // ------------------------------------------------------------ operations
+
+  /** The rollouts an actor may see: all for an admin, for a scoped user those whose placement stays in their clusters. */
+  #isVisible(live: LiveRollout, actor: RolloutActor): boolean {
+    if (actor.isAdmin) return true;
+    return this.outsideScope(live.spec, actor.clustersSelector) === undefined;
+  }
+
+  /** Why a placement reaches outside a scope, or undefined. */
+  outsideScope(spec: RolloutSpec, clustersSelector: string): string | undefined {
+    return placementOutsideScope(spec.placement, clustersSelector, [...this.#clusters.values()]);
+  }
+
+  #visible(name: string, actor: RolloutActor): LiveRollout {
+    const live = this.#rollouts.get(name);
+    if (live === undefined || !this.#isVisible(live, actor)) {
+      throw new HttpError(404, 'E_ROLLOUT_NOT_FOUND', `no rollout named "${name}"`);
+    }
+    return live;
+  }
+
+  /** The clusters as the core sees them now. */
+  observedClusters(): ObservedCluster[] {
+    return [...this.#clusters.values()].map((cluster) => ({
+      name: cluster.name,
+      labels: cluster.labels,
+      properties: cluster.properties ?? {},
+      isConnected: this.#connected.has(cluster.name),
+      isHeld: cluster.hold !== undefined,
+    }));
+  }
+
+  /** The stored document of a rollout the actor may see. */
+  async document(name: string, actor: RolloutActor): Promise<{ revision: number; document: unknown }> {
+    const live = this.#visible(name, actor);
+    const stored = await this.#store.getRolloutRevision(name, live.record.revision);
+    return { revision: live.record.revision, document: stored?.document };
+  }
+
+  /** What {@link RolloutController.apply} would answer, changing nothing (a dry run). */
+  preview(document: unknown, spec: RolloutSpec, actor: RolloutActor): ApplyResult {
+    const existing = this.#rollouts.get(spec.name);
+    if (existing !== undefined && !this.#isVisible(existing, actor)) throw this.#taken(spec.name);
+    const isUnchanged = existing !== undefined && existing.documentText === canonicalJson(document);
+    const current = existing?.record.revision ?? 0;
+    return { name: spec.name, revision: isUnchanged ? current : current + 1, isUnchanged, isCreated: !existing };
+  }
+
+  #taken(name: string): HttpError {
+    return new HttpError(
+      403,
+      'E_HUB_FORBIDDEN',
+      `a rollout named "${name}" exists and reaches clusters outside yours; choose another name`,
+    );
+  }
+
+  /**
+   * Creates or updates a rollout (a new revision, unless the document is
+   * unchanged). The caller has parsed the document and checked the actor's
+   * scope against its placement.
+   */
+  apply(document: unknown, spec: RolloutSpec, actor: RolloutActor): Promise<ApplyResult> {
+    return this.#exclusive(async () => {
+      const existing = this.#rollouts.get(spec.name);
+      if (existing !== undefined && !this.#isVisible(existing, actor)) throw this.#taken(spec.name);
+      const documentText = canonicalJson(document);
+      if (existing !== undefined && existing.documentText === documentText) {
+        return { name: spec.name, revision: existing.record.revision, isUnchanged: true, isCreated: false };
+      }
+      const live = await this.#newRevision(existing, spec, document, documentText, actor);
+      return { name: spec.name, revision: live.record.revision, isUnchanged: false, isCreated: existing === undefined };
+    });
+  }
+
+  async #newRevision(
+    existing: LiveRollout | undefined,
+    spec: RolloutSpec,
+    document: unknown,
+    documentText: string,
+    actor: RolloutActor,
+  ): Promise<LiveRollout> {
+    const now = new Date(this.#clock.now()).toISOString();
+    const revision = (existing?.record.revision ?? 0) + 1;
+    const owner: RolloutOwnerRecord = {
+      user: actor.user,
+      groups: [...actor.groups],
+      clustersSelector: actor.clustersSelector,
+    };
+    const record: RolloutRecord = {
+      name: spec.name,
+      owner,
+      revision,
+      progress: newProgress(revision, existing?.record.progress),
+      statusVersion: (existing?.record.statusVersion ?? 0) + 1,
+      createdAt: existing?.record.createdAt ?? now,
+      updatedAt: now,
+    };
+    // Clusters that ran the old revision and that the new one no longer places lose their copy.
+    const placed = new Set(placedClusters(spec.placement, this.observedClusters(), scopeOf(owner.clustersSelector)));
+    const dropped = Object.entries(existing?.record.progress.clusters ?? {})
+      .filter(([name, cluster]) => cluster.targetRevision !== undefined && !placed.has(name))
+      .map(([name]) => name);
+    await this.#store.putRollout(
+      record,
+      { name: spec.name, revision, document, appliedBy: actor.user, appliedAt: now },
+      MAX_STORED_ROLLOUT_REVISIONS,
+    );
+    const live: LiveRollout = {
+      record,
+      spec,
+      documentText,
+      reports: existing?.reports ?? new Map(),
+      unconfirmed: new Set(),
+      viewKey: '',
+    };
+    live.viewKey = this.#viewKey(live);
+    this.#rollouts.set(spec.name, live);
+    await this.#owe(dropped.map((cluster) => ({ rollout: spec.name, cluster, owner: ownerOf(owner) })));
+    this.#logger.info(`rollout ${spec.name}: revision ${revision} applied by ${actor.user}`);
+    this.#wakeWaiters(spec.name);
+    this.#mark(spec.name);
+    return live;
+  }
+
+  /** Pause, resume or abort. */
+  command(name: string, command: 'pause' | 'resume' | 'abort', actor: RolloutActor): Promise<RolloutStatusView> {
+    return this.#exclusive(async () => {
+      const live = this.#visible(name, actor);
+      const progress = live.record.progress;
+      const state = progress.state;
+      let next: RolloutProgress['state'] = state;
+      if (command === 'abort') next = 'aborted';
+      else if (command === 'pause') {
+        if (state === 'progressing') next = 'paused';
+        else if (state !== 'paused') throw this.#cannot(name, command, state);
+      } else if (state === 'paused') next = 'progressing';
+      else if (state !== 'progressing') throw this.#cannot(name, command, state);
+      if (next !== state) {
+        live.record.progress = { ...progress, state: next };
+        await this.#save([live]);
+        this.#logger.info(`rollout ${name}: ${command} by ${actor.user}`);
+        this.#mark(name);
+      }
+      return this.#statusView(live, false);
+    });
+  }
+
+  #cannot(name: string, command: string, state: string): HttpError {
+    const hint =
+      state === 'halted' || state === 'aborted'
+        ? ': apply a fixed revision or undo to the previous one'
+        : state === 'complete'
+          ? ': it has nothing left to do'
+          : '';
+    return new HttpError(409, 'E_ROLLOUT_STATE', `rollout "${name}" is ${state}; cannot ${command} it${hint}`);
+  }
+
+  /** Applies the revision before the current one again, as a new revision. */
+  undo(name: string, actor: RolloutActor): Promise<RolloutStatusView> {
+    return this.#exclusive(async () => {
+      const live = this.#visible(name, actor);
+      const revisions = await this.#store.listRolloutRevisions(name);
+      const previous = revisions.filter((revision) => revision < live.record.revision).at(-1);
+      const stored = previous === undefined ? undefined : await this.#store.getRolloutRevision(name, previous);
+      if (stored === undefined) {
+        throw new HttpError(409, 'E_ROLLOUT_NO_PREVIOUS', `rollout "${name}" has no earlier revision to go back to`);
+      }
+      const spec = parseRollout(stored.document);
+      const reason = actor.isAdmin ? undefined : this.outsideScope(spec, actor.clustersSelector);
+      if (reason !== undefined)
+        throw new HttpError(403, 'E_HUB_FORBIDDEN', `cannot undo to revision ${previous}: ${reason}`);
+      const next = await this.#newRevision(live, spec, stored.document, canonicalJson(stored.document), actor);
+      return this.#statusView(next, false);
+    });
+  }
+
+  /**
+   * Deletes a rollout: every cluster that may hold its copy is owed a
+   * removal (stored with the deletion), sent now to the connected ones; the
+   * others get it when they return.
+   */
+  async delete(name: string, actor: RolloutActor): Promise<DeleteResult> {
+    const owed = await this.#exclusive(async () => {
+      const live = this.#visible(name, actor);
+      const owner = ownerOf(live.record.owner);
+      const reached = new Set(
+        Object.entries(live.record.progress.clusters)
+          .filter(([, progress]) => progress.targetRevision !== undefined)
+          .map(([cluster]) => cluster),
+      );
+      for (const cluster of live.reports.keys()) reached.add(cluster);
+      const removals = [...reached].sort().map((cluster) => ({ rollout: name, cluster, owner }));
+      await this.#store.deleteRollout(name, removals);
+      this.#rollouts.delete(name);
+      for (const removal of removals) this.#rememberRemoval(removal);
+      this.#wakeWaiters(name);
+      this.#logger.info(`rollout ${name}: deleted by ${actor.user}; ${removals.length} clusters to clean`);
+      return removals;
+    });
+    // Sent outside the lock: a slow agent must not hold up every other rollout.
+    const taken = await Promise.all(
+      owed.map(async (removal) => this.#connected.has(removal.cluster) && (await this.#sendRemoval(removal))),
+    );
+    return {
+      name,
+      removed: owed.filter((_, index) => taken[index]).map((removal) => removal.cluster),
+      pendingRemovals: owed.filter((_, index) => !taken[index]).map((removal) => removal.cluster),
+    };
+  }
+
+  // ----------------------------------------------------------------- views
+
+  /** The rollouts an actor may see. */
+  list(actor: RolloutActor): RolloutListItem[] {
+    return [...this.#rollouts.values()]
+      .filter((live) => this.#isVisible(live, actor))
+      .sort((a, b) => (a.record.name < b.record.name ? -1 : 1))
+      .map((live) => {
+        const counts = zeroCounts();
+        const clusters = Object.values(live.record.progress.clusters);
+        for (const cluster of clusters) counts[cluster.phase] += 1;
+        return {
+          name: live.record.name,
+          revision: live.record.revision,
+          state: live.record.progress.state,
+          owner: live.record.owner.user,
+          clusters: clusters.length,
+          counts,
+          updatedAt: live.record.updatedAt,
+        };
+      });
+  }
+
+  /** The status of a rollout the actor may see. */
+  status(name: string, actor: RolloutActor, withClusters: boolean): RolloutStatusView {
+    return this.#statusView(this.#visible(name, actor), withClusters);
+  }
+
+  /**
+   * Waits until the rollout's status version differs from `fromVersion`, it
+   * is deleted, `timeoutMs` pass or `signal` aborts (the client went away).
+   */
+  async waitForChange(name: string, fromVersion: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const live = this.#rollouts.get(name);
+    if (live === undefined || live.record.statusVersion !== fromVersion || signal?.aborted) return;
+    await new Promise<void>((resolve) => {
+      const waiters = this.#statusWaiters.get(name) ?? new Set<() => void>();
+      this.#statusWaiters.set(name, waiters);
+      const done = (): void => {
+        this.#clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        waiters.delete(done);
+        if (waiters.size === 0 && this.#statusWaiters.get(name) === waiters) this.#statusWaiters.delete(name);
+        resolve();
+      };
+      const timer = this.#clock.setTimeout(done, timeoutMs);
+      signal?.addEventListener('abort', done);
+      waiters.add(done);
+    });
+  }
+
+  #wakeWaiters(name: string): void {
+    for (const wake of [...(this.#statusWaiters.get(name) ?? [])]) wake();
+  }
+
+  #statusView(live: LiveRollout, withClusters: boolean): RolloutStatusView {
+    const { record } = live;
+    const { progress } = record;
+    const entries = Object.entries(progress.clusters).sort(([a], [b]) => (a < b ? -1 : 1));
+    const counts = zeroCounts();
+    const waveCounts: PhaseCounts[] = [];
+    for (const [, cluster] of entries) {
+      counts[cluster.phase] += 1;
+      const perWave = (waveCounts[cluster.wave] ??= zeroCounts());
+      perWave[cluster.phase] += 1;
+    }
+    const waves: WaveView[] = [];
+    for (let index = 0; index < waveCounts.length; index += 1) {
+      const waveCount = waveCounts[index] ?? zeroCounts();
+      let state: WaveView['state'] = 'waiting';
+      if (progress.state === 'complete' || index < progress.currentWave) state = 'done';
+      else if (index === progress.currentWave) state = progress.waveDoneSince === undefined ? 'started' : 'soaking';
+      waves.push({
+        index,
+        clusters: Object.values(waveCount).reduce((total, n) => total + n, 0),
+        counts: waveCount,
+        state,
+      });
+    }
+    const placed = new Set(entries.map(([name]) => name));
+    const copies = [...live.reports.values()]
+      .filter((report) => placed.has(report.cluster))
+      .map((report) =>
+        report.objects.map((object) => ({
+          apiVersion: object.apiVersion,
+          kind: object.kind,
+          metadata: { name: object.name, ...(object.namespace === undefined ? {} : { namespace: object.namespace }) },
+          ...(object.status === undefined ? {} : { status: object.status }),
+        })),
+      );
+    const view: RolloutStatusView = {
+      name: record.name,
+      revision: record.revision,
+      state: progress.state,
+      ...(progress.haltReason === undefined ? {} : { haltReason: progress.haltReason }),
+      statusVersion: record.statusVersion,
+      owner: record.owner.user,
+      currentWave: progress.currentWave,
+      waves,
+      counts,
+      summaries: summarize(live.spec.summaries, copies),
+      updatedAt: record.updatedAt,
+    };
+    if (withClusters) {
+      view.clusters = entries.map(([cluster, state]): ClusterRowView => {
+        const row: ClusterRowView = { cluster, wave: state.wave, phase: state.phase };
+        if (state.targetRevision !== undefined) row.targetRevision = state.targetRevision;
+        if (state.message !== undefined) row.message = state.message;
+        return row;
+      });
+    }
+    return view;
+  }
+
+  /** What a status view shows, without its version and time: a change of it bumps the version. */
+  #viewKey(live: LiveRollout): string {
+    const { statusVersion: _version, updatedAt: _at, ...shown } = this.#statusView(live, true);
+    return JSON.stringify(shown);
+  }
+
+  // ---------------------------------------------------------------- passes
+
+  #mark(name: string): void {
+    this.#dirty.add(name);
+    this.#schedule();
+  }
+
+  #markAll(): void {
+    this.#isAllDirty = true;
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#isStopped || this.#isPassScheduled || this.#isPassRunning) return;
+    this.#isPassScheduled = true;
+    const delay = Math.max(0, this.#lastPassAt + this.#passIntervalMs - this.#clock.now());
+    const run = (): void => {
+      this.#passTimer = undefined;
+      this.#isPassScheduled = false;
+      void this.#exclusive(() => this.#pass()).catch((error: Error) =>
+        this.#logger.error(`rollout controller pass failed: ${error.message}`),
+      );
+    };
+    if (delay === 0 || this.#passIntervalMs === 0) setImmediate(run);
+    else this.#passTimer = this.#clock.setTimeout(run, delay);
+  }
+
+  /** Runs `work` after every operation and pass before it: one writer of the rollouts at a time. */
+  #exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.#lock.then(work);
+    this.#lock = result.catch(() => undefined);
+    return result;
+  }
+
+  async #pass(): Promise<void> {
+    if (this.#isStopped) return;
+    this.#isPassRunning = true;
+    this.#lastPassAt = this.#clock.now();
+    try {
+      if (this.#mustReloadClusters) {
+        this.#mustReloadClusters = false;
+        this.#clusters = new Map((await this.#store.listClusters()).map((cluster) => [cluster.name, cluster]));
+      }
+      const names = this.#isAllDirty ? [...this.#rollouts.keys()] : [...this.#dirty];
+      this.#isAllDirty = false;
+      this.#dirty.clear();
+      const connectedNow = [...this.#justConnected];
+      this.#justConnected.clear();
+      const observed = this.observedClusters();
+      const now = this.#clock.now();
+      const changed: LiveRollout[] = [];
+      const owed: PendingRemovalRecord[] = [];
+      // Clusters that just connected first get what they were handed while away (re-rendered: the latest)
+      // and the removals they are owed; the step below then hands out what is new.
+      for (const cluster of connectedNow) this.#catchUp(cluster, observed, names);
+      for (const name of names) {
+        const live = this.#rollouts.get(name);
+        if (live === undefined) continue;
+        // A step that starts the next wave hands out its copies only in the step after: step again then.
+        for (let steps = 0; steps <= live.spec.strategy.waves.length; steps += 1) {
+          const wave = live.record.progress.currentWave;
+          const out = stepRollout({
+            spec: live.spec,
+            progress: live.record.progress,
+            clusters: observed,
+            scope: scopeOf(live.record.owner.clustersSelector),
+            now,
+          });
+          live.record.progress = out.progress;
+          for (const delivery of out.deliveries) this.#deliver(live, delivery);
+          for (const cluster of out.removals) {
+            owed.push({ rollout: name, cluster, owner: ownerOf(live.record.owner) });
+            live.unconfirmed.delete(cluster);
+          }
+          if (out.progress.currentWave === wave) break;
+        }
+        changed.push(live);
+      }
+      for (const live of changed) {
+        const key = this.#viewKey(live);
+        if (key !== live.viewKey) {
+          live.viewKey = key;
+          live.record.statusVersion += 1;
+          live.record.updatedAt = new Date(now).toISOString();
+          this.#wakeWaiters(live.record.name);
+        }
+      }
+      await this.#save(changed);
+      if (owed.length > 0) await this.#owe(owed);
+      this.#scheduleWake();
+    } finally {
+      this.#isPassRunning = false;
+      if (!this.#isStopped && (this.#isAllDirty || this.#dirty.size > 0 || this.#justConnected.size > 0)) {
+        this.#schedule();
+      } else if (this.#inFlight === 0) this.#notifyIdle();
+    }
+  }
+
+  /** Writes rollout records and the reports gathered since the last write. */
+  async #save(records: readonly LiveRollout[]): Promise<void> {
+    const reports = [...this.#dirtyReports.values()].filter((report) => this.#rollouts.has(report.rollout));
+    this.#dirtyReports.clear();
+    await this.#store.putRollouts(records.map((live) => live.record));
+    await this.#store.putReportedCopies(reports);
+  }
+
+  /** Sends what a cluster that just connected is owed. */
+  #catchUp(cluster: string, observed: readonly ObservedCluster[], names: string[]): void {
+    for (const removal of this.#pendingRemovals.get(cluster)?.values() ?? []) void this.#sendRemoval(removal);
+    const facts = observed.find((seen) => seen.name === cluster);
+    if (facts === undefined) return;
+    for (const live of this.#rollouts.values()) {
+      const progress = live.record.progress.clusters[cluster];
+      if (progress?.phase !== 'applying' || !live.unconfirmed.has(cluster)) continue;
+      if (live.record.progress.state === 'aborted') continue;
+      const rendered = renderCopy(live.spec, live.record.revision, facts);
+      if (rendered.ok && rendered.copy.revision === progress.targetRevision) {
+        this.#deliver(live, { cluster, copy: rendered.copy });
+      } else {
+        // The cluster's facts changed since: it waits for a fresh copy, in its turn.
+        const { targetRevision: _target, deliveredAt: _at, ...rest } = progress;
+        live.record.progress.clusters[cluster] = { ...rest, phase: 'waiting' };
+        live.unconfirmed.delete(cluster);
+        if (!names.includes(live.record.name)) names.push(live.record.name);
+      }
+    }
+  }
+
+  /** Hands a copy to the cluster's queue (connected) or keeps it for the cluster's return. */
+  #deliver(live: LiveRollout, delivery: Delivery): void {
+    const { cluster, copy } = delivery;
+    const name = live.record.name;
+    live.unconfirmed.add(cluster);
+    if (!this.#connected.has(cluster)) return;
+    this.#enqueue(cluster, async () => {
+      const current = this.#rollouts.get(name);
+      // Only the cluster's current target goes out: a newer revision or a deletion since makes this one moot.
+      if (current === undefined || current.record.progress.clusters[cluster]?.targetRevision !== copy.revision) return;
+      const message: CopyMessage = { rollout: name, owner: ownerOf(current.record.owner), copy };
+      const outcome = await this.#delivery.sendCopy(cluster, message);
+      this.#onCopyOutcome(name, cluster, copy, outcome);
+    });
+  }
+
+  #onCopyOutcome(name: string, cluster: string, copy: RenderedCopy, outcome: DeliveryOutcome): void {
+    const live = this.#rollouts.get(name);
+    if (live === undefined || live.record.progress.clusters[cluster]?.targetRevision !== copy.revision) return;
+    if (outcome.status === 'delivered') live.unconfirmed.delete(cluster);
+    else if (outcome.status === 'failed') {
+      live.unconfirmed.delete(cluster);
+      live.record.progress = recordReport(live.record.progress, {
+        cluster,
+        revision: copy.revision,
+        readiness: 'failed',
+        message: outcome.message,
+      });
+      this.#logger.warn(`rollout ${name}: cluster ${cluster}: ${outcome.message}`);
+      this.#mark(name);
+    }
+    // Disconnected: the copy stays unconfirmed and goes out again when the cluster returns.
+  }
+
+  #enqueue(cluster: string, work: () => Promise<void>): void {
+    this.#inFlight += 1;
+    const tail = (this.#queues.get(cluster) ?? Promise.resolve())
+      .then(work)
+      .catch((error: Error) => this.#logger.warn(`rollout delivery to ${cluster} failed: ${error.message}`))
+      .finally(() => {
+        this.#inFlight -= 1;
+        if (this.#queues.get(cluster) === tail) this.#queues.delete(cluster);
+        if (this.#inFlight === 0 && !this.#isPassScheduled && !this.#isPassRunning) this.#notifyIdle();
+      });
+    this.#queues.set(cluster, tail);
+  }
+
+  #rememberRemoval(removal: PendingRemovalRecord): void {
+    const byRollout = this.#pendingRemovals.get(removal.cluster) ?? new Map<string, PendingRemovalRecord>();
+    byRollout.set(removal.rollout, removal);
+    this.#pendingRemovals.set(removal.cluster, byRollout);
+  }
+
+  async #forgetRemoval(removal: PendingRemovalRecord): Promise<void> {
+    const byRollout = this.#pendingRemovals.get(removal.cluster);
+    if (byRollout?.get(removal.rollout) !== removal) return;
+    byRollout.delete(removal.rollout);
+    if (byRollout.size === 0) this.#pendingRemovals.delete(removal.cluster);
+    await this.#store.deletePendingRemoval(removal.rollout, removal.cluster);
+  }
+
+  /** Records removals as owed (store first), forgets the clusters' reports, and sends to the connected ones. */
+  async #owe(removals: readonly PendingRemovalRecord[]): Promise<void> {
+    if (removals.length === 0) return;
+    await this.#store.addPendingRemovals(removals);
+    for (const removal of removals) {
+      this.#rememberRemoval(removal);
+      const live = this.#rollouts.get(removal.rollout);
+      live?.reports.delete(removal.cluster);
+      await this.#store.deleteReportedCopy(removal.rollout, removal.cluster);
+      if (this.#connected.has(removal.cluster)) void this.#sendRemoval(removal);
+    }
+  }
+
+  /** Sends one owed removal; true when the agent took it (and it is forgotten). */
+  #sendRemoval(removal: PendingRemovalRecord): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.#enqueue(removal.cluster, async () => {
+        // Still owed? (A report or an earlier send may have settled it.)
+        const owed = this.#pendingRemovals.get(removal.cluster)?.get(removal.rollout);
+        if (owed === undefined) return resolve(true);
+        const outcome = await this.#delivery.sendRemove(owed.cluster, { rollout: owed.rollout, owner: owed.owner });
+        if (outcome.status === 'delivered') {
+          await this.#forgetRemoval(owed);
+          resolve(true);
+          return;
+        }
+        if (outcome.status === 'failed') {
+          this.#logger.warn(`rollout ${removal.rollout}: removing it from ${removal.cluster}: ${outcome.message}`);
+        }
+        resolve(false);
+      });
+    });
+  }
+
+  /** Sets the wake timer for the earliest soak end or delivery deadline. */
+  #scheduleWake(): void {
+    if (this.#wakeTimer !== undefined) this.#clock.clearTimeout(this.#wakeTimer);
+    this.#wakeTimer = undefined;
+    let due = Number.POSITIVE_INFINITY;
+    for (const live of this.#rollouts.values()) {
+      const { progress } = live.record;
+      if (progress.state !== 'progressing') continue;
+      const { soakMs, deadlineMs } = live.spec.strategy;
+      if (progress.waveDoneSince !== undefined) due = Math.min(due, progress.waveDoneSince + soakMs);
+      for (const cluster of Object.values(progress.clusters)) {
+        if ((cluster.phase === 'applying' || cluster.phase === 'progressing') && cluster.deliveredAt !== undefined) {
+          due = Math.min(due, cluster.deliveredAt + deadlineMs + 1);
+        }
+      }
+    }
+    if (!Number.isFinite(due) || this.#isStopped) return;
+    this.#wakeTimer = this.#clock.setTimeout(
+      () => {
+        this.#wakeTimer = undefined;
+        this.#markAll();
+      },
+      Math.max(0, due - this.#clock.now()),
+    );
+  }
+
+  #notifyIdle(): void {
+    for (const resolve of this.#idleWaiters.splice(0)) resolve();
+  }
+
+  /**
+   * Resolves once no pass is scheduled or running and no delivery is in
+   * flight: what tests wait for instead of time.
+   */
+  settled(): Promise<void> {
+    const isIdle = (): boolean =>
+      !this.#isPassScheduled &&
+      !this.#isPassRunning &&
+      this.#inFlight === 0 &&
+      this.#dirty.size === 0 &&
+      !this.#isAllDirty &&
+      this.#justConnected.size === 0;
+    if (isIdle()) return Promise.resolve();
+    return new Promise<void>((resolve) => this.#idleWaiters.push(resolve)).then(() => this.settled());
+  }
+
+  /** Stops timers and passes, and writes what is still unwritten. */
+  async stop(): Promise<void> {
+    this.#isStopped = true;
+    if (this.#passTimer !== undefined) this.#clock.clearTimeout(this.#passTimer);
+    if (this.#wakeTimer !== undefined) this.#clock.clearTimeout(this.#wakeTimer);
+    this.#isPassScheduled = false;
+    await this.#exclusive(() => this.#save([...this.#rollouts.values()]));
+    for (const waiters of this.#statusWaiters.values()) for (const wake of [...waiters]) wake();
+    this.#notifyIdle();
+  }
+}
+
+function scopeOf(clustersSelector: string): LabelSelector {
+  return parseLabelSelector(clustersSelector);
+}

@@ -1,0 +1,372 @@
+/**
+ * Rollouts over the tunnel, hub end (the contract is src/rollout/wire.ts):
+ *
+ * - {@link followReports}: once a tunnel is accepted, the hub opens the
+ *   agent's report stream and hands every report line to the controller.
+ *   Lines are bounded ({@link MAX_ROLLOUT_REPORT_LINE_BYTES}); a line too
+ *   long, not JSON or not a report is logged and dropped, never thrown: an
+ *   agent cannot crash the hub. A report is always for the tunnel's own
+ *   cluster: a line naming another one is dropped. An agent that does not
+ *   serve rollouts (an older edgeadm) is marked so, and its clusters' rows
+ *   say so: it answers 404 to a control path it does not know, or, before
+ *   agents knew more control paths than the handshake, 400 (it took the
+ *   stream for a user's request without an identity: see
+ *   {@link isOlderAgentRefusal}).
+ * - {@link TunnelRolloutDelivery}: copies and removals as POST control
+ *   streams (no identity headers: no user can send them), each with a
+ *   deadline ({@link ROLLOUT_DELIVERY_TIMEOUT_MS}). A cluster without an
+ *   open tunnel is "disconnected": the controller keeps its copy for its
+ *   return.
+ */
+import type { ClientHttp2Stream } from 'node:http2';
+import type { Logger } from '../log/run-log.js';
+import type { DeliveryOutcome, RolloutDelivery } from './rollout-controller.js';
+import type { HubTunnel } from '../tunnel/hub-tunnel.js';
+import {
+  MAX_COPY_MESSAGE_BYTES,
+  ROLLOUT_APPLY_PATH,
+  ROLLOUT_REMOVE_PATH,
+  ROLLOUT_REPORTS_PATH,
+  type CopyMessage,
+  type RemoveMessage,
+  type ReportMessage,
+  type ReportedObject,
+} from '../rollout/wire.js';
+import { MAX_ROLLOUT_REPORT_LINE_BYTES, ROLLOUT_DELIVERY_TIMEOUT_MS, ROLLOUT_REPORTS_REOPEN_MS } from './limits.js';
+
+/** Most bytes of an agent's refusal the hub reads, to quote it. */
+const MAX_REFUSAL_BYTES = 4096;
+
+/** What the report stream feeds. */
+export interface ReportSink {
+  report(cluster: string, message: ReportMessage): void;
+  /** The cluster's agent does not serve rollouts. */
+  unsupported(cluster: string): void;
+}
+
+/**
+ * The Kubernetes Status an agent from before rollouts answers to any
+ * stream without identity headers that is not its handshake (tunnel
+ * upstream.ts: "the tunnel stream carries no identity to impersonate").
+ */
+export function isOlderAgentRefusal(status: number, body: string): boolean {
+  return status === 400 && body.includes('carries no identity');
+}
+
+/** The message shown for a cluster whose agent does not serve rollouts. */
+export function unsupportedMessage(cluster: string): string {
+  return `the agent of cluster "${cluster}" does not serve rollouts (its edgeadm is older than the hub's); upgrade the agent`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isOptionalString(value: unknown): boolean {
+  return value === undefined || typeof value === 'string';
+}
+
+function reportedObjectOf(value: unknown): ReportedObject | undefined {
+  if (!isRecord(value)) return undefined;
+  const { apiVersion, kind, name, namespace, status } = value;
+  if (typeof apiVersion !== 'string' || typeof kind !== 'string' || typeof name !== 'string') return undefined;
+  if (!isOptionalString(namespace) || (status !== undefined && !isRecord(status))) return undefined;
+  return {
+    apiVersion,
+    kind,
+    name,
+    ...(namespace === undefined ? {} : { namespace: namespace as string }),
+    ...(status === undefined ? {} : { status: status as Record<string, unknown> }),
+  };
+}
+
+/** Checks one parsed report line; the reason when it is not a report. */
+export function reportOf(value: unknown): ReportMessage | string {
+  if (!isRecord(value)) return 'not a JSON object';
+  const { kind, rollout, cluster, message } = value;
+  if (typeof rollout !== 'string' || typeof cluster !== 'string') return 'rollout or cluster is missing';
+  if (!isOptionalString(message)) return 'message is not a string';
+  if (kind === 'removed') {
+    return { kind, rollout, cluster, ...(message === undefined ? {} : { message: message as string }) };
+  }
+  if (kind !== 'copy') return `unknown kind ${JSON.stringify(kind)}`;
+  const { revision, readiness, objects } = value;
+  if (typeof revision !== 'string') return 'revision is missing';
+  if (readiness !== 'ready' && readiness !== 'progressing' && readiness !== 'failed') return 'readiness is not known';
+  if (!Array.isArray(objects)) return 'objects is not a list';
+  const checked = objects.map(reportedObjectOf);
+  if (checked.some((object) => object === undefined)) return 'an object lacks apiVersion, kind or name';
+  return {
+    kind,
+    rollout,
+    cluster,
+    revision,
+    readiness,
+    objects: checked as ReportedObject[],
+    ...(message === undefined ? {} : { message: message as string }),
+  };
+}
+
+/**
+ * Splits a byte stream into lines of at most `maxBytes`; a longer line is
+ * dropped whole (reported once through `onDropped`), and reading goes on
+ * at the next newline. Holds at most `maxBytes` at any time.
+ */
+export class LineSplitter {
+  readonly #maxBytes: number;
+  readonly #onDropped: () => void;
+  #parts: Buffer[] = [];
+  #size = 0;
+  #isDropping = false;
+
+  constructor(maxBytes: number, onDropped: () => void) {
+    this.#maxBytes = maxBytes;
+    this.#onDropped = onDropped;
+  }
+
+  /** The complete lines in `chunk` (with what came before it). */
+  push(chunk: Buffer): string[] {
+    const lines: string[] = [];
+    let start = 0;
+    for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
+      this.#take(chunk.subarray(start, end));
+      if (!this.#isDropping) lines.push(Buffer.concat(this.#parts).toString('utf8'));
+      this.#parts = [];
+      this.#size = 0;
+      this.#isDropping = false;
+      start = end + 1;
+    }
+    this.#take(chunk.subarray(start));
+    return lines;
+  }
+
+  #take(part: Buffer): void {
+    if (this.#isDropping || part.length === 0) return;
+    if (this.#size + part.length > this.#maxBytes) {
+      this.#isDropping = true;
+      this.#parts = [];
+      this.#size = 0;
+      this.#onDropped();
+      return;
+    }
+    this.#parts.push(part);
+    this.#size += part.length;
+  }
+}
+
+/** Options of {@link followReports}. */
+export interface FollowReportsOptions {
+  maxLineBytes?: number;
+  /** How long to wait before opening the stream again when it ends while the tunnel stays open. */
+  reopenMs?: number;
+}
+
+/**
+ * Opens the tunnel's report stream and feeds the sink until the tunnel
+ * closes. Returns a function that stops following.
+ */
+export function followReports(
+  tunnel: HubTunnel,
+  sink: ReportSink,
+  logger: Logger,
+  options: FollowReportsOptions = {},
+): () => void {
+  const cluster = tunnel.cluster;
+  const maxLineBytes = options.maxLineBytes ?? MAX_ROLLOUT_REPORT_LINE_BYTES;
+  let stream: ClientHttp2Stream | undefined;
+  let reopen: NodeJS.Timeout | undefined;
+  let isStopped = false;
+  const open = (): void => {
+    reopen = undefined;
+    if (isStopped || !tunnel.isOpen) return;
+    let isUnsupported = false;
+    try {
+      stream = tunnel.request({ ':method': 'GET', ':path': ROLLOUT_REPORTS_PATH }, { endStream: true });
+    } catch (error) {
+      logger.debug(`cluster ${cluster}: cannot open the report stream: ${(error as Error).message}`);
+      return;
+    }
+    const splitter = new LineSplitter(maxLineBytes, () =>
+      logger.warn(`cluster ${cluster}: a report line longer than ${maxLineBytes} bytes was dropped`),
+    );
+    let status = 0;
+    const refusal: Buffer[] = [];
+    stream.on('response', (headers) => {
+      status = Number(headers[':status']);
+      if (status !== 200) isRefused = true;
+      if (status === 404) markUnsupported();
+    });
+    let isRefused = false;
+    const markUnsupported = (): void => {
+      if (isUnsupported) return;
+      isUnsupported = true;
+      logger.warn(unsupportedMessage(cluster));
+      sink.unsupported(cluster);
+    };
+    stream.on('end', () => {
+      if (!isRefused || isUnsupported) return;
+      if (isOlderAgentRefusal(status, Buffer.concat(refusal).toString('utf8'))) markUnsupported();
+      else logger.warn(`cluster ${cluster}: the report stream was answered ${status}`);
+    });
+    stream.on('data', (chunk: Buffer) => {
+      if (isRefused) {
+        if (refusal.length < 16) refusal.push(chunk.subarray(0, MAX_REFUSAL_BYTES));
+        return;
+      }
+      for (const line of splitter.push(chunk)) {
+        if (line.trim() === '') continue;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(line);
+        } catch {
+          logger.warn(`cluster ${cluster}: a report line is not JSON; dropped`);
+          continue;
+        }
+        const report = reportOf(parsed);
+        if (typeof report === 'string') {
+          logger.warn(`cluster ${cluster}: a report line was dropped: ${report}`);
+        } else if (report.cluster !== cluster) {
+          logger.warn(`cluster ${cluster}: a report line names cluster ${JSON.stringify(report.cluster)}; dropped`);
+        } else {
+          try {
+            sink.report(cluster, report);
+          } catch (error) {
+            logger.error(`cluster ${cluster}: recording a report failed: ${(error as Error).message}`);
+          }
+        }
+      }
+    });
+    stream.on('error', (error) => logger.debug(`cluster ${cluster}: report stream: ${error.message}`));
+    stream.on('close', () => {
+      stream = undefined;
+      // Opened again only after a stream that was served and ended: an agent that refuses it is not asked again
+      // (its answers would also pass for liveness in the hub's silence sweep).
+      if (isStopped || isRefused || !tunnel.isOpen) return;
+      reopen = setTimeout(open, options.reopenMs ?? ROLLOUT_REPORTS_REOPEN_MS);
+      reopen.unref();
+    });
+  };
+  open();
+  const stop = (): void => {
+    isStopped = true;
+    if (reopen !== undefined) clearTimeout(reopen);
+    stream?.close();
+  };
+  void tunnel.closed.then(stop);
+  return stop;
+}
+
+/** Options of {@link TunnelRolloutDelivery}. */
+export interface TunnelRolloutDeliveryOptions {
+  /** The hub's open tunnels by cluster. */
+  tunnels: ReadonlyMap<string, HubTunnel>;
+  logger: Logger;
+  /** How long an agent has to accept; {@link ROLLOUT_DELIVERY_TIMEOUT_MS} by default. */
+  timeoutMs?: number;
+}
+
+/** Delivers copies and removals over the clusters' tunnels. */
+export class TunnelRolloutDelivery implements RolloutDelivery {
+  readonly #tunnels: ReadonlyMap<string, HubTunnel>;
+  readonly #logger: Logger;
+  readonly #timeoutMs: number;
+  /** Clusters whose current agent answered 404 to rollouts. */
+  readonly #unsupported = new Set<string>();
+
+  constructor(options: TunnelRolloutDeliveryOptions) {
+    this.#tunnels = options.tunnels;
+    this.#logger = options.logger;
+    this.#timeoutMs = options.timeoutMs ?? ROLLOUT_DELIVERY_TIMEOUT_MS;
+  }
+
+  /** A new tunnel of the cluster: its agent may be a newer one. */
+  tunnelOpened(cluster: string): void {
+    this.#unsupported.delete(cluster);
+  }
+
+  /** The cluster's agent answered 404 to the report stream. */
+  markUnsupported(cluster: string): void {
+    this.#unsupported.add(cluster);
+  }
+
+  sendCopy(cluster: string, message: CopyMessage): Promise<DeliveryOutcome> {
+    return this.#send(cluster, ROLLOUT_APPLY_PATH, message);
+  }
+
+  sendRemove(cluster: string, message: RemoveMessage): Promise<DeliveryOutcome> {
+    return this.#send(cluster, ROLLOUT_REMOVE_PATH, message);
+  }
+
+  #send(cluster: string, path: string, message: unknown): Promise<DeliveryOutcome> {
+    const tunnel = this.#tunnels.get(cluster);
+    if (tunnel === undefined || !tunnel.isOpen) return Promise.resolve({ status: 'disconnected' });
+    if (this.#unsupported.has(cluster)) {
+      return Promise.resolve({ status: 'failed', message: unsupportedMessage(cluster) });
+    }
+    const body = Buffer.from(JSON.stringify(message), 'utf8');
+    if (body.length > MAX_COPY_MESSAGE_BYTES) {
+      return Promise.resolve({
+        status: 'failed',
+        message: `the copy is ${body.length} bytes, more than an agent takes (${MAX_COPY_MESSAGE_BYTES})`,
+      });
+    }
+    return new Promise((resolve) => {
+      let isSettled = false;
+      const settle = (outcome: DeliveryOutcome): void => {
+        if (isSettled) return;
+        isSettled = true;
+        clearTimeout(deadline);
+        resolve(outcome);
+      };
+      let stream: ClientHttp2Stream;
+      try {
+        stream = tunnel.request({
+          ':method': 'POST',
+          ':path': path,
+          'content-type': 'application/json',
+          'content-length': String(body.length),
+        });
+      } catch {
+        settle({ status: 'disconnected' });
+        return;
+      }
+      const deadline = setTimeout(() => {
+        stream.close();
+        settle({
+          status: 'failed',
+          message: `the agent of cluster "${cluster}" did not accept within ${Math.round(this.#timeoutMs / 1000)} s`,
+        });
+      }, this.#timeoutMs);
+      deadline.unref();
+      let status = 0;
+      const refusal: Buffer[] = [];
+      let refusalSize = 0;
+      stream.on('response', (headers) => (status = Number(headers[':status'])));
+      stream.on('data', (chunk: Buffer) => {
+        if (refusalSize < MAX_REFUSAL_BYTES) refusal.push(chunk.subarray(0, MAX_REFUSAL_BYTES - refusalSize));
+        refusalSize += chunk.length;
+      });
+      stream.on('error', (error) => this.#logger.debug(`cluster ${cluster}: ${path}: ${error.message}`));
+      stream.on('close', () => {
+        if (status === 200 || status === 202) settle({ status: 'delivered' });
+        else if (status === 404 || isOlderAgentRefusal(status, Buffer.concat(refusal).toString('utf8'))) {
+          this.#unsupported.add(cluster);
+          settle({ status: 'failed', message: unsupportedMessage(cluster) });
+        } else if (status === 0) {
+          settle(
+            tunnel.isOpen
+              ? { status: 'failed', message: `the stream to cluster "${cluster}" closed before an answer` }
+              : { status: 'disconnected' },
+          );
+        } else {
+          const text = Buffer.concat(refusal).toString('utf8').trim();
+          settle({
+            status: 'failed',
+            message: `the agent of cluster "${cluster}" answered ${status}${text === '' ? '' : `: ${text}`}`,
+          });
+        }
+      });
+      stream.end(body);
+    });
+  }
+}

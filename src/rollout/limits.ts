@@ -1,0 +1,31 @@
+/**
+ * Every interval, timeout and size bound of the agent's side of rollouts
+ * (copy-agent.ts), in one place. The size of one copy message is part of
+ * the hub–agent contract and lives in wire.ts.
+ */
+
+/**
+ * How often a copy that is not ready yet is read back from the cluster's
+ * API server. The server is local to the agent and the read is a GET per
+ * object, so a short interval costs little and a wave's readiness reaches
+ * the hub within about this long.
+ */
+export const COPY_POLL_NOT_READY_MS = 2_000;
+/**
+ * How often a ready copy is read back: rarely, only so that the summaries
+ * the hub computes from the objects' `.status` stay current (and a copy
+ * that stops being ready is noticed).
+ */
+export const COPY_POLL_READY_MS = 30_000;
+/**
+ * How long the agent waits before applying a copy again when its API server
+ * could not be reached (a failure the cluster may heal from, unlike a
+ * refusal, which is reported as failed and not retried).
+ */
+export const COPY_APPLY_RETRY_MS = 2_000;
+/** How long the hub may take to send one copy message's body. */
+export const COPY_MESSAGE_READ_TIMEOUT_MS = 60_000;
+/** Largest remove message (a rollout name and an owner). */
+export const MAX_REMOVE_MESSAGE_BYTES = 64 * 1024;
+/** Longest copy revision the agent accepts (`<revision>-<hash>`). */
+export const MAX_COPY_REVISION_LENGTH = 128;

@@ -1,0 +1,377 @@
+/**
+ * The rollout routes of the operator API, called as the hub's request
+ * handler calls them, against the real store (SQLite in memory) and the real
+ * controller (with a fake delivery): who may do what, dry runs that store
+ * nothing, 400s that name the field, and a 10 MiB Rollout.
+ */
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HUB_ADMIN_USER, type HubContext } from '../../../src/hub/hub-context.js';
+import { hashUserToken, newUserToken } from '../../../src/hub/hub-tokens.js';
+import { HttpError } from '../../../src/hub/http-replies.js';
+import { MAX_API_BODY_BYTES, MAX_ROLLOUT_BODY_BYTES } from '../../../src/hub/limits.js';
+import { HubMetrics } from '../../../src/hub/metrics.js';
+import { serveApi } from '../../../src/hub/operator-api.js';
+import { RolloutController, type DeliveryOutcome } from '../../../src/hub/rollout-controller.js';
+import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
+import { silentLogger } from '../../../src/log/run-log.js';
+import type { HubPki } from '../../../src/hub/hub-pki.js';
+import type { CopyMessage } from '../../../src/rollout/wire.js';
+import { rolloutDocument } from '../rollout/fixtures.js';
+
+interface Answer {
+  status: number;
+  json: Record<string, unknown>;
+  crash?: unknown;
+}
+
+let store: SqliteHubStore;
+let controller: RolloutController;
+let context: HubContext;
+let copies: CopyMessage[];
+const adminToken = newUserToken();
+/** A user scoped to the eu shops. */
+const euToken = newUserToken();
+
+async function call(method: string, url: string, options: { token?: string; body?: unknown } = {}): Promise<Answer> {
+  const text =
+    options.body === undefined
+      ? undefined
+      : typeof options.body === 'string'
+        ? options.body
+        : JSON.stringify(options.body);
+  const req = Object.assign(Readable.from(text === undefined ? [] : [Buffer.from(text, 'utf8')]), {
+    method,
+    url,
+    headers: {
+      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+      ...(text === undefined ? {} : { 'content-length': String(Buffer.byteLength(text)) }),
+    },
+    socket: {},
+  }) as unknown as IncomingMessage;
+  const answer: Answer = { status: 0, json: {} };
+  const res = Object.assign(new EventEmitter(), {
+    headersSent: false,
+    writeHead(status: number) {
+      answer.status = status;
+      return res;
+    },
+    end(body?: string) {
+      answer.json = body ? (JSON.parse(body) as Record<string, unknown>) : {};
+    },
+  }) as unknown as ServerResponse;
+  try {
+    if (!(await serveApi(context, req, res))) answer.status = 404;
+  } catch (error) {
+    if (error instanceof HttpError) {
+      answer.status = error.status;
+      answer.json = { code: error.code, message: error.message };
+    } else {
+      answer.status = 500;
+      answer.crash = error;
+    }
+  }
+  return answer;
+}
+
+async function addCluster(name: string, labels: Record<string, string>): Promise<void> {
+  await store.addCluster({
+    name,
+    labels,
+    certSerial: name,
+    certNotAfter: '2030-01-01T00:00:00.000Z',
+    registeredAt: '2026-01-01T00:00:00.000Z',
+  });
+}
+
+const strategy = { waves: ['100%'], maxUnavailable: '100%', soakSeconds: 0 };
+
+beforeEach(async () => {
+  store = await SqliteHubStore.open(':memory:');
+  const createdAt = new Date().toISOString();
+  await store.putUser({
+    name: HUB_ADMIN_USER,
+    tokenHash: hashUserToken(adminToken),
+    clustersSelector: '',
+    groups: [],
+    isAdmin: true,
+    createdAt,
+  });
+  await store.putUser({
+    name: 'eve',
+    tokenHash: hashUserToken(euToken),
+    clustersSelector: 'env=prod,region=eu',
+    groups: ['shops-eu'],
+    isAdmin: false,
+    createdAt,
+  });
+  await addCluster('eu-1', { env: 'prod', region: 'eu' });
+  await addCluster('eu-2', { env: 'prod', region: 'eu' });
+  await addCluster('us-1', { env: 'prod', region: 'us' });
+  copies = [];
+  const delivery = {
+    sendCopy: async (_cluster: string, message: CopyMessage): Promise<DeliveryOutcome> => {
+      copies.push(message);
+      return { status: 'delivered' };
+    },
+    sendRemove: async (): Promise<DeliveryOutcome> => ({ status: 'delivered' }),
+  };
+  controller = await RolloutController.start({
+    store,
+    delivery,
+    logger: silentLogger,
+    passIntervalMs: 0,
+    connected: ['eu-1', 'eu-2', 'us-1'],
+  });
+  context = {
+    store,
+    pki: {} as HubPki,
+    metrics: new HubMetrics(),
+    logger: silentLogger,
+    now: () => new Date('2026-03-01T10:00:00.000Z'),
+    advertiseUrl: 'https://127.0.0.1:9443',
+    tunnels: new Map(),
+    closeTunnel: () => {},
+    rollouts: controller,
+  };
+});
+
+afterEach(async () => {
+  await controller.stop();
+  await store.close();
+});
+
+describe('rollout API: apply', () => {
+  it('asks for a token, creates, answers an unchanged document without a new revision, and counts revisions', async () => {
+    const document = rolloutDocument({ strategy });
+    expect((await call('PUT', '/hub/v1/rollouts/web', { body: document })).status).toBe(401);
+    const created = await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: document });
+    expect(created).toMatchObject({
+      status: 201,
+      json: { name: 'web', revision: 1, isCreated: true, isUnchanged: false },
+    });
+    const again = await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: document });
+    expect(again).toMatchObject({ status: 200, json: { revision: 1, isUnchanged: true, isCreated: false } });
+    const changed = await call('PUT', '/hub/v1/rollouts/web', {
+      token: adminToken,
+      body: rolloutDocument({ strategy: { ...strategy, soakSeconds: 5 } }),
+    });
+    expect(changed).toMatchObject({ status: 200, json: { revision: 2, isUnchanged: false } });
+    const stored = await call('GET', '/hub/v1/rollouts/web/document', { token: adminToken });
+    expect(stored.json).toMatchObject({ revision: 2 });
+  });
+
+  it.each([
+    ['a wave that is no count', rolloutDocument({ strategy: { waves: ['x'] } }), /spec\.strategy\.waves\[0\]/],
+    ['no resources', rolloutDocument({ resources: [] }), /spec\.resources/],
+    ['a name unlike the path', { ...rolloutDocument(), metadata: { name: 'other' } }, /metadata\.name/],
+    ['a body that is not JSON', '{"apiVersion":', /not a JSON object/],
+  ])('answers 400 to %s, naming the field', async (_name, body, message) => {
+    const answer = await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body });
+    expect(answer.status).toBe(400);
+    expect(answer.json['message']).toMatch(message);
+    expect((await call('GET', '/hub/v1/rollouts', { token: adminToken })).json['rollouts']).toEqual([]);
+  });
+
+  it('answers 400 to a rollout name that is no DNS label', async () => {
+    const answer = await call('GET', '/hub/v1/rollouts/Web_1', { token: adminToken });
+    expect(answer).toMatchObject({ status: 400, json: { code: 'E_ROLLOUT_NAME' } });
+  });
+
+  it('takes a Rollout of 10 MiB of manifests, and refuses one past its bound; other routes keep their bound', async () => {
+    const chunk = 'x'.repeat(1024 * 1024);
+    const resources = Array.from({ length: 10 }, (_, i) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: `big-${i}`, namespace: 'shop' },
+      data: { blob: chunk },
+    }));
+    const big = rolloutDocument({ strategy, resources });
+    expect(Buffer.byteLength(JSON.stringify(big))).toBeGreaterThan(10 * 1024 * 1024);
+    expect(Buffer.byteLength(JSON.stringify(big))).toBeGreaterThan(MAX_API_BODY_BYTES);
+    const answer = await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: big });
+    expect(answer).toMatchObject({ status: 201, json: { revision: 1 } });
+    await controller.settled();
+    expect(copies.map((copy) => copy.copy.objects.length)).toEqual([10, 10, 10]);
+
+    const tooBig = 'y'.repeat(MAX_ROLLOUT_BODY_BYTES + 1);
+    expect((await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: tooBig })).status).toBe(413);
+    const user = { name: 'bob', clustersSelector: '', pad: 'z'.repeat(MAX_API_BODY_BYTES) };
+    expect((await call('POST', '/hub/v1/users', { token: adminToken, body: user })).status).toBe(413);
+  });
+
+  it('plans a dry run (waves and each cluster’s rendered copy, errors per cluster) and stores nothing', async () => {
+    await store.setClusterProperties('eu-2', { tag: '2.0' });
+    controller.clustersChanged();
+    await controller.settled();
+    const document = rolloutDocument({
+      strategy: { waves: [1, '100%'] },
+      placement: { clusterSelector: 'env=prod' },
+    });
+    const answer = await call('PUT', '/hub/v1/rollouts/web?dryRun=true', { token: adminToken, body: document });
+    expect(answer.status).toBe(200);
+    expect(answer.json).toMatchObject({
+      revision: 1,
+      isCreated: true,
+      dryRun: { waves: [['eu-1'], ['eu-2', 'us-1']] },
+    });
+    const plan = answer.json['dryRun'] as {
+      copies: { cluster: string; objects: { kind: string; spec?: unknown }[] }[];
+    };
+    const image = (cluster: string): unknown =>
+      JSON.stringify(
+        plan.copies.find((copy) => copy.cluster === cluster)?.objects.find((o) => o.kind === 'Deployment'),
+      );
+    expect(image('eu-2')).toContain('registry.local/web:2.0');
+    expect(image('eu-1')).toContain('registry.local/web:1.0');
+    expect((await call('GET', '/hub/v1/rollouts', { token: adminToken })).json['rollouts']).toEqual([]);
+    await controller.settled();
+    expect(copies).toEqual([]);
+
+    // A customization that cannot be rendered for one cluster is that cluster's error.
+    const broken = rolloutDocument({
+      strategy,
+      resources: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' }, data: { z: '${property:zone}' } }],
+    });
+    const failed = await call('PUT', '/hub/v1/rollouts/web?dryRun=true', { token: adminToken, body: broken });
+    expect((failed.json['dryRun'] as { copies: unknown[] }).copies).toContainEqual({
+      cluster: 'eu-1',
+      error: expect.stringContaining('has no property "zone"'),
+    });
+  });
+});
+
+describe('rollout API: scoped users', () => {
+  it('refuses a scoped user a placement that can reach outside their clusters, and takes one within', async () => {
+    const outside = rolloutDocument({ strategy, placement: { clusterSelector: 'env=prod' } });
+    const refused = await call('PUT', '/hub/v1/rollouts/web', { token: euToken, body: outside });
+    expect(refused.status).toBe(403);
+    expect(refused.json['message']).toMatch(/outside yours/);
+    const named = rolloutDocument({ strategy, placement: { clusters: ['eu-1', 'us-1'] } });
+    const refusedByName = await call('PUT', '/hub/v1/rollouts/web', { token: euToken, body: named });
+    expect(refusedByName.status).toBe(403);
+    expect(refusedByName.json['message']).toMatch(/"us-1"/);
+    const dryRun = await call('PUT', '/hub/v1/rollouts/web?dryRun=true', { token: euToken, body: outside });
+    expect(dryRun.status).toBe(403);
+
+    const within = rolloutDocument({ strategy, placement: { clusterSelector: 'env=prod,region=eu' } });
+    expect((await call('PUT', '/hub/v1/rollouts/web', { token: euToken, body: within })).status).toBe(201);
+    await controller.settled();
+    // The copies act as the owner, as the kube proxy would impersonate them.
+    expect(copies.map((copy) => copy.owner)).toEqual([
+      { user: 'eve', groups: ['shops-eu'] },
+      { user: 'eve', groups: ['shops-eu'] },
+    ]);
+  });
+
+  it("shows a scoped user only rollouts within their clusters, and answers 404 for the others' rollouts", async () => {
+    const everywhere = rolloutDocument({ strategy, placement: { clusterSelector: 'env=prod' } });
+    expect((await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: everywhere })).status).toBe(201);
+    const eu = { ...rolloutDocument({ strategy, placement: { clusterSelector: 'region=eu,env=prod' } }) };
+    (eu['metadata'] as { name: string }).name = 'shop-eu';
+    expect((await call('PUT', '/hub/v1/rollouts/shop-eu', { token: adminToken, body: eu })).status).toBe(201);
+
+    const listed = await call('GET', '/hub/v1/rollouts', { token: euToken });
+    expect((listed.json['rollouts'] as { name: string }[]).map((item) => item.name)).toEqual(['shop-eu']);
+    for (const [method, url] of [
+      ['GET', '/hub/v1/rollouts/web'],
+      ['GET', '/hub/v1/rollouts/web/document'],
+      ['POST', '/hub/v1/rollouts/web/pause'],
+      ['POST', '/hub/v1/rollouts/web/undo'],
+      ['DELETE', '/hub/v1/rollouts/web'],
+    ] as const) {
+      expect((await call(method, url, { token: euToken })).status, `${method} ${url}`).toBe(404);
+    }
+    // Nor may they take the name over.
+    const takeover = rolloutDocument({ strategy, placement: { clusterSelector: 'env=prod,region=eu' } });
+    expect((await call('PUT', '/hub/v1/rollouts/web', { token: euToken, body: takeover })).status).toBe(403);
+    expect((await call('GET', '/hub/v1/rollouts/web', { token: adminToken })).json).toMatchObject({ revision: 1 });
+    expect((await call('POST', '/hub/v1/rollouts/shop-eu/pause', { token: euToken })).json).toMatchObject({
+      state: 'paused',
+    });
+  });
+});
+
+describe('rollout API: status, commands, delete', () => {
+  it('answers status with per-cluster rows, a long poll that returns at a change, and delete', async () => {
+    await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: rolloutDocument({ strategy }) });
+    await controller.settled();
+    const status = await call('GET', '/hub/v1/rollouts/web?clusters=true', { token: adminToken });
+    expect(status.json).toMatchObject({ name: 'web', revision: 1, state: 'progressing', owner: HUB_ADMIN_USER });
+    expect((status.json['clusters'] as { cluster: string }[]).map((row) => row.cluster)).toEqual([
+      'eu-1',
+      'eu-2',
+      'us-1',
+    ]);
+    const version = status.json['statusVersion'] as number;
+    const waiting = call('GET', `/hub/v1/rollouts/web?waitForChangeFrom=${version}`, { token: adminToken });
+    await call('POST', '/hub/v1/rollouts/web/pause', { token: adminToken });
+    const changed = await waiting;
+    expect(changed.json).toMatchObject({ state: 'paused' });
+    expect(changed.json['statusVersion']).toBeGreaterThan(version);
+    expect((await call('GET', '/hub/v1/rollouts/web?waitForChangeFrom=x', { token: adminToken })).status).toBe(400);
+    expect((await call('POST', '/hub/v1/rollouts/web/undo', { token: adminToken })).status).toBe(409);
+    const deleted = await call('DELETE', '/hub/v1/rollouts/web', { token: adminToken });
+    expect(deleted.json).toEqual({ name: 'web', removed: ['eu-1', 'eu-2', 'us-1'], pendingRemovals: [] });
+    expect((await call('GET', '/hub/v1/rollouts/web', { token: adminToken })).status).toBe(404);
+  });
+});
+
+describe('cluster holds and properties', () => {
+  it('holds and releases a cluster within the user’s reach, and refuses one outside it', async () => {
+    const held = await call('PUT', '/hub/v1/clusters/eu-1/hold', { token: euToken, body: { reason: 'opening hours' } });
+    expect(held).toMatchObject({
+      status: 200,
+      json: { name: 'eu-1', hold: { reason: 'opening hours', by: 'eve', since: '2026-03-01T10:00:00.000Z' } },
+    });
+    expect((await call('PUT', '/hub/v1/clusters/us-1/hold', { token: euToken, body: { reason: 'x' } })).status).toBe(
+      403,
+    );
+    expect((await call('PUT', '/hub/v1/clusters/nosuch/hold', { token: euToken, body: { reason: 'x' } })).status).toBe(
+      403,
+    );
+    expect(
+      (await call('PUT', '/hub/v1/clusters/nosuch/hold', { token: adminToken, body: { reason: 'x' } })).status,
+    ).toBe(404);
+    expect((await call('PUT', '/hub/v1/clusters/eu-1/hold', { token: euToken, body: { reason: '' } })).status).toBe(
+      400,
+    );
+    expect((await call('PUT', '/hub/v1/clusters/eu-1/hold', { body: { reason: 'x' } })).status).toBe(401);
+
+    await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: rolloutDocument({ strategy }) });
+    await controller.settled();
+    expect(copies.map((copy) => copy.copy.objects.find((o) => o.kind === 'ConfigMap')?.['data'])).not.toContainEqual(
+      expect.objectContaining({ site: 'eu-1' }),
+    );
+    const released = await call('DELETE', '/hub/v1/clusters/eu-1/hold', { token: euToken });
+    expect(released.json['hold']).toBeUndefined();
+    await controller.settled();
+    expect(copies.map((copy) => copy.copy.objects.find((o) => o.kind === 'ConfigMap')?.['data'])).toContainEqual(
+      expect.objectContaining({ site: 'eu-1' }),
+    );
+  });
+
+  it('sets properties, and answers 400 naming a bad property', async () => {
+    const set = await call('PUT', '/hub/v1/clusters/eu-1/properties', {
+      token: adminToken,
+      body: { properties: { tag: '1.2' } },
+    });
+    expect(set.json).toMatchObject({ name: 'eu-1', properties: { tag: '1.2' } });
+    const bad = await call('PUT', '/hub/v1/clusters/eu-1/properties', {
+      token: adminToken,
+      body: { properties: { 'a|b': 'x' } },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.json['message']).toMatch(/properties\.a\|b/);
+    const notString = await call('PUT', '/hub/v1/clusters/eu-1/properties', {
+      token: adminToken,
+      body: { properties: { n: 1 } },
+    });
+    expect(notString.json['message']).toMatch(/properties\.n/);
+    expect((await call('GET', '/hub/v1/clusters/eu-1', { token: adminToken })).json).toMatchObject({
+      properties: { tag: '1.2' },
+    });
+  });
+});

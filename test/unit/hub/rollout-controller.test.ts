@@ -1,0 +1,471 @@
+/**
+ * The hub's rollout controller against the real store (SQLite) with a fake
+ * delivery (it records what would cross the tunnels) and a fake clock:
+ * tests move time by hand and wait for the controller to settle, never for
+ * real time.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  RolloutController,
+  type DeliveryOutcome,
+  type RolloutActor,
+  type RolloutClock,
+  type RolloutDelivery,
+} from '../../../src/hub/rollout-controller.js';
+import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
+import { silentLogger } from '../../../src/log/run-log.js';
+import { parseRollout } from '../../../src/rollout/spec.js';
+import type { CopyMessage, RemoveMessage } from '../../../src/rollout/wire.js';
+import { rolloutDocument } from '../rollout/fixtures.js';
+
+/** A clock that moves only when told, firing due timers in order. */
+class FakeClock implements RolloutClock {
+  time = 1_000_000;
+  #timers: { at: number; callback: () => void; id: number }[] = [];
+  #next = 0;
+  now(): number {
+    return this.time;
+  }
+  setTimeout(callback: () => void, ms: number): unknown {
+    const id = (this.#next += 1);
+    this.#timers.push({ at: this.time + ms, callback, id });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.#timers = this.#timers.filter((timer) => timer.id !== handle);
+  }
+  advance(ms: number): void {
+    this.time += ms;
+    const due = this.#timers.filter((timer) => timer.at <= this.time).sort((a, b) => a.at - b.at);
+    this.#timers = this.#timers.filter((timer) => timer.at > this.time);
+    for (const timer of due) timer.callback();
+  }
+}
+
+/** Records copies and removals; a cluster not in `connected` answers as a closed tunnel would. */
+class FakeDelivery implements RolloutDelivery {
+  readonly connected = new Set<string>();
+  readonly copies: CopyMessage[] = [];
+  readonly removals: { cluster: string; message: RemoveMessage }[] = [];
+  failing = new Map<string, string>();
+  async sendCopy(cluster: string, message: CopyMessage): Promise<DeliveryOutcome> {
+    if (!this.connected.has(cluster)) return { status: 'disconnected' };
+    const failure = this.failing.get(cluster);
+    if (failure !== undefined) return { status: 'failed', message: failure };
+    this.copies.push(message);
+    return { status: 'delivered' };
+  }
+  async sendRemove(cluster: string, message: RemoveMessage): Promise<DeliveryOutcome> {
+    if (!this.connected.has(cluster)) return { status: 'disconnected' };
+    this.removals.push({ cluster, message });
+    return { status: 'delivered' };
+  }
+  /** Which clusters got a copy, with its revision. */
+  delivered(): string[] {
+    return this.copies.map((copy) => `${copy.copy.revision.split('-')[0]}:${copyCluster(copy)}`);
+  }
+}
+
+/** The cluster a copy was rendered for (its ConfigMap carries `${cluster.name}`). */
+function copyCluster(message: CopyMessage): string {
+  const configMap = message.copy.objects.find((object) => object.kind === 'ConfigMap') as
+    { data: { site: string } } | undefined;
+  return configMap?.data.site ?? '?';
+}
+
+const admin: RolloutActor = { user: 'edgeadm-hub-admin', groups: [], clustersSelector: '', isAdmin: true };
+const SOAK_S = 60;
+
+function documentOf(strategy: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): unknown {
+  return rolloutDocument({
+    strategy: {
+      waves: [1, '100%'],
+      maxUnavailable: '100%',
+      failureBudget: 0,
+      soakSeconds: SOAK_S,
+      deadlineSeconds: 600,
+      ...strategy,
+    },
+    ...extra,
+  });
+}
+
+interface World {
+  store: SqliteHubStore;
+  clock: FakeClock;
+  delivery: FakeDelivery;
+  controller: RolloutController;
+  path: string;
+}
+
+const worlds: World[] = [];
+afterEach(async () => {
+  for (const world of worlds.splice(0)) {
+    await world.controller.stop();
+    await world.store.close();
+  }
+});
+
+async function world(clusters: string[], options: { offline?: string[] } = {}): Promise<World> {
+  const path = join(mkdtempSync(join(tmpdir(), 'rollout-controller-')), 'hub.db');
+  const store = await SqliteHubStore.open(path);
+  for (const name of clusters) {
+    await store.addCluster({
+      name,
+      labels: { env: 'prod', region: 'eu' },
+      certSerial: name,
+      certNotAfter: '2030-01-01T00:00:00.000Z',
+      registeredAt: '2026-01-01T00:00:00.000Z',
+    });
+  }
+  const clock = new FakeClock();
+  const delivery = new FakeDelivery();
+  const online = clusters.filter((name) => !options.offline?.includes(name));
+  for (const name of online) delivery.connected.add(name);
+  const controller = await RolloutController.start({
+    store,
+    delivery,
+    logger: silentLogger,
+    clock,
+    passIntervalMs: 0,
+    connected: online,
+  });
+  const created = { store, clock, delivery, controller, path };
+  worlds.push(created);
+  await controller.settled();
+  return created;
+}
+
+async function apply(w: World, document: unknown, actor: RolloutActor = admin): Promise<number> {
+  const result = await w.controller.apply(document, parseRollout(document), actor);
+  await w.controller.settled();
+  return result.revision;
+}
+
+/** Each named cluster reports the copy it was last sent (or `revision`) as `readiness`. */
+async function report(
+  w: World,
+  clusters: string[],
+  readiness: 'ready' | 'progressing' | 'failed' = 'ready',
+  options: { revision?: string; objects?: CopyMessage['copy']['objects'] } = {},
+): Promise<void> {
+  for (const cluster of clusters) {
+    const last = [...w.delivery.copies].reverse().find((copy) => copyCluster(copy) === cluster);
+    const revision = options.revision ?? last?.copy.revision ?? 'none';
+    w.controller.report(cluster, {
+      kind: 'copy',
+      rollout: 'web',
+      cluster,
+      revision,
+      readiness,
+      objects: (options.objects ?? []).map((object) => ({
+        apiVersion: object.apiVersion,
+        kind: object.kind,
+        name: object.metadata.name,
+        ...(typeof object['status'] === 'object' ? { status: object['status'] as Record<string, unknown> } : {}),
+      })),
+    });
+  }
+  await w.controller.settled();
+}
+
+function phases(w: World): Record<string, string> {
+  const view = w.controller.status('web', admin, true);
+  return Object.fromEntries((view.clusters ?? []).map((row) => [row.cluster, row.phase]));
+}
+
+describe('rollout controller', () => {
+  it('delivers the canary first and the next wave only once the canary is ready and has soaked', async () => {
+    const w = await world(['a', 'b', 'c']);
+    await apply(w, documentOf());
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    await report(w, ['a'], 'progressing');
+    w.clock.advance(SOAK_S * 1000 * 2);
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    await report(w, ['a']);
+    expect(phases(w)).toEqual({ a: 'ready', b: 'waiting', c: 'waiting' });
+    w.clock.advance(SOAK_S * 1000 - 1);
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    // The soak ends: the controller's own timer starts the next wave.
+    w.clock.advance(1);
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b', '1:c']);
+    await report(w, ['b', 'c']);
+    w.clock.advance(SOAK_S * 1000);
+    await w.controller.settled();
+    expect(w.controller.status('web', admin, false).state).toBe('complete');
+  });
+
+  it('ignores a report quoting an earlier revision: the wave does not advance on stale status', async () => {
+    const w = await world(['a', 'b']);
+    await apply(w, documentOf());
+    await report(w, ['a']);
+    const staleRevision = w.delivery.copies[0]?.copy.revision as string;
+    await apply(w, documentOf({}, { customization: { patches: [] }, status: { summaries: [] } }));
+    expect(w.delivery.copies.at(-1)?.copy.revision.startsWith('2-')).toBe(true);
+    await report(w, ['a'], 'ready', { revision: staleRevision });
+    w.clock.advance(SOAK_S * 1000 * 2);
+    await w.controller.settled();
+    expect(phases(w)['a']).toBe('applying');
+    expect(w.delivery.delivered()).toEqual(['1:a', '2:a']);
+  });
+
+  it('leaves a held cluster alone and shows it held, not failed', async () => {
+    const w = await world(['a', 'b']);
+    await w.store.setClusterHold('a', { reason: 'opening hours', since: 'now', by: 'alice' });
+    w.controller.clustersChanged();
+    await apply(w, documentOf({ waves: ['100%'] }));
+    expect(w.delivery.delivered()).toEqual(['1:b']);
+    expect(phases(w)).toEqual({ a: 'held', b: 'applying' });
+    await w.store.setClusterHold('a', undefined);
+    w.controller.clustersChanged();
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:b', '1:a']);
+  });
+
+  it('gives a cluster offline through several revisions only the latest when it reconnects', async () => {
+    const w = await world(['a', 'b'], { offline: ['b'] });
+    await apply(w, documentOf({ waves: ['100%'] }));
+    await apply(w, documentOf({ waves: ['100%'], soakSeconds: 1 }));
+    await apply(w, documentOf({ waves: ['100%'], soakSeconds: 2 }));
+    expect(phases(w)['b']).toBe('offline-pending');
+    expect(w.delivery.delivered().filter((entry) => entry.endsWith(':b'))).toEqual([]);
+    w.delivery.connected.add('b');
+    w.controller.clusterConnected('b');
+    await w.controller.settled();
+    expect(w.delivery.delivered().filter((entry) => entry.endsWith(':b'))).toEqual(['3:b']);
+  });
+
+  it('sends a copy handed out while the tunnel dropped again when the cluster returns', async () => {
+    const w = await world(['a']);
+    w.delivery.connected.delete('a'); // the tunnel is gone, the controller does not know yet
+    await apply(w, documentOf({ waves: ['100%'] }));
+    expect(w.delivery.delivered()).toEqual([]);
+    w.controller.clusterDisconnected('a');
+    w.delivery.connected.add('a');
+    w.controller.clusterConnected('a');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+  });
+
+  it('resumes mid-wave after a restart: nothing delivered twice, the next wave after the soak', async () => {
+    const w = await world(['a', 'b', 'c']);
+    await apply(w, documentOf());
+    await report(w, ['a']);
+    await w.controller.stop();
+    await w.store.close();
+    worlds.splice(worlds.indexOf(w), 1);
+
+    const store = await SqliteHubStore.open(w.path);
+    const delivery = new FakeDelivery();
+    const clock = w.clock;
+    const controller = await RolloutController.start({
+      store,
+      delivery,
+      logger: silentLogger,
+      clock,
+      passIntervalMs: 0,
+    });
+    const restarted: World = { ...w, store, delivery, controller };
+    worlds.push(restarted);
+    await controller.settled();
+    expect(phases(restarted)).toEqual({ a: 'ready', b: 'waiting', c: 'waiting' });
+    for (const name of ['a', 'b', 'c']) {
+      delivery.connected.add(name);
+      controller.clusterConnected(name);
+    }
+    await controller.settled();
+    expect(delivery.delivered()).toEqual([]);
+    clock.advance(SOAK_S * 1000);
+    await controller.settled();
+    expect(delivery.delivered()).toEqual(['1:b', '1:c']);
+  });
+
+  it('resends a copy still being applied at a restart when its cluster connects again', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    await w.controller.stop();
+    await w.store.close();
+    worlds.splice(worlds.indexOf(w), 1);
+    const store = await SqliteHubStore.open(w.path);
+    const delivery = new FakeDelivery();
+    const controller = await RolloutController.start({
+      store,
+      delivery,
+      logger: silentLogger,
+      clock: w.clock,
+      passIntervalMs: 0,
+    });
+    worlds.push({ ...w, store, delivery, controller });
+    delivery.connected.add('a');
+    controller.clusterConnected('a');
+    await controller.settled();
+    expect(delivery.delivered()).toEqual(['1:a']);
+  });
+
+  it('removes a deleted rollout from connected clusters now and from offline ones when they return, across a restart', async () => {
+    const w = await world(['a', 'b']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b']);
+    w.delivery.connected.delete('b');
+    w.controller.clusterDisconnected('b');
+    const result = await w.controller.delete('web', admin);
+    expect(result).toEqual({ name: 'web', removed: ['a'], pendingRemovals: ['b'] });
+    expect(w.delivery.removals.map((removal) => removal.cluster)).toEqual(['a']);
+    expect(w.delivery.removals[0]?.message).toEqual({
+      rollout: 'web',
+      owner: { user: 'edgeadm-hub-admin', groups: [] },
+    });
+
+    await w.controller.stop();
+    await w.store.close();
+    worlds.splice(worlds.indexOf(w), 1);
+    const store = await SqliteHubStore.open(w.path);
+    const delivery = new FakeDelivery();
+    const controller = await RolloutController.start({
+      store,
+      delivery,
+      logger: silentLogger,
+      clock: w.clock,
+      passIntervalMs: 0,
+    });
+    worlds.push({ ...w, store, delivery, controller });
+    delivery.connected.add('b');
+    controller.clusterConnected('b');
+    await controller.settled();
+    expect(delivery.removals.map((removal) => removal.cluster)).toEqual(['b']);
+    expect(await store.listPendingRemovals()).toEqual([]);
+  });
+
+  it('removes the copy from a cluster that a new revision no longer places', async () => {
+    const w = await world(['a', 'b']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    await apply(w, documentOf({ waves: ['100%'] }, { placement: { clusters: ['a'] } }));
+    expect(w.delivery.removals.map((removal) => removal.cluster)).toEqual(['b']);
+    expect(Object.keys(phases(w))).toEqual(['a']);
+  });
+
+  it('marks a cluster failed, with the reason, when its agent cannot take the copy; the failure budget halts', async () => {
+    const w = await world(['a', 'b']);
+    w.delivery.failing.set('a', 'the agent of cluster "a" does not serve rollouts (its edgeadm is older than the hub)');
+    await apply(w, documentOf());
+    const view = w.controller.status('web', admin, true);
+    expect(view.clusters?.find((row) => row.cluster === 'a')).toMatchObject({
+      phase: 'failed',
+      message: expect.stringContaining('does not serve rollouts'),
+    });
+    expect(view.state).toBe('halted');
+    expect(w.delivery.delivered()).toEqual([]);
+  });
+
+  it('fails a cluster not ready by the deadline, on its own timer', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ deadlineSeconds: 30, failureBudget: 1 }));
+    await report(w, ['a'], 'progressing');
+    w.clock.advance(30_000);
+    await w.controller.settled();
+    expect(phases(w)['a']).toBe('progressing');
+    w.clock.advance(1);
+    await w.controller.settled();
+    expect(phases(w)['a']).toBe('failed');
+  });
+
+  it('pauses, resumes, aborts and undoes', async () => {
+    const w = await world(['a', 'b']);
+    await apply(w, documentOf());
+    await report(w, ['a']);
+    expect((await w.controller.command('web', 'pause', admin)).state).toBe('paused');
+    w.clock.advance(SOAK_S * 1000);
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    expect((await w.controller.command('web', 'resume', admin)).state).toBe('progressing');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b']);
+    await apply(w, documentOf({ soakSeconds: 5 }));
+    expect((await w.controller.command('web', 'abort', admin)).state).toBe('aborted');
+    await expect(w.controller.command('web', 'resume', admin)).rejects.toMatchObject({ status: 409 });
+    const undone = await w.controller.undo('web', admin);
+    expect(undone).toMatchObject({ revision: 3, state: 'progressing' });
+    expect((await w.controller.document('web', admin)).document).toEqual(documentOf());
+  });
+
+  it('bumps the status version on every visible change, wakes a waiting watcher, and keeps summaries across a restart', async () => {
+    const w = await world(['a', 'b']);
+    await apply(
+      w,
+      documentOf(
+        { waves: ['100%'] },
+        { status: { summaries: [{ name: 'available', reduce: 'min', field: '.status.availableReplicas' }] } },
+      ),
+    );
+    const before = w.controller.status('web', admin, false).statusVersion;
+    const woken = w.controller.waitForChange('web', before, 20_000);
+    const deployment = (status: Record<string, unknown>) => [
+      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' }, status },
+    ];
+    await report(w, ['a'], 'ready', { objects: deployment({ availableReplicas: 3 }) });
+    await woken;
+    await report(w, ['b'], 'ready', { objects: deployment({ availableReplicas: 2 }) });
+    const view = w.controller.status('web', admin, false);
+    expect(view.statusVersion).toBeGreaterThan(before);
+    expect(view.summaries).toEqual([{ name: 'available', value: 2, reporting: 2 }]);
+    await w.controller.stop();
+    await w.store.close();
+    worlds.splice(worlds.indexOf(w), 1);
+    const store = await SqliteHubStore.open(w.path);
+    const controller = await RolloutController.start({
+      store,
+      delivery: new FakeDelivery(),
+      logger: silentLogger,
+      clock: w.clock,
+      passIntervalMs: 0,
+    });
+    worlds.push({ ...w, store, controller });
+    await controller.settled();
+    expect(controller.status('web', admin, false).summaries).toEqual([{ name: 'available', value: 2, reporting: 2 }]);
+  });
+
+  it('answers a status watcher with the unchanged view when its wait ends', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf());
+    const version = w.controller.status('web', admin, false).statusVersion;
+    let isWoken = false;
+    const waiting = w.controller.waitForChange('web', version, 20_000).then(() => (isWoken = true));
+    await w.controller.settled();
+    expect(isWoken).toBe(false);
+    w.clock.advance(20_000);
+    await waiting;
+    expect(w.controller.status('web', admin, false).statusVersion).toBe(version);
+  });
+
+  it('steps each rollout once for a burst of reconnects, not once per cluster', async () => {
+    const names = Array.from({ length: 200 }, (_, i) => `s-${i}`);
+    const w = await world(names, { offline: names });
+    await apply(w, documentOf({ waves: ['100%'] }));
+    let reads = 0;
+    const listClusters = w.store.listClusters.bind(w.store);
+    w.store.listClusters = async () => {
+      reads += 1;
+      return listClusters();
+    };
+    const puts: number[] = [];
+    const putRollouts = w.store.putRollouts.bind(w.store);
+    w.store.putRollouts = async (records) => {
+      puts.push(records.length);
+      return putRollouts(records);
+    };
+    for (const name of names) {
+      w.delivery.connected.add(name);
+      w.controller.clusterConnected(name);
+    }
+    await w.controller.settled();
+    expect(w.delivery.copies).toHaveLength(200);
+    expect(puts.length).toBeLessThanOrEqual(2);
+    expect(reads).toBe(0);
+  });
+});

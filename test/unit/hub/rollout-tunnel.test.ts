@@ -1,0 +1,298 @@
+/**
+ * Rollouts over a real tunnel, hub end: edgeadm's real `acceptTunnel` on
+ * loopback TLS, the real controller and store, and a stand-in for the
+ * agent's end (TLS client certificate, HTTP/2 served on the socket as the
+ * agent does) that answers the control paths of src/rollout/wire.ts the
+ * way the contract says. It proves copies go out, reports come in, bad
+ * report lines are dropped without harm, and an agent without rollouts is
+ * shown as such. Waits are on events (the status version), never on time.
+ */
+import { once } from 'node:events';
+import { performServerHandshake, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { connect as tlsConnect, createServer, type TLSSocket } from 'node:tls';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RolloutController, type RolloutActor } from '../../../src/hub/rollout-controller.js';
+import { followReports, LineSplitter, reportOf, TunnelRolloutDelivery } from '../../../src/hub/rollout-tunnel.js';
+import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
+import { silentLogger, type Logger } from '../../../src/log/run-log.js';
+import { parseRollout } from '../../../src/rollout/spec.js';
+import {
+  ROLLOUT_APPLY_PATH,
+  ROLLOUT_REMOVE_PATH,
+  ROLLOUT_REPORTS_PATH,
+  type CopyMessage,
+  type RemoveMessage,
+} from '../../../src/rollout/wire.js';
+import { createCa, issueCertificate } from '../../../src/trust/pki.js';
+import { acceptTunnel, type HubTunnel } from '../../../src/tunnel/hub-tunnel.js';
+import { TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
+import { GROUPS_HEADER, HELLO_PATH, USER_HEADER, WELCOME_PATH } from '../../../src/tunnel/protocol.js';
+import { rolloutDocument } from '../rollout/fixtures.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** What the stand-in agent saw and how it answers. */
+interface StandIn {
+  copies: CopyMessage[];
+  removals: RemoveMessage[];
+  /** Headers of every control stream the hub opened. */
+  controlHeaders: IncomingHttpHeaders[];
+  /** Writes raw bytes to the open report stream. */
+  writeReports(text: string): void;
+  /** Resolves when the hub has opened the report stream. */
+  reportsOpened: Promise<void>;
+}
+
+function readAll(stream: ServerHttp2Stream): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
+
+/** A hub end (real acceptTunnel) and an agent stand-in, connected; returns the accepted tunnel. */
+/**
+ * How the stand-in answers the rollout paths: as the contract says; as an
+ * agent that knows control paths but not these (404); or as this
+ * version's agent before rollouts, which takes a stream without identity
+ * for a user's request and refuses it (tunnel/upstream.ts: 400 and a Status).
+ */
+type AgentKind = 'rollouts' | 'unknown-path-404' | 'before-rollouts-400';
+
+async function connectPair(options: { kind: AgentKind }): Promise<{ tunnel: HubTunnel; agent: StandIn }> {
+  const ca = await createCa({ commonName: 'test hub CA' });
+  const serving = await issueCertificate({ ca, commonName: 'hub', ipAddresses: ['127.0.0.1'], usages: ['server'] });
+  const client = await issueCertificate({ ca, commonName: 'c1', usages: ['client'] });
+  const server = createServer({
+    cert: serving.certPem,
+    key: serving.keyPem,
+    ca: ca.certPem,
+    requestCert: true,
+    ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
+  });
+  const accepted = new Promise<HubTunnel>((resolve, reject) => {
+    server.on('secureConnection', (socket: TLSSocket) => {
+      acceptTunnel({ socket, authorize: async () => ({ cluster: 'c1' }), logger: silentLogger }).then(resolve, reject);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(() => void server.close());
+
+  let openReports!: () => void;
+  let reportStream: ServerHttp2Stream | undefined;
+  const agent: StandIn = {
+    copies: [],
+    removals: [],
+    controlHeaders: [],
+    writeReports: (text) => reportStream?.write(text),
+    reportsOpened: new Promise((resolve) => (openReports = resolve)),
+  };
+  const socket = tlsConnect({
+    host: '127.0.0.1',
+    port: (server.address() as { port: number }).port,
+    ca: ca.certPem,
+    cert: client.certPem,
+    key: client.keyPem,
+    ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
+  });
+  await once(socket, 'secureConnect');
+  const session = performServerHandshake(socket);
+  session.on('error', () => {});
+  session.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
+    stream.on('error', () => {});
+    const path = headers[':path'];
+    if (path !== HELLO_PATH && path !== WELCOME_PATH) agent.controlHeaders.push(headers);
+    if (path === HELLO_PATH) {
+      stream.respond({ ':status': 200, 'content-type': 'application/json' });
+      stream.end(JSON.stringify({ cluster: 'c1' }));
+    } else if (path === WELCOME_PATH) {
+      stream.resume();
+      stream.respond({ ':status': 200 });
+      stream.end();
+    } else if (options.kind === 'unknown-path-404') {
+      stream.resume();
+      stream.respond({ ':status': 404 });
+      stream.end();
+    } else if (options.kind === 'before-rollouts-400') {
+      stream.resume();
+      stream.respond({ ':status': 400, 'content-type': 'application/json' });
+      stream.end(
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          message: 'the tunnel stream carries no identity to impersonate',
+          reason: 'BadRequest',
+          code: 400,
+        }),
+      );
+    } else if (path === ROLLOUT_REPORTS_PATH) {
+      stream.respond({ ':status': 200, 'content-type': 'application/x-ndjson' });
+      reportStream = stream;
+      openReports();
+    } else if (path === ROLLOUT_APPLY_PATH || path === ROLLOUT_REMOVE_PATH) {
+      void readAll(stream).then((body) => {
+        if (path === ROLLOUT_APPLY_PATH) agent.copies.push(JSON.parse(body) as CopyMessage);
+        else agent.removals.push(JSON.parse(body) as RemoveMessage);
+        stream.respond({ ':status': 202 });
+        stream.end();
+      });
+    }
+  });
+  const tunnel = await accepted;
+  cleanups.push(() => {
+    tunnel.destroy();
+    session.destroy();
+    socket.destroy();
+  });
+  return { tunnel, agent };
+}
+
+const owner: RolloutActor = { user: 'alice', groups: ['ops', 'shops'], clustersSelector: '', isAdmin: true };
+
+async function hubFor(tunnel: HubTunnel, logger: Logger = silentLogger) {
+  const store = await SqliteHubStore.open(':memory:');
+  await store.addCluster({
+    name: 'c1',
+    labels: { env: 'prod', region: 'eu' },
+    certSerial: '01',
+    certNotAfter: '2030-01-01T00:00:00.000Z',
+    registeredAt: '2026-01-01T00:00:00.000Z',
+  });
+  const delivery = new TunnelRolloutDelivery({ tunnels: new Map([['c1', tunnel]]), logger });
+  const controller = await RolloutController.start({ store, delivery, logger, passIntervalMs: 0 });
+  cleanups.push(async () => {
+    await controller.stop();
+    await store.close();
+  });
+  followReports(
+    tunnel,
+    { report: controller.report.bind(controller), unsupported: (cluster) => delivery.markUnsupported(cluster) },
+    logger,
+  );
+  controller.clusterConnected('c1');
+  return { store, controller };
+}
+
+/** Waits, by status versions, until `done` holds for the rollout's status. */
+async function until(
+  controller: RolloutController,
+  done: (view: ReturnType<RolloutController['status']>) => boolean,
+): Promise<ReturnType<RolloutController['status']>> {
+  for (;;) {
+    const view = controller.status('web', owner, true);
+    if (done(view)) return view;
+    await controller.waitForChange('web', view.statusVersion, 60_000);
+  }
+}
+
+const document = rolloutDocument({
+  strategy: { waves: ['100%'], soakSeconds: 0 },
+  status: { summaries: [{ name: 'available', reduce: 'sum', field: '.status.availableReplicas' }] },
+});
+
+describe('rollouts over a real tunnel', () => {
+  it('sends the copy as the owner on a control stream and takes the agent’s reports; bad lines are dropped', async () => {
+    const { tunnel, agent } = await connectPair({ kind: 'rollouts' });
+    const warnings: string[] = [];
+    const logger: Logger = { ...silentLogger, warn: (message) => warnings.push(message) };
+    const { controller } = await hubFor(tunnel, logger);
+    await agent.reportsOpened;
+    await controller.apply(document, parseRollout(document), owner);
+    await controller.settled();
+    expect(agent.copies).toHaveLength(1);
+    const copy = agent.copies[0] as CopyMessage;
+    expect(copy.owner).toEqual({ user: 'alice', groups: ['ops', 'shops'] });
+    expect(copy.copy.objects.find((object) => object.kind === 'ConfigMap')?.['data']).toMatchObject({ site: 'c1' });
+    // Control streams carry no identity: no user's stream can look like one, nor one like a user's.
+    for (const headers of agent.controlHeaders) {
+      expect(headers[USER_HEADER]).toBeUndefined();
+      expect(headers[GROUPS_HEADER]).toBeUndefined();
+    }
+
+    const good = {
+      kind: 'copy',
+      rollout: 'web',
+      cluster: 'c1',
+      revision: copy.copy.revision,
+      readiness: 'ready',
+      objects: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', status: { availableReplicas: 4 } }],
+    };
+    agent.writeReports('not json\n');
+    agent.writeReports(`${JSON.stringify({ ...good, cluster: 'c2' })}\n`);
+    agent.writeReports(`${JSON.stringify({ kind: 'copy', rollout: 'web' })}\n`);
+    agent.writeReports(`{"padding":"${'x'.repeat(5 * 1024 * 1024)}"}\n`);
+    // One good line, split across writes.
+    const line = `${JSON.stringify(good)}\n`;
+    agent.writeReports(line.slice(0, 10));
+    agent.writeReports(line.slice(10));
+    const view = await until(controller, (status) => status.counts.ready === 1);
+    expect(view.summaries).toEqual([{ name: 'available', value: 4, reporting: 1 }]);
+    expect(warnings).toEqual([
+      expect.stringContaining('not JSON'),
+      expect.stringContaining('names cluster "c2"'),
+      expect.stringContaining('rollout or cluster is missing'),
+      expect.stringContaining('longer than'),
+    ]);
+    expect(tunnel.isOpen).toBe(true);
+
+    const deleted = await controller.delete('web', owner);
+    expect(deleted).toEqual({ name: 'web', removed: ['c1'], pendingRemovals: [] });
+    expect(agent.removals).toEqual([{ rollout: 'web', owner: { user: 'alice', groups: ['ops', 'shops'] } }]);
+  });
+
+  it.each(['unknown-path-404', 'before-rollouts-400'] as const)(
+    'shows a cluster whose agent does not serve rollouts (%s) as failed with a clear message, and keeps going',
+    async (kind) => {
+      const { tunnel } = await connectPair({ kind });
+      const { controller } = await hubFor(tunnel);
+      await controller.apply(document, parseRollout(document), owner);
+      const view = await until(controller, (status) => status.counts.failed === 1);
+      expect(view.clusters?.[0]).toMatchObject({
+        cluster: 'c1',
+        phase: 'failed',
+        message: expect.stringContaining('does not serve rollouts'),
+      });
+      expect(tunnel.isOpen).toBe(true);
+    },
+  );
+});
+
+describe('report lines', () => {
+  it('splits lines across chunks and drops a line past the bound whole, going on at the next newline', () => {
+    let dropped = 0;
+    const splitter = new LineSplitter(8, () => (dropped += 1));
+    expect(splitter.push(Buffer.from('ab'))).toEqual([]);
+    expect(splitter.push(Buffer.from('c\n0123'))).toEqual(['abc']);
+    expect(splitter.push(Buffer.from('456789'))).toEqual([]);
+    expect(splitter.push(Buffer.from('more\nok\n'))).toEqual(['ok']);
+    expect(dropped).toBe(1);
+  });
+
+  it('checks what a line holds before it is a report', () => {
+    expect(reportOf({ kind: 'removed', rollout: 'web', cluster: 'c1' })).toEqual({
+      kind: 'removed',
+      rollout: 'web',
+      cluster: 'c1',
+    });
+    expect(
+      reportOf({ kind: 'copy', rollout: 'w', cluster: 'c', revision: '1-a', readiness: 'done', objects: [] }),
+    ).toBe('readiness is not known');
+    expect(
+      reportOf({
+        kind: 'copy',
+        rollout: 'w',
+        cluster: 'c',
+        revision: '1-a',
+        readiness: 'ready',
+        objects: [{ kind: 1 }],
+      }),
+    ).toBe('an object lacks apiVersion, kind or name');
+    expect(reportOf([1])).toBe('not a JSON object');
+  });
+});
