@@ -13,7 +13,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import yaml from 'js-yaml';
+import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHubConfig } from '../../../src/hub/hub-config.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
@@ -71,7 +71,7 @@ async function cliOk(args: string[], hubConfig = hub.adminConfig): Promise<CliRe
 /** Writes a Rollout document and applies it with the CLI; returns the revision it printed. */
 async function apply(document: Record<string, unknown>, hubConfig = hub.adminConfig): Promise<number> {
   const file = join(workDir, `${String((document['metadata'] as { name: string }).name)}-${Date.now()}.yaml`);
-  writeFileSync(file, yaml.dump(document));
+  writeFileSync(file, dump(document));
   const result = await cliOk(['hub', 'rollout', 'apply', '-f', file, '--json'], hubConfig);
   return (JSON.parse(result.stdout) as { revision: number }).revision;
 }
@@ -317,7 +317,7 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
       hub.adminConfig,
       'shop-1',
       ['apply', '-f', '-'],
-      yaml.dump({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'steer-foreign', namespace: NAMESPACE } }),
+      dump({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'steer-foreign', namespace: NAMESPACE } }),
     );
     expect(foreign.exitCode, foreign.stderr).toBe(0);
 
@@ -447,7 +447,7 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
       euConfig,
     ]);
     const file = join(workDir, 'outside.yaml');
-    writeFileSync(file, yaml.dump(rolloutOf('outside', { selector: 'env=test' })));
+    writeFileSync(file, dump(rolloutOf('outside', { selector: 'env=test' })));
     const refused = await cli(['hub', 'rollout', 'apply', '-f', file], euConfig);
     expect(refused.exitCode).not.toBe(0);
     expect(`${refused.stdout}${refused.stderr}`).toMatch(/region=eu|outside|scope/i);
