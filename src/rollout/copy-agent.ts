@@ -238,20 +238,33 @@ interface CopyRun {
   isWorking: boolean;
   abort: AbortController | undefined;
   timer: NodeJS.Timeout | undefined;
-  applier: { key: string; applier: CopyApplier } | undefined;
+  applier: { key: string; client: KubeClient; applier: CopyApplier } | undefined;
   /** The last report published, and its serialization (to publish changes only). */
   last: ReportMessage | undefined;
   lastKey: string | undefined;
 }
 
-/** The one open report stream: lines wait as the latest per rollout while the hub does not read. */
-class ReportSink {
-  readonly stream: ServerHttp2Stream;
+/** What a {@link ReportSink} writes to: the report stream (a writable HTTP/2 stream). */
+export type ReportStream = Pick<ServerHttp2Stream, 'write' | 'end' | 'once' | 'destroyed' | 'closed' | 'writable'>;
+
+/**
+ * The one open report stream: while the hub does not read (`write` says the
+ * stream's buffer is full), lines wait as the latest per rollout, so a
+ * newer line replaces an unwritten older one and the lines held back never
+ * outnumber the rollouts.
+ */
+export class ReportSink {
+  readonly stream: ReportStream;
   readonly #waiting = new Map<string, ReportMessage>();
   #isBlocked = false;
 
-  constructor(stream: ServerHttp2Stream) {
+  constructor(stream: ReportStream) {
     this.stream = stream;
+  }
+
+  /** How many lines wait for the stream to drain. */
+  get waiting(): number {
+    return this.#waiting.size;
   }
 
   get isOpen(): boolean {
@@ -298,7 +311,7 @@ export class CopyAgent {
 
   constructor(options: CopyAgentOptions) {
     this.#options = options;
-    this.#inventory = new CopyApplier(new KubeClient(options.credentials));
+    this.#inventory = new CopyApplier(new KubeClient(options.credentials, { isKeepAlive: true }));
   }
 
   /** The control streams this agent serves, for the tunnel agent to route. */
@@ -322,7 +335,9 @@ export class CopyAgent {
       clearTimeout(run.timer);
       run.abort?.abort();
       run.pending = undefined;
+      run.applier?.client.close();
     }
+    this.#inventory.inventoryClient.close();
     this.#sink?.end();
     this.#sink = undefined;
   }
@@ -453,8 +468,9 @@ export class CopyAgent {
   #applierFor(run: CopyRun, owner: RolloutOwner): CopyApplier {
     const key = JSON.stringify(owner);
     if (run.applier?.key !== key) {
-      const client = new KubeClient(this.#options.credentials, { impersonate: owner });
-      run.applier = { key, applier: new CopyApplier(client, { inventory: this.#inventory.inventoryClient }) };
+      run.applier?.client.close();
+      const client = new KubeClient(this.#options.credentials, { impersonate: owner, isKeepAlive: true });
+      run.applier = { key, client, applier: new CopyApplier(client, { inventory: this.#inventory.inventoryClient }) };
     }
     return run.applier.applier;
   }
@@ -524,6 +540,7 @@ export class CopyAgent {
     }
     if (run.pending !== undefined) return; // a copy arrived meanwhile: it is applied next
     this.#runs.delete(rollout);
+    run.applier?.client.close();
     const removed: ReportMessage = { kind: 'removed', rollout, cluster: this.#options.cluster };
     if (this.#sink?.isOpen === true) this.#sink.offer(removed);
     else this.#removed.set(rollout, removed);
