@@ -286,7 +286,7 @@ export class CopyApplier {
       objects.map((object) => object.metadata?.annotations?.[ROLLOUT_REVISION_ANNOTATION] ?? ''),
     );
     const revision = revisions.size === 1 ? [...revisions][0]! : '';
-    const readiness = copyReadinessOf(objects as Array<Record<string, unknown>>);
+    const readiness = copyReadinessOf(objects);
     return {
       report: {
         cluster,

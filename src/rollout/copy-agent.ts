@@ -33,21 +33,13 @@
  *   without the hub sending the copies again.
  */
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { constants as http2Constants } from 'node:http2';
 import { KubeApiError, KubeClient } from '../kube/client.js';
 import type { KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import { CopyApplier, CopyObjectError } from './apply-copy.js';
-import {
-  COPY_APPLY_RETRY_MS,
-  COPY_MESSAGE_READ_TIMEOUT_MS,
-  COPY_POLL_NOT_READY_MS,
-  COPY_POLL_READY_MS,
-  MAX_COPY_REVISION_LENGTH,
-  MAX_REMOVE_MESSAGE_BYTES,
-} from './limits.js';
-import type { RenderedCopy } from './render.js';
-import type { RolloutResource } from './spec.js';
+import { answer, parseBody, parseCopyMessage, parseRemoveMessage, readMessage } from './copy-messages.js';
+import { COPY_APPLY_RETRY_MS, COPY_POLL_NOT_READY_MS, COPY_POLL_READY_MS, MAX_REMOVE_MESSAGE_BYTES } from './limits.js';
+import { ReportSink } from './report-sink.js';
 import {
   MAX_COPY_MESSAGE_BYTES,
   ROLLOUT_APPLY_PATH,
@@ -81,145 +73,6 @@ export interface CopyAgentOptions {
   applyRetryMs?: number;
 }
 
-/** A rollout or owner name the agent refuses, with why. */
-type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const REVISION = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** No control characters: a name that has one would break the impersonation header. */
-function isHeaderSafe(text: string): boolean {
-  for (let i = 0; i < text.length; i += 1) {
-    const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return false;
-  }
-  return true;
-}
-
-function parseRolloutName(value: unknown): Parsed<string> {
-  if (typeof value !== 'string' || value.length > 63 || !DNS_LABEL.test(value)) {
-    return { ok: false, message: 'rollout must be a DNS-1123 label' };
-  }
-  return { ok: true, value };
-}
-
-function parseOwner(value: unknown): Parsed<RolloutOwner> {
-  if (!isRecord(value)) return { ok: false, message: 'owner must be an object' };
-  const { user, groups } = value;
-  if (typeof user !== 'string' || user === '' || !isHeaderSafe(user)) {
-    return { ok: false, message: 'owner.user must be a user name' };
-  }
-  if (!Array.isArray(groups) || !groups.every((g) => typeof g === 'string' && g !== '' && isHeaderSafe(g))) {
-    return { ok: false, message: 'owner.groups must be a list of group names' };
-  }
-  return { ok: true, value: { user, groups: groups as string[] } };
-}
-
-/** Checks the shape of a copy message (the hub renders it; the agent still refuses what it cannot apply). */
-export function parseCopyMessage(value: unknown): Parsed<CopyMessage> {
-  if (!isRecord(value)) return { ok: false, message: 'the message must be a JSON object' };
-  const rollout = parseRolloutName(value['rollout']);
-  if (!rollout.ok) return rollout;
-  const owner = parseOwner(value['owner']);
-  if (!owner.ok) return owner;
-  const copy = value['copy'];
-  if (!isRecord(copy)) return { ok: false, message: 'copy must be an object' };
-  const revision = copy['revision'];
-  if (typeof revision !== 'string' || revision.length > MAX_COPY_REVISION_LENGTH || !REVISION.test(revision)) {
-    return { ok: false, message: 'copy.revision must be a revision' };
-  }
-  const objects = copy['objects'];
-  if (!Array.isArray(objects)) return { ok: false, message: 'copy.objects must be a list' };
-  for (const [index, object] of objects.entries()) {
-    const metadata = isRecord(object) ? object['metadata'] : undefined;
-    if (
-      !isRecord(object) ||
-      typeof object['apiVersion'] !== 'string' ||
-      typeof object['kind'] !== 'string' ||
-      !isRecord(metadata) ||
-      typeof metadata['name'] !== 'string' ||
-      (metadata['namespace'] !== undefined && typeof metadata['namespace'] !== 'string')
-    ) {
-      return { ok: false, message: `copy.objects[${index}] needs apiVersion, kind and metadata.name` };
-    }
-  }
-  const rendered: RenderedCopy = { revision, objects: objects as RolloutResource[] };
-  return { ok: true, value: { rollout: rollout.value, owner: owner.value, copy: rendered } };
-}
-
-/** Checks the shape of a remove message. */
-export function parseRemoveMessage(value: unknown): Parsed<RemoveMessage> {
-  if (!isRecord(value)) return { ok: false, message: 'the message must be a JSON object' };
-  const rollout = parseRolloutName(value['rollout']);
-  if (!rollout.ok) return rollout;
-  const owner = parseOwner(value['owner']);
-  if (!owner.ok) return owner;
-  return { ok: true, value: { rollout: rollout.value, owner: owner.value } };
-}
-
-/** Answers a control stream with a status and a JSON body (also when the hub is still sending). */
-function answer(stream: ServerHttp2Stream, status: number, body?: unknown): void {
-  if (stream.destroyed || stream.headersSent) return;
-  if (body === undefined) {
-    stream.respond({ ':status': status }, { endStream: true });
-  } else {
-    stream.respond({ ':status': status, 'content-type': 'application/json' });
-    stream.end(JSON.stringify(body));
-  }
-}
-
-/**
- * Reads a control message's body up to `limit` bytes, or answers 413 (and
- * resets the stream, so the hub stops sending: RFC 9113 §8.1 lets a server
- * answer before the request is complete) and returns undefined.
- */
-function readMessage(
-  stream: ServerHttp2Stream,
-  headers: IncomingHttpHeaders,
-  limit: number,
-): Promise<string | undefined> {
-  const tooLarge = (): void => {
-    answer(stream, 413, { message: `the message is larger than ${limit} bytes` });
-    stream.close(http2Constants.NGHTTP2_NO_ERROR);
-  };
-  const declared = Number(headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    tooLarge();
-    return Promise.resolve(undefined);
-  }
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let isDone = false;
-    const finish = (text: string | undefined): void => {
-      if (isDone) return;
-      isDone = true;
-      stream.setTimeout(0);
-      resolve(text);
-    };
-    stream.setTimeout(COPY_MESSAGE_READ_TIMEOUT_MS, () => {
-      answer(stream, 408, { message: 'the message did not arrive in time' });
-      stream.close(http2Constants.NGHTTP2_CANCEL);
-      finish(undefined);
-    });
-    stream.on('data', (chunk: Buffer) => {
-      if (isDone) return;
-      size += chunk.length;
-      if (size > limit) {
-        chunks.length = 0;
-        tooLarge();
-        finish(undefined);
-      } else chunks.push(chunk);
-    });
-    stream.on('end', () => finish(Buffer.concat(chunks).toString('utf8')));
-    stream.on('close', () => finish(undefined));
-  });
-}
-
 /** What one job of a rollout's worker is. */
 type Job =
   { kind: 'apply'; message: CopyMessage; seq: number } | { kind: 'remove'; message: RemoveMessage; seq: number };
@@ -242,59 +95,6 @@ interface CopyRun {
   /** The last report published, and its serialization (to publish changes only). */
   last: ReportMessage | undefined;
   lastKey: string | undefined;
-}
-
-/** What a {@link ReportSink} writes to: the report stream (a writable HTTP/2 stream). */
-export type ReportStream = Pick<ServerHttp2Stream, 'write' | 'end' | 'once' | 'destroyed' | 'closed' | 'writable'>;
-
-/**
- * The one open report stream: while the hub does not read (`write` says the
- * stream's buffer is full), lines wait as the latest per rollout, so a
- * newer line replaces an unwritten older one and the lines held back never
- * outnumber the rollouts.
- */
-export class ReportSink {
-  readonly stream: ReportStream;
-  readonly #waiting = new Map<string, ReportMessage>();
-  #isBlocked = false;
-
-  constructor(stream: ReportStream) {
-    this.stream = stream;
-  }
-
-  /** How many lines wait for the stream to drain. */
-  get waiting(): number {
-    return this.#waiting.size;
-  }
-
-  get isOpen(): boolean {
-    return !this.stream.destroyed && !this.stream.closed && this.stream.writable;
-  }
-
-  offer(message: ReportMessage): void {
-    // Deleted first, so that the latest line of a rollout goes to the back of the queue.
-    this.#waiting.delete(message.rollout);
-    this.#waiting.set(message.rollout, message);
-    this.#flush();
-  }
-
-  #flush(): void {
-    while (!this.#isBlocked && this.#waiting.size > 0 && this.isOpen) {
-      const [rollout, message] = this.#waiting.entries().next().value as [string, ReportMessage];
-      this.#waiting.delete(rollout);
-      if (!this.stream.write(`${JSON.stringify(message)}\n`)) {
-        this.#isBlocked = true;
-        this.stream.once('drain', () => {
-          this.#isBlocked = false;
-          this.#flush();
-        });
-      }
-    }
-  }
-
-  end(): void {
-    if (this.isOpen) this.stream.end();
-  }
 }
 
 /** Holds, applies, watches and reports the rollout copies of one cluster. */
@@ -619,16 +419,6 @@ export class CopyAgent {
     run.lastKey = key;
     if (this.#sink?.isOpen === true) this.#sink.offer(message);
   }
-}
-
-function parseBody<T>(text: string, parse: (value: unknown) => Parsed<T>): Parsed<T> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return { ok: false, message: `the message is not JSON: ${(error as Error).message}` };
-  }
-  return parse(value);
 }
 
 /** A failure the cluster will not heal by itself: the API server refused the request, or the copy names a bad path. */

@@ -6,7 +6,7 @@
  * test/integration/hub/rollout-agent-tunnel.test.ts). Every wait is for a
  * report line or a store event, never for a clock.
  */
-import { EventEmitter, once } from 'node:events';
+import { once } from 'node:events';
 import {
   connect,
   createServer,
@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { KubeClient } from '../../../src/kube/client.js';
 import { silentLogger } from '../../../src/log/run-log.js';
-import { CopyAgent, ReportSink, parseCopyMessage, type ReportStream } from '../../../src/rollout/copy-agent.js';
+import { CopyAgent } from '../../../src/rollout/copy-agent.js';
 import { ROLLOUT_REVISION_ANNOTATION } from '../../../src/rollout/render.js';
 import { ROLLOUT_APPLY_PATH, type ReportMessage } from '../../../src/rollout/wire.js';
 import {
@@ -376,67 +376,5 @@ describe('CopyAgent', () => {
     const { line } = await reports.next((l) => l.kind === 'copy' && l.readiness === 'failed');
     expect((line as { message: string }).message).toMatch(/ConfigMap name "\.\." may not be/);
     expect(cluster.requests.filter((r) => r.method !== 'GET')).toEqual([]);
-  });
-});
-
-describe('ReportSink', () => {
-  /** A report stream whose buffer is full after `room` writes, until `drain`. */
-  function stalledStream(room: number) {
-    const events = new EventEmitter();
-    const written: ReportMessage[] = [];
-    const stream = {
-      destroyed: false,
-      closed: false,
-      writable: true,
-      write: (line: string) => {
-        written.push(JSON.parse(line) as ReportMessage);
-        return written.length < room;
-      },
-      end: () => undefined,
-      once: (event: string, listener: () => void) => events.once(event, listener),
-      drain: () => {
-        room = Infinity;
-        events.emit('drain');
-      },
-    };
-    return { stream, written };
-  }
-  const line = (rollout: string, revision: string): ReportMessage => ({
-    kind: 'copy',
-    rollout,
-    cluster: 'c1',
-    revision,
-    readiness: 'progressing',
-    objects: [],
-  });
-
-  it('holds back one line per rollout while the reader does not read, the latest, and writes them on drain', () => {
-    const { stream, written } = stalledStream(1);
-    const sink = new ReportSink(stream as unknown as ReportStream);
-    for (let n = 0; n < 1000; n += 1) {
-      sink.offer(line('web', `${n}-a`));
-      sink.offer(line('db', `${n}-b`));
-    }
-    expect(written).toHaveLength(1);
-    expect(sink.waiting).toBe(2);
-    stream.drain();
-    expect(written.map((l) => [l.rollout, (l as { revision: string }).revision])).toEqual([
-      ['web', '0-a'],
-      ['web', '999-a'],
-      ['db', '999-b'],
-    ]);
-    expect(sink.waiting).toBe(0);
-  });
-});
-
-describe('parseCopyMessage', () => {
-  it('takes what the hub renders and refuses what the agent cannot apply', () => {
-    const message = copyMessage(copyOf(1));
-    expect(parseCopyMessage(JSON.parse(JSON.stringify(message)))).toEqual({ ok: true, value: message });
-    expect(parseCopyMessage({ ...message, owner: { user: '', groups: [] } }).ok).toBe(false);
-    expect(parseCopyMessage({ ...message, copy: { revision: '1 2', objects: [] } }).ok).toBe(false);
-    expect(parseCopyMessage({ ...message, copy: { revision: '1-a', objects: [{ kind: 'ConfigMap' }] } }).ok).toBe(
-      false,
-    );
   });
 });
