@@ -277,10 +277,15 @@ export class CopyAgent {
 
   async #apply(run: CopyRun, job: Extract<Job, { kind: 'apply' }>): Promise<void> {
     const { rollout, owner, copy } = job.message;
+    // The copy it already runs, sent again (the hub redelivers when a tunnel comes back): applied
+    // again quietly, so that a ready copy does not read as progressing meanwhile.
+    const isRunningIt = run.state === 'applied' && run.revision === copy.revision && run.last !== undefined;
     run.owner = owner;
     run.revision = copy.revision;
     run.state = 'applying';
-    this.#publishCopy(run, { readiness: 'progressing', message: `applying revision ${copy.revision}` }, []);
+    if (!isRunningIt) {
+      this.#publishCopy(run, { readiness: 'progressing', message: `applying revision ${copy.revision}` }, []);
+    }
     const abort = new AbortController();
     run.abort = abort;
     try {
@@ -383,6 +388,15 @@ export class CopyAgent {
       }
     } catch (error) {
       this.#options.logger.debug(`rollout ${run.rollout}: reading the copy back failed: ${(error as Error).message}`);
+      // The API server refused the read (the owner lost the right to read it): the hub is told; an
+      // unreachable API server is not news for the hub, and the next read will tell.
+      if (isRefusal(error) && run.seq === seq) {
+        this.#publishCopy(
+          run,
+          { readiness: 'progressing', message: `cannot read the copy back: ${(error as Error).message}` },
+          [],
+        );
+      }
     } finally {
       if (run.seq === seq && run.state === 'applied' && run.owner !== undefined) {
         this.#schedule(

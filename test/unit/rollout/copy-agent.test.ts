@@ -205,6 +205,23 @@ describe('CopyAgent', () => {
     expect(reports.lines.some(readyAt(older.revision))).toBe(false);
   });
 
+  it('applies a copy it already runs again without reporting it progressing meanwhile', async () => {
+    const { session } = await startAgent();
+    const reports = new ReportReader(session);
+    const copy = copyOf(1);
+    await postCopy(session, copyMessage(copy));
+    const ready = await reports.next(readyAt(copy.revision));
+    // The hub sends the same copy again (as after a reconnect), then a newer one.
+    expect((await postCopy(session, copyMessage(copy))).status).toBe(202);
+    const spec = rollout();
+    (spec.resources[1] as unknown as { data: Record<string, string> }).data['site'] = 'newer';
+    const newer = copyOf(2, spec);
+    await postCopy(session, copyMessage(newer));
+    const { index } = await reports.next(readyAt(newer.revision), ready.index + 1);
+    const between = reports.lines.slice(ready.index + 1, index);
+    expect(between.filter((line) => line.kind === 'copy' && line.revision === copy.revision)).toEqual([]);
+  });
+
   it('drops an older copy whose body arrives after a newer one was accepted', async () => {
     const { session } = await startAgent();
     const reports = new ReportReader(session);
