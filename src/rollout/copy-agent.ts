@@ -37,8 +37,14 @@ import { KubeApiError, KubeClient } from '../kube/client.js';
 import type { KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import { CopyApplier, CopyObjectError } from './apply-copy.js';
-import { answer, parseBody, parseCopyMessage, parseRemoveMessage, readMessage } from './copy-messages.js';
-import { COPY_APPLY_RETRY_MS, COPY_POLL_NOT_READY_MS, COPY_POLL_READY_MS, MAX_REMOVE_MESSAGE_BYTES } from './limits.js';
+import { answer, parseBody, parseCopyMessage, parseRemoveMessage, ReadBudget, readMessage } from './copy-messages.js';
+import {
+  COPY_APPLY_RETRY_MS,
+  COPY_POLL_NOT_READY_MS,
+  COPY_POLL_READY_MS,
+  MAX_COPY_BYTES_IN_FLIGHT,
+  MAX_REMOVE_MESSAGE_BYTES,
+} from './limits.js';
 import { ReportSink } from './report-sink.js';
 import {
   MAX_COPY_MESSAGE_BYTES,
@@ -71,6 +77,8 @@ export interface CopyAgentOptions {
   pollReadyMs?: number;
   /** Delay before an apply is tried again after its API server could not be reached. */
   applyRetryMs?: number;
+  /** Most bytes of messages read at once; {@link MAX_COPY_BYTES_IN_FLIGHT} by default. */
+  maxBytesInFlight?: number;
 }
 
 /** What one job of a rollout's worker is. */
@@ -104,6 +112,7 @@ export class CopyAgent {
   /** `removed` lines not yet handed to a report stream. */
   readonly #removed = new Map<string, ReportMessage>();
   readonly #inventory: CopyApplier;
+  readonly #budget: ReadBudget;
   #seq = 0;
   #sink: ReportSink | undefined;
   #adopted: Promise<boolean> | undefined;
@@ -111,6 +120,7 @@ export class CopyAgent {
 
   constructor(options: CopyAgentOptions) {
     this.#options = options;
+    this.#budget = new ReadBudget(options.maxBytesInFlight ?? MAX_COPY_BYTES_IN_FLIGHT);
     this.#inventory = new CopyApplier(new KubeClient(options.credentials, { isKeepAlive: true }));
   }
 
@@ -145,7 +155,7 @@ export class CopyAgent {
   async #serveApply(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
     // Numbered on arrival, so a newer copy wins even when an older, larger one finishes reading later.
     const seq = ++this.#seq;
-    const text = await readMessage(stream, headers, MAX_COPY_MESSAGE_BYTES);
+    const text = await readMessage(stream, headers, MAX_COPY_MESSAGE_BYTES, this.#budget);
     if (text === undefined) return;
     const parsed = parseBody(text, parseCopyMessage);
     if (!parsed.ok) {
@@ -158,7 +168,7 @@ export class CopyAgent {
 
   async #serveRemove(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
     const seq = ++this.#seq;
-    const text = await readMessage(stream, headers, MAX_REMOVE_MESSAGE_BYTES);
+    const text = await readMessage(stream, headers, MAX_REMOVE_MESSAGE_BYTES, this.#budget);
     if (text === undefined) return;
     const parsed = parseBody(text, parseRemoveMessage);
     if (!parsed.ok) {

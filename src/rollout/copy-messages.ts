@@ -104,14 +104,30 @@ export function answer(stream: ServerHttp2Stream, status: number, body?: unknown
 }
 
 /**
+ * The bytes of message bodies being read at once, across streams: bounded,
+ * so that many large copies arriving together cannot take the agent's
+ * memory (each is bounded alone, their number only by the tunnel's streams).
+ */
+export class ReadBudget {
+  held = 0;
+  readonly limit: number;
+
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+}
+
+/**
  * Reads a control message's body up to `limit` bytes, or answers 413 (and
  * resets the stream, so the hub stops sending: RFC 9113 §8.1 lets a server
- * answer before the request is complete) and returns undefined.
+ * answer before the request is complete) and returns undefined. Past the
+ * shared `budget` it answers 503 (the hub sends the message again later).
  */
 export function readMessage(
   stream: ServerHttp2Stream,
   headers: IncomingHttpHeaders,
   limit: number,
+  budget?: ReadBudget,
 ): Promise<string | undefined> {
   const tooLarge = (): void => {
     answer(stream, 413, { message: `the message is larger than ${limit} bytes` });
@@ -129,6 +145,7 @@ export function readMessage(
     const finish = (text: string | undefined): void => {
       if (isDone) return;
       isDone = true;
+      if (budget !== undefined) budget.held -= size;
       stream.setTimeout(0);
       resolve(text);
     };
@@ -139,7 +156,15 @@ export function readMessage(
     });
     stream.on('data', (chunk: Buffer) => {
       if (isDone) return;
+      if (budget !== undefined && budget.held + chunk.length > budget.limit) {
+        chunks.length = 0;
+        answer(stream, 503, { message: 'the agent is reading too many messages at once; send this one again later' });
+        stream.close(http2Constants.NGHTTP2_NO_ERROR);
+        finish(undefined);
+        return;
+      }
       size += chunk.length;
+      if (budget !== undefined) budget.held += chunk.length;
       if (size > limit) {
         chunks.length = 0;
         tooLarge();

@@ -383,6 +383,18 @@ describe('CopyAgent', () => {
     expect(agent.running()).toEqual([]);
   });
 
+  it('reports an object the API server finds invalid as failed, with its words', async () => {
+    const { session } = await startAgent();
+    const reports = new ReportReader(session);
+    const spec = rollout();
+    spec.resources.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'Bad_Name', namespace: 'shop' } });
+    const copy = copyOf(1, spec);
+    await postCopy(session, copyMessage(copy));
+    const { line } = await reports.next((l) => l.kind === 'copy' && l.readiness === 'failed');
+    expect(line).toMatchObject({ revision: copy.revision });
+    expect((line as { message: string }).message).toMatch(/Bad_Name.*Invalid value/);
+  });
+
   it('refuses an object whose name is not one path segment before any request, and reports it failed', async () => {
     const { session } = await startAgent();
     const reports = new ReportReader(session);
