@@ -107,9 +107,11 @@ describe('watching a rollout', () => {
     const watch = client.watchRollout('watched');
     const first = await watch.next();
     expect(first.value).toMatchObject({ state: 'progressing', statusVersion: 1 });
-    const second = watch.next();
-    // Let the long poll run out unchanged at least twice before anything changes.
-    while (fake.requests.filter((r) => r.path.includes('watched?waitForChangeFrom=1')).length < 3) {
+    let isSecondSettled = false;
+    const second = watch.next().finally(() => (isSecondSettled = true));
+    // Let the long poll run out unchanged at least twice before anything changes (a watch that
+    // yielded those unchanged answers settles `second` early, and the assertion below names it).
+    while (!isSecondSettled && fake.requests.filter((r) => r.path.includes('watched?waitForChangeFrom=1')).length < 3) {
       await new Promise((resolve) => setImmediate(resolve));
     }
     fake.setStatus('watched', { counts: { ...zeroCounts(), ready: 1 } });
