@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EdgeadmError } from '../../../src/errors.js';
 import {
+  callHub,
   HubClient,
   WATCH_RECONNECT_DELAY_MS,
   WATCH_RECONNECT_WINDOW_MS,
@@ -168,5 +169,41 @@ describe('watching a rollout', () => {
     await fake.listenAgain();
     expect((error as EdgeadmError).code).toBe('E_HUB_UNREACHABLE');
     expect(sleeps.length).toBe(WATCH_RECONNECT_WINDOW_MS / WATCH_RECONNECT_DELAY_MS);
+  });
+});
+
+describe('one hub call', () => {
+  it('gives up on a silent hub after the timeout the call asks for (the watch asks for more than the long poll)', async () => {
+    // The fake answers the long poll after 5 s: a call that ignored its 100 ms timeout would succeed then.
+    const silent = await startFakeOperatorApi({ longPollMs: 5_000 });
+    try {
+      await new HubClient(silent.hubConfig).applyRollout(document('quiet'));
+      const error = await callHub({
+        server: silent.url,
+        caPem: silent.caPem,
+        token: silent.hubConfig.token,
+        method: 'GET',
+        path: '/hub/v1/rollouts/quiet?waitForChangeFrom=1',
+        timeoutMs: 100,
+      }).catch((e: unknown) => e);
+      expect((error as EdgeadmError).code).toBe('E_HUB_UNREACHABLE');
+      expect((error as EdgeadmError).message).toContain('did not answer in time');
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it('refuses an answer larger than its bound with a code of its own', async () => {
+    const big = 'x'.repeat(2 * 1024 * 1024);
+    await client.applyRollout(document('large-answer', { big }));
+    const error = await callHub({
+      server: fake.url,
+      caPem: fake.caPem,
+      token: fake.hubConfig.token,
+      method: 'GET',
+      path: '/hub/v1/rollouts/large-answer/document',
+      maxResponseBytes: 1024 * 1024,
+    }).catch((e: unknown) => e);
+    expect((error as EdgeadmError).code).toBe('E_HUB_ANSWER_TOO_LARGE');
   });
 });
