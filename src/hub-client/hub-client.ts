@@ -83,6 +83,8 @@ export interface HubCallOptions {
   agent?: HttpsAgent;
   /** How long the socket may stay idle; {@link HUB_CLIENT_TIMEOUT_MS} by default (a long poll needs more). */
   timeoutMs?: number;
+  /** Abandons the call (its socket is closed) when aborted. */
+  signal?: AbortSignal;
   /** Largest answer read; 16 MiB by default (a dry run's rendered copies may need more). */
   maxResponseBytes?: number;
 }
@@ -101,6 +103,7 @@ export async function callHub<T>(options: HubCallOptions): Promise<T> {
         ca: options.caPem,
         rejectUnauthorized: true,
         agent: options.agent ?? false,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
         timeout: options.timeoutMs ?? HUB_CLIENT_TIMEOUT_MS,
         ...(options.certPem === undefined ? {} : { cert: options.certPem, key: options.keyPem }),
         headers: {
@@ -189,7 +192,7 @@ export class HubClient {
     method: string,
     path: string,
     body?: unknown,
-    extra: Pick<HubCallOptions, 'timeoutMs' | 'maxResponseBytes'> = {},
+    extra: Pick<HubCallOptions, 'timeoutMs' | 'maxResponseBytes' | 'signal'> = {},
   ): Promise<T> {
     return callHub<T>({
       server: this.config.server,
@@ -265,7 +268,9 @@ export class HubClient {
     const clusters = options.clusters === true ? '&clusters=true' : '';
     let last: RolloutStatusView | undefined;
     let unreachableSince: number | undefined;
-    while (options.signal?.aborted !== true) {
+    // A function, not the expression twice: TypeScript would narrow `aborted` inside the loop.
+    const isStopped = (): boolean => options.signal?.aborted === true;
+    while (!isStopped()) {
       let view: RolloutStatusView;
       try {
         view = await this.#call<RolloutStatusView>(
@@ -274,9 +279,11 @@ export class HubClient {
             ? rolloutPath(name, clusters === '' ? '' : '?clusters=true')
             : rolloutPath(name, `?waitForChangeFrom=${last.statusVersion}${clusters}`),
           undefined,
-          { timeoutMs: STATUS_LONG_POLL_MS + WATCH_POLL_GRACE_MS },
+          { timeoutMs: STATUS_LONG_POLL_MS + WATCH_POLL_GRACE_MS, signal: options.signal },
         );
       } catch (error) {
+        // Aborting closes the pending long poll at once; the watch just ends.
+        if (isStopped()) return;
         if (!isUnreachable(error)) throw error;
         unreachableSince ??= now();
         if (now() - unreachableSince >= WATCH_RECONNECT_WINDOW_MS) throw error;

@@ -141,6 +141,21 @@ describe('watching a rollout', () => {
     }
   });
 
+  it('ends at once when its signal aborts, dropping the pending long poll', async () => {
+    await client.applyRollout(document('stopped'));
+    const stop = new AbortController();
+    const watch = client.watchRollout('stopped', { signal: stop.signal });
+    expect((await watch.next()).value).toMatchObject({ statusVersion: 1 });
+    const pending = watch.next();
+    while (!fake.requests.some((r) => r.path === '/hub/v1/rollouts/stopped?waitForChangeFrom=1')) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    stop.abort();
+    // A long poll still open would now answer with this change and the watch would yield it.
+    fake.setStatus('stopped', { state: 'paused' });
+    expect(await pending).toEqual({ done: true, value: undefined });
+  });
+
   it('reconnects to a hub that went away and came back, and gives up after its window', async () => {
     await client.applyRollout(document('restart'));
     const watch = client.watchRollout('restart', {
