@@ -6,13 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EdgeadmError } from '../../../src/errors.js';
-import {
-  callHub,
-  HubClient,
-  WATCH_RECONNECT_DELAY_MS,
-  WATCH_RECONNECT_WINDOW_MS,
-  type RolloutDocument,
-} from '../../../src/hub-client/hub-client.js';
+import { callHub, HubClient, type RolloutDocument } from '../../../src/hub-client/hub-client.js';
+import { WATCH_RECONNECT_DELAY_MS, WATCH_RECONNECT_WINDOW_MS } from '../../../src/hub-client/limits.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { startFakeOperatorApi, zeroCounts, type FakeOperatorApi } from '../../support/fake-operator-api.js';
 
