@@ -51,7 +51,10 @@ class FakeDelivery implements RolloutDelivery {
   readonly copies: CopyMessage[] = [];
   readonly removals: { cluster: string; message: RemoveMessage }[] = [];
   failing = new Map<string, string>();
+  /** While set, every send waits for it: a slow link. */
+  gate: Promise<void> | undefined;
   async sendCopy(cluster: string, message: CopyMessage): Promise<DeliveryOutcome> {
+    await this.gate;
     if (!this.connected.has(cluster)) return { status: 'disconnected' };
     const failure = this.failing.get(cluster);
     if (failure !== undefined) return { status: 'failed', message: failure };
@@ -239,6 +242,23 @@ describe('rollout controller', () => {
     w.controller.clusterConnected('b');
     await w.controller.settled();
     expect(w.delivery.delivered().filter((entry) => entry.endsWith(':b'))).toEqual(['3:b']);
+  });
+
+  it('sends a cluster only its current copy: copies of revisions replaced while queued are dropped', async () => {
+    const w = await world(['a']);
+    let open!: () => void;
+    w.delivery.gate = new Promise((resolve) => (open = resolve));
+    // One copy is on its (slow) way while three more revisions are applied: each queues a copy behind it.
+    for (const soakSeconds of [1, 2, 3, 4]) {
+      const document = documentOf({ waves: ['100%'], soakSeconds });
+      await w.controller.apply(document, parseRollout(document), admin);
+      // The pass that hands out the revision's copy changes the view (the cluster is applying).
+      await w.controller.waitForChange('web', w.controller.status('web', admin, false).statusVersion, 60_000);
+    }
+    open();
+    await w.controller.settled();
+    // The one in flight, then only the latest: the queued copies of revisions 2 and 3 never go out.
+    expect(w.delivery.delivered()).toEqual(['1:a', '4:a']);
   });
 
   it('sends a copy handed out while the tunnel dropped again when the cluster returns', async () => {
