@@ -661,7 +661,9 @@ export class RolloutController {
     try {
       if (this.#mustReloadClusters) {
         this.#mustReloadClusters = false;
+        const previous = this.#clusters;
         this.#clusters = new Map((await this.#store.listClusters()).map((cluster) => [cluster.name, cluster]));
+        this.#refreshChangedCopies(previous);
       }
       const names = this.#isAllDirty ? [...this.#rollouts.keys()] : [...this.#dirty];
       this.#isAllDirty = false;
@@ -718,6 +720,35 @@ export class RolloutController {
       if (!this.#isStopped && (this.#isAllDirty || this.#dirty.size > 0 || this.#justConnected.size > 0)) {
         this.#schedule();
       } else if (this.#inFlight === 0) this.#notifyIdle();
+    }
+  }
+
+  /**
+   * Clusters whose labels or properties changed may need another copy (a
+   * `${property:…}` or a patch by selector reads them): each one whose copy
+   * renders differently now, or not at all, waits for a fresh copy, which
+   * the step hands out within the rollout's `maxUnavailable`.
+   */
+  #refreshChangedCopies(previous: ReadonlyMap<string, ClusterRecord>): void {
+    const factsOf = (cluster: ClusterRecord | undefined): string =>
+      canonicalJson({ labels: cluster?.labels ?? {}, properties: cluster?.properties ?? {} });
+    const changed = [...this.#clusters.values()].filter(
+      (cluster) => previous.has(cluster.name) && factsOf(previous.get(cluster.name)) !== factsOf(cluster),
+    );
+    if (changed.length === 0) return;
+    for (const live of this.#rollouts.values()) {
+      for (const cluster of changed) {
+        const progress = live.record.progress.clusters[cluster.name];
+        if (progress?.targetRevision === undefined) continue;
+        const rendered = renderCopy(live.spec, live.record.revision, {
+          name: cluster.name,
+          labels: cluster.labels,
+          properties: cluster.properties ?? {},
+        });
+        if (rendered.ok && rendered.copy.revision === progress.targetRevision) continue;
+        live.record.progress.clusters[cluster.name] = { wave: progress.wave, phase: 'waiting' };
+        live.unconfirmed.delete(cluster.name);
+      }
     }
   }
 

@@ -231,6 +231,37 @@ describe('rollout controller', () => {
     expect(w.delivery.delivered()).toEqual(['1:b', '1:a']);
   });
 
+  it('takes in a cluster registered later that the placement matches', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    await w.store.addCluster({
+      name: 'b',
+      labels: { env: 'prod', region: 'eu' },
+      certSerial: 'b',
+      certNotAfter: '2030-01-01T00:00:00.000Z',
+      registeredAt: '2026-01-02T00:00:00.000Z',
+    });
+    w.delivery.connected.add('b');
+    w.controller.clustersChanged();
+    w.controller.clusterConnected('b');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b']);
+  });
+
+  it('sends a fresh copy to a cluster whose properties change what it runs, and to no other', async () => {
+    const w = await world(['a', 'b']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    await report(w, ['a', 'b']);
+    await w.store.setClusterProperties('a', { tag: '2.0' });
+    await w.store.setClusterProperties('b', { unused: 'x' });
+    w.controller.clustersChanged();
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b', '1:a']);
+    expect(JSON.stringify(w.delivery.copies.at(-1)?.copy.objects)).toContain('registry.local/web:2.0');
+    expect(phases(w)).toEqual({ a: 'applying', b: 'ready' });
+  });
+
   it('gives a cluster offline through several revisions only the latest when it reconnects', async () => {
     const w = await world(['a', 'b'], { offline: ['b'] });
     await apply(w, documentOf({ waves: ['100%'] }));
