@@ -764,7 +764,7 @@ export class RolloutController {
   #catchUp(cluster: string, observed: ReadonlyMap<string, ObservedCluster>, names: string[]): void {
     for (const removal of this.#pendingRemovals.get(cluster)?.values() ?? []) void this.#sendRemoval(removal);
     const facts = observed.get(cluster);
-    if (facts === undefined) return;
+    if (facts === undefined || facts.isHeld) return;
     for (const live of this.#rollouts.values()) {
       const progress = live.record.progress.clusters[cluster];
       if (progress?.phase !== 'applying' || !live.unconfirmed.has(cluster)) continue;
@@ -790,8 +790,10 @@ export class RolloutController {
     if (!this.#connected.has(cluster)) return;
     this.#enqueue(cluster, async () => {
       const current = this.#rollouts.get(name);
-      // Only the cluster's current target goes out: a newer revision or a deletion since makes this one moot.
+      // Only the cluster's current target goes out: a newer revision or a deletion since makes this one moot,
+      // and a hold since means no change until it is released (the step then hands the copy out again).
       if (current === undefined || current.record.progress.clusters[cluster]?.targetRevision !== copy.revision) return;
+      if (this.#clusters.get(cluster)?.hold !== undefined) return;
       const message: CopyMessage = { rollout: name, owner: ownerOf(current.record.owner), copy };
       const outcome = await this.#delivery.sendCopy(cluster, message);
       this.#onCopyOutcome(name, cluster, copy, outcome);

@@ -262,6 +262,24 @@ describe('rollout controller', () => {
     expect(phases(w)).toEqual({ a: 'applying', b: 'ready' });
   });
 
+  it('sends nothing to a cluster held while its copy waited for its tunnel, and sends it once released', async () => {
+    const w = await world(['a']);
+    w.delivery.connected.delete('a');
+    await apply(w, documentOf({ waves: ['100%'] }));
+    w.controller.clusterDisconnected('a');
+    await w.store.setClusterHold('a', { reason: 'opening hours', since: 'now', by: 'alice' });
+    w.controller.clustersChanged();
+    w.delivery.connected.add('a');
+    w.controller.clusterConnected('a');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual([]);
+    expect(phases(w)).toEqual({ a: 'held' });
+    await w.store.setClusterHold('a', undefined);
+    w.controller.clustersChanged();
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+  });
+
   it('gives a cluster offline through several revisions only the latest when it reconnects', async () => {
     const w = await world(['a', 'b'], { offline: ['b'] });
     await apply(w, documentOf({ waves: ['100%'] }));
