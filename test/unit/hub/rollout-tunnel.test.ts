@@ -8,6 +8,7 @@
  */
 import { once } from 'node:events';
 import { createServer, type TLSSocket } from 'node:tls';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RolloutController, type RolloutActor } from '../../../src/hub/rollout-controller.js';
 import { followReports, LineSplitter, reportOf, TunnelRolloutDelivery } from '../../../src/hub/rollout-tunnel.js';
@@ -182,6 +183,36 @@ describe('report lines', () => {
     expect(splitter.push(Buffer.from('456789'))).toEqual([]);
     expect(splitter.push(Buffer.from('more\nok\n'))).toEqual(['ok']);
     expect(dropped).toBe(1);
+  });
+
+  it('never holds more than its bound and gives back every short line whatever the chunking', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.stringMatching(/^[a-z]{0,20}$/), { maxLength: 20 }),
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 10 }),
+        (lines, cuts) => {
+          const bytes = Buffer.from(lines.map((line) => `${line}\n`).join(''));
+          const splitter = new LineSplitter(10, () => {});
+          const out: string[] = [];
+          let at = 0;
+          for (let i = 0; at < bytes.length; i += 1) {
+            const size = cuts[i % cuts.length] as number;
+            out.push(...splitter.push(bytes.subarray(at, at + size)));
+            at += size;
+          }
+          expect(out).toEqual(lines.filter((line) => line.length <= 10));
+        },
+      ),
+    );
+  });
+
+  it('turns any JSON into a report or a reason, never a throw', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const result = reportOf(value);
+        expect(typeof result === 'string' || result.kind === 'copy' || result.kind === 'removed').toBe(true);
+      }),
+    );
   });
 
   it('checks what a line holds before it is a report', () => {
