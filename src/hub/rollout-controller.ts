@@ -606,6 +606,11 @@ export class RolloutController {
         const row: ClusterRowView = { cluster, wave: state.wave, phase: state.phase };
         if (state.targetRevision !== undefined) row.targetRevision = state.targetRevision;
         if (state.message !== undefined) row.message = state.message;
+        // A cluster's last report is not its state now: a ready cluster that is offline says so.
+        const isReported = state.phase === 'ready' || state.phase === 'progressing' || state.phase === 'applying';
+        if (isReported && !this.#connected.has(cluster)) {
+          row.message = `not connected to the hub now; last known ${state.phase}${state.message ? `: ${state.message}` : ''}`;
+        }
         return row;
       });
     }

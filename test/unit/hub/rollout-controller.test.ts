@@ -310,6 +310,23 @@ describe('rollout controller', () => {
     expect(w.delivery.delivered()).toEqual(['1:a', '4:a']);
   });
 
+  it('says of a ready cluster that is offline now that its state is its last known one', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    await report(w, ['a']);
+    const version = w.controller.status('web', admin, false).statusVersion;
+    w.delivery.connected.delete('a');
+    w.controller.clusterDisconnected('a');
+    await w.controller.settled();
+    const view = w.controller.status('web', admin, true);
+    expect(view.clusters?.[0]).toMatchObject({ phase: 'ready', message: expect.stringContaining('not connected') });
+    expect(view.statusVersion).toBeGreaterThan(version);
+    w.delivery.connected.add('a');
+    w.controller.clusterConnected('a');
+    await w.controller.settled();
+    expect(w.controller.status('web', admin, true).clusters?.[0]?.message).toBeUndefined();
+  });
+
   it('sends a copy handed out while the tunnel dropped again when the cluster returns', async () => {
     const w = await world(['a']);
     w.delivery.connected.delete('a'); // the tunnel is gone, the controller does not know yet
