@@ -256,7 +256,11 @@ export class RolloutController {
   report(cluster: string, message: ReportMessage): void {
     if (message.kind === 'removed') {
       const owed = this.#pendingRemovals.get(cluster)?.get(message.rollout);
-      if (owed !== undefined) void this.#forgetRemoval(owed);
+      if (owed !== undefined) {
+        this.#forgetRemoval(owed).catch((error: Error) =>
+          this.#logger.warn(`rollout ${message.rollout}: forgetting the removal from ${cluster}: ${error.message}`),
+        );
+      }
       return;
     }
     const live = this.#rollouts.get(message.rollout);
@@ -862,19 +866,24 @@ export class RolloutController {
   #sendRemoval(removal: PendingRemovalRecord): Promise<boolean> {
     return new Promise((resolve) => {
       this.#enqueue(removal.cluster, async () => {
-        // Still owed? (A report or an earlier send may have settled it.)
-        const owed = this.#pendingRemovals.get(removal.cluster)?.get(removal.rollout);
-        if (owed === undefined) return resolve(true);
-        const outcome = await this.#delivery.sendRemove(owed.cluster, { rollout: owed.rollout, owner: owed.owner });
-        if (outcome.status === 'delivered') {
+        let isTaken = false;
+        try {
+          // Still owed? (A report or an earlier send may have settled it.)
+          const owed = this.#pendingRemovals.get(removal.cluster)?.get(removal.rollout);
+          if (owed === undefined) {
+            isTaken = true;
+            return;
+          }
+          const outcome = await this.#delivery.sendRemove(owed.cluster, { rollout: owed.rollout, owner: owed.owner });
+          if (outcome.status === 'failed') {
+            this.#logger.warn(`rollout ${removal.rollout}: removing it from ${removal.cluster}: ${outcome.message}`);
+          }
+          if (outcome.status !== 'delivered') return;
+          isTaken = true;
           await this.#forgetRemoval(owed);
-          resolve(true);
-          return;
+        } finally {
+          resolve(isTaken);
         }
-        if (outcome.status === 'failed') {
-          this.#logger.warn(`rollout ${removal.rollout}: removing it from ${removal.cluster}: ${outcome.message}`);
-        }
-        resolve(false);
       });
     });
   }

@@ -428,6 +428,16 @@ describe('rollout controller', () => {
     expect(await store.listPendingRemovals()).toEqual([]);
   });
 
+  it('answers a delete even when the store cannot forget a removal the agent took', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    w.store.deletePendingRemoval = async () => {
+      throw new Error('disk full');
+    };
+    const result = await w.controller.delete('web', admin);
+    expect(result).toEqual({ name: 'web', removed: ['a'], pendingRemovals: [] });
+  });
+
   it('removes the copy from a cluster that a new revision no longer places', async () => {
     const w = await world(['a', 'b']);
     await apply(w, documentOf({ waves: ['100%'] }));
