@@ -21,27 +21,18 @@ import {
 } from '../rollout/api.js';
 import type { RolloutState } from '../rollout/progress.js';
 import type { RolloutDocument } from '../rollout/rollout-file.js';
+import {
+  HUB_CLIENT_TIMEOUT_MS,
+  MAX_LARGE_RESPONSE_BYTES,
+  MAX_RESPONSE_BYTES,
+  ROLLOUT_APPLY_TIMEOUT_MS,
+  WATCH_POLL_GRACE_MS,
+  WATCH_RECONNECT_DELAY_MS,
+  WATCH_RECONNECT_WINDOW_MS,
+} from './limits.js';
 
 export type { RolloutDocument };
-
-/** How long one API call may take. */
-export const HUB_CLIENT_TIMEOUT_MS = 30_000;
-/** Largest answer read. */
-const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
-/**
- * Largest dry-run answer or stored document read: the hub takes Rollouts of
- * up to 32 MiB (10 MiB of manifests with room) and adds at most 16 MiB of
- * rendered objects to a dry run's answer.
- */
-export const MAX_LARGE_RESPONSE_BYTES = 64 * 1024 * 1024;
-/** How long an apply may take: the hub checks, renders and stores up to tens of MiB. */
-export const ROLLOUT_APPLY_TIMEOUT_MS = 120_000;
-/** What a watch's long poll waits beyond the hub's own STATUS_LONG_POLL_MS before calling the hub silent. */
-export const WATCH_POLL_GRACE_MS = 10_000;
-/** How long a watch keeps trying to reach a hub that went away (a restart) before it fails. */
-export const WATCH_RECONNECT_WINDOW_MS = 120_000;
-/** The pause between those tries. */
-export const WATCH_RECONNECT_DELAY_MS = 1_000;
+export { HUB_CLIENT_TIMEOUT_MS, WATCH_RECONNECT_WINDOW_MS } from './limits.js';
 
 /** A cluster as the hold and property routes answer: the cluster view with its hold and properties. */
 export type HeldClusterView = ClusterView & { hold?: ClusterHold; properties?: Record<string, string> };
@@ -83,6 +74,8 @@ export interface HubCallOptions {
   agent?: HttpsAgent;
   /** How long the socket may stay idle; {@link HUB_CLIENT_TIMEOUT_MS} by default (a long poll needs more). */
   timeoutMs?: number;
+  /** Abandons the call (its socket is closed) when aborted. */
+  signal?: AbortSignal;
   /** Largest answer read; 16 MiB by default (a dry run's rendered copies may need more). */
   maxResponseBytes?: number;
 }
@@ -101,6 +94,7 @@ export async function callHub<T>(options: HubCallOptions): Promise<T> {
         ca: options.caPem,
         rejectUnauthorized: true,
         agent: options.agent ?? false,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
         timeout: options.timeoutMs ?? HUB_CLIENT_TIMEOUT_MS,
         ...(options.certPem === undefined ? {} : { cert: options.certPem, key: options.keyPem }),
         headers: {
@@ -189,7 +183,7 @@ export class HubClient {
     method: string,
     path: string,
     body?: unknown,
-    extra: Pick<HubCallOptions, 'timeoutMs' | 'maxResponseBytes'> = {},
+    extra: Pick<HubCallOptions, 'timeoutMs' | 'maxResponseBytes' | 'signal'> = {},
   ): Promise<T> {
     return callHub<T>({
       server: this.config.server,
@@ -265,7 +259,9 @@ export class HubClient {
     const clusters = options.clusters === true ? '&clusters=true' : '';
     let last: RolloutStatusView | undefined;
     let unreachableSince: number | undefined;
-    while (options.signal?.aborted !== true) {
+    // A function, not the expression twice: TypeScript would narrow `aborted` inside the loop.
+    const isStopped = (): boolean => options.signal?.aborted === true;
+    while (!isStopped()) {
       let view: RolloutStatusView;
       try {
         view = await this.#call<RolloutStatusView>(
@@ -274,9 +270,11 @@ export class HubClient {
             ? rolloutPath(name, clusters === '' ? '' : '?clusters=true')
             : rolloutPath(name, `?waitForChangeFrom=${last.statusVersion}${clusters}`),
           undefined,
-          { timeoutMs: STATUS_LONG_POLL_MS + WATCH_POLL_GRACE_MS },
+          { timeoutMs: STATUS_LONG_POLL_MS + WATCH_POLL_GRACE_MS, signal: options.signal },
         );
       } catch (error) {
+        // Aborting closes the pending long poll at once; the watch just ends.
+        if (isStopped()) return;
         if (!isUnreachable(error)) throw error;
         unreachableSince ??= now();
         if (now() - unreachableSince >= WATCH_RECONNECT_WINDOW_MS) throw error;

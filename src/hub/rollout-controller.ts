@@ -40,6 +40,8 @@ import {
   recordReport,
   stepRollout,
   type ClusterPhase,
+  type ClusterProgress,
+  type CopyReport,
   type Delivery,
   type ObservedCluster,
   type RolloutProgress,
@@ -104,6 +106,12 @@ interface LiveRollout {
   unconfirmed: Set<string>;
   /** What the status view showed at the last version bump. */
   viewKey: string;
+  /**
+   * The full status view as of the last pass, at `record.statusVersion`:
+   * what every status request and watcher is answered from, so that many
+   * watchers cost one computation per change, not one each.
+   */
+  view?: RolloutStatusView;
 }
 
 const PHASES: readonly ClusterPhase[] = [
@@ -248,7 +256,11 @@ export class RolloutController {
   report(cluster: string, message: ReportMessage): void {
     if (message.kind === 'removed') {
       const owed = this.#pendingRemovals.get(cluster)?.get(message.rollout);
-      if (owed !== undefined) void this.#forgetRemoval(owed);
+      if (owed !== undefined) {
+        this.#forgetRemoval(owed).catch((error: Error) =>
+          this.#logger.warn(`rollout ${message.rollout}: forgetting the removal from ${cluster}: ${error.message}`),
+        );
+      }
       return;
     }
     const live = this.#rollouts.get(message.rollout);
@@ -260,8 +272,8 @@ export class RolloutController {
       readiness: message.readiness,
       ...(message.message === undefined ? {} : { message: message.message }),
     };
-    live.record.progress = recordReport(before, report);
     if (before.clusters[cluster]?.targetRevision === message.revision) live.unconfirmed.delete(cluster);
+    recordOne(live, report);
     if (live.record.progress.clusters[cluster] !== undefined) {
       const reported: ReportedCopyRecord = {
         rollout: message.rollout,
@@ -414,6 +426,7 @@ export class RolloutController {
       else if (state !== 'progressing') throw this.#cannot(name, command, state);
       if (next !== state) {
         live.record.progress = { ...progress, state: next };
+        delete live.view;
         await this.#save([live]);
         this.#logger.info(`rollout ${name}: ${command} by ${actor.user}`);
         this.#mark(name);
@@ -510,7 +523,11 @@ export class RolloutController {
 
   /** The status of a rollout the actor may see. */
   status(name: string, actor: RolloutActor, withClusters: boolean): RolloutStatusView {
-    return this.#statusView(this.#visible(name, actor), withClusters);
+    const live = this.#visible(name, actor);
+    const view = live.view?.statusVersion === live.record.statusVersion ? live.view : this.#statusView(live, true);
+    if (withClusters) return view;
+    const { clusters: _rows, ...withoutRows } = view;
+    return withoutRows;
   }
 
   /**
@@ -593,6 +610,11 @@ export class RolloutController {
         const row: ClusterRowView = { cluster, wave: state.wave, phase: state.phase };
         if (state.targetRevision !== undefined) row.targetRevision = state.targetRevision;
         if (state.message !== undefined) row.message = state.message;
+        // A cluster's last report is not its state now: a ready cluster that is offline says so.
+        const isReported = state.phase === 'ready' || state.phase === 'progressing' || state.phase === 'applying';
+        if (isReported && !this.#connected.has(cluster)) {
+          row.message = `not connected to the hub now; last known ${state.phase}${state.message ? `: ${state.message}` : ''}`;
+        }
         return row;
       });
     }
@@ -601,7 +623,9 @@ export class RolloutController {
 
   /** What a status view shows, without its version and time: a change of it bumps the version. */
   #viewKey(live: LiveRollout): string {
-    const { statusVersion: _version, updatedAt: _at, ...shown } = this.#statusView(live, true);
+    const view = this.#statusView(live, true);
+    const { statusVersion: _version, updatedAt: _at, ...shown } = view;
+    live.view = view;
     return JSON.stringify(shown);
   }
 
@@ -646,7 +670,9 @@ export class RolloutController {
     try {
       if (this.#mustReloadClusters) {
         this.#mustReloadClusters = false;
+        const previous = this.#clusters;
         this.#clusters = new Map((await this.#store.listClusters()).map((cluster) => [cluster.name, cluster]));
+        this.#refreshChangedCopies(previous);
       }
       const names = this.#isAllDirty ? [...this.#rollouts.keys()] : [...this.#dirty];
       this.#isAllDirty = false;
@@ -659,7 +685,8 @@ export class RolloutController {
       const owed: PendingRemovalRecord[] = [];
       // Clusters that just connected first get what they were handed while away (re-rendered: the latest)
       // and the removals they are owed; the step below then hands out what is new.
-      for (const cluster of connectedNow) this.#catchUp(cluster, observed, names);
+      const observedByName = new Map(observed.map((seen) => [seen.name, seen]));
+      for (const cluster of connectedNow) this.#catchUp(cluster, observedByName, names);
       for (const name of names) {
         const live = this.#rollouts.get(name);
         if (live === undefined) continue;
@@ -689,6 +716,8 @@ export class RolloutController {
           live.viewKey = key;
           live.record.statusVersion += 1;
           live.record.updatedAt = new Date(now).toISOString();
+          live.view = { ...(live.view as RolloutStatusView), statusVersion: live.record.statusVersion };
+          live.view.updatedAt = live.record.updatedAt;
           this.#wakeWaiters(live.record.name);
         }
       }
@@ -703,6 +732,35 @@ export class RolloutController {
     }
   }
 
+  /**
+   * Clusters whose labels or properties changed may need another copy (a
+   * `${property:…}` or a patch by selector reads them): each one whose copy
+   * renders differently now, or not at all, waits for a fresh copy, which
+   * the step hands out within the rollout's `maxUnavailable`.
+   */
+  #refreshChangedCopies(previous: ReadonlyMap<string, ClusterRecord>): void {
+    const factsOf = (cluster: ClusterRecord | undefined): string =>
+      canonicalJson({ labels: cluster?.labels ?? {}, properties: cluster?.properties ?? {} });
+    const changed = [...this.#clusters.values()].filter(
+      (cluster) => previous.has(cluster.name) && factsOf(previous.get(cluster.name)) !== factsOf(cluster),
+    );
+    if (changed.length === 0) return;
+    for (const live of this.#rollouts.values()) {
+      for (const cluster of changed) {
+        const progress = live.record.progress.clusters[cluster.name];
+        if (progress?.targetRevision === undefined) continue;
+        const rendered = renderCopy(live.spec, live.record.revision, {
+          name: cluster.name,
+          labels: cluster.labels,
+          properties: cluster.properties ?? {},
+        });
+        if (rendered.ok && rendered.copy.revision === progress.targetRevision) continue;
+        live.record.progress.clusters[cluster.name] = { wave: progress.wave, phase: 'waiting' };
+        live.unconfirmed.delete(cluster.name);
+      }
+    }
+  }
+
   /** Writes rollout records and the reports gathered since the last write. */
   async #save(records: readonly LiveRollout[]): Promise<void> {
     const reports = [...this.#dirtyReports.values()].filter((report) => this.#rollouts.has(report.rollout));
@@ -712,10 +770,10 @@ export class RolloutController {
   }
 
   /** Sends what a cluster that just connected is owed. */
-  #catchUp(cluster: string, observed: readonly ObservedCluster[], names: string[]): void {
+  #catchUp(cluster: string, observed: ReadonlyMap<string, ObservedCluster>, names: string[]): void {
     for (const removal of this.#pendingRemovals.get(cluster)?.values() ?? []) void this.#sendRemoval(removal);
-    const facts = observed.find((seen) => seen.name === cluster);
-    if (facts === undefined) return;
+    const facts = observed.get(cluster);
+    if (facts === undefined || facts.isHeld) return;
     for (const live of this.#rollouts.values()) {
       const progress = live.record.progress.clusters[cluster];
       if (progress?.phase !== 'applying' || !live.unconfirmed.has(cluster)) continue;
@@ -741,8 +799,10 @@ export class RolloutController {
     if (!this.#connected.has(cluster)) return;
     this.#enqueue(cluster, async () => {
       const current = this.#rollouts.get(name);
-      // Only the cluster's current target goes out: a newer revision or a deletion since makes this one moot.
+      // Only the cluster's current target goes out: a newer revision or a deletion since makes this one moot,
+      // and a hold since means no change until it is released (the step then hands the copy out again).
       if (current === undefined || current.record.progress.clusters[cluster]?.targetRevision !== copy.revision) return;
+      if (this.#clusters.get(cluster)?.hold !== undefined) return;
       const message: CopyMessage = { rollout: name, owner: ownerOf(current.record.owner), copy };
       const outcome = await this.#delivery.sendCopy(cluster, message);
       this.#onCopyOutcome(name, cluster, copy, outcome);
@@ -755,12 +815,7 @@ export class RolloutController {
     if (outcome.status === 'delivered') live.unconfirmed.delete(cluster);
     else if (outcome.status === 'failed') {
       live.unconfirmed.delete(cluster);
-      live.record.progress = recordReport(live.record.progress, {
-        cluster,
-        revision: copy.revision,
-        readiness: 'failed',
-        message: outcome.message,
-      });
+      recordOne(live, { cluster, revision: copy.revision, readiness: 'failed', message: outcome.message });
       this.#logger.warn(`rollout ${name}: cluster ${cluster}: ${outcome.message}`);
       this.#mark(name);
     }
@@ -811,19 +866,24 @@ export class RolloutController {
   #sendRemoval(removal: PendingRemovalRecord): Promise<boolean> {
     return new Promise((resolve) => {
       this.#enqueue(removal.cluster, async () => {
-        // Still owed? (A report or an earlier send may have settled it.)
-        const owed = this.#pendingRemovals.get(removal.cluster)?.get(removal.rollout);
-        if (owed === undefined) return resolve(true);
-        const outcome = await this.#delivery.sendRemove(owed.cluster, { rollout: owed.rollout, owner: owed.owner });
-        if (outcome.status === 'delivered') {
+        let isTaken = false;
+        try {
+          // Still owed? (A report or an earlier send may have settled it.)
+          const owed = this.#pendingRemovals.get(removal.cluster)?.get(removal.rollout);
+          if (owed === undefined) {
+            isTaken = true;
+            return;
+          }
+          const outcome = await this.#delivery.sendRemove(owed.cluster, { rollout: owed.rollout, owner: owed.owner });
+          if (outcome.status === 'failed') {
+            this.#logger.warn(`rollout ${removal.rollout}: removing it from ${removal.cluster}: ${outcome.message}`);
+          }
+          if (outcome.status !== 'delivered') return;
+          isTaken = true;
           await this.#forgetRemoval(owed);
-          resolve(true);
-          return;
+        } finally {
+          resolve(isTaken);
         }
-        if (outcome.status === 'failed') {
-          this.#logger.warn(`rollout ${removal.rollout}: removing it from ${removal.cluster}: ${outcome.message}`);
-        }
-        resolve(false);
       });
     });
   }
@@ -884,6 +944,18 @@ export class RolloutController {
     for (const waiters of this.#statusWaiters.values()) for (const wake of [...waiters]) wake();
     this.#notifyIdle();
   }
+}
+
+/**
+ * Records one cluster's report with the core's rule (recordReport), on that
+ * cluster's entry alone: recordReport copies the whole cluster map, which at
+ * 10,000 clusters and a report from each would be 10^8 copies.
+ */
+function recordOne(live: LiveRollout, report: CopyReport): void {
+  const entry = live.record.progress.clusters[report.cluster];
+  if (entry === undefined) return;
+  const one = recordReport({ ...live.record.progress, clusters: { [report.cluster]: entry } }, report);
+  live.record.progress.clusters[report.cluster] = one.clusters[report.cluster] as ClusterProgress;
 }
 
 function scopeOf(clustersSelector: string): LabelSelector {

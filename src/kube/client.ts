@@ -12,6 +12,7 @@
  * imported at the point of use for the same snapshot reason.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Agent as HttpsAgent } from 'node:https';
 import { EdgeadmError } from '../errors.js';
 import type { KubeCredentials } from './kubeconfig.js';
 
@@ -79,7 +80,16 @@ export interface KubeImpersonation {
 /** Options of a {@link KubeClient} besides its credentials. */
 export interface KubeClientOptions {
   impersonate?: KubeImpersonation;
+  /**
+   * Keep connections to the API server open between requests (a client
+   * that polls, like the rollout agent, then pays one TLS handshake, not
+   * one per request). {@link KubeClient.close} closes them.
+   */
+  isKeepAlive?: boolean;
 }
+
+/** Most connections a keep-alive client holds to its API server. */
+const KEEP_ALIVE_MAX_SOCKETS = 4;
 
 /** A raw answer: status and body text. */
 export interface KubeResponse {
@@ -92,16 +102,26 @@ export class KubeClient {
   readonly server: string;
   readonly #credentials: KubeCredentials;
   readonly #impersonate: KubeImpersonation | undefined;
+  readonly #isKeepAlive: boolean;
+  #agent: HttpsAgent | undefined;
 
   constructor(credentials: KubeCredentials, options: KubeClientOptions = {}) {
     this.#credentials = credentials;
     this.#impersonate = options.impersonate;
+    this.#isKeepAlive = options.isKeepAlive === true;
     this.server = credentials.server.replace(/\/+$/, '');
+  }
+
+  /** Closes the connections a keep-alive client holds; a later request opens new ones. */
+  close(): void {
+    this.#agent?.destroy();
+    this.#agent = undefined;
   }
 
   /** One request; any status is returned (transport failures throw `E_KUBE_UNREACHABLE`). */
   async raw(method: string, path: string, options: KubeRequestOptions = {}): Promise<KubeResponse> {
-    const { request } = await import('node:https');
+    const { request, Agent } = await import('node:https');
+    if (this.#isKeepAlive) this.#agent ??= new Agent({ keepAlive: true, maxSockets: KEEP_ALIVE_MAX_SOCKETS });
     const url = new URL(this.server + path);
     for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
     const credentials = this.#credentials;
@@ -129,7 +149,7 @@ export class KubeClient {
           ...(credentials.caPem === undefined ? {} : { ca: credentials.caPem }),
           ...(credentials.clientCertificatePem === undefined ? {} : { cert: credentials.clientCertificatePem }),
           ...(credentials.clientKeyPem === undefined ? {} : { key: credentials.clientKeyPem }),
-          agent: false,
+          agent: this.#agent ?? false,
         },
         (response: IncomingMessage) => {
           const chunks: Buffer[] = [];

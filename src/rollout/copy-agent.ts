@@ -33,21 +33,19 @@
  *   without the hub sending the copies again.
  */
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { constants as http2Constants } from 'node:http2';
 import { KubeApiError, KubeClient } from '../kube/client.js';
 import type { KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import { CopyApplier, CopyObjectError } from './apply-copy.js';
+import { answer, parseBody, parseCopyMessage, parseRemoveMessage, ReadBudget, readMessage } from './copy-messages.js';
 import {
   COPY_APPLY_RETRY_MS,
-  COPY_MESSAGE_READ_TIMEOUT_MS,
   COPY_POLL_NOT_READY_MS,
   COPY_POLL_READY_MS,
-  MAX_COPY_REVISION_LENGTH,
+  MAX_COPY_BYTES_IN_FLIGHT,
   MAX_REMOVE_MESSAGE_BYTES,
 } from './limits.js';
-import type { RenderedCopy } from './render.js';
-import type { RolloutResource } from './spec.js';
+import { ReportSink } from './report-sink.js';
 import {
   MAX_COPY_MESSAGE_BYTES,
   ROLLOUT_APPLY_PATH,
@@ -79,145 +77,8 @@ export interface CopyAgentOptions {
   pollReadyMs?: number;
   /** Delay before an apply is tried again after its API server could not be reached. */
   applyRetryMs?: number;
-}
-
-/** A rollout or owner name the agent refuses, with why. */
-type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const REVISION = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** No control characters: a name that has one would break the impersonation header. */
-function isHeaderSafe(text: string): boolean {
-  for (let i = 0; i < text.length; i += 1) {
-    const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return false;
-  }
-  return true;
-}
-
-function parseRolloutName(value: unknown): Parsed<string> {
-  if (typeof value !== 'string' || value.length > 63 || !DNS_LABEL.test(value)) {
-    return { ok: false, message: 'rollout must be a DNS-1123 label' };
-  }
-  return { ok: true, value };
-}
-
-function parseOwner(value: unknown): Parsed<RolloutOwner> {
-  if (!isRecord(value)) return { ok: false, message: 'owner must be an object' };
-  const { user, groups } = value;
-  if (typeof user !== 'string' || user === '' || !isHeaderSafe(user)) {
-    return { ok: false, message: 'owner.user must be a user name' };
-  }
-  if (!Array.isArray(groups) || !groups.every((g) => typeof g === 'string' && g !== '' && isHeaderSafe(g))) {
-    return { ok: false, message: 'owner.groups must be a list of group names' };
-  }
-  return { ok: true, value: { user, groups: groups as string[] } };
-}
-
-/** Checks the shape of a copy message (the hub renders it; the agent still refuses what it cannot apply). */
-export function parseCopyMessage(value: unknown): Parsed<CopyMessage> {
-  if (!isRecord(value)) return { ok: false, message: 'the message must be a JSON object' };
-  const rollout = parseRolloutName(value['rollout']);
-  if (!rollout.ok) return rollout;
-  const owner = parseOwner(value['owner']);
-  if (!owner.ok) return owner;
-  const copy = value['copy'];
-  if (!isRecord(copy)) return { ok: false, message: 'copy must be an object' };
-  const revision = copy['revision'];
-  if (typeof revision !== 'string' || revision.length > MAX_COPY_REVISION_LENGTH || !REVISION.test(revision)) {
-    return { ok: false, message: 'copy.revision must be a revision' };
-  }
-  const objects = copy['objects'];
-  if (!Array.isArray(objects)) return { ok: false, message: 'copy.objects must be a list' };
-  for (const [index, object] of objects.entries()) {
-    const metadata = isRecord(object) ? object['metadata'] : undefined;
-    if (
-      !isRecord(object) ||
-      typeof object['apiVersion'] !== 'string' ||
-      typeof object['kind'] !== 'string' ||
-      !isRecord(metadata) ||
-      typeof metadata['name'] !== 'string' ||
-      (metadata['namespace'] !== undefined && typeof metadata['namespace'] !== 'string')
-    ) {
-      return { ok: false, message: `copy.objects[${index}] needs apiVersion, kind and metadata.name` };
-    }
-  }
-  const rendered: RenderedCopy = { revision, objects: objects as RolloutResource[] };
-  return { ok: true, value: { rollout: rollout.value, owner: owner.value, copy: rendered } };
-}
-
-/** Checks the shape of a remove message. */
-export function parseRemoveMessage(value: unknown): Parsed<RemoveMessage> {
-  if (!isRecord(value)) return { ok: false, message: 'the message must be a JSON object' };
-  const rollout = parseRolloutName(value['rollout']);
-  if (!rollout.ok) return rollout;
-  const owner = parseOwner(value['owner']);
-  if (!owner.ok) return owner;
-  return { ok: true, value: { rollout: rollout.value, owner: owner.value } };
-}
-
-/** Answers a control stream with a status and a JSON body (also when the hub is still sending). */
-function answer(stream: ServerHttp2Stream, status: number, body?: unknown): void {
-  if (stream.destroyed || stream.headersSent) return;
-  if (body === undefined) {
-    stream.respond({ ':status': status }, { endStream: true });
-  } else {
-    stream.respond({ ':status': status, 'content-type': 'application/json' });
-    stream.end(JSON.stringify(body));
-  }
-}
-
-/**
- * Reads a control message's body up to `limit` bytes, or answers 413 (and
- * resets the stream, so the hub stops sending: RFC 9113 §8.1 lets a server
- * answer before the request is complete) and returns undefined.
- */
-function readMessage(
-  stream: ServerHttp2Stream,
-  headers: IncomingHttpHeaders,
-  limit: number,
-): Promise<string | undefined> {
-  const tooLarge = (): void => {
-    answer(stream, 413, { message: `the message is larger than ${limit} bytes` });
-    stream.close(http2Constants.NGHTTP2_NO_ERROR);
-  };
-  const declared = Number(headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    tooLarge();
-    return Promise.resolve(undefined);
-  }
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let isDone = false;
-    const finish = (text: string | undefined): void => {
-      if (isDone) return;
-      isDone = true;
-      stream.setTimeout(0);
-      resolve(text);
-    };
-    stream.setTimeout(COPY_MESSAGE_READ_TIMEOUT_MS, () => {
-      answer(stream, 408, { message: 'the message did not arrive in time' });
-      stream.close(http2Constants.NGHTTP2_CANCEL);
-      finish(undefined);
-    });
-    stream.on('data', (chunk: Buffer) => {
-      if (isDone) return;
-      size += chunk.length;
-      if (size > limit) {
-        chunks.length = 0;
-        tooLarge();
-        finish(undefined);
-      } else chunks.push(chunk);
-    });
-    stream.on('end', () => finish(Buffer.concat(chunks).toString('utf8')));
-    stream.on('close', () => finish(undefined));
-  });
+  /** Most bytes of messages read at once; {@link MAX_COPY_BYTES_IN_FLIGHT} by default. */
+  maxBytesInFlight?: number;
 }
 
 /** What one job of a rollout's worker is. */
@@ -238,50 +99,10 @@ interface CopyRun {
   isWorking: boolean;
   abort: AbortController | undefined;
   timer: NodeJS.Timeout | undefined;
-  applier: { key: string; applier: CopyApplier } | undefined;
+  applier: { key: string; client: KubeClient; applier: CopyApplier } | undefined;
   /** The last report published, and its serialization (to publish changes only). */
   last: ReportMessage | undefined;
   lastKey: string | undefined;
-}
-
-/** The one open report stream: lines wait as the latest per rollout while the hub does not read. */
-class ReportSink {
-  readonly stream: ServerHttp2Stream;
-  readonly #waiting = new Map<string, ReportMessage>();
-  #isBlocked = false;
-
-  constructor(stream: ServerHttp2Stream) {
-    this.stream = stream;
-  }
-
-  get isOpen(): boolean {
-    return !this.stream.destroyed && !this.stream.closed && this.stream.writable;
-  }
-
-  offer(message: ReportMessage): void {
-    // Deleted first, so that the latest line of a rollout goes to the back of the queue.
-    this.#waiting.delete(message.rollout);
-    this.#waiting.set(message.rollout, message);
-    this.#flush();
-  }
-
-  #flush(): void {
-    while (!this.#isBlocked && this.#waiting.size > 0 && this.isOpen) {
-      const [rollout, message] = this.#waiting.entries().next().value as [string, ReportMessage];
-      this.#waiting.delete(rollout);
-      if (!this.stream.write(`${JSON.stringify(message)}\n`)) {
-        this.#isBlocked = true;
-        this.stream.once('drain', () => {
-          this.#isBlocked = false;
-          this.#flush();
-        });
-      }
-    }
-  }
-
-  end(): void {
-    if (this.isOpen) this.stream.end();
-  }
 }
 
 /** Holds, applies, watches and reports the rollout copies of one cluster. */
@@ -291,6 +112,7 @@ export class CopyAgent {
   /** `removed` lines not yet handed to a report stream. */
   readonly #removed = new Map<string, ReportMessage>();
   readonly #inventory: CopyApplier;
+  readonly #budget: ReadBudget;
   #seq = 0;
   #sink: ReportSink | undefined;
   #adopted: Promise<boolean> | undefined;
@@ -298,7 +120,8 @@ export class CopyAgent {
 
   constructor(options: CopyAgentOptions) {
     this.#options = options;
-    this.#inventory = new CopyApplier(new KubeClient(options.credentials));
+    this.#budget = new ReadBudget(options.maxBytesInFlight ?? MAX_COPY_BYTES_IN_FLIGHT);
+    this.#inventory = new CopyApplier(new KubeClient(options.credentials, { isKeepAlive: true }));
   }
 
   /** The control streams this agent serves, for the tunnel agent to route. */
@@ -322,7 +145,9 @@ export class CopyAgent {
       clearTimeout(run.timer);
       run.abort?.abort();
       run.pending = undefined;
+      run.applier?.client.close();
     }
+    this.#inventory.inventoryClient.close();
     this.#sink?.end();
     this.#sink = undefined;
   }
@@ -330,7 +155,7 @@ export class CopyAgent {
   async #serveApply(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
     // Numbered on arrival, so a newer copy wins even when an older, larger one finishes reading later.
     const seq = ++this.#seq;
-    const text = await readMessage(stream, headers, MAX_COPY_MESSAGE_BYTES);
+    const text = await readMessage(stream, headers, MAX_COPY_MESSAGE_BYTES, this.#budget);
     if (text === undefined) return;
     const parsed = parseBody(text, parseCopyMessage);
     if (!parsed.ok) {
@@ -343,7 +168,7 @@ export class CopyAgent {
 
   async #serveRemove(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
     const seq = ++this.#seq;
-    const text = await readMessage(stream, headers, MAX_REMOVE_MESSAGE_BYTES);
+    const text = await readMessage(stream, headers, MAX_REMOVE_MESSAGE_BYTES, this.#budget);
     if (text === undefined) return;
     const parsed = parseBody(text, parseRemoveMessage);
     if (!parsed.ok) {
@@ -453,18 +278,24 @@ export class CopyAgent {
   #applierFor(run: CopyRun, owner: RolloutOwner): CopyApplier {
     const key = JSON.stringify(owner);
     if (run.applier?.key !== key) {
-      const client = new KubeClient(this.#options.credentials, { impersonate: owner });
-      run.applier = { key, applier: new CopyApplier(client, { inventory: this.#inventory.inventoryClient }) };
+      run.applier?.client.close();
+      const client = new KubeClient(this.#options.credentials, { impersonate: owner, isKeepAlive: true });
+      run.applier = { key, client, applier: new CopyApplier(client, { inventory: this.#inventory.inventoryClient }) };
     }
     return run.applier.applier;
   }
 
   async #apply(run: CopyRun, job: Extract<Job, { kind: 'apply' }>): Promise<void> {
     const { rollout, owner, copy } = job.message;
+    // The copy it already runs, sent again (the hub redelivers when a tunnel comes back): applied
+    // again quietly, so that a ready copy does not read as progressing meanwhile.
+    const isRunningIt = run.state === 'applied' && run.revision === copy.revision && run.last !== undefined;
     run.owner = owner;
     run.revision = copy.revision;
     run.state = 'applying';
-    this.#publishCopy(run, { readiness: 'progressing', message: `applying revision ${copy.revision}` }, []);
+    if (!isRunningIt) {
+      this.#publishCopy(run, { readiness: 'progressing', message: `applying revision ${copy.revision}` }, []);
+    }
     const abort = new AbortController();
     run.abort = abort;
     try {
@@ -524,6 +355,7 @@ export class CopyAgent {
     }
     if (run.pending !== undefined) return; // a copy arrived meanwhile: it is applied next
     this.#runs.delete(rollout);
+    run.applier?.client.close();
     const removed: ReportMessage = { kind: 'removed', rollout, cluster: this.#options.cluster };
     if (this.#sink?.isOpen === true) this.#sink.offer(removed);
     else this.#removed.set(rollout, removed);
@@ -566,6 +398,15 @@ export class CopyAgent {
       }
     } catch (error) {
       this.#options.logger.debug(`rollout ${run.rollout}: reading the copy back failed: ${(error as Error).message}`);
+      // The API server refused the read (the owner lost the right to read it): the hub is told; an
+      // unreachable API server is not news for the hub, and the next read will tell.
+      if (isRefusal(error) && run.seq === seq) {
+        this.#publishCopy(
+          run,
+          { readiness: 'progressing', message: `cannot read the copy back: ${(error as Error).message}` },
+          [],
+        );
+      }
     } finally {
       if (run.seq === seq && run.state === 'applied' && run.owner !== undefined) {
         this.#schedule(
@@ -602,16 +443,6 @@ export class CopyAgent {
     run.lastKey = key;
     if (this.#sink?.isOpen === true) this.#sink.offer(message);
   }
-}
-
-function parseBody<T>(text: string, parse: (value: unknown) => Parsed<T>): Parsed<T> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return { ok: false, message: `the message is not JSON: ${(error as Error).message}` };
-  }
-  return parse(value);
 }
 
 /** A failure the cluster will not heal by itself: the API server refused the request, or the copy names a bad path. */

@@ -3,6 +3,7 @@
  * (copy-agent.ts), in one place. The size of one copy message is part of
  * the hub–agent contract and lives in wire.ts.
  */
+import { MAX_COPY_MESSAGE_BYTES } from './wire.js';
 
 /**
  * How often a copy that is not ready yet is read back from the cluster's
@@ -29,3 +30,9 @@ export const COPY_MESSAGE_READ_TIMEOUT_MS = 60_000;
 export const MAX_REMOVE_MESSAGE_BYTES = 64 * 1024;
 /** Longest copy revision the agent accepts (`<revision>-<hash>`). */
 export const MAX_COPY_REVISION_LENGTH = 128;
+/**
+ * Most bytes of copy messages the agent reads at once, across streams (a
+ * message past it is answered 503 and sent again by the hub): two of the
+ * largest copies.
+ */
+export const MAX_COPY_BYTES_IN_FLIGHT = 2 * MAX_COPY_MESSAGE_BYTES;

@@ -156,6 +156,27 @@ function readBody(stream: ServerHttp2Stream, limit: number): Promise<string> {
   });
 }
 
+/**
+ * Serves a control stream of another part of edgeadm, once the hub has
+ * welcomed the agent (before that, nothing but the handshake is served).
+ */
+function serveControlRoute(options: {
+  route: AgentControlRoute;
+  stream: ServerHttp2Stream;
+  headers: IncomingHttpHeaders;
+  isWelcomed: boolean;
+  logger: Logger;
+}): void {
+  const { route, stream } = options;
+  if (!options.isWelcomed) {
+    stream.respond({ ':status': 503 }, { endStream: true });
+    return;
+  }
+  route
+    .handle(stream, options.headers)
+    .catch((error: Error) => options.logger.debug(`control stream ${route.path} failed: ${error.message}`));
+}
+
 /** Largest control message body. */
 const MAX_CONTROL_BODY_BYTES = 16 * 1024;
 
@@ -245,13 +266,7 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
         const path = controlPathOf(headers, routes);
         const route = routes.find((r) => r.path === path);
         if (route !== undefined) {
-          if (!isWelcomed) {
-            stream.respond({ ':status': 503 }, { endStream: true });
-            return;
-          }
-          route
-            .handle(stream, headers)
-            .catch((error: Error) => options.logger.debug(`control stream ${route.path} failed: ${error.message}`));
+          serveControlRoute({ route, stream, headers, isWelcomed, logger: options.logger });
           return;
         }
         if (path !== undefined) {

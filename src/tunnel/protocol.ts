@@ -8,7 +8,9 @@
  *
  * - Control streams, hub to agent: `GET /.edgeadm/hello` (the agent answers
  *   with the cluster it serves), then `POST /.edgeadm/welcome` or
- *   `POST /.edgeadm/refuse` with the reason. A control stream carries no
+ *   `POST /.edgeadm/refuse` with the reason; after the welcome, the routes
+ *   the agent serves for others (the rollout copies of rollout/wire.ts:
+ *   `/.edgeadm/rollout/apply`, `/remove`, `/reports`). A control stream carries no
  *   identity headers; every user stream carries them (the hub drops any the
  *   user sent and sets its own), so the agent tells the two apart by
  *   something no user can forge, never by the path alone: a user's

@@ -208,7 +208,7 @@ export async function startFakeOperatorApi(options: { longPollMs?: number } = {}
         const from = url.searchParams.get('waitForChangeFrom');
         if (from !== null && Number(from) === stored.view.statusVersion) {
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, fake.longPollMs);
+            const timer = setTimeout(resolve, fake.longPollMs).unref();
             const set = waiters.get(name) ?? new Set();
             set.add(() => {
               clearTimeout(timer);

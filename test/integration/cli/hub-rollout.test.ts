@@ -254,7 +254,7 @@ describe('edgeadm hub rollout list, get and the actions', () => {
     expect((await hub(['hub', 'rollout', 'abort', 'acts', '--json'])).stdout).toContain('"state": "aborted"');
     const deleted = await hub(['hub', 'rollout', 'delete', 'acts']);
     expect(deleted.stdout).toBe(
-      'rollout acts deleted: its objects were removed from 1 clusters\n1 clusters are offline and lose them when they return: store-2\n',
+      'rollout acts deleted: its objects were removed from 1 cluster\noffline now, their objects are removed when they return (1 cluster): store-2\n',
     );
   });
 });

@@ -8,12 +8,16 @@
  * Skipped, by the condition below, only while this tree has no hub side of
  * the rollout API (src/hub/rollout-api.ts, which api.ts names as the
  * implementation); the same example runs against a fake operator API in
- * test/integration/cli/typescript-api.test.ts meanwhile.
+ * test/integration/cli/typescript-api.test.ts meanwhile. It needs the
+ * agent's side too (the tunnel agent applying copies) and the simulated API
+ * server's workload controllers (Deployments become available); with the
+ * hub's and the agent's rollout work in the tree it passes.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HUB_ADMIN_USER } from '../../../src/hub/hub-context.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { REPO_ROOT, runCli } from '../../support/cli.js';
@@ -41,6 +45,16 @@ describe.skipIf(!HUB_SERVES_ROLLOUT_API)('the TypeScript example against a real 
     hub = await startHubProcess();
     eu = await startEdgeCluster('shop-eu');
     plain = await startEdgeCluster('shop-plain');
+    // Each cluster's own RBAC decides what a hub user may do there; the admin's rollout writes as the admin.
+    for (const cluster of [eu, plain]) {
+      cluster.api.setObject({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'hub-admin' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+        subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: HUB_ADMIN_USER }],
+      });
+    }
     const token = await createHubToken(hub);
     await registerAndRun({ hub, token, cluster: eu, labels: 'env=demo,region=eu' });
     await registerAndRun({ hub, token, cluster: plain, labels: 'env=demo' });
@@ -70,7 +84,19 @@ describe.skipIf(!HUB_SERVES_ROLLOUT_API)('the TypeScript example against a real 
       reject: false,
       env: { EDGEADM_HUB_CONFIG: hub.adminConfig },
     });
-    expect(run.exitCode, `${String(run.stdout)}${String(run.stderr)}`).toBe(0);
+    if (run.exitCode !== 0) {
+      // The per-cluster rows say why (the failure message of each copy).
+      const rows = await runCli([
+        'hub',
+        'rollout',
+        'status',
+        'example-web',
+        '--clusters',
+        '--hub-config',
+        hub.adminConfig,
+      ]);
+      expect.fail(`the example exited ${run.exitCode}:\n${String(run.stdout)}${String(run.stderr)}\n${rows.stdout}`);
+    }
     expect(String(run.stdout)).toMatch(/^complete: /m);
 
     for (const [cluster, region, tag] of [

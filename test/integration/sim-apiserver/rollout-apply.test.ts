@@ -62,6 +62,23 @@ describe('CopyApplier against the simulated API server', () => {
     expect(await client.get('/api/v1/namespaces/shop/configmaps/adopted')).toBeDefined();
   });
 
+  it('reads back as its own only the objects that still carry the rollout label', async () => {
+    const applier = new CopyApplier(client);
+    const current = copy(4);
+    await applier.apply('web', current);
+    expect((await applier.readBack('web', 'store-042'))?.objects.map((o) => o.name)).toContain('web');
+    await client.mergePatch('/apis/apps/v1/namespaces/shop/deployments/web', {
+      metadata: { labels: { [ROLLOUT_LABEL]: 'someone-else' } },
+    });
+    const readBack = await applier.readBack('web', 'store-042');
+    expect(readBack?.report).toMatchObject({ revision: '', readiness: 'progressing' });
+    expect(readBack?.report.message).toMatch(/Deployment\/web no longer carries the rollout label/);
+    expect(readBack?.objects.map((o) => o.name)).not.toContain('web');
+    await client.mergePatch('/apis/apps/v1/namespaces/shop/deployments/web', {
+      metadata: { labels: { [ROLLOUT_LABEL]: 'web' } },
+    });
+  });
+
   it('removes everything the rollout applied', async () => {
     const applier = new CopyApplier(client);
     expect(await applier.remove('web')).toBe(3);

@@ -6,12 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EdgeadmError } from '../../../src/errors.js';
-import {
-  HubClient,
-  WATCH_RECONNECT_DELAY_MS,
-  WATCH_RECONNECT_WINDOW_MS,
-  type RolloutDocument,
-} from '../../../src/hub-client/hub-client.js';
+import { callHub, HubClient, type RolloutDocument } from '../../../src/hub-client/hub-client.js';
+import { WATCH_RECONNECT_DELAY_MS, WATCH_RECONNECT_WINDOW_MS } from '../../../src/hub-client/limits.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { startFakeOperatorApi, zeroCounts, type FakeOperatorApi } from '../../support/fake-operator-api.js';
 
@@ -107,9 +103,11 @@ describe('watching a rollout', () => {
     const watch = client.watchRollout('watched');
     const first = await watch.next();
     expect(first.value).toMatchObject({ state: 'progressing', statusVersion: 1 });
-    const second = watch.next();
-    // Let the long poll run out unchanged at least twice before anything changes.
-    while (fake.requests.filter((r) => r.path.includes('watched?waitForChangeFrom=1')).length < 3) {
+    let isSecondSettled = false;
+    const second = watch.next().finally(() => (isSecondSettled = true));
+    // Let the long poll run out unchanged at least twice before anything changes (a watch that
+    // yielded those unchanged answers settles `second` early, and the assertion below names it).
+    while (!isSecondSettled && fake.requests.filter((r) => r.path.includes('watched?waitForChangeFrom=1')).length < 3) {
       await new Promise((resolve) => setImmediate(resolve));
     }
     fake.setStatus('watched', { counts: { ...zeroCounts(), ready: 1 } });
@@ -136,6 +134,21 @@ describe('watching a rollout', () => {
         true,
       );
     }
+  });
+
+  it('ends at once when its signal aborts, dropping the pending long poll', async () => {
+    await client.applyRollout(document('stopped'));
+    const stop = new AbortController();
+    const watch = client.watchRollout('stopped', { signal: stop.signal });
+    expect((await watch.next()).value).toMatchObject({ statusVersion: 1 });
+    const pending = watch.next();
+    while (!fake.requests.some((r) => r.path === '/hub/v1/rollouts/stopped?waitForChangeFrom=1')) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    stop.abort();
+    // A long poll still open would now answer with this change and the watch would yield it.
+    fake.setStatus('stopped', { state: 'paused' });
+    expect(await pending).toEqual({ done: true, value: undefined });
   });
 
   it('reconnects to a hub that went away and came back, and gives up after its window', async () => {
@@ -166,5 +179,41 @@ describe('watching a rollout', () => {
     await fake.listenAgain();
     expect((error as EdgeadmError).code).toBe('E_HUB_UNREACHABLE');
     expect(sleeps.length).toBe(WATCH_RECONNECT_WINDOW_MS / WATCH_RECONNECT_DELAY_MS);
+  });
+});
+
+describe('one hub call', () => {
+  it('gives up on a silent hub after the timeout the call asks for (the watch asks for more than the long poll)', async () => {
+    // The fake answers the long poll after 5 s: a call that ignored its 100 ms timeout would succeed then.
+    const silent = await startFakeOperatorApi({ longPollMs: 5_000 });
+    try {
+      await new HubClient(silent.hubConfig).applyRollout(document('quiet'));
+      const error = await callHub({
+        server: silent.url,
+        caPem: silent.caPem,
+        token: silent.hubConfig.token,
+        method: 'GET',
+        path: '/hub/v1/rollouts/quiet?waitForChangeFrom=1',
+        timeoutMs: 100,
+      }).catch((e: unknown) => e);
+      expect((error as EdgeadmError).code).toBe('E_HUB_UNREACHABLE');
+      expect((error as EdgeadmError).message).toContain('did not answer in time');
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it('refuses an answer larger than its bound with a code of its own', async () => {
+    const big = 'x'.repeat(2 * 1024 * 1024);
+    await client.applyRollout(document('large-answer', { big }));
+    const error = await callHub({
+      server: fake.url,
+      caPem: fake.caPem,
+      token: fake.hubConfig.token,
+      method: 'GET',
+      path: '/hub/v1/rollouts/large-answer/document',
+      maxResponseBytes: 1024 * 1024,
+    }).catch((e: unknown) => e);
+    expect((error as EdgeadmError).code).toBe('E_HUB_ANSWER_TOO_LARGE');
   });
 });

@@ -7,6 +7,7 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HUB_ADMIN_USER, type HubContext } from '../../../src/hub/hub-context.js';
 import { hashUserToken, newUserToken } from '../../../src/hub/hub-tokens.js';
@@ -373,5 +374,53 @@ describe('cluster holds and properties', () => {
     expect((await call('GET', '/hub/v1/clusters/eu-1', { token: adminToken })).json).toMatchObject({
       properties: { tag: '1.2' },
     });
+  });
+});
+
+describe('rollout API: generated input', () => {
+  it('answers random documents, paths and queries with anything but a 500', async () => {
+    const base = rolloutDocument({ strategy });
+    // Documents near a valid one: any spec field replaced by any JSON, or a wholly random body.
+    const specField = fc.constantFrom('resources', 'placement', 'customization', 'strategy', 'status');
+    const body = fc.oneof(
+      fc.tuple(specField, fc.jsonValue()).map(([key, value]) => ({
+        ...base,
+        spec: { ...(base['spec'] as object), [key]: value },
+      })),
+      fc.jsonValue().map((value) => ({ ...base, spec: value })),
+      fc.json(),
+      fc.string(),
+    );
+    await fc.assert(
+      fc.asyncProperty(body, fc.constantFrom(adminToken, euToken), fc.boolean(), async (document, token, dryRun) => {
+        const url = `/hub/v1/rollouts/web${dryRun ? '?dryRun=true' : ''}`;
+        const answer = await call('PUT', url, { token, body: document });
+        expect(answer.crash).toBeUndefined();
+        expect(answer.status).not.toBe(500);
+      }),
+      { numRuns: 200 },
+    );
+    const segment = fc.oneof(
+      fc.string({ unit: 'grapheme' }),
+      fc.stringMatching(/^(%[0-9A-Fa-fzZ]{0,2}|[a-z0-9./-])*$/),
+    );
+    const prefix = fc.constantFrom('/hub/v1/rollouts/', '/hub/v1/clusters/');
+    const suffix = fc.constantFrom('', '/pause', '/undo', '/document', '/hold', '/properties', '/x/y');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('GET', 'PUT', 'POST', 'DELETE'),
+        prefix,
+        segment,
+        suffix,
+        fc.string(),
+        async (method, start, name, end, query) => {
+          const url = `${start}${name}${end}?waitForChangeFrom=${query}&clusters=${query}`;
+          const answer = await call(method, url, { token: adminToken, body: { reason: query, properties: {} } });
+          expect(answer.crash, url).toBeUndefined();
+          expect(answer.status, url).not.toBe(500);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

@@ -51,7 +51,10 @@ class FakeDelivery implements RolloutDelivery {
   readonly copies: CopyMessage[] = [];
   readonly removals: { cluster: string; message: RemoveMessage }[] = [];
   failing = new Map<string, string>();
+  /** While set, every send waits for it: a slow link. */
+  gate: Promise<void> | undefined;
   async sendCopy(cluster: string, message: CopyMessage): Promise<DeliveryOutcome> {
+    await this.gate;
     if (!this.connected.has(cluster)) return { status: 'disconnected' };
     const failure = this.failing.get(cluster);
     if (failure !== undefined) return { status: 'failed', message: failure };
@@ -228,6 +231,55 @@ describe('rollout controller', () => {
     expect(w.delivery.delivered()).toEqual(['1:b', '1:a']);
   });
 
+  it('takes in a cluster registered later that the placement matches', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    await w.store.addCluster({
+      name: 'b',
+      labels: { env: 'prod', region: 'eu' },
+      certSerial: 'b',
+      certNotAfter: '2030-01-01T00:00:00.000Z',
+      registeredAt: '2026-01-02T00:00:00.000Z',
+    });
+    w.delivery.connected.add('b');
+    w.controller.clustersChanged();
+    w.controller.clusterConnected('b');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b']);
+  });
+
+  it('sends a fresh copy to a cluster whose properties change what it runs, and to no other', async () => {
+    const w = await world(['a', 'b']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    await report(w, ['a', 'b']);
+    await w.store.setClusterProperties('a', { tag: '2.0' });
+    await w.store.setClusterProperties('b', { unused: 'x' });
+    w.controller.clustersChanged();
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b', '1:a']);
+    expect(JSON.stringify(w.delivery.copies.at(-1)?.copy.objects)).toContain('registry.local/web:2.0');
+    expect(phases(w)).toEqual({ a: 'applying', b: 'ready' });
+  });
+
+  it('sends nothing to a cluster held while its copy waited for its tunnel, and sends it once released', async () => {
+    const w = await world(['a']);
+    w.delivery.connected.delete('a');
+    await apply(w, documentOf({ waves: ['100%'] }));
+    w.controller.clusterDisconnected('a');
+    await w.store.setClusterHold('a', { reason: 'opening hours', since: 'now', by: 'alice' });
+    w.controller.clustersChanged();
+    w.delivery.connected.add('a');
+    w.controller.clusterConnected('a');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual([]);
+    expect(phases(w)).toEqual({ a: 'held' });
+    await w.store.setClusterHold('a', undefined);
+    w.controller.clustersChanged();
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+  });
+
   it('gives a cluster offline through several revisions only the latest when it reconnects', async () => {
     const w = await world(['a', 'b'], { offline: ['b'] });
     await apply(w, documentOf({ waves: ['100%'] }));
@@ -239,6 +291,40 @@ describe('rollout controller', () => {
     w.controller.clusterConnected('b');
     await w.controller.settled();
     expect(w.delivery.delivered().filter((entry) => entry.endsWith(':b'))).toEqual(['3:b']);
+  });
+
+  it('sends a cluster only its current copy: copies of revisions replaced while queued are dropped', async () => {
+    const w = await world(['a']);
+    let open!: () => void;
+    w.delivery.gate = new Promise((resolve) => (open = resolve));
+    // One copy is on its (slow) way while three more revisions are applied: each queues a copy behind it.
+    for (const soakSeconds of [1, 2, 3, 4]) {
+      const document = documentOf({ waves: ['100%'], soakSeconds });
+      await w.controller.apply(document, parseRollout(document), admin);
+      // The pass that hands out the revision's copy changes the view (the cluster is applying).
+      await w.controller.waitForChange('web', w.controller.status('web', admin, false).statusVersion, 60_000);
+    }
+    open();
+    await w.controller.settled();
+    // The one in flight, then only the latest: the queued copies of revisions 2 and 3 never go out.
+    expect(w.delivery.delivered()).toEqual(['1:a', '4:a']);
+  });
+
+  it('says of a ready cluster that is offline now that its state is its last known one', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    await report(w, ['a']);
+    const version = w.controller.status('web', admin, false).statusVersion;
+    w.delivery.connected.delete('a');
+    w.controller.clusterDisconnected('a');
+    await w.controller.settled();
+    const view = w.controller.status('web', admin, true);
+    expect(view.clusters?.[0]).toMatchObject({ phase: 'ready', message: expect.stringContaining('not connected') });
+    expect(view.statusVersion).toBeGreaterThan(version);
+    w.delivery.connected.add('a');
+    w.controller.clusterConnected('a');
+    await w.controller.settled();
+    expect(w.controller.status('web', admin, true).clusters?.[0]?.message).toBeUndefined();
   });
 
   it('sends a copy handed out while the tunnel dropped again when the cluster returns', async () => {
@@ -340,6 +426,16 @@ describe('rollout controller', () => {
     await controller.settled();
     expect(delivery.removals.map((removal) => removal.cluster)).toEqual(['b']);
     expect(await store.listPendingRemovals()).toEqual([]);
+  });
+
+  it('answers a delete even when the store cannot forget a removal the agent took', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    w.store.deletePendingRemoval = async () => {
+      throw new Error('disk full');
+    };
+    const result = await w.controller.delete('web', admin);
+    expect(result).toEqual({ name: 'web', removed: ['a'], pendingRemovals: [] });
   });
 
   it('removes the copy from a cluster that a new revision no longer places', async () => {

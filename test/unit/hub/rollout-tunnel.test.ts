@@ -1,32 +1,26 @@
 /**
  * Rollouts over a real tunnel, hub end: edgeadm's real `acceptTunnel` on
  * loopback TLS, the real controller and store, and a stand-in for the
- * agent's end (TLS client certificate, HTTP/2 served on the socket as the
- * agent does) that answers the control paths of src/rollout/wire.ts the
- * way the contract says. It proves copies go out, reports come in, bad
+ * agent's end (test/support/rollout-agent-stand-in.ts) that answers the
+ * control paths of src/rollout/wire.ts the way the contract says. It proves copies go out, reports come in, bad
  * report lines are dropped without harm, and an agent without rollouts is
  * shown as such. Waits are on events (the status version), never on time.
  */
 import { once } from 'node:events';
-import { performServerHandshake, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
-import { connect as tlsConnect, createServer, type TLSSocket } from 'node:tls';
+import { createServer, type TLSSocket } from 'node:tls';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RolloutController, type RolloutActor } from '../../../src/hub/rollout-controller.js';
 import { followReports, LineSplitter, reportOf, TunnelRolloutDelivery } from '../../../src/hub/rollout-tunnel.js';
 import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
 import { silentLogger, type Logger } from '../../../src/log/run-log.js';
 import { parseRollout } from '../../../src/rollout/spec.js';
-import {
-  ROLLOUT_APPLY_PATH,
-  ROLLOUT_REMOVE_PATH,
-  ROLLOUT_REPORTS_PATH,
-  type CopyMessage,
-  type RemoveMessage,
-} from '../../../src/rollout/wire.js';
+import type { CopyMessage } from '../../../src/rollout/wire.js';
 import { createCa, issueCertificate } from '../../../src/trust/pki.js';
 import { acceptTunnel, type HubTunnel } from '../../../src/tunnel/hub-tunnel.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
-import { GROUPS_HEADER, HELLO_PATH, USER_HEADER, WELCOME_PATH } from '../../../src/tunnel/protocol.js';
+import { GROUPS_HEADER, USER_HEADER } from '../../../src/tunnel/protocol.js';
+import { connectRolloutStandIn, type RolloutStandIn, type StandInKind } from '../../support/rollout-agent-stand-in.js';
 import { rolloutDocument } from '../rollout/fixtures.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -34,36 +28,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** What the stand-in agent saw and how it answers. */
-interface StandIn {
-  copies: CopyMessage[];
-  removals: RemoveMessage[];
-  /** Headers of every control stream the hub opened. */
-  controlHeaders: IncomingHttpHeaders[];
-  /** Writes raw bytes to the open report stream. */
-  writeReports(text: string): void;
-  /** Resolves when the hub has opened the report stream. */
-  reportsOpened: Promise<void>;
-}
-
-function readAll(stream: ServerHttp2Stream): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-  });
-}
-
-/** A hub end (real acceptTunnel) and an agent stand-in, connected; returns the accepted tunnel. */
-/**
- * How the stand-in answers the rollout paths: as the contract says; as an
- * agent that knows control paths but not these (404); or as this
- * version's agent before rollouts, which takes a stream without identity
- * for a user's request and refuses it (tunnel/upstream.ts: 400 and a Status).
- */
-type AgentKind = 'rollouts' | 'unknown-path-404' | 'before-rollouts-400';
-
-async function connectPair(options: { kind: AgentKind }): Promise<{ tunnel: HubTunnel; agent: StandIn }> {
+/** A hub end (real acceptTunnel) and the agent stand-in, connected; returns the accepted tunnel. */
+async function connectPair(options: { kind: StandInKind }): Promise<{ tunnel: HubTunnel; agent: RolloutStandIn }> {
   const ca = await createCa({ commonName: 'test hub CA' });
   const serving = await issueCertificate({ ca, commonName: 'hub', ipAddresses: ['127.0.0.1'], usages: ['server'] });
   const client = await issueCertificate({ ca, commonName: 'c1', usages: ['client'] });
@@ -82,73 +48,18 @@ async function connectPair(options: { kind: AgentKind }): Promise<{ tunnel: HubT
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   cleanups.push(() => void server.close());
-
-  let openReports!: () => void;
-  let reportStream: ServerHttp2Stream | undefined;
-  const agent: StandIn = {
-    copies: [],
-    removals: [],
-    controlHeaders: [],
-    writeReports: (text) => reportStream?.write(text),
-    reportsOpened: new Promise((resolve) => (openReports = resolve)),
-  };
-  const socket = tlsConnect({
-    host: '127.0.0.1',
+  const agent = await connectRolloutStandIn({
     port: (server.address() as { port: number }).port,
-    ca: ca.certPem,
-    cert: client.certPem,
-    key: client.keyPem,
-    ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
-  });
-  await once(socket, 'secureConnect');
-  const session = performServerHandshake(socket);
-  session.on('error', () => {});
-  session.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
-    stream.on('error', () => {});
-    const path = headers[':path'];
-    if (path !== HELLO_PATH && path !== WELCOME_PATH) agent.controlHeaders.push(headers);
-    if (path === HELLO_PATH) {
-      stream.respond({ ':status': 200, 'content-type': 'application/json' });
-      stream.end(JSON.stringify({ cluster: 'c1' }));
-    } else if (path === WELCOME_PATH) {
-      stream.resume();
-      stream.respond({ ':status': 200 });
-      stream.end();
-    } else if (options.kind === 'unknown-path-404') {
-      stream.resume();
-      stream.respond({ ':status': 404 });
-      stream.end();
-    } else if (options.kind === 'before-rollouts-400') {
-      stream.resume();
-      stream.respond({ ':status': 400, 'content-type': 'application/json' });
-      stream.end(
-        JSON.stringify({
-          kind: 'Status',
-          apiVersion: 'v1',
-          status: 'Failure',
-          message: 'the tunnel stream carries no identity to impersonate',
-          reason: 'BadRequest',
-          code: 400,
-        }),
-      );
-    } else if (path === ROLLOUT_REPORTS_PATH) {
-      stream.respond({ ':status': 200, 'content-type': 'application/x-ndjson' });
-      reportStream = stream;
-      openReports();
-    } else if (path === ROLLOUT_APPLY_PATH || path === ROLLOUT_REMOVE_PATH) {
-      void readAll(stream).then((body) => {
-        if (path === ROLLOUT_APPLY_PATH) agent.copies.push(JSON.parse(body) as CopyMessage);
-        else agent.removals.push(JSON.parse(body) as RemoveMessage);
-        stream.respond({ ':status': 202 });
-        stream.end();
-      });
-    }
+    caPem: ca.certPem,
+    certPem: client.certPem,
+    keyPem: client.keyPem,
+    cluster: 'c1',
+    kind: options.kind,
   });
   const tunnel = await accepted;
   cleanups.push(() => {
     tunnel.destroy();
-    session.destroy();
-    socket.destroy();
+    agent.close();
   });
   return { tunnel, agent };
 }
@@ -223,14 +134,14 @@ describe('rollouts over a real tunnel', () => {
       readiness: 'ready',
       objects: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', status: { availableReplicas: 4 } }],
     };
-    agent.writeReports('not json\n');
-    agent.writeReports(`${JSON.stringify({ ...good, cluster: 'c2' })}\n`);
-    agent.writeReports(`${JSON.stringify({ kind: 'copy', rollout: 'web' })}\n`);
-    agent.writeReports(`{"padding":"${'x'.repeat(5 * 1024 * 1024)}"}\n`);
+    agent.writeRaw('not json\n');
+    agent.writeRaw(`${JSON.stringify({ ...good, cluster: 'c2' })}\n`);
+    agent.writeRaw(`${JSON.stringify({ kind: 'copy', rollout: 'web' })}\n`);
+    agent.writeRaw(`{"padding":"${'x'.repeat(5 * 1024 * 1024)}"}\n`);
     // One good line, split across writes.
     const line = `${JSON.stringify(good)}\n`;
-    agent.writeReports(line.slice(0, 10));
-    agent.writeReports(line.slice(10));
+    agent.writeRaw(line.slice(0, 10));
+    agent.writeRaw(line.slice(10));
     const view = await until(controller, (status) => status.counts.ready === 1);
     expect(view.summaries).toEqual([{ name: 'available', value: 4, reporting: 1 }]);
     expect(warnings).toEqual([
@@ -272,6 +183,36 @@ describe('report lines', () => {
     expect(splitter.push(Buffer.from('456789'))).toEqual([]);
     expect(splitter.push(Buffer.from('more\nok\n'))).toEqual(['ok']);
     expect(dropped).toBe(1);
+  });
+
+  it('never holds more than its bound and gives back every short line whatever the chunking', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.stringMatching(/^[a-z]{0,20}$/), { maxLength: 20 }),
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 10 }),
+        (lines, cuts) => {
+          const bytes = Buffer.from(lines.map((line) => `${line}\n`).join(''));
+          const splitter = new LineSplitter(10, () => {});
+          const out: string[] = [];
+          let at = 0;
+          for (let i = 0; at < bytes.length; i += 1) {
+            const size = cuts[i % cuts.length] as number;
+            out.push(...splitter.push(bytes.subarray(at, at + size)));
+            at += size;
+          }
+          expect(out).toEqual(lines.filter((line) => line.length <= 10));
+        },
+      ),
+    );
+  });
+
+  it('turns any JSON into a report or a reason, never a throw', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const result = reportOf(value);
+        expect(typeof result === 'string' || result.kind === 'copy' || result.kind === 'removed').toBe(true);
+      }),
+    );
   });
 
   it('checks what a line holds before it is a report', () => {

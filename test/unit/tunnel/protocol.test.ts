@@ -280,6 +280,28 @@ describe('tunnel protocol', () => {
     expect(controlPathOf({ ':method': 'POST', ':path': HELLO_PATH })).toBeUndefined();
   });
 
+  it('serves the extra routes it is given by the same rule: exact method and path, and no identity', () => {
+    const routes = [
+      { method: 'POST' as const, path: '/.edgeadm/rollout/apply' },
+      { method: 'GET' as const, path: '/.edgeadm/rollout/reports' },
+    ];
+    expect(controlPathOf({ ':method': 'POST', ':path': '/.edgeadm/rollout/apply' }, routes)).toBe(
+      '/.edgeadm/rollout/apply',
+    );
+    expect(controlPathOf({ ':method': 'GET', ':path': '/.edgeadm/rollout/reports' }, routes)).toBe(
+      '/.edgeadm/rollout/reports',
+    );
+    const user = identityHeaders({ user: 'mallory', groups: ['system:masters'] });
+    expect(controlPathOf({ ':method': 'POST', ':path': '/.edgeadm/rollout/apply', ...user }, routes)).toBeUndefined();
+    expect(
+      controlPathOf({ ':method': 'POST', ':path': '/.edgeadm/rollout/apply', 'edgeadm-impersonate-user': '' }, routes),
+    ).toBeUndefined();
+    expect(controlPathOf({ ':method': 'GET', ':path': '/.edgeadm/rollout/apply' }, routes)).toBeUndefined();
+    expect(controlPathOf({ ':method': 'POST', ':path': '/.edgeadm/rollout/apply?x=1' }, routes)).toBeUndefined();
+    // Without the routes, the same stream is no control message.
+    expect(controlPathOf({ ':method': 'POST', ':path': '/.edgeadm/rollout/apply' })).toBeUndefined();
+  });
+
   it('refuses an identity whose names hold control characters', () => {
     expect(readIdentity(identityHeaders({ user: 'a\r\nImpersonate-User: root', groups: [] }))).toBeUndefined();
     expect(readIdentity(identityHeaders({ user: 'a', groups: ['dev\r\nX: y'] }))).toBeUndefined();

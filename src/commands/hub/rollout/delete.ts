@@ -15,10 +15,11 @@ export default class HubRolloutDelete extends BaseCommand<typeof HubRolloutDelet
 
   async run(): Promise<DeleteResult> {
     const result = await new HubClient(loadHubConfig(this.flags['hub-config'])).deleteRollout(this.args.name);
-    this.log(`rollout ${result.name} deleted: its objects were removed from ${result.removed.length} clusters`);
+    const clusters = (n: number): string => `${n} cluster${n === 1 ? '' : 's'}`;
+    this.log(`rollout ${result.name} deleted: its objects were removed from ${clusters(result.removed.length)}`);
     if (result.pendingRemovals.length > 0) {
       this.log(
-        `${result.pendingRemovals.length} clusters are offline and lose them when they return: ${result.pendingRemovals.join(', ')}`,
+        `offline now, their objects are removed when they return (${clusters(result.pendingRemovals.length)}): ${result.pendingRemovals.join(', ')}`,
       );
     }
     return result;
