@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHubConfig } from '../../../src/hub/hub-config.js';
+import { HUB_ADMIN_USER } from '../../../src/hub/hub-context.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli, type CliResult } from '../../support/cli.js';
@@ -90,8 +91,11 @@ async function statusUntil(
   check: (view: RolloutStatusView) => boolean,
   onView: (view: RolloutStatusView) => void = () => {},
 ): Promise<RolloutStatusView> {
-  return waitFor(`rollout ${name}: ${what}`, async () => {
+  let last: RolloutStatusView | undefined;
+  const describe = (): string => `rollout ${name}: ${what} (last status: ${JSON.stringify(last)})`;
+  return waitFor(describe, async () => {
     const view = await status(name);
+    last = view;
     onView(view);
     return check(view) ? view : undefined;
   });
@@ -217,6 +221,14 @@ beforeAll(async () => {
   const token = await createHubToken(hub);
   for (const [name, labels] of Object.entries(CLUSTER_LABELS)) {
     const edge = await startEdgeCluster(name);
+    // Each cluster's own RBAC decides what a hub user may do there; rollouts write as their owner.
+    edge.api.setObject({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'hub-admin' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: HUB_ADMIN_USER }],
+    });
     clusters.push(edge);
     await registerAndRun({ hub, token, cluster: edge, labels });
   }
