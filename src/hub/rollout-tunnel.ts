@@ -163,7 +163,9 @@ export interface FollowReportsOptions {
 
 /**
  * Opens the tunnel's report stream and feeds the sink until the tunnel
- * closes. Returns a function that stops following.
+ * closes. Returns a function that stops following (closes the stream): a
+ * draining tunnel waits for its open streams, and this one never ends by
+ * itself.
  */
 export function followReports(
   tunnel: HubTunnel,
@@ -180,6 +182,9 @@ export function followReports(
     reopen = undefined;
     if (isStopped || !tunnel.isOpen) return;
     let isUnsupported = false;
+    let isRefused = false;
+    let status = 0;
+    const refusal: Buffer[] = [];
     try {
       stream = tunnel.request({ ':method': 'GET', ':path': ROLLOUT_REPORTS_PATH }, { endStream: true });
     } catch (error) {
@@ -189,14 +194,11 @@ export function followReports(
     const splitter = new LineSplitter(maxLineBytes, () =>
       logger.warn(`cluster ${cluster}: a report line longer than ${maxLineBytes} bytes was dropped`),
     );
-    let status = 0;
-    const refusal: Buffer[] = [];
     stream.on('response', (headers) => {
       status = Number(headers[':status']);
       if (status !== 200) isRefused = true;
       if (status === 404) markUnsupported();
     });
-    let isRefused = false;
     const markUnsupported = (): void => {
       if (isUnsupported) return;
       isUnsupported = true;

@@ -194,6 +194,9 @@ describe('hub: rollouts', { timeout: 120_000 }, () => {
 
     // The hub restarts mid-rollout.
     await hub.close();
+    // The hub closed the report stream itself (NO_ERROR) so that the tunnel could drain at once; left
+    // open, the stream is cancelled (CANCEL) only when the drain times out, 10 s into the shutdown.
+    expect(await first.reportsClosed).toBe(0);
     await first.closed;
     await startTheHub();
     const after = (await api({ path: '/hub/v1/rollouts/web?clusters=true' })).json as unknown as RolloutStatusView;
