@@ -350,7 +350,8 @@ export class TunnelRolloutDelivery implements RolloutDelivery {
       });
       stream.on('error', (error) => this.#logger.debug(`cluster ${cluster}: ${path}: ${error.message}`));
       stream.on('close', () => {
-        if (status === 200 || status === 202) settle({ status: 'delivered' });
+        // The contract says 202; any success is taken as one.
+        if (status >= 200 && status < 300) settle({ status: 'delivered' });
         else if (status === 404 || isOlderAgentRefusal(status, Buffer.concat(refusal).toString('utf8'))) {
           this.#unsupported.add(cluster);
           settle({ status: 'failed', message: unsupportedMessage(cluster) });
