@@ -167,6 +167,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   const rolloutDelivery = new TunnelRolloutDelivery({ tunnels, logger });
   const rollouts = await RolloutController.start({ store, delivery: rolloutDelivery, logger });
   context.rollouts = rollouts;
+  /** Stops each open tunnel's report stream (at shutdown, before the tunnels drain). */
+  const reportFollowers = new Set<() => void>();
   const reportSink = {
     report: rollouts.report.bind(rollouts),
     unsupported: (cluster: string) => rolloutDelivery.markUnsupported(cluster),
@@ -217,7 +219,9 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     logger.info(`cluster ${cluster} connected (${tunnel.hello.kubernetesVersion ?? 'version unknown'})`);
     // Its report stream first, then what it is owed (its current copies within the controller's next pass).
     rolloutDelivery.tunnelOpened(cluster);
-    followReports(tunnel, reportSink, logger);
+    const stopReports = followReports(tunnel, reportSink, logger);
+    reportFollowers.add(stopReports);
+    void tunnel.closed.then(() => reportFollowers.delete(stopReports));
     rollouts.clusterConnected(cluster);
     const seen = (): Promise<void> =>
       store
@@ -374,8 +378,10 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         logger.info('hub shutting down');
         clearInterval(rotateTicketKey);
         clearInterval(sweep);
-        // The controller writes what it has not written yet and starts nothing new.
+        // The controller writes what it has not written yet and starts nothing new; the report
+        // streams, which never end by themselves, are closed so that the tunnels can drain.
         await rollouts.stop();
+        for (const stop of reportFollowers) stop();
         // Stops accepting and closes the idle HTTP connections.
         server.close();
         const grace = setTimeout(() => {

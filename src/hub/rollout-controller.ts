@@ -478,7 +478,7 @@ export class RolloutController {
           .filter(([, progress]) => progress.targetRevision !== undefined)
           .map(([cluster]) => cluster),
       );
-      for (const cluster of live.reports.keys()) reached.add(cluster);
+      for (const cluster of live.reports.keys()) if (this.#clusters.has(cluster)) reached.add(cluster);
       const removals = [...reached].sort().map((cluster) => ({ rollout: name, cluster, owner }));
       await this.#store.deleteRollout(name, removals);
       this.#rollouts.delete(name);
@@ -673,6 +673,11 @@ export class RolloutController {
         const previous = this.#clusters;
         this.#clusters = new Map((await this.#store.listClusters()).map((cluster) => [cluster.name, cluster]));
         this.#refreshChangedCopies(previous);
+        // A deleted cluster is owed nothing: its certificate is revoked, its agent never returns.
+        for (const [cluster, owed] of this.#pendingRemovals) {
+          if (this.#clusters.has(cluster)) continue;
+          for (const removal of [...owed.values()]) await this.#forgetRemoval(removal);
+        }
       }
       const names = this.#isAllDirty ? [...this.#rollouts.keys()] : [...this.#dirty];
       this.#isAllDirty = false;

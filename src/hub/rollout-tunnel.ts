@@ -163,7 +163,9 @@ export interface FollowReportsOptions {
 
 /**
  * Opens the tunnel's report stream and feeds the sink until the tunnel
- * closes. Returns a function that stops following.
+ * closes. Returns a function that stops following (closes the stream): a
+ * draining tunnel waits for its open streams, and this one never ends by
+ * itself.
  */
 export function followReports(
   tunnel: HubTunnel,
@@ -180,6 +182,9 @@ export function followReports(
     reopen = undefined;
     if (isStopped || !tunnel.isOpen) return;
     let isUnsupported = false;
+    let isRefused = false;
+    let status = 0;
+    const refusal: Buffer[] = [];
     try {
       stream = tunnel.request({ ':method': 'GET', ':path': ROLLOUT_REPORTS_PATH }, { endStream: true });
     } catch (error) {
@@ -189,14 +194,11 @@ export function followReports(
     const splitter = new LineSplitter(maxLineBytes, () =>
       logger.warn(`cluster ${cluster}: a report line longer than ${maxLineBytes} bytes was dropped`),
     );
-    let status = 0;
-    const refusal: Buffer[] = [];
     stream.on('response', (headers) => {
       status = Number(headers[':status']);
       if (status !== 200) isRefused = true;
       if (status === 404) markUnsupported();
     });
-    let isRefused = false;
     const markUnsupported = (): void => {
       if (isUnsupported) return;
       isUnsupported = true;
@@ -348,7 +350,8 @@ export class TunnelRolloutDelivery implements RolloutDelivery {
       });
       stream.on('error', (error) => this.#logger.debug(`cluster ${cluster}: ${path}: ${error.message}`));
       stream.on('close', () => {
-        if (status === 200 || status === 202) settle({ status: 'delivered' });
+        // The contract says 202; any success is taken as one.
+        if (status >= 200 && status < 300) settle({ status: 'delivered' });
         else if (status === 404 || isOlderAgentRefusal(status, Buffer.concat(refusal).toString('utf8'))) {
           this.#unsupported.add(cluster);
           settle({ status: 'failed', message: unsupportedMessage(cluster) });

@@ -54,6 +54,12 @@ export interface RolloutStandIn {
   report(message: ReportMessage): void;
   /** Resolves when the hub has opened the report stream. */
   reportsOpened: Promise<void>;
+  /**
+   * Resolves when the report stream closes, with the HTTP/2 code it was
+   * reset with (CANCEL when the hub closed it, anything else when the
+   * connection went from under it).
+   */
+  reportsClosed: Promise<number>;
   /** Resolves when the hub has welcomed the agent. */
   welcomed: Promise<void>;
   /** Resolves once `count` copies have been received in all. */
@@ -77,6 +83,7 @@ function readAll(stream: ServerHttp2Stream): Promise<string> {
 export async function connectRolloutStandIn(options: RolloutStandInOptions): Promise<RolloutStandIn> {
   const kind = options.kind ?? 'rollouts';
   let openReports!: () => void;
+  let closeReports!: (code: number) => void;
   let welcome!: () => void;
   let reportStream: ServerHttp2Stream | undefined;
   /** Woken at every copy or removal received. */
@@ -101,6 +108,7 @@ export async function connectRolloutStandIn(options: RolloutStandInOptions): Pro
     writeRaw: (text) => reportStream?.write(text),
     report: (message) => reportStream?.write(`${JSON.stringify(message)}\n`),
     reportsOpened: new Promise((resolve) => (openReports = resolve)),
+    reportsClosed: new Promise((resolve) => (closeReports = resolve)),
     welcomed: new Promise((resolve) => (welcome = resolve)),
     waitForCopies: async (count) => {
       await received(() => agent.copies.length, count);
@@ -153,6 +161,7 @@ export async function connectRolloutStandIn(options: RolloutStandInOptions): Pro
     } else if (path === ROLLOUT_REPORTS_PATH) {
       stream.respond({ ':status': 200, 'content-type': 'application/x-ndjson' });
       reportStream = stream;
+      stream.once('close', () => closeReports(stream.rstCode));
       openReports();
     } else if (path === ROLLOUT_APPLY_PATH || path === ROLLOUT_REMOVE_PATH) {
       void readAll(stream).then((body) => {

@@ -124,6 +124,30 @@ describe('hub: rollouts', { timeout: 120_000 }, () => {
     await sim?.stop();
   });
 
+  it('takes a Rollout of 10 MiB of manifests over HTTPS', async () => {
+    const blob = 'x'.repeat(1024 * 1024);
+    const document = {
+      apiVersion: 'edgeadm.io/v1alpha1',
+      kind: 'Rollout',
+      metadata: { name: 'big' },
+      spec: {
+        resources: Array.from({ length: 10 }, (_, i) => ({
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `big-${i}`, namespace: 'default' },
+          data: { blob },
+        })),
+        placement: { clusters: ['nowhere'] },
+      },
+    };
+    expect(Buffer.byteLength(JSON.stringify(document))).toBeGreaterThan(10 * 1024 * 1024);
+    const applied = await api({ method: 'PUT', path: '/hub/v1/rollouts/big', body: document });
+    expect(applied).toMatchObject({ status: 201, json: { name: 'big', revision: 1 } });
+    const stored = await api({ path: '/hub/v1/rollouts/big/document' });
+    expect(JSON.stringify(stored.json['document'])).toBe(JSON.stringify(document));
+    expect((await api({ method: 'DELETE', path: '/hub/v1/rollouts/big' })).status).toBe(200);
+  });
+
   it('delivers on connect, survives a restart mid-rollout without delivering twice, and removes from a returning cluster', async () => {
     await register('shop-1');
     await register('shop-2');
@@ -170,6 +194,9 @@ describe('hub: rollouts', { timeout: 120_000 }, () => {
 
     // The hub restarts mid-rollout.
     await hub.close();
+    // The hub closed the report stream itself (NO_ERROR) so that the tunnel could drain at once; left
+    // open, the stream is cancelled (CANCEL) only when the drain times out, 10 s into the shutdown.
+    expect(await first.reportsClosed).toBe(0);
     await first.closed;
     await startTheHub();
     const after = (await api({ path: '/hub/v1/rollouts/web?clusters=true' })).json as unknown as RolloutStatusView;

@@ -295,6 +295,22 @@ describe('rollout API: scoped users', () => {
   });
 });
 
+describe('rollout API: undo within scope', () => {
+  it('refuses a scoped user an undo to a revision that reached outside their clusters', async () => {
+    const everywhere = rolloutDocument({ strategy, placement: { clusterSelector: 'env=prod' } });
+    const eu = rolloutDocument({ strategy, placement: { clusterSelector: 'env=prod,region=eu' } });
+    await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: everywhere });
+    await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: eu });
+    expect((await call('GET', '/hub/v1/rollouts/web', { token: euToken })).status).toBe(200);
+    const undo = await call('POST', '/hub/v1/rollouts/web/undo', { token: euToken });
+    expect(undo.status).toBe(403);
+    expect(undo.json['message']).toMatch(/revision 1/);
+    expect((await call('POST', '/hub/v1/rollouts/web/undo', { token: adminToken })).json).toMatchObject({
+      revision: 3,
+    });
+  });
+});
+
 describe('rollout API: status, commands, delete', () => {
   it('answers status with per-cluster rows, a long poll that returns at a change, and delete', async () => {
     await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: rolloutDocument({ strategy }) });

@@ -428,6 +428,18 @@ describe('rollout controller', () => {
     expect(await store.listPendingRemovals()).toEqual([]);
   });
 
+  it('forgets the removals owed to a cluster deleted from the hub', async () => {
+    const w = await world(['a', 'b']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    w.delivery.connected.delete('b');
+    w.controller.clusterDisconnected('b');
+    expect((await w.controller.delete('web', admin)).pendingRemovals).toEqual(['b']);
+    await w.store.deleteCluster('b');
+    w.controller.clustersChanged();
+    await w.controller.settled();
+    expect(await w.store.listPendingRemovals()).toEqual([]);
+  });
+
   it('answers a delete even when the store cannot forget a removal the agent took', async () => {
     const w = await world(['a']);
     await apply(w, documentOf({ waves: ['100%'] }));
