@@ -187,35 +187,35 @@ async function initFirst(
 ): Promise<{ init: InitResult; certificateKey?: string }> {
   const { first, joining, endpoint } = options.controlPlanes;
   const installPackage = first.packagePath ?? options.installPackage;
+  // Parsed before the host is reached; the inventory's labels were checked when it was loaded.
+  const parsed = {
+    ...parseInitRequest({
+      flags: {
+        distribution: options.distribution,
+        'install-pkg-path': installPackage,
+        'enable-edge': first.isEdge,
+        'control-plane-endpoint': endpoint,
+        'kubeconfig-out': options.kubeconfigOut,
+        'skip-kubeconfig': true,
+        'ignore-preflight-errors': options.ignorePreflightErrors,
+      },
+    }),
+    nodeLabels: first.labels,
+  };
   const prepared = await prepareNode({
     connect: fleetHostConnectOptions(first, { ...options.connect, logger: options.logger }, sharedJumps),
     isDryRun: false,
-    distribution: options.distribution,
-    installPackage,
-    ...(installPackage === undefined ? {} : { resolvedPackage: await packages.resolve(installPackage) }),
+    distribution: parsed.distribution,
+    installPackage: parsed.installPackage,
+    resolvedPackage: await packages.resolve(parsed.installPackage),
     requestedServiceManager: options.requestedServiceManager,
     logger: options.logger,
   });
   try {
+    // The key is the host's (kept from an earlier run) or new: made here, never typed by anyone.
     const key = joining.length > 0 ? await fleetCertificateKey(prepared.host) : undefined;
     if (key !== undefined) options.addSecret(key.key);
-    // The inventory's labels were checked when it was loaded; the rest is init's own parse.
-    const request = {
-      ...parseInitRequest({
-        flags: {
-          distribution: options.distribution,
-          'install-pkg-path': installPackage,
-          'enable-edge': first.isEdge,
-          'control-plane-endpoint': endpoint,
-          'upload-certs': key !== undefined,
-          'certificate-key': key?.key,
-          'kubeconfig-out': options.kubeconfigOut,
-          'skip-kubeconfig': true,
-          'ignore-preflight-errors': options.ignorePreflightErrors,
-        },
-      }),
-      nodeLabels: first.labels,
-    };
+    const request = key === undefined ? parsed : { ...parsed, isUploadCerts: true, certificateKey: key.key };
     const init = await runInit({
       request,
       node: prepared,
