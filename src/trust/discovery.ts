@@ -50,7 +50,12 @@ import { isIP } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import { silentLogger, type Logger } from '../log/run-log.js';
-import { formatBootstrapToken, parseBootstrapToken, type BootstrapToken } from './bootstrap-token.js';
+import {
+  assertBootstrapToken,
+  formatBootstrapToken,
+  parseBootstrapToken,
+  type BootstrapToken,
+} from './bootstrap-token.js';
 import { caPinOf, checkCaPins, parseCaPins, type CaPin } from './ca-pin.js';
 import {
   CLUSTER_INFO_KUBECONFIG_KEY,
@@ -506,7 +511,7 @@ export interface DiscoveryInput {
  * `E_DISCOVERY_ENDPOINT_INVALID`.
  */
 export function parseDiscoveryRequest(input: DiscoveryInput): DiscoveryRequest {
-  const token = typeof input.token === 'string' ? parseBootstrapToken(input.token) : input.token;
+  const token = typeof input.token === 'string' ? parseBootstrapToken(input.token) : assertBootstrapToken(input.token);
   let caPins: CaPin[];
   try {
     caPins = parseCaPins(input.caCertHashes);
