@@ -74,7 +74,7 @@ interface Specifics {
   expectUploadedAgain(suite: Suite, freshKey: string, oldKey: string): Promise<void>;
   /** A control plane that joined with `key`. */
   expectJoinedControlPlane(suite: Suite, host: TestHost, key: string): Promise<void>;
-  /** A worker that joined. */
+  /** A worker that joined (only where the third host joins as one: kubeadm). */
   expectJoinedWorker(suite: Suite, host: TestHost): Promise<void>;
 }
 
