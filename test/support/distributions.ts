@@ -17,8 +17,6 @@ export type DistributionName = 'k3s' | 'kubeadm';
 /** One distribution, as the behaviour suites see it. */
 export interface TestDistribution {
   name: DistributionName;
-  /** What runs in its place in the tests, for suite titles: always a simulation. */
-  simulation: string;
   /** The flags that choose it on `init` (k3s is the default and is not named). */
   initFlags: readonly string[];
   /** How a printed join command ends after its package and edge words: kubeadm names itself, k3s does not. */
@@ -42,7 +40,6 @@ export interface TestDistribution {
 /** The simulated k3s: the default distribution. */
 export const K3S: TestDistribution = {
   name: 'k3s',
-  simulation: 'simulated k3s',
   initFlags: [],
   joinCommandDistributionWords: '',
   sources: ['src', 'test/support/sim-k3s'],
@@ -57,7 +54,6 @@ export const K3S: TestDistribution = {
 /** The simulated kubeadm distribution: stand-in kubeadm, kubelet and containerd. */
 export const KUBEADM: TestDistribution = {
   name: 'kubeadm',
-  simulation: 'simulated kubeadm',
   initFlags: ['--distribution', 'kubeadm'],
   joinCommandDistributionWords: ' --distribution kubeadm',
   sources: ['src', 'test/support/sim-kubeadm'],

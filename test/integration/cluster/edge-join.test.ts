@@ -44,7 +44,7 @@ const EDGE_DROP_IN = '/etc/systemd/system/kubelet.service.d/20-edgeadm-edge-prox
 /** What each distribution does its own way, checked inside the shared tests. */
 interface Specifics {
   /** Test titles that have always differed between the distributions. */
-  titles: { init: string; token: string; dryRun: string; reset: string };
+  titles: { suite: string; init: string; token: string; dryRun: string; reset: string };
   /** The join command init printed. */
   expectInitJoinCommand(joinCommand: string): void;
   /** The plan of join --enable-edge --dry-run. */
@@ -58,6 +58,7 @@ interface Specifics {
 const SPECIFICS: Record<DistributionName, Specifics> = {
   k3s: {
     titles: {
+      suite: 'edgeadm init and join --enable-edge on test hosts (simulated k3s, real edge-proxy)',
       init: 'init --enable-edge applies the edge addon manifests with server-side apply',
       token: 'token create --print-join-command on the edge cluster adds --enable-edge (and no --distribution: k3s)',
       dryRun: 'join --enable-edge --dry-run prints the edge phase and changes nothing',
@@ -79,6 +80,7 @@ const SPECIFICS: Record<DistributionName, Specifics> = {
   },
   kubeadm: {
     titles: {
+      suite: 'edgeadm init and join --enable-edge with --distribution kubeadm (simulated kubeadm, real edge-proxy)',
       init: 'init --enable-edge applies the edge addons and prints a join command with --distribution kubeadm --enable-edge',
       token: 'token create --print-join-command tells from the cluster that it is kubeadm and edge',
       dryRun: 'join --enable-edge --dry-run names the kubelet drop-in and changes nothing',
@@ -191,7 +193,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
     return ['join', ...rest, '--install-pkg-path', packagePath, '--json', ...sshArgs(edgeNode())];
   }
 
-  describe(`edgeadm init and join --enable-edge on test hosts (${distribution.simulation}, real edge-proxy)`, () => {
+  describe(specifics.titles.suite, () => {
     it(
       specifics.titles.init,
       async () => {

@@ -52,6 +52,8 @@ interface Suite {
 interface Specifics {
   /** Test titles that have always differed between the distributions, and those of tests new to one. */
   titles: {
+    /** The suite's own title (it has always named the distribution its own way). */
+    suite: string;
     initDryRun: string;
     init: string;
     rerun: string;
@@ -107,6 +109,7 @@ const sealedServerToken = async (suite: Suite): Promise<string> =>
 const SPECIFICS: Record<DistributionName, Specifics> = {
   k3s: {
     titles: {
+      suite: 'edgeadm init --upload-certs and join --control-plane on test hosts (simulated k3s)',
       initDryRun: 'init --dry-run plans the upload without the key and changes nothing',
       init: 'init starts an HA-capable first server and prints the control-plane join command',
       rerun: 'a re-run of init with the same certificate key changes nothing',
@@ -146,6 +149,7 @@ const SPECIFICS: Record<DistributionName, Specifics> = {
   },
   kubeadm: {
     titles: {
+      suite: 'edgeadm init --upload-certs and join --control-plane with --distribution kubeadm (simulated kubeadm)',
       initDryRun: 'init --dry-run plans the upload with kubeadm, the key in a file, and changes nothing',
       init: 'init sets the control-plane endpoint, has kubeadm upload the encrypted CA, and prints the control-plane join command',
       rerun: 'a re-run of init with the printed certificate key changes nothing',
@@ -306,7 +310,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
     ];
   }
 
-  describe(`edgeadm init --upload-certs and join --control-plane on test hosts (${distribution.simulation})`, () => {
+  describe(specifics.titles.suite, () => {
     it(
       specifics.titles.initDryRun,
       async () => {

@@ -49,6 +49,8 @@ interface Suite {
 interface Specifics {
   /** Test titles that have always differed between the distributions. */
   titles: {
+    /** The suite's own title (it has always named the distribution its own way). */
+    suite: string;
     initDryRun: string;
     init: string;
     rerun: string;
@@ -73,6 +75,7 @@ interface Specifics {
 const SPECIFICS: Record<DistributionName, Specifics> = {
   k3s: {
     titles: {
+      suite: 'edgeadm init, join, token and reset on test hosts (simulated k3s)',
       initDryRun: 'init --dry-run prints the plan per phase, with the binaries and the unit, and changes nothing',
       init: 'init installs the control plane and prints the join command',
       rerun: 'a re-run of init changes nothing and says every phase is already done',
@@ -93,6 +96,7 @@ const SPECIFICS: Record<DistributionName, Specifics> = {
   },
   kubeadm: {
     titles: {
+      suite: 'edgeadm init, join, token and reset with --distribution kubeadm (simulated kubeadm)',
       initDryRun: 'init --dry-run prints every file and command per phase, runtime included, and changes nothing',
       init: 'init installs containerd and the kubelet, runs kubeadm init and prints the join command',
       rerun: 'a re-run of init changes nothing: the runtime and kubeadm init are already done',
@@ -226,7 +230,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
     '--json',
   ];
 
-  describe(`edgeadm init, join, token and reset on test hosts (${distribution.simulation})`, () => {
+  describe(specifics.titles.suite, () => {
     it(
       titles.initDryRun,
       async () => {

@@ -76,7 +76,7 @@ interface Fleet {
 /** What each distribution does its own way. */
 interface Specifics {
   /** Test titles that have always differed between the distributions. */
-  titles: { failedRun: string; resume: string; reset: string };
+  titles: { suite: string; failedRun: string; resume: string; reset: string };
   /** How many stores, and whether they sit behind a bastion (the control planes then dual-homed). */
   nodeCount: number;
   hasBastion: boolean;
@@ -104,6 +104,7 @@ const nodeName = (index: number): string => `store-${index + 1}`;
 const SPECIFICS: Record<DistributionName, Specifics> = {
   k3s: {
     titles: {
+      suite: 'edgeadm fleet up with three control planes (simulated k3s)',
       failedRun:
         'a control plane that fails to join stops the run before any node starts, and no secret reaches the output, the state or the logs',
       resume:
@@ -161,6 +162,7 @@ const SPECIFICS: Record<DistributionName, Specifics> = {
   },
   kubeadm: {
     titles: {
+      suite: 'edgeadm fleet up with three control planes on kubeadm (simulated kubeadm)',
       failedRun:
         'the package says kubeadm: cp1 is inited for the endpoint, cp2 joins as a control plane with the kept key, cp3 fails and no node starts',
       resume:
@@ -277,7 +279,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
 
   const fleet = <T>(command: string, extra: string[], file = inventory) => fleetCli<T>(command, file, extra);
 
-  describe(`edgeadm fleet up with three control planes (${distribution.simulation})`, () => {
+  describe(specifics.titles.suite, () => {
     it(
       'fleet up --dry-run shows the init, the control-plane joins one at a time and the node waves; no endpoint is refused with its line',
       async () => {
