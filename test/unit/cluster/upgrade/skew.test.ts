@@ -194,7 +194,7 @@ describe('the version skew policy, over generated clusters', () => {
         expect(roles).toEqual([...roles].sort());
         expect(new Set(verdict.steps.map((step) => step.host)).size).toBe(verdict.steps.length);
       }),
-      { numRuns: 2000 },
+      { numRuns: 1000 },
     );
   });
 
@@ -237,7 +237,7 @@ describe('the version skew policy, over generated clusters', () => {
           }
         }
       }),
-      { numRuns: 2000 },
+      { numRuns: 1000 },
     );
   });
 });
