@@ -315,13 +315,13 @@ describe.each(FLAVOURS)('edgeadm upgrade plan on a simulated $distribution clust
     "the simulated kubeadm's own policy refuses the skipped minor too, and its upgrade apply moves the API server to the next minor",
     async () => {
       // The packages' kubeadm, put on the host (its /tmp, where the packages were built, is its own).
-      const kubeadmOf = async (version: string): Promise<string> => {
+      const kubeadmOf = async (version: string, host = controlPlane()): Promise<string> => {
         const script = readFileSync(
           join(dirname(packages.get(version)!.file), `sim-kubeadm-${version}-src`, 'bin', 'kubeadm'),
         );
         const path = `/opt/sim-upgrade/kubeadm-${version}`;
         await env.run(
-          controlPlane(),
+          host,
           `mkdir -p /opt/sim-upgrade && echo ${script.toString('base64')} | base64 -d > ${path} && chmod 755 ${path}`,
         );
         return path;
@@ -341,6 +341,13 @@ describe.each(FLAVOURS)('edgeadm upgrade plan on a simulated $distribution clust
       expect(after.hosts[0]).toMatchObject({ from: next, kubelet: old, action: 'upgrade', step: 1 });
       expect(after.apiServerVersion).toBe(next);
       expect(after.hosts[1]).toMatchObject({ from: old, action: 'upgrade', step: 2 });
+      // upgrade node: on the upgraded control plane there is nothing left to do; a worker has no static Pods.
+      const again = await execIn(controlPlane(), `${await kubeadmOf(next)} upgrade node`);
+      expect(again.exitCode, again.output).toBe(0);
+      expect(again.output).toContain('Current and new manifests of kube-apiserver are equal, skipping upgrade');
+      const worker = await execIn(nodes()[0]!, `${await kubeadmOf(next, nodes()[0]!)} upgrade node`);
+      expect(worker.exitCode, worker.output).toBe(0);
+      expect(worker.output).toContain('[upgrade] Skipping phase. Not a control plane node.');
     },
     TEST_TIMEOUT_MS,
   );
