@@ -62,14 +62,16 @@ function say(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
-interface Semver {
+/** A parsed version, as kubeadm's version package holds it. */
+export interface Semver {
   major: number;
   minor: number;
   patch: number;
   text: string;
 }
 
-function parseVersion(text: string): Semver {
+/** Parses `v1.31.2` (build metadata such as `+k3s1` ignored, as kubeadm's ParseSemantic keeps it apart). */
+export function parseVersion(text: string): Semver {
   const match = /^v?(\d+)\.(\d+)\.(\d+)(?:[-+].*)?$/.exec(text.trim());
   if (!match) throw new KubeadmError(`couldn't parse version "${text}"`);
   return { major: Number(match[1]), minor: Number(match[2]), patch: Number(match[3]), text: text.trim() };
@@ -80,7 +82,7 @@ function isLess(a: Semver, b: Semver): boolean {
 }
 
 /** The versions kubeadm compares (its VersionGetter). */
-interface Versions {
+export interface Versions {
   cluster: Semver;
   kubeadm: Semver;
   kubelets: Map<string, string[]>;
@@ -112,7 +114,7 @@ async function readVersions(admin: KubeconfigAccess): Promise<Versions> {
 }
 
 /** policy.go's EnforceVersionPolicies, as the module comment lists it. */
-function versionPolicyErrors(versions: Versions, target: Semver): { mandatory: string[]; skippable: string[] } {
+export function versionPolicyErrors(versions: Versions, target: Semver): { mandatory: string[]; skippable: string[] } {
   const mandatory: string[] = [];
   const skippable: string[] = [];
   const { cluster, kubeadm } = versions;
