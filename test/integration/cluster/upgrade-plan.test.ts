@@ -288,6 +288,22 @@ describe.each(FLAVOURS)('edgeadm upgrade plan on a simulated $distribution clust
   );
 
   it(
+    'without a package, shows the cluster and the version of every host, and plans nothing',
+    async () => {
+      const result = json<UpgradePlanResult>(
+        await edgeadm(['upgrade', 'plan', ...sshArgs(env, controlPlane()), '--json']),
+      );
+      expect(result.target).toBeUndefined();
+      expect(result.hosts.map((h) => [h.role, h.from, h.step])).toEqual([
+        ['control-plane', old, undefined],
+        ['node', old, undefined],
+        ['node', old, undefined],
+      ]);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
     'read through a node instead of a control plane, it says so',
     async () => {
       const run = await edgeadm([
@@ -307,6 +323,23 @@ describe.each(FLAVOURS)('edgeadm upgrade plan on a simulated $distribution clust
     'no plan changed anything on any host',
     async () => {
       for (const host of env.targets) expect(await tree(host)).toBe(settled.get(host.name));
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'an install state naming a distribution edgeadm does not know is refused by name',
+    async () => {
+      const state = '/var/lib/edgeadm/state/install.json';
+      const saved = await env.run(controlPlane(), `cat ${state}`);
+      await env.run(controlPlane(), `sed -i 's/"distribution": *"[a-z0-9]*"/"distribution": "k0s"/' ${state}`);
+      try {
+        const error = errorOf(await plan(next, ['--json']));
+        expect(error.code).toBe('E_DISTRIBUTION_UNKNOWN');
+        expect(error.message).toContain('"k0s"');
+      } finally {
+        await env.run(controlPlane(), `echo ${Buffer.from(saved).toString('base64')} | base64 -d > ${state}`);
+      }
     },
     TEST_TIMEOUT_MS,
   );
