@@ -111,10 +111,73 @@ function parseDocument(text: string, kind: 'InitConfiguration' | 'JoinConfigurat
   return document;
 }
 
+/** The type each field of a configuration file must have. */
+type FieldType = 'string' | 'boolean' | 'strings' | 'labels';
+
+const INIT_FIELDS: Record<keyof InitSettings, FieldType> = {
+  distribution: 'string',
+  installPackage: 'string',
+  nodeName: 'string',
+  nodeLabels: 'labels',
+  advertiseAddress: 'string',
+  certSans: 'strings',
+  podCidr: 'string',
+  serviceCidr: 'string',
+  enableEdge: 'boolean',
+  token: 'string',
+  tokenTtl: 'string',
+};
+
+const JOIN_FIELDS: Record<keyof JoinSettings, FieldType> = {
+  endpoint: 'string',
+  token: 'string',
+  caCertHashes: 'strings',
+  unsafeSkipCaVerification: 'boolean',
+  discoveryTimeout: 'string',
+  installPackage: 'string',
+  nodeName: 'string',
+  nodeLabels: 'labels',
+  enableEdge: 'boolean',
+};
+
+function hasType(value: unknown, type: FieldType): boolean {
+  if (type === 'strings') return Array.isArray(value) && value.every((item) => typeof item === 'string');
+  if (type === 'labels') {
+    return (
+      typeof value === 'object' &&
+      value !== null &&
+      !Array.isArray(value) &&
+      Object.values(value).every((item) => typeof item === 'string')
+    );
+  }
+  return typeof value === type;
+}
+
+const TYPE_WORDS: Record<FieldType, string> = {
+  string: 'a string (quote it)',
+  boolean: 'true or false',
+  strings: 'a list of strings',
+  labels: 'a map of label names to string values',
+};
+
+/**
+ * Checks the type of every field a file sets, so that a number where a token
+ * belongs fails as a config mistake rather than deep inside a workflow.
+ * Fields edgeadm does not know are left alone.
+ */
+function checkFieldTypes(settings: Record<string, unknown>, fields: Record<string, FieldType>, file: string): void {
+  for (const [key, type] of Object.entries(fields)) {
+    const value = settings[key];
+    if (value === undefined || value === null || hasType(value, type)) continue;
+    throw new ValidationError(`${file}: ${key} must be ${TYPE_WORDS[type]}`, { code: 'E_CONFIG_INVALID' });
+  }
+}
+
 function pick<T extends object>(defaults: T, fromFile: Partial<T>, fromFlags: Partial<T>): T {
   const out: Record<string, unknown> = { ...(defaults as Record<string, unknown>) };
   for (const source of [fromFile, fromFlags]) {
-    for (const [key, value] of Object.entries(source)) if (value !== undefined) out[key] = value;
+    // A key without a value (`nodeName:` in YAML, null) is not set.
+    for (const [key, value] of Object.entries(source)) if (value !== undefined && value !== null) out[key] = value;
   }
   return out as T;
 }
@@ -138,6 +201,7 @@ export function resolveInitSettings(options: {
     kind: _k,
     ...settings
   } = file as Partial<InitSettings> & { apiVersion?: string; kind?: string };
+  checkFieldTypes(settings, INIT_FIELDS, options.configFile ?? '--config');
   return pick(initDefaults(), settings, options.flags);
 }
 
@@ -160,6 +224,7 @@ export function resolveJoinSettings(options: {
     kind: _k,
     ...settings
   } = file as Partial<JoinSettings> & { apiVersion?: string; kind?: string };
+  checkFieldTypes(settings, JOIN_FIELDS, options.configFile ?? '--config');
   return pick(joinDefaults(), settings, options.flags);
 }
 

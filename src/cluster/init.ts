@@ -13,19 +13,12 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ValidationError } from '../errors.js';
-import type { Host } from '../hosts/host.js';
+import type { HostConnectOptions } from '../hosts/connect.js';
 import { KubeClient } from '../kube/client.js';
 import { kubeCredentialsOf, mergeKubeconfig, renderKubeconfig, type KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
-import type { ResolvedPackage } from '../packages/source.js';
-import {
-  formatBootstrapToken,
-  generateBootstrapToken,
-  parseBootstrapToken,
-  type BootstrapToken,
-} from '../trust/bootstrap-token.js';
+import { formatBootstrapToken, generateBootstrapToken, type BootstrapToken } from '../trust/bootstrap-token.js';
 import { caPinsOfPem } from '../trust/ca-pin.js';
-import { parseGoDuration } from '../trust/duration.js';
 import { renderClusterInfoKubeconfig } from '../trust/kubeconfig.js';
 import { writeSecretFileAtomic } from '../trust/secret-file.js';
 import type { Phase } from '../workflow/phase.js';
@@ -39,7 +32,7 @@ import {
 } from './bootstrap-tokens.js';
 import { waitForApiReady } from './api-ready.js';
 import { uploadCertsPhase } from './control-plane-join.js';
-import type { Distribution, ServerConfigInput } from './distributions/distribution.js';
+import type { ServerConfigInput } from './distributions/distribution.js';
 import { edgeAddonsPhase } from './edge-addons-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import { renderJoinCommand } from './join-command.js';
@@ -49,38 +42,18 @@ import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
 import { runtimePhase } from './runtime-phase.js';
-import type { ServiceManager } from '../hosts/service-manager.js';
+import type { ServiceManagerKind } from '../hosts/service-manager.js';
+import type { InitRequest } from './init-request.js';
+import { prepareNode, type PreparedNode } from './prepare.js';
 import { configureAndStartService } from './service-phase.js';
-import type { StateRecorder } from './state.js';
 
 /** How long init waits for the API server to be ready. */
 export const API_READY_TIMEOUT_MS = 180_000;
 /** How often readiness is polled. */
 export const API_READY_POLL_MS = 500;
 
-/** What the init phases depend on. */
-export interface InitData extends NodeData {
-  nodeName?: string;
-  nodeLabels: Record<string, string>;
-  advertiseAddress?: string;
-  certSans: string[];
-  podCidr: string;
-  serviceCidr: string;
-  enableEdge: boolean;
-  /** `--control-plane-endpoint` (host or host:port): the shared address of the control planes; starts an HA-capable one. */
-  controlPlaneEndpoint?: string;
-  /** `--upload-certs`: keep what another control plane needs in the cluster (upload-certs phase). */
-  isUploadCerts: boolean;
-  /** The key it is encrypted with (given, or made by upload-certs). A secret. */
-  certificateKey?: string;
-  /** The token to create, when the operator chose one. */
-  requestedToken?: BootstrapToken;
-  tokenTtlMs: number;
-  /** The package path or URL the join command repeats. */
-  installPackagePath: string;
-  kubeconfigOut?: string;
-  /** Merge the admin kubeconfig into this file (unless kubeconfigOut or skipped). */
-  userKubeconfigPath?: string;
+/** What the init phases depend on: the parsed request, the prepared host, and what the phases find. */
+export interface InitData extends NodeData, Omit<InitRequest, 'distribution' | 'run'> {
   /** Filled in by the phases. */
   server?: string;
   caPem?: string;
@@ -277,7 +250,7 @@ function showJoinCommandPhase(): Phase<InitData> {
         address,
         token,
         caPin,
-        installPackagePath: ctx.installPackagePath,
+        installPackagePath: ctx.installPackage,
         distribution: ctx.distribution.name,
       };
       ctx.joinCommand = renderJoinCommand({ ...joinInput, isEdge: ctx.enableEdge });
@@ -338,33 +311,11 @@ export function initPhases(): Phase<InitData>[] {
   ];
 }
 
-/** Everything `edgeadm init` needs, parsed. */
+/** What {@link runInit} runs: the parsed request on a prepared host. */
 export interface InitOptions {
-  host: Host;
-  isDryRun: boolean;
-  distribution: Distribution;
-  serviceManager: ServiceManager;
-  state: StateRecorder;
-  package: ResolvedPackage;
-  installPackagePath: string;
-  ignorePreflightErrors: string[];
-  nodeName?: string;
-  nodeLabels: Record<string, string>;
-  advertiseAddress?: string;
-  certSans: string[];
-  podCidr: string;
-  serviceCidr: string;
-  enableEdge: boolean;
-  controlPlaneEndpoint?: string;
-  isUploadCerts?: boolean;
-  certificateKey?: string;
-  token?: string;
-  tokenTtl: string;
-  kubeconfigOut?: string;
-  userKubeconfigPath?: string;
-  skipPhases?: string[];
-  /** Run only this phase (`edgeadm init phase <name>`). */
-  only?: string;
+  request: InitRequest;
+  /** The host connected, with its package, distribution, service manager and state. */
+  node: PreparedNode;
   logger: Logger;
   onLine: (line: string) => void;
   /** Told every phase's start and end as it happens (progress for the fleet and `--output jsonl`). */
@@ -388,45 +339,33 @@ export interface InitResult {
   plan?: string[];
 }
 
-/** Runs init. */
+/** Runs init on a prepared host. */
 export async function runInit(options: InitOptions): Promise<InitResult> {
+  const { distribution: _name, run, ...request } = options.request;
+  const { node } = options;
   const ctx: InitData = {
-    host: options.host,
-    isDryRun: options.isDryRun,
+    ...request,
+    host: node.host,
+    isDryRun: run.isDryRun,
     role: 'control-plane',
-    distribution: options.distribution,
-    serviceManager: options.serviceManager,
-    state: options.state,
-    package: options.package,
-    ignorePreflightErrors: options.ignorePreflightErrors,
+    distribution: node.distribution,
+    serviceManager: node.serviceManager,
+    state: node.state,
+    package: node.package,
+    ignorePreflightErrors: run.ignorePreflightErrors,
     logger: options.logger,
     say: () => undefined,
-    nodeLabels: options.nodeLabels,
-    certSans: options.certSans,
-    podCidr: options.podCidr,
-    serviceCidr: options.serviceCidr,
-    enableEdge: options.enableEdge,
-    isUploadCerts: options.isUploadCerts === true,
-    ...(options.controlPlaneEndpoint ? { controlPlaneEndpoint: options.controlPlaneEndpoint } : {}),
-    ...(options.certificateKey ? { certificateKey: options.certificateKey } : {}),
-    tokenTtlMs: parseGoDuration(options.tokenTtl),
-    installPackagePath: options.installPackagePath,
-    ...(options.nodeName ? { nodeName: options.nodeName } : {}),
-    ...(options.advertiseAddress ? { advertiseAddress: options.advertiseAddress } : {}),
-    ...(options.token ? { requestedToken: parseBootstrapToken(options.token) } : {}),
-    ...(options.kubeconfigOut ? { kubeconfigOut: options.kubeconfigOut } : {}),
-    ...(options.userKubeconfigPath ? { userKubeconfigPath: options.userKubeconfigPath } : {}),
   };
   const report = await runClusterWorkflow(initPhases(), ctx, {
-    ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),
-    ...(options.only ? { only: options.only } : {}),
+    skipPhases: run.skipPhases,
+    ...(run.only ? { only: run.only } : {}),
     onLine: options.onLine,
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
   await ctx.state.save();
   return {
-    host: options.host.name,
-    isDryRun: options.isDryRun,
+    host: node.host.name,
+    isDryRun: run.isDryRun,
     phases: report.phases,
     isChanged: report.changed,
     ...(ctx.admin ? { server: ctx.admin.server } : {}),
@@ -435,6 +374,38 @@ export async function runInit(options: InitOptions): Promise<InitResult> {
     ...(ctx.controlPlaneJoinCommand ? { controlPlaneJoinCommand: ctx.controlPlaneJoinCommand } : {}),
     ...(ctx.isUploadCerts && ctx.certificateKey ? { certificateKey: ctx.certificateKey } : {}),
     ...(ctx.kubeconfigWritten ? { kubeconfig: ctx.kubeconfigWritten } : {}),
-    ...(options.isDryRun ? { plan: report.plan } : {}),
+    ...(run.isDryRun ? { plan: report.plan } : {}),
   };
+}
+
+/** How {@link initHost} reaches the host and reports. */
+export interface InitHostOptions {
+  connect: HostConnectOptions;
+  requestedServiceManager: ServiceManagerKind | undefined;
+  logger: Logger;
+  onLine: (line: string) => void;
+  onEvent?: WorkflowEventSink;
+}
+
+/** `edgeadm init`: verifies the package, connects, runs init, and closes the connection. */
+export async function initHost(request: InitRequest, options: InitHostOptions): Promise<InitResult> {
+  const node = await prepareNode({
+    connect: options.connect,
+    isDryRun: request.run.isDryRun,
+    distribution: request.distribution,
+    installPackage: request.installPackage,
+    requestedServiceManager: options.requestedServiceManager,
+    logger: options.logger,
+  });
+  try {
+    return await runInit({
+      request,
+      node,
+      logger: options.logger,
+      onLine: options.onLine,
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    });
+  } finally {
+    await node.host.close();
+  }
 }

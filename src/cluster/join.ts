@@ -12,18 +12,15 @@
  * join credential (k3s: `K10<ca hash>::<token>`) is built from the CA that
  * discovery verified.
  */
-import { EdgeadmError, ValidationError } from '../errors.js';
-import type { Host } from '../hosts/host.js';
+import { EdgeadmError } from '../errors.js';
+import type { HostConnectOptions } from '../hosts/connect.js';
 import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
 import { kubeCredentialsOf } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
-import type { ResolvedPackage } from '../packages/source.js';
-import { parseBootstrapToken, type BootstrapToken } from '../trust/bootstrap-token.js';
-import { discoverClusterInfo, type DiscoveryResult } from '../trust/discovery.js';
-import { parseGoDuration } from '../trust/duration.js';
+import type { BootstrapToken } from '../trust/bootstrap-token.js';
+import { discover, type DiscoveryRequest, type DiscoveryResult } from '../trust/discovery.js';
 import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
-import type { Distribution } from './distributions/distribution.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import { controlPlaneJoinPhase, verifyControlPlaneJoin, type ControlPlaneJoinData } from './control-plane-join.js';
 import {
@@ -38,9 +35,10 @@ import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
 import { runtimePhase } from './runtime-phase.js';
-import type { ServiceManager } from '../hosts/service-manager.js';
+import type { ServiceManagerKind } from '../hosts/service-manager.js';
+import type { JoinRequest } from './join-request.js';
+import { prepareNode, type PreparedNode } from './prepare.js';
 import { configureAndStartService } from './service-phase.js';
-import type { StateRecorder } from './state.js';
 
 /** How long join waits for the node to be Ready. */
 export const NODE_READY_TIMEOUT_MS = 180_000;
@@ -49,11 +47,10 @@ export const NODE_READY_POLL_MS = 1_000;
 
 /** What the join phases depend on. */
 export interface JoinData extends EdgeNodeData, ControlPlaneJoinData {
-  endpoint: string;
+  /** What discovery runs on, parsed by the request. */
+  discoveryRequest: DiscoveryRequest;
+  /** The bootstrap token (the discovery request's). */
   token: BootstrapToken;
-  caCertHashes: string[];
-  isUnsafeSkipCaVerification: boolean;
-  discoveryTimeoutMs: number;
   nodeName?: string;
   nodeLabels: Record<string, string>;
   /** Filled in by the phases. */
@@ -76,14 +73,7 @@ async function ensureFacts(ctx: JoinData): Promise<void> {
 
 async function ensureDiscovery(ctx: JoinData): Promise<DiscoveryResult> {
   if (ctx.discovery) return ctx.discovery;
-  ctx.discovery = await discoverClusterInfo({
-    endpoint: ctx.endpoint,
-    token: ctx.token,
-    caCertHashes: ctx.caCertHashes,
-    isUnsafeSkipCaVerification: ctx.isUnsafeSkipCaVerification,
-    timeoutMs: ctx.discoveryTimeoutMs,
-    logger: ctx.logger,
-  });
+  ctx.discovery = await discover(ctx.discoveryRequest, { logger: ctx.logger });
   return ctx.discovery;
 }
 
@@ -242,29 +232,11 @@ export function joinPhases(): Phase<JoinData>[] {
   ];
 }
 
-/** Everything `edgeadm join` needs, parsed. */
+/** What {@link runJoin} runs: the parsed request on a prepared host. */
 export interface JoinOptions {
-  host: Host;
-  isDryRun: boolean;
-  distribution: Distribution;
-  serviceManager: ServiceManager;
-  state: StateRecorder;
-  package: ResolvedPackage;
-  ignorePreflightErrors: string[];
-  endpoint: string;
-  token: string;
-  caCertHashes: string[];
-  isUnsafeSkipCaVerification: boolean;
-  discoveryTimeout: string;
-  nodeName?: string;
-  nodeLabels: Record<string, string>;
-  enableEdge: boolean;
-  /** `--control-plane`: join another control plane (HA) instead of a node. */
-  isControlPlane?: boolean;
-  /** `--certificate-key`: decrypts the control-plane join credential. A secret. */
-  certificateKey?: string;
-  skipPhases?: string[];
-  only?: string;
+  request: JoinRequest;
+  /** The host connected, with its package, distribution, service manager and state. */
+  node: PreparedNode;
   logger: Logger;
   onLine: (line: string) => void;
   /** Told every phase's start and end as it happens (progress for the fleet and `--output jsonl`). */
@@ -282,62 +254,86 @@ export interface JoinResult {
   plan?: string[];
 }
 
-/** Runs join. */
+/** Runs join on a prepared host. */
 export async function runJoin(options: JoinOptions): Promise<JoinResult> {
-  const isControlPlane = options.isControlPlane === true;
-  if (isControlPlane && options.enableEdge) {
-    throw new ValidationError('--control-plane and --enable-edge do not go together: edge nodes are workers', {
-      code: 'E_FLAG_CONFLICT',
-    });
-  }
+  const { request, node } = options;
   const ctx: JoinData = {
-    host: options.host,
-    isDryRun: options.isDryRun,
-    role: isControlPlane ? 'control-plane' : 'worker',
+    host: node.host,
+    isDryRun: request.run.isDryRun,
+    role: request.isControlPlane ? 'control-plane' : 'worker',
     isJoining: true,
-    isControlPlane,
-    ...(options.certificateKey ? { certificateKey: options.certificateKey } : {}),
-    distribution: options.distribution,
-    serviceManager: options.serviceManager,
-    state: options.state,
-    package: options.package,
-    ignorePreflightErrors: options.ignorePreflightErrors,
+    isControlPlane: request.isControlPlane,
+    ...(request.certificateKey ? { certificateKey: request.certificateKey } : {}),
+    distribution: node.distribution,
+    serviceManager: node.serviceManager,
+    state: node.state,
+    package: node.package,
+    ignorePreflightErrors: request.run.ignorePreflightErrors,
     logger: options.logger,
     say: () => undefined,
-    endpoint: options.endpoint,
-    token: parseBootstrapToken(options.token),
-    caCertHashes: options.caCertHashes,
-    isUnsafeSkipCaVerification: options.isUnsafeSkipCaVerification,
-    discoveryTimeoutMs: parseGoDuration(options.discoveryTimeout),
-    nodeLabels: options.nodeLabels,
-    enableEdge: options.enableEdge,
-    ...(options.nodeName ? { nodeName: options.nodeName } : {}),
+    discoveryRequest: request.discovery,
+    token: request.discovery.token,
+    nodeLabels: request.nodeLabels,
+    enableEdge: request.enableEdge,
+    ...(request.nodeName ? { nodeName: request.nodeName } : {}),
     // Decided before any phase runs, so a join that cannot install the edge-proxy installs nothing.
-    ...(options.enableEdge
+    ...(request.enableEdge
       ? {
           edgeadmBinary: resolveEdgeadmBinary({
-            packageName: options.package.manifest.name,
-            packageFiles: options.package.manifest.files.map((file) => file.path),
-            binDir: options.distribution.binDir,
+            packageName: node.package.manifest.name,
+            packageFiles: node.package.manifest.files.map((file) => file.path),
+            binDir: node.distribution.binDir,
             ...runningEdgeadm(),
           }),
         }
       : {}),
   };
   const report = await runClusterWorkflow(joinPhases(), ctx, {
-    ...(options.skipPhases ? { skipPhases: options.skipPhases } : {}),
-    ...(options.only ? { only: options.only } : {}),
+    skipPhases: request.run.skipPhases,
+    ...(request.run.only ? { only: request.run.only } : {}),
     onLine: options.onLine,
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
   await ctx.state.save();
   return {
-    host: options.host.name,
-    isDryRun: options.isDryRun,
+    host: node.host.name,
+    isDryRun: request.run.isDryRun,
     phases: report.phases,
     isChanged: report.changed,
     ...(ctx.discovery ? { server: ctx.discovery.server } : {}),
     ...(ctx.node ? { node: ctx.node } : {}),
-    ...(options.isDryRun ? { plan: report.plan } : {}),
+    ...(request.run.isDryRun ? { plan: report.plan } : {}),
   };
+}
+
+/** How {@link joinHost} reaches the host and reports. */
+export interface JoinHostOptions {
+  connect: HostConnectOptions;
+  requestedServiceManager: ServiceManagerKind | undefined;
+  logger: Logger;
+  onLine: (line: string) => void;
+  onEvent?: WorkflowEventSink;
+}
+
+/** `edgeadm join`: verifies the package, connects, runs join, and closes the connection. */
+export async function joinHost(request: JoinRequest, options: JoinHostOptions): Promise<JoinResult> {
+  const node = await prepareNode({
+    connect: options.connect,
+    isDryRun: request.run.isDryRun,
+    distribution: request.distribution,
+    installPackage: request.installPackage,
+    requestedServiceManager: options.requestedServiceManager,
+    logger: options.logger,
+  });
+  try {
+    return await runJoin({
+      request,
+      node,
+      logger: options.logger,
+      onLine: options.onLine,
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    });
+  } finally {
+    await node.host.close();
+  }
 }

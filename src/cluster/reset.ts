@@ -12,6 +12,8 @@
  * emptied rather than removed, as `kubeadm reset` does.
  */
 import { EdgeadmError } from '../errors.js';
+import { connectHost, type HostConnectOptions } from '../hosts/connect.js';
+import { DryRunHost } from '../hosts/dry-run-host.js';
 import { execOrThrow, type Host } from '../hosts/host.js';
 import type { Logger } from '../log/run-log.js';
 import type { Phase } from '../workflow/phase.js';
@@ -28,6 +30,7 @@ import {
   type ServiceManager,
   type ServiceManagerKind,
 } from '../hosts/service-manager.js';
+import type { ResetRequest } from './reset-request.js';
 import { STATE_FILE, directoriesToRemove, emptyState, loadState, type InstallState } from './state.js';
 
 /** What the reset phases depend on. */
@@ -233,4 +236,34 @@ export async function runReset(options: ResetOptions): Promise<ResetResult> {
     removed: options.isDryRun ? [] : ctx.removed,
     ...(options.isDryRun ? { plan: report.plan } : {}),
   };
+}
+
+/** How {@link resetHost} reaches the host and reports. */
+export interface ResetHostOptions {
+  connect: HostConnectOptions;
+  requestedServiceManager: ServiceManagerKind | undefined;
+  logger: Logger;
+  onLine: (line: string) => void;
+  onEvent?: WorkflowEventSink;
+}
+
+/** `edgeadm reset`: connects (read-only under --dry-run), runs reset, and closes the connection. */
+export async function resetHost(request: ResetRequest, options: ResetHostOptions): Promise<ResetResult> {
+  const real = await connectHost({ ...options.connect, logger: options.logger });
+  const host = request.isDryRun ? new DryRunHost({ fallback: real }) : real;
+  try {
+    return await runReset({
+      host,
+      isDryRun: request.isDryRun,
+      isForced: request.isForced,
+      ...(request.distribution === undefined ? {} : { distribution: distributionFor(request.distribution) }),
+      requestedServiceManager: options.requestedServiceManager,
+      skipPhases: request.skipPhases,
+      logger: options.logger,
+      onLine: options.onLine,
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    });
+  } finally {
+    await host.close();
+  }
 }

@@ -4,13 +4,13 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
 import { outputFlags } from '../cli/output-flag.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
-import { parseNodeLabels, resolveInitSettings } from '../cluster/config.js';
-import { initPhases, runInit, type InitResult } from '../cluster/init.js';
-import { prepareNode } from '../cluster/prepare.js';
+import { initHost, initPhases, type InitResult } from '../cluster/init.js';
+import { parseInitRequest } from '../cluster/init-request.js';
 import { requestedServiceManager } from '../hosts/service-manager.js';
+import { formatBootstrapToken } from '../trust/bootstrap-token.js';
 import { describePhases } from '../workflow/phase.js';
-import { controlPlaneInitFlags, controlPlaneInitOptions } from './init/phase/control-plane-flags.js';
-import { listFlag, nodeFlags, readConfigFile } from './init/phase/node-flags.js';
+import { controlPlaneInitFlags } from './init/phase/control-plane-flags.js';
+import { nodeFlags, readConfigFile } from './init/phase/node-flags.js';
 
 export default class Init extends BaseCommand<typeof Init> {
   /** Set by the generated `init phase <name>` subcommands. */
@@ -50,56 +50,24 @@ export default class Init extends BaseCommand<typeof Init> {
 
   async run(): Promise<InitResult> {
     const { flags } = this;
-    const settings = resolveInitSettings({
-      ...readConfigFile(flags.config),
-      flags: {
-        distribution: flags.distribution,
-        installPackage: flags['install-pkg-path'],
-        nodeName: flags['node-name'],
-        nodeLabels: parseNodeLabels(flags['node-labels']),
-        advertiseAddress: flags['apiserver-advertise-address'],
-        certSans: listFlag(flags['apiserver-cert-extra-sans']),
-        podCidr: flags['pod-network-cidr'],
-        serviceCidr: flags['service-cidr'],
-        enableEdge: flags['enable-edge'] ? true : undefined,
-        token: flags.token,
-        tokenTtl: flags['token-ttl'],
-      },
+    const request = parseInitRequest({
+      flags,
+      config: readConfigFile(flags.config),
+      userKubeconfigPath: join(homedir(), '.kube', 'config'),
+      only: (this.constructor as typeof Init).onlyPhase,
     });
-    if (settings.token) this.redactor.addSecret(settings.token);
-    if (flags['certificate-key']) this.redactor.addSecret(flags['certificate-key']);
-    const prepared = await prepareNode({
+    if (request.requestedToken) this.redactor.addSecret(formatBootstrapToken(request.requestedToken));
+    this.redactor.addSecret(request.certificateKey);
+    const result = await initHost(request, {
       connect: hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
-      isDryRun: flags['dry-run'],
-      distribution: settings.distribution,
-      installPackage: settings.installPackage,
       requestedServiceManager: requestedServiceManager(process.env),
       logger: this.logger,
+      onLine: (line) => {
+        this.logger.info(line);
+        this.logToStderr(line);
+      },
+      onEvent: (event) => this.emitEvent({ ...event }),
     });
-    const { distribution: _name, installPackage, ...rest } = settings;
-    let result: InitResult;
-    try {
-      result = await runInit({
-        ...prepared,
-        ...rest,
-        isDryRun: flags['dry-run'],
-        installPackagePath: installPackage!,
-        ignorePreflightErrors: listFlag(flags['ignore-preflight-errors']) ?? [],
-        ...controlPlaneInitOptions(flags),
-        ...(flags['kubeconfig-out'] ? { kubeconfigOut: flags['kubeconfig-out'] } : {}),
-        ...(flags['skip-kubeconfig'] ? {} : { userKubeconfigPath: join(homedir(), '.kube', 'config') }),
-        ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
-        ...((this.constructor as typeof Init).onlyPhase ? { only: (this.constructor as typeof Init).onlyPhase! } : {}),
-        logger: this.logger,
-        onLine: (line) => {
-          this.logger.info(line);
-          this.logToStderr(line);
-        },
-        onEvent: (event) => this.emitEvent({ ...event }),
-      });
-    } finally {
-      await prepared.host.close();
-    }
     if (result.joinCommand && !this.jsonEnabled()) {
       this.log(
         result.isDryRun

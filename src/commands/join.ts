@@ -2,16 +2,13 @@ import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
 import { outputFlags } from '../cli/output-flag.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
-import { parseNodeLabels, resolveJoinSettings } from '../cluster/config.js';
-import { joinPhases, runJoin, type JoinResult } from '../cluster/join.js';
-import { prepareNode } from '../cluster/prepare.js';
+import { joinHost, joinPhases, type JoinResult } from '../cluster/join.js';
+import { parseJoinRequest } from '../cluster/join-request.js';
 import { requestedServiceManager } from '../hosts/service-manager.js';
-import { ValidationError } from '../errors.js';
-import { parseBootstrapToken } from '../trust/bootstrap-token.js';
-import { parseCaPins } from '../trust/ca-pin.js';
+import { formatBootstrapToken } from '../trust/bootstrap-token.js';
 import { describePhases } from '../workflow/phase.js';
-import { controlPlaneJoinFlags, controlPlaneJoinOptions } from './init/phase/control-plane-flags.js';
-import { listFlag, nodeFlags, readConfigFile } from './init/phase/node-flags.js';
+import { controlPlaneJoinFlags } from './init/phase/control-plane-flags.js';
+import { nodeFlags, readConfigFile } from './init/phase/node-flags.js';
 
 export default class Join extends BaseCommand<typeof Join> {
   /** Set by the generated `join phase <name>` subcommands. */
@@ -44,78 +41,23 @@ export default class Join extends BaseCommand<typeof Join> {
 
   async run(): Promise<JoinResult> {
     const { flags } = this;
-    const settings = resolveJoinSettings({
-      ...readConfigFile(flags.config),
-      flags: {
-        endpoint: this.args.endpoint,
-        token: flags.token,
-        caCertHashes: flags['discovery-token-ca-cert-hash'],
-        unsafeSkipCaVerification: flags['discovery-token-unsafe-skip-ca-verification'] ? true : undefined,
-        discoveryTimeout: flags['discovery-timeout'],
-        installPackage: flags['install-pkg-path'],
-        nodeName: flags['node-name'],
-        nodeLabels: parseNodeLabels(flags['node-labels']),
-        enableEdge: flags['enable-edge'] ? true : undefined,
-      },
+    const request = parseJoinRequest({
+      endpoint: this.args.endpoint,
+      flags,
+      config: readConfigFile(flags.config),
+      only: (this.constructor as typeof Join).onlyPhase,
     });
-    if (!settings.endpoint || !settings.token) {
-      const missing = [
-        ...(settings.endpoint ? [] : ['the API server endpoint (host:port)']),
-        ...(settings.token ? [] : ['--token']),
-      ];
-      throw new ValidationError(`join needs ${missing.join(' and ')}`, {
-        code: 'E_FLAG_MISSING',
-        hints: ['"edgeadm token create --print-join-command" on the control plane prints a whole join command.'],
-      });
-    }
-    // Malformed trust input fails here, before any host is reached, whatever else is wrong later.
-    parseBootstrapToken(settings.token);
-    parseCaPins(settings.caCertHashes);
-    if (settings.caCertHashes.length === 0 && !settings.unsafeSkipCaVerification) {
-      throw new ValidationError(
-        'join needs --discovery-token-ca-cert-hash (or --discovery-token-unsafe-skip-ca-verification)',
-        {
-          code: 'E_FLAG_MISSING',
-          hints: ['edgeadm init printed the hash; "edgeadm certs ca-hash" prints it on the control plane.'],
-        },
-      );
-    }
-    this.redactor.addSecret(settings.token);
-    if (flags['certificate-key']) this.redactor.addSecret(flags['certificate-key']);
-    const prepared = await prepareNode({
+    this.redactor.addSecret(formatBootstrapToken(request.discovery.token));
+    this.redactor.addSecret(request.certificateKey);
+    return joinHost(request, {
       connect: hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
-      isDryRun: flags['dry-run'],
-      distribution: flags.distribution ?? 'k3s',
-      installPackage: settings.installPackage,
       requestedServiceManager: requestedServiceManager(process.env),
       logger: this.logger,
+      onLine: (line) => {
+        this.logger.info(line);
+        this.logToStderr(line);
+      },
+      onEvent: (event) => this.emitEvent({ ...event }),
     });
-    const only = (this.constructor as typeof Join).onlyPhase;
-    try {
-      return await runJoin({
-        ...prepared,
-        isDryRun: flags['dry-run'],
-        ignorePreflightErrors: listFlag(flags['ignore-preflight-errors']) ?? [],
-        endpoint: settings.endpoint,
-        token: settings.token,
-        caCertHashes: settings.caCertHashes,
-        isUnsafeSkipCaVerification: settings.unsafeSkipCaVerification,
-        discoveryTimeout: settings.discoveryTimeout,
-        nodeLabels: settings.nodeLabels,
-        enableEdge: settings.enableEdge,
-        ...controlPlaneJoinOptions(flags),
-        ...(settings.nodeName ? { nodeName: settings.nodeName } : {}),
-        ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
-        ...(only ? { only } : {}),
-        logger: this.logger,
-        onLine: (line) => {
-          this.logger.info(line);
-          this.logToStderr(line);
-        },
-        onEvent: (event) => this.emitEvent({ ...event }),
-      });
-    } finally {
-      await prepared.host.close();
-    }
   }
 }

@@ -2,14 +2,10 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
 import { outputFlags } from '../cli/output-flag.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
-import { distributionFor } from '../cluster/distributions/index.js';
-import { resetPhases, runReset, type ResetResult } from '../cluster/reset.js';
+import { resetHost, resetPhases, type ResetResult } from '../cluster/reset.js';
+import { parseResetRequest } from '../cluster/reset-request.js';
 import { requestedServiceManager } from '../hosts/service-manager.js';
-import { ValidationError } from '../errors.js';
-import { connectHost } from '../hosts/connect.js';
-import { DryRunHost } from '../hosts/dry-run-host.js';
 import { describePhases } from '../workflow/phase.js';
-import { listFlag } from './init/phase/node-flags.js';
 
 export default class Reset extends BaseCommand<typeof Reset> {
   static override summary =
@@ -34,41 +30,20 @@ export default class Reset extends BaseCommand<typeof Reset> {
 
   async run(): Promise<ResetResult> {
     const { flags } = this;
-    if (!flags.force && !flags['dry-run']) {
-      throw new ValidationError(
-        'reset removes the cluster from the host: pass --force to go ahead, or --dry-run to see what would go',
-        {
-          code: 'E_RESET_NOT_CONFIRMED',
-        },
-      );
-    }
-    const distribution = flags.distribution ? distributionFor(flags.distribution) : undefined;
-    const real = await connectHost({
-      ...hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
+    const request = parseResetRequest(flags);
+    const result = await resetHost(request, {
+      connect: hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
+      requestedServiceManager: requestedServiceManager(process.env),
       logger: this.logger,
+      onLine: (line) => {
+        this.logger.info(line);
+        this.logToStderr(line);
+      },
+      onEvent: (event) => this.emitEvent({ ...event }),
     });
-    const host = flags['dry-run'] ? new DryRunHost({ fallback: real }) : real;
-    try {
-      const result = await runReset({
-        host,
-        isDryRun: flags['dry-run'],
-        isForced: flags.force,
-        ...(distribution ? { distribution } : {}),
-        requestedServiceManager: requestedServiceManager(process.env),
-        ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
-        logger: this.logger,
-        onLine: (line) => {
-          this.logger.info(line);
-          this.logToStderr(line);
-        },
-        onEvent: (event) => this.emitEvent({ ...event }),
-      });
-      if (!this.jsonEnabled()) {
-        this.log(result.isDryRun ? `Dry run: nothing was changed on ${result.host}.` : `${result.host} is reset.`);
-      }
-      return result;
-    } finally {
-      await host.close();
+    if (!this.jsonEnabled()) {
+      this.log(result.isDryRun ? `Dry run: nothing was changed on ${result.host}.` : `${result.host} is reset.`);
     }
+    return result;
   }
 }

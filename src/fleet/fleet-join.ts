@@ -9,14 +9,16 @@
  * before any host is reached, and uploaded only to hosts that do not have it.
  * The packages say the distribution (k3s or kubeadm); see {@link runDistribution}.
  */
-import { runJoin } from '../cluster/join.js';
+import { joinPhases, runJoin } from '../cluster/join.js';
 import { ValidationError } from '../errors.js';
 import { prepareNode } from '../cluster/prepare.js';
 import type { ServiceManagerKind } from '../hosts/service-manager.js';
 import { closeSharedJumps, type HostConnectOptions } from '../hosts/connect.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';
 import type { Logger } from '../log/run-log.js';
+import { parseDiscoveryRequest, parseDiscoveryTimeout } from '../trust/discovery.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
+import { validatePhasePaths } from '../workflow/runner.js';
 import {
   fleetHostEntries,
   fleetRunSummary,
@@ -46,6 +48,7 @@ export interface FleetJoinOptions extends Omit<FleetRunOptions, 'command' | 'tas
   token: string;
   caCertHashes: string[];
   isUnsafeSkipCaVerification: boolean;
+  /** A Go duration (`5m0s`). */
   discoveryTimeout: string;
   ignorePreflightErrors: string[];
   skipPhases?: string[];
@@ -72,6 +75,16 @@ export interface FleetJoinResult extends FleetRunSummary {
 
 /** Joins the nodes of the fleet. */
 export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinResult> {
+  // Parsed once for the run, before any host: every host's join takes the same parsed request.
+  const discovery = parseDiscoveryRequest({
+    endpoint: options.endpoint,
+    token: options.token,
+    caCertHashes: options.caCertHashes,
+    isUnsafeSkipCaVerification: options.isUnsafeSkipCaVerification,
+    timeoutMs: parseDiscoveryTimeout(options.discoveryTimeout),
+  });
+  const skipPhases = options.skipPhases ?? [];
+  validatePhasePaths(joinPhases(), skipPhases, '--skip-phases');
   const outcomes = new Map<string, Pick<FleetJoinHostEntry, 'isChanged' | 'node'>>();
   const packages = await (options.packages ?? new FleetPackages(options.edgeadmHome)).forHosts(
     options.hosts,
@@ -104,19 +117,19 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
         try {
           context.log(`connected to ${prepared.host.name}`);
           const result = await runJoin({
-            ...prepared,
-            isDryRun: options.isDryRun,
-            ignorePreflightErrors: options.ignorePreflightErrors,
-            endpoint: options.endpoint,
-            token: options.token,
-            caCertHashes: options.caCertHashes,
-            isUnsafeSkipCaVerification: options.isUnsafeSkipCaVerification,
-            discoveryTimeout: options.discoveryTimeout,
-            nodeLabels: fleetHost.labels,
-            // Edge nodes are workers: a control plane joins without the edge additions.
-            enableEdge: fleetHost.isEdge && !isControlPlane,
-            ...(isControlPlane ? { isControlPlane, certificateKey: options.certificateKey! } : {}),
-            ...(options.skipPhases === undefined ? {} : { skipPhases: options.skipPhases }),
+            request: {
+              distribution,
+              // Resolved and verified already (packages.forHosts refused a host without one).
+              installPackage: (fleetHost.packagePath ?? options.installPackage)!,
+              discovery,
+              nodeLabels: fleetHost.labels,
+              // Edge nodes are workers: a control plane joins without the edge additions.
+              enableEdge: fleetHost.isEdge && !isControlPlane,
+              isControlPlane,
+              ...(isControlPlane ? { certificateKey: options.certificateKey! } : {}),
+              run: { isDryRun: options.isDryRun, ignorePreflightErrors: options.ignorePreflightErrors, skipPhases },
+            },
+            node: prepared,
             logger: options.logger,
             onLine: (line) => context.log(line),
             // The phase the report names comes from the workflow's events, not from its lines.

@@ -21,7 +21,7 @@
  * with, so a control plane that joins hours after the first run still finds
  * the certificates under the kept key.
  */
-import { resolveInitSettings } from '../cluster/config.js';
+import { parseInitRequest } from '../cluster/init-request.js';
 import { runInit, type InitResult } from '../cluster/init.js';
 import { prepareNode } from '../cluster/prepare.js';
 import { EdgeadmError, ValidationError } from '../errors.js';
@@ -186,40 +186,39 @@ async function initFirst(
   sharedJumps: Map<string, SshConnection>,
 ): Promise<{ init: InitResult; certificateKey?: string }> {
   const { first, joining, endpoint } = options.controlPlanes;
-  const settings = resolveInitSettings({
-    flags: {
-      distribution: options.distribution,
-      nodeLabels: first.labels,
-      enableEdge: first.isEdge,
-      ...((first.packagePath ?? options.installPackage)
-        ? { installPackage: first.packagePath ?? options.installPackage! }
-        : {}),
-    },
-  });
+  const installPackage = first.packagePath ?? options.installPackage;
+  // Parsed before the host is reached; the inventory's labels were checked when it was loaded.
+  const parsed = {
+    ...parseInitRequest({
+      flags: {
+        distribution: options.distribution,
+        'install-pkg-path': installPackage,
+        'enable-edge': first.isEdge,
+        'control-plane-endpoint': endpoint,
+        'kubeconfig-out': options.kubeconfigOut,
+        'skip-kubeconfig': true,
+        'ignore-preflight-errors': options.ignorePreflightErrors,
+      },
+    }),
+    nodeLabels: first.labels,
+  };
   const prepared = await prepareNode({
     connect: fleetHostConnectOptions(first, { ...options.connect, logger: options.logger }, sharedJumps),
     isDryRun: false,
-    distribution: settings.distribution,
-    installPackage: settings.installPackage,
-    ...(settings.installPackage === undefined
-      ? {}
-      : { resolvedPackage: await packages.resolve(settings.installPackage) }),
+    distribution: parsed.distribution,
+    installPackage: parsed.installPackage,
+    resolvedPackage: await packages.resolve(parsed.installPackage),
     requestedServiceManager: options.requestedServiceManager,
     logger: options.logger,
   });
-  const { distribution: _name, installPackage, ...rest } = settings;
   try {
+    // The key is the host's (kept from an earlier run) or new: made here, never typed by anyone.
     const key = joining.length > 0 ? await fleetCertificateKey(prepared.host) : undefined;
     if (key !== undefined) options.addSecret(key.key);
+    const request = key === undefined ? parsed : { ...parsed, isUploadCerts: true, certificateKey: key.key };
     const init = await runInit({
-      ...prepared,
-      ...rest,
-      isDryRun: false,
-      installPackagePath: installPackage!,
-      ignorePreflightErrors: options.ignorePreflightErrors,
-      ...(endpoint === undefined ? {} : { controlPlaneEndpoint: endpoint }),
-      ...(key === undefined ? {} : { isUploadCerts: true, certificateKey: key.key }),
-      ...(options.kubeconfigOut === undefined ? {} : { kubeconfigOut: options.kubeconfigOut }),
+      request,
+      node: prepared,
       logger: options.logger,
       onLine: (line) => {
         options.logger.info(line);

@@ -120,6 +120,17 @@ function whatIsWrong(text: string): string {
 }
 
 /**
+ * Asserts that a token object holds a well-formed token (a caller may have
+ * built one by hand) and returns it as it is.
+ *
+ * @throws {ValidationError} `E_TOKEN_INVALID`, as {@link parseBootstrapToken}.
+ */
+export function assertBootstrapToken(token: BootstrapToken): BootstrapToken {
+  if (!BOOTSTRAP_TOKEN_PATTERN.test(formatBootstrapToken(token))) parseBootstrapToken(formatBootstrapToken(token));
+  return token;
+}
+
+/**
  * Parses a token id alone (for `token delete <id>`).
  *
  * @throws {ValidationError} `E_TOKEN_ID_INVALID`.
@@ -179,7 +190,7 @@ export interface BootstrapTokenSecret {
  * @throws {ValidationError} for a bad token, TTL, usage or group.
  */
 export function bootstrapTokenSecret(options: BootstrapTokenSecretOptions): BootstrapTokenSecret {
-  const token = parseBootstrapToken(formatBootstrapToken(options.token));
+  const token = assertBootstrapToken(options.token);
   const usages = options.usages ?? BOOTSTRAP_TOKEN_USAGES;
   const groups = options.groups ?? [DEFAULT_BOOTSTRAP_TOKEN_GROUP];
   for (const usage of usages) {

@@ -17,6 +17,13 @@ export const CA_PIN_FORMAT = 'sha256';
 const SHA256_BYTES = 32;
 
 /**
+ * A pin in canonical form (`sha256:<64 lowercase hex>`), as only
+ * {@link parseCaPin} and {@link caPinOf} make it: code that holds a `CaPin`
+ * does not check it again.
+ */
+export type CaPin = string & { readonly __brand: 'CaPin' };
+
+/**
  * The pin of a certificate's public key.
  *
  * The SubjectPublicKeyInfo is taken from Node's parsed key, re-encoded as
@@ -24,13 +31,13 @@ const SHA256_BYTES = 32;
  * that is byte for byte the structure inside the certificate, and it is the
  * same encoding `openssl pkey -pubin -outform der` prints.
  */
-export function caPinOf(certificate: X509Certificate): string {
+export function caPinOf(certificate: X509Certificate): CaPin {
   const spki = certificate.publicKey.export({ type: 'spki', format: 'der' });
-  return `${CA_PIN_FORMAT}:${createHash('sha256').update(spki).digest('hex')}`;
+  return `${CA_PIN_FORMAT}:${createHash('sha256').update(spki).digest('hex')}` as CaPin;
 }
 
 /** The pin of every certificate in a PEM bundle, in order. */
-export function caPinsOfPem(bundle: string | Buffer, what?: string): string[] {
+export function caPinsOfPem(bundle: string | Buffer, what?: string): CaPin[] {
   return parsePemCertificates(bundle, what).map(({ certificate }) => caPinOf(certificate));
 }
 
@@ -39,7 +46,7 @@ export function caPinsOfPem(bundle: string | Buffer, what?: string): string[] {
  *
  * @throws {ValidationError} `E_CA_PIN_INVALID`, with kubeadm's message.
  */
-export function parseCaPin(text: string): string {
+export function parseCaPin(text: string): CaPin {
   const invalid = (message: string): ValidationError =>
     new ValidationError(message, {
       code: 'E_CA_PIN_INVALID',
@@ -63,11 +70,11 @@ export function parseCaPin(text: string): string {
   if (!/^[0-9a-fA-F]+$/.test(value)) {
     throw invalid(`invalid hash ${JSON.stringify(text)}, could not decode SHA-256 from hex`);
   }
-  return `${CA_PIN_FORMAT}:${value.toLowerCase()}`;
+  return `${CA_PIN_FORMAT}:${value.toLowerCase()}` as CaPin;
 }
 
 /** Parses several pins, dropping duplicates. */
-export function parseCaPins(texts: readonly string[]): string[] {
+export function parseCaPins(texts: readonly string[]): CaPin[] {
   return [...new Set(texts.map(parseCaPin))];
 }
 

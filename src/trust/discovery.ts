@@ -50,8 +50,13 @@ import { isIP } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import { silentLogger, type Logger } from '../log/run-log.js';
-import { formatBootstrapToken, parseBootstrapToken, type BootstrapToken } from './bootstrap-token.js';
-import { caPinOf, checkCaPins, parseCaPins } from './ca-pin.js';
+import {
+  assertBootstrapToken,
+  formatBootstrapToken,
+  parseBootstrapToken,
+  type BootstrapToken,
+} from './bootstrap-token.js';
+import { caPinOf, checkCaPins, parseCaPins, type CaPin } from './ca-pin.js';
 import {
   CLUSTER_INFO_KUBECONFIG_KEY,
   CLUSTER_INFO_NAME,
@@ -60,7 +65,7 @@ import {
   parseClusterInfoResponse,
   verifyClusterInfo,
 } from './cluster-info.js';
-import { formatGoDuration } from './duration.js';
+import { formatGoDuration, parseGoDuration } from './duration.js';
 import { readKubeconfigCluster, renderBootstrapKubeconfig } from './kubeconfig.js';
 import { parsePemCertificates } from './pem.js';
 
@@ -73,25 +78,8 @@ export const DISCOVERY_REQUEST_TIMEOUT_MS = 10_000;
 /** The largest answer read: a ConfigMap cannot exceed 1 MiB, and the response wraps it. */
 export const MAX_CLUSTER_INFO_RESPONSE_BYTES = 2 * 1024 * 1024;
 
-/** Where to find the API server and what to trust it with. */
-export interface DiscoveryOptions {
-  /** The API server, `host:port` (`[v6]:port` for IPv6), as kubeadm's join argument. */
-  endpoint: string;
-  /** The bootstrap token, `<id>.<secret>` or parsed. */
-  token: string | BootstrapToken;
-  /** `--discovery-token-ca-cert-hash` values; any one matching a CA certificate is enough. */
-  caCertHashes: readonly string[];
-  /** `--discovery-token-unsafe-skip-ca-verification`: accept the CA without a pin. */
-  isUnsafeSkipCaVerification?: boolean;
-  /** Give up after this long. Defaults to {@link DEFAULT_DISCOVERY_TIMEOUT_MS}. */
-  timeoutMs?: number;
-  /** Ask again after this long. Defaults to {@link DISCOVERY_RETRY_INTERVAL_MS}. */
-  pollIntervalMs?: number;
-  /** Progress goes here (never the token secret). */
-  logger?: Logger;
-  /** Connect through this agent (an HTTP proxy); a fresh direct connection per request otherwise. */
-  agent?: HttpsAgent;
-}
+/** Where to find the API server and what to trust it with, unparsed, and how to reach it. */
+export interface DiscoveryOptions extends DiscoveryInput, DiscoveryIo {}
 
 /** What discovery established. */
 export interface DiscoveryResult {
@@ -119,10 +107,28 @@ export interface DiscoveryResult {
   bootstrapKubeconfig: string;
 }
 
-/** An API server address, split. */
-interface Target {
+/** An API server address, split: `host:port` parsed by {@link parseDiscoveryEndpoint}. */
+export interface ApiServerEndpoint {
   host: string;
   port: number;
+}
+
+/** The address discovery works with; the module's old name for {@link ApiServerEndpoint}. */
+type Target = ApiServerEndpoint;
+
+/**
+ * What discovery runs on, parsed once: the join request carries it and
+ * discovery takes it as it is, without checking it again. Made by
+ * {@link parseDiscoveryRequest}.
+ */
+export interface DiscoveryRequest {
+  endpoint: ApiServerEndpoint;
+  token: BootstrapToken;
+  /** Canonical pins; empty only with {@link DiscoveryRequest.isUnsafeSkipCaVerification}. */
+  caPins: CaPin[];
+  isUnsafeSkipCaVerification: boolean;
+  /** Positive. */
+  timeoutMs: number;
 }
 
 /** How the TLS of a request is checked. */
@@ -176,23 +182,45 @@ const MAX_PORT = 65_535;
  *
  * @throws {ValidationError} `E_DISCOVERY_ENDPOINT_INVALID`.
  */
-export function parseDiscoveryEndpoint(endpoint: string): Target {
+export function parseDiscoveryEndpoint(endpoint: string): ApiServerEndpoint {
+  const parsed = parseApiServerAddress(endpoint, { isPortRequired: true });
+  return { host: parsed.host, port: parsed.port! };
+}
+
+/**
+ * Parses an API server address: `host:port`, `[v6]:port`, or (unless the
+ * port is required) a host alone. The one rule for join's endpoint and
+ * init's `--control-plane-endpoint`.
+ *
+ * @throws {ValidationError} `E_DISCOVERY_ENDPOINT_INVALID`, whatever flag it came from.
+ */
+export function parseApiServerAddress(
+  text: string,
+  options: { isPortRequired: boolean; what?: string },
+): { host: string; port?: number } {
+  const what = options.what ?? 'API server endpoint';
   const invalid = (why: string): ValidationError =>
-    new ValidationError(`invalid API server endpoint ${JSON.stringify(endpoint)}: ${why}`, {
+    new ValidationError(`invalid ${what} ${JSON.stringify(text)}: ${why}`, {
       code: 'E_DISCOVERY_ENDPOINT_INVALID',
-      hints: ['Pass the API server as host:port, for example 10.0.0.10:6443 or [fd00::10]:6443.'],
+      hints: [
+        options.isPortRequired
+          ? 'Pass the API server as host:port, for example 10.0.0.10:6443 or [fd00::10]:6443.'
+          : 'Pass a host or host:port, for example cp.example.com, 10.0.0.10:6443 or [fd00::10]:6443.',
+      ],
     });
-  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(endpoint);
-  if (!match) throw invalid('expected host:port');
-  const port = Number(match[3]);
-  if (port < 1 || port > MAX_PORT) throw invalid(`port ${port} is out of range`);
-  if (match[1] !== undefined) {
-    if (isIP(match[1]) !== 6) throw invalid('the part in brackets is not an IPv6 address');
-    return { host: match[1], port };
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
+  const bare = options.isPortRequired || match ? undefined : /^(?:\[([^\]]+)\]|([^:[\]]+))$/.exec(text);
+  const parts = match ?? bare;
+  if (!parts) throw invalid(options.isPortRequired ? 'expected host:port' : 'expected host or host:port');
+  const port = match ? Number(match[3]) : undefined;
+  if (port !== undefined && (port < 1 || port > MAX_PORT)) throw invalid(`port ${port} is out of range`);
+  if (parts[1] !== undefined) {
+    if (isIP(parts[1]) !== 6) throw invalid('the part in brackets is not an IPv6 address');
+    return { host: parts[1], ...(port === undefined ? {} : { port }) };
   }
-  const host = match[2] as string;
+  const host = parts[2] as string;
   if (isIP(host) === 0 && !HOST_NAME.test(host)) throw invalid('the host is neither an IP address nor a DNS name');
-  return { host, port };
+  return { host, ...(port === undefined ? {} : { port }) };
 }
 
 function endpointUrl(target: Target): string {
@@ -459,21 +487,34 @@ async function pollCaCerts(options: PollOptions): Promise<string> {
   }));
 }
 
-/** Checks the options before any network traffic: flags mistakes fail at once. */
-function validateOptions(options: DiscoveryOptions): {
-  target: Target;
-  token: BootstrapToken;
-  pins: string[];
-  timeoutMs: number;
-  intervalMs: number;
-} {
-  const token =
-    typeof options.token === 'string'
-      ? parseBootstrapToken(options.token)
-      : parseBootstrapToken(formatBootstrapToken(options.token));
-  let pins: string[];
+/** Discovery's input as flags and config files give it: strings, before parsing. */
+export interface DiscoveryInput {
+  /** The API server, `host:port` (`[v6]:port` for IPv6), as kubeadm's join argument. */
+  endpoint: string;
+  /** The bootstrap token, `<id>.<secret>` or parsed. */
+  token: string | BootstrapToken;
+  /** `--discovery-token-ca-cert-hash` values; any one matching a CA certificate is enough. */
+  caCertHashes: readonly string[];
+  /** `--discovery-token-unsafe-skip-ca-verification`: accept the CA without a pin. */
+  isUnsafeSkipCaVerification?: boolean;
+  /** Give up after this long. Defaults to {@link DEFAULT_DISCOVERY_TIMEOUT_MS}. */
+  timeoutMs?: number;
+}
+
+/**
+ * Parses and checks discovery's input, with no I/O: the one place where a
+ * token, the pins, the need for a pin, the timeout and the endpoint are
+ * checked, in that order (the first mistake is the one reported).
+ *
+ * @throws {ValidationError} (exit 3) `E_TOKEN_INVALID`, `E_CA_PIN_INVALID`,
+ * `E_DISCOVERY_NO_PIN`, `E_DISCOVERY_TIMEOUT_INVALID`,
+ * `E_DISCOVERY_ENDPOINT_INVALID`.
+ */
+export function parseDiscoveryRequest(input: DiscoveryInput): DiscoveryRequest {
+  const token = typeof input.token === 'string' ? parseBootstrapToken(input.token) : assertBootstrapToken(input.token);
+  let caPins: CaPin[];
   try {
-    pins = parseCaPins(options.caCertHashes);
+    caPins = parseCaPins(input.caCertHashes);
   } catch (error) {
     const cause = error as ValidationError;
     throw new ValidationError(`invalid discovery token CA certificate hash: ${cause.message}`, {
@@ -482,7 +523,8 @@ function validateOptions(options: DiscoveryOptions): {
       cause,
     });
   }
-  if (pins.length === 0 && !options.isUnsafeSkipCaVerification) {
+  const isUnsafeSkipCaVerification = input.isUnsafeSkipCaVerification === true;
+  if (caPins.length === 0 && !isUnsafeSkipCaVerification) {
     throw new ValidationError(
       'using token-based discovery without --discovery-token-ca-cert-hash can be unsafe: nothing would prove that the API server is the one you mean',
       {
@@ -494,15 +536,50 @@ function validateOptions(options: DiscoveryOptions): {
       },
     );
   }
-  const timeoutMs = options.timeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS;
-  const intervalMs = options.pollIntervalMs ?? DISCOVERY_RETRY_INTERVAL_MS;
+  const timeoutMs = input.timeoutMs ?? DEFAULT_DISCOVERY_TIMEOUT_MS;
   if (!(timeoutMs > 0)) {
     throw new ValidationError('the discovery timeout must be positive', { code: 'E_DISCOVERY_TIMEOUT_INVALID' });
   }
-  if (!(intervalMs > 0)) {
-    throw new ValidationError('the discovery poll interval must be positive', { code: 'E_DISCOVERY_TIMEOUT_INVALID' });
+  return {
+    endpoint: parseDiscoveryEndpoint(input.endpoint),
+    token,
+    caPins,
+    isUnsafeSkipCaVerification,
+    timeoutMs,
+  };
+}
+
+/**
+ * Parses `--discovery-timeout` (a Go duration) into milliseconds.
+ *
+ * @throws {ValidationError} `E_DURATION_INVALID`, for a malformed or non-positive duration.
+ */
+export function parseDiscoveryTimeout(text: string, flag = '--discovery-timeout'): number {
+  let ms: number;
+  try {
+    ms = parseGoDuration(text);
+  } catch (error) {
+    throw new ValidationError(`invalid ${flag}: ${(error as Error).message}`, {
+      code: 'E_DURATION_INVALID',
+      hints: (error as ValidationError).hints,
+    });
   }
-  return { target: parseDiscoveryEndpoint(options.endpoint), token, pins, timeoutMs, intervalMs };
+  if (ms <= 0) {
+    throw new ValidationError(`invalid ${flag} ${JSON.stringify(text)}: it must be positive`, {
+      code: 'E_DURATION_INVALID',
+    });
+  }
+  return ms;
+}
+
+/** How discovery talks to the network, apart from what it is asked. */
+export interface DiscoveryIo {
+  /** Ask again after this long. Defaults to {@link DISCOVERY_RETRY_INTERVAL_MS}. */
+  pollIntervalMs?: number;
+  /** Progress goes here (never the token secret). */
+  logger?: Logger;
+  /** Connect through this agent (an HTTP proxy); a fresh direct connection per request otherwise. */
+  agent?: HttpsAgent;
 }
 
 /**
@@ -520,8 +597,22 @@ function validateOptions(options: DiscoveryOptions): {
  * no pin was given, or it serves neither cluster-info nor `/cacerts` to them).
  */
 export async function discoverClusterInfo(options: DiscoveryOptions): Promise<DiscoveryResult> {
-  const logger = options.logger ?? silentLogger;
-  const { target, token, pins, timeoutMs, intervalMs } = validateOptions(options);
+  return discover(parseDiscoveryRequest(options), options);
+}
+
+/**
+ * Runs token discovery for a parsed request: the request is taken as it
+ * is (see {@link parseDiscoveryRequest}), so this reaches the network at once.
+ *
+ * @throws {EdgeadmError} as {@link discoverClusterInfo} after its checks.
+ */
+export async function discover(request: DiscoveryRequest, io: DiscoveryIo = {}): Promise<DiscoveryResult> {
+  const logger = io.logger ?? silentLogger;
+  const intervalMs = io.pollIntervalMs ?? DISCOVERY_RETRY_INTERVAL_MS;
+  if (!(intervalMs > 0)) {
+    throw new ValidationError('the discovery poll interval must be positive', { code: 'E_DISCOVERY_TIMEOUT_INVALID' });
+  }
+  const { endpoint: target, token, caPins: pins, timeoutMs } = request;
   const endpoint = endpointUrl(target);
   const pollOptions = (get: GetRequest): PollOptions => ({
     target,
@@ -530,7 +621,7 @@ export async function discoverClusterInfo(options: DiscoveryOptions): Promise<Di
     timeoutMs,
     intervalMs,
     logger,
-    agent: options.agent,
+    agent: io.agent,
   });
 
   logger.info(`[discovery] Requesting cluster-info from ${JSON.stringify(endpoint)} without TLS verification`);

@@ -14,7 +14,13 @@
  */
 import { createHash, type X509Certificate } from 'node:crypto';
 import { ValidationError } from '../errors.js';
-import { formatBootstrapToken, isBootstrapToken, parseBootstrapToken, type BootstrapToken } from './bootstrap-token.js';
+import {
+  assertBootstrapToken,
+  formatBootstrapToken,
+  isBootstrapToken,
+  parseBootstrapToken,
+  type BootstrapToken,
+} from './bootstrap-token.js';
 import { parsePemCertificates, type PemCertificate } from './pem.js';
 import { x509 } from './x509.js';
 
@@ -125,7 +131,7 @@ export function buildK3sToken(options: BuildK3sTokenOptions): string {
   const { credentials } = options;
   let creds: string;
   if ('id' in credentials) {
-    creds = formatBootstrapToken(parseBootstrapToken(formatBootstrapToken(credentials)));
+    creds = formatBootstrapToken(assertBootstrapToken(credentials));
   } else {
     if (credentials.username === '' || credentials.username.includes(':') || credentials.password === '') {
       throw new ValidationError('a k3s token needs a username without ":" and a non-empty password', {

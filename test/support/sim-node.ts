@@ -38,6 +38,20 @@ export function simLogger(name: string): (message: string) => void {
   return (message) => process.stderr.write(`${new Date().toISOString()} ${name}: ${message}\n`);
 }
 
+/**
+ * The variable a fixture package's executable script sets to the Kubernetes
+ * version its package carries (see ../sim-k3s/fixture.ts,
+ * `simExecutableScript`): a new package's binaries report the new version,
+ * as a real upgrade swaps in binaries built for it.
+ */
+export const SIM_VERSION_ENV = 'EDGEADM_SIM_VERSION';
+
+/** The version this simulated executable reports: its package's, else `fallback` (which ends in `+sim`). */
+export function simReportedVersion(fallback: string): string {
+  const given = process.env[SIM_VERSION_ENV];
+  return given !== undefined && /^v\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?$/.test(given) ? given : fallback;
+}
+
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Writes through a temporary file, so readers never see half a file. */

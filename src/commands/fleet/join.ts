@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { requestedServiceManager } from '../../hosts/service-manager.js';
-import { ExitCode, ValidationError } from '../../errors.js';
+import { ExitCode } from '../../errors.js';
 import { fleetJoin, type FleetJoinResult } from '../../fleet/fleet-join.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
 import { outputFlags } from '../../cli/output-flag.js';
@@ -47,13 +47,8 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
 
   async run(): Promise<FleetJoinResult> {
     const { flags } = this;
+    // The token, pins, timeout and endpoint are parsed by fleetJoin, once, before any host is reached.
     const pins = flags['discovery-token-ca-cert-hash'] ?? [];
-    if (pins.length === 0 && !flags['discovery-token-unsafe-skip-ca-verification']) {
-      throw new ValidationError(
-        'fleet join needs --discovery-token-ca-cert-hash (or --discovery-token-unsafe-skip-ca-verification)',
-        { code: 'E_FLAG_MISSING', hints: ['"edgeadm certs ca-hash" prints it on the control plane.'] },
-      );
-    }
     this.redactor.addSecret(flags.token);
     const inventory = await loadInventory(flags.inventory);
     for (const warning of inventory.warnings) this.logger.warn(warning);

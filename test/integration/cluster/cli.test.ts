@@ -116,7 +116,8 @@ describe('errors before anything is touched', () => {
       '--json',
     ]);
     expect(exitCode).toBe(3);
-    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_FLAG_MISSING' } });
+    // One code for a missing pin, whether join, join phase discovery or fleet join finds it.
+    expect(JSON.parse(stdout)).toMatchObject({ error: { code: 'E_DISCOVERY_NO_PIN' } });
   });
 });
 

@@ -5,7 +5,6 @@
  * per identity and in all, online and offline. The bounds are set small
  * through the proxy's `bounds` option so the tests reach them.
  */
-import { request as httpsRequest } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,7 +12,7 @@ import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeProxy, type RunningEdgeProxy } from '../../../src/edge/edge-proxy.js';
-import { call, openWatch, type Target, type WatchStream } from './proxy-client.js';
+import { call, openWatch, send, type HttpsTarget, type WatchStream } from '../../support/https-client.js';
 import { sendJson, sendNotFound, startRawUpstream, type RawUpstream } from './raw-upstream.js';
 
 /** Safety net for the proxy's own state changes (probe results, closed watches); not a timing assertion. */
@@ -36,7 +35,7 @@ const SLOW_FIRST_PART = 200_000;
 let dir: string;
 let upstream: RawUpstream;
 let proxy: RunningEdgeProxy;
-let target: Target;
+let target: HttpsTarget;
 const upstreamWatches = new Set<ServerResponse>();
 const openClientWatches: WatchStream[] = [];
 let releaseSlow: () => void = () => {};
@@ -85,40 +84,29 @@ async function tryWatch(
 
 /** Reads an answer as it streams; resolves `firstPart` once `bytes` have arrived, `done` at the end. */
 function streamingGet(path: string, token: string, bytes: number, accept = 'application/json') {
-  const base = new URL(target.url);
-  let body = '';
-  let status = 0;
+  const pending = send(target, { path, token, headers: { accept } });
   let onFirstPart: () => void = () => {};
   const firstPart = new Promise<void>((resolve) => (onFirstPart = resolve));
-  let onHead: (head: { status: number; retryAfter: string | undefined }) => void = () => {};
-  const head = new Promise<{ status: number; retryAfter: string | undefined }>((resolve) => (onHead = resolve));
-  let abort: () => void = () => {};
-  const done = new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const outgoing = httpsRequest({
-      hostname: base.hostname,
-      port: base.port,
-      path,
-      headers: { accept, authorization: `Bearer ${token}` },
-      ca: target.caPem,
-      agent: false,
-    });
-    abort = () => outgoing.destroy();
-    outgoing.on('response', (res) => {
-      status = res.statusCode ?? 0;
-      onHead({ status, retryAfter: res.headers['retry-after'] });
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        body += chunk;
-        if (body.length >= bytes) onFirstPart();
-      });
-      res.on('end', () => resolve({ status, body }));
-      res.on('error', reject);
-    });
-    outgoing.on('error', reject);
-    outgoing.end();
-  });
+  const head = pending.response.then((res) => ({
+    status: res.statusCode ?? 0,
+    retryAfter: res.headers['retry-after'] as string | undefined,
+  }));
+  head.catch(() => {}); // an aborted watch
+  const done = pending.response.then(
+    (res) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          body += chunk;
+          if (body.length >= bytes) onFirstPart();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on('error', reject);
+      }),
+  );
   done.catch(() => {}); // an aborted watch
-  return { firstPart, done, head, abort: () => abort() };
+  return { firstPart, done, head, abort: () => pending.abort() };
 }
 
 beforeAll(async () => {

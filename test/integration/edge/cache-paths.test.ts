@@ -8,7 +8,6 @@
  * the cache entry of exactly that path, for that identity.
  */
 import { readFileSync, readdirSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +17,7 @@ import { decodeCacheEntry } from '../../../src/edge/cache-entry.js';
 import { identityKeyOf } from '../../../src/edge/cache-key.js';
 import { startEdgeProxy, type RunningEdgeProxy } from '../../../src/edge/edge-proxy.js';
 import { parseApiPath } from '../../../src/kube/api-path.js';
-import { call, type Target } from './proxy-client.js';
+import { call, upgradeStatus, type HttpsTarget } from '../../support/https-client.js';
 import { sendJson, sendNotFound, startRawUpstream, type RawUpstream } from './raw-upstream.js';
 
 /** Safety net for the proxy's own state changes (probe results); not a timing assertion. */
@@ -31,7 +30,7 @@ const CM1 = '/api/v1/namespaces/default/configmaps/cm1';
 let dir: string;
 let upstream: RawUpstream;
 let proxy: RunningEdgeProxy;
-let target: Target;
+let target: HttpsTarget;
 
 /**
  * What the real API server does with a raw path, near enough for these
@@ -265,28 +264,7 @@ describe('edge-proxy: one path, one key', () => {
 
   it('refuses an upgrade (exec) whose path has more than one reading before it reaches the upstream', async () => {
     await goOnline();
-    const upgrade = (path: string) =>
-      new Promise<number>((resolve, reject) => {
-        const base = new URL(target.url);
-        const outgoing = httpsRequest({
-          hostname: base.hostname,
-          port: base.port,
-          path,
-          headers: { authorization: `Bearer ${ALICE}`, connection: 'Upgrade', upgrade: 'SPDY/3.1' },
-          ca: target.caPem,
-          agent: false,
-        });
-        outgoing.on('response', (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
-        outgoing.on('upgrade', (res, socket) => {
-          socket.destroy();
-          resolve(res.statusCode ?? 0);
-        });
-        outgoing.on('error', reject);
-        outgoing.end();
-      });
+    const upgrade = (path: string) => upgradeStatus(target, { path, token: ALICE, headers: { upgrade: 'SPDY/3.1' } });
     const sentBefore = upstream.requests.length;
     const status = await upgrade('/api/v1/namespaces/default/pods/p/%2e%2e/other/exec?command=sh');
     expect(upstream.requests.slice(sentBefore)).toEqual([]);

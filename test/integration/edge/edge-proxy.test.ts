@@ -20,7 +20,7 @@ import {
   type KubeObject,
   type SimApiServer,
 } from '../../support/sim-apiserver/index.js';
-import { call, openWatch, type Target } from './proxy-client.js';
+import { call, openWatch, type HttpsTarget } from '../../support/https-client.js';
 
 /** Safety net for state changes the proxy makes on its own (probe results); not a timing assertion. */
 const STATE_WAIT_MS = 20_000;
@@ -32,7 +32,7 @@ const MAPPED_USER = 'edge-1-mapped-upstream';
 let dir: string;
 let sim: SimApiServer;
 let proxy: RunningEdgeProxy;
-let target: Target;
+let target: HttpsTarget;
 let kubeletCert: { certPem: string; keyPem: string };
 
 function pod(name: string): KubeObject {
@@ -377,9 +377,10 @@ describe('edge-proxy with the simulated API server as upstream', () => {
     expect(exec.stderr).toBe('');
     expect(exec.stdout.trim()).toBe('through-the-proxy');
 
-    const health = await fetch(`${proxy.metricsUrl}/healthz`);
+    const metricsServer = { url: String(proxy.metricsUrl) };
+    const health = await call(metricsServer, { path: '/healthz' });
     expect(health.status).toBe(200);
-    const metrics = await (await fetch(`${proxy.metricsUrl}/metrics`)).text();
+    const metrics = (await call(metricsServer, { path: '/metrics' })).text;
     expect(metrics).toMatch(/^edgeadm_edge_proxy_online 1$/m);
     expect(metrics).toMatch(/^edgeadm_edge_proxy_cache_entries [1-9]\d*$/m);
     expect(metrics).toMatch(/^edgeadm_edge_proxy_requests_total\{outcome="cache_hit_offline"\} [1-9]/m);

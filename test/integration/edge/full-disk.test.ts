@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeProxy, type RunningEdgeProxy } from '../../../src/edge/edge-proxy.js';
-import { call, type Target } from './proxy-client.js';
+import { call, type HttpsTarget } from '../../support/https-client.js';
 import { sendJson, sendNotFound, startRawUpstream, type RawUpstream } from './raw-upstream.js';
 
 /** Safety net for the proxy's own state changes (probe results); not a timing assertion. */
@@ -33,7 +33,7 @@ let dir: string;
 let cacheDir: string;
 let upstream: RawUpstream;
 let proxy: RunningEdgeProxy;
-let target: Target;
+let target: HttpsTarget;
 
 function listPath(index: number): string {
   return `${LIST}?fieldSelector=${SELECTORS[index]}`;

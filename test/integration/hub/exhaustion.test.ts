@@ -19,7 +19,6 @@
  * edge cluster is the SIMULATED API server of test/support.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { performServerHandshake } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -35,6 +34,7 @@ import { TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
 import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
 import { registerCluster } from '../../../src/registration/registration.js';
 import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
+import { call, send, type HttpTarget } from '../../support/https-client.js';
 import { connectWebSocket, startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
 
 /** How long a test waits for the hub to close a socket: a safety net, many times every short deadline below. */
@@ -120,35 +120,12 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
       opened.add(socket);
       socket.once('error', reject);
     });
-  const healthz = (port: number): Promise<number> =>
-    new Promise((resolve, reject) => {
-      const req = request(`https://127.0.0.1:${port}/healthz`, { ca: caOf.get(port), agent: false }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
-      req.on('error', reject);
-      req.end();
-    });
-  const api = (path: string, body: unknown, target: RunningHub = hub): Promise<string> =>
-    new Promise((resolve, reject) => {
-      const token = /^token: (\S+)$/m.exec(readFileSync(target.adminConfigPath, 'utf8'))?.[1] ?? '';
-      const req = request(
-        `https://127.0.0.1:${target.port}${path}`,
-        {
-          method: 'POST',
-          ca: caOf.get(target.port),
-          agent: false,
-          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        },
-        (res) => {
-          let text = '';
-          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-          res.on('end', () => resolve(text));
-        },
-      );
-      req.on('error', reject);
-      req.end(JSON.stringify(body));
-    });
+  const hubAt = (port: number): HttpTarget => ({ url: `https://127.0.0.1:${port}`, caPem: caOf.get(port)! });
+  const healthz = async (port: number): Promise<number> => (await call(hubAt(port), { path: '/healthz' })).status;
+  const api = async (path: string, body: unknown, target: RunningHub = hub): Promise<string> => {
+    const token = /^token: (\S+)$/m.exec(readFileSync(target.adminConfigPath, 'utf8'))?.[1] ?? '';
+    return (await call(hubAt(target.port), { method: 'POST', path, token, body })).text;
+  };
   const register = async (
     cluster: string,
     target: RunningHub = hub,
@@ -169,15 +146,7 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
     return { state, identity: { cluster, certPem: state.certPem, keyPem: state.keyPem } };
   };
   const metric = async (name: string): Promise<number> => {
-    const text = await new Promise<string>((resolve, reject) => {
-      const req = request(`https://127.0.0.1:${hub.port}/metrics`, { ca: caPem, agent: false }, (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        res.on('end', () => resolve(body));
-      });
-      req.on('error', reject);
-      req.end();
-    });
+    const { text } = await call({ url: `https://127.0.0.1:${hub.port}`, caPem }, { path: '/metrics' });
     return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
   };
   /** A TLS connection to the tunnel protocol with a registered agent's certificate, HTTP/2 not yet set up. */
@@ -319,16 +288,15 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
       await api('/hub/v1/users', { name: 'watcher', clustersSelector: '', groups: ['system:masters'] }),
     ) as { token: string };
     // A watch: its request is complete at once, its answer streams for as long as the user wants.
-    const watch = await new Promise<{ socket: Socket; status: number }>((resolve, reject) => {
-      const req = request(
-        `https://127.0.0.1:${hub.port}/clusters/watch-b/api/v1/namespaces/default/pods?watch=1`,
-        { ca: caPem, agent: false, headers: { Authorization: `Bearer ${user.token}` } },
-        (res) => resolve({ socket: res.socket, status: res.statusCode ?? 0 }),
-      );
-      req.on('socket', (socket) => opened.add(socket));
-      req.on('error', reject);
-      req.end();
-    });
+    const answer = await send(
+      { url: `https://127.0.0.1:${hub.port}`, caPem },
+      {
+        path: '/clusters/watch-b/api/v1/namespaces/default/pods?watch=1',
+        token: user.token,
+        onSocket: (socket) => opened.add(socket),
+      },
+    ).response;
+    const watch = { socket: answer.socket, status: answer.statusCode ?? 0 };
     expect(watch.status).toBe(200);
     // A body of 100,000 bytes, announced and then sent one byte every 100 ms: it would take hours.
     const slowBody = await tlsOpen(hub.port);

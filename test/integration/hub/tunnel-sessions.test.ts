@@ -11,7 +11,6 @@
  */
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { performServerHandshake } from 'node:http2';
-import { request } from 'node:https';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +29,7 @@ import {
 } from '../../../src/tunnel/agent.js';
 import { registerCluster, renewAgentCertificate } from '../../../src/registration/registration.js';
 import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
+import { call } from '../../support/https-client.js';
 import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
 
 interface Site {
@@ -84,27 +84,18 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
   let adminToken: string;
   let kubeconfig: string;
 
-  const api = (options: { method?: string; path: string; body?: unknown }): Promise<{ status: number; body: string }> =>
-    new Promise((resolve, reject) => {
-      const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
-      const req = request(
-        `https://127.0.0.1:${port}${options.path}`,
-        {
-          method: options.method ?? 'GET',
-          ca: readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8'),
-          // A new connection each time: the test counts the hub's resumed sessions.
-          agent: false,
-          headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
-        },
-        (res) => {
-          let body = '';
-          res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        },
-      );
-      req.on('error', reject);
-      req.end(payload);
-    });
+  // A new connection each time (the one client never pools): the test counts the hub's resumed sessions.
+  const api = async (options: {
+    method?: string;
+    path: string;
+    body?: unknown;
+  }): Promise<{ status: number; body: string }> => {
+    const answer = await call(
+      { url: `https://127.0.0.1:${port}`, caPem: readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8') },
+      { ...options, token: adminToken },
+    );
+    return { status: answer.status, body: answer.text };
+  };
   const resumed = async (): Promise<number> =>
     Number(/^edgeadm_hub_tls_sessions_resumed_total (\d+)$/m.exec((await api({ path: '/metrics' })).body)?.[1]);
   const dial = (site: Site, identity: AgentIdentity = site.identity) =>

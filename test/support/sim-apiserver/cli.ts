@@ -50,8 +50,12 @@ async function writeAtomically(path: string, text: string, mode: number): Promis
   await rename(temporary, path);
 }
 
-/** Runs the server until a signal arrives; returns the process exit code. */
-export async function runCli(argv: string[]): Promise<number> {
+/**
+ * Runs the server until a signal arrives (or `stop` settles: the simulated
+ * kubelet restarts a static pod whose manifest changed); returns the
+ * process exit code.
+ */
+export async function runCli(argv: string[], options: { stop?: Promise<void> } = {}): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({
@@ -149,6 +153,7 @@ export async function runCli(argv: string[]): Promise<number> {
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
+    void options.stop?.then(resolve);
   });
   if (snapshotTimer) clearTimeout(snapshotTimer);
   await server.stop();

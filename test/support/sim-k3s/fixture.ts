@@ -13,6 +13,7 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildPackage, type BuiltPackage } from '../../../src/packages/build.js';
+import { SIM_VERSION_ENV } from '../sim-node.js';
 
 /** The marker line in the stand-in, so that nobody mistakes it for k3s. */
 export const SIM_K3S_MARKER = 'SIMULATED k3s for edgeadm tests - not k3s';
@@ -26,16 +27,36 @@ export function simK3sNodePath(): string {
   return existsSync(pinned) ? pinned : process.execPath;
 }
 
-/** A fixture executable that runs simulated `tool` (see ../sim-main.ts), with its marker line. */
-export function simExecutableScript(tool: string, marker: string, readme: string): string {
-  return ['#!/bin/sh', `# ${marker}. See ${readme}.`, `exec '${simK3sNodePath()}' '${MAIN}' ${tool} "$@"`, ''].join(
-    '\n',
-  );
+/**
+ * A fixture executable that runs simulated `tool` (see ../sim-main.ts), with
+ * its marker line. With `version`, the script exports it as
+ * {@link SIM_VERSION_ENV}, and the simulation reports that version (its
+ * `--version`, the Node's kubelet version, the API server's `/version`): so
+ * a package built for another version carries binaries that report it, as
+ * real ones built for it would.
+ */
+export function simExecutableScript(tool: string, marker: string, readme: string, version?: string): string {
+  return [
+    '#!/bin/sh',
+    `# ${marker}. See ${readme}.`,
+    ...(version === undefined ? [] : [`${SIM_VERSION_ENV}='${version}'`, `export ${SIM_VERSION_ENV}`]),
+    `exec '${simK3sNodePath()}' '${MAIN}' ${tool} "$@"`,
+    '',
+  ].join('\n');
 }
 
-/** The `bin/k3s` script of the fixture package. */
-export function simK3sScript(): string {
-  return simExecutableScript('k3s', SIM_K3S_MARKER, 'test/support/sim-k3s/README.md');
+/** The `bin/k3s` script of the fixture package (reporting `version` when given). */
+export function simK3sScript(version?: string): string {
+  return simExecutableScript('k3s', SIM_K3S_MARKER, 'test/support/sim-k3s/README.md', version);
+}
+
+/** A Kubernetes version as a fixture may name it: `v1.31.2` or k3s's `v1.31.2+k3s1`. */
+const FIXTURE_VERSION = /^v\d+\.\d+\.\d+(?:\+k3s\d+)?$/;
+
+/** The version a fixture package is built for, checked (it ends up in a shell script and a file name). */
+export function fixtureVersion(version: string): string {
+  if (!FIXTURE_VERSION.test(version)) throw new Error(`fixture version ${version} is not like v1.31.2 or v1.31.2+k3s1`);
+  return version;
 }
 
 /**
@@ -59,13 +80,22 @@ export interface SimK3sPackageOptions {
   withEdgeadm?: boolean;
   /** Add an incompressible images/ file of this size, so an upload takes a while (for interruption tests). */
   imageBytes?: number;
+  /**
+   * The Kubernetes version the package carries, in k3s's form
+   * (`v1.31.2+k3s1`): the manifest says it and the simulated k3s reports it.
+   * Without it: v1.30.4 in the manifest, and the simulation reports `v1.30.4+sim`.
+   */
+  kubernetesVersion?: string;
 }
 
 /** Builds `<workDir>/sim-k3s.tar.gz`, an install package with the simulated k3s. */
 export async function buildSimK3sPackage(workDir: string, options: SimK3sPackageOptions = {}): Promise<BuiltPackage> {
-  const source = join(workDir, 'sim-k3s-src');
+  const version = options.kubernetesVersion === undefined ? undefined : fixtureVersion(options.kubernetesVersion);
+  // One source directory and output per version, so that a test can hold the packages of two versions.
+  const tag = version === undefined ? '' : `-${version.replace('+', '-')}`;
+  const source = join(workDir, `sim-k3s${tag}-src`);
   await mkdir(join(source, 'bin'), { recursive: true });
-  await writeFile(join(source, 'bin', 'k3s'), simK3sScript());
+  await writeFile(join(source, 'bin', 'k3s'), simK3sScript(version));
   await chmod(join(source, 'bin', 'k3s'), 0o755);
   if (options.withEdgeadm) {
     await writeFile(join(source, 'bin', 'edgeadm'), edgeadmFromSourceScript());
@@ -76,13 +106,15 @@ export async function buildSimK3sPackage(workDir: string, options: SimK3sPackage
   if (options.imageBytes) {
     await writeFile(join(source, 'images', 'sim-airgap-images.bin'), randomBytes(options.imageBytes));
   }
+  const manifestVersion = version ?? 'v1.30.4';
+  const name = `edge-k3s-${manifestVersion}-amd64-sim${options.withEdgeadm ? '-edgeadm' : ''}`;
   return buildPackage({
     from: source,
     distribution: 'k3s',
-    kubernetesVersion: 'v1.30.4',
+    kubernetesVersion: manifestVersion,
     arch: 'amd64',
-    name: options.withEdgeadm ? 'edge-k3s-v1.30.4-amd64-sim-edgeadm' : 'edge-k3s-v1.30.4-amd64-sim',
-    output: join(workDir, options.withEdgeadm ? 'sim-k3s-edgeadm.tar.gz' : 'sim-k3s.tar.gz'),
+    name,
+    output: join(workDir, `sim-k3s${options.withEdgeadm ? '-edgeadm' : ''}${tag}.tar.gz`),
     createdAt: new Date('2024-05-01T12:00:00Z'),
   });
 }

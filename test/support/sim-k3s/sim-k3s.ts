@@ -25,7 +25,8 @@
  *   named after the host, then keeps it Ready with a heartbeat. Only
  *   `system:nodes` may write Nodes: the token gets no Node rights.
  * - See README.md for each behaviour's source in k3s and what differs.
- * - `k3s --version` prints a version marked `+sim`.
+ * - `k3s --version`, `/version` and the Nodes' kubelet version report the
+ *   package's version (`v1.31.2+k3s1`), or `v1.30.4+sim` when it names none.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -40,6 +41,7 @@ import {
   nodeRegistrationObjects,
   registerNode,
   simLogger,
+  simReportedVersion,
   sleep,
   writeAtomically,
 } from '../sim-node.js';
@@ -50,8 +52,16 @@ export const K3S_CONFIG_PATH = '/etc/rancher/k3s/config.yaml';
 export const K3S_ADMIN_KUBECONFIG = '/etc/rancher/k3s/k3s.yaml';
 export const K3S_SERVER_DIR = '/var/lib/rancher/k3s/server';
 export const K3S_AGENT_DIR = '/var/lib/rancher/k3s/agent';
-/** The version the simulation reports; `+sim` says what it is. */
+/** The version the simulation reports when its package names none; `+sim` says what it is. */
 export const SIM_K3S_VERSION = 'v1.30.4+sim';
+/**
+ * The version this binary reports, as k3s does from one binary: `--version`,
+ * the API server's `/version` gitVersion and the kubelet version of its
+ * Node, all `v1.31.2+k3s1` for a package built for that release (see
+ * simExecutableScript in fixture.ts). Upgrading k3s is swapping the binary
+ * and restarting it; the restarted simulation reports the new one's.
+ */
+const VERSION = simReportedVersion(SIM_K3S_VERSION);
 /** The API port, as k3s's default `https-listen-port`. */
 export const SIM_K3S_PORT = 6443;
 /** How long to wait between attempts while the server is not reachable yet. */
@@ -194,7 +204,7 @@ async function runServer(configPath: string): Promise<number> {
     '--objects',
     objectsFile,
     '--version',
-    SIM_K3S_VERSION,
+    VERSION,
     // k3s starts kube-apiserver with anonymous-auth=false (pkg/daemons/control/server.go, apiServer).
     '--anonymous-auth=false',
     // k3s's supervisor serves its server CA file at /cacerts, unauthenticated, on the same port.
@@ -261,7 +271,7 @@ async function runServer(configPath: string): Promise<number> {
     'node-role.kubernetes.io/master': 'true',
     ...labelsOf(config),
   };
-  const node = { server, token: adminToken, caPem, name: nodeName, version: SIM_K3S_VERSION };
+  const node = { server, token: adminToken, caPem, name: nodeName, version: VERSION };
   await registerNode({ ...node, labels });
   log(`server ${nodeName} ready at ${server}${config['cluster-init'] === true ? ' (cluster-init)' : ''}`);
   void keepReady(node, log);
@@ -310,6 +320,13 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
   const { createServer, request: forward } = await import('node:https');
   const upstream = new URL(joinServer);
   const proxy = createServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
+    if (req.method === 'GET' && (req.url === '/version' || req.url === '/version/')) {
+      // This server's own version, as each k3s server's kube-apiserver answers (its binary's).
+      const [, major = '1', minor = '0'] = /^v(\d+)\.(\d+)/.exec(VERSION) ?? [];
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ major, minor, gitVersion: VERSION, platform: 'linux/amd64' }));
+      return;
+    }
     const headers = { ...req.headers, host: upstream.host };
     const out = forward(
       { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers, ca: caPem },
@@ -359,7 +376,7 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
   };
   for (;;) {
     try {
-      await registerNode({ server: own, token: adminToken, caPem, name: nodeName, version: SIM_K3S_VERSION, labels });
+      await registerNode({ server: own, token: adminToken, caPem, name: nodeName, version: VERSION, labels });
       break;
     } catch (error) {
       log(`registering Node ${nodeName}: ${(error as Error).message}`);
@@ -370,7 +387,7 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
-    void keepReady({ server: own, token: adminToken, caPem, name: nodeName, version: SIM_K3S_VERSION }, log);
+    void keepReady({ server: own, token: adminToken, caPem, name: nodeName, version: VERSION }, log);
   });
   proxy.close();
   return 0;
@@ -500,7 +517,7 @@ async function runAgent(configPath: string): Promise<number> {
       await registerNode({
         ...kubelet,
         name: nodeName,
-        version: SIM_K3S_VERSION,
+        version: VERSION,
         labels: labelsOf(config),
         taints: taintsOf(config),
       });
@@ -514,7 +531,7 @@ async function runAgent(configPath: string): Promise<number> {
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
-    void keepReady({ ...kubelet, name: nodeName, version: SIM_K3S_VERSION }, log);
+    void keepReady({ ...kubelet, name: nodeName, version: VERSION }, log);
   });
   return 0;
 }
@@ -525,7 +542,7 @@ export async function runSimK3s(argv: string[]): Promise<number> {
   const configIndex = rest.indexOf('--config');
   const configPath = configIndex >= 0 ? (rest[configIndex + 1] ?? K3S_CONFIG_PATH) : K3S_CONFIG_PATH;
   if (command === '--version' || command === '-v' || command === 'version') {
-    process.stdout.write(`k3s version ${SIM_K3S_VERSION} (SIMULATED k3s for edgeadm tests, not k3s)\n`);
+    process.stdout.write(`k3s version ${VERSION} (SIMULATED k3s for edgeadm tests, not k3s)\n`);
     return 0;
   }
   try {

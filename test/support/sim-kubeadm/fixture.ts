@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildPackage, type BuiltPackage } from '../../../src/packages/build.js';
-import { edgeadmFromSourceScript, simExecutableScript } from '../sim-k3s/fixture.js';
+import { edgeadmFromSourceScript, fixtureVersion, simExecutableScript } from '../sim-k3s/fixture.js';
 import { ensurePinnedKubectl } from '../pinned-kubectl.js';
 
 /** The marker line in every stand-in, so that nobody mistakes it for the real thing. */
@@ -34,6 +34,13 @@ function inertScript(name: string): string {
 export interface SimKubeadmPackageOptions {
   /** Also ship bin/edgeadm (this tree's real edgeadm, not a stand-in), as a package for --enable-edge must. */
   withEdgeadm?: boolean;
+  /**
+   * The Kubernetes version the package carries (`v1.31.2`): the manifest
+   * says it, edgeadm's kubeadm driver pins the control plane to it, and the
+   * simulated kubeadm and kubelet report it. Without it: v1.30.4, and the
+   * executables report `v1.30.4+sim`.
+   */
+  kubernetesVersion?: string;
 }
 
 /** Builds `<workDir>/sim-kubeadm.tar.gz`, an install package with the simulated kubeadm distribution. */
@@ -41,10 +48,14 @@ export async function buildSimKubeadmPackage(
   workDir: string,
   options: SimKubeadmPackageOptions = {},
 ): Promise<BuiltPackage> {
-  const source = join(workDir, 'sim-kubeadm-src');
+  const version = options.kubernetesVersion === undefined ? undefined : fixtureVersion(options.kubernetesVersion);
+  if (version?.includes('+')) throw new Error(`a kubeadm package carries an upstream version, not ${version}`);
+  // One source directory and output per version, so that a test can hold the packages of two versions.
+  const tag = version === undefined ? '' : `-${version}`;
+  const source = join(workDir, `sim-kubeadm${tag}-src`);
   const files: Record<string, string> = {
-    'bin/kubeadm': simExecutableScript('kubeadm', SIM_KUBEADM_MARKER, README),
-    'bin/kubelet': simExecutableScript('kubelet', SIM_KUBEADM_MARKER, README),
+    'bin/kubeadm': simExecutableScript('kubeadm', SIM_KUBEADM_MARKER, README, version),
+    'bin/kubelet': simExecutableScript('kubelet', SIM_KUBEADM_MARKER, README, version),
     'bin/containerd': simExecutableScript('containerd', SIM_KUBEADM_MARKER, README),
     'bin/ctr': simExecutableScript('ctr', SIM_KUBEADM_MARKER, README),
     'bin/containerd-shim-runc-v2': inertScript('containerd-shim-runc-v2'),
@@ -68,13 +79,14 @@ export async function buildSimKubeadmPackage(
     if (!path.startsWith('images/')) await chmod(target, 0o755);
   }
   execFileSync('tar', ['-cf', join(source, 'images', 'sim-pause.tar'), '-C', join(source, 'images'), 'README']);
+  const manifestVersion = version ?? 'v1.30.4';
   return buildPackage({
     from: source,
     distribution: 'kubeadm',
-    kubernetesVersion: 'v1.30.4',
+    kubernetesVersion: manifestVersion,
     arch: 'amd64',
-    name: options.withEdgeadm ? 'edge-kubeadm-v1.30.4-amd64-sim-edgeadm' : 'edge-kubeadm-v1.30.4-amd64-sim',
-    output: join(workDir, options.withEdgeadm ? 'sim-kubeadm-edgeadm.tar.gz' : 'sim-kubeadm.tar.gz'),
+    name: `edge-kubeadm-${manifestVersion}-amd64-sim${options.withEdgeadm ? '-edgeadm' : ''}`,
+    output: join(workDir, `sim-kubeadm${options.withEdgeadm ? '-edgeadm' : ''}${tag}.tar.gz`),
     createdAt: new Date('2024-05-01T12:00:00Z'),
   });
 }

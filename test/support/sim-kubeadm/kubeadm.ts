@@ -31,6 +31,8 @@
  *   controller-manager.conf and scheduler.conf with the downloaded CA,
  *   writes the kube-apiserver manifest for `controlPlane.localAPIEndpoint`,
  *   waits for that API server and marks the control plane.
+ * - `upgrade plan|apply|node`: see ./upgrade.ts.
+ * - `version`: this binary's version (its package's, see simExecutableScript).
  * - `reset -f`: empties /etc/kubernetes/manifests, /etc/kubernetes/pki,
  *   /var/lib/kubelet and /var/lib/etcd and removes the kubeconfigs.
  *
@@ -48,7 +50,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml, loadAll as loadAllYaml } from 'js-yaml';
 import { SimCertificateAuthority } from '../sim-apiserver/pki.js';
-import { call, expectOk, simLogger, sleep, writeAtomically } from '../sim-node.js';
+import { call, expectOk, simLogger, simReportedVersion, sleep, writeAtomically } from '../sim-node.js';
+import { runUpgrade } from './upgrade.js';
 import { NODE_BOOTSTRAP_GROUP, downloadCerts, uploadCerts } from './certs-upload.js';
 import {
   ADMIN_CONF,
@@ -749,7 +752,9 @@ export async function runSimKubeadm(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === 'version') {
-      say(`kubeadm version: ${SIM_KUBERNETES_VERSION} (SIMULATED kubeadm for edgeadm tests, not kubeadm)`);
+      say(
+        `kubeadm version: ${simReportedVersion(SIM_KUBERNETES_VERSION)} (SIMULATED kubeadm for edgeadm tests, not kubeadm)`,
+      );
       return 0;
     }
     if (command === 'init' && rest[0] === 'phase' && rest[1] === 'upload-certs') {
@@ -757,9 +762,10 @@ export async function runSimKubeadm(argv: string[]): Promise<number> {
     } else if (command === 'init') await init(configArg(rest), rest);
     else if (command === 'join') await joinNode(configArg(rest));
     else if (command === 'reset') await reset(rest);
+    else if (command === 'upgrade') await runUpgrade(rest);
     else {
       process.stderr.write(
-        'usage: kubeadm init|join --config FILE | init phase upload-certs --upload-certs --config FILE | reset -f | version  (SIMULATED kubeadm)\n',
+        'usage: kubeadm init|join --config FILE | init phase upload-certs --upload-certs --config FILE | reset -f | upgrade plan|apply|node | version  (SIMULATED kubeadm)\n',
       );
       return 2;
     }

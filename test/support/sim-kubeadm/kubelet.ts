@@ -31,9 +31,21 @@
  *    sends it through edgeadm's edge-proxy is honoured;
  * 5. it registers its Node (name from `--hostname-override`, labels from
  *    `--node-labels`, taints from `--register-with-taints`) and keeps it
- *    Ready with heartbeats until stopped.
+ *    Ready with heartbeats until stopped, reporting its own binary's
+ *    version (its package's, see simExecutableScript) as kubeletVersion;
+ *    It keeps a mirror Pod `kube-system/kube-apiserver-<node>` (labels
+ *    `component=kube-apiserver`, `tier=control-plane`, the manifest's image)
+ *    for its static Pod, as the kubelet does, so that clients (kubeadm's
+ *    version getter, edgeadm's upgrade plan) see which version each control
+ *    plane's API server runs;
+ * 6. the static API server reports the version its manifest's image names
+ *    (`registry.k8s.io/kube-apiserver:v1.31.2` → `v1.31.2`), and when the
+ *    manifest changes (`kubeadm upgrade apply|node` rewrites it) the kubelet
+ *    stops that API server and starts it again from the new manifest, as
+ *    the kubelet recreates a static Pod whose manifest changed.
  */
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createServer, request as forward, type RequestOptions } from 'node:https';
 import type { TLSSocket } from 'node:tls';
@@ -48,6 +60,7 @@ import {
   nodeRegistrationObjects,
   registerNode,
   simLogger,
+  simReportedVersion,
   sleep,
   writeAtomically,
   type SimNodeOptions,
@@ -65,6 +78,7 @@ import {
   SANS_ANNOTATION,
   SHARED_STORE_ANNOTATION,
   SIM_KUBERNETES_VERSION,
+  imageVersion,
   isSocketServing,
   kubeletKubeconfigArgOf,
   readKubeconfig,
@@ -72,6 +86,8 @@ import {
 } from './layout.js';
 
 const log = simLogger('sim-kubelet (SIMULATED kubelet for tests)');
+/** This kubelet binary's version: its package's (see the module comment). */
+const VERSION = simReportedVersion(SIM_KUBERNETES_VERSION);
 /** How often the kubelet looks for the files kubeadm writes. */
 const POLL_INTERVAL_MS = 500;
 /** How long the static API server may take to serve. */
@@ -90,7 +106,7 @@ async function waitFor(what: string, isThere: () => Promise<boolean> | boolean):
 
 interface StaticPod {
   metadata?: { annotations?: Record<string, string> };
-  spec?: { containers?: Array<{ command?: string[] }> };
+  spec?: { containers?: Array<{ command?: string[]; image?: string }> };
 }
 
 function argOf(command: string[], name: string): string | undefined {
@@ -103,44 +119,58 @@ function argOf(command: string[], name: string): string | undefined {
  * resolves with its exit code once stopped (wrapped: an async function would
  * adopt a returned promise and wait for it).
  */
-async function runStaticApiServer(): Promise<{ serving: Promise<number> }> {
+async function runStaticApiServer(stop: Promise<void>): Promise<{ serving: Promise<number> }> {
   const pod = loadYaml(await readFile(APISERVER_MANIFEST, 'utf8')) as StaticPod;
   const command = pod.spec?.containers?.[0]?.command ?? [];
+  const version = imageVersion(pod.spec?.containers?.[0]?.image) ?? SIM_KUBERNETES_VERSION;
   const address = argOf(command, 'advertise-address') ?? '127.0.0.1';
   const port = argOf(command, 'secure-port') ?? '6443';
   const sans = (pod.metadata?.annotations?.[SANS_ANNOTATION] ?? '').split(',').filter(Boolean);
   const sharedStore = pod.metadata?.annotations?.[SHARED_STORE_ANNOTATION];
-  if (sharedStore) return runForwardingApiServer({ address, port: Number(port), sans, upstream: sharedStore });
+  if (sharedStore)
+    return runForwardingApiServer({ address, port: Number(port), sans, upstream: sharedStore, stop, version });
   const dataDir = join(ETCD_DIR, 'sim-apiserver');
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await copyFile(CA_CERT, join(dataDir, 'ca.crt'));
   await copyFile(CA_KEY, join(dataDir, 'ca.key'));
   const objectsFile = join(ETCD_DIR, 'sim-objects.yaml');
   // Node writes for nodes only (a stand-in for the Node authorizer): a bootstrap token gets none.
-  const objects = nodeRegistrationObjects('sim-kubeadm:node-registration', ['system:nodes']);
+  const objects = [
+    ...nodeRegistrationObjects('sim-kubeadm:node-registration', ['system:nodes']),
+    ...mirrorPodObjects(),
+  ];
   await writeAtomically(objectsFile, objects.map((o) => dumpYaml(o)).join('---\n'), 0o600);
   const { runCli } = await import('../sim-apiserver/cli.js');
-  const serving = runCli([
-    '--listen',
-    `${address}:${port}`,
-    '--data-dir',
-    dataDir,
-    '--objects',
-    objectsFile,
-    '--version',
-    SIM_KUBERNETES_VERSION,
-    // kube-controller-manager's csrapproving and csrsigning, for the kubelets' TLS bootstrap.
-    '--csr-controllers',
-    ...sans.flatMap((san) => ['--san', san]),
-  ]);
+  const serving = runCli(
+    [
+      '--listen',
+      `${address}:${port}`,
+      '--data-dir',
+      dataDir,
+      '--objects',
+      objectsFile,
+      '--version',
+      version,
+      // kube-controller-manager's csrapproving and csrsigning, for the kubelets' TLS bootstrap.
+      '--csr-controllers',
+      ...sans.flatMap((san) => ['--san', san]),
+    ],
+    { stop },
+  );
   const deadline = Date.now() + API_START_TIMEOUT_MS;
   while (!existsSync(join(dataDir, 'ready'))) {
     if (Date.now() > deadline)
       throw new Error(`the static kube-apiserver did not serve within ${API_START_TIMEOUT_MS} ms`);
     await sleep(50);
   }
-  log(`static pod kube-apiserver serving on ${address}:${port} (the simulated API server)`);
+  log(`static pod kube-apiserver ${version} serving on ${address}:${port} (the simulated API server)`);
   return { serving };
+}
+
+/** What `/version` answers for `gitVersion` (the fields kubectl and clients read). */
+export function versionInfo(gitVersion: string): Record<string, string> {
+  const match = /^v(\d+)\.(\d+)/.exec(gitVersion);
+  return { major: match?.[1] ?? '1', minor: match?.[2] ?? '0', gitVersion, platform: 'linux/amd64' };
 }
 
 function namesOf(value: string | string[] | undefined): string[] {
@@ -153,6 +183,8 @@ async function runForwardingApiServer(options: {
   port: number;
   sans: string[];
   upstream: string;
+  stop: Promise<void>;
+  version: string;
 }): Promise<{ serving: Promise<number> }> {
   const { SimCertificateAuthority } = await import('../sim-apiserver/pki.js');
   const caPem = await readFile(CA_CERT, 'utf8');
@@ -164,6 +196,12 @@ async function runForwardingApiServer(options: {
   const server = createServer(
     { cert: serving.certPem, key: serving.keyPem, ca: caPem, requestCert: true, rejectUnauthorized: false },
     (req, res) => {
+      if (req.method === 'GET' && (req.url === '/version' || req.url === '/version/')) {
+        // This instance's own version (its image's), as each kube-apiserver of an HA control plane answers.
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(versionInfo(options.version)));
+        return;
+      }
       const socket = req.socket as TLSSocket;
       const peer = socket.getPeerCertificate();
       const hasCertificate = peer !== null && Object.keys(peer).length > 0;
@@ -212,8 +250,113 @@ async function runForwardingApiServer(options: {
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
+    void options.stop.then(stop);
   });
   return { serving: stopped };
+}
+
+/** How often the mirror Pod is compared with the manifest. */
+const MIRROR_SYNC_INTERVAL_MS = 1_000;
+
+/**
+ * The grant that stands in for the Node authorizer's rule on mirror Pods (a
+ * node may create and delete the mirror Pods bound to it): here, any node
+ * may write Pods.
+ */
+function mirrorPodObjects(): unknown[] {
+  const name = 'sim-kubeadm:mirror-pods';
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name },
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:nodes' }],
+    },
+  ];
+}
+
+/** Keeps the mirror Pod of the static kube-apiserver in step with its manifest (see the module comment). */
+async function keepMirrorPod(node: SimNodeOptions, isStopping: () => boolean): Promise<void> {
+  let posted: string | undefined;
+  while (!isStopping()) {
+    const text = await readFile(APISERVER_MANIFEST, 'utf8').catch(() => undefined);
+    const image = text === undefined ? undefined : (loadYaml(text) as StaticPod).spec?.containers?.[0]?.image;
+    if (image !== undefined && image !== posted) {
+      const name = `kube-apiserver-${node.name}`;
+      try {
+        await expectOk(`apply the mirror Pod ${name}`, {
+          method: 'PATCH',
+          url: `${node.server}/api/v1/namespaces/kube-system/pods/${name}?fieldManager=kubelet&force=true`,
+          caPem: node.caPem,
+          ...(node.token ? { token: node.token } : {}),
+          ...(node.certPem ? { certPem: node.certPem } : {}),
+          ...(node.keyPem ? { keyPem: node.keyPem } : {}),
+          contentType: 'application/apply-patch+yaml',
+          body: {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: {
+              name,
+              namespace: 'kube-system',
+              labels: { component: 'kube-apiserver', tier: 'control-plane' },
+              annotations: { 'kubernetes.io/config.mirror': createHash('sha256').update(text!).digest('hex') },
+            },
+            spec: { nodeName: node.name, hostNetwork: true, containers: [{ name: 'kube-apiserver', image }] },
+          },
+        });
+        posted = image;
+      } catch (error) {
+        log(`mirror Pod: ${(error as Error).message}`);
+      }
+    }
+    await sleep(MIRROR_SYNC_INTERVAL_MS);
+  }
+}
+
+/** The content of the manifest now (a hash), or undefined when there is none. */
+async function manifestDigest(): Promise<string | undefined> {
+  const text = await readFile(APISERVER_MANIFEST, 'utf8').catch(() => undefined);
+  return text === undefined ? undefined : createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * Runs the static kube-apiserver and keeps it matching its manifest: when
+ * the manifest's content changes, the running one is stopped and a new one
+ * started from the new manifest (a real kubelet recreates the Pod). A
+ * manifest that is removed stops it. `stopped` settles when the kubelet is
+ * stopping and the API server has stopped.
+ */
+async function runStaticPod(isStopping: () => boolean): Promise<{ stopped: Promise<number> }> {
+  let digest = await manifestDigest();
+  let stopCurrent!: () => void;
+  let current = await runStaticApiServer(new Promise<void>((resolve) => (stopCurrent = resolve)));
+  const stopped = (async (): Promise<number> => {
+    for (;;) {
+      await sleep(POLL_INTERVAL_MS);
+      if (isStopping()) return current.serving;
+      const now = await manifestDigest();
+      if (now === digest) continue;
+      log(`${APISERVER_MANIFEST} changed: recreating the static pod kube-apiserver`);
+      stopCurrent();
+      await current.serving;
+      digest = now;
+      if (now === undefined) {
+        // No manifest, no static Pod; wait for one to come back.
+        while (!isStopping() && (await manifestDigest()) === undefined) await sleep(POLL_INTERVAL_MS);
+        if (isStopping()) return 0;
+        digest = await manifestDigest();
+      }
+      current = await runStaticApiServer(new Promise<void>((resolve) => (stopCurrent = resolve)));
+    }
+  })();
+  return { stopped };
 }
 
 /** Where the kubelet keeps its client certificate and key (one file, as the kubelet writes it). */
@@ -297,7 +440,7 @@ function flagOf(argv: string[], name: string): string | undefined {
  */
 export async function runSimKubelet(argv: string[]): Promise<number> {
   if (argv.includes('--version')) {
-    process.stdout.write(`Kubernetes ${SIM_KUBERNETES_VERSION} (SIMULATED kubelet for edgeadm tests)\n`);
+    process.stdout.write(`Kubernetes ${VERSION} (SIMULATED kubelet for edgeadm tests)\n`);
     return 0;
   }
   let isStopping = false;
@@ -315,7 +458,7 @@ export async function runSimKubelet(argv: string[]): Promise<number> {
     const flags = await readKubeletFlags();
     const endpoint = flags['container-runtime-endpoint'] ?? DEFAULT_CRI_SOCKET;
     await waitFor(`the container runtime at ${endpoint}`, async () => isStopping || (await isSocketServing(endpoint)));
-    const staticPod = existsSync(APISERVER_MANIFEST) ? await runStaticApiServer() : undefined;
+    const staticPod = existsSync(APISERVER_MANIFEST) ? await runStaticPod(() => isStopping) : undefined;
     await waitFor(
       `${KUBELET_CONF} or ${BOOTSTRAP_KUBELET_CONF}`,
       () => existsSync(KUBELET_CONF) || existsSync(BOOTSTRAP_KUBELET_CONF),
@@ -342,7 +485,7 @@ export async function runSimKubelet(argv: string[]): Promise<number> {
       server: access.server,
       caPem: access.caPem,
       name: flags['hostname-override'] ?? hostname(),
-      version: SIM_KUBERNETES_VERSION,
+      version: VERSION,
       ...(access.token ? { token: access.token } : {}),
       ...(access.certPem ? { certPem: access.certPem } : {}),
       ...(access.keyPem ? { keyPem: access.keyPem } : {}),
@@ -358,9 +501,10 @@ export async function runSimKubelet(argv: string[]): Promise<number> {
       }
     }
     void keepReady(node, log);
+    if (staticPod) void keepMirrorPod(node, () => isStopping);
     await stopped;
     // The static API server stops on the same signal.
-    return staticPod ? await staticPod.serving : 0;
+    return staticPod ? await staticPod.stopped : 0;
   } catch (error) {
     log(`failed: ${(error as Error).stack ?? String(error)}`);
     return 1;

@@ -10,8 +10,19 @@ import { readdir, readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
 
-/** The version the simulations report; `+sim` says what they are. */
+/** The version the simulations report when their package names none; `+sim` says what they are. */
 export const SIM_KUBERNETES_VERSION = 'v1.30.4+sim';
+
+/**
+ * The version a static Pod's image names (`registry.k8s.io/kube-apiserver:v1.31.2`
+ * → `v1.31.2`): what a real kube-apiserver started from that manifest
+ * reports at `/version`, since the image is built for its tag. Undefined
+ * when the tag is not a version.
+ */
+export function imageVersion(image: string | undefined): string | undefined {
+  const tag = /:([^:/@]+)$/.exec(image ?? '')?.[1];
+  return tag !== undefined && /^v\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?$/.test(tag) ? tag : undefined;
+}
 export const KUBERNETES_DIR = '/etc/kubernetes';
 export const PKI_DIR = `${KUBERNETES_DIR}/pki`;
 export const CA_CERT = `${PKI_DIR}/ca.crt`;

@@ -77,6 +77,11 @@ describe('discoverClusterInfo option checks (before any request)', () => {
     expect(error.exitCode).toBe(3);
   });
 
+  it('refuses a token object that holds no well-formed token, as a string would be', async () => {
+    const error = await failure({ token: { id: 'ABCDEF', secret: '0123456789abcdef' } });
+    expect(error.code).toBe('E_TOKEN_INVALID');
+  });
+
   it('refuses a malformed endpoint and a non-positive timeout', async () => {
     expect((await failure({ endpoint: '10.0.0.10' })).code).toBe('E_DISCOVERY_ENDPOINT_INVALID');
     expect((await failure({ timeoutMs: 0 })).code).toBe('E_DISCOVERY_TIMEOUT_INVALID');

@@ -1,21 +1,15 @@
 /**
- * Flags shared by init and join (and their `phase` subcommands), and their
- * translation into settings.
+ * Flags shared by init and join (and their `phase` subcommands), and the
+ * reading of `--config` that their requests are parsed from.
  */
 import { Flags } from '@oclif/core';
 import { readFileSync } from 'node:fs';
 import { ValidationError } from '../../../errors.js';
 
-const helpGroup = 'NODE';
+/** Splits repeatable, comma-separated flag values (the fleet commands' too). */
+export { listFlag } from '../../../cluster/run-request.js';
 
-/** Splits repeatable, comma-separated flag values. */
-export function listFlag(values: string[] | undefined): string[] | undefined {
-  if (values === undefined) return undefined;
-  return values
-    .flatMap((v) => v.split(','))
-    .map((v) => v.trim())
-    .filter((v) => v !== '');
-}
+const helpGroup = 'NODE';
 
 /** Reads `--config FILE`. */
 export function readConfigFile(path: string | undefined): { configText?: string; configFile?: string } {

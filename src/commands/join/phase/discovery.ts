@@ -1,9 +1,13 @@
 import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { ValidationError } from '../../../errors.js';
-import { DEFAULT_DISCOVERY_TIMEOUT_MS, discoverClusterInfo } from '../../../trust/discovery.js';
-import { formatGoDuration, parseGoDuration } from '../../../trust/duration.js';
+import {
+  DEFAULT_DISCOVERY_TIMEOUT_MS,
+  discover,
+  parseDiscoveryRequest,
+  parseDiscoveryTimeout,
+} from '../../../trust/discovery.js';
+import { formatGoDuration } from '../../../trust/duration.js';
 import { assertSecretFileWritable, writeSecretFileAtomic } from '../../../trust/secret-file.js';
 
 /**
@@ -58,16 +62,16 @@ export default class JoinPhaseDiscovery extends BaseCommand<typeof JoinPhaseDisc
 
   async run(): Promise<JoinDiscoveryResult> {
     const { flags } = this;
-    const output = flags.output === undefined ? undefined : resolve(flags.output);
-    if (output !== undefined) assertSecretFileWritable(output);
-    const result = await discoverClusterInfo({
+    const request = parseDiscoveryRequest({
       endpoint: this.args.endpoint,
       token: flags.token,
       caCertHashes: flags['discovery-token-ca-cert-hash'] ?? [],
       isUnsafeSkipCaVerification: flags['discovery-token-unsafe-skip-ca-verification'],
-      timeoutMs: parseTimeout(flags['discovery-timeout']),
-      logger: this.logger,
+      timeoutMs: parseDiscoveryTimeout(flags['discovery-timeout']),
     });
+    const output = flags.output === undefined ? undefined : resolve(flags.output);
+    if (output !== undefined) assertSecretFileWritable(output);
+    const result = await discover(request, { logger: this.logger });
     const summary = `${result.server}, CA ${result.isCaVerified ? `verified by pin ${result.matchedPin}` : 'NOT verified'}`;
     if (output === undefined) {
       this.logToStderr(`[discovery] verified ${summary}`);
@@ -85,22 +89,4 @@ export default class JoinPhaseDiscovery extends BaseCommand<typeof JoinPhaseDisc
       ...(output === undefined ? { kubeconfig: result.bootstrapKubeconfig } : { output }),
     };
   }
-}
-
-function parseTimeout(text: string): number {
-  let ms: number;
-  try {
-    ms = parseGoDuration(text);
-  } catch (error) {
-    throw new ValidationError(`invalid --discovery-timeout: ${(error as Error).message}`, {
-      code: 'E_DURATION_INVALID',
-      hints: (error as ValidationError).hints,
-    });
-  }
-  if (ms <= 0) {
-    throw new ValidationError(`invalid --discovery-timeout ${JSON.stringify(text)}: it must be positive`, {
-      code: 'E_DURATION_INVALID',
-    });
-  }
-  return ms;
 }
