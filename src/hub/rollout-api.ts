@@ -263,7 +263,7 @@ function propertiesOf(body: Record<string, unknown>): Record<string, string> {
       );
     }
   }
-  return Object.fromEntries(entries) as Record<string, string>;
+  return Object.fromEntries(entries);
 }
 
 /** `PUT|DELETE /hub/v1/clusters/NAME/hold`, `PUT /hub/v1/clusters/NAME/properties`. */

@@ -420,7 +420,9 @@ export class RolloutController {
       let next: RolloutProgress['state'] = state;
       if (command === 'abort') next = 'aborted';
       else if (command === 'pause') {
-        if (state === 'progressing') next = 'paused';
+        // A complete rollout may be paused too: its next revision, and clusters that register or are
+        // released later, then wait until it is resumed (a freeze before a change window).
+        if (state === 'progressing' || state === 'complete') next = 'paused';
         else if (state !== 'paused') throw this.#cannot(name, command, state);
       } else if (state === 'paused') next = 'progressing';
       else if (state !== 'progressing') throw this.#cannot(name, command, state);
@@ -678,6 +680,13 @@ export class RolloutController {
           if (this.#clusters.has(cluster)) continue;
           for (const removal of [...owed.values()]) await this.#forgetRemoval(removal);
         }
+        // A released cluster now gets the removals its hold kept back.
+        for (const [cluster, owed] of this.#pendingRemovals) {
+          const isReleased =
+            previous.get(cluster)?.hold !== undefined && this.#clusters.get(cluster)?.hold === undefined;
+          if (isReleased && this.#connected.has(cluster))
+            for (const removal of owed.values()) void this.#sendRemoval(removal);
+        }
       }
       const names = this.#isAllDirty ? [...this.#rollouts.keys()] : [...this.#dirty];
       this.#isAllDirty = false;
@@ -879,6 +888,8 @@ export class RolloutController {
             isTaken = true;
             return;
           }
+          // A held cluster is not changed by any rollout, a removal included: it stays owed until the release.
+          if (this.#clusters.get(removal.cluster)?.hold !== undefined) return;
           const outcome = await this.#delivery.sendRemove(owed.cluster, { rollout: owed.rollout, owner: owed.owner });
           if (outcome.status === 'failed') {
             this.#logger.warn(`rollout ${removal.rollout}: removing it from ${removal.cluster}: ${outcome.message}`);

@@ -76,7 +76,7 @@ function reportedObjectOf(value: unknown): ReportedObject | undefined {
     kind,
     name,
     ...(namespace === undefined ? {} : { namespace: namespace as string }),
-    ...(status === undefined ? {} : { status: status as Record<string, unknown> }),
+    ...(status === undefined ? {} : { status: status }),
   };
 }
 

@@ -7,7 +7,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   RolloutController,
   type DeliveryOutcome,
@@ -428,6 +428,21 @@ describe('rollout controller', () => {
     expect(await store.listPendingRemovals()).toEqual([]);
   });
 
+  it('keeps a removal from a held cluster until it is released', async () => {
+    const w = await world(['a', 'b']);
+    await apply(w, documentOf({ waves: ['100%'] }));
+    await w.store.setClusterHold('b', { reason: 'opening hours', since: 'now', by: 'alice' });
+    w.controller.clustersChanged();
+    await w.controller.settled();
+    expect(await w.controller.delete('web', admin)).toEqual({ name: 'web', removed: ['a'], pendingRemovals: ['b'] });
+    expect(w.delivery.removals.map((removal) => removal.cluster)).toEqual(['a']);
+    await w.store.setClusterHold('b', undefined);
+    w.controller.clustersChanged();
+    await w.controller.settled();
+    await vi.waitFor(() => expect(w.delivery.removals.map((removal) => removal.cluster)).toEqual(['a', 'b']));
+    await vi.waitFor(async () => expect(await w.store.listPendingRemovals()).toEqual([]));
+  });
+
   it('forgets the removals owed to a cluster deleted from the hub', async () => {
     const w = await world(['a', 'b']);
     await apply(w, documentOf({ waves: ['100%'] }));
@@ -500,6 +515,20 @@ describe('rollout controller', () => {
     const undone = await w.controller.undo('web', admin);
     expect(undone).toMatchObject({ revision: 3, state: 'progressing' });
     expect((await w.controller.document('web', admin)).document).toEqual(documentOf());
+  });
+
+  it('pauses a complete rollout: its next revision waits until it is resumed', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ waves: ['100%'], soakSeconds: 0 }));
+    await report(w, ['a']);
+    expect(w.controller.status('web', admin, false).state).toBe('complete');
+    expect((await w.controller.command('web', 'pause', admin)).state).toBe('paused');
+    await apply(w, documentOf({ waves: ['100%'], soakSeconds: 0, maxUnavailable: 1 }));
+    expect(w.controller.status('web', admin, false)).toMatchObject({ revision: 2, state: 'paused' });
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    expect((await w.controller.command('web', 'resume', admin)).state).toBe('progressing');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a', '2:a']);
   });
 
   it('bumps the status version on every visible change, wakes a waiting watcher, and keeps summaries across a restart', async () => {
