@@ -105,6 +105,7 @@ describe('scanArchive with a writer', () => {
     const { error, files } = await scanWithWriter(built.file, '0'.repeat(64));
     expect(error).toMatchObject({ code: 'E_PACKAGE_CORRUPT', entry: 'manifest.json' });
     expect(files.size).toBe(0);
+    expect((error as unknown as Error).message).toBe('manifest.json changed since the package was verified');
   });
 
   it.each(MALICIOUS_PACKAGES.map((bad) => [bad.name, bad] as const))(
@@ -296,6 +297,7 @@ describe('scanArchive refuses, with the message a user reads', () => {
     expect(error.message).toBe(
       'directory entry "etc/" holds no file that manifest.json lists; unpacking would create it as an extra, empty directory',
     );
+    expect(error.entry).toBe('etc/');
   });
 
   it('a file the manifest does not list, and one whose bytes differ', async () => {
@@ -381,8 +383,12 @@ describe('scanArchive reads and reports', () => {
 
   it('a read error as E_PACKAGE_READ (the disk, not the package), also on the first read', async () => {
     const gzip = gzipSync(packageTar([K3S]));
-    const failure = Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
-    for (const chunks of [[gzip.subarray(0, 20)], []]) {
+    const failures = [Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' }), new Error('read failed')];
+    const cases = failures.flatMap((f): Array<[Error, Buffer[]]> => [
+      [f, [gzip.subarray(0, 20)]],
+      [f, []],
+    ]);
+    for (const [failure, chunks] of cases) {
       const error = await scanArchive({ handle: fakeHandle(chunks, failure), limits: resolveLimits() }).then(
         () => {
           throw new Error('expected a read error');
@@ -390,7 +396,7 @@ describe('scanArchive reads and reports', () => {
         (caught: unknown) => caught as EdgeadmError,
       );
       expect(error).toMatchObject({ code: 'E_PACKAGE_READ', exitCode: 1 });
-      expect(error.message).toBe('cannot read the package: EIO: i/o error, read');
+      expect(error.message).toBe(`cannot read the package: ${failure.message}`);
       expect(error.hints).toEqual(['Check that the file is readable and the disk is healthy.']);
       expect(error.cause).toBe(failure);
     }

@@ -94,6 +94,7 @@ describe('validateManifest', () => {
     const file = { path: 'bin/k3s', sha256: SHA, size: 1, mode: '0755' };
     const error = refusal(manifest({ files: [file, file] }));
     expect(error.code).toBe('E_PACKAGE_DUPLICATE');
+    expect(error.message).toBe('manifest lists "bin/k3s" twice');
     expect(error.details?.field).toBe('files[1].path');
   });
 

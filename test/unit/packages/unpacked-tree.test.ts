@@ -97,9 +97,14 @@ describe('compareUnpackedTree on a tree GNU tar unpacked', () => {
   });
 
   it('refuses a listing cut short', () => {
-    expect(compareUnpackedTree('f 644 manifest.json\u0000', verified.manifest, verified.manifestSha256)).toHaveLength(
-      1,
-    );
+    expect(compareUnpackedTree('f 644 manifest.json\u0000', verified.manifest, verified.manifestSha256)).toEqual([
+      { path: '.', expected: 'a complete listing', found: 'output cut short' },
+    ]);
+  });
+
+  it('reads a listing whose end marker comes first as complete, and empty', () => {
+    const problems = compareUnpackedTree('\u0000\u0000', verified.manifest, verified.manifestSha256);
+    expect(problems).toContainEqual({ path: 'manifest.json', expected: 'a regular file', found: 'nothing' });
   });
 
   it('throws E_PACKAGE_HOST_MISMATCH naming the file, expected and found', async () => {
@@ -149,6 +154,9 @@ describe('compareUnpackedTree on listings no real tree gives', () => {
       { path: 'garbage', expected: 'a listing record', found: '"garbage"' },
     ]);
     expect(compare(`f 755 bin/k3s\u0000${text}`)).toEqual([{ path: 'bin/k3s', expected: 'one entry', found: 'two' }]);
+    expect(compare(`xf 755 bin/extra\u0000${text}`)).toEqual([
+      { path: 'xf 755 bin/extra', expected: 'a listing record', found: '"xf 755 bin/extra"' },
+    ]);
     expect(compare(`f 7558 bin/k3s\u0000${text}`)).toContainEqual({
       path: 'f 7558 bin/k3s',
       expected: 'a listing record',
@@ -166,6 +174,9 @@ describe('compareUnpackedTree on listings no real tree gives', () => {
     ]);
     expect(compare(text.replace(`${line}\n`, ''))).toEqual([
       { path: 'bin/k3s', expected: `SHA-256 ${k3s().sha256}`, found: 'no SHA-256' },
+    ]);
+    expect(compare(text.replace(`${line}\n`, `${line}\nz${line.replace('bin/k3s', 'bin/k3s.old')}\n`))).toEqual([
+      expect.objectContaining({ expected: 'a sha256sum line' }),
     ]);
     expect(compare(text.replace(`${line}\n`, `${line} x\n`))).toContainEqual(
       expect.objectContaining({ expected: 'a sha256sum line' }),
@@ -227,7 +238,9 @@ describe('throwOnTreeProblems', () => {
   });
 
   it('says nothing of "more" when three or fewer differ', () => {
-    expect(thrown(problems.slice(0, 3)).message).not.toContain('more');
+    expect(thrown(problems.slice(0, 3)).message).toMatch(
+      /"f2": expected a regular file, found nothing; it was removed/,
+    );
     expect(thrown(problems.slice(0, 4)).message).toContain('(and 1 more)');
   });
 });

@@ -221,11 +221,15 @@ describe('verifyPackage names the package and releases the file', () => {
     expect(error).toMatchObject({ code: 'E_PACKAGE_READ', exitCode: 1 });
     expect((error as Error).message).toContain(`cannot open package ${join(built.file, 'inside')}: `);
     expect((error as Error).message).toContain('ENOTDIR');
+    expect((error as PackageError).hints).toEqual(['Check that the file is readable.']);
+    expect(((error as Error).cause as NodeJS.ErrnoException).code).toBe('ENOTDIR');
   });
 
   it('says a missing file does not exist, and a directory is not a regular file', async () => {
     const missing = join(work, 'absent.tar.gz');
-    expect((await refusal(missing)).message).toBe(`package file ${missing} does not exist`);
+    const absent = await refusal(missing);
+    expect(absent.message).toBe(`package file ${missing} does not exist`);
+    expect((absent.cause as NodeJS.ErrnoException).code).toBe('ENOENT');
     expect((await refusal(work)).message).toBe(`package ${work} is not a regular file`);
   });
 
