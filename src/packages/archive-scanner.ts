@@ -141,7 +141,9 @@ class ArchiveScanner {
       const current = this.#current;
       this.#current = undefined;
       if (current?.kind === 'file' && current.sink) await current.sink.close().catch(() => undefined);
-      throw archive.bytes === 0 ? corrupt('the file is empty') : streamError(error);
+      // gunzip fails on no input at all: that is an empty file. A read that fails
+      // before the first byte is the disk's fault, like any other read error.
+      throw archive.bytes === 0 && isZlibError(error) ? corrupt('the file is empty') : streamError(error);
     }
     return this.#result(archive.hash.digest('hex'), archive.bytes);
   }
@@ -209,8 +211,10 @@ class ArchiveScanner {
     if (current.kind === 'manifest') {
       await this.#readManifest(Buffer.concat(current.chunks));
     } else if (current.kind === 'file') {
-      if (current.sink) await current.sink.close().catch(rethrowWrite);
+      // Forgotten before it is closed, so that a failed close is not tried again on the way out.
+      const sink = current.sink;
       current.sink = undefined;
+      if (sink) await sink.close().catch(rethrowWrite);
       this.#checkContent(current.file, current.hash.digest('hex'), current.received);
     }
     this.#current = undefined;
@@ -424,8 +428,7 @@ function corrupt(message: string, entry?: string): PackageError {
 /** zlib errors mean a damaged or truncated file; read errors are I/O failures, not the package's fault. */
 function streamError(error: unknown): Error {
   if (isEdgeadmError(error)) return error;
-  const code = (error as NodeJS.ErrnoException).code;
-  if (typeof code === 'string' && code.startsWith('Z_')) {
+  if (isZlibError(error)) {
     return corrupt(`the gzip stream is truncated or damaged (${(error as Error).message})`);
   }
   return new EdgeadmError(`cannot read the package: ${(error as Error).message}`, {
@@ -433,6 +436,12 @@ function streamError(error: unknown): Error {
     hints: ['Check that the file is readable and the disk is healthy.'],
     cause: error,
   });
+}
+
+/** An error of gunzip (zlib codes start with `Z_`), as opposed to one of reading the file. */
+function isZlibError(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' && code.startsWith('Z_');
 }
 
 /** Writer failures are I/O errors of this machine, not the package's fault. */

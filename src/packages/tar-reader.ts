@@ -139,11 +139,6 @@ export class StrictTarReader {
   #pax: Map<string, string> | undefined;
   #trailing = 0;
 
-  /** True once the end-of-archive marker was read. */
-  get isEnded(): boolean {
-    return this.#state.kind === 'ended';
-  }
-
   /** Consumes `chunk`; returns what it completed. Throws on the first violation. */
   push(chunk: Buffer): TarEvent[] {
     const events: TarEvent[] = [];

@@ -97,9 +97,14 @@ describe('compareUnpackedTree on a tree GNU tar unpacked', () => {
   });
 
   it('refuses a listing cut short', () => {
-    expect(compareUnpackedTree('f 644 manifest.json\u0000', verified.manifest, verified.manifestSha256)).toHaveLength(
-      1,
-    );
+    expect(compareUnpackedTree('f 644 manifest.json\u0000', verified.manifest, verified.manifestSha256)).toEqual([
+      { path: '.', expected: 'a complete listing', found: 'output cut short' },
+    ]);
+  });
+
+  it('reads a listing whose end marker comes first as complete, and empty', () => {
+    const problems = compareUnpackedTree('\u0000\u0000', verified.manifest, verified.manifestSha256);
+    expect(problems).toContainEqual({ path: 'manifest.json', expected: 'a regular file', found: 'nothing' });
   });
 
   it('throws E_PACKAGE_HOST_MISMATCH naming the file, expected and found', async () => {
@@ -115,5 +120,127 @@ describe('compareUnpackedTree on a tree GNU tar unpacked', () => {
     expect((error as Error).message).toMatch(/"bin\/k3s": expected SHA-256 [0-9a-f]{64}, found SHA-256 [0-9a-f]{64}/);
     expect((error as Error).message).toContain('nothing is installed from it');
     expect(() => throwOnTreeProblems([], { packageName: 'pkg', host: 'edge-1', dir: tree })).not.toThrow();
+  });
+});
+
+describe('compareUnpackedTree on listings no real tree gives', () => {
+  /** The listing of a freshly unpacked tree, for the tests below to change. */
+  async function listing(): Promise<string> {
+    const { stdout } = await execa('sh', ['-c', unpackedTreeListingCommand()], { cwd: tree, stripFinalNewline: false });
+    return stdout;
+  }
+  const compare = (text: string, options = {}) =>
+    compareUnpackedTree(text, verified.manifest, verified.manifestSha256, options);
+  const k3s = () => verified.manifest.files.find((f) => f.path === 'bin/k3s')!;
+
+  it('reports each entry type by name where a regular file belongs', async () => {
+    const text = await listing();
+    for (const [type, name] of [
+      ['p', 'a FIFO'],
+      ['s', 'a socket'],
+      ['c', 'a character device'],
+      ['b', 'a block device'],
+      ['d', 'a directory'],
+      ['D', 'an entry of type D'],
+    ]) {
+      const changed = text.replace('f 755 bin/k3s\u0000', `${type} 755 bin/k3s\u0000`);
+      expect(compare(changed), type).toEqual([{ path: 'bin/k3s', expected: 'a regular file', found: name }]);
+    }
+  });
+
+  it('reports a record it cannot read, and an entry listed twice', async () => {
+    const text = await listing();
+    expect(compare(`garbage\u0000${text}`)).toEqual([
+      { path: 'garbage', expected: 'a listing record', found: '"garbage"' },
+    ]);
+    expect(compare(`f 755 bin/k3s\u0000${text}`)).toEqual([{ path: 'bin/k3s', expected: 'one entry', found: 'two' }]);
+    expect(compare(`xf 755 bin/extra\u0000${text}`)).toEqual([
+      { path: 'xf 755 bin/extra', expected: 'a listing record', found: '"xf 755 bin/extra"' },
+    ]);
+    expect(compare(`f 7558 bin/k3s\u0000${text}`)).toContainEqual({
+      path: 'f 7558 bin/k3s',
+      expected: 'a listing record',
+      found: '"f 7558 bin/k3s"',
+    });
+  });
+
+  it('reports a hash line it cannot read, cut to 200 characters, and a file without one', async () => {
+    const text = await listing();
+    const line = `${k3s().sha256}  ./bin/k3s`;
+    expect(text).toContain(`${line}\n`);
+    const long = `x${'y'.repeat(300)}`;
+    expect(compare(text.replace(`${line}\n`, `${line}\n${long}\n`))).toEqual([
+      { path: long.slice(0, 200), expected: 'a sha256sum line', found: JSON.stringify(long.slice(0, 200)) },
+    ]);
+    expect(compare(text.replace(`${line}\n`, ''))).toEqual([
+      { path: 'bin/k3s', expected: `SHA-256 ${k3s().sha256}`, found: 'no SHA-256' },
+    ]);
+    expect(compare(text.replace(`${line}\n`, `${line}\nz${line.replace('bin/k3s', 'bin/k3s.old')}\n`))).toEqual([
+      expect.objectContaining({ expected: 'a sha256sum line' }),
+    ]);
+    expect(compare(text.replace(`${line}\n`, `${line} x\n`))).toContainEqual(
+      expect.objectContaining({ expected: 'a sha256sum line' }),
+    );
+  });
+
+  it('expects manifest.json as a regular file of mode 0644, and names modes as four octal digits', async () => {
+    const text = await listing();
+    expect(text).toContain('f 644 manifest.json\u0000');
+    expect(compare(text.replace('f 644 manifest.json', 'f 600 manifest.json'))).toEqual([
+      { path: 'manifest.json', expected: 'mode 0644', found: 'mode 0600' },
+    ]);
+    expect(compare(text.replace('f 755 bin/k3s', 'f 700 bin/k3s'))).toEqual([
+      { path: 'bin/k3s', expected: 'mode 0755', found: 'mode 0700' },
+    ]);
+  });
+
+  it('allows the unpack marker only as a regular file, and a directory only where a listed file needs it', async () => {
+    const text = await listing();
+    const withMarkerDir = `${text.slice(0, text.indexOf('\u0000\u0000'))}\u0000d 700 .edgeadm-archive-sha256${text.slice(text.indexOf('\u0000\u0000'))}`;
+    expect(compare(withMarkerDir, { extraFile: '.edgeadm-archive-sha256' })).toEqual([
+      { path: '.edgeadm-archive-sha256', expected: 'nothing (the manifest does not list it)', found: 'a directory' },
+    ]);
+    const fileAsDir = text.replace('d 755 bin\u0000', 'f 755 bin\u0000');
+    expect(compare(fileAsDir)).toEqual([
+      { path: 'bin', expected: 'nothing (the manifest does not list it)', found: 'a regular file' },
+    ]);
+  });
+});
+
+describe('throwOnTreeProblems', () => {
+  const where = { packageName: 'edge-k3s', host: 'edge-1', dir: '/var/lib/edgeadm/packages/x' };
+  const problems = Array.from({ length: 60 }, (_, i) => ({
+    path: `f${i}`,
+    expected: 'a regular file',
+    found: 'nothing',
+  }));
+  const thrown = (list: typeof problems) => {
+    try {
+      throwOnTreeProblems(list, where);
+    } catch (error) {
+      if (isPackageError(error)) return error;
+      throw error;
+    }
+    throw new Error('expected a throw');
+  };
+
+  it('spells out the first three differences, counts the rest, and keeps fifty in the details', () => {
+    const error = thrown(problems);
+    expect(error.message).toBe(
+      'the package edge-k3s as unpacked on edge-1 in /var/lib/edgeadm/packages/x is not what was verified: ' +
+        '"f0": expected a regular file, found nothing; "f1": expected a regular file, found nothing; ' +
+        '"f2": expected a regular file, found nothing (and 57 more); it was removed and nothing is installed from it',
+    );
+    expect(error.entry).toBe('f0');
+    expect(error.exitCode).toBe(3);
+    expect(error.details).toMatchObject({ host: 'edge-1', dir: where.dir });
+    expect(error.details?.problems).toEqual(problems.slice(0, 50));
+  });
+
+  it('says nothing of "more" when three or fewer differ', () => {
+    expect(thrown(problems.slice(0, 3)).message).toMatch(
+      /"f2": expected a regular file, found nothing; it was removed/,
+    );
+    expect(thrown(problems.slice(0, 4)).message).toContain('(and 1 more)');
   });
 });

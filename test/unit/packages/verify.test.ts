@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -190,5 +190,65 @@ describe('verifyPackage writes nothing', () => {
     await verifyPackage(good.file);
     await refusal(bad);
     expect(await listTree(dir)).toEqual(before);
+  });
+});
+
+describe('verifyPackage names the package and releases the file', () => {
+  /** Open file descriptors of this process: a verification must leave none behind. */
+  const openDescriptors = async (): Promise<number> => (await readdir('/proc/self/fd')).length;
+
+  it('names the package by its label (a download names its URL), not by the temporary file', async () => {
+    const bad = await MALICIOUS_PACKAGES[0]!.make(work);
+    let error: unknown;
+    try {
+      await verifyPackage(bad, { label: 'https://packages.example/edge.tar.gz' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(PackageError);
+    expect((error as PackageError).message).toMatch(/^package https:\/\/packages\.example\/edge\.tar\.gz: /);
+    expect((error as PackageError).details?.file).toBe('https://packages.example/edge.tar.gz');
+  });
+
+  it('reports a path it cannot open for another reason than absence as E_PACKAGE_READ, exit 1', async () => {
+    const built = await buildFixturePackage(work, { name: 'not-a-dir' });
+    let error: unknown;
+    try {
+      await verifyPackage(join(built.file, 'inside'));
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toMatchObject({ code: 'E_PACKAGE_READ', exitCode: 1 });
+    expect((error as Error).message).toContain(`cannot open package ${join(built.file, 'inside')}: `);
+    expect((error as Error).message).toContain('ENOTDIR');
+    expect((error as PackageError).hints).toEqual(['Check that the file is readable.']);
+    expect(((error as Error).cause as NodeJS.ErrnoException).code).toBe('ENOTDIR');
+  });
+
+  it('says a missing file does not exist, and a directory is not a regular file', async () => {
+    const missing = join(work, 'absent.tar.gz');
+    const absent = await refusal(missing);
+    expect(absent.message).toBe(`package file ${missing} does not exist`);
+    expect((absent.cause as NodeJS.ErrnoException).code).toBe('ENOENT');
+    expect((await refusal(work)).message).toBe(`package ${work} is not a regular file`);
+  });
+
+  it('closes the package file after success, after a refusal, and when the path is a directory', async () => {
+    const good = await buildFixturePackage(work, { name: 'fd-good' });
+    const bad = await MALICIOUS_PACKAGES[0]!.make(work);
+    await verifyPackage(good.file);
+    const before = await openDescriptors();
+    for (let i = 0; i < 5; i++) {
+      await verifyPackage(good.file);
+      await refusal(bad);
+      await refusal(work);
+    }
+    expect(await openDescriptors()).toBe(before);
+  });
+
+  it('applies the limits it is given (and only those)', async () => {
+    const built = await buildFixturePackage(work, { name: 'limits-given' });
+    await expect(verifyPackage(built.file, { limits: { maxEntries: 5 } })).resolves.toMatchObject({ fileCount: 4 });
+    expect((await refusal(built.file, { maxEntries: 4 })).code).toBe('E_PACKAGE_TOO_LARGE');
   });
 });
