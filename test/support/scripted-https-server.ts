@@ -19,7 +19,13 @@ import type { CertificateAndKey } from '../../src/trust/pki.js';
 
 /** How the server answers one request. */
 export type ScriptedAnswer =
-  | { status: number; body?: string | Buffer; headers?: Record<string, string> }
+  | {
+      status: number;
+      /** The reason phrase; Node's standard one for the status when absent. */
+      reason?: string;
+      body?: string | Buffer;
+      headers?: Record<string, string>;
+    }
   /** Never answer (the request stays open until the client gives up). */
   | { hang: true }
   /** Send the head and part of a longer body, then cut the connection. */
@@ -80,7 +86,9 @@ export async function startScriptedHttpsServer(options: {
         res.write('{"kind":"ConfigMap",', () => req.socket.destroy());
         return;
       }
-      res.writeHead(answer.status, { 'Content-Type': 'application/json', ...answer.headers });
+      const headers = { 'Content-Type': 'application/json', ...answer.headers };
+      if (answer.reason === undefined) res.writeHead(answer.status, headers);
+      else res.writeHead(answer.status, answer.reason, headers);
       res.end(answer.body ?? '');
     },
   );

@@ -122,8 +122,8 @@ const TOKEN_TEXT = 'abcdef.0123456789abcdef';
 const ADVERTISED = 'https://10.0.0.10:6443';
 /** For cases that must end at once: reaching it would time the test out first. */
 const NEVER_MS = 10 * 60_000;
-/** For cases that must poll until the deadline: short, and long enough for a first answer. */
-const SHORT_MS = 400;
+/** For cases that must poll until the deadline: short, and far longer than a first answer from 127.0.0.1 takes. */
+const SHORT_MS = 1000;
 const FAST_POLL_MS = 20;
 
 let clusterCa: CertificateAuthority;
@@ -390,13 +390,13 @@ describe('discovery refuses, with what was wrong', () => {
         endpoint: `https://${started.endpoint}`,
         tokenId: 'abcdef',
         attempts: started.requests.length,
-        timeout: '400ms',
+        timeout: '1s',
       },
     });
     expect(started.requests.length).toBeGreaterThan(1);
     expect(error.hints).toEqual([
       'The cluster does not know token ID "abcdef", or it has expired, or it may not sign: create a new token on the control plane ("edgeadm token create") and use the join command it prints.',
-      `Discovery asked ${started.requests.length} times over 400ms; raise --discovery-timeout to wait longer.`,
+      `Discovery asked ${started.requests.length} times over 1s; raise --discovery-timeout to wait longer.`,
     ]);
   });
 
@@ -458,7 +458,7 @@ describe('discovery refuses, with what was wrong', () => {
     });
     expect(error.hints).toEqual([
       `Check that https://${over.endpoint} is the API server and that this host can reach it.`,
-      expect.stringMatching(/^Discovery asked \d+ times over 400ms; raise --discovery-timeout to wait longer\.$/),
+      expect.stringMatching(/^Discovery asked \d+ times over 1s; raise --discovery-timeout to wait longer\.$/),
     ]);
   });
 
@@ -496,6 +496,12 @@ describe('discovery refuses, with what was wrong', () => {
     expect(error.message).toBe(`failed to request the cluster-info ConfigMap: the server answered ${what}`);
   });
 
+  it('an error without a reason phrase: the bare HTTP status', async () => {
+    const started = await serve(() => ({ status: 503, reason: '' }));
+    const error = await rejectionOf(discoverFrom(started, { timeoutMs: SHORT_MS }));
+    expect(error.message).toBe('failed to request the cluster-info ConfigMap: the server answered HTTP 503');
+  });
+
   it('an answer that is not a ConfigMap', async () => {
     const started = await serve(() => ({ status: 200, body: 'not json' }));
     const error = await rejectionOf(discoverFrom(started, { timeoutMs: SHORT_MS }));
@@ -511,14 +517,14 @@ describe('discovery refuses, with what was wrong', () => {
     const started = await serve(() => ({ cut: true }));
     const error = await rejectionOf(discoverFrom(started, { timeoutMs: SHORT_MS }));
     expect(error).toMatchObject({ code: 'E_DISCOVERY_TIMEOUT' });
-    expect(error.message).toMatch(/^failed to request the cluster-info ConfigMap: (aborted|socket hang up)$/);
+    expect(error.message).toMatch(/^failed to request the cluster-info ConfigMap: aborted$/);
   });
 
   it('a server that takes the request and never answers: it gives up at the deadline', async () => {
     const started = await serve(() => ({ hang: true }));
     const error = await rejectionOf(discoverFrom(started, { timeoutMs: SHORT_MS }));
-    expect(error).toMatchObject({ code: 'E_DISCOVERY_TIMEOUT', details: { attempts: 1, timeout: '400ms' } });
-    expect(error.message).toMatch(/^failed to request the cluster-info ConfigMap: no answer within \d+ms$/);
+    expect(error).toMatchObject({ code: 'E_DISCOVERY_TIMEOUT', details: { attempts: 1, timeout: '1s' } });
+    expect(error.message).toMatch(/^failed to request the cluster-info ConfigMap: no answer within (\d+ms|1s)$/);
   });
 
   it('keeps the error from before the deadline rather than the request the deadline cut short', async () => {
@@ -541,7 +547,7 @@ describe('discovery refuses, with what was wrong', () => {
     try {
       const error = await rejectionOf(discoverFrom(`127.0.0.1:${port}`, { timeoutMs: SHORT_MS }));
       expect(error.code).toBe('E_DISCOVERY_TIMEOUT');
-      expect(error.message).toMatch(/^failed to request the cluster-info ConfigMap: no answer within \d+ms$/);
+      expect(error.message).toMatch(/^failed to request the cluster-info ConfigMap: no answer within (\d+ms|1s)$/);
     } finally {
       for (const socket of held) socket.destroy();
       silent.close();
@@ -673,7 +679,7 @@ describe('discovery against an API server that refuses anonymous requests (k3s)'
     const started = await serve((request) => (request.path === K3S_CA_CERTS_PATH ? { hang: true } : UNAUTHORIZED));
     const error = await rejectionOf(discoverFrom(started, { timeoutMs: SHORT_MS }));
     expect(error).toMatchObject({ code: 'E_DISCOVERY_TIMEOUT' });
-    expect(error.message).toMatch(/^failed to request \/cacerts: no answer within \d+ms$/);
+    expect(error.message).toMatch(/^failed to request \/cacerts: no answer within (\d+ms|1s)$/);
   });
 });
 
