@@ -96,6 +96,10 @@ describe('discoverClusterInfo option checks (before any request)', () => {
     expect(error.message).toBe(
       'invalid discovery token CA certificate hash: invalid hash "sha256:0011223344", expected a 32 byte SHA-256 hash, found 5 bytes',
     );
+    expect(error.hints).toEqual([
+      'A pin looks like sha256:<64 hex digits>. Print it on the control plane with "edgeadm certs ca-hash".',
+    ]);
+    expect((error.cause as { code?: string } | undefined)?.code).toBe('E_CA_PIN_INVALID');
   });
 
   it('refuses a malformed token', async () => {
@@ -254,7 +258,8 @@ describe('discovery against an API server that answers anonymous requests (kubea
   it('returns the bootstrap kubeconfig after two anonymous requests, on two connections (default timeout, interval and logger)', async () => {
     const started = await serve(() => signedClusterInfo());
     const result = await discoverClusterInfo({ endpoint: started.endpoint, token: TOKEN_TEXT, caCertHashes: [pin] });
-    expect(result).toEqual({
+    // Strict: no servedCaBundle key at all on this path, not even an undefined one.
+    expect(result).toStrictEqual({
       endpoint: `https://${started.endpoint}`,
       server: ADVERTISED,
       caPem: clusterCa.certPem,
@@ -386,17 +391,16 @@ describe('discovery refuses, with what was wrong', () => {
       code: 'E_DISCOVERY_NO_JWS',
       exitCode: 1,
       message: 'could not find a JWS signature in the cluster-info ConfigMap for token ID "abcdef"',
-      details: {
-        endpoint: `https://${started.endpoint}`,
-        tokenId: 'abcdef',
-        attempts: started.requests.length,
-        timeout: '1s',
-      },
+      details: { endpoint: `https://${started.endpoint}`, tokenId: 'abcdef', timeout: '1s' },
     });
+    // Every request the server saw was an attempt; the last attempt, cut short by the deadline, may not have reached it.
+    const attempts = error.details?.attempts as number;
     expect(started.requests.length).toBeGreaterThan(1);
+    expect(attempts).toBeGreaterThanOrEqual(started.requests.length);
+    expect(attempts).toBeLessThanOrEqual(started.requests.length + 1);
     expect(error.hints).toEqual([
       'The cluster does not know token ID "abcdef", or it has expired, or it may not sign: create a new token on the control plane ("edgeadm token create") and use the join command it prints.',
-      `Discovery asked ${started.requests.length} times over 1s; raise --discovery-timeout to wait longer.`,
+      `Discovery asked ${attempts} times over 1s; raise --discovery-timeout to wait longer.`,
     ]);
   });
 
@@ -520,6 +524,24 @@ describe('discovery refuses, with what was wrong', () => {
     expect(error.message).toMatch(/^failed to request the cluster-info ConfigMap: aborted$/);
   });
 
+  it('reports the last error, not the first', async () => {
+    const started = await serve((_, index) =>
+      index === 0
+        ? status(404, 'configmaps "cluster-info" not found', 'NotFound')
+        : status(500, 'etcdserver: leader changed', 'InternalError'),
+    );
+    const error = await rejectionOf(discoverFrom(started, { timeoutMs: SHORT_MS }));
+    expect(error.message).toBe('failed to request the cluster-info ConfigMap: etcdserver: leader changed');
+  });
+
+  it('a server that answers the unverified request and refuses the verified one: it keeps asking, then fails typed', async () => {
+    const started = await serve((_, index) => (index === 0 ? signedClusterInfo() : UNAUTHORIZED));
+    const error = await rejectionOf(discoverFrom(started, { timeoutMs: SHORT_MS }));
+    expect(error.code).toBe('E_DISCOVERY_NO_JWS');
+    expect(started.requests.length).toBeGreaterThan(2);
+    expect(started.requests.every((r) => r.authorization === undefined)).toBe(true);
+  });
+
   it('a server that takes the request and never answers: it gives up at the deadline', async () => {
     const started = await serve(() => ({ hang: true }));
     const error = await rejectionOf(discoverFrom(started, { timeoutMs: SHORT_MS }));
@@ -605,8 +627,10 @@ describe('discovery against an API server that refuses anonymous requests (k3s)'
         'the API server refuses anonymous requests (Unauthorized), and without a CA pin discovery would have to send the token to a server nothing verified',
       details: { endpoint: `https://${started.endpoint}` },
     });
-    expect(error.hints).toHaveLength(2);
-    expect(error.hints[1]).toContain('--discovery-token-ca-cert-hash');
+    expect(error.hints).toEqual([
+      'This server (k3s, or kube-apiserver with --anonymous-auth=false) reads cluster-info only for the token, and the token is sent only over TLS verified with a pinned CA.',
+      'Pass --discovery-token-ca-cert-hash sha256:<hash>; print the hash on the control plane with "edgeadm certs ca-hash".',
+    ]);
     expect(started.requests.map((r) => r.path)).toEqual([CLUSTER_INFO_PATH]);
   });
 
@@ -712,6 +736,8 @@ describe('discovery option checks, exactly', () => {
     ['10.0.0.10:6443x', 'expected host:port'],
     ['10.0.0.10:6443/', 'expected host:port'],
     ['x10.0.0.10:644300', 'expected host:port'],
+    ['a:b:6443', 'expected host:port'],
+    ['[::1]x:6443', 'expected host:port'],
   ])('refuses the endpoint %j: %s, with an example', (endpoint, why) => {
     expect(() => parseDiscoveryEndpoint(endpoint)).toThrow(
       expect.objectContaining({
