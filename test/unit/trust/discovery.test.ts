@@ -38,8 +38,8 @@ async function failure(options: Partial<DiscoveryOptions>): Promise<Record<strin
       endpoint: UNREACHABLE,
       token: 'abcdef.0123456789abcdef',
       caCertHashes: [PIN],
-      // Long enough that reaching the network would time the test out.
-      timeoutMs: 600_000,
+      // Far longer than an option check takes: reaching the network instead ends in E_DISCOVERY_TIMEOUT, the wrong error.
+      timeoutMs: 8_000,
       ...options,
     });
   } catch (error) {
@@ -124,8 +124,12 @@ const TOKEN: BootstrapToken = { id: 'abcdef', secret: '0123456789abcdef' };
 const TOKEN_TEXT = 'abcdef.0123456789abcdef';
 /** The address cluster-info advertises (not the one discovery asks). */
 const ADVERTISED = 'https://10.0.0.10:6443';
-/** For cases that must end at once: reaching it would time the test out first. */
-const NEVER_MS = 10 * 60_000;
+/**
+ * For cases that must end at once: far longer than they take, and short
+ * enough that a broken check which makes discovery wait fails the test
+ * quickly (with the wrong error) rather than at the test's own timeout.
+ */
+const NEVER_MS = 8_000;
 /** For cases that must poll until the deadline: short, and far longer than a first answer from 127.0.0.1 takes. */
 const SHORT_MS = 500;
 const FAST_POLL_MS = 20;
@@ -258,30 +262,6 @@ const ANONYMOUS_GET = {
 };
 
 describe('discovery against an API server that answers anonymous requests (kubeadm)', () => {
-  it('returns the bootstrap kubeconfig after two anonymous requests, on two connections (default timeout, interval and logger)', async () => {
-    const started = await serve(() => signedClusterInfo());
-    const result = await discoverClusterInfo({ endpoint: started.endpoint, token: TOKEN_TEXT, caCertHashes: [pin] });
-    // Strict: no servedCaBundle key at all on this path, not even an undefined one.
-    expect(result).toStrictEqual({
-      endpoint: `https://${started.endpoint}`,
-      server: ADVERTISED,
-      caPem: clusterCa.certPem,
-      caPins: [pin],
-      matchedPin: pin,
-      isCaVerified: true,
-      clusterInfoKubeconfig: kubeconfig,
-      bootstrapKubeconfig: renderBootstrapKubeconfig({
-        server: ADVERTISED,
-        caPem: clusterCa.certPem,
-        token: TOKEN_TEXT,
-      }),
-    });
-    expect(started.requests).toEqual([
-      { ...ANONYMOUS_GET, connection: 0 },
-      { ...ANONYMOUS_GET, connection: 1 },
-    ]);
-  });
-
   it('takes the token parsed as well as text', async () => {
     const started = await serve(() => signedClusterInfo());
     const result = await discoverFrom(started, { token: { ...TOKEN } });
@@ -744,5 +724,32 @@ describe('discovery at the deadline (each of these waits for it)', () => {
     const started = await serve(() => signedClusterInfo({ tokens: [] }));
     const error = await rejectionOf(discoverFrom(started, { timeoutMs: SHORT_MS, pollIntervalMs: NEVER_MS }));
     expect(error.code).toBe('E_DISCOVERY_NO_JWS');
+  });
+});
+
+/** Last: a broken check that makes discovery wait would hold this test until its own timeout (discovery's default is 5 minutes). */
+describe('discovery with every default', () => {
+  it('returns the bootstrap kubeconfig after two anonymous requests, on two connections (default timeout, interval and logger)', async () => {
+    const started = await serve(() => signedClusterInfo());
+    const result = await discoverClusterInfo({ endpoint: started.endpoint, token: TOKEN_TEXT, caCertHashes: [pin] });
+    // Strict: no servedCaBundle key at all on this path, not even an undefined one.
+    expect(result).toStrictEqual({
+      endpoint: `https://${started.endpoint}`,
+      server: ADVERTISED,
+      caPem: clusterCa.certPem,
+      caPins: [pin],
+      matchedPin: pin,
+      isCaVerified: true,
+      clusterInfoKubeconfig: kubeconfig,
+      bootstrapKubeconfig: renderBootstrapKubeconfig({
+        server: ADVERTISED,
+        caPem: clusterCa.certPem,
+        token: TOKEN_TEXT,
+      }),
+    });
+    expect(started.requests).toEqual([
+      { ...ANONYMOUS_GET, connection: 0 },
+      { ...ANONYMOUS_GET, connection: 1 },
+    ]);
   });
 });
