@@ -315,7 +315,7 @@ describe('discovery against an API server that answers anonymous requests (kubea
     const logger = recordingLogger();
     const result = await discoverFrom(started, { caCertHashes: [], isUnsafeSkipCaVerification: true, logger });
     expect(result).toMatchObject({ isCaVerified: false, caPins: [pin], server: ADVERTISED });
-    expect(result.matchedPin).toBeUndefined();
+    expect('matchedPin' in result).toBe(false);
     expect(started.requests).toHaveLength(1);
     expect(logger.lines.filter((line) => line.level === 'warn')).toEqual([
       {
@@ -393,6 +393,25 @@ describe('discovery refuses, with what was wrong', () => {
       details: { endpoint: `https://${started.endpoint}` },
     });
     expect(error.hints[0]).toContain('cluster-info changed between the two requests');
+  });
+
+  it('a signed kubeconfig that is not a kubeconfig, naming where it came from', async () => {
+    const started = await serve(() => signedClusterInfo({ kubeconfig: '- a list\n' }));
+    const error = await rejectionOf(discoverFrom(started));
+    expect(error).toMatchObject({
+      code: 'E_KUBECONFIG_INVALID',
+      message: "couldn't parse the kubeconfig file in the cluster-info ConfigMap: it is not a YAML mapping",
+    });
+  });
+
+  it('with the unsafe flag, a warning that names every CA of a bundle', async () => {
+    const bundle = renderClusterInfoKubeconfig({ server: ADVERTISED, caPem: impostorCa.certPem + clusterCa.certPem });
+    const started = await serve(() => signedClusterInfo({ kubeconfig: bundle }));
+    const logger = recordingLogger();
+    await discoverFrom(started, { caCertHashes: [], isUnsafeSkipCaVerification: true, logger });
+    expect(logger.lines.find((line) => line.level === 'warn')?.message).toContain(
+      `trusting CA ${impostorPin}, ${pin} of ${ADVERTISED} unverified`,
+    );
   });
 
   it('a signed kubeconfig whose CA is not a certificate', async () => {
@@ -483,6 +502,7 @@ describe('discovery against an API server that refuses anonymous requests (k3s)'
       hints: [
         `Neither kubeadm's anonymous cluster-info nor k3s's /cacerts is open on https://${started.endpoint}: check that it is the cluster's API server.`,
       ],
+      details: { endpoint: `https://${started.endpoint}` },
     });
   });
 
