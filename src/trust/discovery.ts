@@ -376,8 +376,7 @@ async function pollUntil<T>(
   what: string,
   attempt: (requestTimeoutMs: number) => Promise<{ value: T } | LastError>,
 ): Promise<T> {
-  const { target, get, tokenId, timeoutMs, logger } = options;
-  const intervalMs = Math.min(options.intervalMs, timeoutMs);
+  const { target, get, tokenId, timeoutMs, intervalMs, logger } = options;
   const deadline = Date.now() + timeoutMs;
   let attempts = 0;
   let last: LastError | undefined;

@@ -187,7 +187,7 @@ function distinguishedName(options: SubjectOptions): x509.JsonName {
 }
 
 /** The SAN entries, checked: IPs must be IPs, DNS names must look like host names. */
-function alternativeNames(options: SubjectOptions): x509.JsonGeneralName[] {
+function alternativeNames(options: Pick<SubjectOptions, 'dnsNames' | 'ipAddresses'>): x509.JsonGeneralName[] {
   const names: x509.JsonGeneralName[] = [];
   for (const dns of options.dnsNames ?? []) {
     if (
@@ -427,11 +427,7 @@ export async function signCsr(options: SignCsrOptions): Promise<{ certPem: strin
       extensions: await leafExtensions({
         ca: options.ca,
         usages: options.usages,
-        names: alternativeNames({
-          commonName: info.commonName ?? '',
-          dnsNames: info.dnsNames,
-          ipAddresses: info.ipAddresses,
-        }),
+        names: alternativeNames({ dnsNames: info.dnsNames, ipAddresses: info.ipAddresses }),
         isRsaKey,
       }),
     });

@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +26,20 @@ describe('writeSecretFileAtomic', () => {
     expect(readFileSync(path, 'utf8')).toBe('token: x\n');
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(readdirSync(dir)).toEqual(['bootstrap.conf']);
+  });
+
+  it('closes the file it wrote: no descriptor of this process stays open on it', () => {
+    const path = join(dir, 'closed.conf');
+    writeSecretFileAtomic(path, 'token: x\n');
+    // Linux names each open descriptor's file under /proc/self/fd (the file's new name after the rename).
+    const openFiles = readdirSync('/proc/self/fd').map((fd) => {
+      try {
+        return readlinkSync(join('/proc/self/fd', fd));
+      } catch {
+        return ''; // the descriptor of the directory listing itself, closed by now
+      }
+    });
+    expect(openFiles.filter((file) => file.startsWith(dir))).toEqual([]);
   });
 
   it('replaces an existing file whole, and makes it 0600 even if it was not', () => {
