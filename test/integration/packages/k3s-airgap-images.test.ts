@@ -94,6 +94,20 @@ describe('a k3s package with airgap images', () => {
 
     const host = env.targets[0]!;
     const before = await cli.listing(host);
+    const plan = await cli.edgeadm([
+      'init',
+      ...cli.sshArgs(host),
+      '--install-pkg-path',
+      pkg,
+      '--skip-kubeconfig',
+      '--dry-run',
+    ]);
+    expect(plan.exitCode, plan.stderr).toBe(0);
+    for (const name of images.keys()) {
+      expect(`${plan.stdout}${plan.stderr}`).toContain(`install ${K3S_AIRGAP_IMAGES_DIR}/${name} from the package`);
+    }
+    expect(await cli.listing(host)).toBe(before);
+
     const init = await cli.edgeadm(['init', ...cli.sshArgs(host), '--install-pkg-path', pkg, '--skip-kubeconfig']);
     expect(init.exitCode, init.stderr).toBe(0);
 
