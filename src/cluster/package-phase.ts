@@ -17,7 +17,7 @@
 import { EdgeadmError } from '../errors.js';
 import { execOrThrow } from '../hosts/host.js';
 import { PackageError, PackageErrorCode } from '../packages/errors.js';
-import { modeBits } from '../packages/manifest.js';
+import { AIRGAP_IMAGES_DIR, isAirgapImage, modeBits } from '../packages/manifest.js';
 import { compareUnpackedTree, throwOnTreeProblems, unpackedTreeListingCommand } from '../packages/unpacked-tree.js';
 import type { Phase } from '../workflow/phase.js';
 import type { NodeData } from './node-context.js';
@@ -257,6 +257,14 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
         }
       }
       if (await installPackageFiles(ctx, { from: 'bin/', to: ctx.distribution.binDir })) isChanged = true;
+      // Airgap images go where the distribution imports them at start (k3s:
+      // agent/images), each file recorded so reset removes exactly these.
+      const imagesDir = ctx.distribution.airgapImagesDir;
+      const images = pkg.manifest.files.filter((file) => isAirgapImage(file.path, pkg.manifest.distribution));
+      if (imagesDir !== undefined && images.length > 0) {
+        if (!ctx.isDryRun) await state.ensureDirectory(imagesDir);
+        if (await installPackageFiles(ctx, { from: AIRGAP_IMAGES_DIR, to: imagesDir })) isChanged = true;
+      }
       return isChanged ? 'changed' : 'unchanged';
     },
   };

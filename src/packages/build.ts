@@ -50,6 +50,9 @@ import {
   renderManifest,
   REQUIRED_PACKAGE_FILES,
   validateManifest,
+  AIRGAP_IMAGES_DIR,
+  AIRGAP_IMAGE_SUFFIXES,
+  isAirgapImage,
   type Architecture,
   type Distribution,
   type PackageFile,
@@ -81,6 +84,11 @@ export interface BuildPackageOptions {
   name?: string;
   /** Creation time for the manifest and every entry's mtime; defaults to now. Fix it for reproducible builds. */
   createdAt?: Date;
+  /**
+   * A directory of airgap image archives packed as `images/<name>` beside
+   * the source's own `images/` (a name in both is refused).
+   */
+  images?: string;
 }
 
 /** What was built. */
@@ -125,9 +133,15 @@ export async function buildPackage(options: BuildPackageOptions): Promise<BuiltP
     });
   }
   await checkSourceDirectory(from, output);
+  const images = options.images === undefined ? undefined : resolve(options.images);
+  if (images !== undefined) await checkSourceDirectory(images, output);
 
-  const sources = await collectFiles(from);
+  const sources = mergeSources(
+    await collectFiles(from),
+    images === undefined ? [] : await collectFiles(images, AIRGAP_IMAGES_DIR),
+  );
   refuseIncomplete(sources, options.distribution, from);
+  refuseUnimportableImages(sources, options.distribution);
   const files: PackageFile[] = [];
   for (const source of sources) files.push(await describeFile(source));
   const createdAt = wholeSeconds(options.createdAt ?? new Date());
@@ -176,14 +190,14 @@ async function checkSourceDirectory(from: string, output: string): Promise<void>
   }
 }
 
-/** Walks the source without following links; sorted by package path. */
-async function collectFiles(root: string): Promise<SourceFile[]> {
+/** Walks the source without following links; sorted by package path, each path under `prefix` (e.g. `images/`). */
+async function collectFiles(root: string, prefix = ''): Promise<SourceFile[]> {
   const files: SourceFile[] = [];
   const maxFiles = DEFAULT_PACKAGE_LIMITS.maxEntries - 1;
   const walk = async (directory: string): Promise<void> => {
     for (const dirent of await readdir(directory, { withFileTypes: true })) {
       const absolute = join(directory, dirent.name);
-      const path = relative(root, absolute).split(sep).join('/');
+      const path = prefix + relative(root, absolute).split(sep).join('/');
       const checked = checkPackagePath(path);
       if (!checked.ok) {
         throw new PackageError(
@@ -229,6 +243,56 @@ async function collectFiles(root: string): Promise<SourceFile[]> {
   };
   await walk(root);
   return files.sort((a, b) => comparePaths(a.path, b.path));
+}
+
+/** The source's files and those of `--images`, sorted; a path in both is refused rather than one silently chosen. */
+function mergeSources(fromSource: SourceFile[], fromImages: SourceFile[]): SourceFile[] {
+  const paths = new Set(fromSource.map((source) => source.path));
+  const clash = fromImages.find((image) => paths.has(image.path));
+  if (clash !== undefined) {
+    throw new PackageError(
+      PackageErrorCode.Duplicate,
+      `${quoteEntry(clash.path)} is both in the source directory and in the --images directory`,
+      { entry: clash.path, hints: ['Keep each image archive in one of the two directories.'] },
+    );
+  }
+  const merged = [...fromSource, ...fromImages].sort((a, b) => comparePaths(a.path, b.path));
+  if (merged.length > DEFAULT_PACKAGE_LIMITS.maxEntries - 1) {
+    throw new PackageError(
+      PackageErrorCode.TooLarge,
+      `the source and --images hold more than ${DEFAULT_PACKAGE_LIMITS.maxEntries - 1} files`,
+    );
+  }
+  return merged;
+}
+
+/**
+ * Every file under `images/` must be an archive the distribution imports: a
+ * file it would skip is refused at build, not found missing on a site with no
+ * registry. See {@link AIRGAP_IMAGE_SUFFIXES} for what each imports.
+ */
+function refuseUnimportableImages(sources: SourceFile[], distribution: Distribution): void {
+  for (const source of sources) {
+    if (!source.path.startsWith(AIRGAP_IMAGES_DIR)) continue;
+    if (isAirgapImage(source.path, distribution)) continue;
+    const suffixes = AIRGAP_IMAGE_SUFFIXES[distribution].join(', ');
+    const nested = source.path.slice(AIRGAP_IMAGES_DIR.length).includes('/');
+    throw new PackageError(
+      PackageErrorCode.Source,
+      nested
+        ? `${quoteEntry(source.path)} is in a subdirectory of ${AIRGAP_IMAGES_DIR}; ${distribution} imports only the archives directly in it`
+        : `${quoteEntry(source.path)} is not an airgap image archive a ${distribution} package can carry (names end in ${suffixes})`,
+      {
+        entry: source.path,
+        details: { distribution, suffixes: AIRGAP_IMAGE_SUFFIXES[distribution] },
+        hints: [
+          distribution === 'kubeadm'
+            ? 'kubeadm packages import images with "ctr images import", one uncompressed .tar each: decompress the archive first (e.g. "zstd -d" or "gunzip").'
+            : `Rename or remove the file: ${distribution} imports ${suffixes} archives from its images directory at start.`,
+        ],
+      },
+    );
+  }
 }
 
 /** Every file the distribution installs must be in the source; the error lists all that are missing. */

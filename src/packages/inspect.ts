@@ -4,7 +4,7 @@
  * checked), then summarises its manifest; `formatPackageSummary` renders the
  * summary as text with a file table.
  */
-import type { PackageFile } from './manifest.js';
+import { isAirgapImage, type PackageFile } from './manifest.js';
 import { verifyPackage, type VerifiedPackage, type VerifyPackageOptions } from './verify.js';
 
 /** The summary of a verified package (the `--json` document of `package inspect`). */
@@ -22,6 +22,8 @@ export interface PackageSummary {
   archiveBytes: number;
   archiveSha256: string;
   files: PackageFile[];
+  /** The airgap image archives among `files` (under images/), which the node imports into its runtime. */
+  images: PackageFile[];
 }
 
 /** Verifies a package and summarises it. Throws the verification error if it is refused. */
@@ -46,6 +48,7 @@ export function summarizePackage(
     archiveBytes: verified.archiveBytes,
     archiveSha256: verified.archiveSha256,
     files: manifest.files,
+    images: manifest.files.filter((file) => isAirgapImage(file.path, manifest.distribution)),
   };
 }
 
@@ -64,6 +67,10 @@ export function formatPackageSummary(summary: PackageSummary): string {
     `Created:       ${summary.createdAt}`,
     `Files:         ${summary.fileCount} (${formatMiB(summary.totalBytes)} uncompressed)`,
     `Archive:       ${formatMiB(summary.archiveBytes)}, sha256 ${summary.archiveSha256}`,
+    `Images:        ${summary.images.length === 0 ? 'none' : `${summary.images.length} airgap archive(s)`}`,
+    ...summary.images.map(
+      (image) => `  ${image.path.slice('images/'.length)}  ${formatMiB(image.size)}  sha256 ${image.sha256}`,
+    ),
     '',
   ];
   const sizes = summary.files.map((file) => String(file.size));

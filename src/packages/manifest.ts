@@ -36,6 +36,31 @@ export const REQUIRED_PACKAGE_FILES: Readonly<Record<Distribution, readonly stri
   kubeadm: ['bin/kubeadm', 'bin/kubelet', 'bin/containerd', 'bin/containerd-shim-runc-v2', 'bin/runc'],
 };
 
+/** Where a package keeps its airgap image archives. */
+export const AIRGAP_IMAGES_DIR = 'images/';
+
+/**
+ * The airgap image archives each distribution imports, by name ending.
+ * k3s imports `.tar`, `.tar.gz` and `.tar.zst` (among others) from its
+ * agent images directory at start (k3s docs, "Air-Gap Install", manually
+ * deploy images: /var/lib/rancher/k3s/agent/images/; k3s
+ * pkg/agent/containerd, the preload of that directory). kubeadm packages are
+ * imported by edgeadm itself with `ctr images import` (runtime-phase.ts),
+ * one uncompressed `.tar` each.
+ */
+export const AIRGAP_IMAGE_SUFFIXES: Readonly<Record<Distribution, readonly string[]>> = {
+  k3s: ['.tar', '.tar.gz', '.tar.zst'],
+  kubeadm: ['.tar'],
+};
+
+/** Whether `path` is an airgap image archive of a `distribution` package: directly under images/, a known ending. */
+export function isAirgapImage(path: string, distribution: Distribution): boolean {
+  if (!path.startsWith(AIRGAP_IMAGES_DIR)) return false;
+  const name = path.slice(AIRGAP_IMAGES_DIR.length);
+  if (name.includes('/')) return false;
+  return AIRGAP_IMAGE_SUFFIXES[distribution].some((suffix) => name.endsWith(suffix) && name.length > suffix.length);
+}
+
 /** The CPU architectures a package can be built for (Kubernetes / Go names). */
 export const ARCHITECTURES = ['amd64', 'arm64'] as const;
 /** `amd64` or `arm64`. */

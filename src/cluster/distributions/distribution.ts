@@ -165,6 +165,12 @@ export interface Distribution {
   networkCleanupScript(): string;
   /** Files the distribution writes outside its owned directories (kubeconfigs), removed by reset. */
   readonly ownedFiles?: readonly string[];
+  /**
+   * Where the distribution imports airgap image archives from when its
+   * service starts; the package phase installs the package's images/ there.
+   * Unset when edgeadm imports them itself (the runtime's `imageImportCommand`).
+   */
+  readonly airgapImagesDir?: string;
   /** The container runtime to install before the node's service (none: the distribution embeds one). */
   readonly runtime?: ContainerRuntime;
   /** The command that completes a node once its configuration is written and its service runs. */

@@ -19,6 +19,14 @@ export const K3S_ADMIN_KUBECONFIG_PATH = '/etc/rancher/k3s/k3s.yaml';
 export const K3S_NODE_KUBECONFIG_PATH = '/var/lib/rancher/k3s/agent/kubelet.kubeconfig';
 /** The CA that signs a k3s agent's kubelet client certificate. */
 export const K3S_NODE_CLIENT_CA_PATH = '/var/lib/rancher/k3s/agent/client-ca.crt';
+/**
+ * Where k3s imports airgap image archives (.tar, .tar.gz, .tar.zst, ...) into
+ * its embedded containerd each time it starts: the k3s docs' air-gap install
+ * ("Manually Deploy Images": copy the archives to
+ * /var/lib/rancher/k3s/agent/images/), and k3s pkg/agent/containerd, which
+ * preloads the files of the agent's `images` directory before the kubelet runs.
+ */
+export const K3S_AIRGAP_IMAGES_DIR = '/var/lib/rancher/k3s/agent/images';
 
 function labelList(labels: Record<string, string>): string[] {
   return Object.entries(labels).map(([key, value]) => `${key}=${value}`);
@@ -75,6 +83,7 @@ export const k3sDistribution: Distribution = {
   nodeClientCaPath: K3S_NODE_CLIENT_CA_PATH,
   serverTokenPath: '/var/lib/rancher/k3s/server/token',
   ownedDirectories: ['/etc/rancher/k3s', '/var/lib/rancher/k3s', '/run/k3s'],
+  airgapImagesDir: K3S_AIRGAP_IMAGES_DIR,
   joinCredential: ({ caPem, token }) => buildK3sToken({ caBundle: caPem, credentials: token }),
   networkCleanupScript: () =>
     [

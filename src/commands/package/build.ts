@@ -31,6 +31,9 @@ export default class PackageBuild extends BaseCommand<typeof PackageBuild> {
     arch: Flags.option({ options: ARCHITECTURES, summary: 'CPU architecture of the binaries.', required: true })(),
     output: Flags.string({ char: 'o', summary: 'Package file to write (.tar.gz).', required: true }),
     name: Flags.string({ summary: 'Package name [default: edge-<distribution>-<version>-<arch>].' }),
+    images: Flags.string({
+      summary: 'Directory of airgap image archives to carry as images/ (k3s: .tar, .tar.gz, .tar.zst; kubeadm: .tar).',
+    }),
   };
 
   async run(): Promise<PackageSummary> {
@@ -42,6 +45,7 @@ export default class PackageBuild extends BaseCommand<typeof PackageBuild> {
       arch: flags.arch,
       output: flags.output,
       ...(flags.name === undefined ? {} : { name: flags.name }),
+      ...(flags.images === undefined ? {} : { images: flags.images }),
       ...withCreatedAt(createdAtFromSourceDateEpoch(process.env.SOURCE_DATE_EPOCH)),
     });
     this.logger.info(`built ${built.file}: sha256 ${built.archiveSha256}`);

@@ -74,12 +74,19 @@ export function edgeadmFromSourceScript(): string {
   ].join('\n');
 }
 
+/** The four bytes a zstd frame starts with (RFC 8878, 3.1.1). */
+export const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
+
 /** Options of {@link buildSimK3sPackage}. */
 export interface SimK3sPackageOptions {
   /** Also ship bin/edgeadm (this tree's edgeadm), as a package for --enable-edge must. */
   withEdgeadm?: boolean;
-  /** Add an incompressible images/ file of this size, so an upload takes a while (for interruption tests). */
+  /** Add an incompressible images/ archive of this size, so an upload takes a while (for interruption tests). */
   imageBytes?: number;
+  /** Airgap image archives to carry, by file name under images/ (e.g. `app.tar`). */
+  images?: Readonly<Record<string, Buffer>>;
+  /** Source and output names for this package, so a test can hold several. */
+  tag?: string;
   /**
    * The Kubernetes version the package carries, in k3s's form
    * (`v1.31.2+k3s1`): the manifest says it and the simulated k3s reports it.
@@ -92,7 +99,7 @@ export interface SimK3sPackageOptions {
 export async function buildSimK3sPackage(workDir: string, options: SimK3sPackageOptions = {}): Promise<BuiltPackage> {
   const version = options.kubernetesVersion === undefined ? undefined : fixtureVersion(options.kubernetesVersion);
   // One source directory and output per version, so that a test can hold the packages of two versions.
-  const tag = version === undefined ? '' : `-${version.replace('+', '-')}`;
+  const tag = (version === undefined ? '' : `-${version.replace('+', '-')}`) + (options.tag ? `-${options.tag}` : '');
   const source = join(workDir, `sim-k3s${tag}-src`);
   await mkdir(join(source, 'bin'), { recursive: true });
   await writeFile(join(source, 'bin', 'k3s'), simK3sScript(version));
@@ -101,13 +108,17 @@ export async function buildSimK3sPackage(workDir: string, options: SimK3sPackage
     await writeFile(join(source, 'bin', 'edgeadm'), edgeadmFromSourceScript());
     await chmod(join(source, 'bin', 'edgeadm'), 0o755);
   }
-  await mkdir(join(source, 'images'), { recursive: true });
-  await writeFile(join(source, 'images', 'README'), `${SIM_K3S_MARKER}: no airgap images in the simulation.\n`);
+  await mkdir(join(source, 'assets'), { recursive: true });
+  await writeFile(join(source, 'assets', 'README'), `${SIM_K3S_MARKER}: a simulated k3s, not k3s.\n`);
+  const images: Record<string, Buffer> = { ...options.images };
   if (options.imageBytes) {
-    await writeFile(join(source, 'images', 'sim-airgap-images.bin'), randomBytes(options.imageBytes));
+    // A zstd frame's magic number first, so the simulation takes it for a .tar.zst as k3s would.
+    images['sim-airgap-images.tar.zst'] = Buffer.concat([ZSTD_MAGIC, randomBytes(options.imageBytes)]);
   }
+  if (Object.keys(images).length > 0) await mkdir(join(source, 'images'), { recursive: true });
+  for (const [name, content] of Object.entries(images)) await writeFile(join(source, 'images', name), content);
   const manifestVersion = version ?? 'v1.30.4';
-  const name = `edge-k3s-${manifestVersion}-amd64-sim${options.withEdgeadm ? '-edgeadm' : ''}`;
+  const name = `edge-k3s-${manifestVersion}-amd64-sim${options.withEdgeadm ? '-edgeadm' : ''}${options.tag ? `-${options.tag}` : ''}`;
   return buildPackage({
     from: source,
     distribution: 'k3s',

@@ -29,8 +29,8 @@
  *   package's version (`v1.31.2+k3s1`), or `v1.30.4+sim` when it names none.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { createReadStream, existsSync } from 'node:fs';
+import { appendFile, open, readdir, readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
@@ -536,6 +536,63 @@ async function runAgent(configPath: string): Promise<number> {
   return 0;
 }
 
+/** Where k3s imports airgap image archives from at start (k3s pkg/agent/containerd preloads agent/images). */
+export const K3S_AGENT_IMAGES_DIR = join(K3S_AGENT_DIR, 'images');
+/**
+ * What the simulation "imported", one JSON line per archive and start
+ * (`{"file","sha256","size"}`): the record tests read, since there is no
+ * containerd to ask. Outside images/, so k3s would not try to import it.
+ */
+export const SIM_IMPORTED_IMAGES_LOG = join(K3S_AGENT_DIR, 'sim-imported-images.jsonl');
+/** The archive endings k3s imports, and the leading bytes each format starts with. */
+const IMAGE_FORMATS: ReadonlyArray<{ suffix: string; magic: (head: Buffer) => boolean }> = [
+  { suffix: '.tar.gz', magic: (head) => head[0] === 0x1f && head[1] === 0x8b },
+  { suffix: '.tar.zst', magic: (head) => head.readUInt32LE(0) === 0xfd2fb528 },
+  { suffix: '.tar', magic: (head) => head.subarray(257, 262).toString('latin1') === 'ustar' },
+];
+
+/**
+ * The preload k3s's agent runs before its kubelet (k3s
+ * pkg/agent/containerd): every regular file of agent/images whose name k3s
+ * supports is imported into containerd; other names are skipped; an archive
+ * that fails to import is logged and the start goes on. The simulation
+ * cannot import anything, so it checks each archive's format by its first
+ * bytes (what a real import would fail on first) and records the ones that
+ * pass with their SHA-256, hashed as a stream.
+ */
+async function preloadAirgapImages(): Promise<void> {
+  if (!existsSync(K3S_AGENT_IMAGES_DIR)) return;
+  for (const dirent of await readdir(K3S_AGENT_IMAGES_DIR, { withFileTypes: true })) {
+    if (!dirent.isFile()) continue;
+    const format = IMAGE_FORMATS.find((candidate) => dirent.name.endsWith(candidate.suffix));
+    if (format === undefined) {
+      log(`skipping ${dirent.name} in ${K3S_AGENT_IMAGES_DIR}: not an image archive name k3s imports`);
+      continue;
+    }
+    const path = join(K3S_AGENT_IMAGES_DIR, dirent.name);
+    const handle = await open(path, 'r');
+    const head = Buffer.alloc(512);
+    try {
+      await handle.read(head, 0, head.length, 0);
+    } finally {
+      await handle.close();
+    }
+    if (!format.magic(head)) {
+      log(`error importing ${path}: not a ${format.suffix} archive`);
+      continue;
+    }
+    const hash = createHash('sha256');
+    let size = 0;
+    for await (const chunk of createReadStream(path)) {
+      hash.update(chunk as Buffer);
+      size += (chunk as Buffer).length;
+    }
+    const sha256 = hash.digest('hex');
+    await appendFile(SIM_IMPORTED_IMAGES_LOG, `${JSON.stringify({ file: dirent.name, sha256, size })}\n`);
+    log(`imported images from ${path} (sha256 ${sha256})`);
+  }
+}
+
 /** `k3s server | agent | --version`, as the simulation understands them. */
 export async function runSimK3s(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -546,6 +603,7 @@ export async function runSimK3s(argv: string[]): Promise<number> {
     return 0;
   }
   try {
+    if (command === 'server' || command === 'agent') await preloadAirgapImages();
     if (command === 'server') return await runServer(configPath);
     if (command === 'agent') return await runAgent(configPath);
   } catch (error) {

@@ -69,16 +69,17 @@ export async function buildSimKubeadmPackage(
     'cni/bridge': inertScript('bridge'),
     'cni/host-local': inertScript('host-local'),
     'cni/loopback': inertScript('loopback'),
-    'images/README': `${SIM_KUBEADM_MARKER}: no airgap images in the simulation.\n`,
+    'assets/README': `${SIM_KUBEADM_MARKER}: no airgap images in the simulation.\n`,
     ...(options.withEdgeadm ? { 'bin/edgeadm': edgeadmFromSourceScript() } : {}),
   };
   for (const [path, text] of Object.entries(files)) {
     const target = join(source, path);
     await mkdir(join(target, '..'), { recursive: true });
     await writeFile(target, text);
-    if (!path.startsWith('images/')) await chmod(target, 0o755);
+    if (!path.startsWith('assets/')) await chmod(target, 0o755);
   }
-  execFileSync('tar', ['-cf', join(source, 'images', 'sim-pause.tar'), '-C', join(source, 'images'), 'README']);
+  await mkdir(join(source, 'images'), { recursive: true });
+  execFileSync('tar', ['-cf', join(source, 'images', 'sim-pause.tar'), '-C', join(source, 'assets'), 'README']);
   const manifestVersion = version ?? 'v1.30.4';
   return buildPackage({
     from: source,

@@ -85,8 +85,8 @@ describe('buildPackage', () => {
 
   it('puts a path too long for a ustar header in a pax header, and it verifies', async () => {
     const from = join(work, 'long-src');
-    const longPath = `images/${'d'.repeat(120)}/${'f'.repeat(120)}.tar`;
-    await mkdir(join(from, 'images', 'd'.repeat(120)), { recursive: true });
+    const longPath = `share/${'d'.repeat(120)}/${'f'.repeat(120)}.tar`;
+    await mkdir(join(from, 'share', 'd'.repeat(120)), { recursive: true });
     await writeFile(join(from, longPath), 'x');
     await mkdir(join(from, 'bin'));
     await writeFile(join(from, 'bin', 'k3s'), '#!/bin/sh\n', { mode: 0o755 });
