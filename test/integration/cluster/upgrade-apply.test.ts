@@ -1,0 +1,188 @@
+/**
+ * `edgeadm upgrade apply` end to end through the CLI on netns+sshd test hosts
+ * with no route out, with the SIMULATED k3s (test/support/sim-k3s: a
+ * stand-in, not k3s) in real install packages of two versions: a control
+ * plane and a node at v1.31; a dry run and a skipped minor change nothing;
+ * a package whose k3s server fails to start is rolled back (the old binary,
+ * config and datastore back, the old version answering); the good package
+ * then upgrades the control plane to v1.32, and a re-run finds it done.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { UpgradeApplyResult } from '../../../src/cluster/upgrade/apply.js';
+import { KubeClient } from '../../../src/kube/client.js';
+import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
+import type { BuiltPackage } from '../../../src/packages/build.js';
+import { ensureCliBuilt } from '../../support/cli-build.js';
+import type { CliResult } from '../../support/cli.js';
+import { clusterCli, json, sshArgs } from '../../support/cluster-cli.js';
+import { BROKEN_SERVER_MARKER, buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
+import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+
+const CLI_TIMEOUT_MS = 240_000;
+const TEST_TIMEOUT_MS = 600_000;
+const NODE_WAIT_MS = 60_000;
+
+function errorOf(run: CliResult): { code: string; message: string } {
+  return (JSON.parse(run.stdout) as { error: { code: string; message: string } }).error;
+}
+
+describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
+  let env: TestHosts;
+  let home: string;
+  let adminKubeconfig: string;
+  const old = 'v1.31.4+k3s1';
+  const next = 'v1.32.1+k3s1';
+  const skip = 'v1.33.0+k3s1';
+  const packages = new Map<string, BuiltPackage>();
+
+  const edgeadm = (args: string[]): Promise<CliResult> => clusterCli(home, CLI_TIMEOUT_MS)(args);
+  const controlPlane = (): TestHost => env.targets[0]!;
+  const apply = (pkg: string, extra: string[] = []): Promise<CliResult> =>
+    edgeadm([
+      'upgrade',
+      'apply',
+      ...sshArgs(env, controlPlane()),
+      '--install-pkg-path',
+      packages.get(pkg)!.file,
+      '--json',
+      ...extra,
+    ]);
+
+  async function admin(): Promise<KubeClient> {
+    return new KubeClient(await kubeCredentialsOf(readFileSync(adminKubeconfig, 'utf8'), { what: 'admin' }));
+  }
+
+  /** What an upgrade replaces: the binary, the config, and the datastore's files that do not change while it runs. */
+  function installed(): Promise<string> {
+    return env.run(
+      controlPlane(),
+      'sha256sum /usr/local/bin/k3s /etc/rancher/k3s/config.yaml; cd /var/lib/rancher/k3s/server && find . -type f ! -path "./sim-apiserver/*" -exec sha256sum {} + | sort',
+    );
+  }
+
+  async function waitForNodes(version: string, count: number): Promise<void> {
+    const client = await admin();
+    const deadline = Date.now() + NODE_WAIT_MS;
+    for (;;) {
+      try {
+        const listed = await client.list<{ status?: { nodeInfo?: { kubeletVersion?: string } } }>('/api/v1/nodes');
+        if (listed.length === count && listed.every((n) => n.status?.nodeInfo?.kubeletVersion === version)) return;
+      } catch {
+        // The API server may be restarting.
+      }
+      if (Date.now() > deadline) throw new Error(`the Nodes did not all report ${version}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  beforeAll(async () => {
+    ensureCliBuilt('commands/upgrade/apply.js', ['src', 'test/support/sim-k3s']);
+    env = await startTestHosts({ count: 2 });
+    home = mkdtempSync(join(env.dir, 'cli-home-'));
+    adminKubeconfig = join(home, 'admin.yaml');
+    const dir = mkdtempSync(join(env.dir, 'pkg-'));
+    for (const version of [old, next, skip]) {
+      packages.set(version, await buildSimK3sPackage(dir, { kubernetesVersion: version }));
+    }
+    packages.set('broken', await buildSimK3sPackage(dir, { kubernetesVersion: next, isServerBroken: true }));
+    const init = json<{ joinCommand: string }>(
+      await edgeadm([
+        'init',
+        ...sshArgs(env, controlPlane()),
+        '--install-pkg-path',
+        packages.get(old)!.file,
+        '--kubeconfig-out',
+        adminKubeconfig,
+        '--json',
+      ]),
+    );
+    const words = init.joinCommand.split(' ');
+    const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
+    json(
+      await edgeadm([
+        'join',
+        words[2]!,
+        '--token',
+        at('--token'),
+        '--discovery-token-ca-cert-hash',
+        at('--discovery-token-ca-cert-hash'),
+        '--install-pkg-path',
+        packages.get(old)!.file,
+        ...sshArgs(env, env.targets[1]!),
+        '--json',
+      ]),
+    );
+    await waitForNodes(old, 2);
+  }, TEST_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await env?.teardown();
+  });
+
+  it(
+    'a dry run prints the plan and a skipped minor is refused; neither changes anything',
+    async () => {
+      const before = await installed();
+      const dry = json<UpgradeApplyResult>(await apply(next, ['--dry-run']));
+      expect(dry).toMatchObject({ outcome: 'would-upgrade', from: old, to: next, isDryRun: true });
+      expect(dry.plan.join('\n')).toMatch(/\[swap\] Would /);
+      const refused = await apply(skip);
+      expect(refused.exitCode).toBe(2);
+      expect(errorOf(refused).code).toBe('E_UPGRADE_SKEW');
+      expect(await installed()).toBe(before);
+      expect(await env.run(controlPlane(), 'ls /var/lib/edgeadm/upgrade 2>/dev/null || true')).toBe('');
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'a new binary that fails to start is rolled back: the old version answers, on the datastore as before',
+    async () => {
+      const client = await admin();
+      await client.request('POST', '/api/v1/namespaces/default/configmaps', {
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'before-upgrade' }, data: { a: '1' } },
+      });
+      const before = await installed();
+      const run = await apply('broken', ['--gate-timeout', '15s']);
+      expect(run.exitCode, run.stderr).toBe(1);
+      const error = errorOf(run);
+      expect(error.code).toBe('E_UPGRADE_ROLLED_BACK');
+      expect(error.message).toContain('the api-ready gate did not pass');
+      expect(error.message).toContain(`${old} runs again`);
+      // The broken binary wrote into the datastore directory; the restore took that back.
+      expect(await env.run(controlPlane(), `ls ${BROKEN_SERVER_MARKER} 2>&1 || true`)).toContain('No such file');
+      expect(await installed()).toBe(before);
+      expect((await client.request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(old);
+      const kept = await client.request<{ data: { a: string } }>(
+        'GET',
+        '/api/v1/namespaces/default/configmaps/before-upgrade',
+      );
+      expect(kept.data.a).toBe('1');
+      const state = JSON.parse(await env.run(controlPlane(), 'cat /var/lib/edgeadm/upgrade/state.json')) as {
+        step: string;
+      };
+      expect(state.step).toBe('rolled-back');
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'upgrades the control plane to the next minor; a re-run finds it done',
+    async () => {
+      const result = json<UpgradeApplyResult>(await apply(next, ['--gate-timeout', '90s']));
+      expect(result).toMatchObject({ outcome: 'upgraded', from: old, to: next });
+      const client = await admin();
+      expect((await client.request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(next);
+      const node = await client.request<{ status: { nodeInfo: { kubeletVersion: string } } }>(
+        'GET',
+        `/api/v1/nodes/${controlPlane().name}`,
+      );
+      expect(node.status.nodeInfo.kubeletVersion).toBe(next);
+      const again = json<UpgradeApplyResult>(await apply(next));
+      expect(again.outcome).toBe('already-done');
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
