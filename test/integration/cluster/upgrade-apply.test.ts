@@ -127,7 +127,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       const before = await installed();
       const dry = json<UpgradeApplyResult>(await apply(next, ['--dry-run']));
       expect(dry).toMatchObject({ outcome: 'would-upgrade', from: old, to: next, isDryRun: true });
-      expect(dry.plan.join('\n')).toMatch(/\[swap\] Would /);
+      expect(dry.plan.join('\n')).toMatch(/\[swap\] \[\d+\] Would install \/usr\/local\/bin\/k3s/);
       const refused = await apply(skip);
       expect(refused.exitCode).toBe(2);
       expect(errorOf(refused).code).toBe('E_UPGRADE_SKEW');
@@ -182,6 +182,61 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       expect(node.status.nodeInfo.kubeletVersion).toBe(next);
       const again = json<UpgradeApplyResult>(await apply(next));
       expect(again.outcome).toBe('already-done');
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'an SSH connection cut in the middle of the binary swap: the binary is whole, and a re-run finishes the upgrade from the recorded step',
+    async () => {
+      const host = controlPlane();
+      const binarySha = async (): Promise<string> =>
+        (await env.run(host, 'sha256sum < /usr/local/bin/k3s')).slice(0, 64);
+      const before = await binarySha();
+      const after = packages.get(skip)!.manifest.files.find((f) => f.path === 'bin/k3s')!.sha256;
+      const binDirBefore = await env.run(host, 'ls -A /usr/local/bin');
+      // A cp that stalls half way through writing the new binary beside the old one, so the cut lands mid-swap.
+      await env.run(
+        host,
+        [
+          "cat > /usr/local/bin/cp <<'EOS'",
+          '#!/bin/sh',
+          'for last; do :; done',
+          'case "$last" in',
+          '  *k3s.edgeadm-new) head -c 100 "$1" > "$last"; sleep 30; exit 1 ;;',
+          'esac',
+          'exec /bin/cp "$@"',
+          'EOS',
+          'chmod 755 /usr/local/bin/cp',
+        ].join('\n'),
+      );
+      let isDone = false;
+      const first = apply(skip, ['--gate-timeout', '90s']).finally(() => {
+        isDone = true;
+      });
+      let dropped = 0;
+      while (!isDone && dropped === 0) {
+        const partial = await env.run(host, 'ls /usr/local/bin/k3s.edgeadm-new 2>/dev/null || true');
+        if (partial.trim() !== '') dropped = env.dropConnections(host);
+        else await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await env.run(host, 'rm -f /usr/local/bin/cp');
+      const cut = await first;
+      expect(dropped).toBeGreaterThan(0);
+      expect(cut.exitCode).not.toBe(0);
+      // Whatever the first run managed, the installed binary is exactly the old one or the new one.
+      expect([before, after]).toContain(await binarySha());
+      const state = JSON.parse(await env.run(host, 'cat /var/lib/edgeadm/upgrade/state.json')) as { step: string };
+      expect(['backed-up', 'swapped', 'rolling-back', 'rolled-back']).toContain(state.step);
+
+      const rerun = json<UpgradeApplyResult>(await apply(skip, ['--gate-timeout', '90s']));
+      expect(rerun).toMatchObject({ outcome: 'upgraded', from: next, to: skip });
+      expect(await binarySha()).toBe(after);
+      // Nothing half-written is left beside the binary, and the backup holds the old binary, not the new one.
+      expect(await env.run(host, 'ls -A /usr/local/bin')).toBe(binDirBefore);
+      expect((await env.run(host, 'sha256sum < /var/lib/edgeadm/upgrade/backup/k3s')).slice(0, 64)).toBe(before);
+      const client = await admin();
+      expect((await client.request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(skip);
     },
     TEST_TIMEOUT_MS,
   );
