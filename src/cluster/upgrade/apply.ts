@@ -333,6 +333,8 @@ export interface UpgradeApplyResult {
   /** Where the old version's backup is on the host. */
   backupDir: string;
   isDryRun: boolean;
+  /** The step an earlier, interrupted run had reached, when this run resumed it. */
+  resumedFrom?: UpgradeState['step'];
   /** Under --dry-run: `[phase] Would …` lines. */
   plan: string[];
 }
@@ -455,6 +457,7 @@ export async function applyUpgrade(
         ...base,
         from: upgrade.from,
         outcome: request.isDryRun ? 'would-upgrade' : 'upgraded',
+        ...(saved !== undefined && isUnfinished(saved.step) ? { resumedFrom: saved.step } : {}),
         plan: report.plan,
       };
     } catch (error) {

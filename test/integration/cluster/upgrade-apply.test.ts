@@ -15,7 +15,7 @@ import { KubeClient } from '../../../src/kube/client.js';
 import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import type { BuiltPackage } from '../../../src/packages/build.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
-import type { CliResult } from '../../support/cli.js';
+import { runCli, type CliResult } from '../../support/cli.js';
 import { clusterCli, json, sshArgs } from '../../support/cluster-cli.js';
 import { BROKEN_SERVER_MARKER, buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
@@ -35,6 +35,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
   const old = 'v1.31.4+k3s1';
   const next = 'v1.32.1+k3s1';
   const skip = 'v1.33.0+k3s1';
+  const last = 'v1.34.0+k3s1';
   const packages = new Map<string, BuiltPackage>();
 
   const edgeadm = (args: string[]): Promise<CliResult> => clusterCli(home, CLI_TIMEOUT_MS)(args);
@@ -62,6 +63,38 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
     );
   }
 
+  /**
+   * Puts a `cp` before the real one on the host's PATH that, when it writes
+   * the new k3s binary beside the old one, writes 100 bytes and stalls (its
+   * pid in /opt/stalled-cp.pid), so that a fault lands in the middle of the swap.
+   */
+  async function stallTheSwap(host: TestHost): Promise<void> {
+    await env.run(
+      host,
+      [
+        "cat > /usr/local/bin/cp <<'EOS'",
+        '#!/bin/sh',
+        'for last; do :; done',
+        'case "$last" in',
+        '  *k3s.edgeadm-new) echo $$ > /opt/stalled-cp.pid; head -c 100 "$1" > "$last"; sleep 30; exit 1 ;;',
+        'esac',
+        'exec /bin/cp "$@"',
+        'EOS',
+        'chmod 755 /usr/local/bin/cp',
+      ].join('\n'),
+    );
+  }
+
+  /** Waits until the stalled swap has begun writing the new binary. */
+  async function untilSwapping(host: TestHost, isDone: () => boolean): Promise<boolean> {
+    while (!isDone()) {
+      const partial = await env.run(host, 'ls /usr/local/bin/k3s.edgeadm-new 2>/dev/null || true');
+      if (partial.trim() !== '') return true;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return false;
+  }
+
   async function waitForNodes(version: string, count: number): Promise<void> {
     const client = await admin();
     const deadline = Date.now() + NODE_WAIT_MS;
@@ -83,7 +116,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
     home = mkdtempSync(join(env.dir, 'cli-home-'));
     adminKubeconfig = join(home, 'admin.yaml');
     const dir = mkdtempSync(join(env.dir, 'pkg-'));
-    for (const version of [old, next, skip]) {
+    for (const version of [old, next, skip, last]) {
       packages.set(version, await buildSimK3sPackage(dir, { kubernetesVersion: version }));
     }
     packages.set('broken', await buildSimK3sPackage(dir, { kubernetesVersion: next, isServerBroken: true }));
@@ -187,7 +220,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
   );
 
   it(
-    'an SSH connection cut in the middle of the binary swap: the binary is whole, and a re-run finishes the upgrade from the recorded step',
+    'an SSH connection cut in the middle of the binary swap: the run rolls back over a new connection (the old binary whole, nothing half-written left), and a re-run completes the upgrade',
     async () => {
       const host = controlPlane();
       const binarySha = async (): Promise<string> =>
@@ -195,39 +228,23 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       const before = await binarySha();
       const after = packages.get(skip)!.manifest.files.find((f) => f.path === 'bin/k3s')!.sha256;
       const binDirBefore = await env.run(host, 'ls -A /usr/local/bin');
-      // A cp that stalls half way through writing the new binary beside the old one, so the cut lands mid-swap.
-      await env.run(
-        host,
-        [
-          "cat > /usr/local/bin/cp <<'EOS'",
-          '#!/bin/sh',
-          'for last; do :; done',
-          'case "$last" in',
-          '  *k3s.edgeadm-new) head -c 100 "$1" > "$last"; sleep 30; exit 1 ;;',
-          'esac',
-          'exec /bin/cp "$@"',
-          'EOS',
-          'chmod 755 /usr/local/bin/cp',
-        ].join('\n'),
-      );
+      await stallTheSwap(host);
       let isDone = false;
       const first = apply(skip, ['--gate-timeout', '90s']).finally(() => {
         isDone = true;
       });
-      let dropped = 0;
-      while (!isDone && dropped === 0) {
-        const partial = await env.run(host, 'ls /usr/local/bin/k3s.edgeadm-new 2>/dev/null || true');
-        if (partial.trim() !== '') dropped = env.dropConnections(host);
-        else await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      const dropped = (await untilSwapping(host, () => isDone)) ? env.dropConnections(host) : 0;
       await env.run(host, 'rm -f /usr/local/bin/cp');
       const cut = await first;
       expect(dropped).toBeGreaterThan(0);
-      expect(cut.exitCode).not.toBe(0);
-      // Whatever the first run managed, the installed binary is exactly the old one or the new one.
-      expect([before, after]).toContain(await binarySha());
+      expect(cut.exitCode).toBe(1);
+      expect(errorOf(cut).code).toBe('E_UPGRADE_ROLLED_BACK');
+      expect(errorOf(cut).message).toContain('error execution phase swap');
+      expect(await binarySha()).toBe(before);
+      expect(await env.run(host, 'ls -A /usr/local/bin')).toBe(binDirBefore);
       const state = JSON.parse(await env.run(host, 'cat /var/lib/edgeadm/upgrade/state.json')) as { step: string };
-      expect(['backed-up', 'swapped', 'rolling-back', 'rolled-back']).toContain(state.step);
+      expect(state.step).toBe('rolled-back');
+      expect((await (await admin()).request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(next);
 
       const rerun = json<UpgradeApplyResult>(await apply(skip, ['--gate-timeout', '90s']));
       expect(rerun).toMatchObject({ outcome: 'upgraded', from: next, to: skip });
@@ -237,6 +254,61 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       expect((await env.run(host, 'sha256sum < /var/lib/edgeadm/upgrade/backup/k3s')).slice(0, 64)).toBe(before);
       const client = await admin();
       expect((await client.request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(skip);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'edgeadm killed in the middle of the binary swap: k3s is left stopped on the old binary, and a re-run resumes from the recorded step (no skew check against a stopped API server, no second backup) and finishes',
+    async () => {
+      const host = controlPlane();
+      const binarySha = async (): Promise<string> =>
+        (await env.run(host, 'sha256sum < /usr/local/bin/k3s')).slice(0, 64);
+      const before = await binarySha();
+      const after = packages.get(last)!.manifest.files.find((f) => f.path === 'bin/k3s')!.sha256;
+      const binDirBefore = await env.run(host, 'ls -A /usr/local/bin');
+      await stallTheSwap(host);
+      let isDone = false;
+      let killer: { kill(signal: NodeJS.Signals): void } | undefined;
+      const first = runCli(
+        ['upgrade', 'apply', ...sshArgs(env, host), '--install-pkg-path', packages.get(last)!.file, '--json'],
+        {
+          env: {
+            HOME: home,
+            EDGEADM_HOME: join(home, '.edgeadm'),
+            SSH_AUTH_SOCK: '',
+            EDGEADM_SERVICE_MANAGER: 'direct',
+          },
+          timeoutMs: CLI_TIMEOUT_MS,
+          onStarted: (process) => {
+            killer = process;
+          },
+        },
+      ).finally(() => {
+        isDone = true;
+      });
+      expect(await untilSwapping(host, () => isDone)).toBe(true);
+      killer!.kill('SIGKILL');
+      const killed = await first;
+      expect(killed.exitCode).not.toBe(0);
+      // The stalled copy on the host ends, and with it the swap's script (set -e): no rename happens.
+      await env.run(host, 'kill "$(cat /opt/stalled-cp.pid)" 2>/dev/null; rm -f /usr/local/bin/cp /opt/stalled-cp.pid');
+      expect(await binarySha()).toBe(before);
+      const state = JSON.parse(await env.run(host, 'cat /var/lib/edgeadm/upgrade/state.json')) as { step: string };
+      expect(state.step).toBe('backed-up');
+
+      const rerun = await apply(last, ['--gate-timeout', '90s']);
+      expect(json<UpgradeApplyResult>(rerun)).toMatchObject({
+        outcome: 'upgraded',
+        from: skip,
+        to: last,
+        resumedFrom: 'backed-up',
+      });
+      expect(await binarySha()).toBe(after);
+      expect(await env.run(host, 'ls -A /usr/local/bin')).toBe(binDirBefore);
+      expect((await env.run(host, 'sha256sum < /var/lib/edgeadm/upgrade/backup/k3s')).slice(0, 64)).toBe(before);
+      const client = await admin();
+      expect((await client.request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(last);
     },
     TEST_TIMEOUT_MS,
   );
