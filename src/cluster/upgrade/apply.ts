@@ -143,7 +143,7 @@ export function upgradeApplyPhases(): Phase<UpgradeApplyData>[] {
           ctx.host,
           [
             `du -sk ${K3S_SERVER_DIR} ${quote(binaryPath(ctx))} ${K3S_CONFIG_PATH} 2>/dev/null | awk '{s+=$1} END {print s+0}'`,
-            `mkdir -p ${UPGRADE_DIR} && df -Pk ${UPGRADE_DIR} | awk 'NR==2 {print $4}'`,
+            `d=${UPGRADE_DIR}; while [ ! -d "$d" ]; do d=$(dirname "$d"); done; df -Pk "$d" | awk 'NR==2 {print $4}'`,
             `df -Pk ${quote(ctx.distribution.binDir)} | awk 'NR==2 {print $4}'`,
           ].join('\n'),
           { sudo: true, readOnly: true, description: 'measure the backup and the free space' },

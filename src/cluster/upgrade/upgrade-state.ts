@@ -10,7 +10,7 @@
  * its datastore, or the new binary on that datastore.
  */
 import { EdgeadmError } from '../../errors.js';
-import type { Host } from '../../hosts/host.js';
+import { execOrThrow, type Host } from '../../hosts/host.js';
 
 /** Where `upgrade apply` keeps its state and backup on the host. */
 export const UPGRADE_DIR = '/var/lib/edgeadm/upgrade';
@@ -97,6 +97,7 @@ export async function readUpgradeState(host: Host): Promise<UpgradeState | undef
 
 /** Writes the state (renamed into place, so a cut leaves the old state or the new one). */
 export async function writeUpgradeState(host: Host, state: UpgradeState): Promise<void> {
+  await execOrThrow(host, `mkdir -p -m 700 ${UPGRADE_DIR}`, { sudo: true, description: `create ${UPGRADE_DIR}` });
   await host.put(Buffer.from(`${JSON.stringify(state, null, 2)}\n`), UPGRADE_STATE_FILE, {
     mode: 0o600,
     sudo: true,

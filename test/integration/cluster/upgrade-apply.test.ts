@@ -165,7 +165,9 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       expect(refused.exitCode).toBe(2);
       expect(errorOf(refused).code).toBe('E_UPGRADE_SKEW');
       expect(await installed()).toBe(before);
-      expect(await env.run(controlPlane(), 'ls /var/lib/edgeadm/upgrade 2>/dev/null || true')).toBe('');
+      expect(await env.run(controlPlane(), 'test -e /var/lib/edgeadm/upgrade && echo present || echo absent')).toBe(
+        'absent\n',
+      );
     },
     TEST_TIMEOUT_MS,
   );
