@@ -126,148 +126,171 @@ function atomicInstall(source: string, target: string, mode: string): string {
   ].join('\n');
 }
 
-/** The upgrade phases. */
-export function upgradeApplyPhases(): Phase<UpgradeApplyData>[] {
-  return [
-    {
-      name: 'preflight',
-      summary: 'Check the package has the binary and the host has room for the backup and the new files',
-      isCheck: true,
-      runIf: (ctx) => !isPastBackup(ctx),
-      skipReason: () => 'the backup is already complete (resuming)',
-      async run(ctx) {
-        newBinarySha256(ctx);
-        const unpackedKib = Math.ceil(ctx.package.manifest.files.reduce((sum, f) => sum + (f.size ?? 0), 0) / 1024);
-        const archiveKib = Math.ceil(ctx.package.archiveBytes / 1024);
-        const probe = await execOrThrow(
-          ctx.host,
-          [
-            `du -sk ${K3S_SERVER_DIR} ${quote(binaryPath(ctx))} ${K3S_CONFIG_PATH} 2>/dev/null | awk '{s+=$1} END {print s+0}'`,
-            `d=${UPGRADE_DIR}; while [ ! -d "$d" ]; do d=$(dirname "$d"); done; df -Pk "$d" | awk 'NR==2 {print $4}'`,
-            `df -Pk ${quote(ctx.distribution.binDir)} | awk 'NR==2 {print $4}'`,
-          ].join('\n'),
-          { sudo: true, readOnly: true, description: 'measure the backup and the free space' },
-        );
-        const [backupKib, freeKib, binFreeKib] = probe.stdout.trim().split('\n').map(Number);
-        const needKib = (backupKib ?? 0) + unpackedKib + archiveKib + DISK_HEADROOM_KIB;
-        if (freeKib !== undefined && freeKib < needKib) {
-          throw new PreflightError(
-            `${ctx.host.name} has ${freeKib} KiB free under ${UPGRADE_DIR}; the backup (${backupKib} KiB) and the package (${archiveKib + unpackedKib} KiB) need ${needKib} KiB`,
-            {
-              code: 'E_UPGRADE_DISK_SPACE',
-              hints: ['Free space on the host (old packages under /var/lib/edgeadm/packages), then run again.'],
-            },
-          );
-        }
-        const binKib = Math.ceil((ctx.package.manifest.files.find((f) => f.path === 'bin/k3s')?.size ?? 0) / 1024);
-        if (binFreeKib !== undefined && binFreeKib < binKib * 2) {
-          throw new PreflightError(
-            `${ctx.host.name} has ${binFreeKib} KiB free in ${ctx.distribution.binDir}; the new binary is written beside the old one (${binKib} KiB)`,
-            { code: 'E_UPGRADE_DISK_SPACE' },
-          );
-        }
-        ctx.say(`room for the backup (${backupKib} KiB) and the package (${archiveKib + unpackedKib} KiB)`);
-      },
-    },
-    {
-      name: 'package',
-      summary: 'Upload the new install package, unpack it and check it against its manifest on the host',
-      async run(ctx) {
-        return (await stagePackage(ctx)) ? 'changed' : 'unchanged';
-      },
-    },
-    {
-      name: 'backup',
-      summary: 'Stop k3s; back up its datastore (the server directory), binary and config.yaml with their SHA-256',
-      runIf: (ctx) => !isPastBackup(ctx),
-      skipReason: () => 'the backup is already complete',
-      async run(ctx) {
-        await setStep(ctx, 'backing-up');
-        await ctx.serviceManager.stop(ctx.host, unit(ctx).name);
-        const partial = `${UPGRADE_BACKUP_DIR}.partial`;
-        await execOrThrow(
-          ctx.host,
-          [
-            'set -e',
-            `rm -rf ${partial}`,
-            `mkdir -p -m 700 ${partial}`,
-            `cp -p ${quote(binaryPath(ctx))} ${partial}/k3s`,
-            `cp -p ${K3S_CONFIG_PATH} ${partial}/config.yaml`,
-            `tar -C ${quote(K3S_SERVER_DIR.slice(0, K3S_SERVER_DIR.lastIndexOf('/')))} -cf ${partial}/server.tar server`,
-            `(cd ${partial} && sha256sum k3s config.yaml server.tar > ${BACKUP_MANIFEST})`,
-            `sync ${partial}/*`,
-            `rm -rf ${UPGRADE_BACKUP_DIR}`,
-            `mv ${partial} ${UPGRADE_BACKUP_DIR}`,
-            `sync ${UPGRADE_DIR}`,
-          ].join('\n'),
+/** Checks the package has the binary and the host has room for the backup and the new files; reads only. */
+function preflightPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'preflight',
+    summary: 'Check the package has the binary and the host has room for the backup and the new files',
+    isCheck: true,
+    runIf: (ctx) => !isPastBackup(ctx),
+    skipReason: () => 'the backup is already complete (resuming)',
+    async run(ctx) {
+      newBinarySha256(ctx);
+      const unpackedKib = Math.ceil(ctx.package.manifest.files.reduce((sum, f) => sum + (f.size ?? 0), 0) / 1024);
+      const archiveKib = Math.ceil(ctx.package.archiveBytes / 1024);
+      const probe = await execOrThrow(
+        ctx.host,
+        [
+          `du -sk ${K3S_SERVER_DIR} ${quote(binaryPath(ctx))} ${K3S_CONFIG_PATH} 2>/dev/null | awk '{s+=$1} END {print s+0}'`,
+          `d=${UPGRADE_DIR}; while [ ! -d "$d" ]; do d=$(dirname "$d"); done; df -Pk "$d" | awk 'NR==2 {print $4}'`,
+          `df -Pk ${quote(ctx.distribution.binDir)} | awk 'NR==2 {print $4}'`,
+        ].join('\n'),
+        { sudo: true, readOnly: true, description: 'measure the backup and the free space' },
+      );
+      const [backupKib, freeKib, binFreeKib] = probe.stdout.trim().split('\n').map(Number);
+      const needKib = (backupKib ?? 0) + unpackedKib + archiveKib + DISK_HEADROOM_KIB;
+      if (freeKib !== undefined && freeKib < needKib) {
+        throw new PreflightError(
+          `${ctx.host.name} has ${freeKib} KiB free under ${UPGRADE_DIR}; the backup (${backupKib} KiB) and the package (${archiveKib + unpackedKib} KiB) need ${needKib} KiB`,
           {
-            sudo: true,
-            timeoutMs: BACKUP_TIMEOUT_MS,
-            description: `back up ${K3S_SERVER_DIR}, ${binaryPath(ctx)} and ${K3S_CONFIG_PATH} into ${UPGRADE_BACKUP_DIR}`,
+            code: 'E_UPGRADE_DISK_SPACE',
+            hints: ['Free space on the host (old packages under /var/lib/edgeadm/packages), then run again.'],
           },
         );
-        await setStep(ctx, 'backed-up');
-        ctx.say(`backed up ${ctx.upgrade.from} into ${UPGRADE_BACKUP_DIR}`);
-        return 'changed';
-      },
-    },
-    {
-      name: 'swap',
-      summary: "Install the package's k3s binary atomically (written beside the old one, flushed, renamed)",
-      async run(ctx) {
-        const { dir } = hostPackagePaths(ctx.package.manifest.name);
-        const target = binaryPath(ctx);
-        const result = await execOrThrow(
-          ctx.host,
-          [
-            'set -e',
-            `if [ "$(sha256sum < ${quote(target)} | cut -c1-64)" = ${newBinarySha256(ctx)} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
-            atomicInstall(`${dir}/bin/k3s`, target, '755'),
-          ].join('\n'),
-          { sudo: true, description: `install ${target} from ${ctx.package.manifest.name}, atomically` },
+      }
+      const binKib = Math.ceil((ctx.package.manifest.files.find((f) => f.path === 'bin/k3s')?.size ?? 0) / 1024);
+      if (binFreeKib !== undefined && binFreeKib < binKib * 2) {
+        throw new PreflightError(
+          `${ctx.host.name} has ${binFreeKib} KiB free in ${ctx.distribution.binDir}; the new binary is written beside the old one (${binKib} KiB)`,
+          { code: 'E_UPGRADE_DISK_SPACE' },
         );
-        await setStep(ctx, 'swapped');
-        return result.stdout.includes('edgeadm: already swapped') ? 'unchanged' : 'changed';
+      }
+      ctx.say(`room for the backup (${backupKib} KiB) and the package (${archiveKib + unpackedKib} KiB)`);
+    },
+  };
+}
+
+/** Stages the new package on the host (shared with init and join). */
+function stagePackagePhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'package',
+    summary: 'Upload the new install package, unpack it and check it against its manifest on the host',
+    async run(ctx) {
+      return (await stagePackage(ctx)) ? 'changed' : 'unchanged';
+    },
+  };
+}
+
+/** Stops k3s and backs up the server directory, the binary and config.yaml, with a manifest of hashes. */
+function backupPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'backup',
+    summary: 'Stop k3s; back up its datastore (the server directory), binary and config.yaml with their SHA-256',
+    runIf: (ctx) => !isPastBackup(ctx),
+    skipReason: () => 'the backup is already complete',
+    async run(ctx) {
+      await setStep(ctx, 'backing-up');
+      await ctx.serviceManager.stop(ctx.host, unit(ctx).name);
+      const partial = `${UPGRADE_BACKUP_DIR}.partial`;
+      await execOrThrow(
+        ctx.host,
+        [
+          'set -e',
+          `rm -rf ${partial}`,
+          `mkdir -p -m 700 ${partial}`,
+          `cp -p ${quote(binaryPath(ctx))} ${partial}/k3s`,
+          `cp -p ${K3S_CONFIG_PATH} ${partial}/config.yaml`,
+          `tar -C ${quote(K3S_SERVER_DIR.slice(0, K3S_SERVER_DIR.lastIndexOf('/')))} -cf ${partial}/server.tar server`,
+          `(cd ${partial} && sha256sum k3s config.yaml server.tar > ${BACKUP_MANIFEST})`,
+          `sync ${partial}/*`,
+          `rm -rf ${UPGRADE_BACKUP_DIR}`,
+          `mv ${partial} ${UPGRADE_BACKUP_DIR}`,
+          `sync ${UPGRADE_DIR}`,
+        ].join('\n'),
+        {
+          sudo: true,
+          timeoutMs: BACKUP_TIMEOUT_MS,
+          description: `back up ${K3S_SERVER_DIR}, ${binaryPath(ctx)} and ${K3S_CONFIG_PATH} into ${UPGRADE_BACKUP_DIR}`,
+        },
+      );
+      await setStep(ctx, 'backed-up');
+      ctx.say(`backed up ${ctx.upgrade.from} into ${UPGRADE_BACKUP_DIR}`);
+      return 'changed';
+    },
+  };
+}
+
+/** Installs the new binary atomically. */
+function swapPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'swap',
+    summary: "Install the package's k3s binary atomically (written beside the old one, flushed, renamed)",
+    async run(ctx) {
+      const { dir } = hostPackagePaths(ctx.package.manifest.name);
+      const target = binaryPath(ctx);
+      const result = await execOrThrow(
+        ctx.host,
+        [
+          'set -e',
+          `if [ "$(sha256sum < ${quote(target)} | cut -c1-64)" = ${newBinarySha256(ctx)} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
+          atomicInstall(`${dir}/bin/k3s`, target, '755'),
+        ].join('\n'),
+        { sudo: true, description: `install ${target} from ${ctx.package.manifest.name}, atomically` },
+      );
+      await setStep(ctx, 'swapped');
+      return result.stdout.includes('edgeadm: already swapped') ? 'unchanged' : 'changed';
+    },
+  };
+}
+
+/** Starts k3s on the new binary. */
+function restartPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'restart',
+    summary: 'Start k3s on the new binary',
+    async run(ctx) {
+      await ctx.serviceManager.ensureRunning(ctx.host, unit(ctx), { isRestartNeeded: true });
+      return 'changed';
+    },
+  };
+}
+
+/** The health gates, each with its deadline; the last one records the upgrade done. */
+function healthPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'health',
+    summary: 'Wait for the health gates, each with its deadline',
+    runIf: (ctx) => !ctx.isDryRun,
+    skipReason: () => 'dry run',
+    phases: [
+      {
+        name: 'api-ready',
+        summary: 'The API server is ready and reports the new version',
+        isCheck: true,
+        run: (ctx) => apiReadyGate(gateTarget(ctx, ctx.upgrade.to)),
       },
-    },
-    {
-      name: 'restart',
-      summary: 'Start k3s on the new binary',
-      async run(ctx) {
-        await ctx.serviceManager.ensureRunning(ctx.host, unit(ctx), { isRestartNeeded: true });
-        return 'changed';
+      {
+        name: 'node-ready',
+        summary: 'This node is Ready at the new version',
+        isCheck: true,
+        run: (ctx) => nodeReadyGate(gateTarget(ctx, ctx.upgrade.to)),
       },
-    },
-    {
-      name: 'health',
-      summary: 'Wait for the health gates, each with its deadline',
-      runIf: (ctx) => !ctx.isDryRun,
-      skipReason: () => 'dry run',
-      phases: [
-        {
-          name: 'api-ready',
-          summary: 'The API server is ready and reports the new version',
-          isCheck: true,
-          run: (ctx) => apiReadyGate(gateTarget(ctx, ctx.upgrade.to)),
+      {
+        name: 'system-pods',
+        summary: 'Every kube-system Pod is running',
+        isCheck: true,
+        async run(ctx) {
+          await systemPodsGate(gateTarget(ctx, ctx.upgrade.to));
+          await setStep(ctx, 'done');
         },
-        {
-          name: 'node-ready',
-          summary: 'This node is Ready at the new version',
-          isCheck: true,
-          run: (ctx) => nodeReadyGate(gateTarget(ctx, ctx.upgrade.to)),
-        },
-        {
-          name: 'system-pods',
-          summary: 'Every kube-system Pod is running',
-          isCheck: true,
-          async run(ctx) {
-            await systemPodsGate(gateTarget(ctx, ctx.upgrade.to));
-            await setStep(ctx, 'done');
-          },
-        },
-      ],
-    },
-  ];
+      },
+    ],
+  };
+}
+
+/** The upgrade phases, in order. */
+export function upgradeApplyPhases(): Phase<UpgradeApplyData>[] {
+  return [preflightPhase(), stagePackagePhase(), backupPhase(), swapPhase(), restartPhase(), healthPhase()];
 }
 
 /** The rollback phases: the backup restored, the old version started and checked. */
