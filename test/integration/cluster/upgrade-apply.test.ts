@@ -161,6 +161,31 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       const dry = json<UpgradeApplyResult>(await apply(next, ['--dry-run']));
       expect(dry).toMatchObject({ outcome: 'would-upgrade', from: old, to: next, isDryRun: true });
       expect(dry.plan.join('\n')).toMatch(/\[swap\] \[\d+\] Would install \/usr\/local\/bin\/k3s/);
+      // The same dry run for a script: one event per line, the phases as the runner reports them.
+      const jsonl = await edgeadm([
+        'upgrade',
+        'apply',
+        ...sshArgs(env, controlPlane()),
+        '--install-pkg-path',
+        packages.get(next)!.file,
+        '--dry-run',
+        '--output',
+        'jsonl',
+      ]);
+      expect(jsonl.exitCode, jsonl.stderr).toBe(0);
+      const events = jsonl.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { type: string; phase?: string });
+      expect(events.filter((e) => e.type === 'phase-started').map((e) => e.phase)).toEqual([
+        'preflight',
+        'package',
+        'backup',
+        'swap',
+        'restart',
+      ]);
+      expect(events.find((e) => e.type === 'phase-skipped')).toMatchObject({ phase: 'health', reason: 'dry run' });
+      expect(events.at(-1)).toMatchObject({ type: 'result', ok: true });
       const refused = await apply(skip);
       expect(refused.exitCode).toBe(2);
       expect(errorOf(refused).code).toBe('E_UPGRADE_SKEW');
