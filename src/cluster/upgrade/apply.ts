@@ -423,6 +423,16 @@ export async function applyUpgrade(
           { code: 'E_UPGRADE_SKEW', hints: hintsFor(verdict) },
         );
       }
+      if (snapshot.isHa) {
+        // One server's etcd data restored alone would not rejoin its peers: HA needs an etcd snapshot and --cluster-reset.
+        throw new EdgeadmError(
+          `${real.name} is one of ${snapshot.hosts.filter((h) => h.role === 'control-plane').length} control planes; upgrade apply upgrades a single k3s control plane for now`,
+          {
+            code: 'E_UPGRADE_UNSUPPORTED',
+            hints: ['An HA control plane needs an etcd snapshot as its backup, which upgrade apply does not take yet.'],
+          },
+        );
+      }
       const facts = await real.facts();
       const me = snapshot.hosts.find((h) => h.name === facts.hostname && h.role === 'control-plane');
       if (me === undefined) {
