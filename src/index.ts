@@ -27,6 +27,7 @@ import TokenCreate from './commands/token/create.js';
 import TokenDelete from './commands/token/delete.js';
 import TokenGenerate from './commands/token/generate.js';
 import TokenList from './commands/token/list.js';
+import UpgradeApply from './commands/upgrade/apply.js';
 import UpgradePlan from './commands/upgrade/plan.js';
 import Version from './commands/version.js';
 import HubServe from './commands/hub/serve.js';
@@ -98,6 +99,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'token:list': TokenList,
   'token:delete': TokenDelete,
   'config:print': ConfigPrint,
+  'upgrade:apply': UpgradeApply,
   'upgrade:plan': UpgradePlan,
 };
 

@@ -120,7 +120,7 @@ const ALREADY_DONE = 'edgeadm: already done';
  * lists only what would change. True when the change ran, or would.
  */
 async function changeUnless(
-  ctx: NodeData,
+  ctx: Pick<NodeData, 'host' | 'isDryRun'>,
   step: { isDone: string; change: string; description: string; timeoutMs?: number },
 ): Promise<boolean> {
   const timeout = step.timeoutMs === undefined ? {} : { timeoutMs: step.timeoutMs };
@@ -142,111 +142,124 @@ async function changeUnless(
   return result.stdout.trim() !== ALREADY_DONE;
 }
 
+/**
+ * Uploads the verified package to the host (skipped when it is there), unpacks
+ * it into its own directory and checks the unpacked tree against the
+ * manifest; installs nothing. True when something changed. `upgrade apply`
+ * stages a new package with it before it swaps the binaries itself.
+ */
+export async function stagePackage(
+  ctx: Pick<NodeData, 'host' | 'state' | 'package' | 'isDryRun' | 'say'>,
+): Promise<boolean> {
+  const { host, state } = ctx;
+  const pkg = ctx.package;
+  const { archive, dir } = hostPackagePaths(pkg.manifest.name);
+  let isChanged = false;
+
+  // Recorded first, so that the save before the package directory is
+  // created records the archive and its unpacked tree too.
+  state.file(archive);
+  state.update((s) => ({
+    ...s,
+    directories: s.directories.includes(dir) ? s.directories : [...s.directories, dir],
+  }));
+  await state.ensureDirectory(HOST_PACKAGE_DIR);
+  await state.save();
+
+  const upload = await host.put(pkg.file, archive, {
+    sha256: pkg.archiveSha256,
+    size: pkg.archiveBytes,
+    mode: 0o600,
+    sudo: true,
+    description: `upload the install package ${pkg.manifest.name} to ${archive} (${pkg.archiveBytes} bytes)`,
+  });
+  if (!upload.skipped) isChanged = true;
+  if (upload.skipped) ctx.say(`${archive} already on the host`);
+  else ctx.say(ctx.isDryRun ? `would upload ${archive}` : `uploaded ${archive}`);
+
+  // No second check here: put hashes the bytes on the host before it
+  // renames them into place, and skips only a file whose SHA-256 it
+  // found equal, so the archive at `archive` is the verified package.
+  // (A second `sha256sum` would read the whole archive on every host again.)
+  const staging = `${dir}.partial`;
+  if (pkg.manifest.files.some((file) => file.path === UNPACKED_MARKER)) {
+    throw new PackageError(
+      PackageErrorCode.Manifest,
+      `the install package ${pkg.manifest.name} holds ${UNPACKED_MARKER}, a name edgeadm keeps for itself on the host`,
+      { entry: UNPACKED_MARKER },
+    );
+  }
+  const isMarked = `[ "$(cat ${quote(`${dir}/${UNPACKED_MARKER}`)} 2>/dev/null)" = ${pkg.archiveSha256} ]`;
+  if (ctx.isDryRun) {
+    const isUnpacked = await changeUnless(ctx, {
+      isDone: isMarked,
+      change: `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
+      description: `unpack ${archive} into ${dir}, check every file against the manifest`,
+    });
+    if (isUnpacked) isChanged = true;
+  } else {
+    // One round trip: unpack unless done, then list the tree for the check.
+    const unpack = await execOrThrow(
+      host,
+      [
+        'set -e',
+        `if ${isMarked}; then echo '${ALREADY_UNPACKED}'; cd ${quote(dir)}; else`,
+        `rm -rf ${quote(staging)}`,
+        `mkdir -m 700 ${quote(staging)}`,
+        `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
+        `echo '${FRESHLY_UNPACKED}'; cd ${quote(staging)}; fi`,
+        unpackedTreeListingCommand(),
+      ].join('\n'),
+      { sudo: true, description: `unpack ${archive} into ${dir} and list it`, timeoutMs: UNPACK_TIMEOUT_MS },
+    );
+    const isFresh = unpack.stdout.startsWith(`${FRESHLY_UNPACKED}\n`);
+    if (!isFresh && !unpack.stdout.startsWith(`${ALREADY_UNPACKED}\n`)) {
+      throw new EdgeadmError(`unpacking ${archive} on ${host.name} printed something unexpected; not checked`, {
+        code: 'E_PACKAGE_UNPACK_OUTPUT',
+        details: { host: host.name, stdout: unpack.stdout.slice(0, 200) },
+      });
+    }
+    const listing = unpack.stdout.slice(unpack.stdout.indexOf('\n') + 1);
+    const problems = compareUnpackedTree(listing, pkg.manifest, pkg.manifestSha256, {
+      ...(isFresh ? {} : { extraFile: UNPACKED_MARKER }),
+    });
+    if (problems.length > 0) {
+      // The refused tree goes, so that a re-run unpacks the verified archive afresh.
+      const refused = isFresh ? staging : dir;
+      await host.exec(`rm -rf ${quote(refused)}`, { sudo: true, description: `remove the refused ${refused}` });
+    }
+    throwOnTreeProblems(problems, {
+      packageName: pkg.manifest.name,
+      host: host.name,
+      dir: isFresh ? staging : dir,
+    });
+    ctx.say(`checked ${pkg.manifest.files.length} unpacked files against the manifest`);
+    if (isFresh) {
+      await execOrThrow(
+        host,
+        [
+          'set -e',
+          `printf '%s\\n' ${pkg.archiveSha256} > ${quote(`${staging}/${UNPACKED_MARKER}`)}`,
+          `rm -rf ${quote(dir)}`,
+          `mv ${quote(staging)} ${quote(dir)}`,
+        ].join('\n'),
+        { sudo: true, description: `move the checked package into ${dir}` },
+      );
+      isChanged = true;
+    }
+    ctx.say(isFresh ? `unpacked into ${dir}` : `${dir} already unpacked`);
+  }
+  return isChanged;
+}
+
 /** Makes the package phase. */
 export function packagePhase<C extends NodeData>(): Phase<C> {
   return {
     name: 'package',
     summary: 'Upload the install package, verify it on the host, unpack it and install its binaries',
     async run(ctx) {
-      const { host, state } = ctx;
+      let isChanged = await stagePackage(ctx);
       const pkg = ctx.package;
-      const { archive, dir } = hostPackagePaths(pkg.manifest.name);
-      let isChanged = false;
-
-      // Recorded first, so that the save before the package directory is
-      // created records the archive and its unpacked tree too.
-      state.file(archive);
-      state.update((s) => ({
-        ...s,
-        directories: s.directories.includes(dir) ? s.directories : [...s.directories, dir],
-      }));
-      await state.ensureDirectory(HOST_PACKAGE_DIR);
-      await state.save();
-
-      const upload = await host.put(pkg.file, archive, {
-        sha256: pkg.archiveSha256,
-        size: pkg.archiveBytes,
-        mode: 0o600,
-        sudo: true,
-        description: `upload the install package ${pkg.manifest.name} to ${archive} (${pkg.archiveBytes} bytes)`,
-      });
-      if (!upload.skipped) isChanged = true;
-      if (upload.skipped) ctx.say(`${archive} already on the host`);
-      else ctx.say(ctx.isDryRun ? `would upload ${archive}` : `uploaded ${archive}`);
-
-      // No second check here: put hashes the bytes on the host before it
-      // renames them into place, and skips only a file whose SHA-256 it
-      // found equal, so the archive at `archive` is the verified package.
-      // (A second `sha256sum` would read the whole archive on every host again.)
-      const staging = `${dir}.partial`;
-      if (pkg.manifest.files.some((file) => file.path === UNPACKED_MARKER)) {
-        throw new PackageError(
-          PackageErrorCode.Manifest,
-          `the install package ${pkg.manifest.name} holds ${UNPACKED_MARKER}, a name edgeadm keeps for itself on the host`,
-          { entry: UNPACKED_MARKER },
-        );
-      }
-      const isMarked = `[ "$(cat ${quote(`${dir}/${UNPACKED_MARKER}`)} 2>/dev/null)" = ${pkg.archiveSha256} ]`;
-      if (ctx.isDryRun) {
-        const isUnpacked = await changeUnless(ctx, {
-          isDone: isMarked,
-          change: `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
-          description: `unpack ${archive} into ${dir}, check every file against the manifest`,
-        });
-        if (isUnpacked) isChanged = true;
-      } else {
-        // One round trip: unpack unless done, then list the tree for the check.
-        const unpack = await execOrThrow(
-          host,
-          [
-            'set -e',
-            `if ${isMarked}; then echo '${ALREADY_UNPACKED}'; cd ${quote(dir)}; else`,
-            `rm -rf ${quote(staging)}`,
-            `mkdir -m 700 ${quote(staging)}`,
-            `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
-            `echo '${FRESHLY_UNPACKED}'; cd ${quote(staging)}; fi`,
-            unpackedTreeListingCommand(),
-          ].join('\n'),
-          { sudo: true, description: `unpack ${archive} into ${dir} and list it`, timeoutMs: UNPACK_TIMEOUT_MS },
-        );
-        const isFresh = unpack.stdout.startsWith(`${FRESHLY_UNPACKED}\n`);
-        if (!isFresh && !unpack.stdout.startsWith(`${ALREADY_UNPACKED}\n`)) {
-          throw new EdgeadmError(`unpacking ${archive} on ${host.name} printed something unexpected; not checked`, {
-            code: 'E_PACKAGE_UNPACK_OUTPUT',
-            details: { host: host.name, stdout: unpack.stdout.slice(0, 200) },
-          });
-        }
-        const listing = unpack.stdout.slice(unpack.stdout.indexOf('\n') + 1);
-        const problems = compareUnpackedTree(listing, pkg.manifest, pkg.manifestSha256, {
-          ...(isFresh ? {} : { extraFile: UNPACKED_MARKER }),
-        });
-        if (problems.length > 0) {
-          // The refused tree goes, so that a re-run unpacks the verified archive afresh.
-          const refused = isFresh ? staging : dir;
-          await host.exec(`rm -rf ${quote(refused)}`, { sudo: true, description: `remove the refused ${refused}` });
-        }
-        throwOnTreeProblems(problems, {
-          packageName: pkg.manifest.name,
-          host: host.name,
-          dir: isFresh ? staging : dir,
-        });
-        ctx.say(`checked ${pkg.manifest.files.length} unpacked files against the manifest`);
-        if (isFresh) {
-          await execOrThrow(
-            host,
-            [
-              'set -e',
-              `printf '%s\\n' ${pkg.archiveSha256} > ${quote(`${staging}/${UNPACKED_MARKER}`)}`,
-              `rm -rf ${quote(dir)}`,
-              `mv ${quote(staging)} ${quote(dir)}`,
-            ].join('\n'),
-            { sudo: true, description: `move the checked package into ${dir}` },
-          );
-          isChanged = true;
-        }
-        ctx.say(isFresh ? `unpacked into ${dir}` : `${dir} already unpacked`);
-      }
-
       const binaries = pkg.manifest.files.filter((file) => /^bin\/[^/]+$/.test(file.path));
       for (const name of ctx.distribution.requiredBinaries) {
         if (!binaries.some((file) => file.path === `bin/${name}`)) {
@@ -262,7 +275,7 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
       const imagesDir = ctx.distribution.airgapImagesDir;
       const images = pkg.manifest.files.filter((file) => isAirgapImage(file.path, pkg.manifest.distribution));
       if (imagesDir !== undefined && images.length > 0) {
-        if (!ctx.isDryRun) await state.ensureDirectory(imagesDir);
+        if (!ctx.isDryRun) await ctx.state.ensureDirectory(imagesDir);
         if (await installPackageFiles(ctx, { from: AIRGAP_IMAGES_DIR, to: imagesDir })) isChanged = true;
       }
       return isChanged ? 'changed' : 'unchanged';

@@ -22,13 +22,15 @@ export interface CliOptions {
   input?: string;
   cwd?: string;
   timeoutMs?: number;
+  /** Told once the process has started, with a way to signal it (tests that kill edgeadm mid-run). */
+  onStarted?: (process: { kill(signal: NodeJS.Signals): void }) => void;
 }
 
 /** Runs `edgeadm <args>` and returns its exit code and output; never throws on a non-zero exit. */
 export async function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   const binary = process.env.EDGEADM_BIN;
   const [file, fileArgs] = binary ? [binary, args] : [process.execPath, [join(REPO_ROOT, 'bin/run.js'), ...args]];
-  const result = await execa(file, fileArgs, {
+  const subprocess = execa(file, fileArgs, {
     reject: false,
     env: {
       EDGEADM_HOME: options.env?.EDGEADM_HOME ?? mkdtempSync(join(tmpdir(), 'edgeadm-cli-home-')),
@@ -40,5 +42,7 @@ export async function runCli(args: string[], options: CliOptions = {}): Promise<
     timeout: options.timeoutMs ?? 60_000,
     stripFinalNewline: false,
   });
+  options.onStarted?.({ kill: (signal) => subprocess.kill(signal) });
+  const result = await subprocess;
   return { exitCode: result.exitCode ?? 1, stdout: String(result.stdout), stderr: String(result.stderr) };
 }

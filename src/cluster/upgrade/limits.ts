@@ -18,3 +18,18 @@ export const MAX_LEGACY_KUBELET_MINOR_LAG = 2;
 
 /** Kubelets of Kubernetes 1.x below this minor follow {@link MAX_LEGACY_KUBELET_MINOR_LAG}. */
 export const LEGACY_KUBELET_BEFORE_MINOR = 25;
+
+/** How long each health gate of `upgrade apply` may take by default (`--gate-timeout`). */
+export const DEFAULT_GATE_TIMEOUT_MS = 5 * 60_000;
+
+/** How often a health gate asks again. */
+export const GATE_POLL_MS = 500;
+
+/** How long one request of a health gate may take before it counts as no answer. */
+export const GATE_REQUEST_TIMEOUT_MS = 5_000;
+
+/** How long making or restoring a backup (a tar of the k3s server directory) may take. */
+export const BACKUP_TIMEOUT_MS = 10 * 60_000;
+
+/** Room kept free on a file system beyond what the backup and the new files need (KiB). */
+export const DISK_HEADROOM_KIB = 64 * 1024;

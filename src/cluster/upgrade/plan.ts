@@ -176,7 +176,8 @@ export async function planUpgrade(
   return result;
 }
 
-function hintsFor(verdict: UpgradeVerdict): string[] {
+/** The hints of an E_UPGRADE_SKEW refusal (also `upgrade apply`'s). */
+export function hintsFor(verdict: UpgradeVerdict): string[] {
   const rules = new Set(verdict.violations.map((v) => v.rule));
   const hints: string[] = [];
   if (rules.has('control-plane-one-minor-at-a-time')) {
@@ -192,8 +193,8 @@ function hintsFor(verdict: UpgradeVerdict): string[] {
   return hints;
 }
 
-/** The distribution of the control plane on `host`, and its driver. */
-async function distributionOn(host: Host): Promise<Distribution> {
+/** The distribution of the control plane on `host`, and its driver (also `upgrade apply`'s). */
+export async function distributionOn(host: Host): Promise<Distribution> {
   const state = await loadState(host);
   if (state?.role === 'worker') {
     throw new ValidationError(
@@ -219,7 +220,11 @@ async function distributionOn(host: Host): Promise<Distribution> {
 }
 
 /** Where this machine reaches the API server: the kubeconfig's, unless it is a loopback address. */
-async function reachableServer(host: Host, distribution: Distribution, credentials: KubeCredentials): Promise<string> {
+export async function reachableServer(
+  host: Host,
+  distribution: Distribution,
+  credentials: KubeCredentials,
+): Promise<string> {
   const url = new URL(credentials.server);
   const isLoopback = url.hostname === 'localhost' || url.hostname.startsWith('127.') || url.hostname === '[::1]';
   if (!isLoopback) return credentials.server;
@@ -238,8 +243,8 @@ async function reachableServer(host: Host, distribution: Distribution, credentia
   return url.origin;
 }
 
-/** Reads the cluster with the control plane's admin kubeconfig. Only reads. */
-async function readCluster(host: Host): Promise<ClusterSnapshot> {
+/** Reads the cluster with the control plane's admin kubeconfig. Only reads (also `upgrade apply`'s skew check). */
+export async function readCluster(host: Host): Promise<ClusterSnapshot> {
   const distribution = await distributionOn(host);
   const what = `${host.name}:${distribution.adminKubeconfigPath}`;
   const text = await readHostFile(host, distribution.adminKubeconfigPath);

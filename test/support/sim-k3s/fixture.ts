@@ -93,16 +93,37 @@ export interface SimK3sPackageOptions {
    * Without it: v1.30.4 in the manifest, and the simulation reports `v1.30.4+sim`.
    */
   kubernetesVersion?: string;
+  /**
+   * A broken release, for rollback tests: `k3s server` writes a marker file
+   * into the datastore directory (as a failing binary may touch its
+   * datastore) and exits 1 without serving; every other command still runs.
+   */
+  isServerBroken?: boolean;
 }
+
+/** The file a broken fixture's `k3s server` leaves in the datastore directory before it fails. */
+export const BROKEN_SERVER_MARKER = '/var/lib/rancher/k3s/server/db/written-by-a-broken-k3s';
 
 /** Builds `<workDir>/sim-k3s.tar.gz`, an install package with the simulated k3s. */
 export async function buildSimK3sPackage(workDir: string, options: SimK3sPackageOptions = {}): Promise<BuiltPackage> {
   const version = options.kubernetesVersion === undefined ? undefined : fixtureVersion(options.kubernetesVersion);
   // One source directory and output per version, so that a test can hold the packages of two versions.
-  const tag = (version === undefined ? '' : `-${version.replace('+', '-')}`) + (options.tag ? `-${options.tag}` : '');
+  const tag =
+    (version === undefined ? '' : `-${version.replace('+', '-')}`) +
+    (options.tag ? `-${options.tag}` : '') +
+    (options.isServerBroken ? '-broken' : '');
   const source = join(workDir, `sim-k3s${tag}-src`);
   await mkdir(join(source, 'bin'), { recursive: true });
-  await writeFile(join(source, 'bin', 'k3s'), simK3sScript(version));
+  const script = simK3sScript(version);
+  await writeFile(
+    join(source, 'bin', 'k3s'),
+    options.isServerBroken
+      ? script.replace(
+          '\nexec ',
+          `\nif [ "$1" = server ]; then mkdir -p "$(dirname ${BROKEN_SERVER_MARKER})"; echo broken > ${BROKEN_SERVER_MARKER}; echo 'sim-k3s: this release is broken on purpose' >&2; exit 1; fi\nexec `,
+        )
+      : script,
+  );
   await chmod(join(source, 'bin', 'k3s'), 0o755);
   if (options.withEdgeadm) {
     await writeFile(join(source, 'bin', 'edgeadm'), edgeadmFromSourceScript());

@@ -1,0 +1,541 @@
+/**
+ * `edgeadm upgrade apply` for one k3s control plane: the skew check, then
+ * phases (preflight, package, backup, swap, restart, health gates) and, when
+ * a gate fails, an automatic rollback to the backup.
+ *
+ * The datastore backup: the k3s server directory (`/var/lib/rancher/k3s/server`:
+ * the SQLite database with its WAL, or embedded etcd's data, the TLS files and
+ * tokens that belong to it) is archived with the service stopped. With no
+ * writer, the files are a consistent copy of the database, without needing
+ * `sqlite3` on the host; the service has to stop for the swap anyway, so the
+ * stop costs only the time of the archive. The binary and config.yaml are
+ * copied beside it and every file's SHA-256 is listed in the backup's
+ * manifest, checked before a rollback restores anything.
+ *
+ * Idempotence: the step reached is kept on the host (upgrade-state.ts). A
+ * re-run that finds an unfinished upgrade of the same package resumes it
+ * (without backing up again once the backup is complete); one that finds a
+ * rollback under way finishes it; one that finds the upgrade done says so.
+ */
+import { join } from 'node:path';
+import { EdgeadmError, PreflightError, ValidationError } from '../../errors.js';
+import { connectHost } from '../../hosts/connect.js';
+import { DryRunHost } from '../../hosts/dry-run-host.js';
+import { execOrThrow, type Host } from '../../hosts/host.js';
+import { selectServiceManager, type ServiceManager, type ServiceManagerKind } from '../../hosts/service-manager.js';
+import { edgeadmHome, type Logger } from '../../log/run-log.js';
+import { resolvePackageSource, type ResolvedPackage } from '../../packages/source.js';
+import type { WorkflowEventSink } from '../../workflow/events.js';
+import type { Phase } from '../../workflow/phase.js';
+import type { Distribution } from '../distributions/distribution.js';
+import { K3S_CONFIG_PATH } from '../distributions/k3s.js';
+import { hostPackagePaths, stagePackage } from '../package-phase.js';
+import { runClusterWorkflow } from '../run-workflow.js';
+import { StateRecorder, emptyState, loadState } from '../state.js';
+import type { UpgradeApplyRequest } from './apply-request.js';
+import { clusterVersionsOf } from './cluster-versions.js';
+import { apiReadyGate, nodeReadyGate, systemPodsGate, type GateTarget } from './health-gates.js';
+import { parseKubeVersion } from './kube-version.js';
+import { BACKUP_TIMEOUT_MS, DISK_HEADROOM_KIB } from './limits.js';
+import { distributionOn, hintsFor, readCluster } from './plan.js';
+import { checkUpgrade } from './skew.js';
+import {
+  BACKUP_MANIFEST,
+  UPGRADE_BACKUP_DIR,
+  UPGRADE_DIR,
+  isUnfinished,
+  readUpgradeState,
+  writeUpgradeState,
+  type UpgradeState,
+} from './upgrade-state.js';
+
+/** The k3s server directory: the datastore and what belongs with it. */
+export const K3S_SERVER_DIR = '/var/lib/rancher/k3s/server';
+
+/** What the phases depend on. */
+export interface UpgradeApplyData {
+  host: Host;
+  isDryRun: boolean;
+  distribution: Distribution;
+  serviceManager: ServiceManager;
+  package: ResolvedPackage;
+  /** The install state recorder (the new package's files, for reset). */
+  state: StateRecorder;
+  /** The upgrade state, as it stands. */
+  upgrade: UpgradeState;
+  gateTimeoutMs: number;
+  logger: Logger;
+  say(line: string): void;
+}
+
+function quote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+async function setStep(ctx: UpgradeApplyData, step: UpgradeState['step'], failure?: string): Promise<void> {
+  ctx.upgrade = { ...ctx.upgrade, step, ...(failure === undefined ? {} : { failure }) };
+  if (!ctx.isDryRun) await writeUpgradeState(ctx.host, ctx.upgrade);
+}
+
+const isPastBackup = (ctx: UpgradeApplyData): boolean =>
+  ctx.upgrade.step === 'backed-up' || ctx.upgrade.step === 'swapped';
+
+function binaryPath(ctx: UpgradeApplyData): string {
+  return `${ctx.distribution.binDir}/k3s`;
+}
+
+function newBinarySha256(ctx: UpgradeApplyData): string {
+  const file = ctx.package.manifest.files.find((f) => f.path === 'bin/k3s');
+  if (file === undefined) {
+    throw new EdgeadmError(`the install package ${ctx.package.manifest.name} has no bin/k3s`, {
+      code: 'E_PACKAGE_INCOMPLETE',
+      exitCode: 3,
+    });
+  }
+  return file.sha256;
+}
+
+function unit(ctx: UpgradeApplyData): { name: string; content: string } {
+  return ctx.distribution.serviceUnit('control-plane');
+}
+
+function gateTarget(ctx: UpgradeApplyData, version: string): GateTarget {
+  return {
+    host: ctx.host,
+    distribution: ctx.distribution,
+    nodeName: ctx.upgrade.nodeName,
+    version,
+    timeoutMs: ctx.gateTimeoutMs,
+  };
+}
+
+/**
+ * Installs `source` as `target` atomically: copied beside it, flushed to
+ * disk, renamed over it, and the directory flushed, so that a cut at any
+ * moment leaves the old file or the new one, whole.
+ */
+function atomicInstall(source: string, target: string, mode: string): string {
+  const temporary = `${target}.edgeadm-new`;
+  const dir = target.slice(0, target.lastIndexOf('/')) || '/';
+  return [
+    `cp ${quote(source)} ${quote(temporary)}`,
+    `chmod ${mode} ${quote(temporary)}`,
+    `sync ${quote(temporary)}`,
+    `mv -f ${quote(temporary)} ${quote(target)}`,
+    `sync ${quote(dir)}`,
+  ].join('\n');
+}
+
+/** Checks the package has the binary and the host has room for the backup and the new files; reads only. */
+function preflightPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'preflight',
+    summary: 'Check the package has the binary and the host has room for the backup and the new files',
+    isCheck: true,
+    runIf: (ctx) => !isPastBackup(ctx),
+    skipReason: () => 'the backup is already complete (resuming)',
+    async run(ctx) {
+      newBinarySha256(ctx);
+      const unpackedKib = Math.ceil(ctx.package.manifest.files.reduce((sum, f) => sum + (f.size ?? 0), 0) / 1024);
+      const archiveKib = Math.ceil(ctx.package.archiveBytes / 1024);
+      const probe = await execOrThrow(
+        ctx.host,
+        [
+          `du -sk ${K3S_SERVER_DIR} ${quote(binaryPath(ctx))} ${K3S_CONFIG_PATH} 2>/dev/null | awk '{s+=$1} END {print s+0}'`,
+          `d=${UPGRADE_DIR}; while [ ! -d "$d" ]; do d=$(dirname "$d"); done; df -Pk "$d" | awk 'NR==2 {print $4}'`,
+          `df -Pk ${quote(ctx.distribution.binDir)} | awk 'NR==2 {print $4}'`,
+        ].join('\n'),
+        { sudo: true, readOnly: true, description: 'measure the backup and the free space' },
+      );
+      const [backupKib, freeKib, binFreeKib] = probe.stdout.trim().split('\n').map(Number);
+      const needKib = (backupKib ?? 0) + unpackedKib + archiveKib + DISK_HEADROOM_KIB;
+      if (freeKib !== undefined && freeKib < needKib) {
+        throw new PreflightError(
+          `${ctx.host.name} has ${freeKib} KiB free under ${UPGRADE_DIR}; the backup (${backupKib} KiB) and the package (${archiveKib + unpackedKib} KiB) need ${needKib} KiB`,
+          {
+            code: 'E_UPGRADE_DISK_SPACE',
+            hints: ['Free space on the host (old packages under /var/lib/edgeadm/packages), then run again.'],
+          },
+        );
+      }
+      const binKib = Math.ceil((ctx.package.manifest.files.find((f) => f.path === 'bin/k3s')?.size ?? 0) / 1024);
+      if (binFreeKib !== undefined && binFreeKib < binKib * 2) {
+        throw new PreflightError(
+          `${ctx.host.name} has ${binFreeKib} KiB free in ${ctx.distribution.binDir}; the new binary is written beside the old one (${binKib} KiB)`,
+          { code: 'E_UPGRADE_DISK_SPACE' },
+        );
+      }
+      ctx.say(`room for the backup (${backupKib} KiB) and the package (${archiveKib + unpackedKib} KiB)`);
+    },
+  };
+}
+
+/** Stages the new package on the host (shared with init and join). */
+function stagePackagePhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'package',
+    summary: 'Upload the new install package, unpack it and check it against its manifest on the host',
+    async run(ctx) {
+      return (await stagePackage(ctx)) ? 'changed' : 'unchanged';
+    },
+  };
+}
+
+/** Stops k3s and backs up the server directory, the binary and config.yaml, with a manifest of hashes. */
+function backupPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'backup',
+    summary: 'Stop k3s; back up its datastore (the server directory), binary and config.yaml with their SHA-256',
+    runIf: (ctx) => !isPastBackup(ctx),
+    skipReason: () => 'the backup is already complete',
+    async run(ctx) {
+      await setStep(ctx, 'backing-up');
+      await ctx.serviceManager.stop(ctx.host, unit(ctx).name);
+      const partial = `${UPGRADE_BACKUP_DIR}.partial`;
+      await execOrThrow(
+        ctx.host,
+        [
+          'set -e',
+          `rm -rf ${partial}`,
+          `mkdir -p -m 700 ${partial}`,
+          `cp -p ${quote(binaryPath(ctx))} ${partial}/k3s`,
+          `cp -p ${K3S_CONFIG_PATH} ${partial}/config.yaml`,
+          `tar -C ${quote(K3S_SERVER_DIR.slice(0, K3S_SERVER_DIR.lastIndexOf('/')))} -cf ${partial}/server.tar server`,
+          `(cd ${partial} && sha256sum k3s config.yaml server.tar > ${BACKUP_MANIFEST})`,
+          `sync ${partial}/*`,
+          `rm -rf ${UPGRADE_BACKUP_DIR}`,
+          `mv ${partial} ${UPGRADE_BACKUP_DIR}`,
+          `sync ${UPGRADE_DIR}`,
+        ].join('\n'),
+        {
+          sudo: true,
+          timeoutMs: BACKUP_TIMEOUT_MS,
+          description: `back up ${K3S_SERVER_DIR}, ${binaryPath(ctx)} and ${K3S_CONFIG_PATH} into ${UPGRADE_BACKUP_DIR}`,
+        },
+      );
+      await setStep(ctx, 'backed-up');
+      ctx.say(`backed up ${ctx.upgrade.from} into ${UPGRADE_BACKUP_DIR}`);
+      return 'changed';
+    },
+  };
+}
+
+/** Installs the new binary atomically. */
+function swapPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'swap',
+    summary: "Install the package's k3s binary atomically (written beside the old one, flushed, renamed)",
+    async run(ctx) {
+      const { dir } = hostPackagePaths(ctx.package.manifest.name);
+      const target = binaryPath(ctx);
+      const result = await execOrThrow(
+        ctx.host,
+        [
+          'set -e',
+          `if [ "$(sha256sum < ${quote(target)} | cut -c1-64)" = ${newBinarySha256(ctx)} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
+          atomicInstall(`${dir}/bin/k3s`, target, '755'),
+        ].join('\n'),
+        { sudo: true, description: `install ${target} from ${ctx.package.manifest.name}, atomically` },
+      );
+      await setStep(ctx, 'swapped');
+      return result.stdout.includes('edgeadm: already swapped') ? 'unchanged' : 'changed';
+    },
+  };
+}
+
+/** Starts k3s on the new binary. */
+function restartPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'restart',
+    summary: 'Start k3s on the new binary',
+    async run(ctx) {
+      await ctx.serviceManager.ensureRunning(ctx.host, unit(ctx), { isRestartNeeded: true });
+      return 'changed';
+    },
+  };
+}
+
+/** The health gates, each with its deadline; the last one records the upgrade done. */
+function healthPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'health',
+    summary: 'Wait for the health gates, each with its deadline',
+    runIf: (ctx) => !ctx.isDryRun,
+    skipReason: () => 'dry run',
+    phases: [
+      {
+        name: 'api-ready',
+        summary: 'The API server is ready and reports the new version',
+        isCheck: true,
+        run: (ctx) => apiReadyGate(gateTarget(ctx, ctx.upgrade.to)),
+      },
+      {
+        name: 'node-ready',
+        summary: 'This node is Ready at the new version',
+        isCheck: true,
+        run: (ctx) => nodeReadyGate(gateTarget(ctx, ctx.upgrade.to)),
+      },
+      {
+        name: 'system-pods',
+        summary: 'Every kube-system Pod is running',
+        isCheck: true,
+        async run(ctx) {
+          await systemPodsGate(gateTarget(ctx, ctx.upgrade.to));
+          await setStep(ctx, 'done');
+        },
+      },
+    ],
+  };
+}
+
+/** The upgrade phases, in order. */
+export function upgradeApplyPhases(): Phase<UpgradeApplyData>[] {
+  return [preflightPhase(), stagePackagePhase(), backupPhase(), swapPhase(), restartPhase(), healthPhase()];
+}
+
+/** The rollback phases: the backup restored, the old version started and checked. */
+export function upgradeRollbackPhases(): Phase<UpgradeApplyData>[] {
+  return [
+    {
+      name: 'rollback',
+      summary: 'Restore the backed-up binary, config.yaml and datastore, and start the old version',
+      async run(ctx) {
+        await setStep(ctx, 'rolling-back');
+        await ctx.serviceManager.stop(ctx.host, unit(ctx).name);
+        const server = K3S_SERVER_DIR;
+        const restoring = `${server}.edgeadm-restore`;
+        const old = `${server}.edgeadm-replaced`;
+        await execOrThrow(
+          ctx.host,
+          [
+            'set -e',
+            `cd ${UPGRADE_BACKUP_DIR}`,
+            `sha256sum -c --quiet ${BACKUP_MANIFEST}`,
+            atomicInstall(`${UPGRADE_BACKUP_DIR}/k3s`, binaryPath(ctx), '755'),
+            atomicInstall(`${UPGRADE_BACKUP_DIR}/config.yaml`, K3S_CONFIG_PATH, '600'),
+            `rm -rf ${restoring} ${old}`,
+            `mkdir -p -m 700 ${restoring}`,
+            `tar -C ${restoring} -xpf server.tar`,
+            `sync ${restoring}`,
+            `if [ -e ${server} ]; then mv ${server} ${old}; fi`,
+            `mv ${restoring}/server ${server}`,
+            `rm -rf ${restoring} ${old}`,
+            `sync ${server.slice(0, server.lastIndexOf('/'))}`,
+          ].join('\n'),
+          {
+            sudo: true,
+            timeoutMs: BACKUP_TIMEOUT_MS,
+            description: `check ${UPGRADE_BACKUP_DIR} against its manifest and restore it`,
+          },
+        );
+        await ctx.serviceManager.ensureRunning(ctx.host, unit(ctx), { isRestartNeeded: true });
+        ctx.say(`restored ${ctx.upgrade.from} from ${UPGRADE_BACKUP_DIR}; started it`);
+        return 'changed';
+      },
+    },
+    {
+      name: 'rollback-health',
+      summary: 'The old version answers and its node is Ready',
+      isCheck: true,
+      async run(ctx) {
+        await apiReadyGate(gateTarget(ctx, ctx.upgrade.from));
+        await nodeReadyGate(gateTarget(ctx, ctx.upgrade.from));
+        await setStep(ctx, 'rolled-back');
+      },
+    },
+  ];
+}
+
+/** What `upgrade apply` returns (its `--json` document). */
+export interface UpgradeApplyResult {
+  host: string;
+  from: string;
+  to: string;
+  /** upgraded: this run finished it; already-done: it was; would-upgrade: --dry-run. */
+  outcome: 'upgraded' | 'already-done' | 'would-upgrade';
+  /** Where the old version's backup is on the host. */
+  backupDir: string;
+  isDryRun: boolean;
+  /** The step an earlier, interrupted run had reached, when this run resumed it. */
+  resumedFrom?: UpgradeState['step'];
+  /** Under --dry-run: `[phase] Would …` lines. */
+  plan: string[];
+}
+
+/** Options of {@link applyUpgrade}. */
+export interface ApplyUpgradeOptions {
+  logger: Logger;
+  requestedServiceManager: ServiceManagerKind | undefined;
+  onLine: (line: string) => void;
+  onEvent?: WorkflowEventSink;
+}
+
+/**
+ * Upgrades one control plane from the package, or resumes an upgrade an
+ * interruption left unfinished.
+ *
+ * @throws {PreflightError} `E_UPGRADE_SKEW` (nothing changed).
+ * @throws {EdgeadmError} `E_UPGRADE_ROLLED_BACK` when a gate failed and the
+ * old version runs again; `E_UPGRADE_IN_PROGRESS` when another package's
+ * upgrade is unfinished on the host; `E_UPGRADE_UNSUPPORTED` for kubeadm.
+ */
+export async function applyUpgrade(
+  request: UpgradeApplyRequest,
+  options: ApplyUpgradeOptions,
+): Promise<UpgradeApplyResult> {
+  const pkg = await resolvePackageSource(request.packageSource, { cacheDir: join(edgeadmHome(), 'packages') });
+  const target = parseKubeVersion(pkg.manifest.kubernetesVersion, `package ${pkg.manifest.name}`);
+  const real = await connectHost({ ...request.connect, logger: options.logger });
+  const host = request.isDryRun ? new DryRunHost({ fallback: real }) : real;
+  try {
+    const distribution = await distributionOn(real);
+    if (distribution.name !== 'k3s') {
+      throw new EdgeadmError(`upgrade apply upgrades k3s control planes; ${real.name} runs ${distribution.name}`, {
+        code: 'E_UPGRADE_UNSUPPORTED',
+        hints: ["For kubeadm, run the package's kubeadm upgrade apply on the control plane for now."],
+      });
+    }
+    if (pkg.manifest.distribution !== distribution.name) {
+      throw new ValidationError(
+        `the install package ${pkg.manifest.name} is for ${pkg.manifest.distribution}, but ${real.name} runs ${distribution.name}`,
+        { code: 'E_PACKAGE_DISTRIBUTION' },
+      );
+    }
+    const saved = await readUpgradeState(real);
+    const base = { host: real.name, to: target.text, backupDir: UPGRADE_BACKUP_DIR, isDryRun: request.isDryRun };
+    let upgrade: UpgradeState;
+    if (saved !== undefined && isUnfinished(saved.step)) {
+      if (saved.to !== target.text || saved.package !== pkg.manifest.name) {
+        throw new EdgeadmError(
+          `an upgrade of ${real.name} to ${saved.to} (${saved.package}) is unfinished (step ${saved.step}); run it again with that package to finish it or roll it back`,
+          { code: 'E_UPGRADE_IN_PROGRESS' },
+        );
+      }
+      upgrade = saved;
+      options.onLine(`[upgrade] resuming the upgrade ${saved.from} -> ${saved.to} from step "${saved.step}"`);
+    } else {
+      // The skew check first: a refusal changes nothing.
+      const snapshot = await readCluster(real);
+      const verdict = checkUpgrade(clusterVersionsOf(snapshot), target);
+      if (!verdict.isAllowed) {
+        throw new PreflightError(
+          `the upgrade to ${target.text} breaks the Kubernetes version skew policy:\n${verdict.violations.map((v) => `  - ${v.message}`).join('\n')}`,
+          { code: 'E_UPGRADE_SKEW', hints: hintsFor(verdict) },
+        );
+      }
+      if (snapshot.isHa) {
+        // One server's etcd data restored alone would not rejoin its peers: HA needs an etcd snapshot and --cluster-reset.
+        throw new EdgeadmError(
+          `${real.name} is one of ${snapshot.hosts.filter((h) => h.role === 'control-plane').length} control planes; upgrade apply upgrades a single k3s control plane for now`,
+          {
+            code: 'E_UPGRADE_UNSUPPORTED',
+            hints: ['An HA control plane needs an etcd snapshot as its backup, which upgrade apply does not take yet.'],
+          },
+        );
+      }
+      const facts = await real.facts();
+      const me = snapshot.hosts.find((h) => h.name === facts.hostname && h.role === 'control-plane');
+      if (me === undefined) {
+        throw new ValidationError(`${real.name} is not a control plane of the cluster it serves`, {
+          code: 'E_UPGRADE_NOT_CONTROL_PLANE',
+        });
+      }
+      const from = (me.apiServer ?? me.kubelet).text;
+      if (from === target.text && me.kubelet.text === target.text) {
+        return { ...base, from, outcome: 'already-done', plan: [] };
+      }
+      upgrade = {
+        version: 1,
+        step: 'backing-up',
+        from,
+        to: target.text,
+        package: pkg.manifest.name,
+        nodeName: me.name,
+      };
+    }
+    if (upgrade.step === 'rolling-back') {
+      upgrade = { ...upgrade };
+    } else if (!isUnfinished(upgrade.step)) {
+      upgrade = { ...upgrade, step: 'backing-up' };
+    }
+    const serviceManager = selectServiceManager({
+      requested: options.requestedServiceManager,
+      initSystem: (await real.facts()).initSystem,
+      hostName: real.name,
+    });
+    const ctx: UpgradeApplyData = {
+      host,
+      isDryRun: request.isDryRun,
+      distribution,
+      serviceManager,
+      package: pkg,
+      state: new StateRecorder(host, (await loadState(real)) ?? emptyState()),
+      upgrade,
+      gateTimeoutMs: request.gateTimeoutMs,
+      logger: options.logger,
+      say: () => undefined,
+    };
+    const run = (phases: Phase<UpgradeApplyData>[]) =>
+      runClusterWorkflow(phases, ctx, {
+        onLine: options.onLine,
+        ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+      });
+    if (upgrade.step === 'rolling-back') {
+      await run(upgradeRollbackPhases());
+      throw rolledBack(ctx, upgrade.failure ?? 'an earlier run failed');
+    }
+    try {
+      const report = await run(upgradeApplyPhases());
+      return {
+        ...base,
+        from: upgrade.from,
+        outcome: request.isDryRun ? 'would-upgrade' : 'upgraded',
+        ...(saved !== undefined && isUnfinished(saved.step) ? { resumedFrom: saved.step } : {}),
+        plan: report.plan,
+      };
+    } catch (error) {
+      if (request.isDryRun || !isUnfinished(ctx.upgrade.step)) throw error;
+      const failure = (error as Error).message;
+      // A failure once the service was stopped is undone here; if the host cannot be
+      // reached (a cut connection), this fails too and the recorded step tells the re-run.
+      try {
+        if (ctx.upgrade.step === 'backing-up') {
+          // The backup is incomplete and the old binary untouched: the old version is started again.
+          await ctx.serviceManager.ensureRunning(ctx.host, unit(ctx), { isRestartNeeded: false });
+          await apiReadyGate(gateTarget(ctx, ctx.upgrade.from));
+          await setStep(ctx, 'rolled-back', failure);
+        } else {
+          await setStep(ctx, 'rolling-back', failure);
+          await run(upgradeRollbackPhases());
+        }
+      } catch (rollbackError) {
+        throw new EdgeadmError(
+          `the upgrade of ${ctx.host.name} failed (${failure}) and the rollback could not finish: ${(rollbackError as Error).message}`,
+          {
+            code: 'E_UPGRADE_INTERRUPTED',
+            hints: [
+              `Run the same upgrade apply again: it finds the step reached in ${UPGRADE_DIR}/state.json and finishes the upgrade or the rollback.`,
+            ],
+            cause: rollbackError,
+          },
+        );
+      }
+      throw rolledBack(ctx, failure);
+    }
+  } finally {
+    await host.close();
+  }
+}
+
+function rolledBack(ctx: UpgradeApplyData, failure: string): EdgeadmError {
+  return new EdgeadmError(
+    `the upgrade of ${ctx.host.name} to ${ctx.upgrade.to} failed and was rolled back: ${failure}. ${ctx.upgrade.from} runs again, on its backed-up datastore`,
+    {
+      code: 'E_UPGRADE_ROLLED_BACK',
+      hints: [
+        `The backup stays in ${UPGRADE_BACKUP_DIR}. Look at the new binary's log on the host before trying again.`,
+      ],
+      details: { from: ctx.upgrade.from, to: ctx.upgrade.to, failure },
+    },
+  );
+}
