@@ -24,7 +24,7 @@ import type { AddressInfo } from 'node:net';
 
 type Json = Record<string, unknown>;
 
-/** When a cluster's Deployment was applied and first read back ready (epoch ms). */
+/** When a Deployment of a cluster was applied and first read back ready (epoch ms), keyed `cluster/name`. */
 export interface ClusterTimes {
   deploymentAppliedAt?: number;
   firstReadyReadAt?: number;
@@ -63,6 +63,7 @@ const DISCOVERY: Record<string, Json> = {
 export interface MiniApiServer {
   url: string;
   caPem: string;
+  /** By `cluster/deployment` (and `cluster/` for the request count). */
   times: Map<string, ClusterTimes>;
   stop(): Promise<void>;
 }
@@ -96,7 +97,7 @@ export async function startMiniApiServer(options: {
     const generation = (stored.object['metadata'] as Json)['generation'];
     const isReady = Date.now() - stored.appliedAt >= options.readyAfterMs;
     if (isReady) {
-      const entry = timesOf(cluster);
+      const entry = timesOf(`${cluster}/${String((stored.object['metadata'] as Json)['name'])}`);
       entry.firstReadyReadAt ??= Date.now();
     }
     const n = isReady ? wanted : 0;
@@ -115,7 +116,7 @@ export async function startMiniApiServer(options: {
   const handle = (req: IncomingMessage, res: ServerResponse, body: string): void => {
     const cluster = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
     if (cluster === undefined) return send(res, 401, { kind: 'Status', code: 401, message: 'Unauthorized' });
-    timesOf(cluster).requests += 1;
+    timesOf(`${cluster}/`).requests += 1;
     const url = new URL(req.url ?? '/', 'https://mini');
     const discovery = DISCOVERY[url.pathname];
     if (req.method === 'GET' && discovery !== undefined) return send(res, 200, discovery);
@@ -186,7 +187,7 @@ export async function startMiniApiServer(options: {
       };
       const now = Date.now();
       store.set(key, { object, appliedAt: isChanged || stored === undefined ? now : stored.appliedAt });
-      if (resource === 'deployments') timesOf(cluster).deploymentAppliedAt = now;
+      if (resource === 'deployments') timesOf(`${cluster}/${name}`).deploymentAppliedAt = now;
       return send(res, 200, withStatus(cluster, store.get(key) as Stored));
     }
     return send(res, 405, { kind: 'Status', code: 405, message: 'method not allowed' });

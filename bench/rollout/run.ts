@@ -84,6 +84,8 @@ const PUSH_POLL_MS = 2_000;
 /** Idle window over which the hub's CPU with every rollout ready is read. */
 const IDLE_WINDOW_MS = 10_000;
 const PROJECTED_CLUSTERS = 10_000;
+/** Clusters the push path works on at once. */
+const PUSH_CONCURRENCY = 32;
 
 // Node runs the .ts file itself (type stripping); tsc checks it through the type import.
 const { callHub, cpuSeconds, loadAverage, rssMiB, startHubProcess } = (await import(
@@ -303,12 +305,16 @@ async function resetTimes(): Promise<void> {
 }
 const percentile = (sorted: number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-function latencies(times: Record<string, Times>, clusters: (c: string) => boolean) {
+function latencies(all: Record<string, Times>, rollout: string, clusters: (c: string) => boolean, since: number) {
+  const times: Record<string, Times> = {};
+  for (const [key, t] of Object.entries(all)) if (key.endsWith(`/${rollout}`)) times[key.split('/')[0] as string] = t;
+  const delivery: number[] = [];
   const apply: number[] = [];
   const ready: number[] = [];
   let lastReady = 0;
   for (const [cluster, t] of Object.entries(times)) {
     if (!clusters(cluster) || t.received === undefined) continue;
+    delivery.push(t.received - since);
     if (t.applied !== undefined) apply.push(t.applied - t.received);
     if (t.ready !== undefined) {
       ready.push(t.ready - t.received);
@@ -317,8 +323,14 @@ function latencies(times: Record<string, Times>, clusters: (c: string) => boolea
   }
   apply.sort((a, b) => a - b);
   ready.sort((a, b) => a - b);
+  delivery.sort((a, b) => a - b);
   return {
     clusters: apply.length,
+    deliveredAfterMs: {
+      p50: percentile(delivery, 50),
+      p99: percentile(delivery, 99),
+      max: delivery[delivery.length - 1] ?? NaN,
+    },
     applyMs: { p50: percentile(apply, 50), p99: percentile(apply, 99), max: apply[apply.length - 1] ?? NaN },
     readyMs: { p50: percentile(ready, 50), p99: percentile(ready, 99), max: ready[ready.length - 1] ?? NaN },
     lastReadyAt: lastReady,
@@ -327,17 +339,22 @@ function latencies(times: Record<string, Times>, clusters: (c: string) => boolea
 
 // --- 1. all online ----------------------------------------------------------------------------
 await resetTimes();
+const agentsCpu = (): number => workers.reduce((a, w) => a + cpuSeconds(w.pid ?? 0), 0);
 const cpu1 = cpuSeconds(hub.pid);
+const agentsCpu1 = agentsCpu();
 const apply1 = await applyWithCli('bench-a');
 const ready1 = await untilReady('bench-a', CLUSTERS);
 const cpuRollout1 = cpuSeconds(hub.pid) - cpu1;
+const agentsCpuRollout1 = agentsCpu() - agentsCpu1;
 const rss1 = rssMiB(hub.pid);
 const load1 = loadAverage();
-const lat1 = latencies(await agentTimes(), () => true);
+const lat1 = latencies(await agentTimes(), 'bench-a', () => true, apply1.startedAt);
 const online = {
   clusters: CLUSTERS,
   cliApplyMs: apply1.cliMs,
   allReadyAfterApplySeconds: (ready1.at - apply1.startedAt) / 1000,
+  copyReceivedAfterApplyMs: lat1.deliveredAfterMs,
+  agentProcessesCpuSeconds: agentsCpuRollout1,
   applyLatencyMs: lat1.applyMs,
   readyLatencyMs: lat1.readyMs,
   statusCurrentAfterLastReadyReadMs: ready1.at - lat1.lastReadyAt,
@@ -377,20 +394,26 @@ const ready2 = await untilReady(
   onlineCount,
   (v) => (v.counts['offline-pending'] ?? 0) >= offlineIndexes.length,
 );
-const lat2 = latencies(await agentTimes(), (c) => !isOffline.has(c));
+const lat2 = latencies(await agentTimes(), 'bench-b', (c) => !isOffline.has(c), apply2.startedAt);
 const returnedAt = Date.now();
 for (const w of workers) w.send({ type: 'reconnect', indexes: offlineIndexes });
+const reconnected = until('returning agents connected', async () =>
+  (await connectedAgents()) >= CLUSTERS ? Date.now() : undefined,
+);
 const ready2All = await untilReady('bench-b', CLUSTERS);
+const reconnectedAt = await reconnected;
 const cpuRollout2 = cpuSeconds(hub.pid) - cpu2;
 const load2 = loadAverage();
-const lat2Returned = latencies(await agentTimes(), (c) => isOffline.has(c));
+const lat2Returned = latencies(await agentTimes(), 'bench-b', (c) => isOffline.has(c), returnedAt);
 const offline = {
   offlineClusters: offlineIndexes.length,
   onlineReadyAfterApplySeconds: (ready2.at - apply2.startedAt) / 1000,
   onlineApplyLatencyMs: lat2.applyMs,
   offlinePendingShown: ready2.view.counts['offline-pending'],
   returningAllReadyAfterReturnSeconds: (ready2All.at - returnedAt) / 1000,
+  returningAllConnectedAfterReturnSeconds: (reconnectedAt - returnedAt) / 1000,
   returningReadyLatencyMs: lat2Returned.readyMs,
+  returningCopyReceivedAfterReturnMs: lat2Returned.deliveredAfterMs,
   hubCpuSeconds: cpuRollout2,
   hubRssMiB: rssMiB(hub.pid),
   load: load2,
@@ -439,8 +462,15 @@ const appliers = clients.map((client) => new CopyApplier(client));
 const cpu3 = cpuSeconds(hub.pid);
 const push3Started = Date.now();
 let polls = 0;
-await Promise.all(
-  sample.map(async (cluster, i) => {
+/**
+ * At most PUSH_CONCURRENCY clusters are pushed to at once: more new TLS
+ * connections at once would meet the hub's bound on pending handshakes (a
+ * pushing hub would keep its connections; only the first push opens one).
+ */
+let nextPush = 0;
+const pushOne = async (i: number): Promise<void> => {
+  const cluster = sample[i] as string;
+  {
     const applier = appliers[i] as InstanceType<typeof CopyApplier>;
     await applier.apply('bench-push', pushCopy(cluster), { owner });
     for (;;) {
@@ -449,6 +479,11 @@ await Promise.all(
       if (report?.readiness === 'ready') return;
       await sleep(PUSH_POLL_MS);
     }
+  }
+};
+await Promise.all(
+  Array.from({ length: PUSH_CONCURRENCY }, async () => {
+    while (nextPush < sample.length) await pushOne(nextPush++);
   }),
 );
 const cpuPush = cpuSeconds(hub.pid) - cpu3;
@@ -497,8 +532,8 @@ else {
   process.stdout.write(
     [
       `${CLUSTERS} SIMULATED clusters (real tunnel agent + CopyAgent, small simulated API, Deployment ready ${READY_AFTER_MS} ms after apply), ${PROCESSES} agent processes, one hub process`,
-      `  all online: apply (CLI ${apply1.cliMs} ms) -> all ready in status ${f(online.allReadyAfterApplySeconds, 2)} s; apply latency p50 ${online.applyLatencyMs.p50} ms p99 ${online.applyLatencyMs.p99} ms; ready latency p50 ${online.readyLatencyMs.p50} ms p99 ${online.readyLatencyMs.p99} ms; status current ${online.statusCurrentAfterLastReadyReadMs} ms after the last ready read-back; hub CPU ${f(cpuRollout1, 2)} s (${f(online.hubCpuMsPerCluster, 2)} ms/cluster); hub RSS ${f(rss1.rss, 0)} MiB (peak ${f(rss1.peak, 0)}); load ${load1}`,
-      `  ${offlineIndexes.length} offline: online ready ${f(offline.onlineReadyAfterApplySeconds, 2)} s after apply (offline-pending shown ${offline.offlinePendingShown}); returning all ready ${f(offline.returningAllReadyAfterReturnSeconds, 2)} s after they came back; load ${load2}`,
+      `  all online: apply (CLI ${apply1.cliMs} ms) -> all ready in status ${f(online.allReadyAfterApplySeconds, 2)} s; copy received p50 ${online.copyReceivedAfterApplyMs.p50} ms p99 ${online.copyReceivedAfterApplyMs.p99} ms after apply; apply latency p50 ${online.applyLatencyMs.p50} ms p99 ${online.applyLatencyMs.p99} ms; ready latency p50 ${online.readyLatencyMs.p50} ms p99 ${online.readyLatencyMs.p99} ms; status current ${online.statusCurrentAfterLastReadyReadMs} ms after the last ready read-back; hub CPU ${f(cpuRollout1, 2)} s (${f(online.hubCpuMsPerCluster, 2)} ms/cluster); hub RSS ${f(rss1.rss, 0)} MiB (peak ${f(rss1.peak, 0)}); agent processes CPU ${f(agentsCpuRollout1, 1)} s; load ${load1}`,
+      `  ${offlineIndexes.length} offline: online ready ${f(offline.onlineReadyAfterApplySeconds, 2)} s after apply (offline-pending shown ${offline.offlinePendingShown}); returning all ready ${f(offline.returningAllReadyAfterReturnSeconds, 2)} s after they came back (all connected after ${f(offline.returningAllConnectedAfterReturnSeconds, 2)} s); load ${load2}`,
       `  delivery (sample ${PUSH_SAMPLE}): push through kube path ${f(pushMsPerCluster, 2)} ms hub CPU/cluster (+${f(delivery.pushHubCpuMsPerStatusPoll, 2)} ms per status poll) vs agent-side ${f(agentMsPerCluster, 2)} ms/cluster; idle hub CPU with all ready ${f(idleCpuPerSecond, 3)} s/s; load ${load3}`,
       '',
     ].join('\n'),

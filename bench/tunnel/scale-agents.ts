@@ -106,7 +106,7 @@ let hubServer = '';
 let hubCaPem = '';
 let mini: MiniApiModule.MiniApiServer | undefined;
 /** When each cluster's agent last received a copy (epoch ms; rollout mode). */
-const copyReceived = new Map<string, number>();
+const copyReceived = new Map<string, number[]>();
 let welcomes = 0;
 
 let isRegistering = true;
@@ -265,7 +265,7 @@ function startAgent(index: number, identity: { cluster: string; certPem: string;
       ? {
           ...route,
           handle: (stream: Parameters<typeof route.handle>[0], headers: Parameters<typeof route.handle>[1]) => {
-            received.set(identity.cluster, Date.now());
+            received.set(identity.cluster, [...(received.get(identity.cluster) ?? []), Date.now()]);
             return route.handle(stream, headers);
           },
         }
@@ -352,11 +352,16 @@ process.on('message', (message: Message) => {
         startAgent(index, { cluster: identity.cluster, certPem: identity.certPem, keyPem: identity.keyPem });
     }
   } else if (message.type === 'times') {
+    // Per cluster and Deployment (the rollout's name): the last copy arrival before its apply.
     const times: Record<string, { received?: number; applied?: number; ready?: number; requests: number }> = {};
-    for (const [cluster, t] of mini?.times ?? []) {
-      times[cluster] = {
-        ...(copyReceived.has(cluster) ? { received: copyReceived.get(cluster) } : {}),
-        ...(t.deploymentAppliedAt === undefined ? {} : { applied: t.deploymentAppliedAt }),
+    for (const [key, t] of mini?.times ?? []) {
+      const cluster = key.split('/')[0] as string;
+      const arrivals = copyReceived.get(cluster) ?? [];
+      const applied = t.deploymentAppliedAt;
+      const received = arrivals.filter((at) => applied === undefined || at <= applied).pop();
+      times[key] = {
+        ...(received === undefined ? {} : { received }),
+        ...(applied === undefined ? {} : { applied }),
         ...(t.firstReadyReadAt === undefined ? {} : { ready: t.firstReadyReadAt }),
         requests: t.requests,
       };
