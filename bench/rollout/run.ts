@@ -84,6 +84,10 @@ const PUSH_POLL_MS = 2_000;
 /** Idle window over which the hub's CPU with every rollout ready is read. */
 const IDLE_WINDOW_MS = 10_000;
 const PROJECTED_CLUSTERS = 10_000;
+/** Rollout names of this run: a reused state directory holds the earlier runs' rollouts. */
+const RUN = Date.now().toString(36);
+const ROLLOUT_A = `bench-a-${RUN}`;
+const ROLLOUT_B = `bench-b-${RUN}`;
 /** Clusters the push path works on at once. */
 const PUSH_CONCURRENCY = 32;
 
@@ -342,13 +346,13 @@ await resetTimes();
 const agentsCpu = (): number => workers.reduce((a, w) => a + cpuSeconds(w.pid ?? 0), 0);
 const cpu1 = cpuSeconds(hub.pid);
 const agentsCpu1 = agentsCpu();
-const apply1 = await applyWithCli('bench-a');
-const ready1 = await untilReady('bench-a', CLUSTERS);
+const apply1 = await applyWithCli(ROLLOUT_A);
+const ready1 = await untilReady(ROLLOUT_A, CLUSTERS);
 const cpuRollout1 = cpuSeconds(hub.pid) - cpu1;
 const agentsCpuRollout1 = agentsCpu() - agentsCpu1;
 const rss1 = rssMiB(hub.pid);
 const load1 = loadAverage();
-const lat1 = latencies(await agentTimes(), 'bench-a', () => true, apply1.startedAt);
+const lat1 = latencies(await agentTimes(), ROLLOUT_A, () => true, apply1.startedAt);
 const online = {
   clusters: CLUSTERS,
   cliApplyMs: apply1.cliMs,
@@ -387,24 +391,24 @@ await until('offline agents gone', async () =>
 );
 await resetTimes();
 const cpu2 = cpuSeconds(hub.pid);
-const apply2 = await applyWithCli('bench-b');
+const apply2 = await applyWithCli(ROLLOUT_B);
 const onlineCount = CLUSTERS - offlineIndexes.length;
 const ready2 = await untilReady(
-  'bench-b',
+  ROLLOUT_B,
   onlineCount,
   (v) => (v.counts['offline-pending'] ?? 0) >= offlineIndexes.length,
 );
-const lat2 = latencies(await agentTimes(), 'bench-b', (c) => !isOffline.has(c), apply2.startedAt);
+const lat2 = latencies(await agentTimes(), ROLLOUT_B, (c) => !isOffline.has(c), apply2.startedAt);
 const returnedAt = Date.now();
 for (const w of workers) w.send({ type: 'reconnect', indexes: offlineIndexes });
 const reconnected = until('returning agents connected', async () =>
   (await connectedAgents()) >= CLUSTERS ? Date.now() : undefined,
 );
-const ready2All = await untilReady('bench-b', CLUSTERS);
+const ready2All = await untilReady(ROLLOUT_B, CLUSTERS);
 const reconnectedAt = await reconnected;
 const cpuRollout2 = cpuSeconds(hub.pid) - cpu2;
 const load2 = loadAverage();
-const lat2Returned = latencies(await agentTimes(), 'bench-b', (c) => isOffline.has(c), returnedAt);
+const lat2Returned = latencies(await agentTimes(), ROLLOUT_B, (c) => isOffline.has(c), returnedAt);
 const offline = {
   offlineClusters: offlineIndexes.length,
   onlineReadyAfterApplySeconds: (ready2.at - apply2.startedAt) / 1000,
