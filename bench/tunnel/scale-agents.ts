@@ -16,7 +16,9 @@
  * Driven by IPC messages from scale.ts:
  *   { type: 'register', ... }  register (or, with existing state, reuse) this process's clusters
  *   { type: 'stop-registering' } finish the registrations under way, register no more
- *   { type: 'connect', below, intervalMs }  start the agents below index `below`, one per interval; report
+ *   { type: 'connect', below, intervalMs, rollouts? }  start the agents below index `below`, one per interval
+ *   { type: 'disconnect' | 'reconnect', indexes }  stop / start again these agents (rollout offline runs)
+ *   { type: 'times' | 'reset-times' }  each cluster's copy-received, applied and ready times (rollout mode)
  *   { type: 'stop' }           drain every agent and exit
  */
 import { existsSync, writeFileSync } from 'node:fs';
@@ -28,6 +30,8 @@ import type * as AgentStateModule from '../../src/registration/agent-state.js';
 import type * as AgentModule from '../../src/tunnel/agent.js';
 import type * as RegistrationModule from '../../src/registration/registration.js';
 import type * as UpstreamModule from '../../src/tunnel/upstream.js';
+import type * as CopyAgentModule from '../../src/rollout/copy-agent.js';
+import type * as MiniApiModule from '../rollout/mini-apiserver.ts';
 
 // The simulated API server's modules import each other as `./x.js`: the repository's hook maps those to `.ts`.
 await import(new URL('../support/register-ts.js', import.meta.url).href);
@@ -36,10 +40,14 @@ const { startSimApiServer } = await import('../../test/support/sim-apiserver/ind
 const built = (path: string): Promise<unknown> => import(new URL(`../../lib/${path}`, import.meta.url).href);
 const { runTunnelAgent } = (await built('tunnel/agent.js')) as typeof AgentModule;
 const { Upstream, readUpstreamKubeconfig } = (await built('tunnel/upstream.js')) as typeof UpstreamModule;
-const { registerCluster } = (await built('tunnel/registration.js')) as typeof RegistrationModule;
-const { readAgentState, writeAgentState } = (await built('tunnel/agent-state.js')) as typeof AgentStateModule;
+const { registerCluster } = (await built('registration/registration.js')) as typeof RegistrationModule;
+const { readAgentState, writeAgentState } = (await built('registration/agent-state.js')) as typeof AgentStateModule;
 const { createCsr } = (await built('trust/pki.js')) as typeof PkiModule;
 const { AGENT_CERT_ORGANIZATION } = (await built('hub/limits.js')) as typeof HubLimitsModule;
+const { CopyAgent } = (await built('rollout/copy-agent.js')) as typeof CopyAgentModule;
+const { startMiniApiServer } = (await import(
+  new URL('../rollout/mini-apiserver.ts', import.meta.url).href
+)) as typeof MiniApiModule;
 
 /** What scale.ts asks of this process. */
 interface RegisterMessage {
@@ -55,10 +63,23 @@ interface RegisterMessage {
   stateDir: string;
   concurrency: number;
 }
+/**
+ * Rollout mode (bench/rollout): each agent also runs edgeadm's real rollout
+ * agent (CopyAgent) on its tunnel, and each cluster's upstream is its own
+ * part of a SMALL simulated API server (bench/rollout/mini-apiserver.ts,
+ * one per process), reached with the cluster's name as its bearer token.
+ */
+interface RolloutMode {
+  readyAfterMs: number;
+}
 type Message =
   | RegisterMessage
   | { type: 'stop-registering' }
-  | { type: 'connect'; below: number; intervalMs: number }
+  | { type: 'connect'; below: number; intervalMs: number; rollouts?: RolloutMode }
+  | { type: 'disconnect'; indexes: number[] }
+  | { type: 'reconnect'; indexes: number[] }
+  | { type: 'times' }
+  | { type: 'reset-times' }
   | { type: 'stop' };
 
 /** Counts of what the agents' loggers said, by kind (never the messages: they could name hosts). */
@@ -79,8 +100,13 @@ const sim = await startSimApiServer({ gitVersion: 'v1.30.4+sim' });
 let range: RegisterMessage | undefined;
 let upstream: InstanceType<typeof Upstream> | undefined;
 const identities: { index: number; cluster: string; certPem: string; keyPem: string }[] = [];
-const stops: AbortController[] = [];
-const runs: Promise<void>[] = [];
+const stops = new Map<number, AbortController>();
+const runs = new Map<number, Promise<void>>();
+let hubServer = '';
+let hubCaPem = '';
+let mini: MiniApiModule.MiniApiServer | undefined;
+/** When each cluster's agent last received a copy (epoch ms; rollout mode). */
+const copyReceived = new Map<string, number[]>();
 let welcomes = 0;
 
 let isRegistering = true;
@@ -201,27 +227,101 @@ async function register(message: RegisterMessage): Promise<void> {
  * before they could be handled: an artefact of many agents sharing a
  * process, which real agents (one per cluster) do not have.
  */
-async function connect(below: number, intervalMs: number): Promise<void> {
+async function connect(below: number, intervalMs: number, rollouts?: RolloutMode): Promise<void> {
   if (range === undefined || upstream === undefined) throw new Error('register first');
-  const hubServer = `https://${range.hub}`;
-  const hubCaPem = readAgentState(join(range.stateDir, 'agents', `sim-${range.first}`)).hubCaPem;
+  hubServer = `https://${range.hub}`;
+  hubCaPem = readAgentState(join(range.stateDir, 'agents', `sim-${range.first}`)).hubCaPem;
+  if (rollouts !== undefined) mini = await startMini(rollouts.readyAfterMs);
   for (const { index, ...identity } of identities) {
     if (index >= below) continue;
     await new Promise((resolve) => (intervalMs > 0 ? setTimeout(resolve, intervalMs) : setImmediate(resolve)));
-    const stop = new AbortController();
-    stops.push(stop);
-    runs.push(
-      runTunnelAgent({
-        hubServer,
-        hubCaPem,
-        identity: () => identity,
-        upstream,
-        logger,
-        signal: stop.signal,
-        onConnected: () => (welcomes += 1),
-      }),
-    );
+    startAgent(index, identity);
   }
+}
+
+/** Starts one agent (again): the tunnel agent, and in rollout mode a CopyAgent on the cluster's simulated API. */
+function startAgent(index: number, identity: { cluster: string; certPem: string; keyPem: string }): void {
+  const stop = new AbortController();
+  stops.set(index, stop);
+  let clusterUpstream = upstream as InstanceType<typeof Upstream>;
+  let copyAgent: InstanceType<typeof CopyAgent> | undefined;
+  if (mini !== undefined) {
+    const credentials = {
+      server: mini.url,
+      caPem: mini.caPem,
+      token: identity.cluster,
+      isInsecureSkipTlsVerify: false,
+    };
+    clusterUpstream = new Upstream(credentials, logger);
+    copyAgent = new CopyAgent({
+      cluster: identity.cluster,
+      credentials: { contextName: 'bench', server: mini.url, caPem: mini.caPem, token: identity.cluster },
+      logger,
+    });
+  }
+  const received = copyReceived;
+  const controlRoutes = copyAgent?.controlRoutes().map((route) =>
+    route.path.endsWith('/apply')
+      ? {
+          ...route,
+          handle: (stream: Parameters<typeof route.handle>[0], headers: Parameters<typeof route.handle>[1]) => {
+            received.set(identity.cluster, [...(received.get(identity.cluster) ?? []), Date.now()]);
+            return route.handle(stream, headers);
+          },
+        }
+      : route,
+  );
+  runs.set(
+    index,
+    runTunnelAgent({
+      hubServer,
+      hubCaPem,
+      identity: () => identity,
+      upstream: clusterUpstream,
+      logger,
+      signal: stop.signal,
+      onConnected: () => (welcomes += 1),
+      ...(controlRoutes === undefined ? {} : { controlRoutes }),
+    }).finally(() => copyAgent?.close()),
+  );
+}
+
+/** A self-signed certificate for 127.0.0.1 (openssl), for the small simulated API server. */
+async function startMini(readyAfterMs: number): Promise<MiniApiModule.MiniApiServer> {
+  const { execFileSync } = await import('node:child_process');
+  const { mkdtempSync, readFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const dir = mkdtempSync(join(tmpdir(), 'edgeadm-bench-mini-'));
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
+  const certPem = readFileSync(join(dir, 'cert.pem'), 'utf8');
+  return startMiniApiServer({
+    certPem,
+    keyPem: readFileSync(join(dir, 'key.pem'), 'utf8'),
+    caPem: certPem,
+    readyAfterMs,
+  });
 }
 
 const report = setInterval(() => {
@@ -234,11 +334,48 @@ process.on('message', (message: Message) => {
   } else if (message.type === 'stop-registering') {
     isRegistering = false;
   } else if (message.type === 'connect') {
-    void connect(message.below, message.intervalMs);
+    void connect(message.below, message.intervalMs, message.rollouts);
+  } else if (message.type === 'disconnect') {
+    const ending = message.indexes.filter((i) => stops.has(i));
+    for (const index of ending) stops.get(index)?.abort();
+    void Promise.all(ending.map((i) => runs.get(i))).then(() => {
+      for (const index of ending) {
+        stops.delete(index);
+        runs.delete(index);
+      }
+      send({ type: 'disconnected', count: ending.length });
+    });
+  } else if (message.type === 'reconnect') {
+    for (const index of message.indexes) {
+      const identity = identities.find((i) => i.index === index);
+      if (identity !== undefined && !stops.has(index))
+        startAgent(index, { cluster: identity.cluster, certPem: identity.certPem, keyPem: identity.keyPem });
+    }
+  } else if (message.type === 'times') {
+    // Per cluster and Deployment (the rollout's name): the last copy arrival before its apply.
+    const times: Record<string, { received?: number; applied?: number; ready?: number; requests: number }> = {};
+    for (const [key, t] of mini?.times ?? []) {
+      const cluster = key.split('/')[0] as string;
+      const arrivals = copyReceived.get(cluster) ?? [];
+      const applied = t.deploymentAppliedAt;
+      const received = arrivals.filter((at) => applied === undefined || at <= applied).pop();
+      times[key] = {
+        ...(received === undefined ? {} : { received }),
+        ...(applied === undefined ? {} : { applied }),
+        ...(t.firstReadyReadAt === undefined ? {} : { ready: t.firstReadyReadAt }),
+        requests: t.requests,
+      };
+    }
+    send({ type: 'times', times });
+  } else if (message.type === 'reset-times') {
+    copyReceived.clear();
+    mini?.times.clear();
+    send({ type: 'times-reset' });
   } else if (message.type === 'stop') {
-    for (const stop of stops) stop.abort();
-    void Promise.all(runs).then(async () => {
+    for (const stop of stops.values()) stop.abort();
+    void Promise.all(runs.values()).then(async () => {
       clearInterval(report);
+      await mini?.stop();
       await sim.stop();
       process.exit(0);
     });
