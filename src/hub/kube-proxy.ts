@@ -31,7 +31,7 @@ import {
 import { authenticateUser, type HubContext } from './hub-context.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendStatus } from './http-replies.js';
 import { matchesSelector, parseLabelSelector } from '../kube/label-selector.js';
-import { MAX_PROXY_REQUEST_BODY_BYTES } from './limits.js';
+import { MAX_PROXY_REQUEST_BODY_BYTES, UPGRADE_FLUSH_GRACE_MS } from './limits.js';
 
 /** The path prefix of the kube proxy. */
 export const KUBE_PROXY_PREFIX = '/clusters/';
@@ -199,6 +199,27 @@ export async function proxyRequest(
   else req.resume();
 }
 
+/**
+ * Closes a client socket once the tunnel stream feeding it has closed. A
+ * stream that ended normally has already ended the socket (the pipeline
+ * does), but its last bytes may still wait in the socket's write buffer: an
+ * exec's exit status is the last frame, and destroying the socket now would
+ * drop it (the client then reports exit code 1, whatever the command
+ * returned). Such a socket closes by itself once flushed; it is destroyed
+ * only if that takes longer than `graceMs`. A socket not ended (the stream
+ * was reset) is destroyed at once.
+ */
+export function closeAfterFlush(socket: Duplex, graceMs: number): void {
+  if (socket.destroyed) return;
+  if (!socket.writableEnded) {
+    socket.destroy();
+    return;
+  }
+  const grace = setTimeout(() => socket.destroy(), graceMs);
+  grace.unref();
+  socket.once('close', () => clearTimeout(grace));
+}
+
 /** Serves one upgrade (exec, attach, port-forward). */
 export async function proxyUpgrade(
   context: HubContext,
@@ -257,7 +278,7 @@ export async function proxyUpgrade(
   stream.on('error', () => socket.destroy());
   stream.on('close', () => {
     context.metrics.activeStreams -= 1;
-    socket.destroy();
+    closeAfterFlush(socket, UPGRADE_FLUSH_GRACE_MS);
   });
   socket.on('error', () => stream.destroy());
   socket.on('close', () => {

@@ -74,6 +74,12 @@ export const HTTP_KEEP_ALIVE_GRACE_MS = 1000;
 export const HTTP_STREAM_IDLE_TIMEOUT_MS = 4 * 3600_000;
 /** How long a graceful shutdown waits before closing what is left. */
 export const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * How long an upgraded connection (exec, attach, port-forward) whose tunnel
+ * stream has ended may take to hand its last bytes to the client (an exec's
+ * exit status is the last frame) before the socket is destroyed.
+ */
+export const UPGRADE_FLUSH_GRACE_MS = 10_000;
 /** Lifetime of the client certificates the hub issues to agents (renewed at 2/3 of it). */
 export const AGENT_CERT_VALIDITY_DAYS = 30;
 /** How often the hub refreshes `lastSeen` of connected clusters. */
