@@ -2,7 +2,7 @@
  * `edgeadm hub serve` as its own process for benchmarks (bin/run.js, the
  * built CLI), and what benchmarks read of it: its CPU time and RSS from
  * /proc, and its HTTP API with the admin token. bench/rollout uses it;
- * bench/tunnel/scale.ts predates it and keeps its own copy of the same steps.
+ * bench/tunnel/scale.ts uses it too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';

@@ -29,7 +29,7 @@
  * `--state-dir` keeps the hub's data and the agents' credentials, so a
  * second run reuses the registrations (and says so) instead of repeating them.
  */
-import { spawn, fork, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
@@ -37,6 +37,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import type * as HubProcessModule from '../support/hub-process.js';
+import type { HubProcess } from '../support/hub-process.js';
 
 const { values } = parseArgs({
   options: {
@@ -64,77 +66,27 @@ const TIMEOUT_MS = Number(values['timeout-s']) * 1000;
 const POLL_MS = 250;
 /** Wait after everyone connected before the settled RSS reading. */
 const SETTLE_MS = 10_000;
-/** The hub's open-files limit: the machine's hard limit (a non-root user cannot go higher). */
-const HUB_NOFILE = 'hard';
 
+// Node runs the .ts file itself (type stripping); tsc checks it through the type import.
+const { callHub, cpuSeconds, rssMiB, startHubProcess } = (await import(
+  new URL('../support/hub-process.ts', import.meta.url).href
+)) as typeof HubProcessModule;
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const stateDir = values['state-dir'] ?? mkdtempSync(join(tmpdir(), 'edgeadm-bench-scale-'));
 mkdirSync(join(stateDir, 'agents'), { recursive: true });
 const hubDir = join(stateDir, 'hub');
 const progress = (line: string): void => void process.stderr.write(`[scale ${new Date().toISOString()}] ${line}\n`);
 
-interface Hub {
-  pid: number;
-  /** Resolves with the listening URL. */
-  listening: Promise<string>;
-  exited: Promise<void>;
-  child: ChildProcess;
-}
-
-function startHub(): Hub {
-  const child = spawn(
-    'bash',
-    [
-      '-c',
-      `ulimit -n ${HUB_NOFILE} && exec "$0" "$@"`,
-      process.execPath,
-      join(root, 'bin/run.js'),
-      'hub',
-      'serve',
-      '--listen',
-      `127.0.0.1:${PORT}`,
-      '--data-dir',
-      hubDir,
-    ],
-    {
-      env: {
-        ...process.env,
-        EDGEADM_HOME: join(stateDir, 'home'),
-        NO_COLOR: '1',
-        ...(values['hub-node-options'] === undefined ? {} : { NODE_OPTIONS: values['hub-node-options'] }),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  // Keep reading (a full pipe would stall the hub), keep only a tail for errors.
-  let tail = '';
-  const keep = (chunk: Buffer): void => void (tail = (tail + chunk.toString()).slice(-8192));
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  process.once('exit', () => child.kill('SIGKILL'));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const listening = (async () => {
-    for (let i = 0; i < TIMEOUT_MS / 100; i += 1) {
-      const url = /hub listening on (\S+)/.exec(tail)?.[1];
-      if (url) return url;
-      if (child.exitCode !== null) throw new Error(`the hub exited: ${tail}`);
-      await sleep(100);
-    }
-    throw new Error(`the hub did not start: ${tail}`);
-  })();
-  return { pid: child.pid ?? 0, listening, exited, child };
-}
-
-/** CPU time (user + system) a process has used so far, in seconds (Linux /proc; clock ticks of 10 ms). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-function rssMiB(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kib = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
-  return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
+/** The hub process, started by the shared benchmark support. */
+function startHub(): HubProcess {
+  return startHubProcess({
+    root,
+    port: PORT,
+    dataDir: hubDir,
+    home: join(stateDir, 'home'),
+    ...(values['hub-node-options'] === undefined ? {} : { nodeOptions: values['hub-node-options'] }),
+    timeoutMs: TIMEOUT_MS,
+  });
 }
 
 /**
@@ -148,34 +100,7 @@ function call(
   path: string,
   options: { method?: string; body?: unknown; token: string; ca: string; pool?: https.Agent },
 ): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const req = https.request(
-      `https://127.0.0.1:${PORT}${path}`,
-      {
-        method: options.method ?? 'GET',
-        ca: options.ca,
-        agent: options.pool ?? false,
-        timeout: 10_000,
-        headers: {
-          Authorization: `Bearer ${options.token}`,
-          ...(payload ? { 'Content-Type': 'application/json' } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          if ((res.statusCode ?? 0) >= 300) reject(new Error(`${path}: HTTP ${res.statusCode}: ${text}`));
-          else resolve(text);
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`${path}: timed out`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
+  return callHub(`https://127.0.0.1:${PORT}${path}`, options);
 }
 
 /** The hub's handshake counters: refused before TLS (the bound) and resumed TLS sessions, since it started. */
