@@ -13,7 +13,6 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ValidationError } from '../errors.js';
-import type { HostConnectOptions } from '../hosts/connect.js';
 import { KubeClient } from '../kube/client.js';
 import { kubeCredentialsOf, mergeKubeconfig, renderKubeconfig, type KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
@@ -42,9 +41,8 @@ import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
 import { runtimePhase } from './runtime-phase.js';
-import type { ServiceManagerKind } from '../hosts/service-manager.js';
 import type { InitRequest } from './init-request.js';
-import { prepareNode, type PreparedNode } from './prepare.js';
+import { withPreparedNode, type NodeHostOptions, type PreparedNode } from './prepare.js';
 import { configureAndStartService } from './service-phase.js';
 
 /** How long init waits for the API server to be ready. */
@@ -379,33 +377,17 @@ export async function runInit(options: InitOptions): Promise<InitResult> {
 }
 
 /** How {@link initHost} reaches the host and reports. */
-export interface InitHostOptions {
-  connect: HostConnectOptions;
-  requestedServiceManager: ServiceManagerKind | undefined;
-  logger: Logger;
-  onLine: (line: string) => void;
-  onEvent?: WorkflowEventSink;
-}
+export type InitHostOptions = NodeHostOptions;
 
 /** `edgeadm init`: verifies the package, connects, runs init, and closes the connection. */
-export async function initHost(request: InitRequest, options: InitHostOptions): Promise<InitResult> {
-  const node = await prepareNode({
-    connect: options.connect,
-    isDryRun: request.run.isDryRun,
-    distribution: request.distribution,
-    installPackage: request.installPackage,
-    requestedServiceManager: options.requestedServiceManager,
-    logger: options.logger,
-  });
-  try {
-    return await runInit({
+export function initHost(request: InitRequest, options: InitHostOptions): Promise<InitResult> {
+  return withPreparedNode(request, options, (node) =>
+    runInit({
       request,
       node,
       logger: options.logger,
       onLine: options.onLine,
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-    });
-  } finally {
-    await node.host.close();
-  }
+    }),
+  );
 }

@@ -13,7 +13,6 @@
  * discovery verified.
  */
 import { EdgeadmError } from '../errors.js';
-import type { HostConnectOptions } from '../hosts/connect.js';
 import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
 import { kubeCredentialsOf } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
@@ -35,9 +34,8 @@ import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
 import { runtimePhase } from './runtime-phase.js';
-import type { ServiceManagerKind } from '../hosts/service-manager.js';
 import type { JoinRequest } from './join-request.js';
-import { prepareNode, type PreparedNode } from './prepare.js';
+import { withPreparedNode, type NodeHostOptions, type PreparedNode } from './prepare.js';
 import { configureAndStartService } from './service-phase.js';
 
 /** How long join waits for the node to be Ready. */
@@ -307,33 +305,17 @@ export async function runJoin(options: JoinOptions): Promise<JoinResult> {
 }
 
 /** How {@link joinHost} reaches the host and reports. */
-export interface JoinHostOptions {
-  connect: HostConnectOptions;
-  requestedServiceManager: ServiceManagerKind | undefined;
-  logger: Logger;
-  onLine: (line: string) => void;
-  onEvent?: WorkflowEventSink;
-}
+export type JoinHostOptions = NodeHostOptions;
 
 /** `edgeadm join`: verifies the package, connects, runs join, and closes the connection. */
-export async function joinHost(request: JoinRequest, options: JoinHostOptions): Promise<JoinResult> {
-  const node = await prepareNode({
-    connect: options.connect,
-    isDryRun: request.run.isDryRun,
-    distribution: request.distribution,
-    installPackage: request.installPackage,
-    requestedServiceManager: options.requestedServiceManager,
-    logger: options.logger,
-  });
-  try {
-    return await runJoin({
+export function joinHost(request: JoinRequest, options: JoinHostOptions): Promise<JoinResult> {
+  return withPreparedNode(request, options, (node) =>
+    runJoin({
       request,
       node,
       logger: options.logger,
       onLine: options.onLine,
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-    });
-  } finally {
-    await node.host.close();
-  }
+    }),
+  );
 }

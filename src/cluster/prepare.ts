@@ -16,6 +16,7 @@ import type { Distribution } from './distributions/distribution.js';
 import { distributionFor } from './distributions/index.js';
 import { selectServiceManager, type ServiceManager, type ServiceManagerKind } from '../hosts/service-manager.js';
 import { StateRecorder } from './state.js';
+import type { WorkflowEventSink } from '../workflow/events.js';
 
 /** Options of {@link prepareNode}. */
 export interface PrepareNodeOptions {
@@ -74,5 +75,38 @@ export async function prepareNode(options: PrepareNodeOptions): Promise<Prepared
   } catch (error) {
     await real.close();
     throw error;
+  }
+}
+
+/** How a node workflow's command reaches its host and reports (what `initHost` and `joinHost` take). */
+export interface NodeHostOptions {
+  connect: HostConnectOptions;
+  requestedServiceManager: ServiceManagerKind | undefined;
+  logger: Logger;
+  onLine: (line: string) => void;
+  onEvent?: WorkflowEventSink;
+}
+
+/**
+ * Prepares the node a request names ({@link prepareNode}), runs `workflow`
+ * on it, and closes the connection whatever the workflow did.
+ */
+export async function withPreparedNode<R>(
+  request: { run: { isDryRun: boolean }; distribution: string; installPackage: string },
+  options: NodeHostOptions,
+  workflow: (node: PreparedNode) => Promise<R>,
+): Promise<R> {
+  const node = await prepareNode({
+    connect: options.connect,
+    isDryRun: request.run.isDryRun,
+    distribution: request.distribution,
+    installPackage: request.installPackage,
+    requestedServiceManager: options.requestedServiceManager,
+    logger: options.logger,
+  });
+  try {
+    return await workflow(node);
+  } finally {
+    await node.host.close();
   }
 }
