@@ -46,6 +46,14 @@ export class FleetWatcher {
   #timer: ReturnType<typeof setInterval> | undefined;
   #connected = new Set<string>();
   #rolloutKeys = new Map<string, string>();
+  #polledAt = 0;
+  /**
+   * For clusters seen going away: the last poll that still found their
+   * tunnel open. The store's `lastSeen` is written a moment after the tunnel
+   * closes (and refreshed only every so often while open); until then this
+   * is the truer "last seen".
+   */
+  readonly #lastOpenAt = new Map<string, number>();
 
   constructor(context: HubContext, pollMs = EVENT_POLL_MS) {
     this.#context = context;
@@ -83,7 +91,13 @@ export class FleetWatcher {
     return keys;
   }
 
+  /** When a poll last found this cluster's tunnel open, if it was seen going away since the watcher started. */
+  lastOpenAt(cluster: string): number | undefined {
+    return this.#lastOpenAt.get(cluster);
+  }
+
   #snapshot(): void {
+    this.#polledAt = Date.now();
     this.#connected = this.#connectedNow();
     this.#rolloutKeys = this.#rolloutKeysNow();
   }
@@ -91,8 +105,17 @@ export class FleetWatcher {
   #poll(): void {
     const connected = this.#connectedNow();
     const clusters: ClusterChange[] = [];
-    for (const name of connected) if (!this.#connected.has(name)) clusters.push({ name, state: 'Connected' });
-    for (const name of this.#connected) if (!connected.has(name)) clusters.push({ name, state: 'Disconnected' });
+    for (const name of connected) {
+      if (this.#connected.has(name)) continue;
+      clusters.push({ name, state: 'Connected' });
+      this.#lastOpenAt.delete(name);
+    }
+    for (const name of this.#connected) {
+      if (connected.has(name)) continue;
+      clusters.push({ name, state: 'Disconnected' });
+      this.#lastOpenAt.set(name, this.#polledAt);
+    }
+    this.#polledAt = Date.now();
     const keys = this.#rolloutKeysNow();
     const rollouts: string[] = [];
     for (const [name, key] of keys) if (this.#rolloutKeys.get(name) !== key) rollouts.push(name);

@@ -17,7 +17,7 @@ import { HttpError } from '../http-replies.js';
 import { mayReachCluster } from '../kube-proxy.js';
 import { viewOf, type ClusterView } from '../operator-api.js';
 import type { RolloutActor, RolloutController } from '../rollout-controller.js';
-import type { UserRecord } from '../store.js';
+import type { ClusterRecord, UserRecord } from '../store.js';
 import { SECURITY_HEADERS, WebAssets } from './assets.js';
 import { fleetSummary, parseClusterQuery, queryClusters } from './cluster-query.js';
 import { FleetWatcher, serveEventStream, type FleetChange } from './events.js';
@@ -144,10 +144,24 @@ function controllerOf(context: HubContext): RolloutController | undefined {
   return context.rollouts;
 }
 
+/**
+ * A cluster as the operator API shows it, with `lastSeen` no older than the
+ * last moment the view's watcher saw its tunnel open (the store is written
+ * a moment after a disconnect, and a page may ask in between).
+ */
+function clusterView(context: HubContext, state: WebState, record: ClusterRecord): ClusterView {
+  const view = viewOf(context, record);
+  const openAt = view.state === 'Disconnected' ? state.watcher.lastOpenAt(record.name) : undefined;
+  if (openAt !== undefined && (view.lastSeen === undefined || Date.parse(view.lastSeen) < openAt)) {
+    view.lastSeen = new Date(openAt).toISOString();
+  }
+  return view;
+}
+
 /** The clusters a user may reach, as the operator API shows them. */
-async function reachableClusters(context: HubContext, user: UserRecord): Promise<ClusterView[]> {
+async function reachableClusters(context: HubContext, state: WebState, user: UserRecord): Promise<ClusterView[]> {
   const all = await context.store.listClusters();
-  return all.filter((cluster) => mayReachCluster(user, cluster)).map((cluster) => viewOf(context, cluster));
+  return all.filter((cluster) => mayReachCluster(user, cluster)).map((cluster) => clusterView(context, state, cluster));
 }
 
 function sessionView(session: WebSession, user: UserRecord): unknown {
@@ -215,7 +229,13 @@ function rolloutView(controller: RolloutController, name: string, user: UserReco
 }
 
 /** `/ui/api/clusters/NAME[/nodes]`. */
-async function serveCluster(context: HubContext, user: UserRecord, res: ServerResponse, rest: string[]) {
+async function serveCluster(
+  context: HubContext,
+  state: WebState,
+  user: UserRecord,
+  res: ServerResponse,
+  rest: string[],
+) {
   const [encoded = '', sub, ...extra] = rest;
   let name: string;
   try {
@@ -243,7 +263,7 @@ async function serveCluster(context: HubContext, user: UserRecord, res: ServerRe
       rollouts.push({ name: item.name, state: item.state, revision: item.revision, ...row });
     }
   }
-  sendWebJson(res, 200, { cluster: viewOf(context, record), rollouts });
+  sendWebJson(res, 200, { cluster: clusterView(context, state, record), rollouts });
 }
 
 /** `/ui/api/rollouts[/NAME[/pause|resume|abort]]`. */
@@ -334,17 +354,21 @@ async function serveApiRoute(context: HubContext, state: WebState, req: Incoming
   switch (resource) {
     case 'fleet':
       if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', 'only GET reads the fleet');
-      sendWebJson(res, 200, fleetSummary(await reachableClusters(context, signed.user), context.now().getTime()));
+      sendWebJson(
+        res,
+        200,
+        fleetSummary(await reachableClusters(context, state, signed.user), context.now().getTime()),
+      );
       return;
     case 'clusters':
       if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', 'only GET reads clusters');
       if (rest.length === 0) {
         const query = parseClusterQuery(url.searchParams);
-        const clusters = await reachableClusters(context, signed.user);
+        const clusters = await reachableClusters(context, state, signed.user);
         sendWebJson(res, 200, queryClusters(clusters, query, context.now().getTime()));
         return;
       }
-      await serveCluster(context, signed.user, res, rest);
+      await serveCluster(context, state, signed.user, res, rest);
       return;
     case 'rollouts':
       await serveRollouts(context, req, res, signed, rest);
