@@ -47,6 +47,20 @@ describe('SessionStore', () => {
     );
   });
 
+  it('ends a session exactly at its expiry', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 1e9 }), (lifetimeMs) => {
+        let now = 0;
+        const store = new SessionStore({ lifetimeMs, now: () => now });
+        const { id, session } = store.create(USER);
+        now = lifetimeMs - 1;
+        expect(store.get(id)).toBe(session);
+        now = lifetimeMs;
+        expect(store.get(id)).toBeUndefined();
+      }),
+    );
+  });
+
   it('finds no session for any id it did not issue', () => {
     const store = new SessionStore({ lifetimeMs: 60_000, now: () => 0 });
     const { id } = store.create(USER);
