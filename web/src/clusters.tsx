@@ -67,7 +67,7 @@ export function ClustersView({ route }: { route: Route }) {
           <input
             name="selector"
             value={selector}
-            placeholder="env=prod,region in (eu)"
+            placeholder="env=prod,region!=us"
             onInput={(event) => setSelector(event.currentTarget.value)}
           />
         </label>
