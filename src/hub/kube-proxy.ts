@@ -107,7 +107,13 @@ async function admit(
  * view alike.
  */
 export function mayReachCluster(user: UserRecord, cluster: { labels: Record<string, string> }): boolean {
-  return matchesSelector(parseLabelSelector(user.clustersSelector), cluster.labels);
+  return clusterReach(user)(cluster);
+}
+
+/** {@link mayReachCluster} for many clusters: the user's selector parsed once. */
+export function clusterReach(user: UserRecord): (cluster: { labels: Record<string, string> }) => boolean {
+  const selector = parseLabelSelector(user.clustersSelector);
+  return (cluster) => matchesSelector(selector, cluster.labels);
 }
 
 /**

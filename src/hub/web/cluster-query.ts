@@ -151,7 +151,10 @@ function compareBy(key: ClusterSortKey): (a: ClusterView, b: ClusterView) => num
       // Disconnected first: what needs attention.
       return then((a, b) => (a.state === b.state ? 0 : a.state === 'Disconnected' ? -1 : 1));
     case 'lastSeen':
-      return then((a, b) => (Date.parse(a.lastSeen ?? '') || 0) - (Date.parse(b.lastSeen ?? '') || 0));
+      // The hub writes every lastSeen with toISOString (UTC, one format): text order is time order.
+      return then((a, b) =>
+        (a.lastSeen ?? '') < (b.lastSeen ?? '') ? -1 : (a.lastSeen ?? '') > (b.lastSeen ?? '') ? 1 : 0,
+      );
     case 'version':
       return then((a, b) =>
         (a.kubernetesVersion ?? '').localeCompare(b.kubernetesVersion ?? '', 'en', { numeric: true }),

@@ -14,11 +14,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authenticateUser, userByTokenHash, type HubContext } from '../hub-context.js';
 import { HttpError } from '../http-replies.js';
-import { mayReachCluster } from '../kube-proxy.js';
+import { clusterReach, mayReachCluster } from '../kube-proxy.js';
 import { viewOf, type ClusterView } from '../operator-api.js';
 import type { RolloutActor, RolloutController } from '../rollout-controller.js';
 import type { ClusterRecord, UserRecord } from '../store.js';
 import { SECURITY_HEADERS, WebAssets } from './assets.js';
+import { ClusterListCache } from './cluster-cache.js';
 import { fleetSummary, parseClusterQuery, queryClusters } from './cluster-query.js';
 import { FleetWatcher, serveEventStream, type FleetChange } from './events.js';
 import {
@@ -57,6 +58,7 @@ interface WebState {
   assets: WebAssets | undefined;
   sessions: SessionStore;
   watcher: FleetWatcher;
+  clusters: ClusterListCache;
   streams: number;
 }
 
@@ -77,7 +79,13 @@ function stateOf(context: HubContext): WebState {
     const sessions = new SessionStore({ lifetimeMs: sessionLifetimeMs(), now: () => context.now().getTime() });
     const sweep = setInterval(() => sessions.sweep(), WEB_SESSION_SWEEP_MS);
     sweep.unref();
-    state = { assets: WebAssets.load(), sessions, watcher: new FleetWatcher(context), streams: 0 };
+    state = {
+      assets: WebAssets.load(),
+      sessions,
+      watcher: new FleetWatcher(context),
+      clusters: new ClusterListCache({ store: context.store }),
+      streams: 0,
+    };
     states.set(context, state);
   }
   return state;
@@ -160,8 +168,9 @@ function clusterView(context: HubContext, state: WebState, record: ClusterRecord
 
 /** The clusters a user may reach, as the operator API shows them. */
 async function reachableClusters(context: HubContext, state: WebState, user: UserRecord): Promise<ClusterView[]> {
-  const all = await context.store.listClusters();
-  return all.filter((cluster) => mayReachCluster(user, cluster)).map((cluster) => clusterView(context, state, cluster));
+  const mayReach = clusterReach(user);
+  const all = await state.clusters.list();
+  return all.filter(mayReach).map((cluster) => clusterView(context, state, cluster));
 }
 
 function sessionView(session: WebSession, user: UserRecord): unknown {
