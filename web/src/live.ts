@@ -4,6 +4,10 @@
  * told; the hub sends names only.
  */
 import { useEffect, useRef } from 'preact/hooks';
+import { currentSession } from './api';
+
+/** How long changes are gathered before a view reads again (a burst of events, one read). */
+const COALESCE_MS = 50;
 
 type Kind = 'clusters' | 'rollouts';
 /** The names that changed, or undefined for "everything may have". */
@@ -34,6 +38,13 @@ export function startLive(onSignedOut: () => void): () => void {
     opened.close();
     onSignedOut();
   });
+  // A stream the hub refused (the session ended) is not retried by the browser: ask whether we are still signed in.
+  opened.addEventListener('error', () => {
+    if (opened.readyState !== EventSource.CLOSED) return;
+    void currentSession().then((session) => {
+      if (session === undefined) onSignedOut();
+    });
+  });
   // After a reconnect anything may have changed meanwhile.
   opened.addEventListener('open', () => {
     for (const kind of ['clusters', 'rollouts'] as const) for (const listener of listeners[kind]) listener(undefined);
@@ -55,7 +66,7 @@ export function useLive(kind: Kind, reload: () => void, isRelevant: (names: stri
     const listener: ChangeListener = (names) => {
       if (names !== undefined && !relevant.current(names)) return;
       clearTimeout(timer);
-      timer = setTimeout(() => latest.current(), 50);
+      timer = setTimeout(() => latest.current(), COALESCE_MS);
     };
     listeners[kind].add(listener);
     return () => {
