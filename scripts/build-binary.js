@@ -80,6 +80,8 @@ const bundle = join(work, 'edgeadm.cjs');
 // self-contained script, so the agent never loads oclif or other commands.
 const agentScript = join(work, 'agent-edge-proxy.cjs');
 const AGENT_ASSET = 'agent-edge-proxy.cjs';
+// The web view's files (scripts/build-web.js; WEB_ASSETS_PACK in src/hub/web/assets.ts).
+const WEB_ASSET = 'web-assets.json';
 const inlinePjson = { name: pjson.name, version: pjson.version, description: pjson.description, oclif: pjson.oclif };
 const esbuildOptions = {
   bundle: true,
@@ -307,7 +309,13 @@ for (const arch of arches) {
       main: bundle,
       output: blob,
       disableExperimentalSEAWarning: true,
-      assets: { [CHUNK_ASSET]: chunk, [CHUNK_CACHE_ASSET]: chunkCache, [AGENT_ASSET]: agentScript },
+      // The web view's pack (made by `npm run build`), served by the hub from memory.
+      assets: {
+        [CHUNK_ASSET]: chunk,
+        [CHUNK_CACHE_ASSET]: chunkCache,
+        [AGENT_ASSET]: agentScript,
+        [WEB_ASSET]: join(root, 'lib', WEB_ASSET),
+      },
       // A V8 startup snapshot holds the evaluated modules and command metadata,
       // so start-up skips both. Snapshots and code caches are specific to the
       // V8 build and CPU they were made on: only for the host's arch.

@@ -38,7 +38,16 @@ export interface HubContext {
 export async function authenticateUser(context: HubContext, req: IncomingMessage): Promise<UserRecord | undefined> {
   const token = bearerToken(req);
   if (token === undefined) return undefined;
-  const user = await context.store.findUserByTokenHash(hashUserToken(token));
+  return userByTokenHash(context, hashUserToken(token));
+}
+
+/**
+ * The user whose token hashes to `tokenHash`, if not expired: the web
+ * view's sessions keep the hash and check the user again by it on every
+ * request, under this same rule.
+ */
+export async function userByTokenHash(context: HubContext, tokenHash: string): Promise<UserRecord | undefined> {
+  const user = await context.store.findUserByTokenHash(tokenHash);
   if (user === undefined) return undefined;
   if (user.expiresAt !== undefined && Date.parse(user.expiresAt) <= context.now().getTime()) return undefined;
   return user;

@@ -48,6 +48,7 @@ import { followReports, TunnelRolloutDelivery } from './rollout-tunnel.js';
 import { SqliteHubStore } from './sqlite-store.js';
 import type { HubStore } from './store.js';
 import { ensureTlsTicketKey } from './tls-ticket-keys.js';
+import { isWebPath, serveWeb } from './web/web-server.js';
 
 /** The store file under the data directory. */
 export const HUB_STORE_FILE = 'hub.db';
@@ -400,6 +401,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
 
 async function handleRequest(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   try {
+    // The web view (src/hub/web/) owns everything under /ui.
+    if (isWebPath(req.url ?? '/')) return await serveWeb(context, req, res);
     const target = parseProxyUrl(req.url ?? '/');
     if (target !== undefined) {
       await proxyRequest(context, req, res, target);

@@ -32,6 +32,7 @@ import { authenticateUser, type HubContext } from './hub-context.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendStatus } from './http-replies.js';
 import { matchesSelector, parseLabelSelector } from '../kube/label-selector.js';
 import { MAX_PROXY_REQUEST_BODY_BYTES, UPGRADE_FLUSH_GRACE_MS } from './limits.js';
+import type { UserRecord } from './store.js';
 
 /** The path prefix of the kube proxy. */
 export const KUBE_PROXY_PREFIX = '/clusters/';
@@ -97,8 +98,38 @@ async function admit(
     context.metrics.unauthorizedRequests += 1;
     throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'Unauthorized');
   }
+  return admitUser(context, user, target);
+}
+
+/**
+ * Whether a user may reach a cluster through the hub: their clusters
+ * selector matches its labels. The one rule, for the kube proxy and the web
+ * view alike.
+ */
+export function mayReachCluster(user: UserRecord, cluster: { labels: Record<string, string> }): boolean {
+  return clusterReach(user)(cluster);
+}
+
+/** {@link mayReachCluster} for many clusters: the user's selector parsed once. */
+export function clusterReach(user: UserRecord): (cluster: { labels: Record<string, string> }) => boolean {
+  const selector = parseLabelSelector(user.clustersSelector);
+  return (cluster) => matchesSelector(selector, cluster.labels);
+}
+
+/**
+ * Authorizes an authenticated user for a cluster and finds its tunnel: the
+ * kube proxy's check, also used by the web view's live reads.
+ *
+ * @throws {HttpError} 403 (selector does not match or the cluster does not
+ * exist: the answer does not tell which), 503 (not connected).
+ */
+export async function admitUser(
+  context: HubContext,
+  user: UserRecord,
+  target: { cluster: string },
+): Promise<{ tunnel: HubTunnel; identity: StreamIdentity }> {
   const cluster = await context.store.getCluster(target.cluster);
-  const isAllowed = cluster !== undefined && matchesSelector(parseLabelSelector(user.clustersSelector), cluster.labels);
+  const isAllowed = cluster !== undefined && mayReachCluster(user, cluster);
   if (!isAllowed) {
     context.logger.info(`kube proxy: user ${user.name} may not reach cluster ${target.cluster}`);
     throw new HttpError(

@@ -52,7 +52,8 @@ export interface ClusterView {
   properties?: Record<string, string>;
 }
 
-function viewOf(context: HubContext, cluster: ClusterRecord): ClusterView {
+/** A cluster as the operator API (and the web view) shows it: its state from the open tunnels. */
+export function viewOf(context: HubContext, cluster: ClusterRecord): ClusterView {
   const tunnel = context.tunnels.get(cluster.name);
   const view: ClusterView = {
     name: cluster.name,

@@ -1,0 +1,429 @@
+/**
+ * The hub's web view, `https://HUB/ui/`: the page and its JSON API under
+ * `/ui/api/`, on the hub's own port. hub-server.ts hands every request under
+ * `/ui` here ({@link isWebPath}, {@link serveWeb}); nothing else of the hub
+ * knows about the view.
+ *
+ * Who sees what: a session (sessions.ts) names a hub user, read again from
+ * the store on every request. Clusters are shown when the kube proxy would
+ * let the user reach them (mayReachCluster), rollouts when the operator API
+ * would show them, and pause, resume and abort go through the rollout
+ * controller with the user as actor, which applies the operator API's rule.
+ * Every state-changing request passes the CSRF check (csrfVerdict).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { authenticateUser, userByTokenHash, type HubContext } from '../hub-context.js';
+import { HttpError } from '../http-replies.js';
+import { clusterReach, mayReachCluster } from '../kube-proxy.js';
+import { viewOf, type ClusterView } from '../operator-api.js';
+import type { RolloutActor, RolloutController } from '../rollout-controller.js';
+import type { ClusterRecord, UserRecord } from '../store.js';
+import { SECURITY_HEADERS, WebAssets } from './assets.js';
+import { ClusterListCache } from './cluster-cache.js';
+import { fleetSummary, parseClusterQuery, queryClusters } from './cluster-query.js';
+import { FleetWatcher, serveEventStream, type FleetChange } from './events.js';
+import {
+  MAX_EVENT_STREAMS,
+  MAX_EVENT_STREAMS_PER_SESSION,
+  MAX_WEB_BODY_BYTES,
+  MAX_WEB_SESSION_LIFETIME_MS,
+  MIN_WEB_SESSION_LIFETIME_MS,
+  WEB_SESSION_LIFETIME_ENV,
+  WEB_SESSION_LIFETIME_MS,
+  WEB_SESSION_SWEEP_MS,
+} from './limits.js';
+import { readNodes } from './live-read.js';
+import {
+  clearedSessionCookie,
+  cookieValue,
+  CSRF_HEADER,
+  csrfVerdict,
+  SESSION_COOKIE,
+  sessionCookie,
+  SessionStore,
+  type WebSession,
+} from './sessions.js';
+
+/** The path prefix of the web view. */
+export const WEB_PREFIX = '/ui';
+const API_PREFIX = '/ui/api/';
+
+/** Whether a request target is the web view's (`/ui`, `/ui/…`). */
+export function isWebPath(url: string): boolean {
+  return url === WEB_PREFIX || url.startsWith(`${WEB_PREFIX}/`) || url.startsWith(`${WEB_PREFIX}?`);
+}
+
+/** What the view keeps per hub: its files, its sessions, its watcher. */
+interface WebState {
+  assets: WebAssets | undefined;
+  sessions: SessionStore;
+  watcher: FleetWatcher;
+  clusters: ClusterListCache;
+  streams: number;
+}
+
+const states = new WeakMap<HubContext, WebState>();
+
+/** The session lifetime: {@link WEB_SESSION_LIFETIME_ENV} when set (within bounds), else the default. */
+export function sessionLifetimeMs(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env[WEB_SESSION_LIFETIME_ENV];
+  if (text === undefined || text === '') return WEB_SESSION_LIFETIME_MS;
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) return WEB_SESSION_LIFETIME_MS;
+  return Math.min(MAX_WEB_SESSION_LIFETIME_MS, Math.max(MIN_WEB_SESSION_LIFETIME_MS, value));
+}
+
+function stateOf(context: HubContext): WebState {
+  let state = states.get(context);
+  if (state === undefined) {
+    const sessions = new SessionStore({ lifetimeMs: sessionLifetimeMs(), now: () => context.now().getTime() });
+    const sweep = setInterval(() => sessions.sweep(), WEB_SESSION_SWEEP_MS);
+    sweep.unref();
+    state = {
+      assets: WebAssets.load(),
+      sessions,
+      watcher: new FleetWatcher(context),
+      clusters: new ClusterListCache({ store: context.store }),
+      streams: 0,
+    };
+    states.set(context, state);
+  }
+  return state;
+}
+
+function sendWebJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    ...SECURITY_HEADERS,
+    ...headers,
+    'content-type': 'application/json',
+    'cache-control': 'no-store',
+    'content-length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+/** Reads a small body and drops it (commands carry none; sign-in reads the token from its header). */
+async function drainBody(req: IncomingMessage): Promise<void> {
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_WEB_BODY_BYTES) throw new HttpError(413, 'E_WEB_BODY_TOO_LARGE', 'the request body is too large');
+  }
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function checkCsrf(req: IncomingMessage, session: WebSession | undefined): void {
+  const refusal = csrfVerdict({
+    method: req.method ?? 'GET',
+    host: header(req, 'host'),
+    origin: header(req, 'origin'),
+    secFetchSite: header(req, 'sec-fetch-site'),
+    headerToken: header(req, CSRF_HEADER),
+    sessionToken: session?.csrfToken,
+  });
+  if (refusal !== undefined) throw new HttpError(403, 'E_WEB_CSRF', refusal);
+}
+
+/** The signed-in session and its user, or a 401. */
+async function signedIn(
+  context: HubContext,
+  state: WebState,
+  req: IncomingMessage,
+): Promise<{ session: WebSession; user: UserRecord }> {
+  const session = state.sessions.get(cookieValue(header(req, 'cookie'), SESSION_COOKIE));
+  const user = session === undefined ? undefined : await userByTokenHash(context, session.tokenHash);
+  if (session === undefined || user === undefined || user.name !== session.userName) {
+    context.metrics.unauthorizedRequests += 1;
+    throw new HttpError(401, 'E_WEB_UNAUTHORIZED', 'sign in to the hub first (or again: the session has ended)');
+  }
+  return { session, user };
+}
+
+function actorOf(user: UserRecord): RolloutActor {
+  return { user: user.name, groups: [...user.groups], clustersSelector: user.clustersSelector, isAdmin: user.isAdmin };
+}
+
+function controllerOf(context: HubContext): RolloutController | undefined {
+  return context.rollouts;
+}
+
+/**
+ * A cluster as the operator API shows it, with `lastSeen` no older than the
+ * last moment the view's watcher saw its tunnel open (the store is written
+ * a moment after a disconnect, and a page may ask in between).
+ */
+function clusterView(context: HubContext, state: WebState, record: ClusterRecord): ClusterView {
+  const view = viewOf(context, record);
+  const openAt = view.state === 'Disconnected' ? state.watcher.lastOpenAt(record.name) : undefined;
+  if (openAt !== undefined && (view.lastSeen === undefined || Date.parse(view.lastSeen) < openAt)) {
+    view.lastSeen = new Date(openAt).toISOString();
+  }
+  return view;
+}
+
+/** The clusters a user may reach, as the operator API shows them. */
+async function reachableClusters(context: HubContext, state: WebState, user: UserRecord): Promise<ClusterView[]> {
+  const mayReach = clusterReach(user);
+  const all = await state.clusters.list();
+  return all.filter(mayReach).map((cluster) => clusterView(context, state, cluster));
+}
+
+function sessionView(session: WebSession, user: UserRecord): unknown {
+  return {
+    user: user.name,
+    isAdmin: user.isAdmin,
+    clustersSelector: user.clustersSelector,
+    csrfToken: session.csrfToken,
+    expiresAt: new Date(session.expiresAt).toISOString(),
+  };
+}
+
+/** `POST|GET|DELETE /ui/api/session`: sign in (bearer token), who am I, sign out. */
+async function serveSession(context: HubContext, state: WebState, req: IncomingMessage, res: ServerResponse) {
+  const method = req.method ?? 'GET';
+  if (method === 'POST') {
+    checkCsrf(req, undefined);
+    await drainBody(req);
+    const user = await authenticateUser(context, req);
+    if (user === undefined) {
+      context.metrics.unauthorizedRequests += 1;
+      throw new HttpError(401, 'E_WEB_UNAUTHORIZED', 'that token is not a valid hub user token');
+    }
+    const { id, session } = state.sessions.create(user);
+    context.logger.info(`web view: ${user.name} signed in`);
+    sendWebJson(res, 201, sessionView(session, user), {
+      'set-cookie': sessionCookie(id, session.expiresAt, context.now().getTime()),
+    });
+    return;
+  }
+  if (method === 'GET') {
+    const { session, user } = await signedIn(context, state, req);
+    sendWebJson(res, 200, sessionView(session, user));
+    return;
+  }
+  if (method === 'DELETE') {
+    const { session, user } = await signedIn(context, state, req);
+    checkCsrf(req, session);
+    state.sessions.delete(session);
+    context.logger.info(`web view: ${user.name} signed out`);
+    sendWebJson(res, 200, { isSignedOut: true }, { 'set-cookie': clearedSessionCookie() });
+    return;
+  }
+  throw new HttpError(405, 'E_WEB_METHOD', `${method} is not allowed on the session`);
+}
+
+const FAILING_FIRST: Record<string, number> = {
+  failed: 0,
+  'offline-pending': 1,
+  held: 2,
+  applying: 3,
+  progressing: 4,
+  waiting: 5,
+  ready: 6,
+};
+
+/** A rollout's status for the view: per-cluster rows failing first, limited to clusters the user may reach. */
+function rolloutView(controller: RolloutController, name: string, user: UserRecord): unknown {
+  const status = controller.status(name, actorOf(user), true);
+  const rows = [...(status.clusters ?? [])].sort(
+    (a, b) => (FAILING_FIRST[a.phase] ?? 9) - (FAILING_FIRST[b.phase] ?? 9) || (a.cluster < b.cluster ? -1 : 1),
+  );
+  // Any user the operator API shows a rollout to may also pause, resume and abort it (the controller's rule).
+  return { ...status, clusters: rows, canChange: true };
+}
+
+/** `/ui/api/clusters/NAME[/nodes]`. */
+async function serveCluster(
+  context: HubContext,
+  state: WebState,
+  user: UserRecord,
+  res: ServerResponse,
+  rest: string[],
+) {
+  const [encoded = '', sub, ...extra] = rest;
+  let name: string;
+  try {
+    name = decodeURIComponent(encoded);
+  } catch {
+    throw new HttpError(400, 'E_WEB_BAD_QUERY', 'the cluster name is not valid percent-encoding');
+  }
+  if (extra.length > 0 || (sub !== undefined && sub !== 'nodes')) {
+    throw new HttpError(404, 'E_WEB_NOT_FOUND', 'no such page of a cluster');
+  }
+  if (sub === 'nodes') {
+    sendWebJson(res, 200, await readNodes(context, user, name));
+    return;
+  }
+  const record = await context.store.getCluster(name);
+  // As the kube proxy: a cluster outside the user's reach is not told apart from one that does not exist.
+  if (record === undefined || !mayReachCluster(user, record)) {
+    throw new HttpError(404, 'E_WEB_CLUSTER_NOT_FOUND', `no cluster named "${name}" that you may see`);
+  }
+  const controller = controllerOf(context);
+  const rollouts = [];
+  for (const item of controller?.list(actorOf(user)) ?? []) {
+    const row = controller?.status(item.name, actorOf(user), true).clusters?.find((r) => r.cluster === name);
+    if (row !== undefined) {
+      rollouts.push({ name: item.name, state: item.state, revision: item.revision, ...row });
+    }
+  }
+  sendWebJson(res, 200, { cluster: clusterView(context, state, record), rollouts });
+}
+
+/** `/ui/api/rollouts[/NAME[/pause|resume|abort]]`. */
+async function serveRollouts(
+  context: HubContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  signed: { session: WebSession; user: UserRecord },
+  rest: string[],
+) {
+  const controller = controllerOf(context);
+  const method = req.method ?? 'GET';
+  const { user } = signed;
+  if (rest.length === 0) {
+    if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', 'only GET lists rollouts');
+    sendWebJson(res, 200, { rollouts: controller?.list(actorOf(user)) ?? [] });
+    return;
+  }
+  if (controller === undefined) throw new HttpError(404, 'E_ROLLOUT_NOT_FOUND', 'this hub runs no rollouts');
+  const [name = '', action, ...extra] = rest;
+  if (extra.length > 0) throw new HttpError(404, 'E_WEB_NOT_FOUND', 'no such rollout page');
+  if (action === undefined) {
+    if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', `${method} is not allowed on a rollout`);
+    sendWebJson(res, 200, rolloutView(controller, name, user));
+    return;
+  }
+  if ((action === 'pause' || action === 'resume' || action === 'abort') && method === 'POST') {
+    checkCsrf(req, signed.session);
+    await drainBody(req);
+    await controller.command(name, action, actorOf(user));
+    context.logger.info(`web view: ${user.name} ${action}d rollout ${name}`);
+    sendWebJson(res, 200, rolloutView(controller, name, user));
+    return;
+  }
+  throw new HttpError(404, 'E_WEB_NOT_FOUND', `${method} ${action} is not served for rollouts`);
+}
+
+/** `GET /ui/api/events`: the live-update stream of a session. */
+async function serveEvents(
+  context: HubContext,
+  state: WebState,
+  res: ServerResponse,
+  signed: { session: WebSession; user: UserRecord },
+) {
+  const { session, user } = signed;
+  if (session.streams >= MAX_EVENT_STREAMS_PER_SESSION || state.streams >= MAX_EVENT_STREAMS) {
+    throw new HttpError(429, 'E_WEB_TOO_MANY_STREAMS', 'too many live-update streams are open; close a tab');
+  }
+  session.streams += 1;
+  state.streams += 1;
+  const scope = async (change: FleetChange): Promise<FleetChange> => {
+    const clusters = [];
+    for (const item of change.clusters) {
+      const record = await context.store.getCluster(item.name);
+      if (record !== undefined && mayReachCluster(user, record)) clusters.push(item);
+    }
+    const visible = new Set((controllerOf(context)?.list(actorOf(user)) ?? []).map((item) => item.name));
+    // A deleted rollout is no longer listed; its name is passed on only to admins, who could see every rollout.
+    const rollouts = change.rollouts.filter((name) => visible.has(name) || user.isAdmin);
+    return { clusters, rollouts };
+  };
+  serveEventStream({
+    res,
+    watcher: state.watcher,
+    headers: SECURITY_HEADERS,
+    isSessionLive: () => state.sessions.isLive(session),
+    scope,
+    onClose: () => {
+      session.streams -= 1;
+      state.streams -= 1;
+    },
+  });
+}
+
+async function serveApiRoute(context: HubContext, state: WebState, req: IncomingMessage, res: ServerResponse) {
+  const url = new URL(req.url ?? '/', 'https://hub.invalid');
+  const parts = url.pathname
+    .slice(API_PREFIX.length)
+    .split('/')
+    .filter((part) => part !== '');
+  const [resource, ...rest] = parts;
+  if (resource === 'session' && rest.length === 0) {
+    await serveSession(context, state, req, res);
+    return;
+  }
+  const signed = await signedIn(context, state, req);
+  const method = req.method ?? 'GET';
+  switch (resource) {
+    case 'fleet':
+      if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', 'only GET reads the fleet');
+      sendWebJson(
+        res,
+        200,
+        fleetSummary(await reachableClusters(context, state, signed.user), context.now().getTime()),
+      );
+      return;
+    case 'clusters':
+      if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', 'only GET reads clusters');
+      if (rest.length === 0) {
+        const query = parseClusterQuery(url.searchParams);
+        const clusters = await reachableClusters(context, state, signed.user);
+        sendWebJson(res, 200, queryClusters(clusters, query, context.now().getTime()));
+        return;
+      }
+      await serveCluster(context, state, signed.user, res, rest);
+      return;
+    case 'rollouts':
+      await serveRollouts(context, req, res, signed, rest);
+      return;
+    case 'events':
+      if (method !== 'GET' || rest.length > 0) throw new HttpError(404, 'E_WEB_NOT_FOUND', 'no such stream');
+      await serveEvents(context, state, res, signed);
+      return;
+    default:
+      throw new HttpError(404, 'E_WEB_NOT_FOUND', `${url.pathname} is not part of the web view's API`);
+  }
+}
+
+/** Serves a request under `/ui`: the page, its files, or its API. Errors are answered as JSON with the view's headers. */
+export async function serveWeb(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const state = stateOf(context);
+  try {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (path === WEB_PREFIX) {
+      res.writeHead(308, { ...SECURITY_HEADERS, location: `${WEB_PREFIX}/` }).end();
+      return;
+    }
+    if (path.startsWith(API_PREFIX)) {
+      await serveApiRoute(context, state, req, res);
+      return;
+    }
+    const method = req.method ?? 'GET';
+    if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'E_WEB_METHOD', 'the page is read only');
+    if (state.assets === undefined) {
+      throw new HttpError(
+        503,
+        'E_WEB_NOT_BUILT',
+        'this edgeadm was built without the web view (run "npm run build", which builds it)',
+      );
+    }
+    const file = path === `${WEB_PREFIX}/` ? 'index.html' : path.slice(WEB_PREFIX.length + 1);
+    if (!state.assets.send(res, file, header(req, 'accept-encoding'), method)) {
+      throw new HttpError(404, 'E_WEB_NOT_FOUND', `${path} is not part of the web view`);
+    }
+  } catch (error) {
+    if (!(error instanceof HttpError)) throw error;
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    req.resume();
+    sendWebJson(res, error.status, { code: error.code, message: error.message });
+  }
+}

@@ -1,0 +1,118 @@
+/** One cluster: its labels and versions, its nodes read live through its tunnel, its rollouts. */
+import { ErrorNote, Loading, Section, StateBadge, useData } from './components';
+import { ago } from './format';
+import { useLive } from './live';
+import { href } from './router';
+import type { ClusterDetail, NodeView } from './types';
+
+export function ClusterPageView({ name }: { name: string }) {
+  const detail = useData<ClusterDetail>(`clusters/${encodeURIComponent(name)}`);
+  const nodes = useData<{ nodes: NodeView[]; isTruncated: boolean }>(
+    detail.data?.cluster.state === 'Connected' ? `clusters/${encodeURIComponent(name)}/nodes` : undefined,
+  );
+  useLive('clusters', detail.reload, (names) => names.includes(name));
+  useLive('rollouts', detail.reload);
+  const cluster = detail.data?.cluster;
+  return (
+    <>
+      <p>
+        <a href={href(['clusters'])}>← Clusters</a>
+      </p>
+      <h1>
+        Cluster {name} {cluster && <StateBadge state={cluster.state} />}
+      </h1>
+      <ErrorNote message={detail.error} />
+      {cluster === undefined ? (
+        !detail.error && <Loading />
+      ) : (
+        <div class="grid">
+          <Section title="Overview">
+            <dl>
+              <dt>State</dt>
+              <dd data-testid="cluster-state">
+                {cluster.state}
+                {cluster.state === 'Disconnected' && `, last seen ${ago(cluster.lastSeen)}`}
+              </dd>
+              <dt>Last seen</dt>
+              <dd>{cluster.lastSeen ?? 'never'}</dd>
+              <dt>Kubernetes</dt>
+              <dd>{cluster.kubernetesVersion ?? 'unknown'}</dd>
+              <dt>Registered</dt>
+              <dd>{cluster.registeredAt}</dd>
+              {cluster.hold && (
+                <>
+                  <dt>Held</dt>
+                  <dd>
+                    {cluster.hold.reason} (by {cluster.hold.by} since {cluster.hold.since})
+                  </dd>
+                </>
+              )}
+            </dl>
+          </Section>
+          <Section title="Labels">
+            <ul class="chips">
+              {Object.entries(cluster.labels).map(([key, value]) => (
+                <li key={key}>
+                  <a class="chip" href={href(['clusters'], { selector: `${key}=${value}` })}>
+                    {key}={value}
+                  </a>
+                </li>
+              ))}
+            </ul>
+          </Section>
+          <Section title="Nodes">
+            {cluster.state !== 'Connected' ? (
+              <p class="muted">Not connected: nodes are read live through the tunnel when the cluster is connected.</p>
+            ) : (
+              <>
+                <ErrorNote message={nodes.error} />
+                {nodes.data === undefined ? (
+                  !nodes.error && <Loading />
+                ) : (
+                  <div class="table-wrap">
+                    <table>
+                      <thead>
+                        <tr>
+                          <th scope="col">Node</th>
+                          <th scope="col">Ready</th>
+                          <th scope="col">Roles</th>
+                          <th scope="col">Kubelet</th>
+                        </tr>
+                      </thead>
+                      <tbody>
+                        {nodes.data.nodes.map((node) => (
+                          <tr key={node.name} data-node={node.name}>
+                            <th scope="row">{node.name}</th>
+                            <td>
+                              <StateBadge state={node.ready === 'True' ? 'Ready' : `NotReady`} />
+                              {node.isUnschedulable && <span class="badge held">cordoned</span>}
+                            </td>
+                            <td>{node.roles.join(', ') || '–'}</td>
+                            <td>{node.kubeletVersion ?? '–'}</td>
+                          </tr>
+                        ))}
+                      </tbody>
+                    </table>
+                    {nodes.data.isTruncated && <p class="muted">Only the first nodes are shown.</p>}
+                  </div>
+                )}
+              </>
+            )}
+          </Section>
+          <Section title="Rollouts">
+            {detail.data?.rollouts.length === 0 && <p class="muted">This cluster takes part in no rollout.</p>}
+            <ul class="plain">
+              {detail.data?.rollouts.map((rollout) => (
+                <li key={rollout.name}>
+                  <a href={href(['rollouts', rollout.name])}>{rollout.name}</a> wave {rollout.wave + 1}:{' '}
+                  <StateBadge state={rollout.phase} />
+                  {rollout.message && <span class="muted"> {rollout.message}</span>}
+                </li>
+              ))}
+            </ul>
+          </Section>
+        </div>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,72 @@
+/** Small pieces the views share: loading and error states, badges, a data hook. */
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { ApiError, get } from './api';
+
+/** Loads `path` and loads it again on `reload()` or when `path` changes. */
+export function useData<T>(path: string | undefined): {
+  data: T | undefined;
+  error: string | undefined;
+  reload: () => void;
+} {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    if (path === undefined) return;
+    let isCurrent = true;
+    get<T>(path)
+      .then((value) => {
+        if (!isCurrent) return;
+        setData(value);
+        setError(undefined);
+      })
+      .catch((failure: unknown) => {
+        if (isCurrent) setError(failure instanceof ApiError ? `${failure.message} (${failure.code})` : String(failure));
+      });
+    return () => {
+      isCurrent = false;
+    };
+  }, [path, tick]);
+  const reload = useCallback(() => setTick((value) => value + 1), []);
+  return { data, error, reload };
+}
+
+/** An error message, read out by screen readers. */
+export function ErrorNote({ message }: { message: string | undefined }) {
+  if (message === undefined) return null;
+  return (
+    <p class="error" role="alert">
+      {message}
+    </p>
+  );
+}
+
+/** A placeholder while loading. */
+export function Loading() {
+  return (
+    <p class="muted" aria-live="polite">
+      Loading…
+    </p>
+  );
+}
+
+/** A state, in words and colour (the words carry the meaning; the colour only helps). */
+export function StateBadge({ state }: { state: string }) {
+  return (
+    <span class={`badge state-${state.toLowerCase()}`} data-state={state}>
+      {state}
+    </span>
+  );
+}
+
+/** A titled section. */
+export function Section({ title, children }: { title: string; children: ComponentChildren }) {
+  const id = `section-${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
+  return (
+    <section class="card" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      {children}
+    </section>
+  );
+}

@@ -1,0 +1,80 @@
+/** The shapes the view's API answers with (src/hub/web/ on the hub). */
+
+export type ClusterState = 'Connected' | 'Disconnected';
+
+export interface ClusterView {
+  name: string;
+  labels: Record<string, string>;
+  state: ClusterState;
+  lastSeen?: string;
+  kubernetesVersion?: string;
+  nodeCount?: number;
+  registeredAt: string;
+  hold?: { reason: string; since: string; by: string };
+}
+
+export interface ClusterPage {
+  total: number;
+  offset: number;
+  limit: number;
+  clusters: ClusterView[];
+}
+
+export interface CountOf {
+  value: string;
+  count: number;
+}
+
+export type OfflineBucket = 'lt5m' | 'lt1h' | 'lt1d' | 'gte1d' | 'never';
+
+export interface FleetSummary {
+  total: number;
+  connected: number;
+  disconnected: number;
+  offline: Record<OfflineBucket, number>;
+  versions: CountOf[];
+  otherVersions: number;
+  labels: { key: string; values: CountOf[]; otherValues: number }[];
+  otherLabelKeys: number;
+}
+
+export type Phase = 'waiting' | 'held' | 'offline-pending' | 'applying' | 'progressing' | 'ready' | 'failed';
+export type PhaseCounts = Record<Phase, number>;
+
+export interface RolloutListItem {
+  name: string;
+  revision: number;
+  state: string;
+  owner: string;
+  clusters: number;
+  counts: PhaseCounts;
+  updatedAt: string;
+}
+
+export interface RolloutView {
+  name: string;
+  revision: number;
+  state: string;
+  haltReason?: string;
+  owner: string;
+  currentWave: number;
+  waves: { index: number; clusters: number; counts: PhaseCounts; state: string }[];
+  counts: PhaseCounts;
+  summaries: { name: string; value?: number; reporting: number }[];
+  clusters: { cluster: string; wave: number; phase: Phase; targetRevision?: string; message?: string }[];
+  updatedAt: string;
+  canChange: boolean;
+}
+
+export interface NodeView {
+  name: string;
+  ready: string;
+  roles: string[];
+  kubeletVersion?: string;
+  isUnschedulable: boolean;
+}
+
+export interface ClusterDetail {
+  cluster: ClusterView;
+  rollouts: { name: string; state: string; revision: number; wave: number; phase: Phase; message?: string }[];
+}
