@@ -105,8 +105,13 @@ export class DiskCache {
    */
   static open(options: DiskCacheOptions): DiskCache {
     try {
-      const key = prepareCacheDir(options.dir);
-      const cache = new DiskCache(options, key);
+      const prepared = prepareCacheDir(options.dir);
+      const cache = new DiskCache(options, prepared.key);
+      if (prepared.replacedKeyBecause !== undefined) {
+        cache.#logger.warn(
+          `edge-proxy: ${prepared.replacedKeyBecause}; made a new install key and dropped the cached entries, which it keyed`,
+        );
+      }
       cache.#indexExisting();
       return cache;
     } catch (error) {
