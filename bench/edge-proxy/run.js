@@ -278,7 +278,7 @@ try {
     const core = [
       `const { startEdgeProxy } = await import(${JSON.stringify(join(root, 'lib/edge/edge-proxy.js'))});`,
       `const { readUpstreamConfig } = await import(${JSON.stringify(join(root, 'lib/edge/upstream-config.js'))});`,
-      `const proxy = await startEdgeProxy({ upstream: readUpstreamConfig(${JSON.stringify(join(dir, 'up.yaml'))}),`,
+      `const proxy = await startEdgeProxy({ upstream: await readUpstreamConfig(${JSON.stringify(join(dir, 'up.yaml'))}),`,
       `  listen: { host: '127.0.0.1', port: ${proxyPort} }, metricsListen: { host: '127.0.0.1', port: ${metricsPort} },`,
       `  cacheDir: ${JSON.stringify(join(dir, 'cache'))}, cacheMaxBytes: 256 * 1024 * 1024, cacheMaxEntries: 10000,`,
       `  clientCerts: new Map(), healthIntervalMs: 1000 });`,
