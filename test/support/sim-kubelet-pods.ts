@@ -180,7 +180,14 @@ function watchOnce(options: {
             pending = pending.slice(newline + 1);
             newline = pending.indexOf('\n');
             if (!line) continue;
-            const event = JSON.parse(line) as { type: string; object: { code?: number } };
+            let event: { type: string; object: { code?: number } };
+            try {
+              event = JSON.parse(line) as typeof event;
+            } catch {
+              // Not an event: what a client-go watch decoder fails on; the watch is dropped and opened again.
+              req.destroy();
+              return;
+            }
             if (event.type === 'ERROR') {
               if (event.object.code === 410) outcome = 'expired';
               continue;
