@@ -38,6 +38,11 @@ const { values } = parseArgs({
     'unit-env': { type: 'boolean' },
     /** NAME=VALUE for the proxy's environment, over the unit's (repeatable): to try a memory setting. */
     'proxy-env': { type: 'string', multiple: true, default: [] },
+    /**
+     * Start the proxy with its serving CA and certificate already made (as on every start after its
+     * first): the PKI library is then never loaded. Without it the proxy makes them, as at its first start.
+     */
+    'warm-pki': { type: 'boolean' },
     json: { type: 'boolean' },
   },
 });
@@ -65,10 +70,15 @@ function freePort() {
   });
 }
 
-/** The Environment= lines of assets/systemd/edgeadm-edge-proxy.service. */
-function unitEnvironment() {
-  const unit = readFileSync(join(root, 'assets/systemd/edgeadm-edge-proxy.service'), 'utf8');
-  return Object.fromEntries([...unit.matchAll(/^Environment=([A-Z_]+)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+/**
+ * The environment of assets/systemd/edgeadm-edge-proxy.service, read as
+ * systemd reads it (edgeadm's environmentOf; a unit test pins what it gives).
+ * Until 2026-11-24 this script matched only unquoted lines, and so measured
+ * "unit env" without the quoted NODE_OPTIONS line.
+ */
+async function unitEnvironment() {
+  const { environmentOf } = await import(join(root, 'lib/hosts/service-manager.js'));
+  return environmentOf(readFileSync(join(root, 'assets/systemd/edgeadm-edge-proxy.service'), 'utf8'));
 }
 
 function startProcess(args, isReady, nodeOptions = [], executable = process.execPath, extraEnv = {}) {
@@ -97,6 +107,18 @@ function rssSplitMiB(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (field) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)[1]);
   return { anon: Number((kib('RssAnon') / 1024).toFixed(1)), file: Number((kib('RssFile') / 1024).toFixed(1)) };
+}
+
+/**
+ * CPU time (user + system) a process has used, in ms: less noisy than wall
+ * time on a shared machine, since time spent waiting for a core is not in it.
+ * Kernel ticks (USER_HZ, 100 on Linux), so 10 ms granular: compare it over
+ * thousands of requests.
+ */
+function cpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 function rssMiB(pid) {
@@ -173,7 +195,7 @@ const objectPath = (i) => `/api/v1/namespaces/bench/configmaps/cm-${String(i).pa
 try {
   // 1. The simulated upstream, as a process.
   const simPort = await freePort();
-  await startProcess(
+  const simProcess = await startProcess(
     ['test/support/sim-apiserver/main.ts', '--listen', `127.0.0.1:${simPort}`, '--data-dir', join(dir, 'sim')],
     () => existsSync(join(dir, 'sim', 'ready')),
   );
@@ -237,10 +259,14 @@ try {
     '--health-interval',
     '1s',
   ];
+  if (values['warm-pki']) {
+    const { ensureServingCertificate } = await import(join(root, 'lib/edge/serving-cert.js'));
+    await ensureServingCertificate({ dir: join(dir, 'cache', 'pki'), host: '127.0.0.1' });
+  }
   const nodeOptions = values['proxy-node-options'].split(' ').filter(Boolean);
   const isServing = (output) => output.includes('edge-proxy serving');
   const proxyEnv = {
-    ...(values['unit-env'] ? unitEnvironment() : {}),
+    ...(values['unit-env'] ? await unitEnvironment() : {}),
     ...Object.fromEntries(
       values['proxy-env'].map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
     ),
@@ -252,7 +278,7 @@ try {
     const core = [
       `const { startEdgeProxy } = await import(${JSON.stringify(join(root, 'lib/edge/edge-proxy.js'))});`,
       `const { readUpstreamConfig } = await import(${JSON.stringify(join(root, 'lib/edge/upstream-config.js'))});`,
-      `const proxy = await startEdgeProxy({ upstream: readUpstreamConfig(${JSON.stringify(join(dir, 'up.yaml'))}),`,
+      `const proxy = await startEdgeProxy({ upstream: await readUpstreamConfig(${JSON.stringify(join(dir, 'up.yaml'))}),`,
       `  listen: { host: '127.0.0.1', port: ${proxyPort} }, metricsListen: { host: '127.0.0.1', port: ${metricsPort} },`,
       `  cacheDir: ${JSON.stringify(join(dir, 'cache'))}, cacheMaxBytes: 256 * 1024 * 1024, cacheMaxEntries: 10000,`,
       `  clientCerts: new Map(), healthIntervalMs: 1000 });`,
@@ -302,6 +328,8 @@ try {
     direct: new Agent({ keepAlive: true, maxSockets: CONCURRENCY }),
   };
   const latencies = { proxy: [], direct: [] };
+  // CPU of the answering process per request: the proxy offline, the simulation for direct GETs.
+  const cpuBefore = { proxy: cpuMs(proxyProcess.pid), direct: cpuMs(simProcess.pid) };
   for (let n = 0; n < REQUESTS; n++) {
     const path = objectPath(n % OBJECTS);
     const order = n % 2 === 0 ? ['proxy', 'direct'] : ['direct', 'proxy'];
@@ -313,6 +341,11 @@ try {
       latencies[which].push(answer.ms);
     }
   }
+
+  const cpuPerRequestMs = {
+    proxy: (cpuMs(proxyProcess.pid) - cpuBefore.proxy) / REQUESTS,
+    direct: (cpuMs(simProcess.pid) - cpuBefore.direct) / REQUESTS,
+  };
 
   // 7. Throughput: CONCURRENCY requests in flight for SECONDS, alternating cases round by round.
   const throughput = { proxy: [], direct: [] };
@@ -344,6 +377,7 @@ try {
     return {
       p50Ms: Number(percentile(sorted, 50).toFixed(3)),
       p99Ms: Number(percentile(sorted, 99).toFixed(3)),
+      cpuPerRequestMs: Number(cpuPerRequestMs[which].toFixed(3)),
       requestsPerSecond: Math.round(rates.reduce((a, b) => a + b, 0) / rates.length),
       requestsPerSecondByRound: rates.map(Math.round),
     };
@@ -374,6 +408,7 @@ try {
         ? 'proxy core only (lib/edge)'
         : 'bin/run.js (CLI)',
     proxyNodeOptions: values['proxy-node-options'],
+    servingCertificate: values['warm-pki'] ? 'made before the start' : 'made by the proxy at start',
     proxyEnvironment: proxyEnv,
     node: process.version,
     cpus: (await import('node:os')).cpus().length,
@@ -382,10 +417,10 @@ try {
   if (values.json) console.log(JSON.stringify(result, null, 2));
   else {
     const row = (name, s) =>
-      `${name.padEnd(30)} p50 ${String(s.p50Ms).padStart(7)} ms   p99 ${String(s.p99Ms).padStart(7)} ms   ${String(s.requestsPerSecond).padStart(6)} req/s (${s.requestsPerSecondByRound.join(', ')})`;
+      `${name.padEnd(30)} p50 ${String(s.p50Ms).padStart(7)} ms   p99 ${String(s.p99Ms).padStart(7)} ms   cpu/req ${String(s.cpuPerRequestMs).padStart(6)} ms   ${String(s.requestsPerSecond).padStart(6)} req/s (${s.requestsPerSecondByRound.join(', ')})`;
     const tuning = [result.proxyNodeOptions, ...Object.entries(proxyEnv).map(([k, v]) => `${k}=${v}`)].filter(Boolean);
     console.log(
-      `edge-proxy entry: ${result.proxyEntry}${tuning.length > 0 ? ` with ${tuning.join(' ')}` : ''}; connection-reset retries: ${retries}`,
+      `edge-proxy entry: ${result.proxyEntry}${tuning.length > 0 ? ` with ${tuning.join(' ')}` : ''}; serving certificate ${result.servingCertificate}; connection-reset retries: ${retries}`,
     );
     console.log(
       `edge-proxy benchmark: ${OBJECTS} objects, ${REQUESTS} GETs per case for latency, ${CONCURRENCY} in flight x ${SECONDS}s x ${ROUNDS} rounds for throughput`,

@@ -27,6 +27,7 @@
  *   large list per event.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { open, readFile, rename, rm, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EdgeadmError } from '../errors.js';
@@ -40,7 +41,7 @@ import {
 } from './cache-entry.js';
 import { prepareCacheDir, scanEntries, type IndexRecord } from './cache-dir.js';
 import { entryFileNameOf } from './cache-key.js';
-import { LIST_FLUSH_DELAY_MS } from './limits.js';
+import { LIST_FLUSH_DELAY_MS, SYNC_READ_MAX_BYTES } from './limits.js';
 
 export { CACHE_DIR_MODE, INSTALL_KEY_BYTES } from './cache-dir.js';
 
@@ -105,8 +106,13 @@ export class DiskCache {
    */
   static open(options: DiskCacheOptions): DiskCache {
     try {
-      const key = prepareCacheDir(options.dir);
-      const cache = new DiskCache(options, key);
+      const prepared = prepareCacheDir(options.dir);
+      const cache = new DiskCache(options, prepared.key);
+      if (prepared.replacedKeyBecause !== undefined) {
+        cache.#logger.warn(
+          `edge-proxy: ${prepared.replacedKeyBecause}; made a new install key and dropped the cached entries, which it keyed`,
+        );
+      }
       cache.#indexExisting();
       return cache;
     } catch (error) {
@@ -152,7 +158,10 @@ export class DiskCache {
     if (!record) return undefined;
     let data: Buffer;
     try {
-      data = await readFile(join(this.#entriesDir, file));
+      const path = join(this.#entriesDir, file);
+      // A small entry (an object GET, the kubelet's commonest read) is read at once: from the page cache
+      // that is a few microseconds, where readFile's open, stat, read and close each go to the thread pool.
+      data = record.size <= SYNC_READ_MAX_BYTES ? readFileSync(path) : await readFile(path);
     } catch {
       this.#forget(file);
       return undefined;

@@ -4,8 +4,15 @@
  * 0600) and a serving certificate for the listen address, reissued when the
  * address changes. Clients trust `<cache-dir>/pki/ca.crt`. Nothing is
  * hard-coded: keys are generated on the node.
+ *
+ * Files that cannot be used (empty, torn or mismatched after a power loss on
+ * storage that does not honour fsync) are made again, never a reason not to
+ * start: the node's kubelet talks only to this proxy, so a proxy that stops
+ * at start takes the node down, online or not (superedge#418). A new CA is
+ * written before anything trusts it; the kubelet reads `ca.crt` when it
+ * starts, after the proxy (the unit orders it so).
  */
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
@@ -20,10 +27,37 @@ export interface ServingMaterial extends CertificateAndKey {
   caFile: string;
 }
 
-function covers(certPem: string, host: string): boolean {
-  const certificate = new X509Certificate(certPem);
-  const isValid = Date.parse(certificate.validTo) > Date.now();
-  return isValid && (isIP(host) ? certificate.checkIP(host) !== undefined : certificate.checkHost(host) !== undefined);
+/** Whether `pair` is a CA certificate with its own key; false for anything unreadable. */
+function isUsableCa(pair: CertificateAndKey): boolean {
+  try {
+    const certificate = new X509Certificate(pair.certPem);
+    return certificate.ca && certificate.checkPrivateKey(createPrivateKey(pair.keyPem));
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `serving` is valid now, for `host`, with its own key and issued by `caPem`; false for anything unreadable. */
+function covers(serving: CertificateAndKey, host: string, caPem: string): boolean {
+  try {
+    const certificate = new X509Certificate(serving.certPem);
+    const isValid = Date.parse(certificate.validTo) > Date.now();
+    const isForHost = isIP(host) ? certificate.checkIP(host) !== undefined : certificate.checkHost(host) !== undefined;
+    return (
+      isValid &&
+      isForHost &&
+      certificate.checkPrivateKey(createPrivateKey(serving.keyPem)) &&
+      certificate.verify(new X509Certificate(caPem).publicKey)
+    );
+  } catch {
+    return false;
+  }
+}
+
+/** Both files of a pair, or undefined when either is missing. */
+function readPair(certFile: string, keyFile: string): CertificateAndKey | undefined {
+  if (!existsSync(certFile) || !existsSync(keyFile)) return undefined;
+  return { certPem: readFileSync(certFile, 'utf8'), keyPem: readFileSync(keyFile, 'utf8') };
 }
 
 /** Loads, or makes, the CA and a serving certificate for `host` under `dir`. */
@@ -33,21 +67,17 @@ export async function ensureServingCertificate(options: { dir: string; host: str
   const file = (name: string): string => join(options.dir, name);
   // The PKI library is large; it is loaded only when a certificate must be made (not on every start).
   const loadPki = (): Promise<typeof Pki> => import('../trust/pki.js');
-  let caPair: CertificateAndKey;
-  if (existsSync(file('ca.crt')) && existsSync(file('ca.key'))) {
-    caPair = { certPem: readFileSync(file('ca.crt'), 'utf8'), keyPem: readFileSync(file('ca.key'), 'utf8') };
-  } else {
+  let caPair = readPair(file('ca.crt'), file('ca.key'));
+  if (caPair === undefined || !isUsableCa(caPair)) {
     const { createCa } = await loadPki();
     const created = await createCa({ commonName: 'edgeadm-edge-proxy-ca' });
     caPair = { certPem: created.certPem, keyPem: created.keyPem };
     writeSecretFileAtomic(file('ca.key'), caPair.keyPem);
     writeSecretFileAtomic(file('ca.crt'), caPair.certPem);
   }
-  if (existsSync(file('tls.crt')) && existsSync(file('tls.key'))) {
-    const certPem = readFileSync(file('tls.crt'), 'utf8');
-    if (covers(certPem, options.host)) {
-      return { certPem, keyPem: readFileSync(file('tls.key'), 'utf8'), caPem: caPair.certPem, caFile: file('ca.crt') };
-    }
+  const existing = readPair(file('tls.crt'), file('tls.key'));
+  if (existing !== undefined && covers(existing, options.host, caPair.certPem)) {
+    return { ...existing, caPem: caPair.certPem, caFile: file('ca.crt') };
   }
   const { issueCertificate, loadCa } = await loadPki();
   const ca = await loadCa(caPair);

@@ -118,6 +118,32 @@ export function runAsOf(unitText: string): { user: string; group?: string } | un
   return group === undefined ? { user } : { user, group };
 }
 
+/**
+ * The environment a unit's `Environment=` lines give its service, as
+ * systemd reads them (systemd.exec(5)): each line holds space-separated
+ * `NAME=value` assignments, an assignment in double or single quotes may
+ * hold spaces, a later assignment of a name wins, and an empty
+ * `Environment=` resets the list. Backslash escapes are not understood
+ * (edgeadm's units use none). Pure.
+ */
+export function environmentOf(unitText: string): Record<string, string> {
+  const environment: Record<string, string> = {};
+  for (const line of unitText.split('\n')) {
+    if (!line.startsWith('Environment=')) continue;
+    const value = line.slice('Environment='.length).trim();
+    if (value === '') {
+      for (const name of Object.keys(environment)) delete environment[name];
+      continue;
+    }
+    for (const match of value.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)) {
+      const assignment = match[1] ?? match[2] ?? match[3] ?? '';
+      const equals = assignment.indexOf('=');
+      if (equals > 0) environment[assignment.slice(0, equals)] = assignment.slice(equals + 1);
+    }
+  }
+  return environment;
+}
+
 function quote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }

@@ -121,38 +121,62 @@ function credentialsOf(options: SimNodeOptions): SimCall {
   };
 }
 
-/** Creates (or relabels) a Node and marks it Ready, as a kubelet would. */
+/**
+ * Registers the Node as the kubelet does (kubernetes
+ * `pkg/kubelet/kubelet_node_status.go`, registerWithAPIServer and
+ * tryRegisterWithAPIServer): POST the Node; 409 AlreadyExists means it was
+ * registered before, and the existing Node is then read with a GET — a
+ * restarted kubelet, or one behind an offline edge-proxy that answers 409
+ * for a node it knows, is registered once that GET answers. Then a first
+ * heartbeat, whose failure (offline) does not undo the registration.
+ *
+ * One difference on purpose: the real kubelet reconciles only its default
+ * labels on an existing Node (hostname, OS, architecture, zone); the
+ * simulation also merges the `labels` it was given when the existing Node
+ * lacks them (a PATCH), which some suites use to relabel a Node by
+ * restarting its agent.
+ */
 export async function registerNode(
   options: SimNodeOptions & {
     labels: Record<string, string>;
     /** Taints the Node registers with, as the kubelet's --register-with-taints gives them. */
     taints?: Array<{ key: string; value?: string; effect: string }>;
   },
+  log: (message: string) => void = () => {},
 ): Promise<void> {
   const base = credentialsOf(options);
-  await expectOk(
-    `create Node ${options.name}`,
-    {
-      ...base,
-      method: 'POST',
-      url: `${options.server}/api/v1/nodes`,
-      body: {
-        apiVersion: 'v1',
-        kind: 'Node',
-        metadata: { name: options.name, labels: options.labels },
-        ...(options.taints && options.taints.length > 0 ? { spec: { taints: options.taints } } : {}),
-      },
-    },
-    [409],
-  );
-  await expectOk(`label Node ${options.name}`, {
+  const created = await call({
     ...base,
-    method: 'PATCH',
-    url: `${options.server}/api/v1/nodes/${options.name}`,
-    contentType: 'application/merge-patch+json',
-    body: { metadata: { labels: options.labels } },
+    method: 'POST',
+    url: `${options.server}/api/v1/nodes`,
+    body: {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: options.name, labels: options.labels },
+      ...(options.taints && options.taints.length > 0 ? { spec: { taints: options.taints } } : {}),
+    },
   });
-  await heartbeat(options);
+  if (created.status === 409) {
+    const existing = (await expectOk(`get the existing Node ${options.name}`, {
+      ...base,
+      method: 'GET',
+      url: `${options.server}/api/v1/nodes/${options.name}`,
+    })) as { metadata?: { labels?: Record<string, string> } };
+    log(`Node ${options.name} was previously registered (409 AlreadyExists, then GET)`);
+    const labels = existing.metadata?.labels ?? {};
+    if (Object.entries(options.labels).some(([key, value]) => labels[key] !== value)) {
+      await expectOk(`label Node ${options.name}`, {
+        ...base,
+        method: 'PATCH',
+        url: `${options.server}/api/v1/nodes/${options.name}`,
+        contentType: 'application/merge-patch+json',
+        body: { metadata: { labels: options.labels } },
+      });
+    }
+  } else if (created.status < 200 || created.status >= 300) {
+    throw new Error(`create Node ${options.name}: HTTP ${created.status} ${created.body.slice(0, 300)}`);
+  }
+  await heartbeat(options).catch((error: unknown) => log(`first heartbeat failed: ${(error as Error).message}`));
 }
 
 /** Marks the Node Ready now. */
@@ -198,7 +222,8 @@ export async function keepReady(options: SimNodeOptions, log: (message: string) 
 /**
  * RBAC that stands in for the kubelet credentials a real cluster issues
  * (client certificates and the Node authorizer): the given groups may
- * register and update Nodes.
+ * register, update and watch Nodes, read and watch Pods, and write Pod
+ * status (the Node authorizer would limit each node to its own).
  */
 export function nodeRegistrationObjects(name: string, groups: readonly string[]): unknown[] {
   return [
@@ -207,7 +232,14 @@ export function nodeRegistrationObjects(name: string, groups: readonly string[])
       kind: 'ClusterRole',
       metadata: { name },
       rules: [
-        { apiGroups: [''], resources: ['nodes', 'nodes/status'], verbs: ['get', 'list', 'create', 'update', 'patch'] },
+        {
+          apiGroups: [''],
+          resources: ['nodes', 'nodes/status'],
+          verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'],
+        },
+        // The kubelet's pod source and status manager (../sim-kubelet-pods.ts).
+        { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: [''], resources: ['pods/status'], verbs: ['get', 'update', 'patch'] },
       ],
     },
     {

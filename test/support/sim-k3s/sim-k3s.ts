@@ -45,6 +45,7 @@ import {
   sleep,
   writeAtomically,
 } from '../sim-node.js';
+import { runPodSource } from '../sim-kubelet-pods.js';
 
 /** Where k3s reads its configuration. */
 export const K3S_CONFIG_PATH = '/etc/rancher/k3s/config.yaml';
@@ -512,15 +513,21 @@ async function runAgent(configPath: string): Promise<number> {
     ? await kubeletConnection(kubeletKubeconfigArg)
     : { server, caPem, certPem: certificate.certPem, keyPem: certificate.keyPem };
   if (kubeletKubeconfigArg) log(`kubelet uses ${kubeletKubeconfigArg}: ${kubelet.server}`);
+  let isStopping = false;
+  // The kubelet's pod source starts beside registration, gated on its Node informer (../sim-kubelet-pods.ts).
+  void runPodSource({ ...kubelet, name: nodeName, version: VERSION }, log, () => isStopping);
   for (;;) {
     try {
-      await registerNode({
-        ...kubelet,
-        name: nodeName,
-        version: VERSION,
-        labels: labelsOf(config),
-        taints: taintsOf(config),
-      });
+      await registerNode(
+        {
+          ...kubelet,
+          name: nodeName,
+          version: VERSION,
+          labels: labelsOf(config),
+          taints: taintsOf(config),
+        },
+        log,
+      );
       break;
     } catch (error) {
       log(`registering Node ${nodeName}: ${(error as Error).message}`);
@@ -533,6 +540,7 @@ async function runAgent(configPath: string): Promise<number> {
     process.once('SIGINT', resolve);
     void keepReady({ ...kubelet, name: nodeName, version: VERSION }, log);
   });
+  isStopping = true;
   return 0;
 }
 

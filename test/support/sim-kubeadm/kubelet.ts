@@ -37,7 +37,8 @@
  *    `component=kube-apiserver`, `tier=control-plane`, the manifest's image)
  *    for its static Pod, as the kubelet does, so that clients (kubeadm's
  *    version getter, edgeadm's upgrade plan) see which version each control
- *    plane's API server runs;
+ *    plane's API server runs; and it runs the pods bound to its Node, read
+ *    as the kubelet reads them (../sim-kubelet-pods.ts);
  * 6. the static API server reports the version its manifest's image names
  *    (`registry.k8s.io/kube-apiserver:v1.31.2` → `v1.31.2`), and when the
  *    manifest changes (`kubeadm upgrade apply|node` rewrites it) the kubelet
@@ -65,6 +66,7 @@ import {
   writeAtomically,
   type SimNodeOptions,
 } from '../sim-node.js';
+import { runPodSource } from '../sim-kubelet-pods.js';
 import {
   APISERVER_MANIFEST,
   BOOTSTRAP_KUBELET_CONF,
@@ -490,9 +492,11 @@ export async function runSimKubelet(argv: string[]): Promise<number> {
       ...(access.certPem ? { certPem: access.certPem } : {}),
       ...(access.keyPem ? { keyPem: access.keyPem } : {}),
     };
+    // The pod source starts beside registration, gated on the Node informer (../sim-kubelet-pods.ts).
+    void runPodSource(node, log, () => isStopping);
     while (!isStopping) {
       try {
-        await registerNode({ ...node, labels, taints });
+        await registerNode({ ...node, labels, taints }, log);
         log(`Node ${node.name} registered with ${node.server}`);
         break;
       } catch (error) {

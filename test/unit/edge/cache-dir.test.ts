@@ -1,4 +1,14 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -22,11 +32,34 @@ describe('prepareCacheDir', () => {
   it('tightens a looser directory to root only and keeps one install key across opens', () => {
     mkdirSync(join(dir, 'entries'), { recursive: true, mode: 0o755 });
     chmodSync(join(dir, 'entries'), 0o755);
-    const key = prepareCacheDir(dir);
+    const { key } = prepareCacheDir(dir);
     expect(statSync(join(dir, 'entries')).mode & 0o777).toBe(0o700);
     expect(key.length).toBeGreaterThan(0);
-    expect(prepareCacheDir(dir).equals(key)).toBe(true);
+    expect(prepareCacheDir(dir).key.equals(key)).toBe(true);
   });
+
+  it.each([
+    ['empty', ''],
+    ['torn', 'a3f0'],
+    ['zeroed', '\0'.repeat(64)],
+  ])(
+    'starts with a new key and no entries when a power loss left the install key %s, instead of refusing to start',
+    (_what, content) => {
+      const entries = join(dir, 'entries');
+      const before = prepareCacheDir(dir).key;
+      writeEntry(entries, 'id json /api/v1/pods', entryFileNameOf('id json /api/v1/pods'), 1000);
+      writeFileSync(join(dir, 'install.key'), content);
+
+      const after = prepareCacheDir(dir);
+      expect(after.key.toString('latin1')).toMatch(/^[0-9a-f]{64}$/);
+      expect(after.key.equals(before)).toBe(false);
+      expect(after.replacedKeyBecause).toContain('install.key held');
+      // Keyed with the lost key, they could never be found again.
+      expect(readdirSync(entries)).toEqual([]);
+      // And the new key is kept.
+      expect(prepareCacheDir(dir)).toEqual({ key: after.key });
+    },
+  );
 });
 
 describe('scanEntries', () => {

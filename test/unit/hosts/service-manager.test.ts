@@ -1,7 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { EDGE_PROXY_UNIT_TEMPLATE } from '../../../src/cluster/edge-proxy-unit.js';
 import {
   DirectServiceManager,
   SystemdServiceManager,
+  environmentOf,
   execStartOf,
   requestedServiceManager,
   selectServiceManager,
@@ -101,5 +104,34 @@ describe('the direct service manager and User=', () => {
     );
     const plain = asRoot.plan.map((step) => step.command ?? '').find((command) => command.includes('setsid'));
     expect(plain).toContain('setsid nohup /usr/local/bin/edgeadm agent edge-proxy <');
+  });
+});
+
+describe('environmentOf', () => {
+  it('reads Environment= as systemd does: quoted assignments keep their spaces, later ones win, an empty line resets', () => {
+    const unit = [
+      '[Service]',
+      'Environment="NODE_OPTIONS=--max-semi-space-size=1 --jitless"',
+      "Environment=A=1 'B=two words' C=3",
+      'Environment=A=4',
+      'ExecStart=/bin/true',
+    ].join('\n');
+    expect(environmentOf(unit)).toEqual({
+      NODE_OPTIONS: '--max-semi-space-size=1 --jitless',
+      A: '4',
+      B: 'two words',
+      C: '3',
+    });
+    expect(environmentOf(`${unit}\nEnvironment=\nEnvironment=D=5`)).toEqual({ D: '5' });
+  });
+
+  it("gives the edge-proxy unit's memory settings, which the edge-proxy benchmark measures with --unit-env", () => {
+    // bench/edge-proxy/run.js reads assets/systemd/edgeadm-edge-proxy.service with this function.
+    const asset = readFileSync(new URL('../../../assets/systemd/edgeadm-edge-proxy.service', import.meta.url), 'utf8');
+    expect(environmentOf(asset)).toEqual(environmentOf(EDGE_PROXY_UNIT_TEMPLATE));
+    expect(environmentOf(asset)).toEqual({
+      NODE_OPTIONS: '--max-semi-space-size=1 --jitless',
+      MALLOC_ARENA_MAX: '2',
+    });
   });
 });
