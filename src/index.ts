@@ -29,6 +29,7 @@ import TokenGenerate from './commands/token/generate.js';
 import TokenList from './commands/token/list.js';
 import UpgradeApply from './commands/upgrade/apply.js';
 import UpgradePlan from './commands/upgrade/plan.js';
+import UpgradeNode from './commands/upgrade/node.js';
 import Version from './commands/version.js';
 import HubServe from './commands/hub/serve.js';
 import HubTokenCreate from './commands/hub/token/create.js';
@@ -101,6 +102,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'config:print': ConfigPrint,
   'upgrade:apply': UpgradeApply,
   'upgrade:plan': UpgradePlan,
+  'upgrade:node': UpgradeNode,
 };
 
 /** Every command id (oclif's `topic:command` form) to its class. */
