@@ -65,10 +65,12 @@ export function fixtureVersion(version: string): string {
  * ensureCliBuilt), so that `join --enable-edge` runs the real edge-proxy on
  * the test host.
  */
-export function edgeadmFromSourceScript(): string {
+export function edgeadmFromSourceScript(version?: string): string {
   return [
     '#!/bin/sh',
     "# edgeadm from this repository's build (lib/), for edgeadm's tests.",
+    // Each version's package carries its own bytes, so that an upgrade's swap of bin/edgeadm shows.
+    ...(version === undefined ? [] : [`# shipped in the ${version} test package`]),
     `exec '${simK3sNodePath()}' '${join(REPO_ROOT, 'bin', 'run.js')}' "$@"`,
     '',
   ].join('\n');
@@ -126,7 +128,7 @@ export async function buildSimK3sPackage(workDir: string, options: SimK3sPackage
   );
   await chmod(join(source, 'bin', 'k3s'), 0o755);
   if (options.withEdgeadm) {
-    await writeFile(join(source, 'bin', 'edgeadm'), edgeadmFromSourceScript());
+    await writeFile(join(source, 'bin', 'edgeadm'), edgeadmFromSourceScript(version));
     await chmod(join(source, 'bin', 'edgeadm'), 0o755);
   }
   await mkdir(join(source, 'assets'), { recursive: true });

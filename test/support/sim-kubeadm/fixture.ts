@@ -70,7 +70,7 @@ export async function buildSimKubeadmPackage(
     'cni/host-local': inertScript('host-local'),
     'cni/loopback': inertScript('loopback'),
     'assets/README': `${SIM_KUBEADM_MARKER}: no airgap images in the simulation.\n`,
-    ...(options.withEdgeadm ? { 'bin/edgeadm': edgeadmFromSourceScript() } : {}),
+    ...(options.withEdgeadm ? { 'bin/edgeadm': edgeadmFromSourceScript(version) } : {}),
   };
   for (const [path, text] of Object.entries(files)) {
     const target = join(source, path);
