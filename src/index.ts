@@ -13,6 +13,7 @@ import FleetJoin from './commands/fleet/join.js';
 import FleetPlan from './commands/fleet/plan.js';
 import FleetReset from './commands/fleet/reset.js';
 import FleetUp from './commands/fleet/up.js';
+import FleetUpgrade from './commands/fleet/upgrade.js';
 import HostCheck from './commands/host/check.js';
 import Init from './commands/init.js';
 import { initPhaseCommands } from './commands/init/phase/index.js';
@@ -63,6 +64,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'fleet:reset': FleetReset,
   'fleet:join': FleetJoin,
   'fleet:up': FleetUp,
+  'fleet:upgrade': FleetUpgrade,
   'package:build': PackageBuild,
   'package:verify': PackageVerify,
   'package:inspect': PackageInspect,
