@@ -79,7 +79,7 @@ describe('edgeadm fleet upgrade (simulated kubeadm)', () => {
   it(
     'finds the control plane at the target, upgrades the nodes, and a second run finds every host done',
     async () => {
-      expect((await kubeletVersions()).sort()).toEqual([VERSIONS.next, VERSIONS.old, VERSIONS.old]);
+      expect((await kubeletVersions()).sort()).toEqual([VERSIONS.old, VERSIONS.old, VERSIONS.next]);
       const run = await edgeadm(['fleet', 'upgrade', '-i', inventory, '--install-pkg-path', next]);
       expect(run.exitCode, run.stderr).toBe(0);
       const result = JSON.parse(run.stdout) as FleetUpgradeResult;
