@@ -10,6 +10,9 @@
  *   control plane is set up at the new version (upgrade apply upgrades
  *   k3s control planes only here), the nodes at the old one, which the skew
  *   policy allows.
+ * - A package whose node agent does not start is rolled back: the old
+ *   binaries (and kubeadm's kubelet configuration) back, Ready at the old
+ *   version, uncordoned (E_UPGRADE_ROLLED_BACK).
  * - A node package newer than the API server is refused (E_UPGRADE_SKEW).
  * - A PodDisruptionBudget that refuses stops the drain (E_DRAIN_DISRUPTION_BUDGET),
  *   the node stays cordoned at its old version; `--force` completes it.
@@ -56,10 +59,19 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
   const controlPlane = (): TestHost => env.targets[0]!;
   const plainNode = (): TestHost => env.targets[1]!;
   const edgeNode = (): TestHost => env.targets[2]!;
-  const build = (version: string): Promise<BuiltPackage> =>
+  /** A package of `version`; `isBroken`: its node agent (k3s agent, kubelet) exits at once. */
+  const build = (version: string, isBroken = false): Promise<BuiltPackage> =>
     distribution.name === 'k3s'
-      ? buildSimK3sPackage(mkdtempSync(join(env.dir, 'pkg-')), { kubernetesVersion: version, withEdgeadm: true })
-      : buildSimKubeadmPackage(mkdtempSync(join(env.dir, 'pkg-')), { kubernetesVersion: version, withEdgeadm: true });
+      ? buildSimK3sPackage(mkdtempSync(join(env.dir, 'pkg-')), {
+          kubernetesVersion: version,
+          withEdgeadm: true,
+          ...(isBroken ? { isAgentBroken: true, tag: 'broken' } : {}),
+        })
+      : buildSimKubeadmPackage(mkdtempSync(join(env.dir, 'pkg-')), {
+          kubernetesVersion: version,
+          withEdgeadm: true,
+          ...(isBroken ? { isKubeletBroken: true } : {}),
+        });
   const upgradeNode = (node: TestHost, version: string, extra: string[] = []): Promise<CliResult> =>
     edgeadm([
       'upgrade',
@@ -109,6 +121,7 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
     home = mkdtempSync(join(env.dir, 'cli-home-'));
     adminKubeconfig = join(home, 'admin.yaml');
     for (const version of Object.values(versions)) packages.set(version, await build(version));
+    packages.set('broken', await build(versions.next, true));
     // kubeadm's control plane starts at the new version (see the module comment).
     const controlPlaneVersion = distribution.name === 'k3s' ? versions.old : versions.next;
     const init = json<{ joinCommand: string }>(
@@ -149,6 +162,18 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
     }
     const cp = await nodeName(controlPlane());
     await waitForVersions((name) => (name === cp ? controlPlaneVersion : versions.old), 3);
+    if (distribution.name === 'k3s') {
+      json(
+        await edgeadm([
+          'upgrade',
+          'apply',
+          ...sshArgs(env, controlPlane()),
+          '--install-pkg-path',
+          packages.get(versions.next)!.file,
+          '--json',
+        ]),
+      );
+    }
   }, timeout);
 
   afterAll(async () => {
@@ -156,20 +181,39 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
   });
 
   it(
+    'a new binary whose node agent does not start is rolled back: the old binaries, Ready at the old version, uncordoned',
+    async () => {
+      const node = await nodeName(plainNode());
+      const binaries = `sha256sum ${distribution.name === 'k3s' ? '/usr/local/bin/k3s' : '/usr/local/bin/kubeadm /usr/local/bin/kubelet /var/lib/kubelet/config.yaml'}`;
+      const before = await env.run(plainNode(), binaries);
+      const run = await upgradeNode(plainNode(), 'broken', ['--gate-timeout', '15s']);
+      expect(run.exitCode, run.stderr).toBe(1);
+      const error = errorOf(run);
+      expect(error.code).toBe('E_UPGRADE_ROLLED_BACK');
+      expect(error.message).toContain('the node-ready gate did not pass');
+      expect(error.message).toContain(`${versions.old} runs again, and the Node is uncordoned`);
+      expect(await env.run(plainNode(), binaries)).toBe(before);
+      const versionsNow = await kubeletVersions();
+      expect(versionsNow[node]).toBe(versions.old);
+      const client = await admin();
+      const seen = await client.get<{
+        metadata: { name: string };
+        spec?: { unschedulable?: boolean };
+        apiVersion: string;
+        kind: string;
+      }>(`/api/v1/nodes/${node}`);
+      expect(seen?.spec?.unschedulable).toBeUndefined();
+      const state = JSON.parse(await env.run(plainNode(), 'cat /var/lib/edgeadm/upgrade/node-state.json')) as {
+        step: string;
+      };
+      expect(state.step).toBe('rolled-back');
+    },
+    timeout,
+  );
+
+  it(
     'refuses a node package newer than the API server, then, with the control plane at the next minor, a budget that refuses stops the drain until --force',
     async () => {
-      if (distribution.name === 'k3s') {
-        json(
-          await edgeadm([
-            'upgrade',
-            'apply',
-            ...sshArgs(env, controlPlane()),
-            '--install-pkg-path',
-            packages.get(versions.next)!.file,
-            '--json',
-          ]),
-        );
-      }
       const node = await nodeName(plainNode());
       const skew = await upgradeNode(plainNode(), versions.skip);
       expect(skew.exitCode, skew.stderr).toBe(2);
