@@ -120,28 +120,7 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
           windowStop = now;
           return { reason: 'maintenance-window', message: windowClosedMessage(options.window!, now, state.id) };
         };
-  const { concurrency: _c, canary: _canary, waveSize: _w, maxFailures: _m, ...common } = options.rollout;
-  const withGate = <T extends object>(rollout: T): T => (startGate === undefined ? rollout : { ...rollout, startGate });
-  const stages: FleetStage[] = [
-    {
-      includes: (host) => host.role === 'control-plane',
-      rollout: withGate({
-        ...common,
-        concurrency: 1,
-        maxFailures: { count: 0 },
-        budgetStop: {
-          reason: 'control-plane-failed',
-          message: 'not started: an earlier control plane was not upgraded (control planes go one at a time)',
-        },
-      }),
-      blocksLaterStages: {
-        reason: 'control-plane-failed',
-        message: (failed) =>
-          `not started: control plane ${failed.join(', ')} was not upgraded, and nodes go only after every control plane; fix it and --resume`,
-      },
-    },
-    { includes: (host) => host.role !== 'control-plane', rollout: withGate(options.rollout) },
-  ];
+  const stages = upgradeStages(options.rollout, startGate);
   const onEvent = (fleetHost: FleetHost, context: { setPhase(phase: string): void }): WorkflowEventSink => {
     return (event) => {
       if (event.type === 'phase-started') context.setPhase(event.phase);
@@ -158,21 +137,10 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
         if (fleetHost.role === 'control-plane') {
           context.setPhase('read');
           // A control plane at the target already is done: nothing to back up or swap.
-          const host = await connectHost(connectOf(fleetHost));
-          try {
-            const facts = await host.facts();
-            const me = (await readCluster(host)).hosts.find((h) => h.name === facts.hostname);
-            if (
-              me !== undefined &&
-              (me.apiServer ?? me.kubelet).text === target.text &&
-              me.kubelet.text === target.text
-            ) {
-              context.log(`${fleetHost.name} runs ${target.text} already`);
-              outcomes.set(fleetHost.name, { from: target.text, to: target.text, outcome: 'already-done' });
-              return;
-            }
-          } finally {
-            await host.close();
+          if (await runsVersion(connectOf(fleetHost), target.text)) {
+            context.log(`${fleetHost.name} runs ${target.text} already`);
+            outcomes.set(fleetHost.name, { from: target.text, to: target.text, outcome: 'already-done' });
+            return;
           }
           const result = await applyUpgrade(
             parseUpgradeApplyRequest({
@@ -246,4 +214,49 @@ function parsedDeadlines(options: FleetUpgradeOptions): { drainTimeoutMs: number
     gateTimeout: options.gateTimeout,
   });
   return { drainTimeoutMs: request.drainTimeoutMs, gateTimeoutMs: request.gateTimeoutMs };
+}
+
+/**
+ * The run's stages: the control planes one at a time, any failure stopping
+ * the run before a node; then the nodes with the rollout flags. The window's
+ * gate, when there is one, is asked before every host of both.
+ */
+export function upgradeStages(
+  rollout: FleetUpgradeOptions['rollout'],
+  startGate: FleetStage['rollout']['startGate'],
+): FleetStage[] {
+  const { concurrency: _c, canary: _canary, waveSize: _w, maxFailures: _m, ...common } = rollout;
+  const withGate = <T extends object>(rollout: T): T => (startGate === undefined ? rollout : { ...rollout, startGate });
+  return [
+    {
+      includes: (host) => host.role === 'control-plane',
+      rollout: withGate({
+        ...common,
+        concurrency: 1,
+        maxFailures: { count: 0 },
+        budgetStop: {
+          reason: 'control-plane-failed',
+          message: 'not started: an earlier control plane was not upgraded (control planes go one at a time)',
+        },
+      }),
+      blocksLaterStages: {
+        reason: 'control-plane-failed',
+        message: (failed) =>
+          `not started: control plane ${failed.join(', ')} was not upgraded, and nodes go only after every control plane; fix it and --resume`,
+      },
+    },
+    { includes: (host) => host.role !== 'control-plane', rollout: withGate(rollout) },
+  ];
+}
+
+/** Whether the control plane at `connect` runs `version` (its API server and its kubelet). Only reads. */
+async function runsVersion(connect: HostConnectOptions, version: string): Promise<boolean> {
+  const host = await connectHost(connect);
+  try {
+    const facts = await host.facts();
+    const me = (await readCluster(host)).hosts.find((h) => h.name === facts.hostname);
+    return me !== undefined && (me.apiServer ?? me.kubelet).text === version && me.kubelet.text === version;
+  } finally {
+    await host.close();
+  }
 }
