@@ -52,6 +52,12 @@ export interface FleetUpgradeOptions extends Omit<FleetRunOptions, 'command' | '
   /** Go durations, as `upgrade apply` and `upgrade node` take them. */
   drainTimeout?: string;
   gateTimeout?: string;
+  /**
+   * The control plane the nodes are drained and watched through: the
+   * inventory's first (given apart from `hosts`, which `--limit` may have
+   * narrowed to nodes); default: the first control plane of `hosts`.
+   */
+  apiThrough?: FleetHost;
   /** When new hosts may start; absent: any time. */
   window?: MaintenanceWindow;
   /** The clock the window is read with (tests inject one). */
@@ -90,8 +96,7 @@ function controlPlanesOf(hosts: readonly FleetHost[]): FleetHost[] {
  * @throws {ValidationError} `E_FLEET_NO_CONTROL_PLANE` when the inventory names no control plane.
  */
 export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetUpgradeResult> {
-  const controlPlanes = controlPlanesOf(options.hosts);
-  const first = controlPlanes[0];
+  const first = options.apiThrough ?? controlPlanesOf(options.hosts)[0];
   if (first === undefined) {
     throw new ValidationError('fleet upgrade needs a control plane in the inventory: nodes are drained through it', {
       code: 'E_FLEET_NO_CONTROL_PLANE',

@@ -50,7 +50,8 @@ export default class FleetUpgrade extends BaseCommand<typeof FleetUpgrade> {
     });
     const inventory = await loadInventory(flags.inventory);
     for (const warning of inventory.warnings) this.logger.warn(warning);
-    if (!inventory.hosts.some((host) => host.role === 'control-plane')) {
+    const apiThrough = inventory.hosts.find((host) => host.role === 'control-plane');
+    if (apiThrough === undefined) {
       throw new ValidationError(`${flags.inventory} names no control plane: nodes are drained through one`, {
         code: 'E_FLEET_NO_CONTROL_PLANE',
       });
@@ -63,6 +64,7 @@ export default class FleetUpgrade extends BaseCommand<typeof FleetUpgrade> {
         fleetUpgrade({
           inventoryFile: flags.inventory,
           hosts,
+          apiThrough,
           edgeadmHome: edgeadmHome(),
           ...(flags.resume === undefined ? {} : { resume: flags.resume }),
           rollout: { ...rolloutOptionsFromFlags(flags), signal },

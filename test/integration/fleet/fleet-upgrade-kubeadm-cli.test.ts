@@ -5,7 +5,9 @@
  * the nodes at v1.31 by `fleet up` (upgrade apply upgrades k3s control
  * planes only here, so the run finds the control plane done), and `fleet
  * upgrade` brings the nodes to v1.32 (kubeadm, `kubeadm upgrade node`, the
- * kubelet); a second run finds every host done.
+ * kubelet): first one node alone (`--limit`: the control plane is not in the
+ * run, and is still the one the node is drained through), then the rest; a
+ * last run finds every host done.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -77,15 +79,30 @@ afterAll(async () => {
 
 describe('edgeadm fleet upgrade (simulated kubeadm)', () => {
   it(
-    'finds the control plane at the target, upgrades the nodes, and a second run finds every host done',
+    'upgrades a node alone with --limit, then finds the control plane and that node done and upgrades the other; a last run finds every host done',
     async () => {
       expect((await kubeletVersions()).sort()).toEqual([VERSIONS.old, VERSIONS.old, VERSIONS.next]);
+      // --limit to one node: the control plane is not in the run, and the node still goes through it.
+      const limited = await edgeadm([
+        'fleet',
+        'upgrade',
+        '-i',
+        inventory,
+        '--install-pkg-path',
+        next,
+        '--limit',
+        'store-1',
+      ]);
+      expect(limited.exitCode, limited.stderr).toBe(0);
+      expect((JSON.parse(limited.stdout) as FleetUpgradeResult).hosts.map((h) => [h.host, h.outcome])).toEqual([
+        ['store-1', 'upgraded'],
+      ]);
       const run = await edgeadm(['fleet', 'upgrade', '-i', inventory, '--install-pkg-path', next]);
       expect(run.exitCode, run.stderr).toBe(0);
       const result = JSON.parse(run.stdout) as FleetUpgradeResult;
       expect(result.hosts.map((h) => [h.host, h.status, h.outcome])).toEqual([
         ['cp', 'done', 'already-done'],
-        ['store-1', 'done', 'upgraded'],
+        ['store-1', 'done', 'already-done'],
         ['store-2', 'done', 'upgraded'],
       ]);
       expect(await kubeletVersions()).toEqual([VERSIONS.next, VERSIONS.next, VERSIONS.next]);
