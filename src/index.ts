@@ -13,6 +13,7 @@ import FleetJoin from './commands/fleet/join.js';
 import FleetPlan from './commands/fleet/plan.js';
 import FleetReset from './commands/fleet/reset.js';
 import FleetUp from './commands/fleet/up.js';
+import FleetUpgrade from './commands/fleet/upgrade.js';
 import HostCheck from './commands/host/check.js';
 import Init from './commands/init.js';
 import { initPhaseCommands } from './commands/init/phase/index.js';
@@ -29,6 +30,7 @@ import TokenGenerate from './commands/token/generate.js';
 import TokenList from './commands/token/list.js';
 import UpgradeApply from './commands/upgrade/apply.js';
 import UpgradePlan from './commands/upgrade/plan.js';
+import UpgradeNode from './commands/upgrade/node.js';
 import Version from './commands/version.js';
 import HubServe from './commands/hub/serve.js';
 import HubTokenCreate from './commands/hub/token/create.js';
@@ -62,6 +64,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'fleet:reset': FleetReset,
   'fleet:join': FleetJoin,
   'fleet:up': FleetUp,
+  'fleet:upgrade': FleetUpgrade,
   'package:build': PackageBuild,
   'package:verify': PackageVerify,
   'package:inspect': PackageInspect,
@@ -101,6 +104,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'config:print': ConfigPrint,
   'upgrade:apply': UpgradeApply,
   'upgrade:plan': UpgradePlan,
+  'upgrade:node': UpgradeNode,
 };
 
 /** Every command id (oclif's `topic:command` form) to its class. */

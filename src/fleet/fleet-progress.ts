@@ -13,6 +13,7 @@ const STOP_WORDS: Record<StopReason, string> = {
   cancelled: 'cancelled',
   'max-failures': '--max-failures exceeded',
   'control-plane-failed': 'a control plane did not join',
+  'maintenance-window': 'the maintenance window closed',
 };
 
 /** Most running hosts listed on a TTY; the rest are counted. */

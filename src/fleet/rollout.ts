@@ -84,6 +84,12 @@ export interface RolloutOptions {
   firstWave?: number;
   /** The stop reason and the skipped hosts' message when `maxFailures` is exceeded; default: the flag's. */
   budgetStop?: { reason: StopReason; message: string };
+  /**
+   * Asked before each host starts: a stop (its reason and the skipped hosts'
+   * message) starts no more hosts; hosts running finish (`fleet upgrade`'s
+   * maintenance window).
+   */
+  startGate?: (state: RunState) => { reason: StopReason; message: string } | undefined;
   /** Extra attempts per host. */
   retries?: number;
   backoff?: BackoffOptions;
@@ -129,6 +135,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunState> {
   };
   let failures = 0;
   let stopReason: StopReason | undefined;
+  let gateMessage: string | undefined;
   const emit = async (event: RolloutEvent): Promise<void> => {
     state.updatedAt = new Date(now()).toISOString();
     await options.onEvent?.(event, state);
@@ -136,6 +143,13 @@ export async function runRollout(options: RolloutOptions): Promise<RunState> {
   const shouldStop = (): boolean => {
     if (stopReason === undefined && signal?.aborted) stopReason = 'cancelled';
     if (stopReason === undefined && failures > budget) stopReason = budgetStop.reason;
+    if (stopReason === undefined && options.startGate !== undefined) {
+      const closed = options.startGate(state);
+      if (closed !== undefined) {
+        stopReason = closed.reason;
+        gateMessage = closed.message;
+      }
+    }
     return stopReason !== undefined;
   };
 
@@ -191,7 +205,8 @@ export async function runRollout(options: RolloutOptions): Promise<RunState> {
   // A stop only matters when it left hosts unstarted.
   if (stopReason !== undefined && skipped.length > 0) {
     state.stopReason = stopReason;
-    const message = stopReason === 'cancelled' ? 'not started: the run was cancelled' : budgetStop.message;
+    const message =
+      stopReason === 'cancelled' ? 'not started: the run was cancelled' : (gateMessage ?? budgetStop.message);
     for (const name of skipped) {
       state.hosts[name] = { ...state.hosts[name]!, status: 'skipped', error: { code: 'E_FLEET_NOT_STARTED', message } };
     }

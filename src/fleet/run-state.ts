@@ -27,9 +27,10 @@ export interface HostRunState {
 
 /**
  * Why a run stopped starting hosts before the end: the failure budget, Ctrl-C,
- * or (`fleet up`) a control plane that did not join, before any node started.
+ * (`fleet up`) a control plane that did not join, before any node started, or
+ * (`fleet upgrade`) the end of the maintenance window.
  */
-export type StopReason = 'max-failures' | 'cancelled' | 'control-plane-failed';
+export type StopReason = 'max-failures' | 'cancelled' | 'control-plane-failed' | 'maintenance-window';
 
 /** A whole run; plain JSON. */
 export interface RunState {

@@ -81,7 +81,7 @@ export const BUILTIN_RESOURCES: readonly ResourceDefinition[] = [
   define('v1', 'ConfigMap', 'configmaps', { shortNames: ['cm'] }),
   define('v1', 'Pod', 'pods', {
     shortNames: ['po'],
-    subresources: ['status', 'log', 'exec', 'portforward'],
+    subresources: ['status', 'log', 'exec', 'portforward', 'eviction'],
     categories: ['all'],
   }),
   define('v1', 'Service', 'services', {
@@ -109,6 +109,7 @@ export const BUILTIN_RESOURCES: readonly ResourceDefinition[] = [
     categories: ['all'],
   }),
   define('batch/v1', 'Job', 'jobs', { subresources: ['status'], categories: ['all'] }),
+  define('policy/v1', 'PodDisruptionBudget', 'poddisruptionbudgets', { shortNames: ['pdb'], subresources: ['status'] }),
   define('authentication.k8s.io/v1', 'SelfSubjectReview', 'selfsubjectreviews', {
     namespaced: false,
     verbs: ['create'],

@@ -25,6 +25,7 @@ import type { TokenIdentity } from './authn.js';
 import { csrRbacObjects, defaultNamespaces, defaultRbacObjects } from './bootstrap-objects.js';
 import { approveAndSign, recordRequestor } from './csr-controllers.js';
 import { AGGREGATED_DISCOVERY_CONTENT_TYPE, Discovery, wantsAggregatedDiscovery } from './discovery.js';
+import { evictPod } from './eviction.js';
 import { EXEC_PROTOCOLS, runExecSession, serveSpdyExec } from './exec.js';
 import type { ExecCommand, ExecRequest } from './exec.js';
 import { ObjectService } from './objects.js';
@@ -877,6 +878,14 @@ class SimApiServerImpl implements SimApiServer {
     if (info.subresource === 'log') return this.#serveLog(res, url, definition, namespace, info.name);
     if (info.subresource === 'exec' || info.subresource === 'portforward') {
       throw badRequest('Upgrade request required');
+    }
+    if (info.subresource === 'eviction') {
+      if (info.verb !== 'create') throw methodNotSupported(target, info.verb);
+      const status = evictPod(
+        { objects: this.#objects, registry: this.#registry },
+        { namespace, name: info.name, body: parseJson(await readBody(req)), isDryRun },
+      );
+      return this.#sendJson(res, 201, status);
     }
     if (info.subresource && !['status', 'finalize'].includes(info.subresource)) throw pathNotFound();
     if (!info.subresource && !definition.verbs.includes(info.verb as never))

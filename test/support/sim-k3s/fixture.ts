@@ -65,10 +65,12 @@ export function fixtureVersion(version: string): string {
  * ensureCliBuilt), so that `join --enable-edge` runs the real edge-proxy on
  * the test host.
  */
-export function edgeadmFromSourceScript(): string {
+export function edgeadmFromSourceScript(version?: string): string {
   return [
     '#!/bin/sh',
     "# edgeadm from this repository's build (lib/), for edgeadm's tests.",
+    // Each version's package carries its own bytes, so that an upgrade's swap of bin/edgeadm shows.
+    ...(version === undefined ? [] : [`# shipped in the ${version} test package`]),
     `exec '${simK3sNodePath()}' '${join(REPO_ROOT, 'bin', 'run.js')}' "$@"`,
     '',
   ].join('\n');
@@ -99,6 +101,8 @@ export interface SimK3sPackageOptions {
    * datastore) and exits 1 without serving; every other command still runs.
    */
   isServerBroken?: boolean;
+  /** A broken release for nodes: `k3s agent` exits 1 without registering (for `upgrade node`'s rollback tests). */
+  isAgentBroken?: boolean;
 }
 
 /** The file a broken fixture's `k3s server` leaves in the datastore directory before it fails. */
@@ -111,7 +115,8 @@ export async function buildSimK3sPackage(workDir: string, options: SimK3sPackage
   const tag =
     (version === undefined ? '' : `-${version.replace('+', '-')}`) +
     (options.tag ? `-${options.tag}` : '') +
-    (options.isServerBroken ? '-broken' : '');
+    (options.isServerBroken ? '-broken' : '') +
+    (options.isAgentBroken ? '-broken-agent' : '');
   const source = join(workDir, `sim-k3s${tag}-src`);
   await mkdir(join(source, 'bin'), { recursive: true });
   const script = simK3sScript(version);
@@ -122,11 +127,16 @@ export async function buildSimK3sPackage(workDir: string, options: SimK3sPackage
           '\nexec ',
           `\nif [ "$1" = server ]; then mkdir -p "$(dirname ${BROKEN_SERVER_MARKER})"; echo broken > ${BROKEN_SERVER_MARKER}; echo 'sim-k3s: this release is broken on purpose' >&2; exit 1; fi\nexec `,
         )
-      : script,
+      : options.isAgentBroken
+        ? script.replace(
+            '\nexec ',
+            `\nif [ "$1" = agent ]; then echo 'sim-k3s: this release is broken on purpose' >&2; exit 1; fi\nexec `,
+          )
+        : script,
   );
   await chmod(join(source, 'bin', 'k3s'), 0o755);
   if (options.withEdgeadm) {
-    await writeFile(join(source, 'bin', 'edgeadm'), edgeadmFromSourceScript());
+    await writeFile(join(source, 'bin', 'edgeadm'), edgeadmFromSourceScript(version));
     await chmod(join(source, 'bin', 'edgeadm'), 0o755);
   }
   await mkdir(join(source, 'assets'), { recursive: true });

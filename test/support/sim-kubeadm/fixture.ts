@@ -41,6 +41,8 @@ export interface SimKubeadmPackageOptions {
    * executables report `v1.30.4+sim`.
    */
   kubernetesVersion?: string;
+  /** A broken release for nodes: its `kubelet` exits 1 at once (for `upgrade node`'s rollback tests). */
+  isKubeletBroken?: boolean;
 }
 
 /** Builds `<workDir>/sim-kubeadm.tar.gz`, an install package with the simulated kubeadm distribution. */
@@ -51,11 +53,19 @@ export async function buildSimKubeadmPackage(
   const version = options.kubernetesVersion === undefined ? undefined : fixtureVersion(options.kubernetesVersion);
   if (version?.includes('+')) throw new Error(`a kubeadm package carries an upstream version, not ${version}`);
   // One source directory and output per version, so that a test can hold the packages of two versions.
-  const tag = version === undefined ? '' : `-${version}`;
+  const tag = (version === undefined ? '' : `-${version}`) + (options.isKubeletBroken ? '-broken-kubelet' : '');
   const source = join(workDir, `sim-kubeadm${tag}-src`);
   const files: Record<string, string> = {
     'bin/kubeadm': simExecutableScript('kubeadm', SIM_KUBEADM_MARKER, README, version),
-    'bin/kubelet': simExecutableScript('kubelet', SIM_KUBEADM_MARKER, README, version),
+    'bin/kubelet': options.isKubeletBroken
+      ? [
+          '#!/bin/sh',
+          `# ${SIM_KUBEADM_MARKER}: a kubelet broken on purpose.`,
+          'echo "kubelet: broken on purpose" >&2',
+          'exit 1',
+          '',
+        ].join('\n')
+      : simExecutableScript('kubelet', SIM_KUBEADM_MARKER, README, version),
     'bin/containerd': simExecutableScript('containerd', SIM_KUBEADM_MARKER, README),
     'bin/ctr': simExecutableScript('ctr', SIM_KUBEADM_MARKER, README),
     'bin/containerd-shim-runc-v2': inertScript('containerd-shim-runc-v2'),
@@ -70,7 +80,7 @@ export async function buildSimKubeadmPackage(
     'cni/host-local': inertScript('host-local'),
     'cni/loopback': inertScript('loopback'),
     'assets/README': `${SIM_KUBEADM_MARKER}: no airgap images in the simulation.\n`,
-    ...(options.withEdgeadm ? { 'bin/edgeadm': edgeadmFromSourceScript() } : {}),
+    ...(options.withEdgeadm ? { 'bin/edgeadm': edgeadmFromSourceScript(version) } : {}),
   };
   for (const [path, text] of Object.entries(files)) {
     const target = join(source, path);
@@ -86,7 +96,7 @@ export async function buildSimKubeadmPackage(
     distribution: 'kubeadm',
     kubernetesVersion: manifestVersion,
     arch: 'amd64',
-    name: `edge-kubeadm-${manifestVersion}-amd64-sim${options.withEdgeadm ? '-edgeadm' : ''}`,
+    name: `edge-kubeadm-${manifestVersion}-amd64-sim${options.withEdgeadm ? '-edgeadm' : ''}${options.isKubeletBroken ? '-broken-kubelet' : ''}`,
     output: join(workDir, `sim-kubeadm${options.withEdgeadm ? '-edgeadm' : ''}${tag}.tar.gz`),
     createdAt: new Date('2024-05-01T12:00:00Z'),
   });

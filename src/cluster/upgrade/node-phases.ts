@@ -1,0 +1,374 @@
+/**
+ * The phases of `upgrade node` (cordon, drain, package, backup, swap,
+ * restart, the Ready gate, uncordon) and of its rollback, as data over one
+ * narrow context ({@link UpgradeNodeData}); node.ts decides where to start
+ * and runs them. See node.ts for what is swapped and why.
+ */
+import { EdgeadmError } from '../../errors.js';
+import { execOrThrow, type Host } from '../../hosts/host.js';
+import { SYSTEMD_UNIT_DIR, type ServiceManager, type ServiceUnit } from '../../hosts/service-manager.js';
+import type { KubeClient } from '../../kube/client.js';
+import type { Logger } from '../../log/run-log.js';
+import type { ResolvedPackage } from '../../packages/source.js';
+import type { Phase } from '../../workflow/phase.js';
+import type { Distribution } from '../distributions/distribution.js';
+import { K3S_CONFIG_PATH } from '../distributions/k3s.js';
+import { EDGE_PROXY_UNIT_NAME } from '../edge-proxy-unit.js';
+import type { EdgeadmBinary } from '../edge-node-phase.js';
+import { readHostFile } from '../host-files.js';
+import { hostPackagePaths, stagePackage } from '../package-phase.js';
+import type { StateRecorder } from '../state.js';
+import { cordonNode, drainNode, uncordonNode } from './drain.js';
+import { nodeReadyGate, type GateTarget } from './health-gates.js';
+import { BACKUP_TIMEOUT_MS } from './limits.js';
+import { KUBEADM_UPGRADE_NODE_TIMEOUT_MS } from './node-limits.js';
+import { NODE_UPGRADE_BACKUP_DIR, writeNodeUpgradeState, type NodeUpgradeState } from './node-state.js';
+import { BACKUP_MANIFEST } from './upgrade-state.js';
+
+/** The kubelet configuration `kubeadm upgrade node` rewrites on a node (backed up and restored with the binaries). */
+export const KUBEADM_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml';
+
+/** One binary the upgrade replaces. */
+interface SwappedBinary {
+  /** Its name in the backup. */
+  name: string;
+  /** Where it is installed. */
+  target: string;
+  /** Where the new one comes from on the node: the staged package, or (edgeadm) an upload of this binary. */
+  source: { kind: 'package'; path: string; sha256: string } | { kind: 'upload'; from: string };
+}
+
+/** What the phases depend on. */
+export interface UpgradeNodeData {
+  /** The node. */
+  host: Host;
+  /** The control plane the API is reached through. */
+  controlPlane: Host;
+  client: KubeClient;
+  isDryRun: false;
+  distribution: Distribution;
+  serviceManager: ServiceManager;
+  package: ResolvedPackage;
+  /** The node's install state (the new package's files, for reset). */
+  state: StateRecorder;
+  upgrade: NodeUpgradeState;
+  isEdge: boolean;
+  edgeadmBinary?: EdgeadmBinary;
+  /** An earlier run's state is being finished. */
+  isResuming: boolean;
+  isForced: boolean;
+  drainTimeoutMs: number;
+  gateTimeoutMs: number;
+  logger: Logger;
+  say(line: string): void;
+}
+
+function quote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Installs `source` as `target`: copied beside it, flushed, renamed over it; a cut leaves one or the other, whole. */
+function atomicInstall(source: string, target: string, mode: string): string {
+  const temporary = `${target}.edgeadm-new`;
+  const dir = target.slice(0, target.lastIndexOf('/')) || '/';
+  return [
+    `cp ${quote(source)} ${quote(temporary)}`,
+    `chmod ${mode} ${quote(temporary)}`,
+    `sync ${quote(temporary)}`,
+    `mv -f ${quote(temporary)} ${quote(target)}`,
+    `sync ${quote(dir)}`,
+  ].join('\n');
+}
+
+export async function setStep(ctx: UpgradeNodeData, step: NodeUpgradeState['step'], failure?: string): Promise<void> {
+  ctx.upgrade = { ...ctx.upgrade, step, ...(failure === undefined ? {} : { failure }) };
+  await writeNodeUpgradeState(ctx.host, ctx.upgrade);
+}
+
+function packageFile(ctx: UpgradeNodeData, path: string): { path: string; sha256: string } {
+  const file = ctx.package.manifest.files.find((f) => f.path === path);
+  if (file === undefined) {
+    throw new EdgeadmError(`the install package ${ctx.package.manifest.name} has no ${path}`, {
+      code: 'E_PACKAGE_INCOMPLETE',
+      exitCode: 3,
+    });
+  }
+  return { path: `${hostPackagePaths(ctx.package.manifest.name).dir}/${path}`, sha256: file.sha256 };
+}
+
+/** The binaries replaced, in swap order (kubeadm before the kubelet: `kubeadm upgrade node` runs between). */
+function swappedBinaries(ctx: UpgradeNodeData): SwappedBinary[] {
+  const bin = ctx.distribution.binDir;
+  const fromPackage = (name: string): SwappedBinary => ({
+    name,
+    target: `${bin}/${name}`,
+    source: { kind: 'package', ...packageFile(ctx, `bin/${name}`) },
+  });
+  const binaries =
+    ctx.distribution.name === 'k3s' ? [fromPackage('k3s')] : [fromPackage('kubeadm'), fromPackage('kubelet')];
+  const edge = ctx.edgeadmBinary;
+  if (ctx.isEdge && edge !== undefined) {
+    binaries.push({
+      name: 'edgeadm',
+      target: edge.path,
+      source: edge.kind === 'package' ? { kind: 'package', ...packageFile(ctx, 'bin/edgeadm') } : edge,
+    });
+  }
+  return binaries;
+}
+
+/** The configuration file the upgrade may change (k3s: none, but config.yaml is kept with the binary). */
+function configFile(ctx: UpgradeNodeData): string {
+  return ctx.distribution.name === 'k3s' ? K3S_CONFIG_PATH : KUBEADM_KUBELET_CONFIG_PATH;
+}
+
+/** A unit as installed on the node (with what join wrote into it), else the distribution's. */
+async function installedUnit(ctx: UpgradeNodeData, fallback: ServiceUnit): Promise<ServiceUnit> {
+  const path = `${SYSTEMD_UNIT_DIR}/${fallback.name}`;
+  if (!(await ctx.host.exists(path, { sudo: true }))) return fallback;
+  return { ...fallback, content: await readHostFile(ctx.host, path) };
+}
+
+/** Restarts the edge-proxy (edge nodes; on the cache it has) and then the node's service. */
+async function restartServices(ctx: UpgradeNodeData): Promise<void> {
+  if (ctx.isEdge) {
+    const unit = await installedUnit(ctx, { name: EDGE_PROXY_UNIT_NAME, content: '' });
+    if (unit.content !== '') await ctx.serviceManager.ensureRunning(ctx.host, unit, { isRestartNeeded: true });
+  }
+  const unit = await installedUnit(ctx, ctx.distribution.serviceUnit('worker'));
+  await ctx.serviceManager.ensureRunning(ctx.host, unit, { isRestartNeeded: true });
+}
+
+function gateTarget(ctx: UpgradeNodeData, version: string): GateTarget {
+  return {
+    host: ctx.controlPlane,
+    distribution: ctx.distribution,
+    nodeName: ctx.upgrade.nodeName,
+    version,
+    timeoutMs: ctx.gateTimeoutMs,
+  };
+}
+
+const isPastDrain = (ctx: UpgradeNodeData): boolean =>
+  ctx.upgrade.step === 'backed-up' || ctx.upgrade.step === 'swapped';
+
+function cordonPhase(): Phase<UpgradeNodeData> {
+  return {
+    name: 'cordon',
+    summary: 'Mark the Node unschedulable (remembering whether it already was)',
+    runIf: (ctx) => !isPastDrain(ctx),
+    skipReason: () => 'drained already (resuming)',
+    async run(ctx) {
+      const wasUnschedulable = await cordonNode(ctx.client, ctx.upgrade.nodeName);
+      // On a resumed upgrade the earlier run cordoned the Node: what it was before that is recorded already.
+      if (!ctx.isResuming) ctx.upgrade = { ...ctx.upgrade, wasUnschedulable };
+      await setStep(ctx, 'draining');
+      if (wasUnschedulable) ctx.say(`${ctx.upgrade.nodeName} is unschedulable already`);
+      return wasUnschedulable ? 'unchanged' : 'changed';
+    },
+  };
+}
+
+function drainPhase(): Phase<UpgradeNodeData> {
+  return {
+    name: 'drain',
+    summary: "Evict the node's Pods through the eviction API (DaemonSet and static Pods stay), within --drain-timeout",
+    runIf: (ctx) => !isPastDrain(ctx),
+    skipReason: () => 'drained already (resuming)',
+    async run(ctx) {
+      const result = await drainNode({
+        client: ctx.client,
+        nodeName: ctx.upgrade.nodeName,
+        isForced: ctx.isForced,
+        timeoutMs: ctx.drainTimeoutMs,
+        onLine: (line) => ctx.say(line.replace(/^\[drain\] /, '')),
+      });
+      ctx.say(`${result.evicted.length} Pods evicted, ${result.skipped.length} left alone`);
+      return result.evicted.length > 0 ? 'changed' : 'unchanged';
+    },
+  };
+}
+
+function stagePackagePhase(): Phase<UpgradeNodeData> {
+  return {
+    name: 'package',
+    summary: 'Upload the new install package, unpack it and check it against its manifest on the node',
+    async run(ctx) {
+      return (await stagePackage(ctx)) ? 'changed' : 'unchanged';
+    },
+  };
+}
+
+function backupPhase(): Phase<UpgradeNodeData> {
+  return {
+    name: 'backup',
+    summary: 'Back up the binaries and the configuration the upgrade replaces, with their SHA-256',
+    runIf: (ctx) => !isPastDrain(ctx),
+    skipReason: () => 'the backup is already complete',
+    async run(ctx) {
+      const partial = `${NODE_UPGRADE_BACKUP_DIR}.partial`;
+      const names = swappedBinaries(ctx).map((b) => b.name);
+      const config = configFile(ctx);
+      await execOrThrow(
+        ctx.host,
+        [
+          'set -e',
+          `rm -rf ${partial}`,
+          `mkdir -p -m 700 ${partial}`,
+          ...swappedBinaries(ctx).map((b) => `cp -p ${quote(b.target)} ${partial}/${b.name}`),
+          `if [ -f ${quote(config)} ]; then cp -p ${quote(config)} ${partial}/config; fi`,
+          `(cd ${partial} && sha256sum ${names.join(' ')} $( [ -f config ] && echo config ) > ${BACKUP_MANIFEST})`,
+          `sync ${partial}/*`,
+          `rm -rf ${NODE_UPGRADE_BACKUP_DIR}`,
+          `mv ${partial} ${NODE_UPGRADE_BACKUP_DIR}`,
+        ].join('\n'),
+        {
+          sudo: true,
+          timeoutMs: BACKUP_TIMEOUT_MS,
+          description: `back up ${[...swappedBinaries(ctx).map((b) => b.target), config].join(', ')} into ${NODE_UPGRADE_BACKUP_DIR}`,
+        },
+      );
+      await setStep(ctx, 'backed-up');
+      ctx.say(`backed up ${ctx.upgrade.from} into ${NODE_UPGRADE_BACKUP_DIR}`);
+      return 'changed';
+    },
+  };
+}
+
+/** Installs one new binary unless it is in place already; true when it changed. */
+async function swapBinary(ctx: UpgradeNodeData, binary: SwappedBinary): Promise<boolean> {
+  if (binary.source.kind === 'upload') {
+    const upload = await ctx.host.put(binary.source.from, binary.target, {
+      mode: 0o755,
+      sudo: true,
+      description: `upload this edgeadm to ${binary.target}`,
+    });
+    return !upload.skipped;
+  }
+  const result = await execOrThrow(
+    ctx.host,
+    [
+      'set -e',
+      `if [ "$(sha256sum < ${quote(binary.target)} | cut -c1-64)" = ${binary.source.sha256} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
+      atomicInstall(binary.source.path, binary.target, '755'),
+    ].join('\n'),
+    { sudo: true, description: `install ${binary.target} from ${ctx.package.manifest.name}, atomically` },
+  );
+  return !result.stdout.includes('edgeadm: already swapped');
+}
+
+function swapPhase(): Phase<UpgradeNodeData> {
+  return {
+    name: 'swap',
+    summary:
+      "Install the package's binaries atomically (k3s; kubeadm, `kubeadm upgrade node`, then the kubelet; edgeadm on edge nodes)",
+    async run(ctx) {
+      let isChanged = false;
+      for (const binary of swappedBinaries(ctx)) {
+        if (await swapBinary(ctx, binary)) {
+          isChanged = true;
+          ctx.say(`installed ${binary.target}`);
+        }
+        if (binary.name === 'kubeadm') {
+          await execOrThrow(ctx.host, `${quote(binary.target)} upgrade node`, {
+            sudo: true,
+            timeoutMs: KUBEADM_UPGRADE_NODE_TIMEOUT_MS,
+            description: 'kubeadm upgrade node (the kubelet configuration of this node)',
+          });
+          ctx.say('kubeadm upgrade node done');
+        }
+      }
+      await setStep(ctx, 'swapped');
+      return isChanged ? 'changed' : 'unchanged';
+    },
+  };
+}
+
+function restartPhase(): Phase<UpgradeNodeData> {
+  return {
+    name: 'restart',
+    summary: "Restart the edge-proxy (edge nodes, on its cache) and the node's service on the new binaries",
+    async run(ctx) {
+      await restartServices(ctx);
+      return 'changed';
+    },
+  };
+}
+
+function readyPhase(): Phase<UpgradeNodeData> {
+  return {
+    name: 'node-ready',
+    summary: 'The Node is Ready and its kubelet reports the new version, within --gate-timeout',
+    isCheck: true,
+    run: (ctx) => nodeReadyGate(gateTarget(ctx, ctx.upgrade.to)),
+  };
+}
+
+function uncordonPhase(): Phase<UpgradeNodeData> {
+  return {
+    name: 'uncordon',
+    summary: 'Make the Node schedulable again (unless it was cordoned before the upgrade)',
+    async run(ctx) {
+      if (!ctx.upgrade.wasUnschedulable) await uncordonNode(ctx.client, ctx.upgrade.nodeName);
+      else ctx.say(`${ctx.upgrade.nodeName} stays unschedulable, as it was before the upgrade`);
+      await setStep(ctx, 'done');
+      return ctx.upgrade.wasUnschedulable ? 'unchanged' : 'changed';
+    },
+  };
+}
+
+/** The upgrade phases, in order. */
+export function upgradeNodePhases(): Phase<UpgradeNodeData>[] {
+  return [
+    cordonPhase(),
+    drainPhase(),
+    stagePackagePhase(),
+    backupPhase(),
+    swapPhase(),
+    restartPhase(),
+    readyPhase(),
+    uncordonPhase(),
+  ];
+}
+
+/** The rollback phases: the backup restored, the old version Ready, the Node uncordoned. */
+export function upgradeNodeRollbackPhases(): Phase<UpgradeNodeData>[] {
+  return [
+    {
+      name: 'rollback',
+      summary: 'Restore the backed-up binaries and configuration, and restart the old version',
+      async run(ctx) {
+        await setStep(ctx, 'rolling-back');
+        const config = configFile(ctx);
+        await execOrThrow(
+          ctx.host,
+          [
+            'set -e',
+            `cd ${NODE_UPGRADE_BACKUP_DIR}`,
+            `sha256sum -c --quiet ${BACKUP_MANIFEST}`,
+            ...swappedBinaries(ctx).map((b) => atomicInstall(`${NODE_UPGRADE_BACKUP_DIR}/${b.name}`, b.target, '755')),
+            `if [ -f config ]; then ${atomicInstall(`${NODE_UPGRADE_BACKUP_DIR}/config`, config, '600').split('\n').join('; ')}; fi`,
+          ].join('\n'),
+          {
+            sudo: true,
+            timeoutMs: BACKUP_TIMEOUT_MS,
+            description: `check ${NODE_UPGRADE_BACKUP_DIR} against its manifest and restore it`,
+          },
+        );
+        await restartServices(ctx);
+        ctx.say(`restored ${ctx.upgrade.from} from ${NODE_UPGRADE_BACKUP_DIR}; restarted it`);
+        return 'changed';
+      },
+    },
+    {
+      name: 'rollback-ready',
+      summary: 'The Node is Ready at the old version; uncordoned',
+      async run(ctx) {
+        await nodeReadyGate(gateTarget(ctx, ctx.upgrade.from));
+        if (!ctx.upgrade.wasUnschedulable) await uncordonNode(ctx.client, ctx.upgrade.nodeName);
+        await setStep(ctx, 'rolled-back');
+        return 'changed';
+      },
+    },
+  ];
+}
