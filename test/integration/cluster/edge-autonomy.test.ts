@@ -263,7 +263,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
     3 * timeout,
   );
 
-  it('refuses --autonomy-duration without --enable-edge, and a malformed one, before anything reaches a host', async () => {
+  it('refuses --autonomy-duration without --enable-edge, and a malformed one, as validation errors (exit 3)', async () => {
     const [, , ...rest] = joinCommand.split(' ');
     const plain = rest.filter((word) => word !== '--enable-edge');
     for (const [args, code] of [
