@@ -22,6 +22,8 @@ import type { NodeData } from './node-context.js';
 
 /** The unit name. */
 export const AUTONOMY_UNIT_NAME = 'edgeadm-autonomy.service';
+/** Where the controller keeps its run logs (EDGEADM_HOME): the one place its unit may write. */
+export const AUTONOMY_DATA_DIR = '/var/lib/edgeadm/autonomy';
 
 /** Paths and URLs may not carry what systemd's command line would split or expand. */
 const UNIT_SAFE = /^[A-Za-z0-9@%+=:,./_[\]-]+$/;
@@ -53,10 +55,15 @@ Type=simple
 ExecStart=${input.edgeadmBin} agent autonomy --kubeconfig ${input.kubeconfig} --server ${input.server}
 Restart=always
 RestartSec=5
+# Run logs go under its own directory, the one place the service may write.
+Environment=EDGEADM_HOME=${AUTONOMY_DATA_DIR}
+StateDirectory=edgeadm/autonomy
+StateDirectoryMode=0700
 # It reads the admin kubeconfig (root's, 0600) and talks HTTPS; nothing else.
 CapabilityBoundingSet=
 NoNewPrivileges=yes
 ProtectSystem=strict
+ReadWritePaths=${AUTONOMY_DATA_DIR}
 ProtectHome=yes
 PrivateTmp=yes
 PrivateDevices=yes
@@ -110,6 +117,7 @@ export function edgeAutonomyPhase<C extends EdgeAutonomyData>(deps: { server: (c
         });
         if (!upload.skipped) isChanged = true;
       }
+      await state.claimDirectory(AUTONOMY_DATA_DIR);
       for (const file of serviceManager.filesOf(AUTONOMY_UNIT_NAME)) {
         await state.ensureDirectory(dirname(file));
         state.file(file);
