@@ -215,4 +215,15 @@ describe('simulated node lifecycle', () => {
     expect((error as KubeApiError).status).toBe(422);
     expect((error as Error).message).toContain('existing toleration can not be modified except its tolerationSeconds');
   });
+
+  it('leaves a node that has not posted status yet alone until its startup grace period ends', async () => {
+    server.setObject({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'new' } });
+    await createPod('early', 'new');
+    passWithHeartbeats(55 * SECOND, ['alive', 'cut']);
+    expect(taintsOf('new')).toEqual([]);
+    expect(pod('early')).toBeDefined();
+    passWithHeartbeats(15 * SECOND, ['alive', 'cut']);
+    expect(readyOf('new')).toBe('Unknown');
+    expect(taintsOf('new').map((t) => `${t.key}:${t.effect}`)).toContain('node.kubernetes.io/unreachable:NoExecute');
+  });
 });

@@ -379,7 +379,7 @@ export function startNodeLifecycle(
   };
 
   /** `tryUpdateNodeHealth`: the Ready condition as observed, and Unknown posted once the grace period passed. */
-  const updateHealth = (node: KubeObject, nowMs: number): { observed: string; current: string } => {
+  const updateHealth = (node: KubeObject, nowMs: number): { observed: string; current: string } | undefined => {
     const ready = readyOf(node);
     const name = node.metadata.name;
     const heartbeat = typeof ready?.['lastHeartbeatTime'] === 'string' ? ready['lastHeartbeatTime'] : undefined;
@@ -397,8 +397,11 @@ export function startNodeLifecycle(
       known.heartbeat = heartbeat;
       known.leaseRenewTime = leaseRenewTime;
     }
-    const observed = String(ready?.['status'] ?? 'Unknown');
     const grace = ready === undefined ? startupGracePeriodMs : gracePeriodMs;
+    // A node that never posted a Ready condition is left alone until its
+    // startup grace period ends (`monitorNodeHealth` acts only with a current condition).
+    if (ready === undefined && nowMs <= known.probeMs + grace) return undefined;
+    const observed = String(ready?.['status'] ?? 'Unknown');
     if (nowMs <= known.probeMs + grace) return { observed, current: observed };
     const status = structuredClone(record(node['status']));
     const conditions = list<Json>(status['conditions']);
@@ -433,7 +436,10 @@ export function startNodeLifecycle(
     if (isStopped) return;
     const nowMs = clock.now();
     const all = deps.store.list(nodes);
-    const states = all.map((node) => ({ node, ...updateHealth(node, nowMs) }));
+    const states = all.flatMap((node) => {
+      const state = updateHealth(node, nowMs);
+      return state === undefined ? [] : [{ node, ...state }];
+    });
     // `handleDisruption`: when no node at all is Ready, the controller
     // stops tainting and removes the taints it set (master disruption mode).
     const isFullDisruption = states.length > 0 && states.every((s) => s.current !== 'True');
@@ -447,7 +453,7 @@ export function startNodeLifecycle(
       else swapTaints(node, [unreachable], [notReady]);
       // `doNoScheduleTaintingPass`: the condition's NoSchedule taint.
       const fresh = deps.store.get(nodes, '', node.metadata.name) ?? node;
-      const status = String(readyOf(fresh)?.['status'] ?? 'Unknown');
+      const status = readyOf(fresh)?.['status'];
       const noSchedule =
         status === 'False' ? TAINT_NODE_NOT_READY : status === 'Unknown' ? TAINT_NODE_UNREACHABLE : undefined;
       swapTaints(
