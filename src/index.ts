@@ -5,6 +5,7 @@
 import type { Command } from '@oclif/core';
 import { notBuiltCommand } from './cli/not-built.js';
 import { PLANNED_COMMANDS } from './cli/planned-commands.js';
+import AgentAutonomy from './commands/agent/autonomy.js';
 import AgentEdgeProxy from './commands/agent/edge-proxy.js';
 import CertsCaHash from './commands/certs/ca-hash.js';
 import ConfigPrint from './commands/config/print.js';
@@ -57,6 +58,7 @@ import AgentTunnel from './commands/agent/tunnel.js';
 
 const BUILT_COMMANDS: Record<string, Command.Class> = {
   version: Version,
+  'agent:autonomy': AgentAutonomy,
   'agent:edge-proxy': AgentEdgeProxy,
   'host:check': HostCheck,
   'fleet:check': FleetCheck,

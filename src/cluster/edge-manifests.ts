@@ -6,13 +6,17 @@
 
 /** manifests/edge-node-config.yaml */
 export const EDGE_NODE_CONFIG_MANIFEST = `# The settings edge nodes read when they join with --enable-edge: the label
-# and taint they register with, and the bounds of their edge-proxy's cache.
+# and taint they register with, the bounds of their edge-proxy's cache, and
+# how long their pods tolerate being cut off from the control plane
+# (autonomyDuration, a Go duration, 0 = never evict; "join
+# --autonomy-duration" overrides it for one node).
 # Applied by "edgeadm init --enable-edge" (phase edge-addons) with
 # server-side apply; edit it with kubectl before joining nodes to change
 # what new edge nodes get (a re-run of init puts edgeadm's values back).
 #
 # Template values: {{EDGE_CONFIG_NAME}}, {{EDGE_NODE_LABELS}},
-# {{EDGE_NODE_TAINTS}}, {{PROXY_CACHE_MAX_BYTES}}, {{PROXY_CACHE_MAX_ENTRIES}}.
+# {{EDGE_NODE_TAINTS}}, {{PROXY_CACHE_MAX_BYTES}}, {{PROXY_CACHE_MAX_ENTRIES}},
+# {{AUTONOMY_DURATION}}.
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -26,6 +30,7 @@ data:
   nodeTaints: '{{EDGE_NODE_TAINTS}}'
   proxyCacheMaxBytes: '{{PROXY_CACHE_MAX_BYTES}}'
   proxyCacheMaxEntries: '{{PROXY_CACHE_MAX_ENTRIES}}'
+  autonomyDuration: '{{AUTONOMY_DURATION}}'
 `;
 
 /** manifests/edge-join-rbac.yaml */

@@ -10,6 +10,12 @@
  * allowed list (NodeRestriction, KEP-279), and edge nodes register their
  * own labels.
  */
+import {
+  DEFAULT_AUTONOMY_DURATION,
+  formatAutonomyDuration,
+  parseAutonomyDuration,
+  type AutonomyDuration,
+} from '../edge/autonomy.js';
 import { DEFAULT_CACHE_MAX_ENTRIES } from '../edge/limits.js';
 import { parseByteSize } from '../edge/byte-size.js';
 import { EdgeadmError, ValidationError } from '../errors.js';
@@ -31,11 +37,14 @@ export interface EdgeSettings {
   nodeTaints: string[];
   proxyCacheMaxBytes: string;
   proxyCacheMaxEntries: number;
+  /** How long pods on edge nodes tolerate their node being cut off (join --autonomy-duration overrides it per node). */
+  autonomyDuration: AutonomyDuration;
 }
 
-/** The settings init writes. */
-export function defaultEdgeSettings(): EdgeSettings {
+/** The settings init writes (`autonomyDuration`: init's --autonomy-duration, else the default). */
+export function defaultEdgeSettings(autonomyDuration?: AutonomyDuration): EdgeSettings {
   return {
+    autonomyDuration: autonomyDuration ?? parseAutonomyDuration(DEFAULT_AUTONOMY_DURATION),
     nodeLabels: { [EDGE_NODE_LABEL]: 'true' },
     nodeTaints: [`${EDGE_NODE_LABEL}=true:NoSchedule`],
     proxyCacheMaxBytes: DEFAULT_EDGE_PROXY_CACHE_MAX_BYTES,
@@ -53,6 +62,7 @@ export function edgeAddonObjects(settings: EdgeSettings): KubeObject[] {
     EDGE_NODE_TAINTS: settings.nodeTaints.join(','),
     PROXY_CACHE_MAX_BYTES: settings.proxyCacheMaxBytes,
     PROXY_CACHE_MAX_ENTRIES: String(settings.proxyCacheMaxEntries),
+    AUTONOMY_DURATION: formatAutonomyDuration(settings.autonomyDuration),
   };
   return EDGE_ADDON_MANIFESTS.flatMap(({ file, template }) => renderManifest(template, values, `manifests/${file}`));
 }
@@ -102,7 +112,17 @@ export function parseEdgeSettings(data: Record<string, string> | undefined): Edg
   if (!/^\d+$/.test(entries) || !Number.isSafeInteger(proxyCacheMaxEntries) || proxyCacheMaxEntries < 1) {
     throw invalidSettings(`proxyCacheMaxEntries ${JSON.stringify(entries)} is not a positive integer`);
   }
-  return { nodeLabels, nodeTaints, proxyCacheMaxBytes, proxyCacheMaxEntries };
+  // A cluster set up before autonomy durations existed has none: edgeadm's default.
+  const autonomyText = data?.autonomyDuration ?? DEFAULT_AUTONOMY_DURATION;
+  let autonomyDuration: AutonomyDuration;
+  try {
+    autonomyDuration = parseAutonomyDuration(autonomyText, 'autonomyDuration');
+  } catch {
+    throw invalidSettings(
+      `autonomyDuration ${JSON.stringify(autonomyText)} is not a duration such as 24h (0 = never evict)`,
+    );
+  }
+  return { nodeLabels, nodeTaints, proxyCacheMaxBytes, proxyCacheMaxEntries, autonomyDuration };
 }
 
 /**

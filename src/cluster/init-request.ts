@@ -10,6 +10,7 @@ import { ValidationError } from '../errors.js';
 import { parseBootstrapToken, type BootstrapToken } from '../trust/bootstrap-token.js';
 import { parseApiServerAddress } from '../trust/discovery.js';
 import { parseGoDuration } from '../trust/duration.js';
+import { parseAutonomyDuration, type AutonomyDuration } from '../edge/autonomy.js';
 import { resolveInitSettings } from './config.js';
 import { parseCertificateKey } from './control-plane-join.js';
 import { initPhases } from './init.js';
@@ -25,6 +26,8 @@ export interface InitRequest extends NodeRequest {
   podCidr: string;
   serviceCidr: string;
   enableEdge: boolean;
+  /** `--autonomy-duration` (with --enable-edge): the cluster's default for edge nodes; edgeadm's default when absent. */
+  autonomyDuration?: AutonomyDuration;
   /** `host` or `host:port`: the shared address of the control planes; starts an HA-capable one. */
   controlPlaneEndpoint?: string;
   /** `--upload-certs` (needs the control-plane endpoint). */
@@ -49,6 +52,7 @@ export interface InitFlagValues extends RunFlagValues {
   'node-name'?: string | undefined;
   'node-labels'?: string | undefined;
   'enable-edge'?: boolean | undefined;
+  'autonomy-duration'?: string | undefined;
   'apiserver-advertise-address'?: string | undefined;
   'apiserver-cert-extra-sans'?: string[] | undefined;
   'pod-network-cidr'?: string | undefined;
@@ -121,6 +125,7 @@ export function parseInitRequest(input: InitInput): InitRequest {
     ...(flags['node-labels'] === undefined ? {} : { nodeLabelsFlag: flags['node-labels'] }),
     nodeLabels: settings.nodeLabels,
   });
+  const autonomyDuration = parseEdgeAutonomyFlag(flags['autonomy-duration'], settings.enableEdge);
   const isUploadCerts = flags['upload-certs'] === true;
   if (isUploadCerts && !controlPlaneEndpoint) {
     throw new ValidationError(
@@ -141,6 +146,7 @@ export function parseInitRequest(input: InitInput): InitRequest {
     podCidr: settings.podCidr,
     serviceCidr: settings.serviceCidr,
     enableEdge: settings.enableEdge,
+    ...(autonomyDuration ? { autonomyDuration } : {}),
     ...(controlPlaneEndpoint ? { controlPlaneEndpoint } : {}),
     isUploadCerts,
     ...(certificateKey ? { certificateKey } : {}),
@@ -150,6 +156,26 @@ export function parseInitRequest(input: InitInput): InitRequest {
     ...(flags['skip-kubeconfig'] || !input.userKubeconfigPath ? {} : { userKubeconfigPath: input.userKubeconfigPath }),
     run: parseRunRequest(initPhases(), flags, input.only),
   };
+}
+
+/**
+ * Parses `--autonomy-duration`, which only means something with
+ * --enable-edge (init and join share this).
+ *
+ * @throws {ValidationError} `E_FLAG_MISSING` without --enable-edge;
+ * `E_DURATION_INVALID` for a malformed, negative or fractional-second duration.
+ */
+export function parseEdgeAutonomyFlag(text: string | undefined, enableEdge: boolean): AutonomyDuration | undefined {
+  if (text === undefined) return undefined;
+  if (!enableEdge) {
+    throw new ValidationError(
+      '--autonomy-duration needs --enable-edge: it is how long pods on edge nodes stay while cut off',
+      {
+        code: 'E_FLAG_MISSING',
+      },
+    );
+  }
+  return parseAutonomyDuration(text);
 }
 
 /**

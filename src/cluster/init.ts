@@ -3,7 +3,7 @@
  * offline install package.
  *
  * preflight → package → runtime → control-plane → wait-ready → bootstrap-token →
- * edge-addons (with --enable-edge) → show-join-command
+ * edge-addons and edge-autonomy (with --enable-edge) → show-join-command
  *
  * Every phase checks before it changes, so a re-run after success says
  * "already done" for each, and a re-run after a failure completes. Under
@@ -33,6 +33,7 @@ import { waitForApiReady } from './api-ready.js';
 import { uploadCertsPhase } from './control-plane-join.js';
 import type { ServerConfigInput } from './distributions/distribution.js';
 import { edgeAddonsPhase } from './edge-addons-phase.js';
+import { edgeAutonomyPhase } from './edge-autonomy-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import { renderJoinCommand } from './join-command.js';
 import type { NodeData } from './node-context.js';
@@ -305,6 +306,12 @@ export function initPhases(): Phase<InitData>[] {
     bootstrapTokenPhase(),
     uploadCertsPhase<InitData>({ adminClient, serverConfig: serverConfigOf }),
     edgeAddonsPhase<InitData>({ adminClient }),
+    edgeAutonomyPhase<InitData>({
+      server: async (ctx) => {
+        await ensureFacts(ctx);
+        return serverOf(ctx);
+      },
+    }),
     showJoinCommandPhase(),
   ];
 }

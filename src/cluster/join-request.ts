@@ -10,6 +10,8 @@ import { ValidationError } from '../errors.js';
 import { parseDiscoveryRequest, parseDiscoveryTimeout, type DiscoveryRequest } from '../trust/discovery.js';
 import { resolveJoinSettings } from './config.js';
 import { parseCertificateKey } from './control-plane-join.js';
+import type { AutonomyDuration } from '../edge/autonomy.js';
+import { parseEdgeAutonomyFlag } from './init-request.js';
 import { joinPhases } from './join.js';
 import { parseNodeRequest, type NodeRequest } from './node-request.js';
 import { parseRunRequest, type RunFlagValues, type RunRequest } from './run-request.js';
@@ -20,6 +22,8 @@ export interface JoinRequest extends NodeRequest {
   discovery: DiscoveryRequest;
   /** Edge autonomy on this node (a worker only). */
   enableEdge: boolean;
+  /** `--autonomy-duration` (with --enable-edge): this node's; the cluster's default when absent. */
+  autonomyDuration?: AutonomyDuration;
   /** `--control-plane`: join another control plane (HA), not a node. */
   isControlPlane: boolean;
   /** `--certificate-key` (64 hex characters), given with --control-plane. A secret. */
@@ -38,6 +42,7 @@ export interface JoinFlagValues extends RunFlagValues {
   'node-name'?: string | undefined;
   'node-labels'?: string | undefined;
   'enable-edge'?: boolean | undefined;
+  'autonomy-duration'?: string | undefined;
   'control-plane'?: boolean | undefined;
   'certificate-key'?: string | undefined;
 }
@@ -99,6 +104,7 @@ export function parseJoinRequest(input: JoinInput): JoinRequest {
     ...(flags['node-labels'] === undefined ? {} : { nodeLabelsFlag: flags['node-labels'] }),
     nodeLabels: settings.nodeLabels,
   });
+  const autonomyDuration = parseEdgeAutonomyFlag(flags['autonomy-duration'], settings.enableEdge);
   const isControlPlane = flags['control-plane'] === true;
   const certificateKey = flags['certificate-key'];
   if (isControlPlane) {
@@ -121,6 +127,7 @@ export function parseJoinRequest(input: JoinInput): JoinRequest {
     ...node,
     discovery,
     enableEdge: settings.enableEdge,
+    ...(autonomyDuration ? { autonomyDuration } : {}),
     isControlPlane,
     ...(isControlPlane && certificateKey ? { certificateKey } : {}),
     run: parseRunRequest(joinPhases(), flags, input.only),

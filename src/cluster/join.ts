@@ -12,6 +12,7 @@
  * join credential (k3s: `K10<ca hash>::<token>`) is built from the CA that
  * discovery verified.
  */
+import { AUTONOMY_DURATION_ANNOTATION, formatAutonomyDuration, type AutonomyDuration } from '../edge/autonomy.js';
 import { EdgeadmError } from '../errors.js';
 import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
 import { kubeCredentialsOf } from '../kube/kubeconfig.js';
@@ -25,6 +26,7 @@ import { controlPlaneJoinPhase, verifyControlPlaneJoin, type ControlPlaneJoinDat
 import {
   edgeAgentConfig,
   edgeNodePhase,
+  ensureEdgeSettings,
   resolveEdgeadmBinary,
   runningEdgeadm,
   type EdgeNodeData,
@@ -51,6 +53,8 @@ export interface JoinData extends EdgeNodeData, ControlPlaneJoinData {
   token: BootstrapToken;
   nodeName?: string;
   nodeLabels: Record<string, string>;
+  /** `--autonomy-duration`: this edge node's; the cluster's edge setting when absent. */
+  autonomyDuration?: AutonomyDuration;
   /** Filled in by the phases. */
   discovery?: DiscoveryResult;
   node?: { name: string; isReady: boolean };
@@ -63,6 +67,13 @@ function nodeNameOf(ctx: JoinData): string {
 async function labelsOf(ctx: JoinData): Promise<Record<string, string>> {
   const edge = await edgeAgentConfig(ctx, await ensureDiscovery(ctx));
   return { ...ctx.nodeLabels, ...edge.nodeLabels };
+}
+
+/** The annotations an edge node gets: its autonomy duration (src/edge/autonomy.ts). */
+async function annotationsOf(ctx: JoinData): Promise<Record<string, string>> {
+  if (!ctx.enableEdge) return {};
+  const settings = await ensureEdgeSettings(ctx, await ensureDiscovery(ctx));
+  return { [AUTONOMY_DURATION_ANNOTATION]: formatAutonomyDuration(ctx.autonomyDuration ?? settings.autonomyDuration) };
 }
 
 async function ensureFacts(ctx: JoinData): Promise<void> {
@@ -188,28 +199,39 @@ function waitReadyPhase(): Phase<JoinData> {
 function labelsPhase(): Phase<JoinData> {
   return {
     name: 'labels',
-    summary: 'Make sure the Node carries the labels asked for',
+    summary: 'Make sure the Node carries the labels asked for (and, with --enable-edge, its autonomy duration)',
     async run(ctx) {
       await ensureFacts(ctx);
       const wanted = await labelsOf(ctx);
+      const wantedAnnotations = await annotationsOf(ctx);
       const name = nodeNameOf(ctx);
-      if (Object.keys(wanted).length === 0) return 'unchanged';
+      if (Object.keys(wanted).length === 0 && Object.keys(wantedAnnotations).length === 0) return 'unchanged';
+      const listed = (values: Record<string, string>): string =>
+        Object.entries(values)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ');
       if (ctx.isDryRun) {
-        ctx.say(
-          `Would label Node ${name}: ${Object.entries(wanted)
-            .map(([k, v]) => `${k}=${v}`)
-            .join(', ')}`,
-        );
+        if (Object.keys(wanted).length > 0) ctx.say(`Would label Node ${name}: ${listed(wanted)}`);
+        if (Object.keys(wantedAnnotations).length > 0)
+          ctx.say(`Would annotate Node ${name}: ${listed(wantedAnnotations)}`);
         return 'unchanged';
       }
       const client = await nodeClient(ctx);
       const path = corePath('nodes', { name });
       const node = await client.get(path);
-      const current = node?.metadata?.labels ?? {};
-      const missing = Object.fromEntries(Object.entries(wanted).filter(([key, value]) => current[key] !== value));
-      if (Object.keys(missing).length === 0) return 'unchanged';
-      await client.mergePatch(path, { metadata: { labels: missing } });
-      ctx.say(`labelled Node ${name}: ${Object.keys(missing).join(', ')}`);
+      const differing = (want: Record<string, string>, have: Record<string, string>): Record<string, string> =>
+        Object.fromEntries(Object.entries(want).filter(([key, value]) => have[key] !== value));
+      const missing = differing(wanted, node?.metadata?.labels ?? {});
+      const missingAnnotations = differing(wantedAnnotations, node?.metadata?.annotations ?? {});
+      if (Object.keys(missing).length === 0 && Object.keys(missingAnnotations).length === 0) return 'unchanged';
+      await client.mergePatch(path, {
+        metadata: {
+          ...(Object.keys(missing).length > 0 ? { labels: missing } : {}),
+          ...(Object.keys(missingAnnotations).length > 0 ? { annotations: missingAnnotations } : {}),
+        },
+      });
+      if (Object.keys(missing).length > 0) ctx.say(`labelled Node ${name}: ${Object.keys(missing).join(', ')}`);
+      if (Object.keys(missingAnnotations).length > 0) ctx.say(`annotated Node ${name}: ${listed(missingAnnotations)}`);
       return 'changed';
     },
   };
@@ -273,6 +295,7 @@ export async function runJoin(options: JoinOptions): Promise<JoinResult> {
     token: request.discovery.token,
     nodeLabels: request.nodeLabels,
     enableEdge: request.enableEdge,
+    ...(request.autonomyDuration ? { autonomyDuration: request.autonomyDuration } : {}),
     ...(request.nodeName ? { nodeName: request.nodeName } : {}),
     // Decided before any phase runs, so a join that cannot install the edge-proxy installs nothing.
     ...(request.enableEdge

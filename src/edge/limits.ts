@@ -25,6 +25,13 @@ export const UPSTREAM_RESPONSE_TIMEOUT_MS = 10_000;
 export const CLIENT_CERT_RELOAD_CHECK_MS = 30_000;
 /** Default interval of the `/readyz` probe while online. */
 export const DEFAULT_HEALTH_INTERVAL = '5s';
+/**
+ * How often the autonomy controller (`edgeadm agent autonomy`) checks the
+ * pods on edge nodes: a pod bound to an edge node that loses its link
+ * within this keeps Kubernetes' 300 s (src/edge/autonomy-controller.ts).
+ * One LIST of the cluster's pods per pass.
+ */
+export const AUTONOMY_CONTROLLER_INTERVAL = '10s';
 /** Probe interval while offline: short, so the proxy switches back as soon as the upstream returns. */
 export const OFFLINE_PROBE_INTERVAL_MS = 1_000;
 /** Budget of one `/readyz` probe. */

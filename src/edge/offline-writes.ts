@@ -19,8 +19,12 @@
  * would hand the kubelet resourceVersions the API server never issued (409s
  * on reconnection), and would not stop a cut-off node from being evicted
  * (superedge#433): eviction is decided in the cloud, from heartbeats that
- * never arrive; a local fake cannot change that. That is the job of the
- * taints and tolerations `join --enable-edge` gives edge nodes. The kubelet
+ * never arrive; a local fake cannot change that. What keeps the pods is
+ * in the cloud: Kubernetes still marks the node Unknown and taints it
+ * unreachable, and edgeadm's autonomy controller has given every pod on an
+ * edge node a toleration of that taint for the node's autonomy duration
+ * (`--autonomy-duration`, 24 h by default; src/edge/autonomy.ts), so the
+ * taint evicts nothing until the node has been gone that long. The kubelet
  * retries these writes on its own schedule, and the first one after the
  * link returns brings the cloud up to date. TokenRequests are refused too:
  * the proxy never signs tokens (it holds no signing key).

@@ -8,6 +8,7 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { dirname } from 'node:path';
+import { readSimTiming } from './sim-apiserver/sim-timing.js';
 
 /** How often Nodes get a heartbeat (the kubelet's default node status update is 10 s). */
 export const HEARTBEAT_INTERVAL_MS = 10_000;
@@ -211,10 +212,11 @@ export async function heartbeat(options: SimNodeOptions): Promise<void> {
   });
 }
 
-/** Keeps a Node Ready until the process is stopped. */
+/** Keeps a Node Ready until the process is stopped (every 10 s, or as a test shortened it: sim-timing.ts). */
 export async function keepReady(options: SimNodeOptions, log: (message: string) => void): Promise<never> {
+  const intervalMs = readSimTiming().heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS;
   for (;;) {
-    await sleep(HEARTBEAT_INTERVAL_MS);
+    await sleep(intervalMs);
     await heartbeat(options).catch((error: unknown) => log(`heartbeat failed: ${(error as Error).message}`));
   }
 }

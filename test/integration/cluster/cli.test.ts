@@ -29,6 +29,7 @@ describe('init and join help', () => {
       'wait-ready',
       'bootstrap-token',
       'edge-addons',
+      'edge-autonomy',
       'show-join-command',
     ]) {
       expect(stdout).toMatch(new RegExp(`^\\s+${phase}\\s+\\S`, 'm'));

@@ -225,6 +225,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
         );
         expect(config?.data.nodeTaints).toBe('edgeadm.io/edge=true:NoSchedule');
         expect(config?.data).toEqual({
+          autonomyDuration: '24h0m0s',
           nodeLabels: 'edgeadm.io/edge=true',
           nodeTaints: 'edgeadm.io/edge=true:NoSchedule',
           proxyCacheMaxBytes: '256Mi',
@@ -298,7 +299,8 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'control-plane-join:skipped',
           'edge:changed',
           'wait-ready:unchanged',
-          'labels:unchanged',
+          // The labels came with the agent's configuration; the autonomy duration annotation is written here.
+          'labels:changed',
         ]);
         expect(result.node).toEqual({ name: edgeNode().name, isReady: true });
 

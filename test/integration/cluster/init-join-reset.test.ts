@@ -262,6 +262,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'bootstrap-token:changed',
           'upload-certs:skipped',
           'edge-addons:skipped',
+          'edge-autonomy:skipped',
           'show-join-command:changed',
         ]);
         expect(result.joinCommand).toMatch(

@@ -92,6 +92,7 @@ describe('--output jsonl (simulated k3s)', () => {
       'phase-finished bootstrap-token',
       'phase-skipped upload-certs',
       'phase-skipped edge-addons',
+      'phase-skipped edge-autonomy',
       'phase-started show-join-command',
       'phase-finished show-join-command',
     ]);

@@ -175,6 +175,7 @@ describe('each phase run alone refuses malformed input with no connection made',
       'bootstrap-token',
       'upload-certs',
       'edge-addons',
+      'edge-autonomy',
       'show-join-command',
     ]);
     expect(phaseCommands('join').map((argv) => argv.slice(2).join('/'))).toEqual([

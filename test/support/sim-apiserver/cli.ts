@@ -15,15 +15,17 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadAll as loadAllYaml } from 'js-yaml';
 import { SimCertificateAuthority } from './pki.js';
+import { readSimTiming } from './sim-timing.js';
 import { startSimApiServer } from './sim-apiserver.js';
 import type { SimApiServer } from './sim-apiserver.js';
 import type { KubeObject, StoreSnapshot } from './store.js';
+import type { NodeLifecycleOptions } from './node-lifecycle.js';
 import type { TokenIdentity } from './authn.js';
 
 /** Delay between a change and the snapshot that records it (batches bursts of writes). */
 export const SNAPSHOT_DELAY_MS = 100;
 
-const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]... [--anonymous-auth=false] [--cacerts-file FILE] [--k3s-agent-certificates] [--csr-controllers]
+const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]... [--anonymous-auth=false] [--cacerts-file FILE] [--k3s-agent-certificates] [--csr-controllers] [--node-lifecycle]
 
 A SIMULATED Kubernetes API server for edgeadm's tests (not kube-apiserver).`;
 
@@ -50,6 +52,16 @@ async function writeAtomically(path: string, text: string, mode: number): Promis
   await rename(temporary, path);
 }
 
+/** The node lifecycle's periods: Kubernetes' own, or those a test shortened (sim-timing.ts). */
+function nodeLifecycleFromTiming(): NodeLifecycleOptions {
+  const timing = readSimTiming();
+  return {
+    ...(timing.nodeMonitorPeriodMs ? { monitorPeriodMs: timing.nodeMonitorPeriodMs } : {}),
+    ...(timing.nodeMonitorGracePeriodMs ? { gracePeriodMs: timing.nodeMonitorGracePeriodMs } : {}),
+    ...(timing.tolerationSecondMs ? { tolerationSecondMs: timing.tolerationSecondMs } : {}),
+  };
+}
+
 /**
  * Runs the server until a signal arrives (or `stop` settles: the simulated
  * kubelet restarts a static pod whose manifest changed); returns the
@@ -71,6 +83,7 @@ export async function runCli(argv: string[], options: { stop?: Promise<void> } =
         'cacerts-file': { type: 'string' },
         'k3s-agent-certificates': { type: 'boolean' },
         'csr-controllers': { type: 'boolean' },
+        'node-lifecycle': { type: 'boolean' },
         help: { type: 'boolean' },
       },
     }));
@@ -133,6 +146,7 @@ export async function runCli(argv: string[], options: { stop?: Promise<void> } =
     ...(values['cacerts-file'] ? { caCertsFile: values['cacerts-file'] } : {}),
     ...(values['k3s-agent-certificates'] ? { k3sAgentCertificates: true } : {}),
     ...(values['csr-controllers'] ? { csrControllers: true } : {}),
+    ...(values['node-lifecycle'] ? { nodeLifecycle: nodeLifecycleFromTiming() } : {}),
     tokens: Object.fromEntries((values.token ?? []).map(parseToken)),
     onChange: () => {
       if (snapshotTimer) return;

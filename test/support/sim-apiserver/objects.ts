@@ -13,6 +13,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { load as loadYaml } from 'js-yaml';
 import { UNDELETABLE_NAMESPACES } from './bootstrap-objects.js';
+import { tolerationUpdateError, withDefaultTolerations, type Toleration } from './node-lifecycle.js';
 import type { ResourceDefinition, ResourceRegistry } from './resources.js';
 import { groupVersionOf, hasStatusSubresource } from './resources.js';
 import type { FieldSelector, LabelSelector } from './selectors.js';
@@ -68,6 +69,8 @@ export interface ObjectServiceOptions {
   isPodStartingRunning: boolean;
   /** Called when a pod is gone, to end its logs. */
   onPodDeleted?: (namespace: string, name: string) => void;
+  /** Whether the DefaultTolerationSeconds admission plugin runs on pods (see node-lifecycle.ts). */
+  isDefaultTolerationSecondsOn?: boolean;
 }
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -130,6 +133,12 @@ function isMap(value: unknown): value is Record<string, unknown> {
 
 function target(definition: ResourceDefinition, name?: string): { resource: string; group: string; name?: string } {
   return { resource: definition.resource, group: definition.group, ...(name !== undefined ? { name } : {}) };
+}
+
+/** A pod's tolerations as stored. */
+function tolerationsOf(object: KubeObject): Toleration[] {
+  const spec = object['spec'];
+  return isMap(spec) && Array.isArray(spec['tolerations']) ? (spec['tolerations'] as Toleration[]) : [];
 }
 
 /** The object without what every write changes anyway, for "did anything change?" comparisons. */
@@ -452,6 +461,11 @@ export class ObjectService {
       else (next.metadata as Record<string, unknown>)[key] = value;
     }
     if (definition.resource === 'secrets') this.#foldStringData(next);
+    if (definition.group === '' && definition.resource === 'pods' && (options.subresource ?? '') === '') {
+      this.#admitPod(next);
+      const error = tolerationUpdateError(tolerationsOf(existing), tolerationsOf(next));
+      if (error !== undefined) throw invalid('Pod', existing.metadata.name, 'spec.tolerations', error);
+    }
     if (existing.metadata.generation !== undefined) {
       next.metadata.generation = existing.metadata.generation + (jsonEqual(specOf(existing), specOf(next)) ? 0 : 1);
     }
@@ -586,9 +600,17 @@ export class ObjectService {
     }
   }
 
+  /** Mutating admission on a pod (create and update): DefaultTolerationSeconds, when on. */
+  #admitPod(object: KubeObject): void {
+    if (!this.#options.isDefaultTolerationSecondsOn || !isMap(object['spec'])) return;
+    const tolerations = withDefaultTolerations(tolerationsOf(object));
+    if (tolerations !== undefined) object['spec']['tolerations'] = tolerations;
+  }
+
   #defaultPod(object: KubeObject): void {
     const spec = isMap(object['spec']) ? object['spec'] : {};
     object['spec'] = spec;
+    this.#admitPod(object);
     const containers = Array.isArray(spec['containers']) ? (spec['containers'] as Record<string, unknown>[]) : [];
     const status = isMap(object['status']) ? object['status'] : undefined;
     if (status?.['phase'] !== undefined || !this.#options.isPodStartingRunning) {

@@ -69,6 +69,7 @@ import type { StatusObject } from './status.js';
 import { SimStore } from './store.js';
 import { startTokenController } from './service-account-tokens.js';
 import { startWorkloadControllers, type WorkloadControllerOptions } from './workload-controllers.js';
+import { startNodeLifecycle, type NodeLifecycleOptions } from './node-lifecycle.js';
 import type { KubeObject, StoreSnapshot } from './store.js';
 import type { IncludeObject } from './tables.js';
 import { TABLE_CONTENT_TYPE, toTable, wantsTable } from './tables.js';
@@ -163,6 +164,13 @@ export interface SimApiServerOptions {
    * write, with compressed time. On by default; `false` leaves them stored only.
    */
   workloadControllers?: WorkloadControllerOptions | false;
+  /**
+   * The simulated node lifecycle (node-lifecycle.ts): nodes that stop
+   * heartbeating become Unknown and are tainted, pods without a matching
+   * toleration are evicted, and pods get the DefaultTolerationSeconds
+   * tolerations. Off by default; `{}` runs it with Kubernetes' periods.
+   */
+  nodeLifecycle?: NodeLifecycleOptions | false;
   /** Called after every change to the store (the CLI persists snapshots from here). */
   onChange?: () => void;
 }
@@ -397,6 +405,7 @@ class SimApiServerImpl implements SimApiServer {
       store: this.store,
       registry: this.#registry,
       isPodStartingRunning: options.podsStartRunning ?? true,
+      isDefaultTolerationSecondsOn: options.nodeLifecycle !== undefined && options.nodeLifecycle !== false,
       onPodDeleted: (namespace, name) => this.#logs.forgetPod(namespace, name),
     });
     this.#discovery = new Discovery(this.#registry);
@@ -442,6 +451,17 @@ class SimApiServerImpl implements SimApiServer {
         { store: this.store, objects: this.#objects, registry: this.#registry },
         options.workloadControllers ?? {},
       );
+    }
+    if (options.nodeLifecycle !== undefined && options.nodeLifecycle !== false) {
+      const stopWorkloads = this.#stopControllers;
+      const stopLifecycle = startNodeLifecycle(
+        { store: this.store, objects: this.#objects, registry: this.#registry },
+        options.nodeLifecycle,
+      );
+      this.#stopControllers = () => {
+        stopWorkloads();
+        stopLifecycle();
+      };
     }
     if (options.onChange) {
       const onChange = options.onChange;

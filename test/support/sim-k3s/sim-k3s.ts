@@ -213,6 +213,8 @@ async function runServer(configPath: string): Promise<number> {
     join(K3S_SERVER_DIR, 'tls', 'server-ca.crt'),
     // k3s's supervisor issues agents their kubelet client certificates (/v1-k3s/client-kubelet.crt).
     '--k3s-agent-certificates',
+    // k3s runs kube-controller-manager (node lifecycle, taint eviction) and the default admission plugins.
+    '--node-lifecycle',
     // Stands in for the k3s supervisor accepting the server token from joining servers.
     '--token',
     `${password}=${SUPERVISOR_USER}:system:masters`,

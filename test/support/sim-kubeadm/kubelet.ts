@@ -155,6 +155,8 @@ async function runStaticApiServer(stop: Promise<void>): Promise<{ serving: Promi
       version,
       // kube-controller-manager's csrapproving and csrsigning, for the kubelets' TLS bootstrap.
       '--csr-controllers',
+      // kubeadm's kube-controller-manager (node lifecycle, taint eviction) and the default admission plugins.
+      '--node-lifecycle',
       ...sans.flatMap((san) => ['--san', san]),
     ],
     { stop },

@@ -20,6 +20,7 @@ describe('edge addon manifests', () => {
       'RoleBinding kube-system/edgeadm:edge-join',
     ]);
     expect(objects[0]!.data).toEqual({
+      autonomyDuration: '24h0m0s',
       nodeLabels: 'edgeadm.io/edge=true',
       nodeTaints: 'edgeadm.io/edge=true:NoSchedule',
       proxyCacheMaxBytes: '256Mi',

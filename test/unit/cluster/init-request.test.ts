@@ -86,4 +86,13 @@ describe('parseResetRequest', () => {
       skipPhases: ['cleanup-network', 'remove-state'],
     });
   });
+
+  it('parses --autonomy-duration with --enable-edge (the cluster default for edge nodes), and refuses it otherwise', () => {
+    expect(parse({ 'enable-edge': true, 'autonomy-duration': '30m' }).autonomyDuration).toEqual({
+      kind: 'seconds',
+      seconds: 1_800,
+    });
+    expect(codeOf(() => parse({ 'autonomy-duration': '30m' }))).toBe('E_FLAG_MISSING');
+    expect(codeOf(() => parse({ 'enable-edge': true, 'autonomy-duration': '500ms' }))).toBe('E_DURATION_INVALID');
+  });
 });

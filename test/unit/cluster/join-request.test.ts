@@ -120,4 +120,17 @@ describe('parseJoinRequest', () => {
       ),
     );
   });
+
+  it('parses --autonomy-duration with --enable-edge into seconds (0: for ever), and refuses it otherwise', () => {
+    expect(parse({ 'enable-edge': true, 'autonomy-duration': '72h' }).autonomyDuration).toEqual({
+      kind: 'seconds',
+      seconds: 259_200,
+    });
+    expect(parse({ 'enable-edge': true, 'autonomy-duration': '0' }).autonomyDuration).toEqual({ kind: 'forever' });
+    expect(parse({ 'enable-edge': true }).autonomyDuration).toBeUndefined();
+    expect(codeOf(() => parse({ 'autonomy-duration': '1h' }))).toBe('E_FLAG_MISSING');
+    for (const bad of ['-1h', '1.5s', 'a day']) {
+      expect(codeOf(() => parse({ 'enable-edge': true, 'autonomy-duration': bad }))).toBe('E_DURATION_INVALID');
+    }
+  });
 });

@@ -17,6 +17,7 @@ describe('phase trees', () => {
       'bootstrap-token',
       'upload-certs',
       'edge-addons',
+      'edge-autonomy',
       'show-join-command',
     ]);
   });
@@ -62,7 +63,7 @@ describe('phase trees', () => {
 
   it('lists the tree for --help with each summary', () => {
     const help = describePhases(initPhases());
-    expect(help.split('\n')).toHaveLength(9);
+    expect(help.split('\n')).toHaveLength(10);
     expect(help).toMatch(/^preflight\s+Run the pre-flight checks/);
   });
 });

@@ -49,4 +49,9 @@ export const nodeFlags = {
       'Edge autonomy: init applies the edge addons; join installs the edge-proxy on the node, routes its kubelet through it, and labels and taints it.',
     helpGroup,
   }),
+  'autonomy-duration': Flags.string({
+    summary:
+      'With --enable-edge: how long pods on edge nodes stay while their node is cut off from the control plane (Go duration; 0 = never evicted). init: the cluster default (24h); join: this node.',
+    helpGroup,
+  }),
 };
