@@ -28,6 +28,8 @@ export interface GateTarget {
   nodeName: string;
   /** The version the API server and the kubelet must report. */
   version: string;
+  /** For the api-ready gate: any of these versions will do instead (an upgrade half way). */
+  acceptVersions?: string[];
   timeoutMs: number;
   /** Injected for tests; default Date.now and setTimeout. */
   now?: () => number;
@@ -86,9 +88,10 @@ export function apiReadyGate(target: GateTarget): Promise<void> {
     const version = await client.request<{ gitVersion?: string }>('GET', '/version', {
       timeoutMs: GATE_REQUEST_TIMEOUT_MS,
     });
-    return version.gitVersion === target.version
+    const accepted = target.acceptVersions ?? [target.version];
+    return version.gitVersion !== undefined && accepted.includes(version.gitVersion)
       ? undefined
-      : `the API server reports ${version.gitVersion ?? '(no version)'}, not ${target.version}`;
+      : `the API server reports ${version.gitVersion ?? '(no version)'}, not ${accepted.join(' or ')}`;
   });
 }
 

@@ -364,6 +364,14 @@ describe.each(FLAVOURS)('edgeadm upgrade plan on a simulated $distribution clust
         const skipped = await execIn(controlPlane(), `${await kubeadmOf(skip)} upgrade apply ${skip} -y`);
         expect(skipped.exitCode).toBe(1);
         expect(skipped.output).toContain('is too high; kubeadm can upgrade only 1 minor version at a time');
+        // Offline, the new control-plane images are imported first (kubeadm would pull them, and cannot).
+        const images = readFileSync(
+          join(dirname(packages.get(next)!.file), `sim-kubeadm-${next}-src`, 'images', 'sim-control-plane.tar'),
+        );
+        await env.run(
+          controlPlane(),
+          `echo ${images.toString('base64')} | base64 -d > /opt/sim-upgrade/images-${next}.tar && /usr/local/bin/ctr --address /run/containerd/containerd.sock -n k8s.io images import /opt/sim-upgrade/images-${next}.tar`,
+        );
         const applied = await execIn(controlPlane(), `${await kubeadmOf(next)} upgrade apply ${next} -y`);
         expect(applied.exitCode, applied.output).toBe(0);
         expect(applied.output).toContain(`SUCCESS! Your cluster was upgraded to "${next}"`);
