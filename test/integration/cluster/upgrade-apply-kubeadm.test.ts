@@ -170,9 +170,22 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
       killer!.kill('SIGKILL');
       expect((await first).exitCode).not.toBe(0);
 
+      const backupOf = (): Promise<string> =>
+        env.run(
+          controlPlane(),
+          'stat -c %i /var/lib/edgeadm/upgrade/backup && cat /var/lib/edgeadm/upgrade/backup/MANIFEST.sha256',
+        );
+      const backup = await backupOf();
       const rerun = json<UpgradeApplyResult>(await apply(next, ['--gate-timeout', '90s']));
       expect(rerun).toMatchObject({ outcome: 'upgraded', from: old, to: next });
       expect(rerun.resumedFrom).toBeDefined();
+      // Resumed, not started over: the backup taken before the kill is the one kept (the same directory, the same
+      // files), and it holds the old version's binaries.
+      expect(await backupOf()).toBe(backup);
+      const oldFiles = packages.get(old)!.manifest.files;
+      for (const name of ['kubeadm', 'kubelet', 'kubectl']) {
+        expect(backup).toContain(`${oldFiles.find((f) => f.path === `bin/${name}`)!.sha256}  bin/${name}`);
+      }
       expect(await version()).toBe(next);
       const node = await (
         await admin()
