@@ -182,6 +182,8 @@ async function round(distribution: 'k3s' | 'kubeadm', index: number): Promise<Ro
     const init = await edgeadm(home, [
       'init',
       ...ssh,
+      '--distribution',
+      distribution,
       '--install-pkg-path',
       packages.old.file,
       '--kubeconfig-out',
