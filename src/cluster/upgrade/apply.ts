@@ -40,7 +40,12 @@ import { apiReadyGate, nodeReadyGate, systemPodsGate } from './health-gates.js';
 import { parseKubeVersion } from './kube-version.js';
 import { BACKUP_TIMEOUT_MS } from './limits.js';
 import { distributionOn, hintsFor, readCluster } from './plan.js';
-import { kubeadmAbandonBackup, kubeadmRollbackPhase, kubeadmUpgradePhases } from './kubeadm-upgrade-phases.js';
+import {
+  kubeadmAbandonBackup,
+  kubeadmLocalApiServer,
+  kubeadmRollbackPhase,
+  kubeadmUpgradePhases,
+} from './kubeadm-upgrade-phases.js';
 import { checkUpgrade } from './skew.js';
 import {
   atomicInstallScript,
@@ -310,7 +315,7 @@ export interface ApplyUpgradeOptions {
  * @throws {PreflightError} `E_UPGRADE_SKEW` (nothing changed).
  * @throws {EdgeadmError} `E_UPGRADE_ROLLED_BACK` when a gate failed and the
  * old version runs again; `E_UPGRADE_IN_PROGRESS` when another package's
- * upgrade is unfinished on the host; `E_UPGRADE_UNSUPPORTED` for an HA control plane.
+ * upgrade is unfinished on the host.
  */
 export async function applyUpgrade(
   request: UpgradeApplyRequest,
@@ -348,17 +353,6 @@ export async function applyUpgrade(
         throw new PreflightError(
           `the upgrade to ${target.text} breaks the Kubernetes version skew policy:\n${verdict.violations.map((v) => `  - ${v.message}`).join('\n')}`,
           { code: 'E_UPGRADE_SKEW', hints: hintsFor(verdict) },
-        );
-      }
-      if (snapshot.isHa) {
-        // The HA path (isHa: the rollback keeps the peers' datastore; kubeadm upgrade node on all but the first)
-        // is in place but not yet proven end to end with the API answering throughout; until then it is refused.
-        throw new EdgeadmError(
-          `${real.name} is one of ${snapshot.hosts.filter((h) => h.role === 'control-plane').length} control planes; upgrade apply upgrades a single control plane for now`,
-          {
-            code: 'E_UPGRADE_UNSUPPORTED',
-            hints: ['Upgrade an HA control plane by hand for now, one control plane at a time.'],
-          },
         );
       }
       const facts = await real.facts();
@@ -401,6 +395,7 @@ export async function applyUpgrade(
       state: new StateRecorder(host, (await loadState(real)) ?? emptyState()),
       upgrade,
       gateTimeoutMs: request.gateTimeoutMs,
+      ...(distribution.name === 'kubeadm' ? optionalApiServer(await kubeadmLocalApiServer(real)) : {}),
       logger: options.logger,
       say: () => undefined,
     };
@@ -458,6 +453,10 @@ export async function applyUpgrade(
   } finally {
     await host.close();
   }
+}
+
+function optionalApiServer(url: string | undefined): { apiServerUrl?: string } {
+  return url === undefined ? {} : { apiServerUrl: url };
 }
 
 function rolledBack(ctx: UpgradeApplyData, failure: string): EdgeadmError {

@@ -28,6 +28,12 @@ export interface GateTarget {
   nodeName: string;
   /** The version the API server and the kubelet must report. */
   version: string;
+  /**
+   * This control plane's own API server (`https://address:port`), when the
+   * admin kubeconfig names a shared endpoint instead (kubeadm's
+   * controlPlaneEndpoint): the gates must ask the API server just upgraded.
+   */
+  server?: string;
   /** For the api-ready gate: any of these versions will do instead (an upgrade half way). */
   acceptVersions?: string[];
   timeoutMs: number;
@@ -53,7 +59,10 @@ async function clientFor(target: GateTarget): Promise<KubeClient> {
     what: `${host.name}:${distribution.adminKubeconfigPath}`,
     readFile: (path) => readHostFile(host, path),
   });
-  return new KubeClient({ ...credentials, server: await reachableServer(host, distribution, credentials) });
+  return new KubeClient({
+    ...credentials,
+    server: target.server ?? (await reachableServer(host, distribution, credentials)),
+  });
 }
 
 /**

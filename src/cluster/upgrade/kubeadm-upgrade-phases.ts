@@ -26,7 +26,7 @@
  *   one member's data restored alone would not rejoin its peers, and the
  *   others hold the cluster's state.
  */
-import { execOrThrow } from '../../hosts/host.js';
+import { execOrThrow, type Host } from '../../hosts/host.js';
 import { KubeClient } from '../../kube/client.js';
 import { kubeCredentialsOf } from '../../kube/kubeconfig.js';
 import { EdgeadmError } from '../../errors.js';
@@ -114,6 +114,24 @@ function stopStaticPodsScript(): string {
     '  sleep 0.1',
     'done',
   ].join('\n');
+}
+
+/**
+ * This control plane's own kube-apiserver (`https://<advertise-address>:<secure-port>`
+ * from its static Pod manifest, or from where a cut run left it aside): an
+ * HA control plane's admin.conf names the shared controlPlaneEndpoint,
+ * and the gates must ask the API server this upgrade replaced.
+ */
+export async function kubeadmLocalApiServer(host: Host): Promise<string | undefined> {
+  const result = await host.exec(
+    `cat ${MANIFESTS_DIR}/kube-apiserver.yaml 2>/dev/null || cat ${STOPPED_MANIFESTS_DIR}/kube-apiserver.yaml`,
+    { sudo: true, readOnly: true },
+  );
+  if (result.exitCode !== 0 || result.dryRun === true) return undefined;
+  const address = /--advertise-address=([^\s"']+)/.exec(result.stdout)?.[1];
+  const port = /--secure-port=(\d+)/.exec(result.stdout)?.[1] ?? '6443';
+  if (address === undefined) return undefined;
+  return `https://${address.includes(':') ? `[${address}]` : address}:${port}`;
 }
 
 /** The upgrade's UpgradeConfiguration: kubeadm's own pull never runs (the images come from the package). */

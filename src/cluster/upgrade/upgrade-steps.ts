@@ -29,6 +29,8 @@ export interface UpgradeApplyData {
   /** The upgrade state, as it stands. */
   upgrade: UpgradeState;
   gateTimeoutMs: number;
+  /** This control plane's own API server, when the admin kubeconfig names a shared endpoint (kubeadm). */
+  apiServerUrl?: string;
   logger: Logger;
   say(line: string): void;
 }
@@ -56,6 +58,7 @@ export function gateTarget(ctx: UpgradeApplyData, version: string): GateTarget {
     nodeName: ctx.upgrade.nodeName,
     version,
     timeoutMs: ctx.gateTimeoutMs,
+    ...(ctx.apiServerUrl === undefined ? {} : { server: ctx.apiServerUrl }),
   };
 }
 

@@ -10,7 +10,13 @@
  * - edgeadm killed (SIGKILL) once the host's state file says the backup is
  *   complete: a re-run resumes from there, imports the images, runs
  *   `kubeadm upgrade apply` with no image pull and swaps the kubelet, and
- *   the host's tree is the new version's; a further run finds it done.
+ *   the host's tree is the new version's; a further run finds it done;
+ * - the SSH connection cut in the middle of the kubelet's swap (kubeadm
+ *   upgrade apply already done): the run rolls back over a new connection,
+ *   the tree is the old one's; a re-run completes;
+ * - the disk filling up during the backup (a small tmpfs over the upgrade
+ *   directory, filled when the backup starts copying): the old version runs
+ *   again on the old tree; with room again, a re-run completes.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -50,6 +56,8 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
   let adminKubeconfig: string;
   const old = 'v1.31.4';
   const next = 'v1.32.1';
+  const third = 'v1.33.0';
+  const fourth = 'v1.34.0';
   const packages = new Map<string, BuiltPackage>();
 
   const edgeadm = (args: string[]): Promise<CliResult> => clusterCli(home, CLI_TIMEOUT_MS)(args);
@@ -70,6 +78,37 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
     return text.trim() === '' ? undefined : (JSON.parse(text) as { step: string }).step;
   };
 
+  /**
+   * Puts a `cp` before the real one on the host's PATH: when it writes a file
+   * named like `pattern` (a shell case pattern on its last argument), it runs
+   * `action` first; with `action` = stall, it writes 100 bytes and stalls
+   * (its pid in /opt/stalled-cp.pid).
+   */
+  async function wrapCp(host: TestHost, pattern: string, action: string): Promise<void> {
+    await env.run(
+      host,
+      [
+        "cat > /usr/local/bin/cp <<'EOS'",
+        '#!/bin/sh',
+        'for last; do :; done',
+        'case "$last" in',
+        `  ${pattern}) ${action} ;;`,
+        'esac',
+        'exec /bin/cp "$@"',
+        'EOS',
+        'chmod 755 /usr/local/bin/cp',
+      ].join('\n'),
+    );
+  }
+  const STALL = 'echo $$ > /opt/stalled-cp.pid; head -c 100 "$1" > "$last"; sleep 30; exit 1';
+
+  /** The tree of the version a package carries, as far as the binaries go. */
+  const binariesOf = (version: string): string[] =>
+    ['kubeadm', 'kubelet', 'kubectl'].map(
+      (name) =>
+        `${packages.get(version)!.manifest.files.find((f) => f.path === `bin/${name}`)!.sha256}  /usr/local/bin/${name}`,
+    );
+
   async function admin(): Promise<KubeClient> {
     return new KubeClient(await kubeCredentialsOf(readFileSync(adminKubeconfig, 'utf8'), { what: 'admin' }));
   }
@@ -84,7 +123,8 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
     home = mkdtempSync(join(env.dir, 'cli-home-'));
     adminKubeconfig = join(home, 'admin.yaml');
     const dir = mkdtempSync(join(env.dir, 'pkg-'));
-    for (const v of [old, next]) packages.set(v, await buildSimKubeadmPackage(dir, { kubernetesVersion: v }));
+    for (const v of [old, next, third, fourth])
+      packages.set(v, await buildSimKubeadmPackage(dir, { kubernetesVersion: v }));
     packages.set('broken', await buildSimKubeadmPackage(dir, { kubernetesVersion: next, isKubeletBroken: true }));
     const init = await edgeadm([
       'init',
@@ -213,6 +253,89 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
       expect(await stateStep()).toBe('done');
       const again = json<UpgradeApplyResult>(await apply(next));
       expect(again.outcome).toBe('already-done');
+    },
+    TEST_TIMEOUT_MS,
+  );
+  it(
+    'the SSH connection cut in the middle of the kubelet swap: the run rolls back over a new connection (the old tree, whole), and a re-run completes',
+    async () => {
+      const host = controlPlane();
+      const before = await installed();
+      await wrapCp(host, '*/kubelet.edgeadm-new', STALL);
+      let isDone = false;
+      const first = apply(third, ['--gate-timeout', '90s']).finally(() => {
+        isDone = true;
+      });
+      while (
+        !isDone &&
+        (await env.run(host, 'ls /usr/local/bin/kubelet.edgeadm-new 2>/dev/null || true')).trim() === ''
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const dropped = isDone ? 0 : env.dropConnections(host);
+      await env.run(host, 'rm -f /usr/local/bin/cp');
+      const cut = await first;
+      expect(dropped).toBeGreaterThan(0);
+      expect(cut.exitCode).toBe(1);
+      expect(errorOf(cut).code).toBe('E_UPGRADE_ROLLED_BACK');
+      expect(errorOf(cut).message).toContain('error execution phase kubelet');
+      // kubeadm upgrade apply had moved the manifest to the new version: the rollback put the old tree back.
+      await env.run(host, 'kill "$(cat /opt/stalled-cp.pid)" 2>/dev/null; rm -f /opt/stalled-cp.pid; sleep 0.2');
+      expect(await installed()).toBe(before);
+      expect(await version()).toBe(next);
+      expect(await stateStep()).toBe('rolled-back');
+
+      const rerun = json<UpgradeApplyResult>(await apply(third, ['--gate-timeout', '90s']));
+      expect(rerun).toMatchObject({ outcome: 'upgraded', from: next, to: third });
+      const sums = await env.run(
+        host,
+        'sha256sum /usr/local/bin/kubeadm /usr/local/bin/kubelet /usr/local/bin/kubectl',
+      );
+      for (const line of binariesOf(third)) expect(sums).toContain(line);
+      expect(await env.run(host, 'ls -A /usr/local/bin')).not.toContain('edgeadm-new');
+      expect(await version()).toBe(third);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'the disk filling up during the backup: the old version runs again on the old tree; with room again, a re-run completes',
+    async () => {
+      const host = controlPlane();
+      // A small file system over the upgrade directory: room for the preflight, filled as the backup starts copying.
+      await env.run(
+        host,
+        'mkdir -p /var/lib/edgeadm/upgrade && cp -a /var/lib/edgeadm/upgrade /opt/upgrade-before && mount -t tmpfs -o size=80m edgeadm-full /var/lib/edgeadm/upgrade && cp -a /opt/upgrade-before/. /var/lib/edgeadm/upgrade/',
+      );
+      try {
+        const before = await installed();
+        await wrapCp(
+          host,
+          '*/backup.partial/*',
+          'dd if=/dev/zero of=/var/lib/edgeadm/upgrade/filler bs=1M 2>/dev/null || true',
+        );
+        const full = await apply(fourth, ['--gate-timeout', '90s']);
+        await env.run(host, 'rm -f /usr/local/bin/cp');
+        expect(full.exitCode).toBe(1);
+        // The backup failed for want of room; the old version was started again (whether the state file could be
+        // written on the full file system or not).
+        expect(['E_UPGRADE_ROLLED_BACK', 'E_UPGRADE_INTERRUPTED']).toContain(errorOf(full).code);
+        expect(errorOf(full).message).toContain('No space left on device');
+        expect(await installed()).toBe(before);
+        expect(await version()).toBe(third);
+
+        await env.run(host, 'rm -f /var/lib/edgeadm/upgrade/filler');
+        const rerun = json<UpgradeApplyResult>(await apply(fourth, ['--gate-timeout', '90s']));
+        expect(rerun).toMatchObject({ outcome: 'upgraded', from: third, to: fourth });
+        const sums = await env.run(
+          host,
+          'sha256sum /usr/local/bin/kubeadm /usr/local/bin/kubelet /usr/local/bin/kubectl',
+        );
+        for (const line of binariesOf(fourth)) expect(sums).toContain(line);
+        expect(await version()).toBe(fourth);
+      } finally {
+        await env.run(host, 'rm -f /usr/local/bin/cp; umount /var/lib/edgeadm/upgrade 2>/dev/null || true');
+      }
     },
     TEST_TIMEOUT_MS,
   );

@@ -364,7 +364,13 @@ describe.each(FLAVOURS)('edgeadm upgrade plan on a simulated $distribution clust
         const skipped = await execIn(controlPlane(), `${await kubeadmOf(skip)} upgrade apply ${skip} -y`);
         expect(skipped.exitCode).toBe(1);
         expect(skipped.output).toContain('is too high; kubeadm can upgrade only 1 minor version at a time');
-        // Offline, the new control-plane images are imported first (kubeadm would pull them, and cannot).
+        // Offline, kubeadm's preflight pull of images containerd lacks fails (the hosts have no route out)...
+        const unpulled = await execIn(controlPlane(), `${await kubeadmOf(next)} upgrade apply ${next} -y`);
+        expect(unpulled.exitCode).toBe(1);
+        expect(unpulled.output).toContain(
+          `[ERROR ImagePull]: failed to pull image registry.k8s.io/kube-apiserver:${next}`,
+        );
+        // ...so the new control-plane images are imported first, from the package.
         const images = readFileSync(
           join(dirname(packages.get(next)!.file), `sim-kubeadm-${next}-src`, 'images', 'sim-control-plane.tar'),
         );
