@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { EdgeadmError, PreflightError, ValidationError } from '../../errors.js';
 import { connectHost } from '../../hosts/connect.js';
 import { DryRunHost } from '../../hosts/dry-run-host.js';
-import { execOrThrow } from '../../hosts/host.js';
+import { execOrThrow, type Host } from '../../hosts/host.js';
 import { selectServiceManager, type ServiceManagerKind } from '../../hosts/service-manager.js';
 import { edgeadmHome, type Logger } from '../../log/run-log.js';
 import { resolvePackageSource } from '../../packages/source.js';
@@ -37,7 +37,7 @@ import { StateRecorder, emptyState, loadState } from '../state.js';
 import type { UpgradeApplyRequest } from './apply-request.js';
 import { clusterVersionsOf } from './cluster-versions.js';
 import { apiReadyGate, nodeReadyGate, systemPodsGate } from './health-gates.js';
-import { parseKubeVersion } from './kube-version.js';
+import { parseKubeVersion, type KubeVersion } from './kube-version.js';
 import { BACKUP_TIMEOUT_MS } from './limits.js';
 import { distributionOn, hintsFor, readCluster } from './plan.js';
 import {
@@ -309,6 +309,43 @@ export interface ApplyUpgradeOptions {
 }
 
 /**
+ * The state of a new upgrade of `real` to `target`, once the skew policy
+ * allows it (a refusal changes nothing); `step: 'done'` when the host runs
+ * the target already.
+ *
+ * @throws {PreflightError} `E_UPGRADE_SKEW`.
+ * @throws {ValidationError} `E_UPGRADE_NOT_CONTROL_PLANE`.
+ */
+async function newUpgrade(real: Host, target: KubeVersion, packageName: string): Promise<UpgradeState> {
+  const snapshot = await readCluster(real);
+  const verdict = checkUpgrade(clusterVersionsOf(snapshot), target);
+  if (!verdict.isAllowed) {
+    throw new PreflightError(
+      `the upgrade to ${target.text} breaks the Kubernetes version skew policy:\n${verdict.violations.map((v) => `  - ${v.message}`).join('\n')}`,
+      { code: 'E_UPGRADE_SKEW', hints: hintsFor(verdict) },
+    );
+  }
+  const facts = await real.facts();
+  const me = snapshot.hosts.find((h) => h.name === facts.hostname && h.role === 'control-plane');
+  if (me === undefined) {
+    throw new ValidationError(`${real.name} is not a control plane of the cluster it serves`, {
+      code: 'E_UPGRADE_NOT_CONTROL_PLANE',
+    });
+  }
+  const from = (me.apiServer ?? me.kubelet).text;
+  const isDone = from === target.text && me.kubelet.text === target.text;
+  return {
+    version: 1,
+    step: isDone ? 'done' : 'backing-up',
+    from,
+    to: target.text,
+    package: packageName,
+    nodeName: me.name,
+    ...(snapshot.isHa ? { isHa: true } : {}),
+  };
+}
+
+/**
  * Upgrades one control plane from the package, or resumes an upgrade an
  * interruption left unfinished.
  *
@@ -346,35 +383,9 @@ export async function applyUpgrade(
       upgrade = saved;
       options.onLine(`[upgrade] resuming the upgrade ${saved.from} -> ${saved.to} from step "${saved.step}"`);
     } else {
-      // The skew check first: a refusal changes nothing.
-      const snapshot = await readCluster(real);
-      const verdict = checkUpgrade(clusterVersionsOf(snapshot), target);
-      if (!verdict.isAllowed) {
-        throw new PreflightError(
-          `the upgrade to ${target.text} breaks the Kubernetes version skew policy:\n${verdict.violations.map((v) => `  - ${v.message}`).join('\n')}`,
-          { code: 'E_UPGRADE_SKEW', hints: hintsFor(verdict) },
-        );
-      }
-      const facts = await real.facts();
-      const me = snapshot.hosts.find((h) => h.name === facts.hostname && h.role === 'control-plane');
-      if (me === undefined) {
-        throw new ValidationError(`${real.name} is not a control plane of the cluster it serves`, {
-          code: 'E_UPGRADE_NOT_CONTROL_PLANE',
-        });
-      }
-      const from = (me.apiServer ?? me.kubelet).text;
-      if (from === target.text && me.kubelet.text === target.text) {
-        return { ...base, from, outcome: 'already-done', plan: [] };
-      }
-      upgrade = {
-        version: 1,
-        step: 'backing-up',
-        from,
-        to: target.text,
-        package: pkg.manifest.name,
-        nodeName: me.name,
-        ...(snapshot.isHa ? { isHa: true } : {}),
-      };
+      const started = await newUpgrade(real, target, pkg.manifest.name);
+      if (started.step === 'done') return { ...base, from: started.from, outcome: 'already-done', plan: [] };
+      upgrade = started;
     }
     if (upgrade.step === 'rolling-back') {
       upgrade = { ...upgrade };

@@ -15,8 +15,9 @@
  *   upgrade apply already done): the run rolls back over a new connection,
  *   the tree is the old one's; a re-run completes;
  * - the disk filling up during the backup (a small tmpfs over the upgrade
- *   directory, filled when the backup starts copying): the old version runs
- *   again on the old tree; with room again, a re-run completes.
+ *   directory, filled while the etcd data is archived with the static Pods
+ *   stopped): the static Pods come back, the old version runs again on the
+ *   old tree; with room again, a re-run completes.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -79,24 +80,24 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
   };
 
   /**
-   * Puts a `cp` before the real one on the host's PATH: when it writes a file
-   * named like `pattern` (a shell case pattern on its last argument), it runs
-   * `action` first; with `action` = stall, it writes 100 bytes and stalls
-   * (its pid in /opt/stalled-cp.pid).
+   * Puts a `tool` (cp, tar) before the real one on the host's PATH: when its
+   * arguments match `pattern` (a shell case pattern on all of them), it runs
+   * `action` first; with {@link STALL}, it writes 100 bytes into its last
+   * argument and stalls (its pid in /opt/stalled-cp.pid).
    */
-  async function wrapCp(host: TestHost, pattern: string, action: string): Promise<void> {
+  async function wrapTool(host: TestHost, tool: 'cp' | 'tar', pattern: string, action: string): Promise<void> {
     await env.run(
       host,
       [
-        "cat > /usr/local/bin/cp <<'EOS'",
+        `cat > /usr/local/bin/${tool} <<'EOS'`,
         '#!/bin/sh',
         'for last; do :; done',
-        'case "$last" in',
+        'case "$*" in',
         `  ${pattern}) ${action} ;;`,
         'esac',
-        'exec /bin/cp "$@"',
+        `exec /usr/bin/${tool} "$@"`,
         'EOS',
-        'chmod 755 /usr/local/bin/cp',
+        `chmod 755 /usr/local/bin/${tool}`,
       ].join('\n'),
     );
   }
@@ -261,7 +262,7 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
     async () => {
       const host = controlPlane();
       const before = await installed();
-      await wrapCp(host, '*/kubelet.edgeadm-new', STALL);
+      await wrapTool(host, 'cp', '*/kubelet.edgeadm-new', STALL);
       let isDone = false;
       const first = apply(third, ['--gate-timeout', '90s']).finally(() => {
         isDone = true;
@@ -305,17 +306,19 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
       // A small file system over the upgrade directory: room for the preflight, filled as the backup starts copying.
       await env.run(
         host,
-        'mkdir -p /var/lib/edgeadm/upgrade && cp -a /var/lib/edgeadm/upgrade /opt/upgrade-before && mount -t tmpfs -o size=80m edgeadm-full /var/lib/edgeadm/upgrade && cp -a /opt/upgrade-before/. /var/lib/edgeadm/upgrade/',
+        'mkdir -p /var/lib/edgeadm/upgrade && cp -a /var/lib/edgeadm/upgrade /opt/upgrade-before && mount -t tmpfs -o size=256m edgeadm-full /var/lib/edgeadm/upgrade && cp -a /opt/upgrade-before/. /var/lib/edgeadm/upgrade/',
       );
       try {
         const before = await installed();
-        await wrapCp(
+        // Filled when the etcd data is being archived: the static Pods are stopped then.
+        await wrapTool(
           host,
-          '*/backup.partial/*',
+          'tar',
+          '*backup.partial/etcd.tar*',
           'dd if=/dev/zero of=/var/lib/edgeadm/upgrade/filler bs=1M 2>/dev/null || true',
         );
         const full = await apply(fourth, ['--gate-timeout', '90s']);
-        await env.run(host, 'rm -f /usr/local/bin/cp');
+        await env.run(host, 'rm -f /usr/local/bin/tar');
         expect(full.exitCode).toBe(1);
         // The backup failed for want of room; the old version was started again (whether the state file could be
         // written on the full file system or not).
@@ -334,7 +337,10 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
         for (const line of binariesOf(fourth)) expect(sums).toContain(line);
         expect(await version()).toBe(fourth);
       } finally {
-        await env.run(host, 'rm -f /usr/local/bin/cp; umount /var/lib/edgeadm/upgrade 2>/dev/null || true');
+        await env.run(
+          host,
+          'rm -f /usr/local/bin/cp /usr/local/bin/tar; umount /var/lib/edgeadm/upgrade 2>/dev/null || true',
+        );
       }
     },
     TEST_TIMEOUT_MS,

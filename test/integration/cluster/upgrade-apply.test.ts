@@ -351,7 +351,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       // A small file system over the upgrade directory: room for the preflight, filled as the backup starts copying.
       await env.run(
         host,
-        'cp -a /var/lib/edgeadm/upgrade /opt/upgrade-before && mount -t tmpfs -o size=80m edgeadm-full /var/lib/edgeadm/upgrade && cp -a /opt/upgrade-before/. /var/lib/edgeadm/upgrade/',
+        'cp -a /var/lib/edgeadm/upgrade /opt/upgrade-before && mount -t tmpfs -o size=256m edgeadm-full /var/lib/edgeadm/upgrade && cp -a /opt/upgrade-before/. /var/lib/edgeadm/upgrade/',
       );
       try {
         const before = await installed();
