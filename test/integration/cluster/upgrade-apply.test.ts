@@ -351,7 +351,13 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       // A small file system over the upgrade directory: room for the preflight, filled as the backup starts copying.
       await env.run(
         host,
-        'cp -a /var/lib/edgeadm/upgrade /opt/upgrade-before && mount -t tmpfs -o size=256m edgeadm-full /var/lib/edgeadm/upgrade && cp -a /opt/upgrade-before/. /var/lib/edgeadm/upgrade/',
+        [
+          // What is there already, a backup of the server directory, the preflight's 64 MiB of headroom, and slack.
+          'kib=$(( $(du -sk /var/lib/edgeadm/upgrade | cut -f1) + 2 * $(du -sk /var/lib/rancher/k3s/server | cut -f1) + 96 * 1024 ))',
+          'cp -a /var/lib/edgeadm/upgrade /opt/upgrade-before',
+          'mount -t tmpfs -o size=${kib}k edgeadm-full /var/lib/edgeadm/upgrade',
+          'cp -a /opt/upgrade-before/. /var/lib/edgeadm/upgrade/',
+        ].join(' && '),
       );
       try {
         const before = await installed();
@@ -371,7 +377,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
         );
         const full = await apply(beyond, ['--gate-timeout', '90s']);
         await env.run(host, 'rm -f /usr/local/bin/cp');
-        expect(full.exitCode).toBe(1);
+        expect(full.exitCode, full.stdout).toBe(1);
         // The backup failed for want of room; k3s was started again (whether the state file could be written or not).
         expect(['E_UPGRADE_ROLLED_BACK', 'E_UPGRADE_INTERRUPTED']).toContain(errorOf(full).code);
         expect(errorOf(full).message).toContain('No space left on device');
