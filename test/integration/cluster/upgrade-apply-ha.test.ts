@@ -125,7 +125,8 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
       .sort()
       .at(-1);
     const text = last === undefined ? '' : readFileSync(join(dir, last), 'utf8');
-    return /\[control-plane\] (kubeadm upgrade (?:apply|node))\b/.exec(text)?.[1] ?? '(none)';
+    // The phase's own line (not its summary, which names both).
+    return /\[control-plane\] (kubeadm upgrade (?:apply v\S+|node))$/m.exec(text)?.[1] ?? '(none)';
   }
 
   const upgrade = (host: TestHost): Promise<CliResult> =>
@@ -231,7 +232,11 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
         );
       }
       if (flavour.distribution === 'kubeadm') {
-        expect(kubeadmLines).toEqual(['kubeadm upgrade apply', 'kubeadm upgrade node', 'kubeadm upgrade node']);
+        expect(kubeadmLines).toEqual([
+          `kubeadm upgrade apply ${flavour.next}`,
+          'kubeadm upgrade node',
+          'kubeadm upgrade node',
+        ]);
       }
     },
     TEST_TIMEOUT_MS,

@@ -40,7 +40,8 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
   const next = 'v1.32.1+k3s1';
   const skip = 'v1.33.0+k3s1';
   const last = 'v1.34.0+k3s1';
-  const beyond = 'v1.35.0+k3s1';
+  // A patch release: the node, still at v1.31, keeps v1.35 out of reach (a kubelet lags at most three minors).
+  const beyond = 'v1.34.1+k3s1';
   const packages = new Map<string, BuiltPackage>();
 
   const edgeadm = (args: string[]): Promise<CliResult> => clusterCli(home, CLI_TIMEOUT_MS)(args);
