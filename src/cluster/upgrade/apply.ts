@@ -1,7 +1,9 @@
 /**
- * `edgeadm upgrade apply` for one k3s control plane: the skew check, then
- * phases (preflight, package, backup, swap, restart, health gates) and, when
- * a gate fails, an automatic rollback to the backup.
+ * `edgeadm upgrade apply` for one control plane: the skew check, then
+ * phases and, when a gate fails, an automatic rollback to the backup. The
+ * k3s phases are here (preflight, package, backup, swap, restart, health
+ * gates); the kubeadm ones in kubeadm-upgrade-phases.ts, with the same
+ * state file, gates and resume.
  *
  * The datastore backup: the k3s server directory (`/var/lib/rancher/k3s/server`:
  * the SQLite database with its WAL, or embedded etcd's data, the TLS files and
@@ -22,63 +24,49 @@ import { EdgeadmError, PreflightError, ValidationError } from '../../errors.js';
 import { connectHost } from '../../hosts/connect.js';
 import { DryRunHost } from '../../hosts/dry-run-host.js';
 import { execOrThrow, type Host } from '../../hosts/host.js';
-import { selectServiceManager, type ServiceManager, type ServiceManagerKind } from '../../hosts/service-manager.js';
+import { selectServiceManager, type ServiceManagerKind } from '../../hosts/service-manager.js';
 import { edgeadmHome, type Logger } from '../../log/run-log.js';
-import { resolvePackageSource, type ResolvedPackage } from '../../packages/source.js';
+import { resolvePackageSource } from '../../packages/source.js';
 import type { WorkflowEventSink } from '../../workflow/events.js';
 import type { Phase } from '../../workflow/phase.js';
-import type { Distribution } from '../distributions/distribution.js';
+import type { DistributionName } from '../distributions/distribution.js';
 import { K3S_CONFIG_PATH } from '../distributions/k3s.js';
 import { hostPackagePaths, stagePackage } from '../package-phase.js';
 import { runClusterWorkflow } from '../run-workflow.js';
 import { StateRecorder, emptyState, loadState } from '../state.js';
 import type { UpgradeApplyRequest } from './apply-request.js';
 import { clusterVersionsOf } from './cluster-versions.js';
-import { apiReadyGate, nodeReadyGate, systemPodsGate, type GateTarget } from './health-gates.js';
-import { parseKubeVersion } from './kube-version.js';
-import { BACKUP_TIMEOUT_MS, DISK_HEADROOM_KIB } from './limits.js';
+import { apiReadyGate, nodeReadyGate, systemPodsGate } from './health-gates.js';
+import { parseKubeVersion, type KubeVersion } from './kube-version.js';
+import { BACKUP_TIMEOUT_MS } from './limits.js';
 import { distributionOn, hintsFor, readCluster } from './plan.js';
+import {
+  kubeadmAbandonBackup,
+  kubeadmLocalApiServer,
+  kubeadmRollbackPhase,
+  kubeadmUpgradePhases,
+} from './kubeadm-upgrade-phases.js';
 import { checkUpgrade } from './skew.js';
+import {
+  atomicInstallScript,
+  diskSpacePreflight,
+  gateTarget,
+  isPastBackup,
+  setStep,
+  shellQuote,
+  type UpgradeApplyData,
+} from './upgrade-steps.js';
 import {
   BACKUP_MANIFEST,
   UPGRADE_BACKUP_DIR,
   UPGRADE_DIR,
   isUnfinished,
   readUpgradeState,
-  writeUpgradeState,
   type UpgradeState,
 } from './upgrade-state.js';
 
 /** The k3s server directory: the datastore and what belongs with it. */
 export const K3S_SERVER_DIR = '/var/lib/rancher/k3s/server';
-
-/** What the phases depend on. */
-export interface UpgradeApplyData {
-  host: Host;
-  isDryRun: boolean;
-  distribution: Distribution;
-  serviceManager: ServiceManager;
-  package: ResolvedPackage;
-  /** The install state recorder (the new package's files, for reset). */
-  state: StateRecorder;
-  /** The upgrade state, as it stands. */
-  upgrade: UpgradeState;
-  gateTimeoutMs: number;
-  logger: Logger;
-  say(line: string): void;
-}
-
-function quote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
-async function setStep(ctx: UpgradeApplyData, step: UpgradeState['step'], failure?: string): Promise<void> {
-  ctx.upgrade = { ...ctx.upgrade, step, ...(failure === undefined ? {} : { failure }) };
-  if (!ctx.isDryRun) await writeUpgradeState(ctx.host, ctx.upgrade);
-}
-
-const isPastBackup = (ctx: UpgradeApplyData): boolean =>
-  ctx.upgrade.step === 'backed-up' || ctx.upgrade.step === 'swapped';
 
 function binaryPath(ctx: UpgradeApplyData): string {
   return `${ctx.distribution.binDir}/k3s`;
@@ -97,77 +85,6 @@ function newBinarySha256(ctx: UpgradeApplyData): string {
 
 function unit(ctx: UpgradeApplyData): { name: string; content: string } {
   return ctx.distribution.serviceUnit('control-plane');
-}
-
-function gateTarget(ctx: UpgradeApplyData, version: string): GateTarget {
-  return {
-    host: ctx.host,
-    distribution: ctx.distribution,
-    nodeName: ctx.upgrade.nodeName,
-    version,
-    timeoutMs: ctx.gateTimeoutMs,
-  };
-}
-
-/**
- * Installs `source` as `target` atomically: copied beside it, flushed to
- * disk, renamed over it, and the directory flushed, so that a cut at any
- * moment leaves the old file or the new one, whole.
- */
-function atomicInstall(source: string, target: string, mode: string): string {
-  const temporary = `${target}.edgeadm-new`;
-  const dir = target.slice(0, target.lastIndexOf('/')) || '/';
-  return [
-    `cp ${quote(source)} ${quote(temporary)}`,
-    `chmod ${mode} ${quote(temporary)}`,
-    `sync ${quote(temporary)}`,
-    `mv -f ${quote(temporary)} ${quote(target)}`,
-    `sync ${quote(dir)}`,
-  ].join('\n');
-}
-
-/** Checks the package has the binary and the host has room for the backup and the new files; reads only. */
-function preflightPhase(): Phase<UpgradeApplyData> {
-  return {
-    name: 'preflight',
-    summary: 'Check the package has the binary and the host has room for the backup and the new files',
-    isCheck: true,
-    runIf: (ctx) => !isPastBackup(ctx),
-    skipReason: () => 'the backup is already complete (resuming)',
-    async run(ctx) {
-      newBinarySha256(ctx);
-      const unpackedKib = Math.ceil(ctx.package.manifest.files.reduce((sum, f) => sum + (f.size ?? 0), 0) / 1024);
-      const archiveKib = Math.ceil(ctx.package.archiveBytes / 1024);
-      const probe = await execOrThrow(
-        ctx.host,
-        [
-          `du -sk ${K3S_SERVER_DIR} ${quote(binaryPath(ctx))} ${K3S_CONFIG_PATH} 2>/dev/null | awk '{s+=$1} END {print s+0}'`,
-          `d=${UPGRADE_DIR}; while [ ! -d "$d" ]; do d=$(dirname "$d"); done; df -Pk "$d" | awk 'NR==2 {print $4}'`,
-          `df -Pk ${quote(ctx.distribution.binDir)} | awk 'NR==2 {print $4}'`,
-        ].join('\n'),
-        { sudo: true, readOnly: true, description: 'measure the backup and the free space' },
-      );
-      const [backupKib, freeKib, binFreeKib] = probe.stdout.trim().split('\n').map(Number);
-      const needKib = (backupKib ?? 0) + unpackedKib + archiveKib + DISK_HEADROOM_KIB;
-      if (freeKib !== undefined && freeKib < needKib) {
-        throw new PreflightError(
-          `${ctx.host.name} has ${freeKib} KiB free under ${UPGRADE_DIR}; the backup (${backupKib} KiB) and the package (${archiveKib + unpackedKib} KiB) need ${needKib} KiB`,
-          {
-            code: 'E_UPGRADE_DISK_SPACE',
-            hints: ['Free space on the host (old packages under /var/lib/edgeadm/packages), then run again.'],
-          },
-        );
-      }
-      const binKib = Math.ceil((ctx.package.manifest.files.find((f) => f.path === 'bin/k3s')?.size ?? 0) / 1024);
-      if (binFreeKib !== undefined && binFreeKib < binKib * 2) {
-        throw new PreflightError(
-          `${ctx.host.name} has ${binFreeKib} KiB free in ${ctx.distribution.binDir}; the new binary is written beside the old one (${binKib} KiB)`,
-          { code: 'E_UPGRADE_DISK_SPACE' },
-        );
-      }
-      ctx.say(`room for the backup (${backupKib} KiB) and the package (${archiveKib + unpackedKib} KiB)`);
-    },
-  };
 }
 
 /** Stages the new package on the host (shared with init and join). */
@@ -198,9 +115,9 @@ function backupPhase(): Phase<UpgradeApplyData> {
           'set -e',
           `rm -rf ${partial}`,
           `mkdir -p -m 700 ${partial}`,
-          `cp -p ${quote(binaryPath(ctx))} ${partial}/k3s`,
+          `cp -p ${shellQuote(binaryPath(ctx))} ${partial}/k3s`,
           `cp -p ${K3S_CONFIG_PATH} ${partial}/config.yaml`,
-          `tar -C ${quote(K3S_SERVER_DIR.slice(0, K3S_SERVER_DIR.lastIndexOf('/')))} -cf ${partial}/server.tar server`,
+          `tar -C ${shellQuote(K3S_SERVER_DIR.slice(0, K3S_SERVER_DIR.lastIndexOf('/')))} -cf ${partial}/server.tar server`,
           `(cd ${partial} && sha256sum k3s config.yaml server.tar > ${BACKUP_MANIFEST})`,
           `sync ${partial}/*`,
           `rm -rf ${UPGRADE_BACKUP_DIR}`,
@@ -232,8 +149,8 @@ function swapPhase(): Phase<UpgradeApplyData> {
         ctx.host,
         [
           'set -e',
-          `if [ "$(sha256sum < ${quote(target)} | cut -c1-64)" = ${newBinarySha256(ctx)} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
-          atomicInstall(`${dir}/bin/k3s`, target, '755'),
+          `if [ "$(sha256sum < ${shellQuote(target)} | cut -c1-64)" = ${newBinarySha256(ctx)} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
+          atomicInstallScript(`${dir}/bin/k3s`, target, '755'),
         ].join('\n'),
         { sudo: true, description: `install ${target} from ${ctx.package.manifest.name}, atomically` },
       );
@@ -288,51 +205,23 @@ function healthPhase(): Phase<UpgradeApplyData> {
   };
 }
 
-/** The upgrade phases, in order. */
-export function upgradeApplyPhases(): Phase<UpgradeApplyData>[] {
-  return [preflightPhase(), stagePackagePhase(), backupPhase(), swapPhase(), restartPhase(), healthPhase()];
+/** The upgrade phases of a distribution's control plane, in order. */
+export function upgradeApplyPhases(distribution: DistributionName = 'k3s'): Phase<UpgradeApplyData>[] {
+  if (distribution === 'kubeadm') return [...kubeadmUpgradePhases(), healthPhase()];
+  return [
+    diskSpacePreflight({ backupPaths: [K3S_SERVER_DIR, `/usr/local/bin/k3s`, K3S_CONFIG_PATH], binaries: ['k3s'] }),
+    stagePackagePhase(),
+    backupPhase(),
+    swapPhase(),
+    restartPhase(),
+    healthPhase(),
+  ];
 }
 
 /** The rollback phases: the backup restored, the old version started and checked. */
-export function upgradeRollbackPhases(): Phase<UpgradeApplyData>[] {
+export function upgradeRollbackPhases(distribution: DistributionName = 'k3s'): Phase<UpgradeApplyData>[] {
   return [
-    {
-      name: 'rollback',
-      summary: 'Restore the backed-up binary, config.yaml and datastore, and start the old version',
-      async run(ctx) {
-        await setStep(ctx, 'rolling-back');
-        await ctx.serviceManager.stop(ctx.host, unit(ctx).name);
-        const server = K3S_SERVER_DIR;
-        const restoring = `${server}.edgeadm-restore`;
-        const old = `${server}.edgeadm-replaced`;
-        await execOrThrow(
-          ctx.host,
-          [
-            'set -e',
-            `cd ${UPGRADE_BACKUP_DIR}`,
-            `sha256sum -c --quiet ${BACKUP_MANIFEST}`,
-            atomicInstall(`${UPGRADE_BACKUP_DIR}/k3s`, binaryPath(ctx), '755'),
-            atomicInstall(`${UPGRADE_BACKUP_DIR}/config.yaml`, K3S_CONFIG_PATH, '600'),
-            `rm -rf ${restoring} ${old}`,
-            `mkdir -p -m 700 ${restoring}`,
-            `tar -C ${restoring} -xpf server.tar`,
-            `sync ${restoring}`,
-            `if [ -e ${server} ]; then mv ${server} ${old}; fi`,
-            `mv ${restoring}/server ${server}`,
-            `rm -rf ${restoring} ${old}`,
-            `sync ${server.slice(0, server.lastIndexOf('/'))}`,
-          ].join('\n'),
-          {
-            sudo: true,
-            timeoutMs: BACKUP_TIMEOUT_MS,
-            description: `check ${UPGRADE_BACKUP_DIR} against its manifest and restore it`,
-          },
-        );
-        await ctx.serviceManager.ensureRunning(ctx.host, unit(ctx), { isRestartNeeded: true });
-        ctx.say(`restored ${ctx.upgrade.from} from ${UPGRADE_BACKUP_DIR}; started it`);
-        return 'changed';
-      },
-    },
+    distribution === 'kubeadm' ? kubeadmRollbackPhase() : k3sRollbackPhase(),
     {
       name: 'rollback-health',
       summary: 'The old version answers and its node is Ready',
@@ -344,6 +233,55 @@ export function upgradeRollbackPhases(): Phase<UpgradeApplyData>[] {
       },
     },
   ];
+}
+
+/**
+ * The k3s rollback: the binary and config.yaml, and on a single server its
+ * datastore (in an HA control plane the datastore is its peers': one
+ * server's etcd data restored alone would not rejoin them).
+ */
+function k3sRollbackPhase(): Phase<UpgradeApplyData> {
+  return {
+    name: 'rollback',
+    summary: 'Restore the backed-up binary, config.yaml and datastore, and start the old version',
+    async run(ctx) {
+      await setStep(ctx, 'rolling-back');
+      await ctx.serviceManager.stop(ctx.host, unit(ctx).name);
+      const server = K3S_SERVER_DIR;
+      const restoring = `${server}.edgeadm-restore`;
+      const old = `${server}.edgeadm-replaced`;
+      await execOrThrow(
+        ctx.host,
+        [
+          'set -e',
+          `cd ${UPGRADE_BACKUP_DIR}`,
+          `sha256sum -c --quiet ${BACKUP_MANIFEST}`,
+          atomicInstallScript(`${UPGRADE_BACKUP_DIR}/k3s`, binaryPath(ctx), '755'),
+          atomicInstallScript(`${UPGRADE_BACKUP_DIR}/config.yaml`, K3S_CONFIG_PATH, '600'),
+          ...(ctx.upgrade.isHa === true
+            ? []
+            : [
+                `rm -rf ${restoring} ${old}`,
+                `mkdir -p -m 700 ${restoring}`,
+                `tar -C ${restoring} -xpf server.tar`,
+                `sync ${restoring}`,
+                `if [ -e ${server} ]; then mv ${server} ${old}; fi`,
+                `mv ${restoring}/server ${server}`,
+                `rm -rf ${restoring} ${old}`,
+                `sync ${server.slice(0, server.lastIndexOf('/'))}`,
+              ]),
+        ].join('\n'),
+        {
+          sudo: true,
+          timeoutMs: BACKUP_TIMEOUT_MS,
+          description: `check ${UPGRADE_BACKUP_DIR} against its manifest and restore it`,
+        },
+      );
+      await ctx.serviceManager.ensureRunning(ctx.host, unit(ctx), { isRestartNeeded: true });
+      ctx.say(`restored ${ctx.upgrade.from} from ${UPGRADE_BACKUP_DIR}; started it`);
+      return 'changed';
+    },
+  };
 }
 
 /** What `upgrade apply` returns (its `--json` document). */
@@ -371,13 +309,50 @@ export interface ApplyUpgradeOptions {
 }
 
 /**
+ * The state of a new upgrade of `real` to `target`, once the skew policy
+ * allows it (a refusal changes nothing); `step: 'done'` when the host runs
+ * the target already.
+ *
+ * @throws {PreflightError} `E_UPGRADE_SKEW`.
+ * @throws {ValidationError} `E_UPGRADE_NOT_CONTROL_PLANE`.
+ */
+async function newUpgrade(real: Host, target: KubeVersion, packageName: string): Promise<UpgradeState> {
+  const snapshot = await readCluster(real);
+  const verdict = checkUpgrade(clusterVersionsOf(snapshot), target);
+  if (!verdict.isAllowed) {
+    throw new PreflightError(
+      `the upgrade to ${target.text} breaks the Kubernetes version skew policy:\n${verdict.violations.map((v) => `  - ${v.message}`).join('\n')}`,
+      { code: 'E_UPGRADE_SKEW', hints: hintsFor(verdict) },
+    );
+  }
+  const facts = await real.facts();
+  const me = snapshot.hosts.find((h) => h.name === facts.hostname && h.role === 'control-plane');
+  if (me === undefined) {
+    throw new ValidationError(`${real.name} is not a control plane of the cluster it serves`, {
+      code: 'E_UPGRADE_NOT_CONTROL_PLANE',
+    });
+  }
+  const from = (me.apiServer ?? me.kubelet).text;
+  const isDone = from === target.text && me.kubelet.text === target.text;
+  return {
+    version: 1,
+    step: isDone ? 'done' : 'backing-up',
+    from,
+    to: target.text,
+    package: packageName,
+    nodeName: me.name,
+    ...(snapshot.isHa ? { isHa: true } : {}),
+  };
+}
+
+/**
  * Upgrades one control plane from the package, or resumes an upgrade an
  * interruption left unfinished.
  *
  * @throws {PreflightError} `E_UPGRADE_SKEW` (nothing changed).
  * @throws {EdgeadmError} `E_UPGRADE_ROLLED_BACK` when a gate failed and the
  * old version runs again; `E_UPGRADE_IN_PROGRESS` when another package's
- * upgrade is unfinished on the host; `E_UPGRADE_UNSUPPORTED` for kubeadm.
+ * upgrade is unfinished on the host.
  */
 export async function applyUpgrade(
   request: UpgradeApplyRequest,
@@ -389,12 +364,6 @@ export async function applyUpgrade(
   const host = request.isDryRun ? new DryRunHost({ fallback: real }) : real;
   try {
     const distribution = await distributionOn(real);
-    if (distribution.name !== 'k3s') {
-      throw new EdgeadmError(`upgrade apply upgrades k3s control planes; ${real.name} runs ${distribution.name}`, {
-        code: 'E_UPGRADE_UNSUPPORTED',
-        hints: ["For kubeadm, run the package's kubeadm upgrade apply on the control plane for now."],
-      });
-    }
     if (pkg.manifest.distribution !== distribution.name) {
       throw new ValidationError(
         `the install package ${pkg.manifest.name} is for ${pkg.manifest.distribution}, but ${real.name} runs ${distribution.name}`,
@@ -414,44 +383,9 @@ export async function applyUpgrade(
       upgrade = saved;
       options.onLine(`[upgrade] resuming the upgrade ${saved.from} -> ${saved.to} from step "${saved.step}"`);
     } else {
-      // The skew check first: a refusal changes nothing.
-      const snapshot = await readCluster(real);
-      const verdict = checkUpgrade(clusterVersionsOf(snapshot), target);
-      if (!verdict.isAllowed) {
-        throw new PreflightError(
-          `the upgrade to ${target.text} breaks the Kubernetes version skew policy:\n${verdict.violations.map((v) => `  - ${v.message}`).join('\n')}`,
-          { code: 'E_UPGRADE_SKEW', hints: hintsFor(verdict) },
-        );
-      }
-      if (snapshot.isHa) {
-        // One server's etcd data restored alone would not rejoin its peers: HA needs an etcd snapshot and --cluster-reset.
-        throw new EdgeadmError(
-          `${real.name} is one of ${snapshot.hosts.filter((h) => h.role === 'control-plane').length} control planes; upgrade apply upgrades a single k3s control plane for now`,
-          {
-            code: 'E_UPGRADE_UNSUPPORTED',
-            hints: ['An HA control plane needs an etcd snapshot as its backup, which upgrade apply does not take yet.'],
-          },
-        );
-      }
-      const facts = await real.facts();
-      const me = snapshot.hosts.find((h) => h.name === facts.hostname && h.role === 'control-plane');
-      if (me === undefined) {
-        throw new ValidationError(`${real.name} is not a control plane of the cluster it serves`, {
-          code: 'E_UPGRADE_NOT_CONTROL_PLANE',
-        });
-      }
-      const from = (me.apiServer ?? me.kubelet).text;
-      if (from === target.text && me.kubelet.text === target.text) {
-        return { ...base, from, outcome: 'already-done', plan: [] };
-      }
-      upgrade = {
-        version: 1,
-        step: 'backing-up',
-        from,
-        to: target.text,
-        package: pkg.manifest.name,
-        nodeName: me.name,
-      };
+      const started = await newUpgrade(real, target, pkg.manifest.name);
+      if (started.step === 'done') return { ...base, from: started.from, outcome: 'already-done', plan: [] };
+      upgrade = started;
     }
     if (upgrade.step === 'rolling-back') {
       upgrade = { ...upgrade };
@@ -472,6 +406,7 @@ export async function applyUpgrade(
       state: new StateRecorder(host, (await loadState(real)) ?? emptyState()),
       upgrade,
       gateTimeoutMs: request.gateTimeoutMs,
+      ...(distribution.name === 'kubeadm' ? optionalApiServer(await kubeadmLocalApiServer(real)) : {}),
       logger: options.logger,
       say: () => undefined,
     };
@@ -481,11 +416,11 @@ export async function applyUpgrade(
         ...(options.onEvent ? { onEvent: options.onEvent } : {}),
       });
     if (upgrade.step === 'rolling-back') {
-      await run(upgradeRollbackPhases());
+      await run(upgradeRollbackPhases(distribution.name));
       throw rolledBack(ctx, upgrade.failure ?? 'an earlier run failed');
     }
     try {
-      const report = await run(upgradeApplyPhases());
+      const report = await run(upgradeApplyPhases(distribution.name));
       return {
         ...base,
         from: upgrade.from,
@@ -500,13 +435,17 @@ export async function applyUpgrade(
       // reached (a cut connection), this fails too and the recorded step tells the re-run.
       try {
         if (ctx.upgrade.step === 'backing-up') {
-          // The backup is incomplete and the old binary untouched: the old version is started again.
-          await ctx.serviceManager.ensureRunning(ctx.host, unit(ctx), { isRestartNeeded: false });
-          await apiReadyGate(gateTarget(ctx, ctx.upgrade.from));
+          // The backup is incomplete and the old binaries untouched: the old version is started again.
+          if (distribution.name === 'kubeadm') {
+            await kubeadmAbandonBackup(ctx);
+          } else {
+            await ctx.serviceManager.ensureRunning(ctx.host, unit(ctx), { isRestartNeeded: false });
+            await apiReadyGate(gateTarget(ctx, ctx.upgrade.from));
+          }
           await setStep(ctx, 'rolled-back', failure);
         } else {
           await setStep(ctx, 'rolling-back', failure);
-          await run(upgradeRollbackPhases());
+          await run(upgradeRollbackPhases(distribution.name));
         }
       } catch (rollbackError) {
         throw new EdgeadmError(
@@ -525,6 +464,10 @@ export async function applyUpgrade(
   } finally {
     await host.close();
   }
+}
+
+function optionalApiServer(url: string | undefined): { apiServerUrl?: string } {
+  return url === undefined ? {} : { apiServerUrl: url };
 }
 
 function rolledBack(ctx: UpgradeApplyData, failure: string): EdgeadmError {

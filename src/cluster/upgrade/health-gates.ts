@@ -28,6 +28,14 @@ export interface GateTarget {
   nodeName: string;
   /** The version the API server and the kubelet must report. */
   version: string;
+  /**
+   * This control plane's own API server (`https://address:port`), when the
+   * admin kubeconfig names a shared endpoint instead (kubeadm's
+   * controlPlaneEndpoint): the gates must ask the API server just upgraded.
+   */
+  server?: string;
+  /** For the api-ready gate: any of these versions will do instead (an upgrade half way). */
+  acceptVersions?: string[];
   timeoutMs: number;
   /** Injected for tests; default Date.now and setTimeout. */
   now?: () => number;
@@ -51,7 +59,10 @@ async function clientFor(target: GateTarget): Promise<KubeClient> {
     what: `${host.name}:${distribution.adminKubeconfigPath}`,
     readFile: (path) => readHostFile(host, path),
   });
-  return new KubeClient({ ...credentials, server: await reachableServer(host, distribution, credentials) });
+  return new KubeClient({
+    ...credentials,
+    server: target.server ?? (await reachableServer(host, distribution, credentials)),
+  });
 }
 
 /**
@@ -86,9 +97,10 @@ export function apiReadyGate(target: GateTarget): Promise<void> {
     const version = await client.request<{ gitVersion?: string }>('GET', '/version', {
       timeoutMs: GATE_REQUEST_TIMEOUT_MS,
     });
-    return version.gitVersion === target.version
+    const accepted = target.acceptVersions ?? [target.version];
+    return version.gitVersion !== undefined && accepted.includes(version.gitVersion)
       ? undefined
-      : `the API server reports ${version.gitVersion ?? '(no version)'}, not ${target.version}`;
+      : `the API server reports ${version.gitVersion ?? '(no version)'}, not ${accepted.join(' or ')}`;
   });
 }
 

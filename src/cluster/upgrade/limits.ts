@@ -33,3 +33,16 @@ export const BACKUP_TIMEOUT_MS = 10 * 60_000;
 
 /** Room kept free on a file system beyond what the backup and the new files need (KiB). */
 export const DISK_HEADROOM_KIB = 64 * 1024;
+
+/**
+ * How long the static Pods (etcd, kube-apiserver) may take to stop once their
+ * manifests are moved aside, before the etcd data directory is archived: the
+ * kubelet looks at its manifest directory every 20 s (fileCheckFrequency).
+ */
+export const STATIC_POD_STOP_TIMEOUT_MS = 90_000;
+
+/** How long `kubeadm upgrade apply|node` may take (it waits up to 5 min per static Pod itself). */
+export const KUBEADM_UPGRADE_TIMEOUT_MS = 15 * 60_000;
+
+/** How long one airgap image archive may take to import during an upgrade. */
+export const IMAGE_IMPORT_TIMEOUT_MS = 10 * 60_000;

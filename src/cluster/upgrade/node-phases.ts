@@ -24,6 +24,7 @@ import { BACKUP_TIMEOUT_MS } from './limits.js';
 import { KUBEADM_UPGRADE_NODE_TIMEOUT_MS } from './node-limits.js';
 import { NODE_UPGRADE_BACKUP_DIR, writeNodeUpgradeState, type NodeUpgradeState } from './node-state.js';
 import { BACKUP_MANIFEST } from './upgrade-state.js';
+import { atomicInstallScript, shellQuote } from './upgrade-steps.js';
 
 /** The kubelet configuration `kubeadm upgrade node` rewrites on a node (backed up and restored with the binaries). */
 export const KUBEADM_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml';
@@ -61,23 +62,6 @@ export interface UpgradeNodeData {
   gateTimeoutMs: number;
   logger: Logger;
   say(line: string): void;
-}
-
-function quote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
-/** Installs `source` as `target`: copied beside it, flushed, renamed over it; a cut leaves one or the other, whole. */
-function atomicInstall(source: string, target: string, mode: string): string {
-  const temporary = `${target}.edgeadm-new`;
-  const dir = target.slice(0, target.lastIndexOf('/')) || '/';
-  return [
-    `cp ${quote(source)} ${quote(temporary)}`,
-    `chmod ${mode} ${quote(temporary)}`,
-    `sync ${quote(temporary)}`,
-    `mv -f ${quote(temporary)} ${quote(target)}`,
-    `sync ${quote(dir)}`,
-  ].join('\n');
 }
 
 export async function setStep(ctx: UpgradeNodeData, step: NodeUpgradeState['step'], failure?: string): Promise<void> {
@@ -215,8 +199,8 @@ function backupPhase(): Phase<UpgradeNodeData> {
           'set -e',
           `rm -rf ${partial}`,
           `mkdir -p -m 700 ${partial}`,
-          ...swappedBinaries(ctx).map((b) => `cp -p ${quote(b.target)} ${partial}/${b.name}`),
-          `if [ -f ${quote(config)} ]; then cp -p ${quote(config)} ${partial}/config; fi`,
+          ...swappedBinaries(ctx).map((b) => `cp -p ${shellQuote(b.target)} ${partial}/${b.name}`),
+          `if [ -f ${shellQuote(config)} ]; then cp -p ${shellQuote(config)} ${partial}/config; fi`,
           `(cd ${partial} && sha256sum ${names.join(' ')} $( [ -f config ] && echo config ) > ${BACKUP_MANIFEST})`,
           `sync ${partial}/*`,
           `rm -rf ${NODE_UPGRADE_BACKUP_DIR}`,
@@ -249,8 +233,8 @@ async function swapBinary(ctx: UpgradeNodeData, binary: SwappedBinary): Promise<
     ctx.host,
     [
       'set -e',
-      `if [ "$(sha256sum < ${quote(binary.target)} | cut -c1-64)" = ${binary.source.sha256} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
-      atomicInstall(binary.source.path, binary.target, '755'),
+      `if [ "$(sha256sum < ${shellQuote(binary.target)} | cut -c1-64)" = ${binary.source.sha256} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
+      atomicInstallScript(binary.source.path, binary.target, '755'),
     ].join('\n'),
     { sudo: true, description: `install ${binary.target} from ${ctx.package.manifest.name}, atomically` },
   );
@@ -270,7 +254,7 @@ function swapPhase(): Phase<UpgradeNodeData> {
           ctx.say(`installed ${binary.target}`);
         }
         if (binary.name === 'kubeadm') {
-          await execOrThrow(ctx.host, `${quote(binary.target)} upgrade node`, {
+          await execOrThrow(ctx.host, `${shellQuote(binary.target)} upgrade node`, {
             sudo: true,
             timeoutMs: KUBEADM_UPGRADE_NODE_TIMEOUT_MS,
             description: 'kubeadm upgrade node (the kubelet configuration of this node)',
@@ -346,8 +330,10 @@ export function upgradeNodeRollbackPhases(): Phase<UpgradeNodeData>[] {
             'set -e',
             `cd ${NODE_UPGRADE_BACKUP_DIR}`,
             `sha256sum -c --quiet ${BACKUP_MANIFEST}`,
-            ...swappedBinaries(ctx).map((b) => atomicInstall(`${NODE_UPGRADE_BACKUP_DIR}/${b.name}`, b.target, '755')),
-            `if [ -f config ]; then ${atomicInstall(`${NODE_UPGRADE_BACKUP_DIR}/config`, config, '600').split('\n').join('; ')}; fi`,
+            ...swappedBinaries(ctx).map((b) =>
+              atomicInstallScript(`${NODE_UPGRADE_BACKUP_DIR}/${b.name}`, b.target, '755'),
+            ),
+            `if [ -f config ]; then ${atomicInstallScript(`${NODE_UPGRADE_BACKUP_DIR}/config`, config, '600').split('\n').join('; ')}; fi`,
           ].join('\n'),
           {
             sudo: true,

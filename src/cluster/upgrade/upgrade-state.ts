@@ -48,6 +48,12 @@ export interface UpgradeState {
   nodeName: string;
   /** Why a rollback began (the failed gate), when it did. */
   failure?: string;
+  /**
+   * Whether the host is one of several control planes: its rollback then
+   * restores its binaries and configuration but not the datastore, which
+   * its peers hold (one member's data restored alone would not rejoin them).
+   */
+  isHa?: boolean;
 }
 
 /** Whether a run that finds this step has an upgrade to finish (or a rollback). */
@@ -72,7 +78,8 @@ export function parseUpgradeState(text: string, where: string): UpgradeState {
     typeof v.from !== 'string' ||
     typeof v.to !== 'string' ||
     typeof v.package !== 'string' ||
-    typeof v.nodeName !== 'string'
+    typeof v.nodeName !== 'string' ||
+    (v.isHa !== undefined && typeof v.isHa !== 'boolean')
   ) {
     throw corrupt(where, 'not an upgrade state edgeadm wrote');
   }

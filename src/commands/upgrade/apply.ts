@@ -8,11 +8,13 @@ import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { describePhases } from '../../workflow/phase.js';
 
 export default class UpgradeApply extends BaseCommand<typeof UpgradeApply> {
-  static override summary = 'Upgrade one k3s control plane from a new install package, with a backup and rollback.';
+  static override summary =
+    'Upgrade one control plane (k3s or kubeadm) from a new install package, with a backup and rollback.';
   static override description =
-    `Phases:\n\n${describePhases(upgradeApplyPhases())}\n\n` +
+    `Phases (k3s):\n\n${describePhases(upgradeApplyPhases('k3s'))}\n\n` +
+    `Phases (kubeadm):\n\n${describePhases(upgradeApplyPhases('kubeadm'))}\n\n` +
     'The version skew policy is checked first; a refusal changes nothing. If a health gate fails within ' +
-    '--gate-timeout, the backed-up binary, config.yaml and datastore are restored and the old version is started ' +
+    '--gate-timeout, the backed-up binaries, configuration and datastore are restored and the old version is started ' +
     'again (E_UPGRADE_ROLLED_BACK). A re-run after an interruption finishes the upgrade or the rollback.';
   static override examples = [
     '<%= config.bin %> upgrade apply --host root@10.0.0.10 --install-pkg-path ./edge-k3s-v1.32.1+k3s1-amd64.tar.gz --dry-run',

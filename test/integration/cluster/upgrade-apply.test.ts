@@ -6,6 +6,10 @@
  * a package whose k3s server fails to start is rolled back (the old binary,
  * config and datastore back, the old version answering); the good package
  * then upgrades the control plane to v1.32, and a re-run finds it done.
+ * Faults: the SSH connection cut and edgeadm killed in the middle of the
+ * swap, and the disk filling up during the backup (a small tmpfs over the
+ * upgrade directory): each time the old version runs on the old tree or a
+ * re-run completes the upgrade.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -36,6 +40,8 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
   const next = 'v1.32.1+k3s1';
   const skip = 'v1.33.0+k3s1';
   const last = 'v1.34.0+k3s1';
+  // A patch release: the node, still at v1.31, keeps v1.35 out of reach (a kubelet lags at most three minors).
+  const beyond = 'v1.34.1+k3s1';
   const packages = new Map<string, BuiltPackage>();
 
   const edgeadm = (args: string[]): Promise<CliResult> => clusterCli(home, CLI_TIMEOUT_MS)(args);
@@ -116,7 +122,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
     home = mkdtempSync(join(env.dir, 'cli-home-'));
     adminKubeconfig = join(home, 'admin.yaml');
     const dir = mkdtempSync(join(env.dir, 'pkg-'));
-    for (const version of [old, next, skip, last]) {
+    for (const version of [old, next, skip, last, beyond]) {
       packages.set(version, await buildSimK3sPackage(dir, { kubernetesVersion: version }));
     }
     packages.set('broken', await buildSimK3sPackage(dir, { kubernetesVersion: next, isServerBroken: true }));
@@ -336,6 +342,58 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       expect((await env.run(host, 'sha256sum < /var/lib/edgeadm/upgrade/backup/k3s')).slice(0, 64)).toBe(before);
       const client = await admin();
       expect((await client.request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(last);
+    },
+    TEST_TIMEOUT_MS,
+  );
+  it(
+    'the disk filling up during the backup: k3s runs again on the old binary, config and datastore; with room again, a re-run completes',
+    async () => {
+      const host = controlPlane();
+      // A small file system over the upgrade directory: room for the preflight, filled as the backup starts copying.
+      await env.run(
+        host,
+        [
+          // What is there already, a backup of the server directory, the preflight's 64 MiB of headroom, and slack.
+          'kib=$(( $(du -sk /var/lib/edgeadm/upgrade | cut -f1) + 2 * $(du -sk /var/lib/rancher/k3s/server | cut -f1) + 96 * 1024 ))',
+          'cp -a /var/lib/edgeadm/upgrade /opt/upgrade-before',
+          'mount -t tmpfs -o size=${kib}k edgeadm-full /var/lib/edgeadm/upgrade',
+          'cp -a /opt/upgrade-before/. /var/lib/edgeadm/upgrade/',
+        ].join(' && '),
+      );
+      try {
+        const before = await installed();
+        await env.run(
+          host,
+          [
+            "cat > /usr/local/bin/cp <<'EOS'",
+            '#!/bin/sh',
+            'for last; do :; done',
+            'case "$last" in',
+            '  */backup.partial/*) dd if=/dev/zero of=/var/lib/edgeadm/upgrade/filler bs=1M 2>/dev/null || true ;;',
+            'esac',
+            'exec /bin/cp "$@"',
+            'EOS',
+            'chmod 755 /usr/local/bin/cp',
+          ].join('\n'),
+        );
+        const full = await apply(beyond, ['--gate-timeout', '90s']);
+        await env.run(host, 'rm -f /usr/local/bin/cp');
+        expect(full.exitCode, full.stdout).toBe(1);
+        // The backup failed for want of room; k3s was started again (whether the state file could be written or not).
+        expect(['E_UPGRADE_ROLLED_BACK', 'E_UPGRADE_INTERRUPTED']).toContain(errorOf(full).code);
+        expect(errorOf(full).message).toContain('No space left on device');
+        expect(await installed()).toBe(before);
+        expect((await (await admin()).request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(last);
+
+        await env.run(host, 'rm -f /var/lib/edgeadm/upgrade/filler');
+        const rerun = json<UpgradeApplyResult>(await apply(beyond, ['--gate-timeout', '90s']));
+        expect(rerun).toMatchObject({ outcome: 'upgraded', from: last, to: beyond });
+        const after = packages.get(beyond)!.manifest.files.find((f) => f.path === 'bin/k3s')!.sha256;
+        expect((await env.run(host, 'sha256sum < /usr/local/bin/k3s')).slice(0, 64)).toBe(after);
+        expect((await (await admin()).request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(beyond);
+      } finally {
+        await env.run(host, 'rm -f /usr/local/bin/cp; umount /var/lib/edgeadm/upgrade 2>/dev/null || true');
+      }
     },
     TEST_TIMEOUT_MS,
   );

@@ -364,6 +364,20 @@ describe.each(FLAVOURS)('edgeadm upgrade plan on a simulated $distribution clust
         const skipped = await execIn(controlPlane(), `${await kubeadmOf(skip)} upgrade apply ${skip} -y`);
         expect(skipped.exitCode).toBe(1);
         expect(skipped.output).toContain('is too high; kubeadm can upgrade only 1 minor version at a time');
+        // Offline, kubeadm's preflight pull of images containerd lacks fails (the hosts have no route out)...
+        const unpulled = await execIn(controlPlane(), `${await kubeadmOf(next)} upgrade apply ${next} -y`);
+        expect(unpulled.exitCode).toBe(1);
+        expect(unpulled.output).toContain(
+          `[ERROR ImagePull]: failed to pull image registry.k8s.io/kube-apiserver:${next}`,
+        );
+        // ...so the new control-plane images are imported first, from the package.
+        const images = readFileSync(
+          join(dirname(packages.get(next)!.file), `sim-kubeadm-${next}-src`, 'images', 'sim-control-plane.tar'),
+        );
+        await env.run(
+          controlPlane(),
+          `echo ${images.toString('base64')} | base64 -d > /opt/sim-upgrade/images-${next}.tar && /usr/local/bin/ctr --address /run/containerd/containerd.sock -n k8s.io images import /opt/sim-upgrade/images-${next}.tar`,
+        );
         const applied = await execIn(controlPlane(), `${await kubeadmOf(next)} upgrade apply ${next} -y`);
         expect(applied.exitCode, applied.output).toBe(0);
         expect(applied.output).toContain(`SUCCESS! Your cluster was upgraded to "${next}"`);

@@ -6,7 +6,8 @@
  * its container runtime are the real ones. It runs no containers and speaks
  * no CRI: a connection is accepted and closed.
  */
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname } from 'node:path';
@@ -60,10 +61,49 @@ export async function runSimContainerd(argv: string[]): Promise<number> {
 export const SIM_IMPORTED_IMAGES_LIST = '/var/lib/containerd/sim-imported-images.list';
 
 /**
+ * Where the simulated `ctr` records the image references (`NAMESPACE REF`)
+ * an imported archive names: what `ctr images ls` would list afterwards, and
+ * what the simulated kubeadm and kubelet look images up in.
+ */
+export const SIM_IMAGE_REFS_LIST = '/var/lib/containerd/sim-image-refs.list';
+
+/**
+ * The references an image archive names, as `docker save` writes them (a
+ * `manifest.json` at the archive's root, each entry with its `RepoTags`),
+ * which is how `ctr images import` names what it imports. None when the
+ * archive has no such file.
+ */
+function repoTagsOf(file: string): string[] {
+  let text: string;
+  try {
+    text = execFileSync('tar', ['-xOf', file, 'manifest.json'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+  } catch {
+    return [];
+  }
+  const entries = JSON.parse(text) as Array<{ RepoTags?: string[] }>;
+  return entries.flatMap((entry) => entry.RepoTags ?? []);
+}
+
+/** The image references imported into containerd's `namespace` (see {@link SIM_IMAGE_REFS_LIST}). */
+export function simImportedImageRefs(namespace: string): Set<string> {
+  if (!existsSync(SIM_IMAGE_REFS_LIST)) return new Set();
+  return new Set(
+    readFileSync(SIM_IMAGE_REFS_LIST, 'utf8')
+      .split('\n')
+      .filter((line) => line.startsWith(`${namespace} `))
+      .map((line) => line.slice(namespace.length + 1)),
+  );
+}
+
+/**
  * A SIMULATED `ctr` — not ctr: `ctr --address SOCKET -n NAMESPACE images
  * import FILE` checks that containerd answers on SOCKET and that FILE is a
  * tar archive, then appends `NAMESPACE FILE SHA-256` to
- * {@link SIM_IMPORTED_IMAGES_LIST} instead of unpacking images.
+ * {@link SIM_IMPORTED_IMAGES_LIST} instead of unpacking images, and the
+ * references the archive's manifest.json names to {@link SIM_IMAGE_REFS_LIST}.
  */
 export async function runSimCtr(argv: string[]): Promise<number> {
   const valueOf = (flag: string): string | undefined => {
@@ -95,6 +135,8 @@ export async function runSimCtr(argv: string[]): Promise<number> {
     SIM_IMPORTED_IMAGES_LIST,
     `${namespace} ${file} ${createHash('sha256').update(bytes).digest('hex')}\n`,
   );
+  const refs = repoTagsOf(file);
+  if (refs.length > 0) await appendFile(SIM_IMAGE_REFS_LIST, refs.map((ref) => `${namespace} ${ref}\n`).join(''));
   process.stdout.write(`unpacking images from ${file} (SIMULATED ctr: recorded only)\n`);
   return 0;
 }

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { buildPackage, type BuiltPackage } from '../../../src/packages/build.js';
 import { edgeadmFromSourceScript, fixtureVersion, simExecutableScript } from '../sim-k3s/fixture.js';
 import { ensurePinnedKubectl } from '../pinned-kubectl.js';
+import { controlPlaneImageRefs } from './layout.js';
 
 /** The marker line in every stand-in, so that nobody mistakes it for the real thing. */
 export const SIM_KUBEADM_MARKER = 'SIMULATED kubeadm distribution for edgeadm tests - not Kubernetes';
@@ -41,9 +42,17 @@ export interface SimKubeadmPackageOptions {
    * executables report `v1.30.4+sim`.
    */
   kubernetesVersion?: string;
-  /** A broken release for nodes: its `kubelet` exits 1 at once (for `upgrade node`'s rollback tests). */
+  /**
+   * A broken release: its kubelet leaves a file in the datastore directory
+   * ({@link BROKEN_KUBELET_MARKER}) and exits 1, so the node and (in the
+   * simulation, where the kubelet runs the static API server) the API never
+   * come back on it.
+   */
   isKubeletBroken?: boolean;
 }
+
+/** The file a broken fixture's kubelet leaves in the datastore directory before it fails. */
+export const BROKEN_KUBELET_MARKER = '/var/lib/etcd/written-by-a-broken-kubelet';
 
 /** Builds `<workDir>/sim-kubeadm.tar.gz`, an install package with the simulated kubeadm distribution. */
 export async function buildSimKubeadmPackage(
@@ -53,18 +62,15 @@ export async function buildSimKubeadmPackage(
   const version = options.kubernetesVersion === undefined ? undefined : fixtureVersion(options.kubernetesVersion);
   if (version?.includes('+')) throw new Error(`a kubeadm package carries an upstream version, not ${version}`);
   // One source directory and output per version, so that a test can hold the packages of two versions.
-  const tag = (version === undefined ? '' : `-${version}`) + (options.isKubeletBroken ? '-broken-kubelet' : '');
+  const tag = (version === undefined ? '' : `-${version}`) + (options.isKubeletBroken ? '-broken' : '');
   const source = join(workDir, `sim-kubeadm${tag}-src`);
   const files: Record<string, string> = {
     'bin/kubeadm': simExecutableScript('kubeadm', SIM_KUBEADM_MARKER, README, version),
     'bin/kubelet': options.isKubeletBroken
-      ? [
-          '#!/bin/sh',
-          `# ${SIM_KUBEADM_MARKER}: a kubelet broken on purpose.`,
-          'echo "kubelet: broken on purpose" >&2',
-          'exit 1',
-          '',
-        ].join('\n')
+      ? simExecutableScript('kubelet', SIM_KUBEADM_MARKER, README, version).replace(
+          '\nexec ',
+          `\nif [ "$1" != --version ]; then echo broken > ${BROKEN_KUBELET_MARKER}; echo 'sim-kubelet: this release is broken on purpose' >&2; exit 1; fi\nexec `,
+        )
       : simExecutableScript('kubelet', SIM_KUBEADM_MARKER, README, version),
     'bin/containerd': simExecutableScript('containerd', SIM_KUBEADM_MARKER, README),
     'bin/ctr': simExecutableScript('ctr', SIM_KUBEADM_MARKER, README),
@@ -90,13 +96,32 @@ export async function buildSimKubeadmPackage(
   }
   await mkdir(join(source, 'images'), { recursive: true });
   execFileSync('tar', ['-cf', join(source, 'images', 'sim-pause.tar'), '-C', join(source, 'assets'), 'README']);
+  if (version !== undefined) {
+    // A versioned package carries its control-plane images, named as `docker save` names them
+    // (manifest.json, RepoTags), so that an offline upgrade has them to import; no layers.
+    const imageDir = join(workDir, `sim-kubeadm${tag}-images`);
+    await mkdir(imageDir, { recursive: true });
+    await writeFile(
+      join(imageDir, 'manifest.json'),
+      JSON.stringify([{ Config: 'config.json', RepoTags: controlPlaneImageRefs(version), Layers: [] }]),
+    );
+    await writeFile(join(imageDir, 'config.json'), '{}');
+    execFileSync('tar', [
+      '-cf',
+      join(source, 'images', 'sim-control-plane.tar'),
+      '-C',
+      imageDir,
+      'manifest.json',
+      'config.json',
+    ]);
+  }
   const manifestVersion = version ?? 'v1.30.4';
   return buildPackage({
     from: source,
     distribution: 'kubeadm',
     kubernetesVersion: manifestVersion,
     arch: 'amd64',
-    name: `edge-kubeadm-${manifestVersion}-amd64-sim${options.withEdgeadm ? '-edgeadm' : ''}${options.isKubeletBroken ? '-broken-kubelet' : ''}`,
+    name: `edge-kubeadm-${manifestVersion}-amd64-sim${options.withEdgeadm ? '-edgeadm' : ''}${options.isKubeletBroken ? '-broken' : ''}`,
     output: join(workDir, `sim-kubeadm${options.withEdgeadm ? '-edgeadm' : ''}${tag}.tar.gz`),
     createdAt: new Date('2024-05-01T12:00:00Z'),
   });

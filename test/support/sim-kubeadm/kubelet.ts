@@ -67,9 +67,11 @@ import {
   type SimNodeOptions,
 } from '../sim-node.js';
 import { runPodSource } from '../sim-kubelet-pods.js';
+import { simImportedImageRefs } from './containerd.js';
 import {
   APISERVER_MANIFEST,
   BOOTSTRAP_KUBELET_CONF,
+  CRI_IMAGE_NAMESPACE,
   CA_CERT,
   CA_KEY,
   DEFAULT_CRI_SOCKET,
@@ -315,6 +317,22 @@ async function keepMirrorPod(node: SimNodeOptions, isStopping: () => boolean): P
             spec: { nodeName: node.name, hostNetwork: true, containers: [{ name: 'kube-apiserver', image }] },
           },
         });
+        // The kubelet reports its static Pod's status as it runs (phase Running: the API server is up).
+        await expectOk(`report the mirror Pod ${name} Running`, {
+          method: 'PATCH',
+          url: `${node.server}/api/v1/namespaces/kube-system/pods/${name}/status?fieldManager=kubelet&force=true`,
+          caPem: node.caPem,
+          ...(node.token ? { token: node.token } : {}),
+          ...(node.certPem ? { certPem: node.certPem } : {}),
+          ...(node.keyPem ? { keyPem: node.keyPem } : {}),
+          contentType: 'application/apply-patch+yaml',
+          body: {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name, namespace: 'kube-system' },
+            status: { phase: 'Running' },
+          },
+        });
         posted = image;
       } catch (error) {
         log(`mirror Pod: ${(error as Error).message}`);
@@ -330,15 +348,24 @@ async function manifestDigest(): Promise<string | undefined> {
   return text === undefined ? undefined : createHash('sha256').update(text).digest('hex');
 }
 
+/** The image the manifest names now, or undefined when there is none. */
+async function manifestImage(): Promise<string | undefined> {
+  const text = await readFile(APISERVER_MANIFEST, 'utf8').catch(() => undefined);
+  return text === undefined ? undefined : (loadYaml(text) as StaticPod).spec?.containers?.[0]?.image;
+}
+
 /**
  * Runs the static kube-apiserver and keeps it matching its manifest: when
  * the manifest's content changes, the running one is stopped and a new one
- * started from the new manifest (a real kubelet recreates the Pod). A
+ * started from the new manifest (a real kubelet recreates the Pod); a new
+ * image must have been imported into containerd first (the kubelet cannot
+ * pull it offline), else the Pod stays down. A
  * manifest that is removed stops it. `stopped` settles when the kubelet is
  * stopping and the API server has stopped.
  */
 async function runStaticPod(isStopping: () => boolean): Promise<{ stopped: Promise<number> }> {
   let digest = await manifestDigest();
+  let image = await manifestImage();
   let stopCurrent!: () => void;
   let current = await runStaticApiServer(new Promise<void>((resolve) => (stopCurrent = resolve)));
   const stopped = (async (): Promise<number> => {
@@ -356,6 +383,24 @@ async function runStaticPod(isStopping: () => boolean): Promise<{ stopped: Promi
         while (!isStopping() && (await manifestDigest()) === undefined) await sleep(POLL_INTERVAL_MS);
         if (isStopping()) return 0;
         digest = await manifestDigest();
+      }
+      const next = await manifestImage();
+      if (next !== image) {
+        // A new image must be in containerd: the kubelet would pull it, and the test hosts have no route out.
+        let isLogged = false;
+        while (!isStopping() && next !== undefined && !simImportedImageRefs(CRI_IMAGE_NAMESPACE).has(next)) {
+          if (!isLogged) {
+            log(
+              `static pod kube-apiserver: Failed to pull image "${next}": dial tcp: lookup registry.k8s.io: no such host (ImagePullBackOff; the host has no route out)`,
+            );
+          }
+          isLogged = true;
+          await sleep(POLL_INTERVAL_MS);
+          if ((await manifestImage()) !== next) break;
+        }
+        if (isStopping()) return 0;
+        if ((await manifestImage()) !== next) continue;
+        image = next;
       }
       current = await runStaticApiServer(new Promise<void>((resolve) => (stopCurrent = resolve)));
     }

@@ -23,6 +23,21 @@ export function imageVersion(image: string | undefined): string | undefined {
   const tag = /:([^:/@]+)$/.exec(image ?? '')?.[1];
   return tag !== undefined && /^v\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?$/.test(tag) ? tag : undefined;
 }
+/**
+ * The control-plane images kubeadm needs for a version, by reference (what
+ * its `ImagePullCheck` pulls unless present; cmd/kubeadm/app/images,
+ * GetControlPlaneImages). etcd, CoreDNS and pause, whose tags follow their
+ * own versions, are not simulated.
+ */
+export function controlPlaneImageRefs(version: string): string[] {
+  return ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy'].map(
+    (name) => `registry.k8s.io/${name}:${version}`,
+  );
+}
+
+/** The containerd namespace the CRI plugin (and so the kubelet and kubeadm) takes images from. */
+export const CRI_IMAGE_NAMESPACE = 'k8s.io';
+
 export const KUBERNETES_DIR = '/etc/kubernetes';
 export const PKI_DIR = `${KUBERNETES_DIR}/pki`;
 export const CA_CERT = `${PKI_DIR}/ca.crt`;

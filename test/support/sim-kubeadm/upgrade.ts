@@ -31,6 +31,23 @@
  *   version kubeadm-config records; on a worker, "Skipping phase. Not a
  *   control plane node". The kubelet itself is upgraded by replacing its
  *   binary and restarting it, as with the real kubelet package.
+ * - `--config FILE` (both): an `UpgradeConfiguration` of
+ *   `kubeadm.k8s.io/v1beta4` (cmd/kubeadm/app/apis/kubeadm/v1beta4,
+ *   `UpgradeApplyConfiguration`, `UpgradeNodeConfiguration`); any other
+ *   apiVersion or kind is refused. Read: `apply.kubernetesVersion` (the
+ *   version when none is given as the argument), `apply.forceUpgrade`,
+ *   `apply.imagePullPolicy` and `node.imagePullPolicy`; `etcdUpgrade` is
+ *   accepted and has nothing to act on (no etcd is simulated).
+ * - The image pre-pull of the preflight phase
+ *   (cmd/kubeadm/app/cmd/phases/upgrade/apply/preflight.go and
+ *   .../node/preflight.go on a control plane, `RunPullImagesCheck`;
+ *   cmd/kubeadm/app/preflight/checks.go, `ImagePullCheck`): with the
+ *   policy `Never` nothing is pulled; with `IfNotPresent` (the default) an
+ *   image containerd does not have is pulled, and with `Always` every one.
+ *   The test hosts have no route out, so a pull fails, as it does (or hangs,
+ *   kubernetes#132618) on an offline host: `[ERROR ImagePull]: failed to
+ *   pull image …`. Which images containerd has is what the simulated `ctr
+ *   images import` recorded (../sim-kubeadm/containerd.ts).
  *
  * Not simulated: etcd, controller-manager and scheduler manifests (none
  * run), certificate renewal, addons (CoreDNS, kube-proxy), image pre-pull,
@@ -41,10 +58,13 @@ import { mkdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
 import { call, expectOk, simReportedVersion, sleep, writeAtomically } from '../sim-node.js';
+import { simImportedImageRefs } from './containerd.js';
 import {
   ADMIN_CONF,
   APISERVER_MANIFEST,
+  CRI_IMAGE_NAMESPACE,
   KUBERNETES_DIR,
+  controlPlaneImageRefs,
   SIM_KUBERNETES_VERSION,
   KubeadmError,
   imageVersion,
@@ -306,9 +326,61 @@ async function clusterConfigVersion(admin: KubeconfigAccess): Promise<string> {
   return cluster.kubernetesVersion;
 }
 
-/** `kubeadm upgrade apply VERSION [-y] [-f|--force]`. */
+/** What an `UpgradeConfiguration` (v1beta4) given with `--config` sets. */
+interface UpgradeConfiguration {
+  apply?: { kubernetesVersion?: string; forceUpgrade?: boolean; imagePullPolicy?: string; etcdUpgrade?: boolean };
+  node?: { imagePullPolicy?: string; etcdUpgrade?: boolean };
+}
+
+/** The arguments without `--config FILE` (so that FILE is not taken for the version). */
+function positional(args: string[]): string[] {
+  return args.filter((arg, i) => !arg.startsWith('-') && args[i - 1] !== '--config');
+}
+
+async function upgradeConfiguration(args: string[]): Promise<UpgradeConfiguration> {
+  const at = args.indexOf('--config');
+  if (at < 0) return {};
+  const path = args[at + 1];
+  if (path === undefined || !existsSync(path)) throw new KubeadmError(`unable to read config from "${path ?? ''}"`);
+  const doc = loadYaml(await readFile(path, 'utf8')) as { apiVersion?: string; kind?: string } & UpgradeConfiguration;
+  if (doc?.apiVersion !== 'kubeadm.k8s.io/v1beta4' || doc.kind !== 'UpgradeConfiguration') {
+    throw new KubeadmError(
+      `${path}: expected an UpgradeConfiguration of kubeadm.k8s.io/v1beta4, found ${doc?.kind ?? '(no kind)'} of ${doc?.apiVersion ?? '(no apiVersion)'}`,
+    );
+  }
+  for (const policy of [doc.apply?.imagePullPolicy, doc.node?.imagePullPolicy]) {
+    if (policy !== undefined && !['Always', 'IfNotPresent', 'Never'].includes(policy)) {
+      throw new KubeadmError(`${path}: unsupported pull policy "${policy}"`);
+    }
+  }
+  return doc;
+}
+
+/** The preflight image pull (see the module comment): fails for any image it would have to pull. */
+function pullImages(version: string, policy: string | undefined): void {
+  const effective = policy ?? 'IfNotPresent';
+  say('[upgrade/preflight] Pulling images required for setting up a Kubernetes cluster');
+  if (effective === 'Never') return;
+  const present = simImportedImageRefs(CRI_IMAGE_NAMESPACE);
+  const missing = controlPlaneImageRefs(version).filter((ref) => effective === 'Always' || !present.has(ref));
+  if (missing.length > 0) {
+    throw new KubeadmError(
+      `[preflight] Some fatal errors occurred:\n${missing
+        .map(
+          (ref) =>
+            `\t[ERROR ImagePull]: failed to pull image ${ref}: dial tcp: lookup registry.k8s.io: no such host (SIMULATED kubeadm: the host has no route out)`,
+        )
+        .join(
+          '\n',
+        )}\n[preflight] If you know what you are doing, you can make a check non-fatal with \`--ignore-preflight-errors=...\``,
+    );
+  }
+}
+
+/** `kubeadm upgrade apply [VERSION] [--config FILE] [-y] [-f|--force]`. */
 async function apply(args: string[]): Promise<void> {
-  const given = args.find((arg) => !arg.startsWith('-'));
+  const config = await upgradeConfiguration(args);
+  const given = positional(args)[0] ?? config.apply?.kubernetesVersion;
   if (given === undefined) throw new KubeadmError('missing one or more required arguments: the version to upgrade to');
   if (!existsSync(APISERVER_MANIFEST))
     throw new KubeadmError('this is not a control plane node: no kube-apiserver manifest');
@@ -316,7 +388,8 @@ async function apply(args: string[]): Promise<void> {
   const versions = await readVersions(admin);
   printVersions(versions);
   const target = parseVersion(given);
-  enforce(versions, target, args.includes('-f') || args.includes('--force'));
+  enforce(versions, target, args.includes('-f') || args.includes('--force') || config.apply?.forceUpgrade === true);
+  pullImages(target.text, config.apply?.imagePullPolicy);
   say(`[upgrade/apply] Upgrading your Static Pod-hosted control plane to version "${target.text}"...`);
   await upgradeStaticPod(admin, target.text);
   await recordClusterVersion(admin, target.text);
@@ -326,8 +399,9 @@ async function apply(args: string[]): Promise<void> {
   );
 }
 
-/** `kubeadm upgrade node`. */
-async function node(): Promise<void> {
+/** `kubeadm upgrade node [--config FILE]`. */
+async function node(args: string[]): Promise<void> {
+  const config = await upgradeConfiguration(args);
   if (!existsSync(APISERVER_MANIFEST)) {
     say('[upgrade] Skipping phase. Not a control plane node.');
   } else {
@@ -340,6 +414,7 @@ async function node(): Promise<void> {
         `the cluster is at ${version}, newer than this kubeadm (${kubeadm.text}): upgrade kubeadm first`,
       );
     }
+    pullImages(version, config.node?.imagePullPolicy);
     say(`[upgrade] Upgrading your Static Pod-hosted control plane instance to version "${version}"...`);
     await upgradeStaticPod(admin, version);
   }
@@ -352,6 +427,8 @@ export async function runUpgrade(args: string[]): Promise<void> {
   const [sub, ...rest] = args;
   if (sub === 'plan') return plan(rest);
   if (sub === 'apply') return apply(rest);
-  if (sub === 'node') return node();
-  throw new KubeadmError('usage: kubeadm upgrade plan [version] | apply VERSION [-y] [-f] | node');
+  if (sub === 'node') return node(rest);
+  throw new KubeadmError(
+    'usage: kubeadm upgrade plan [version] | apply [VERSION] [--config FILE] [-y] [-f] | node [--config FILE]',
+  );
 }
