@@ -64,7 +64,14 @@ export interface KubeRequestOptions {
   body?: unknown;
   contentType?: string;
   query?: Record<string, string>;
+  /** Longest silence on the connection (the socket's idle timeout); {@link KUBE_REQUEST_TIMEOUT_MS} by default. */
   timeoutMs?: number;
+  /**
+   * Longest time for the whole request, from the call until the body is
+   * read: waiting for a free connection, sending, and an answer that trickles
+   * in included. Overrides the client's {@link KubeClientOptions.requestDeadlineMs}.
+   */
+  deadlineMs?: number;
 }
 
 /**
@@ -86,6 +93,13 @@ export interface KubeClientOptions {
    * one per request). {@link KubeClient.close} closes them.
    */
   isKeepAlive?: boolean;
+  /**
+   * A deadline for every request of this client, whatever it waits for (see
+   * {@link KubeRequestOptions.deadlineMs}). Without it only the idle timeout
+   * applies, and a request queued behind the keep-alive pool's busy
+   * connections, or answered a byte at a time, can wait for ever.
+   */
+  requestDeadlineMs?: number;
 }
 
 /** Most connections a keep-alive client holds to its API server. */
@@ -103,12 +117,14 @@ export class KubeClient {
   readonly #credentials: KubeCredentials;
   readonly #impersonate: KubeImpersonation | undefined;
   readonly #isKeepAlive: boolean;
+  readonly #requestDeadlineMs: number | undefined;
   #agent: HttpsAgent | undefined;
 
   constructor(credentials: KubeCredentials, options: KubeClientOptions = {}) {
     this.#credentials = credentials;
     this.#impersonate = options.impersonate;
     this.#isKeepAlive = options.isKeepAlive === true;
+    this.#requestDeadlineMs = options.requestDeadlineMs;
     this.server = credentials.server.replace(/\/+$/, '');
   }
 
@@ -140,7 +156,23 @@ export class KubeClient {
       headers['Content-Length'] = String(body.length);
     }
     const timeoutMs = options.timeoutMs ?? KUBE_REQUEST_TIMEOUT_MS;
+    const deadlineMs = options.deadlineMs ?? this.#requestDeadlineMs;
     return new Promise<KubeResponse>((resolve, reject) => {
+      let isSettled = false;
+      let deadline: NodeJS.Timeout | undefined;
+      const unreachable = (error: Error & { code?: string }): EdgeadmError =>
+        new EdgeadmError(`cannot reach the API server at ${this.server}: ${error.message}`, {
+          code: 'E_KUBE_UNREACHABLE',
+          cause: error,
+          details: { server: this.server, errorCode: error.code },
+        });
+      const settle = (outcome: { response: KubeResponse } | { error: Error }): void => {
+        if (isSettled) return;
+        isSettled = true;
+        clearTimeout(deadline);
+        if ('response' in outcome) resolve(outcome.response);
+        else reject(outcome.error);
+      };
       const req = request(
         url,
         {
@@ -163,21 +195,25 @@ export class KubeClient {
             chunks.push(chunk);
           });
           response.on('end', () =>
-            resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+            settle({ response: { status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') } }),
           );
-          response.on('error', reject);
+          response.on('error', (error: Error) => settle({ error: unreachable(error) }));
+          // A connection that closes mid-answer without an error event must not leave the caller waiting.
+          response.on('close', () => {
+            if (!response.complete) settle({ error: unreachable(new Error('the connection closed mid-answer')) });
+          });
         },
       );
+      if (deadlineMs !== undefined) {
+        deadline = setTimeout(() => {
+          const error = new Error(`no complete answer within ${deadlineMs} ms`);
+          settle({ error: unreachable(error) });
+          req.destroy(error);
+        }, deadlineMs);
+        deadline.unref();
+      }
       req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-      req.on('error', (error: Error & { code?: string }) =>
-        reject(
-          new EdgeadmError(`cannot reach the API server at ${this.server}: ${error.message}`, {
-            code: 'E_KUBE_UNREACHABLE',
-            cause: error,
-            details: { server: this.server, errorCode: error.code },
-          }),
-        ),
-      );
+      req.on('error', (error: Error & { code?: string }) => settle({ error: unreachable(error) }));
       req.end(body);
     });
   }

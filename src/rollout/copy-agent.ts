@@ -22,7 +22,9 @@
  *   readiness, message, revision or any object's `.status` changes.
  * - Failures: an apply the API server refuses (RBAC, an invalid object) is
  *   reported `failed` at the copy's revision with the server's message and
- *   not retried; an API server that cannot be reached is retried.
+ *   not retried; an API server that cannot be reached is retried. Every
+ *   request has a deadline ({@link COPY_REQUEST_DEADLINE_MS}): one that
+ *   hangs counts as unreachable, so no copy waits on it for good.
  * - Reports: one stream at a time (a new one ends the old). It starts with
  *   the current report of every copy, then a line per change. A reader that
  *   does not read holds back nothing but its own stream: lines wait as the
@@ -42,6 +44,7 @@ import {
   COPY_APPLY_RETRY_MS,
   COPY_POLL_NOT_READY_MS,
   COPY_POLL_READY_MS,
+  COPY_REQUEST_DEADLINE_MS,
   MAX_COPY_BYTES_IN_FLIGHT,
   MAX_REMOVE_MESSAGE_BYTES,
 } from './limits.js';
@@ -79,6 +82,8 @@ export interface CopyAgentOptions {
   applyRetryMs?: number;
   /** Most bytes of messages read at once; {@link MAX_COPY_BYTES_IN_FLIGHT} by default. */
   maxBytesInFlight?: number;
+  /** The deadline of each request to the API server; {@link COPY_REQUEST_DEADLINE_MS} by default. */
+  requestDeadlineMs?: number;
 }
 
 /** What one job of a rollout's worker is. */
@@ -121,7 +126,12 @@ export class CopyAgent {
   constructor(options: CopyAgentOptions) {
     this.#options = options;
     this.#budget = new ReadBudget(options.maxBytesInFlight ?? MAX_COPY_BYTES_IN_FLIGHT);
-    this.#inventory = new CopyApplier(new KubeClient(options.credentials, { isKeepAlive: true }));
+    this.#inventory = new CopyApplier(new KubeClient(options.credentials, this.#clientOptions()));
+  }
+
+  /** Every request of the agent has a deadline: one that hangs would hold its copy "applying" for good. */
+  #clientOptions(): { isKeepAlive: true; requestDeadlineMs: number } {
+    return { isKeepAlive: true, requestDeadlineMs: this.#options.requestDeadlineMs ?? COPY_REQUEST_DEADLINE_MS };
   }
 
   /** The control streams this agent serves, for the tunnel agent to route. */
@@ -279,7 +289,7 @@ export class CopyAgent {
     const key = JSON.stringify(owner);
     if (run.applier?.key !== key) {
       run.applier?.client.close();
-      const client = new KubeClient(this.#options.credentials, { impersonate: owner, isKeepAlive: true });
+      const client = new KubeClient(this.#options.credentials, { ...this.#clientOptions(), impersonate: owner });
       run.applier = { key, client, applier: new CopyApplier(client, { inventory: this.#inventory.inventoryClient }) };
     }
     return run.applier.applier;
