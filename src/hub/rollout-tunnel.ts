@@ -11,7 +11,9 @@
  *   say so: it answers 404 to a control path it does not know, or, before
  *   agents knew more control paths than the handshake, 400 (it took the
  *   stream for a user's request without an identity: see
- *   {@link isOlderAgentRefusal}).
+ *   {@link isOlderAgentRefusal}). Lines the agent numbers are acknowledged
+ *   (wire.ts), so the agent sends again what the hub did not take. A stream
+ *   refused or broken is opened again, with backoff.
  * - {@link TunnelRolloutDelivery}: copies and removals as POST control
  *   streams (no identity headers: no user can send them), each with a
  *   deadline ({@link ROLLOUT_DELIVERY_TIMEOUT_MS}). A cluster without an
@@ -26,6 +28,7 @@ import {
   MAX_COPY_MESSAGE_BYTES,
   ROLLOUT_APPLY_PATH,
   ROLLOUT_REMOVE_PATH,
+  ROLLOUT_REPORT_ACKS_HEADER,
   ROLLOUT_REPORTS_PATH,
   type CopyMessage,
   type RemoveMessage,
@@ -236,12 +239,32 @@ export function followReports(
     let status = 0;
     const refusal: Buffer[] = [];
     try {
-      stream = tunnel.request({ ':method': 'GET', ':path': ROLLOUT_REPORTS_PATH }, { endStream: true });
+      // Our side stays open: it carries the acknowledgements of the lines taken.
+      stream = tunnel.request(
+        { ':method': 'GET', ':path': ROLLOUT_REPORTS_PATH, [ROLLOUT_REPORT_ACKS_HEADER]: '1' },
+        { endStream: false },
+      );
     } catch (error) {
       logger.debug(`cluster ${cluster}: cannot open the report stream: ${(error as Error).message}`);
       scheduleReopen(true);
       return;
     }
+    const opened = stream;
+    /** The highest line number seen, and the one last acknowledged (acknowledgements are cumulative). */
+    let seenSeq = 0;
+    let ackedSeq = 0;
+    let isAckBlocked = false;
+    const acknowledge = (): void => {
+      if (isAckBlocked || seenSeq <= ackedSeq || opened.destroyed || !opened.writable) return;
+      ackedSeq = seenSeq;
+      if (!opened.write(`${JSON.stringify({ ack: ackedSeq })}\n`)) {
+        isAckBlocked = true;
+        opened.once('drain', () => {
+          isAckBlocked = false;
+          acknowledge();
+        });
+      }
+    };
     const splitter = new LineSplitter(maxLineBytes, () =>
       logger.warn(`cluster ${cluster}: a report line longer than ${maxLineBytes} bytes was dropped`),
     );
@@ -257,6 +280,8 @@ export function followReports(
       sink.unsupported(cluster);
     };
     stream.on('end', () => {
+      // The agent ended its side: end ours too (it carries only acknowledgements), so the stream closes.
+      opened.close();
       if (!isRefused || isUnsupported) return;
       if (isOlderAgentRefusal(status, Buffer.concat(refusal).toString('utf8'))) markUnsupported();
       else logger.debug(`cluster ${cluster}: the report stream was answered ${status}; opening it again later`);
@@ -275,6 +300,9 @@ export function followReports(
           logger.warn(`cluster ${cluster}: a report line is not JSON; dropped`);
           continue;
         }
+        // Taken, or dropped for good: either way the agent need not send it again.
+        const seq = (parsed as { seq?: unknown } | null)?.seq;
+        if (typeof seq === 'number' && Number.isSafeInteger(seq) && seq > seenSeq) seenSeq = seq;
         const report = reportOf(parsed);
         if (typeof report === 'string') {
           logger.warn(`cluster ${cluster}: a report line was dropped: ${report}`);
@@ -288,6 +316,7 @@ export function followReports(
           }
         }
       }
+      acknowledge();
     });
     stream.on('error', (error) => logger.debug(`cluster ${cluster}: report stream: ${error.message}`));
     stream.on('close', () => {

@@ -36,6 +36,12 @@ export const COPY_APPLY_RETRY_MS = 2_000;
  * or the copy read back at the next poll.
  */
 export const COPY_REQUEST_DEADLINE_MS = 15_000;
+/**
+ * How long a report line may wait for the hub's acknowledgement before the
+ * agent writes it again (the rollout's latest line; wire.ts). A line is
+ * written again after one to two of these.
+ */
+export const REPORT_RESEND_MS = 10_000;
 /** How long the hub may take to send one copy message's body. */
 export const COPY_MESSAGE_READ_TIMEOUT_MS = 60_000;
 /** Largest remove message (a rollout name and an owner). */

@@ -62,6 +62,10 @@ export interface RolloutStandIn {
   endReports(): void;
   /** Resolves when the hub has opened the report stream. */
   reportsOpened: Promise<void>;
+  /** The acknowledgements the hub wrote on the report streams, in order. */
+  acks: number[];
+  /** Resolves once the hub has acknowledged a line numbered `seq` or later. */
+  waitForAck(seq: number): Promise<void>;
   /** How many report streams the hub has opened, refused ones included. */
   reportOpens: number;
   /** Resolves once the hub has opened `count` report streams in all. */
@@ -122,6 +126,8 @@ export async function connectRolloutStandIn(options: RolloutStandInOptions): Pro
     endReports: () => reportStream?.end(),
     reportsOpened: new Promise((resolve) => (openReports = resolve)),
     reportOpens: 0,
+    acks: [],
+    waitForAck: (seq) => received(() => (agent.acks.some((ack) => ack >= seq) ? 1 : 0), 1),
     waitForReportOpens: (count) => received(() => agent.reportOpens, count),
     reportsClosed: new Promise((resolve) => (closeReports = resolve)),
     welcomed: new Promise((resolve) => (welcome = resolve)),
@@ -187,6 +193,14 @@ export async function connectRolloutStandIn(options: RolloutStandInOptions): Pro
       }
       stream.respond({ ':status': 200, 'content-type': 'application/x-ndjson' });
       reportStream = stream;
+      let pending = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => {
+        const lines = (pending + chunk).split('\n');
+        pending = lines.pop() ?? '';
+        for (const line of lines) agent.acks.push((JSON.parse(line) as { ack: number }).ack);
+        for (const wake of waiters.splice(0)) wake();
+      });
       stream.once('close', () => closeReports(stream.rstCode));
       openReports();
     } else if (path === ROLLOUT_APPLY_PATH || path === ROLLOUT_REMOVE_PATH) {

@@ -21,7 +21,12 @@ import {
 import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
 import { silentLogger, type Logger } from '../../../src/log/run-log.js';
 import { parseRollout } from '../../../src/rollout/spec.js';
-import { ROLLOUT_REPORTS_PATH, type CopyMessage, type ReportMessage } from '../../../src/rollout/wire.js';
+import {
+  ROLLOUT_REPORT_ACKS_HEADER,
+  ROLLOUT_REPORTS_PATH,
+  type CopyMessage,
+  type ReportMessage,
+} from '../../../src/rollout/wire.js';
 import { createCa, issueCertificate } from '../../../src/trust/pki.js';
 import { acceptTunnel, type HubTunnel } from '../../../src/tunnel/hub-tunnel.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
@@ -196,6 +201,23 @@ describe('rollouts over a real tunnel', () => {
     agent.endReports();
     await agent.waitForReportOpens(5);
     expect(delays).toEqual([1_000, 2_000, 3_000, 1_000]);
+  });
+
+  it('acknowledges the report lines it takes, as the last line number seen', async () => {
+    const { tunnel, agent } = await connectPair({ kind: 'rollouts' });
+    const reports: ReportMessage[] = [];
+    followReports(
+      tunnel,
+      { report: (_cluster, message) => reports.push(message), unsupported: () => {} },
+      silentLogger,
+    );
+    await agent.reportsOpened;
+    expect(agent.controlHeaders.at(-1)?.[ROLLOUT_REPORT_ACKS_HEADER]).toBe('1');
+    agent.report({ kind: 'removed', rollout: 'web', cluster: 'c1', seq: 1 });
+    agent.report({ kind: 'removed', rollout: 'db', cluster: 'c1', seq: 2 });
+    await agent.waitForAck(2);
+    expect(reports.map((report) => report.rollout)).toEqual(['web', 'db']);
+    expect(agent.acks.at(-1)).toBe(2);
   });
 
   it('asks an agent that does not serve rollouts no more on that tunnel', async () => {

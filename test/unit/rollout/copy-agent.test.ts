@@ -182,6 +182,21 @@ describe('CopyAgent', () => {
     await reports.next(readyAt(copy.revision));
   });
 
+  it('writes a report line the hub has not acknowledged again, until it is', async () => {
+    const { session } = await startAgent({}, { reportResendMs: 20 });
+    const reports = new ReportReader(session, { isAcked: true });
+    const copy = copyOf(1);
+    expect((await postCopy(session, copyMessage(copy))).status).toBe(202);
+    const first = await reports.next(readyAt(copy.revision));
+    const { seq: firstSeq, ...firstLine } = first.line;
+    expect(firstSeq).toEqual(expect.any(Number));
+    // Not acknowledged: the same report comes again, numbered anew.
+    const again = await reports.next(readyAt(copy.revision), first.index + 1);
+    const { seq: againSeq, ...againLine } = again.line;
+    expect(againLine).toEqual(firstLine);
+    expect(againSeq).toBeGreaterThan(firstSeq as number);
+  });
+
   it("reports a copy the cluster's RBAC refuses as failed, quoting its revision and the API server's words", async () => {
     const { session, agent } = await startAgent();
     const reports = new ReportReader(session);
