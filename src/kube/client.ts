@@ -12,7 +12,9 @@
  * imported at the point of use for the same snapshot reason.
  */
 import type { IncomingMessage } from 'node:http';
+import type * as HttpsModule from 'node:https';
 import type { Agent as HttpsAgent } from 'node:https';
+import type { SecureContext } from 'node:tls';
 import { EdgeadmError } from '../errors.js';
 import type { KubeCredentials } from './kubeconfig.js';
 
@@ -105,6 +107,22 @@ export interface KubeClientOptions {
 /** Most connections a keep-alive client holds to its API server. */
 const KEEP_ALIVE_MAX_SOCKETS = 4;
 
+/**
+ * node:https and node:tls, imported once at first use (not at load, for the
+ * startup snapshot): an `import()` per request costs a module-loader
+ * round trip each time, which showed in profiles of agents that poll.
+ */
+let transport:
+  | Promise<{ https: typeof HttpsModule; createSecureContext: typeof import('node:tls').createSecureContext }>
+  | undefined;
+function loadTransport(): NonNullable<typeof transport> {
+  transport ??= Promise.all([import('node:https'), import('node:tls')]).then(([https, tls]) => ({
+    https,
+    createSecureContext: tls.createSecureContext,
+  }));
+  return transport;
+}
+
 /** A raw answer: status and body text. */
 export interface KubeResponse {
   status: number;
@@ -119,6 +137,11 @@ export class KubeClient {
   readonly #isKeepAlive: boolean;
   readonly #requestDeadlineMs: number | undefined;
   #agent: HttpsAgent | undefined;
+  /**
+   * The CA and client certificate, parsed once: passed as PEM to each
+   * request, they are parsed again for every new connection.
+   */
+  #secureContext: SecureContext | undefined;
 
   constructor(credentials: KubeCredentials, options: KubeClientOptions = {}) {
     this.#credentials = credentials;
@@ -136,7 +159,8 @@ export class KubeClient {
 
   /** One request; any status is returned (transport failures throw `E_KUBE_UNREACHABLE`). */
   async raw(method: string, path: string, options: KubeRequestOptions = {}): Promise<KubeResponse> {
-    const { request, Agent } = await import('node:https');
+    const { https, createSecureContext } = await loadTransport();
+    const { request, Agent } = https;
     if (this.#isKeepAlive) this.#agent ??= new Agent({ keepAlive: true, maxSockets: KEEP_ALIVE_MAX_SOCKETS });
     const url = new URL(this.server + path);
     for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
@@ -173,37 +197,37 @@ export class KubeClient {
         if ('response' in outcome) resolve(outcome.response);
         else reject(outcome.error);
       };
-      const req = request(
-        url,
-        {
-          method,
-          headers,
+      // tls.connect takes the parsed context as is (node:https passes its options through).
+      const requestOptions: HttpsModule.RequestOptions & { secureContext: SecureContext } = {
+        method,
+        headers,
+        secureContext: (this.#secureContext ??= createSecureContext({
           ...(credentials.caPem === undefined ? {} : { ca: credentials.caPem }),
           ...(credentials.clientCertificatePem === undefined ? {} : { cert: credentials.clientCertificatePem }),
           ...(credentials.clientKeyPem === undefined ? {} : { key: credentials.clientKeyPem }),
-          agent: this.#agent ?? false,
-        },
-        (response: IncomingMessage) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          response.on('data', (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > MAX_KUBE_RESPONSE_BYTES) {
-              req.destroy(new Error(`the response is larger than ${MAX_KUBE_RESPONSE_BYTES} bytes`));
-              return;
-            }
-            chunks.push(chunk);
-          });
-          response.on('end', () =>
-            settle({ response: { status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') } }),
-          );
-          response.on('error', (error: Error) => settle({ error: unreachable(error) }));
-          // A connection that closes mid-answer without an error event must not leave the caller waiting.
-          response.on('close', () => {
-            if (!response.complete) settle({ error: unreachable(new Error('the connection closed mid-answer')) });
-          });
-        },
-      );
+        })),
+        agent: this.#agent ?? false,
+      };
+      const req = request(url, requestOptions, (response: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_KUBE_RESPONSE_BYTES) {
+            req.destroy(new Error(`the response is larger than ${MAX_KUBE_RESPONSE_BYTES} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        response.on('end', () =>
+          settle({ response: { status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') } }),
+        );
+        response.on('error', (error: Error) => settle({ error: unreachable(error) }));
+        // A connection that closes mid-answer without an error event must not leave the caller waiting.
+        response.on('close', () => {
+          if (!response.complete) settle({ error: unreachable(new Error('the connection closed mid-answer')) });
+        });
+      });
       if (deadlineMs !== undefined) {
         deadline = setTimeout(() => {
           const error = new Error(`no complete answer within ${deadlineMs} ms`);

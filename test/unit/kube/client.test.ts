@@ -82,6 +82,12 @@ describe('KubeClient deadlines', () => {
     }
   });
 
+  it('still refuses a server whose certificate its CA did not sign', async () => {
+    const other = await createCa({ commonName: 'another CA' });
+    const kube = new KubeClient({ contextName: 'test', server: url, caPem: other.certPem, token: 't' });
+    await expect(kube.raw('GET', '/ok')).rejects.toMatchObject({ code: 'E_KUBE_UNREACHABLE' });
+  });
+
   it('lets a request override the deadline', async () => {
     const kube = client();
     try {
