@@ -14,7 +14,7 @@
 import type { IncomingMessage } from 'node:http';
 import type * as HttpsModule from 'node:https';
 import type { Agent as HttpsAgent } from 'node:https';
-import type { SecureContext } from 'node:tls';
+import type { createSecureContext as CreateSecureContext, SecureContext } from 'node:tls';
 import { EdgeadmError } from '../errors.js';
 import type { KubeCredentials } from './kubeconfig.js';
 
@@ -112,9 +112,7 @@ const KEEP_ALIVE_MAX_SOCKETS = 4;
  * startup snapshot): an `import()` per request costs a module-loader
  * round trip each time, which showed in profiles of agents that poll.
  */
-let transport:
-  | Promise<{ https: typeof HttpsModule; createSecureContext: typeof import('node:tls').createSecureContext }>
-  | undefined;
+let transport: Promise<{ https: typeof HttpsModule; createSecureContext: typeof CreateSecureContext }> | undefined;
 function loadTransport(): NonNullable<typeof transport> {
   transport ??= Promise.all([import('node:https'), import('node:tls')]).then(([https, tls]) => ({
     https,
