@@ -134,12 +134,14 @@ export class KubeClient {
   readonly #impersonate: KubeImpersonation | undefined;
   readonly #isKeepAlive: boolean;
   readonly #requestDeadlineMs: number | undefined;
-  #agent: HttpsAgent | undefined;
   /**
-   * The CA and client certificate, parsed once: passed as PEM to each
-   * request, they are parsed again for every new connection.
+   * The keep-alive pool, and the CA and client certificate parsed once
+   * (passed as PEM to each request, they are parsed again for every new
+   * connection). Shared with the clients made by {@link impersonating}.
    */
-  #secureContext: SecureContext | undefined;
+  #connections: { agent?: HttpsAgent; secureContext?: SecureContext } = {};
+  /** False for a client made by {@link impersonating}: the client it came from closes the pool. */
+  #ownsConnections = true;
 
   constructor(credentials: KubeCredentials, options: KubeClientOptions = {}) {
     this.#credentials = credentials;
@@ -149,17 +151,36 @@ export class KubeClient {
     this.server = credentials.server.replace(/\/+$/, '');
   }
 
+  /**
+   * The same client acting as `who` (its own credentials, `who`
+   * impersonated), on this client's connections: requests as several users
+   * to one API server then share one keep-alive pool, not one each.
+   * Closing it closes nothing; closing this client closes the pool.
+   */
+  impersonating(who: KubeImpersonation): KubeClient {
+    const client = new KubeClient(this.#credentials, {
+      impersonate: who,
+      isKeepAlive: this.#isKeepAlive,
+      ...(this.#requestDeadlineMs === undefined ? {} : { requestDeadlineMs: this.#requestDeadlineMs }),
+    });
+    client.#connections = this.#connections;
+    client.#ownsConnections = false;
+    return client;
+  }
+
   /** Closes the connections a keep-alive client holds; a later request opens new ones. */
   close(): void {
-    this.#agent?.destroy();
-    this.#agent = undefined;
+    if (!this.#ownsConnections) return;
+    this.#connections.agent?.destroy();
+    delete this.#connections.agent;
   }
 
   /** One request; any status is returned (transport failures throw `E_KUBE_UNREACHABLE`). */
   async raw(method: string, path: string, options: KubeRequestOptions = {}): Promise<KubeResponse> {
     const { https, createSecureContext } = await loadTransport();
     const { request, Agent } = https;
-    if (this.#isKeepAlive) this.#agent ??= new Agent({ keepAlive: true, maxSockets: KEEP_ALIVE_MAX_SOCKETS });
+    const connections = this.#connections;
+    if (this.#isKeepAlive) connections.agent ??= new Agent({ keepAlive: true, maxSockets: KEEP_ALIVE_MAX_SOCKETS });
     const url = new URL(this.server + path);
     for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
     const credentials = this.#credentials;
@@ -199,12 +220,12 @@ export class KubeClient {
       const requestOptions: HttpsModule.RequestOptions & { secureContext: SecureContext } = {
         method,
         headers,
-        secureContext: (this.#secureContext ??= createSecureContext({
+        secureContext: (connections.secureContext ??= createSecureContext({
           ...(credentials.caPem === undefined ? {} : { ca: credentials.caPem }),
           ...(credentials.clientCertificatePem === undefined ? {} : { cert: credentials.clientCertificatePem }),
           ...(credentials.clientKeyPem === undefined ? {} : { key: credentials.clientKeyPem }),
         })),
-        agent: this.#agent ?? false,
+        agent: connections.agent ?? false,
       };
       const req = request(url, requestOptions, (response: IncomingMessage) => {
         const chunks: Buffer[] = [];

@@ -310,7 +310,8 @@ export class CopyAgent {
     const key = JSON.stringify(owner);
     if (run.applier?.key !== key) {
       run.applier?.client.close();
-      const client = new KubeClient(this.#options.credentials, { ...this.#clientOptions(), impersonate: owner });
+      // On the inventory client's connections: one keep-alive pool per cluster, whoever the owners are.
+      const client = this.#inventory.inventoryClient.impersonating(owner);
       run.applier = { key, client, applier: new CopyApplier(client, { inventory: this.#inventory.inventoryClient }) };
     }
     return run.applier.applier;

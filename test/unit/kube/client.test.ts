@@ -16,12 +16,15 @@ let caPem: string;
 let url: string;
 const sockets = new Set<Socket>();
 const trickles = new Set<NodeJS.Timeout>();
+/** Each request: the client port of its connection, and whom it impersonated. */
+const seen: { port: number; user: string | string[] | undefined }[] = [];
 
 beforeAll(async () => {
   const ca = await createCa({ commonName: 'test API CA' });
   const serving = await issueCertificate({ ca, commonName: 'api', ipAddresses: ['127.0.0.1'], usages: ['server'] });
   caPem = ca.certPem;
   server = createServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
+    seen.push({ port: req.socket.remotePort ?? 0, user: req.headers['impersonate-user'] });
     if (req.url === '/ok') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"kind":"Status"}');
@@ -86,6 +89,22 @@ describe('KubeClient deadlines', () => {
     const other = await createCa({ commonName: 'another CA' });
     const kube = new KubeClient({ contextName: 'test', server: url, caPem: other.certPem, token: 't' });
     await expect(kube.raw('GET', '/ok')).rejects.toMatchObject({ code: 'E_KUBE_UNREACHABLE' });
+  });
+
+  it('lets a client acting as another user share its connections, and only the first client close them', async () => {
+    const kube = client();
+    const owner = kube.impersonating({ user: 'ops', groups: ['ops-team'] });
+    try {
+      seen.length = 0;
+      await kube.raw('GET', '/ok');
+      await owner.raw('GET', '/ok');
+      owner.close();
+      await kube.raw('GET', '/ok');
+      expect(seen.map((request) => request.user)).toEqual([undefined, 'ops', undefined]);
+      expect(new Set(seen.map((request) => request.port)).size).toBe(1);
+    } finally {
+      kube.close();
+    }
   });
 
   it('lets a request override the deadline', async () => {
