@@ -7,6 +7,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient } from '../../../src/kube/client.js';
 import { createCa, issueCertificate } from '../../../src/trust/pki.js';
@@ -104,6 +105,38 @@ describe('KubeClient deadlines', () => {
       expect(new Set(seen.map((request) => request.port)).size).toBe(1);
     } finally {
       kube.close();
+    }
+  });
+
+  it('presents its client certificate to a server that requires one', async () => {
+    const ca = await createCa({ commonName: 'mTLS CA' });
+    const serving = await issueCertificate({ ca, commonName: 'api', ipAddresses: ['127.0.0.1'], usages: ['server'] });
+    const user = await issueCertificate({ ca, commonName: 'alice', usages: ['client'] });
+    const mtls = createServer(
+      { cert: serving.certPem, key: serving.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true },
+      (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ user: peer.subject?.CN }));
+      },
+    );
+    mtls.listen(0, '127.0.0.1');
+    await once(mtls, 'listening');
+    const server = `https://127.0.0.1:${(mtls.address() as AddressInfo).port}`;
+    const credentials = { contextName: 'test', server, caPem: ca.certPem };
+    const kube = new KubeClient(
+      { ...credentials, clientCertificatePem: user.certPem, clientKeyPem: user.keyPem },
+      { isKeepAlive: true },
+    );
+    try {
+      await expect(kube.request('GET', '/who')).resolves.toEqual({ user: 'alice' });
+      await expect(new KubeClient(credentials).raw('GET', '/who')).rejects.toMatchObject({
+        code: 'E_KUBE_UNREACHABLE',
+      });
+    } finally {
+      kube.close();
+      mtls.closeAllConnections();
+      await new Promise<void>((resolve) => mtls.close(() => resolve()));
     }
   });
 
