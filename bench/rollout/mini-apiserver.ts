@@ -199,7 +199,9 @@ export async function startMiniApiServer(options: {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // The accept queue kube-apiserver has (Go listens with the system's somaxconn), not Node's default of 511: with
+  // hundreds of clusters' agents in one process, 511 dropped their connects and the kernel retried them for minutes.
+  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `https://127.0.0.1:${port}`,

@@ -153,8 +153,19 @@ export const ROLLOUT_PASS_INTERVAL_MS = 200;
 export const ROLLOUT_DELIVERY_TIMEOUT_MS = 120_000;
 /** Longest report line the hub reads from an agent's report stream; longer lines are dropped whole. */
 export const MAX_ROLLOUT_REPORT_LINE_BYTES = 4 * 1024 * 1024;
-/** How long the hub waits before opening a cluster's report stream again after it ended while the tunnel stays up. */
+/**
+ * How long the hub waits before opening a cluster's report stream again
+ * after it ended while the tunnel stays up; after a stream that was refused
+ * or broken, the first of the delays that double up to
+ * {@link ROLLOUT_REPORTS_REOPEN_MAX_MS}.
+ */
 export const ROLLOUT_REPORTS_REOPEN_MS = 5_000;
+/**
+ * Longest wait before a refused or broken report stream is opened again:
+ * an agent that keeps refusing costs the hub one stream a minute, and one
+ * that recovers reports within a minute.
+ */
+export const ROLLOUT_REPORTS_REOPEN_MAX_MS = 60_000;
 /**
  * Most bytes of rendered objects a dry run answers with. Every placed
  * cluster's copy is rendered (so every customization error is found); past

@@ -11,7 +11,9 @@
  *   say so: it answers 404 to a control path it does not know, or, before
  *   agents knew more control paths than the handshake, 400 (it took the
  *   stream for a user's request without an identity: see
- *   {@link isOlderAgentRefusal}).
+ *   {@link isOlderAgentRefusal}). Lines the agent numbers are acknowledged
+ *   (wire.ts), so the agent sends again what the hub did not take. A stream
+ *   refused or broken is opened again, with backoff.
  * - {@link TunnelRolloutDelivery}: copies and removals as POST control
  *   streams (no identity headers: no user can send them), each with a
  *   deadline ({@link ROLLOUT_DELIVERY_TIMEOUT_MS}). A cluster without an
@@ -26,13 +28,19 @@ import {
   MAX_COPY_MESSAGE_BYTES,
   ROLLOUT_APPLY_PATH,
   ROLLOUT_REMOVE_PATH,
+  ROLLOUT_REPORT_ACKS_HEADER,
   ROLLOUT_REPORTS_PATH,
   type CopyMessage,
   type RemoveMessage,
   type ReportMessage,
   type ReportedObject,
 } from '../rollout/wire.js';
-import { MAX_ROLLOUT_REPORT_LINE_BYTES, ROLLOUT_DELIVERY_TIMEOUT_MS, ROLLOUT_REPORTS_REOPEN_MS } from './limits.js';
+import {
+  MAX_ROLLOUT_REPORT_LINE_BYTES,
+  ROLLOUT_DELIVERY_TIMEOUT_MS,
+  ROLLOUT_REPORTS_REOPEN_MAX_MS,
+  ROLLOUT_REPORTS_REOPEN_MS,
+} from './limits.js';
 
 /** Most bytes of an agent's refusal the hub reads, to quote it. */
 const MAX_REFUSAL_BYTES = 4096;
@@ -154,11 +162,34 @@ export class LineSplitter {
   }
 }
 
+/** Timers of {@link followReports} (injected: tests see the delays asked for instead of waiting them out). */
+export interface ReportTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const systemReportTimers: ReportTimers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
 /** Options of {@link followReports}. */
 export interface FollowReportsOptions {
   maxLineBytes?: number;
-  /** How long to wait before opening the stream again when it ends while the tunnel stays open. */
+  /** The first delay before the stream is opened again; {@link ROLLOUT_REPORTS_REOPEN_MS} by default. */
   reopenMs?: number;
+  /** The longest delay, however often it fails; {@link ROLLOUT_REPORTS_REOPEN_MAX_MS} by default. */
+  reopenMaxMs?: number;
+  timers?: ReportTimers;
+}
+
+/**
+ * The delay before the report stream is opened again after `failures`
+ * streams in a row that were refused, broken or never opened: doubling from
+ * `firstMs`, at most `maxMs`.
+ */
+export function reportsReopenDelay(failures: number, firstMs: number, maxMs: number): number {
+  return Math.min(maxMs, firstMs * 2 ** Math.min(Math.max(0, failures - 1), 30));
 }
 
 /**
@@ -166,6 +197,17 @@ export interface FollowReportsOptions {
  * closes. Returns a function that stops following (closes the stream): a
  * draining tunnel waits for its open streams, and this one never ends by
  * itself.
+ *
+ * Whatever ends a stream while the tunnel stays open, it is opened again:
+ * the agent's reports are only ever sent on it, and the agent sends its
+ * current report of every copy first on each new stream, so a report lost
+ * with a broken stream is sent again on the next one. A stream that ended
+ * after being served is reopened after `reopenMs`; one that was refused
+ * (the agent answered 503 while it was still starting, or anything but 200)
+ * or could not be opened, after a delay that doubles up to `reopenMaxMs`.
+ * Only an agent that does not serve rollouts at all (404, or an older
+ * agent's 400) is not asked again on this tunnel: its next tunnel may be a
+ * newer agent's.
  */
 export function followReports(
   tunnel: HubTunnel,
@@ -175,9 +217,20 @@ export function followReports(
 ): () => void {
   const cluster = tunnel.cluster;
   const maxLineBytes = options.maxLineBytes ?? MAX_ROLLOUT_REPORT_LINE_BYTES;
+  const reopenMs = options.reopenMs ?? ROLLOUT_REPORTS_REOPEN_MS;
+  const reopenMaxMs = options.reopenMaxMs ?? ROLLOUT_REPORTS_REOPEN_MAX_MS;
+  const timers = options.timers ?? systemReportTimers;
   let stream: ClientHttp2Stream | undefined;
-  let reopen: NodeJS.Timeout | undefined;
+  let reopen: unknown;
   let isStopped = false;
+  /** Streams in a row that were refused, broken before an answer, or not opened. */
+  let failures = 0;
+  const scheduleReopen = (isFailure: boolean): void => {
+    if (isStopped || !tunnel.isOpen) return;
+    failures = isFailure ? failures + 1 : 0;
+    const delay = isFailure ? reportsReopenDelay(failures, reopenMs, reopenMaxMs) : reopenMs;
+    reopen = timers.setTimeout(open, delay);
+  };
   const open = (): void => {
     reopen = undefined;
     if (isStopped || !tunnel.isOpen) return;
@@ -186,11 +239,32 @@ export function followReports(
     let status = 0;
     const refusal: Buffer[] = [];
     try {
-      stream = tunnel.request({ ':method': 'GET', ':path': ROLLOUT_REPORTS_PATH }, { endStream: true });
+      // Our side stays open: it carries the acknowledgements of the lines taken.
+      stream = tunnel.request(
+        { ':method': 'GET', ':path': ROLLOUT_REPORTS_PATH, [ROLLOUT_REPORT_ACKS_HEADER]: '1' },
+        { endStream: false },
+      );
     } catch (error) {
       logger.debug(`cluster ${cluster}: cannot open the report stream: ${(error as Error).message}`);
+      scheduleReopen(true);
       return;
     }
+    const opened = stream;
+    /** The highest line number seen, and the one last acknowledged (acknowledgements are cumulative). */
+    let seenSeq = 0;
+    let ackedSeq = 0;
+    let isAckBlocked = false;
+    const acknowledge = (): void => {
+      if (isAckBlocked || seenSeq <= ackedSeq || opened.destroyed || !opened.writable) return;
+      ackedSeq = seenSeq;
+      if (!opened.write(`${JSON.stringify({ ack: ackedSeq })}\n`)) {
+        isAckBlocked = true;
+        opened.once('drain', () => {
+          isAckBlocked = false;
+          acknowledge();
+        });
+      }
+    };
     const splitter = new LineSplitter(maxLineBytes, () =>
       logger.warn(`cluster ${cluster}: a report line longer than ${maxLineBytes} bytes was dropped`),
     );
@@ -206,9 +280,11 @@ export function followReports(
       sink.unsupported(cluster);
     };
     stream.on('end', () => {
+      // The agent ended its side: end ours too (it carries only acknowledgements), so the stream closes.
+      opened.close();
       if (!isRefused || isUnsupported) return;
       if (isOlderAgentRefusal(status, Buffer.concat(refusal).toString('utf8'))) markUnsupported();
-      else logger.warn(`cluster ${cluster}: the report stream was answered ${status}`);
+      else logger.debug(`cluster ${cluster}: the report stream was answered ${status}; opening it again later`);
     });
     stream.on('data', (chunk: Buffer) => {
       if (isRefused) {
@@ -224,6 +300,9 @@ export function followReports(
           logger.warn(`cluster ${cluster}: a report line is not JSON; dropped`);
           continue;
         }
+        // Taken, or dropped for good: either way the agent need not send it again.
+        const seq = (parsed as { seq?: unknown } | null)?.seq;
+        if (typeof seq === 'number' && Number.isSafeInteger(seq) && seq > seenSeq) seenSeq = seq;
         const report = reportOf(parsed);
         if (typeof report === 'string') {
           logger.warn(`cluster ${cluster}: a report line was dropped: ${report}`);
@@ -237,21 +316,21 @@ export function followReports(
           }
         }
       }
+      acknowledge();
     });
     stream.on('error', (error) => logger.debug(`cluster ${cluster}: report stream: ${error.message}`));
     stream.on('close', () => {
       stream = undefined;
-      // Opened again only after a stream that was served and ended: an agent that refuses it is not asked again
-      // (its answers would also pass for liveness in the hub's silence sweep).
-      if (isStopped || isRefused || !tunnel.isOpen) return;
-      reopen = setTimeout(open, options.reopenMs ?? ROLLOUT_REPORTS_REOPEN_MS);
-      reopen.unref();
+      if (isUnsupported) return;
+      // A stream answered 200 that ended is no failure (the agent ended it, e.g. for a newer one); one refused
+      // or reset before its answer is, and waits longer each time.
+      scheduleReopen(isRefused || status === 0);
     });
   };
   open();
   const stop = (): void => {
     isStopped = true;
-    if (reopen !== undefined) clearTimeout(reopen);
+    if (reopen !== undefined) timers.clearTimeout(reopen);
     stream?.close();
   };
   void tunnel.closed.then(stop);

@@ -12,7 +12,9 @@
  * imported at the point of use for the same snapshot reason.
  */
 import type { IncomingMessage } from 'node:http';
+import type * as HttpsModule from 'node:https';
 import type { Agent as HttpsAgent } from 'node:https';
+import type { createSecureContext as CreateSecureContext, SecureContext } from 'node:tls';
 import { EdgeadmError } from '../errors.js';
 import type { KubeCredentials } from './kubeconfig.js';
 
@@ -64,7 +66,14 @@ export interface KubeRequestOptions {
   body?: unknown;
   contentType?: string;
   query?: Record<string, string>;
+  /** Longest silence on the connection (the socket's idle timeout); {@link KUBE_REQUEST_TIMEOUT_MS} by default. */
   timeoutMs?: number;
+  /**
+   * Longest time for the whole request, from the call until the body is
+   * read: waiting for a free connection, sending, and an answer that trickles
+   * in included. Overrides the client's {@link KubeClientOptions.requestDeadlineMs}.
+   */
+  deadlineMs?: number;
 }
 
 /**
@@ -86,10 +95,31 @@ export interface KubeClientOptions {
    * one per request). {@link KubeClient.close} closes them.
    */
   isKeepAlive?: boolean;
+  /**
+   * A deadline for every request of this client, whatever it waits for (see
+   * {@link KubeRequestOptions.deadlineMs}). Without it only the idle timeout
+   * applies, and a request queued behind the keep-alive pool's busy
+   * connections, or answered a byte at a time, can wait for ever.
+   */
+  requestDeadlineMs?: number;
 }
 
 /** Most connections a keep-alive client holds to its API server. */
 const KEEP_ALIVE_MAX_SOCKETS = 4;
+
+/**
+ * node:https and node:tls, imported once at first use (not at load, for the
+ * startup snapshot): an `import()` per request costs a module-loader
+ * round trip each time, which showed in profiles of agents that poll.
+ */
+let transport: Promise<{ https: typeof HttpsModule; createSecureContext: typeof CreateSecureContext }> | undefined;
+function loadTransport(): NonNullable<typeof transport> {
+  transport ??= Promise.all([import('node:https'), import('node:tls')]).then(([https, tls]) => ({
+    https,
+    createSecureContext: tls.createSecureContext,
+  }));
+  return transport;
+}
 
 /** A raw answer: status and body text. */
 export interface KubeResponse {
@@ -103,25 +133,54 @@ export class KubeClient {
   readonly #credentials: KubeCredentials;
   readonly #impersonate: KubeImpersonation | undefined;
   readonly #isKeepAlive: boolean;
-  #agent: HttpsAgent | undefined;
+  readonly #requestDeadlineMs: number | undefined;
+  /**
+   * The keep-alive pool, and the CA and client certificate parsed once
+   * (passed as PEM to each request, they are parsed again for every new
+   * connection). Shared with the clients made by {@link impersonating}.
+   */
+  #connections: { agent?: HttpsAgent; secureContext?: SecureContext } = {};
+  /** False for a client made by {@link impersonating}: the client it came from closes the pool. */
+  #ownsConnections = true;
 
   constructor(credentials: KubeCredentials, options: KubeClientOptions = {}) {
     this.#credentials = credentials;
     this.#impersonate = options.impersonate;
     this.#isKeepAlive = options.isKeepAlive === true;
+    this.#requestDeadlineMs = options.requestDeadlineMs;
     this.server = credentials.server.replace(/\/+$/, '');
+  }
+
+  /**
+   * The same client acting as `who` (its own credentials, `who`
+   * impersonated), on this client's connections: requests as several users
+   * to one API server then share one keep-alive pool, not one each.
+   * Closing it closes nothing; closing this client closes the pool.
+   */
+  impersonating(who: KubeImpersonation): KubeClient {
+    const client = new KubeClient(this.#credentials, {
+      impersonate: who,
+      isKeepAlive: this.#isKeepAlive,
+      ...(this.#requestDeadlineMs === undefined ? {} : { requestDeadlineMs: this.#requestDeadlineMs }),
+    });
+    client.#connections = this.#connections;
+    client.#ownsConnections = false;
+    return client;
   }
 
   /** Closes the connections a keep-alive client holds; a later request opens new ones. */
   close(): void {
-    this.#agent?.destroy();
-    this.#agent = undefined;
+    if (!this.#ownsConnections) return;
+    this.#connections.agent?.destroy();
+    delete this.#connections.agent;
   }
 
   /** One request; any status is returned (transport failures throw `E_KUBE_UNREACHABLE`). */
   async raw(method: string, path: string, options: KubeRequestOptions = {}): Promise<KubeResponse> {
-    const { request, Agent } = await import('node:https');
-    if (this.#isKeepAlive) this.#agent ??= new Agent({ keepAlive: true, maxSockets: KEEP_ALIVE_MAX_SOCKETS });
+    const { https, createSecureContext } = await loadTransport();
+    const { request, Agent } = https;
+    const connections = this.#connections;
+    if (this.#isKeepAlive) connections.agent ??= new Agent({ keepAlive: true, maxSockets: KEEP_ALIVE_MAX_SOCKETS });
     const url = new URL(this.server + path);
     for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
     const credentials = this.#credentials;
@@ -140,44 +199,64 @@ export class KubeClient {
       headers['Content-Length'] = String(body.length);
     }
     const timeoutMs = options.timeoutMs ?? KUBE_REQUEST_TIMEOUT_MS;
+    const deadlineMs = options.deadlineMs ?? this.#requestDeadlineMs;
     return new Promise<KubeResponse>((resolve, reject) => {
-      const req = request(
-        url,
-        {
-          method,
-          headers,
+      let isSettled = false;
+      let deadline: NodeJS.Timeout | undefined;
+      const unreachable = (error: Error & { code?: string }): EdgeadmError =>
+        new EdgeadmError(`cannot reach the API server at ${this.server}: ${error.message}`, {
+          code: 'E_KUBE_UNREACHABLE',
+          cause: error,
+          details: { server: this.server, errorCode: error.code },
+        });
+      const settle = (outcome: { response: KubeResponse } | { error: Error }): void => {
+        if (isSettled) return;
+        isSettled = true;
+        clearTimeout(deadline);
+        if ('response' in outcome) resolve(outcome.response);
+        else reject(outcome.error);
+      };
+      // tls.connect takes the parsed context as is (node:https passes its options through).
+      const requestOptions: HttpsModule.RequestOptions & { secureContext: SecureContext } = {
+        method,
+        headers,
+        secureContext: (connections.secureContext ??= createSecureContext({
           ...(credentials.caPem === undefined ? {} : { ca: credentials.caPem }),
           ...(credentials.clientCertificatePem === undefined ? {} : { cert: credentials.clientCertificatePem }),
           ...(credentials.clientKeyPem === undefined ? {} : { key: credentials.clientKeyPem }),
-          agent: this.#agent ?? false,
-        },
-        (response: IncomingMessage) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          response.on('data', (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > MAX_KUBE_RESPONSE_BYTES) {
-              req.destroy(new Error(`the response is larger than ${MAX_KUBE_RESPONSE_BYTES} bytes`));
-              return;
-            }
-            chunks.push(chunk);
-          });
-          response.on('end', () =>
-            resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
-          );
-          response.on('error', reject);
-        },
-      );
+        })),
+        agent: connections.agent ?? false,
+      };
+      const req = request(url, requestOptions, (response: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_KUBE_RESPONSE_BYTES) {
+            req.destroy(new Error(`the response is larger than ${MAX_KUBE_RESPONSE_BYTES} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        response.on('end', () =>
+          settle({ response: { status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') } }),
+        );
+        response.on('error', (error: Error) => settle({ error: unreachable(error) }));
+        // A connection that closes mid-answer without an error event must not leave the caller waiting.
+        response.on('close', () => {
+          if (!response.complete) settle({ error: unreachable(new Error('the connection closed mid-answer')) });
+        });
+      });
+      if (deadlineMs !== undefined) {
+        deadline = setTimeout(() => {
+          const error = new Error(`no complete answer within ${deadlineMs} ms`);
+          settle({ error: unreachable(error) });
+          req.destroy(error);
+        }, deadlineMs);
+        deadline.unref();
+      }
       req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-      req.on('error', (error: Error & { code?: string }) =>
-        reject(
-          new EdgeadmError(`cannot reach the API server at ${this.server}: ${error.message}`, {
-            code: 'E_KUBE_UNREACHABLE',
-            cause: error,
-            details: { server: this.server, errorCode: error.code },
-          }),
-        ),
-      );
+      req.on('error', (error: Error & { code?: string }) => settle({ error: unreachable(error) }));
       req.end(body);
     });
   }

@@ -22,12 +22,16 @@
  *   readiness, message, revision or any object's `.status` changes.
  * - Failures: an apply the API server refuses (RBAC, an invalid object) is
  *   reported `failed` at the copy's revision with the server's message and
- *   not retried; an API server that cannot be reached is retried.
+ *   not retried; an API server that cannot be reached is retried. Every
+ *   request has a deadline ({@link COPY_REQUEST_DEADLINE_MS}): one that
+ *   hangs counts as unreachable, so no copy waits on it for good.
  * - Reports: one stream at a time (a new one ends the old). It starts with
  *   the current report of every copy, then a line per change. A reader that
  *   does not read holds back nothing but its own stream: lines wait as the
  *   latest report per rollout (a newer one replaces an unwritten older
  *   one), so what the agent keeps is bounded by the number of rollouts.
+ *   A hub that acknowledges lines (wire.ts) gets each rollout's latest
+ *   line again until it has acknowledged it ({@link REPORT_RESEND_MS}).
  * - Restart: what the agent runs is rebuilt from the inventories on its
  *   cluster (owner and revision recorded there), so reports continue
  *   without the hub sending the copies again.
@@ -42,13 +46,17 @@ import {
   COPY_APPLY_RETRY_MS,
   COPY_POLL_NOT_READY_MS,
   COPY_POLL_READY_MS,
+  COPY_REQUEST_DEADLINE_MS,
   MAX_COPY_BYTES_IN_FLIGHT,
   MAX_REMOVE_MESSAGE_BYTES,
+  REPORT_RESEND_MS,
 } from './limits.js';
 import { ReportSink } from './report-sink.js';
 import {
   MAX_COPY_MESSAGE_BYTES,
+  MAX_REPORT_ACK_LINE_BYTES,
   ROLLOUT_APPLY_PATH,
+  ROLLOUT_REPORT_ACKS_HEADER,
   ROLLOUT_REMOVE_PATH,
   ROLLOUT_REPORTS_PATH,
   type CopyMessage,
@@ -79,6 +87,10 @@ export interface CopyAgentOptions {
   applyRetryMs?: number;
   /** Most bytes of messages read at once; {@link MAX_COPY_BYTES_IN_FLIGHT} by default. */
   maxBytesInFlight?: number;
+  /** The deadline of each request to the API server; {@link COPY_REQUEST_DEADLINE_MS} by default. */
+  requestDeadlineMs?: number;
+  /** How long a report line waits for the hub's acknowledgement; {@link REPORT_RESEND_MS} by default. */
+  reportResendMs?: number;
 }
 
 /** What one job of a rollout's worker is. */
@@ -121,7 +133,12 @@ export class CopyAgent {
   constructor(options: CopyAgentOptions) {
     this.#options = options;
     this.#budget = new ReadBudget(options.maxBytesInFlight ?? MAX_COPY_BYTES_IN_FLIGHT);
-    this.#inventory = new CopyApplier(new KubeClient(options.credentials, { isKeepAlive: true }));
+    this.#inventory = new CopyApplier(new KubeClient(options.credentials, this.#clientOptions()));
+  }
+
+  /** Every request of the agent has a deadline: one that hangs would hold its copy "applying" for good. */
+  #clientOptions(): { isKeepAlive: true; requestDeadlineMs: number } {
+    return { isKeepAlive: true, requestDeadlineMs: this.#options.requestDeadlineMs ?? COPY_REQUEST_DEADLINE_MS };
   }
 
   /** The control streams this agent serves, for the tunnel agent to route. */
@@ -129,7 +146,11 @@ export class CopyAgent {
     return [
       { method: 'POST', path: ROLLOUT_APPLY_PATH, handle: (stream, headers) => this.#serveApply(stream, headers) },
       { method: 'POST', path: ROLLOUT_REMOVE_PATH, handle: (stream, headers) => this.#serveRemove(stream, headers) },
-      { method: 'GET', path: ROLLOUT_REPORTS_PATH, handle: async (stream) => this.#serveReports(stream) },
+      {
+        method: 'GET',
+        path: ROLLOUT_REPORTS_PATH,
+        handle: async (stream, headers) => this.#serveReports(stream, headers),
+      },
     ];
   }
 
@@ -179,16 +200,26 @@ export class CopyAgent {
     this.#accept({ kind: 'remove', message: parsed.value, seq });
   }
 
-  #serveReports(stream: ServerHttp2Stream): void {
+  #serveReports(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
     this.#sink?.end();
     stream.respond({ ':status': 200, 'content-type': 'application/x-ndjson' });
-    const sink = new ReportSink(stream);
+    const isAcked = headers[ROLLOUT_REPORT_ACKS_HEADER] === '1';
+    const sink = new ReportSink(stream, { isAcked });
     this.#sink = sink;
+    let resend: NodeJS.Timeout | undefined;
+    if (isAcked) {
+      // A line the hub has not taken (lost with a stream that broke under it, say) is written again.
+      resend = setInterval(() => sink.resendUnacknowledged(), this.#options.reportResendMs ?? REPORT_RESEND_MS);
+      resend.unref();
+      readAcks(stream, (seq) => sink.ack(seq));
+    } else {
+      // Whatever a hub without acknowledgements sends on this stream is not read: drop it.
+      stream.resume();
+    }
     stream.on('close', () => {
+      clearInterval(resend);
       if (this.#sink === sink) this.#sink = undefined;
     });
-    // Whatever the hub sends on this stream is not read: drop it, so it cannot fill a buffer.
-    stream.resume();
     for (const message of this.#removed.values()) sink.offer(message);
     this.#removed.clear();
     for (const run of this.#runs.values()) if (run.last !== undefined) sink.offer(run.last);
@@ -279,7 +310,8 @@ export class CopyAgent {
     const key = JSON.stringify(owner);
     if (run.applier?.key !== key) {
       run.applier?.client.close();
-      const client = new KubeClient(this.#options.credentials, { impersonate: owner, isKeepAlive: true });
+      // On the inventory client's connections: one keep-alive pool per cluster, whoever the owners are.
+      const client = this.#inventory.inventoryClient.impersonating(owner);
       run.applier = { key, client, applier: new CopyApplier(client, { inventory: this.#inventory.inventoryClient }) };
     }
     return run.applier.applier;
@@ -443,6 +475,39 @@ export class CopyAgent {
     run.lastKey = key;
     if (this.#sink?.isOpen === true) this.#sink.offer(message);
   }
+}
+
+/**
+ * Reads the hub's acknowledgement lines ({"ack":N}) from the report
+ * stream; a line longer than {@link MAX_REPORT_ACK_LINE_BYTES} or not an
+ * acknowledgement is dropped. Holds at most one line.
+ */
+function readAcks(stream: ServerHttp2Stream, onAck: (seq: number) => void): void {
+  let pending = '';
+  let isDropping = false;
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    const parts = chunk.split('\n');
+    const last = parts.pop() ?? '';
+    for (const part of parts) {
+      const line = isDropping ? '' : pending + part;
+      pending = '';
+      isDropping = false;
+      if (line.length > MAX_REPORT_ACK_LINE_BYTES) continue;
+      try {
+        const ack = (JSON.parse(line) as { ack?: unknown }).ack;
+        if (typeof ack === 'number' && Number.isSafeInteger(ack)) onAck(ack);
+      } catch {
+        // Not an acknowledgement: dropped.
+      }
+    }
+    if (isDropping) return;
+    pending += last;
+    if (pending.length > MAX_REPORT_ACK_LINE_BYTES) {
+      pending = '';
+      isDropping = true;
+    }
+  });
 }
 
 /** A failure the cluster will not heal by itself: the API server refused the request, or the copy names a bad path. */

@@ -24,6 +24,28 @@ export const COPY_POLL_READY_MS = 30_000;
  * refusal, which is reported as failed and not retried).
  */
 export const COPY_APPLY_RETRY_MS = 2_000;
+/**
+ * The most any one request of the agent to its API server may take, from
+ * the call until the answer is read: waiting for a free kept-alive
+ * connection, connecting, and an answer that trickles in included. The
+ * client's idle timeout alone does not cover a connection that is still
+ * being opened: against an API server whose accept queue is full, the
+ * kernel retries the connect for about two minutes (`tcp_syn_retries`), and
+ * the requests queued behind it wait as long. Past this the request fails
+ * as unreachable, and the apply is tried again ({@link COPY_APPLY_RETRY_MS})
+ * or the copy read back at the next poll. As long as kube-apiserver's own
+ * request timeout (60 s): a request the server may still be working on is
+ * not abandoned and sent again, which against a server slow from overload
+ * would only add to its load (in a 2,500-cluster bench run, requests took
+ * over 15 s just to be accepted).
+ */
+export const COPY_REQUEST_DEADLINE_MS = 60_000;
+/**
+ * How long a report line may wait for the hub's acknowledgement before the
+ * agent writes it again (the rollout's latest line; wire.ts). A line is
+ * written again after one to two of these.
+ */
+export const REPORT_RESEND_MS = 10_000;
 /** How long the hub may take to send one copy message's body. */
 export const COPY_MESSAGE_READ_TIMEOUT_MS = 60_000;
 /** Largest remove message (a rollout name and an owner). */

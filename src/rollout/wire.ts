@@ -24,8 +24,22 @@ export const ROLLOUT_REMOVE_PATH = '/.edgeadm/rollout/remove';
  * Hub to agent: `GET`, opened once after the welcome; the agent answers 200
  * and writes one JSON {@link ReportMessage} per line whenever a copy's
  * readiness or reported status changes, first one line per copy it runs.
+ *
+ * Acknowledgements: a hub that sends {@link ROLLOUT_REPORT_ACKS_HEADER}
+ * keeps its side of the stream open and writes one {@link ReportAck} line
+ * for the lines it has taken; the agent then numbers its lines (`seq`) and
+ * writes a line the hub has not acknowledged again (the latest of its
+ * rollout) until it is. An agent or hub without it works as before.
  */
 export const ROLLOUT_REPORTS_PATH = '/.edgeadm/rollout/reports';
+/** Request header of the report stream: the hub acknowledges the lines it takes (value `1`). */
+export const ROLLOUT_REPORT_ACKS_HEADER = 'edgeadm-report-acks';
+/** Hub to agent, one JSON line on the report stream: every line up to `ack` (its `seq`) was taken. */
+export interface ReportAck {
+  ack: number;
+}
+/** Longest acknowledgement line the agent reads; longer ones are dropped. */
+export const MAX_REPORT_ACK_LINE_BYTES = 256;
 
 /** Who a rollout acts as on the cluster: its owner, as the hub's kube proxy would impersonate them. */
 export interface RolloutOwner {
@@ -55,10 +69,14 @@ export interface ReportedObject {
   status?: Record<string, unknown>;
 }
 
-/** One report line. `removed` answers a {@link RemoveMessage}. */
-export type ReportMessage =
+/**
+ * One report line. `removed` answers a {@link RemoveMessage}. `seq` numbers
+ * the lines of one stream when the hub acknowledges them.
+ */
+export type ReportMessage = (
   | (CopyReport & { kind: 'copy'; rollout: string; objects: ReportedObject[] })
-  | { kind: 'removed'; rollout: string; cluster: string; message?: string };
+  | { kind: 'removed'; rollout: string; cluster: string; message?: string }
+) & { seq?: number };
 
 /** Largest copy message the agent accepts (a 10 MiB Rollout renders to about as much per cluster). */
 export const MAX_COPY_MESSAGE_BYTES = 32 * 1024 * 1024;

@@ -15,6 +15,7 @@ import {
   MAX_COPY_MESSAGE_BYTES,
   ROLLOUT_APPLY_PATH,
   ROLLOUT_REMOVE_PATH,
+  ROLLOUT_REPORT_ACKS_HEADER,
   ROLLOUT_REPORTS_PATH,
   type CopyMessage,
   type ReportMessage,
@@ -156,8 +157,19 @@ export class ReportReader {
   #rest = '';
   readonly #waiters = new Set<() => void>();
 
-  constructor(session: ClientHttp2Session, options: { isPaused?: boolean } = {}) {
-    this.stream = session.request({ ':method': 'GET', ':path': ROLLOUT_REPORTS_PATH }, { endStream: true });
+  /**
+   * @param options.isAcked open the stream as a hub that acknowledges lines
+   * (its side stays open for {@link ack}).
+   */
+  constructor(session: ClientHttp2Session, options: { isPaused?: boolean; isAcked?: boolean } = {}) {
+    this.stream = session.request(
+      {
+        ':method': 'GET',
+        ':path': ROLLOUT_REPORTS_PATH,
+        ...(options.isAcked === true ? { [ROLLOUT_REPORT_ACKS_HEADER]: '1' } : {}),
+      },
+      { endStream: options.isAcked !== true },
+    );
     this.stream.on('response', (headers) => {
       this.status = Number(headers[':status']);
       this.#wake();
@@ -199,6 +211,11 @@ export class ReportReader {
   /** Resolves when the stream has ended. */
   async ended(): Promise<void> {
     while (!this.isEnded) await new Promise<void>((resolve) => this.#waiters.add(resolve));
+  }
+
+  /** Acknowledges every line up to `seq`. */
+  ack(seq: number): void {
+    this.stream.write(`${JSON.stringify({ ack: seq })}\n`);
   }
 
   close(): void {

@@ -14,7 +14,7 @@
  * with a Status (src/tunnel/upstream.ts).
  */
 import { once } from 'node:events';
-import { performServerHandshake, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { constants, performServerHandshake, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
 import { TUNNEL_ALPN_PROTOCOL } from '../../src/tunnel/limits.js';
 import { HELLO_PATH, WELCOME_PATH } from '../../src/tunnel/protocol.js';
@@ -40,6 +40,12 @@ export interface RolloutStandInOptions {
   kind?: StandInKind;
   /** Called for each copy received (after it is recorded, before the 202). */
   onCopy?: (message: CopyMessage) => void;
+  /**
+   * How the first report streams are answered before one is served: `503`
+   * as the agent answers a control stream it is not ready for, `reset` as a
+   * stream that breaks before its answer.
+   */
+  refuseReports?: Array<'503' | 'reset'>;
 }
 
 /** A connected stand-in agent. */
@@ -52,8 +58,18 @@ export interface RolloutStandIn {
   writeRaw(text: string): void;
   /** Writes one report line. */
   report(message: ReportMessage): void;
+  /** Ends the open report stream, as the agent does when a newer one arrives. */
+  endReports(): void;
   /** Resolves when the hub has opened the report stream. */
   reportsOpened: Promise<void>;
+  /** The acknowledgements the hub wrote on the report streams, in order. */
+  acks: number[];
+  /** Resolves once the hub has acknowledged a line numbered `seq` or later. */
+  waitForAck(seq: number): Promise<void>;
+  /** How many report streams the hub has opened, refused ones included. */
+  reportOpens: number;
+  /** Resolves once the hub has opened `count` report streams in all. */
+  waitForReportOpens(count: number): Promise<void>;
   /**
    * Resolves when the report stream closes, with the HTTP/2 code it was
    * reset with (CANCEL when the hub closed it, anything else when the
@@ -107,7 +123,12 @@ export async function connectRolloutStandIn(options: RolloutStandInOptions): Pro
     controlHeaders: [],
     writeRaw: (text) => reportStream?.write(text),
     report: (message) => reportStream?.write(`${JSON.stringify(message)}\n`),
+    endReports: () => reportStream?.end(),
     reportsOpened: new Promise((resolve) => (openReports = resolve)),
+    reportOpens: 0,
+    acks: [],
+    waitForAck: (seq) => received(() => (agent.acks.some((ack) => ack >= seq) ? 1 : 0), 1),
+    waitForReportOpens: (count) => received(() => agent.reportOpens, count),
     reportsClosed: new Promise((resolve) => (closeReports = resolve)),
     welcomed: new Promise((resolve) => (welcome = resolve)),
     waitForCopies: async (count) => {
@@ -159,8 +180,27 @@ export async function connectRolloutStandIn(options: RolloutStandInOptions): Pro
         }),
       );
     } else if (path === ROLLOUT_REPORTS_PATH) {
+      agent.reportOpens += 1;
+      for (const wake of waiters.splice(0)) wake();
+      const refusal = options.refuseReports?.shift();
+      if (refusal === '503') {
+        stream.respond({ ':status': 503 }, { endStream: true });
+        return;
+      }
+      if (refusal === 'reset') {
+        stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+        return;
+      }
       stream.respond({ ':status': 200, 'content-type': 'application/x-ndjson' });
       reportStream = stream;
+      let pending = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => {
+        const lines = (pending + chunk).split('\n');
+        pending = lines.pop() ?? '';
+        for (const line of lines) agent.acks.push((JSON.parse(line) as { ack: number }).ack);
+        for (const wake of waiters.splice(0)) wake();
+      });
       stream.once('close', () => closeReports(stream.rstCode));
       openReports();
     } else if (path === ROLLOUT_APPLY_PATH || path === ROLLOUT_REMOVE_PATH) {

@@ -9,13 +9,24 @@
 import { once } from 'node:events';
 import { createServer, type TLSSocket } from 'node:tls';
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RolloutController, type RolloutActor } from '../../../src/hub/rollout-controller.js';
-import { followReports, LineSplitter, reportOf, TunnelRolloutDelivery } from '../../../src/hub/rollout-tunnel.js';
+import {
+  followReports,
+  LineSplitter,
+  reportOf,
+  TunnelRolloutDelivery,
+  type ReportTimers,
+} from '../../../src/hub/rollout-tunnel.js';
 import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
 import { silentLogger, type Logger } from '../../../src/log/run-log.js';
 import { parseRollout } from '../../../src/rollout/spec.js';
-import type { CopyMessage } from '../../../src/rollout/wire.js';
+import {
+  ROLLOUT_REPORT_ACKS_HEADER,
+  ROLLOUT_REPORTS_PATH,
+  type CopyMessage,
+  type ReportMessage,
+} from '../../../src/rollout/wire.js';
 import { createCa, issueCertificate } from '../../../src/trust/pki.js';
 import { acceptTunnel, type HubTunnel } from '../../../src/tunnel/hub-tunnel.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
@@ -29,7 +40,10 @@ afterEach(async () => {
 });
 
 /** A hub end (real acceptTunnel) and the agent stand-in, connected; returns the accepted tunnel. */
-async function connectPair(options: { kind: StandInKind }): Promise<{ tunnel: HubTunnel; agent: RolloutStandIn }> {
+async function connectPair(options: {
+  kind: StandInKind;
+  refuseReports?: Array<'503' | 'reset'>;
+}): Promise<{ tunnel: HubTunnel; agent: RolloutStandIn }> {
   const ca = await createCa({ commonName: 'test hub CA' });
   const serving = await issueCertificate({ ca, commonName: 'hub', ipAddresses: ['127.0.0.1'], usages: ['server'] });
   const client = await issueCertificate({ ca, commonName: 'c1', usages: ['client'] });
@@ -55,6 +69,7 @@ async function connectPair(options: { kind: StandInKind }): Promise<{ tunnel: Hu
     keyPem: client.keyPem,
     cluster: 'c1',
     kind: options.kind,
+    ...(options.refuseReports === undefined ? {} : { refuseReports: options.refuseReports }),
   });
   const tunnel = await accepted;
   cleanups.push(() => {
@@ -155,6 +170,67 @@ describe('rollouts over a real tunnel', () => {
     const deleted = await controller.delete('web', owner);
     expect(deleted).toEqual({ name: 'web', removed: ['c1'], pendingRemovals: [] });
     expect(agent.removals).toEqual([{ rollout: 'web', owner: { user: 'alice', groups: ['ops', 'shops'] } }]);
+  });
+
+  it('opens a report stream that was refused or broken again, waiting longer after each failure, and reads it then', async () => {
+    // What an agent does while it starts (503 before its welcome is handled) or when a stream breaks.
+    const { tunnel, agent } = await connectPair({ kind: 'rollouts', refuseReports: ['503', 'reset', '503'] });
+    const delays: number[] = [];
+    const timers: ReportTimers = {
+      setTimeout: (callback, ms) => {
+        delays.push(ms);
+        return setImmediate(callback);
+      },
+      clearTimeout: (handle) => clearImmediate(handle as NodeJS.Immediate),
+    };
+    const reports: ReportMessage[] = [];
+    followReports(
+      tunnel,
+      { report: (_cluster, message) => reports.push(message), unsupported: () => {} },
+      silentLogger,
+      { reopenMs: 1_000, reopenMaxMs: 3_000, timers },
+    );
+    await agent.waitForReportOpens(4);
+    await agent.reportsOpened;
+    expect(delays).toEqual([1_000, 2_000, 3_000]);
+    const line: ReportMessage = { kind: 'removed', rollout: 'web', cluster: 'c1' };
+    agent.report(line);
+    await vi.waitUntil(() => reports.length > 0, { timeout: 60_000 });
+    expect(reports).toEqual([line]);
+    // A served stream that the agent ends (as it does for a newer one) is opened again after the first delay.
+    agent.endReports();
+    await agent.waitForReportOpens(5);
+    expect(delays).toEqual([1_000, 2_000, 3_000, 1_000]);
+  });
+
+  it('acknowledges the report lines it takes, as the last line number seen', async () => {
+    const { tunnel, agent } = await connectPair({ kind: 'rollouts' });
+    const reports: ReportMessage[] = [];
+    followReports(
+      tunnel,
+      { report: (_cluster, message) => reports.push(message), unsupported: () => {} },
+      silentLogger,
+    );
+    await agent.reportsOpened;
+    expect(agent.controlHeaders.at(-1)?.[ROLLOUT_REPORT_ACKS_HEADER]).toBe('1');
+    agent.report({ kind: 'removed', rollout: 'web', cluster: 'c1', seq: 1 });
+    agent.report({ kind: 'removed', rollout: 'db', cluster: 'c1', seq: 2 });
+    await agent.waitForAck(2);
+    expect(reports.map((report) => report.rollout)).toEqual(['web', 'db']);
+    expect(agent.acks.at(-1)).toBe(2);
+  });
+
+  it('asks an agent that does not serve rollouts no more on that tunnel', async () => {
+    const { tunnel, agent } = await connectPair({ kind: 'unknown-path-404' });
+    const delays: number[] = [];
+    let unsupported = 0;
+    const stop = followReports(tunnel, { report: () => {}, unsupported: () => (unsupported += 1) }, silentLogger, {
+      timers: { setTimeout: (_callback, ms) => delays.push(ms), clearTimeout: () => {} },
+    });
+    await vi.waitUntil(() => unsupported === 1, { timeout: 60_000 });
+    stop();
+    expect(agent.controlHeaders.filter((headers) => headers[':path'] === ROLLOUT_REPORTS_PATH)).toHaveLength(1);
+    expect(delays).toEqual([]);
   });
 
   it.each(['unknown-path-404', 'before-rollouts-400'] as const)(

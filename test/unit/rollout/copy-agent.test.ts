@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { KubeClient } from '../../../src/kube/client.js';
 import { silentLogger } from '../../../src/log/run-log.js';
-import { CopyAgent } from '../../../src/rollout/copy-agent.js';
+import { CopyAgent, type CopyAgentOptions } from '../../../src/rollout/copy-agent.js';
 import { ROLLOUT_REVISION_ANNOTATION } from '../../../src/rollout/render.js';
 import { ROLLOUT_APPLY_PATH, type ReportMessage } from '../../../src/rollout/wire.js';
 import {
@@ -52,7 +52,10 @@ interface Harness {
 
 const harnesses: Harness[] = [];
 
-async function startAgent(sessionOptions: SecureClientSessionOptions = {}): Promise<Harness> {
+async function startAgent(
+  sessionOptions: SecureClientSessionOptions = {},
+  agentOptions: Partial<CopyAgentOptions> = {},
+): Promise<Harness> {
   const agent = new CopyAgent({
     cluster: CLUSTER.name,
     credentials: agentCredentials(cluster),
@@ -60,6 +63,7 @@ async function startAgent(sessionOptions: SecureClientSessionOptions = {}): Prom
     pollNotReadyMs: 10,
     pollReadyMs: 100,
     applyRetryMs: 10,
+    ...agentOptions,
   });
   const routes = agent.controlRoutes();
   const server: Http2Server = createServer();
@@ -155,6 +159,42 @@ describe('CopyAgent', () => {
       expect(write.name).toBe('edgeadm-rollout-web');
       expect(write.impersonatedUser).toBeUndefined();
     }
+  });
+
+  it('gives up on a request its API server does not answer at the deadline, retries, and applies once it answers', async () => {
+    const { session } = await startAgent({}, { requestDeadlineMs: 200 });
+    const reports = new ReportReader(session);
+    const copy = copyOf(1);
+    cluster.pause();
+    try {
+      expect((await postCopy(session, copyMessage(copy))).status).toBe(202);
+      // Not stuck "applying" behind the hanging request: the agent says why it waits, and tries again.
+      await reports.next(
+        (line) =>
+          line.kind === 'copy' &&
+          line.readiness === 'progressing' &&
+          line.revision === copy.revision &&
+          (line.message ?? '').includes('no complete answer within 200 ms; retrying'),
+      );
+    } finally {
+      cluster.resume();
+    }
+    await reports.next(readyAt(copy.revision));
+  });
+
+  it('writes a report line the hub has not acknowledged again, until it is', async () => {
+    const { session } = await startAgent({}, { reportResendMs: 20 });
+    const reports = new ReportReader(session, { isAcked: true });
+    const copy = copyOf(1);
+    expect((await postCopy(session, copyMessage(copy))).status).toBe(202);
+    const first = await reports.next(readyAt(copy.revision));
+    const { seq: firstSeq, ...firstLine } = first.line;
+    expect(firstSeq).toEqual(expect.any(Number));
+    // Not acknowledged: the same report comes again, numbered anew.
+    const again = await reports.next(readyAt(copy.revision), first.index + 1);
+    const { seq: againSeq, ...againLine } = again.line;
+    expect(againLine).toEqual(firstLine);
+    expect(againSeq).toBeGreaterThan(firstSeq as number);
   });
 
   it("reports a copy the cluster's RBAC refuses as failed, quoting its revision and the API server's words", async () => {

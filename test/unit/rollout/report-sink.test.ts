@@ -55,4 +55,35 @@ describe('ReportSink', () => {
     ]);
     expect(sink.waiting).toBe(0);
   });
+
+  it('numbers lines when the hub acknowledges them, and writes again only the latest unacknowledged line of a rollout', () => {
+    const { stream, written } = stalledStream(Infinity);
+    const sink = new ReportSink(stream as unknown as ReportStream, { isAcked: true });
+    sink.offer(line('web', '1-a'));
+    sink.offer(line('db', '1-b'));
+    sink.offer(line('web', '2-a'));
+    expect(written.map((l) => l.seq)).toEqual([1, 2, 3]);
+    expect(sink.unacknowledged).toBe(2);
+    sink.ack(2); // db's line, and web's older one
+    expect(sink.unacknowledged).toBe(1);
+    // A line is written again only once a whole round passed without its acknowledgement.
+    sink.resendUnacknowledged();
+    expect(written).toHaveLength(3);
+    sink.resendUnacknowledged();
+    expect(written.slice(3)).toEqual([{ ...line('web', '2-a'), seq: 4 }]);
+    sink.ack(4);
+    sink.resendUnacknowledged();
+    sink.resendUnacknowledged();
+    expect(written).toHaveLength(4);
+    expect(sink.unacknowledged).toBe(0);
+  });
+
+  it('without acknowledgements writes lines as they are, unnumbered, and never again', () => {
+    const { stream, written } = stalledStream(Infinity);
+    const sink = new ReportSink(stream as unknown as ReportStream);
+    sink.offer(line('web', '1-a'));
+    sink.resendUnacknowledged();
+    sink.resendUnacknowledged();
+    expect(written).toEqual([line('web', '1-a')]);
+  });
 });
