@@ -6,10 +6,8 @@
  * a control plane and two nodes, one of them an edge node with the real
  * edge-proxy, go from one minor version to the next.
  *
- * - k3s: the control plane goes first with `upgrade apply`; kubeadm: the
- *   control plane is set up at the new version (upgrade apply upgrades
- *   k3s control planes only here), the nodes at the old one, which the skew
- *   policy allows.
+ * - The control plane goes first with `upgrade apply` (k3s: the server
+ *   binary; kubeadm: `kubeadm upgrade apply`), then the nodes.
  * - A package whose node agent does not start is rolled back: the old
  *   binaries (and kubeadm's kubelet configuration) back, Ready at the old
  *   version, uncordoned (E_UPGRADE_ROLLED_BACK).
@@ -122,8 +120,7 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
     adminKubeconfig = join(home, 'admin.yaml');
     for (const version of Object.values(versions)) packages.set(version, await build(version));
     packages.set('broken', await build(versions.next, true));
-    // kubeadm's control plane starts at the new version (see the module comment).
-    const controlPlaneVersion = distribution.name === 'k3s' ? versions.old : versions.next;
+    const controlPlaneVersion = versions.old;
     const init = json<{ joinCommand: string }>(
       await edgeadm([
         'init',
@@ -162,18 +159,16 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
     }
     const cp = await nodeName(controlPlane());
     await waitForVersions((name) => (name === cp ? controlPlaneVersion : versions.old), 3);
-    if (distribution.name === 'k3s') {
-      json(
-        await edgeadm([
-          'upgrade',
-          'apply',
-          ...sshArgs(env, controlPlane()),
-          '--install-pkg-path',
-          packages.get(versions.next)!.file,
-          '--json',
-        ]),
-      );
-    }
+    json(
+      await edgeadm([
+        'upgrade',
+        'apply',
+        ...sshArgs(env, controlPlane()),
+        '--install-pkg-path',
+        packages.get(versions.next)!.file,
+        '--json',
+      ]),
+    );
   }, timeout);
 
   afterAll(async () => {
