@@ -20,6 +20,7 @@ import { RunLog, silentLogger, type Logger } from '../log/run-log.js';
 import { openCommandRunLog } from './command-run-log.js';
 import { errorDocument, renderErrorText, toEdgeadmError } from './render-error.js';
 import { styleFor } from './style.js';
+import type { WorkflowEventSink } from '../workflow/events.js';
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<
   (typeof BaseCommand)['baseFlags'] & T['flags']
@@ -78,6 +79,22 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     const { type, time, ...rest } = event;
     const line = { type, time: time ?? new Date().toISOString(), ...rest };
     process.stdout.write(`${JSON.stringify(this.redactor.redactValue(line))}\n`);
+  }
+
+  /**
+   * Where a cluster workflow (init, join, reset, upgrade) reports: the run
+   * log, its progress lines on stderr, and its phase events as lines under
+   * `--output jsonl`.
+   */
+  protected get workflowOutput(): { logger: Logger; onLine(line: string): void; onEvent: WorkflowEventSink } {
+    return {
+      logger: this.logger,
+      onLine: (line) => {
+        this.logger.info(line);
+        this.logToStderr(line);
+      },
+      onEvent: (event) => this.emitEvent({ ...event }),
+    };
   }
 
   /** Text for people: stdout, or stderr when stdout carries events. */

@@ -61,12 +61,7 @@ export default class Init extends BaseCommand<typeof Init> {
     const result = await initHost(request, {
       connect: hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
       requestedServiceManager: requestedServiceManager(process.env),
-      logger: this.logger,
-      onLine: (line) => {
-        this.logger.info(line);
-        this.logToStderr(line);
-      },
-      onEvent: (event) => this.emitEvent({ ...event }),
+      ...this.workflowOutput,
     });
     if (result.joinCommand && !this.jsonEnabled()) {
       this.log(

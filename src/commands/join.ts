@@ -52,12 +52,7 @@ export default class Join extends BaseCommand<typeof Join> {
     return joinHost(request, {
       connect: hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
       requestedServiceManager: requestedServiceManager(process.env),
-      logger: this.logger,
-      onLine: (line) => {
-        this.logger.info(line);
-        this.logToStderr(line);
-      },
-      onEvent: (event) => this.emitEvent({ ...event }),
+      ...this.workflowOutput,
     });
   }
 }

@@ -34,12 +34,7 @@ export default class Reset extends BaseCommand<typeof Reset> {
     const result = await resetHost(request, {
       connect: hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
       requestedServiceManager: requestedServiceManager(process.env),
-      logger: this.logger,
-      onLine: (line) => {
-        this.logger.info(line);
-        this.logToStderr(line);
-      },
-      onEvent: (event) => this.emitEvent({ ...event }),
+      ...this.workflowOutput,
     });
     if (!this.jsonEnabled()) {
       this.log(result.isDryRun ? `Dry run: nothing was changed on ${result.host}.` : `${result.host} is reset.`);

@@ -37,13 +37,8 @@ export default class UpgradeApply extends BaseCommand<typeof UpgradeApply> {
       gateTimeout: flags['gate-timeout'],
     });
     const result = await applyUpgrade(request, {
-      logger: this.logger,
       requestedServiceManager: requestedServiceManager(process.env),
-      onLine: (line) => {
-        this.logger.info(line);
-        this.logToStderr(line);
-      },
-      onEvent: (event) => this.emitEvent({ ...event }),
+      ...this.workflowOutput,
     });
     if (!this.jsonEnabled()) {
       this.log(

@@ -52,13 +52,8 @@ export default class UpgradeNode extends BaseCommand<typeof UpgradeNode> {
       gateTimeout: flags['gate-timeout'],
     });
     const result = await upgradeNode(request, {
-      logger: this.logger,
       requestedServiceManager: requestedServiceManager(process.env),
-      onLine: (line) => {
-        this.logger.info(line);
-        this.logToStderr(line);
-      },
-      onEvent: (event) => this.emitEvent({ ...event }),
+      ...this.workflowOutput,
     });
     if (!this.jsonEnabled()) {
       this.log(
