@@ -86,6 +86,19 @@ export const ADMIN_USER = 'system:admin';
 export const PORT_FORWARD_ANNOTATION_PREFIX = 'sim-apiserver.edgeadm.io/port-forward-';
 /** The groups k3s's supervisor lets fetch agent certificates (`version.Program + ":agent"`, nodes, bootstrappers). */
 const K3S_AGENT_ROLES = ['k3s:agent', 'system:nodes', 'system:bootstrappers'];
+/**
+ * The supervisor paths a k3s agent asks at every start, before its kubelet
+ * runs (k3s pkg/agent/config/config.go, `get`), all behind the agent roles.
+ */
+const K3S_AGENT_START_PATHS: ReadonlySet<string> = new Set([
+  '/v1-k3s/config',
+  '/v1-k3s/client-ca.crt',
+  '/v1-k3s/server-ca.crt',
+  '/v1-k3s/serving-kubelet.crt',
+  '/v1-k3s/client-kubelet.crt',
+  '/v1-k3s/client-kube-proxy.crt',
+  '/v1-k3s/client-k3s-controller.crt',
+]);
 /** The field manager of objects written through the test handle. */
 const HANDLE_FIELD_MANAGER = 'sim-apiserver-test-handle';
 
@@ -121,12 +134,13 @@ export interface SimApiServerOptions {
    */
   caCertsFile?: string;
   /**
-   * Whether to serve k3s's agent certificate endpoints as its supervisor
-   * does on the API port (k3s pkg/server/handlers/router.go): `GET
-   * /v1-k3s/client-kubelet.crt` issues a kubelet client certificate
-   * (`system:node:<k3s-Node-Name>` in `system:nodes`) to a caller in
-   * `system:bootstrappers`, `system:nodes` or `k3s:agent`; `GET
-   * /v1-k3s/client-ca.crt` gives the CA that signs it. Default false.
+   * Whether to serve the supervisor paths a k3s agent asks at every start,
+   * as k3s's supervisor does on the API port (k3s
+   * pkg/server/handlers/router.go), to a caller in `system:bootstrappers`,
+   * `system:nodes` or `k3s:agent`: `/v1-k3s/config`, `client-ca.crt`,
+   * `server-ca.crt`, `serving-kubelet.crt` and `client-kubelet.crt` (for the
+   * `k3s-Node-Name` node: `system:node:<name>` in `system:nodes`),
+   * `client-kube-proxy.crt` and `client-k3s-controller.crt`. Default false.
    */
   k3sAgentCertificates?: boolean;
   /**
@@ -747,23 +761,67 @@ class SimApiServerImpl implements SimApiServer {
       return true;
     }
     if (this.#options.k3sAgentCertificates !== true) return false;
-    if (url.pathname !== '/v1-k3s/client-kubelet.crt' && url.pathname !== '/v1-k3s/client-ca.crt') return false;
-    // k3s's auth.HasRole: the cluster's authenticator, then one of the agent roles.
+    if (!K3S_AGENT_START_PATHS.has(url.pathname)) return false;
+    // k3s's auth.HasRole: the cluster's authenticator (a client certificate first, then the
+    // bearer token), then one of the agent roles.
     const user = this.#authenticator.authenticate(req);
     if (!user.groups.some((group) => K3S_AGENT_ROLES.includes(group))) throw forbidden(undefined, 'forbidden');
-    let body: string;
-    if (url.pathname === '/v1-k3s/client-ca.crt') {
-      body = this.caPem;
-    } else {
-      const nodeName = req.headers['k3s-node-name'];
-      if (typeof nodeName !== 'string' || nodeName === '') throw badRequest('node name not set');
-      // The legacy GET form: certificate, CA, then the key (k3s sends a key only when no CSR came).
-      const issued = await this.#ca.issueClient({ user: `system:node:${nodeName}`, groups: ['system:nodes'] });
-      body = `${issued.certPem.trimEnd()}\n${this.caPem.trimEnd()}\n${issued.keyPem.trimEnd()}\n`;
-    }
+    const body = await this.#k3sAgentStartAnswer(req, url.pathname);
     res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
     return true;
+  }
+
+  /**
+   * The answer of one of the supervisor paths a k3s agent asks at every
+   * start (k3s pkg/server/handlers/router.go, NewHandler): the CAs as files,
+   * the node's serving and client certificates (node-named: they need the
+   * `k3s-Node-Name` header; k3s checks `k3s-Node-Password` too, which the
+   * simulation only requires to be sent), the shared kube-proxy and
+   * controller client certificates, and a small part of the server's
+   * configuration. Certificates are sent as k3s's legacy GET form sends them:
+   * certificate, CA, then the key.
+   */
+  async #k3sAgentStartAnswer(req: IncomingMessage, path: string): Promise<string> {
+    const issuedPem = (issued: CertificateAndKey): string =>
+      `${issued.certPem.trimEnd()}\n${this.caPem.trimEnd()}\n${issued.keyPem.trimEnd()}\n`;
+    const nodeNamed = (): { nodeName: string; nodeIps: string[] } => {
+      const nodeName = req.headers['k3s-node-name'];
+      if (typeof nodeName !== 'string' || nodeName === '') throw badRequest('node name not set');
+      const password = req.headers['k3s-node-password'];
+      if (typeof password !== 'string' || password === '') throw forbidden(undefined, 'node password not set');
+      const ips = req.headers['k3s-node-ip'];
+      return { nodeName, nodeIps: typeof ips === 'string' && ips !== '' ? ips.split(',') : [] };
+    };
+    switch (path) {
+      case '/v1-k3s/client-ca.crt':
+      case '/v1-k3s/server-ca.crt':
+        // One CA in the simulation (README: "One CA").
+        return this.caPem;
+      case '/v1-k3s/config':
+        // The fields of k3s's config.Control an agent reads before it starts its kubelet.
+        return JSON.stringify({
+          HTTPSPort: this.port,
+          SupervisorPort: this.port,
+          ClusterDomain: 'cluster.local',
+          ClusterDNS: '10.43.0.10',
+          ClusterIPRange: '10.42.0.0/16',
+          ServiceIPRange: '10.43.0.0/16',
+          FlannelBackend: 'none',
+        });
+      case '/v1-k3s/serving-kubelet.crt': {
+        const { nodeName, nodeIps } = nodeNamed();
+        return issuedPem(await this.#ca.issueServing([nodeName, 'localhost', ...nodeIps]));
+      }
+      case '/v1-k3s/client-kubelet.crt': {
+        const { nodeName } = nodeNamed();
+        return issuedPem(await this.#ca.issueClient({ user: `system:node:${nodeName}`, groups: ['system:nodes'] }));
+      }
+      case '/v1-k3s/client-kube-proxy.crt':
+        return issuedPem(await this.#ca.issueClient({ user: 'system:kube-proxy' }));
+      default:
+        return issuedPem(await this.#ca.issueClient({ user: 'system:k3s-controller' }));
+    }
   }
 
   #sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json'): void {
