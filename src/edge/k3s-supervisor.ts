@@ -26,10 +26,12 @@
  * offline with a 503 that says why: `/connect` (the tunnel needs the
  * server), `/apiservers`, `/readyz`, and what only a server can do.
  *
- * Not done here (see docs-draft/offline-reboot.md): pointing a k3s agent at
- * the proxy (its `server` and the token's CA hash), and the answers that
- * must then name the proxy (`/cacerts`, `/v1-k3s/server-ca.crt`,
- * `/v1-k3s/apiservers`).
+ * Not enough on its own, and not wired (see docs-draft/offline-reboot.md):
+ * a k3s agent is not pointed at the proxy (its `server` and the token's CA
+ * hash), the answers that would then have to name the proxy (`/cacerts`,
+ * `/v1-k3s/server-ca.crt`, `/v1-k3s/apiservers`) are not given, and after
+ * the start-up answers the agent still waits for its `/connect` tunnel
+ * before it starts its kubelet (k3s pkg/agent/tunnel, `Setup`).
  */
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';

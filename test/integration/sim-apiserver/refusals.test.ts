@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapTokenSecret } from '../../../src/trust/bootstrap-token.js';
 import { startSimApiServer } from '../../support/sim-apiserver/index.js';
 import type { SimApiServer } from '../../support/sim-apiserver/index.js';
+import { upgradeStatus } from '../../support/https-client.js';
 import { call } from './http-client.js';
 
 const WHOAMI = '/apis/authentication.k8s.io/v1/selfsubjectreviews';
@@ -174,6 +175,25 @@ describe("k3s's agent start-up endpoints (--k3s-agent-certificates)", () => {
     const kubeProxy = pair((await call(k3s, { path: '/v1-k3s/client-kube-proxy.crt', token })).text);
     expect((await call(k3s, { path: '/v1-k3s/config', token: null, cert: node })).status).toBe(200);
     expect((await call(k3s, { path: '/v1-k3s/config', token: null, cert: kubeProxy })).status).toBe(403);
+  });
+
+  it('opens the agent tunnel (/v1-k3s/connect) to a node only, as k3s allows it to system:nodes alone', async () => {
+    const token = `agent1.${SECRET}`;
+    const pair = (text: string) => {
+      const blocks = text.match(/-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----/g) ?? [];
+      return { certPem: blocks[0]!, keyPem: blocks.find((b) => b.includes('PRIVATE KEY'))! };
+    };
+    const node = pair((await call(k3s, { path, token, headers })).text);
+    const target = { url: k3s.url, caPem: k3s.caPem };
+    const websocket = {
+      upgrade: 'websocket',
+      'sec-websocket-version': '13',
+      'sec-websocket-key': 'c2ltLWszcy10dW5uZWw=',
+    };
+    expect(await upgradeStatus(target, { path: '/v1-k3s/connect', cert: node, headers: websocket })).toBe(101);
+    // A bootstrap token may fetch certificates but is not a node: no tunnel.
+    expect(await upgradeStatus(target, { path: '/v1-k3s/connect', token, headers: websocket })).toBe(403);
+    expect(await upgradeStatus(target, { path: '/v1-k3s/connect', headers: websocket })).toBe(401);
   });
 
   it('issues a bootstrap token a client certificate that acts as system:node:<name>, not as the token', async () => {

@@ -11,7 +11,7 @@
  * the same port with the same store and CA, pause and resume, direct object
  * writes, pod logs, port-forward targets).
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -1203,6 +1203,10 @@ class SimApiServerImpl implements SimApiServer {
     let record: RecordedRequest | undefined;
     try {
       await this.#untilResumed();
+      if (this.#options.k3sAgentCertificates === true && url.pathname === '/v1-k3s/connect') {
+        this.#acceptK3sTunnel(req, socket);
+        return;
+      }
       const admitted = this.#admit(req, url, true);
       record = admitted.record;
       const { info } = admitted;
@@ -1230,6 +1234,27 @@ class SimApiServerImpl implements SimApiServer {
       if (record) record.status = status.code;
       writeRawStatus(socket, status);
     }
+  }
+
+  /**
+   * k3s's agent tunnel (`/v1-k3s/connect`, behind `system:nodes` only: k3s
+   * router.go, `nodeAuthed`): a websocket the agent opens to its supervisor
+   * and waits for before it starts its kubelet. The simulation accepts the
+   * upgrade from a node and holds the connection open; it sends no
+   * remotedialer frames (nothing in the simulation dials through a node).
+   */
+  #acceptK3sTunnel(req: IncomingMessage, socket: Duplex): void {
+    const user = this.#authenticator.authenticate(req);
+    if (!user.groups.includes('system:nodes')) throw forbidden(undefined, 'forbidden');
+    const key = req.headers['sec-websocket-key'];
+    if (req.headers.upgrade?.toLowerCase() !== 'websocket' || typeof key !== 'string' || key === '') {
+      throw badRequest('the tunnel is a websocket');
+    }
+    const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+    );
+    socket.on('data', () => {});
   }
 
   #upgradeExec(

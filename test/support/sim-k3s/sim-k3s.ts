@@ -31,7 +31,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { appendFile, open, readdir, readFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
 import { hostname } from 'node:os';
+import type { Duplex } from 'node:stream';
 import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
 import {
@@ -546,6 +548,53 @@ async function retrieveAgentConfiguration(options: {
   return { caPem, kubeletCertPem: kubelet.certPem, kubeletKeyPem: kubelet.keyPem };
 }
 
+/**
+ * k3s's agent tunnel, as `tunnel.Setup` opens it before the kubelet starts
+ * (k3s pkg/agent/tunnel/tunnel.go): a websocket to `/v1-k3s/connect` on the
+ * supervisor, with the node's kubelet client certificate and the server CA
+ * the agent wrote, retried every second until it connects ("Remotedialer
+ * connected to proxy"); the agent starts its kubelet only then. A dropped
+ * tunnel is opened again in the background.
+ */
+async function connectTunnel(server: string, caPem: string, cert: { certPem: string; keyPem: string }): Promise<void> {
+  const url = new URL('/v1-k3s/connect', server);
+  const open = (): Promise<Duplex> =>
+    new Promise((resolve, reject) => {
+      const req = httpsRequest(url, {
+        ca: caPem,
+        cert: cert.certPem,
+        key: cert.keyPem,
+        headers: {
+          Connection: 'Upgrade',
+          Upgrade: 'websocket',
+          'Sec-WebSocket-Version': '13',
+          'Sec-WebSocket-Key': randomBytes(16).toString('base64'),
+        },
+        timeout: RETRY_INTERVAL_MS * 10,
+      });
+      req.on('upgrade', (_res, socket: Duplex) => resolve(socket));
+      req.on('response', (res) => {
+        res.resume();
+        reject(new Error(`${url}: HTTP ${res.statusCode ?? 0}`));
+      });
+      req.on('timeout', () => req.destroy(new Error(`${url}: timed out`)));
+      req.on('error', reject);
+      req.end();
+    });
+  for (;;) {
+    try {
+      const socket = await open();
+      log(`Remotedialer connected to proxy ${url}`);
+      socket.on('error', () => socket.destroy());
+      socket.on('close', () => void connectTunnel(server, caPem, cert).catch(() => {}));
+      return;
+    } catch (error) {
+      log(`Remotedialer proxy error; reconnecting...: ${(error as Error).message}`);
+      await sleep(RETRY_INTERVAL_MS);
+    }
+  }
+}
+
 function parseK10(token: string): { caHash: string; credentials: string } {
   const match = /^K10([0-9a-f]{64})::(.+)$/.exec(token.trim());
   if (!match) throw new Error('the token is not a full K10<ca hash>::<credentials> token');
@@ -588,6 +637,8 @@ async function runAgent(configPath: string): Promise<number> {
     }
   }
   const certificate = { certPem: agentConfiguration.kubeletCertPem, keyPem: agentConfiguration.kubeletKeyPem };
+  // k3s's tunnel.Setup, before the kubelet: the tunnel to the supervisor must connect first.
+  await connectTunnel(server, await readFile(join(K3S_AGENT_DIR, 'server-ca.crt'), 'utf8'), certificate);
   const clientCert = join(K3S_AGENT_DIR, 'client-kubelet.crt');
   const clientKey = join(K3S_AGENT_DIR, 'client-kubelet.key');
   const kubeletKubeconfig = {
