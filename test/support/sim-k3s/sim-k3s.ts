@@ -19,11 +19,14 @@
  *   the bytes of tls/server-ca.crt, as k3s's supervisor does.
  * - `k3s agent`: reads the same config file (`server`, `token`), gets
  *   /cacerts as k3s's agent does and checks the token's `K10` hash against
- *   those bytes, gets a kubelet client certificate (`system:node:<name>`)
- *   from the supervisor endpoint with the token, writes
- *   agent/kubelet.kubeconfig with that certificate and registers a Node
- *   named after the host, then keeps it Ready with a heartbeat. Only
- *   `system:nodes` may write Nodes: the token gets no Node rights.
+ *   those bytes, asks the supervisor what k3s's agent asks at every start
+ *   (its configuration, the CAs, its serving and client certificates as
+ *   `system:node:<name>`, kube-proxy's and the controller's), in k3s's
+ *   order and with its token and, once it has one, its own certificate,
+ *   then opens its /v1-k3s/connect tunnel, and only then writes
+ *   agent/kubelet.kubeconfig and registers a Node named after the host,
+ *   then keeps it Ready with a heartbeat. Only `system:nodes` may write
+ *   Nodes: the token gets no Node rights.
  * - See README.md for each behaviour's source in k3s and what differs.
  * - `k3s --version`, `/version` and the Nodes' kubelet version report the
  *   package's version (`v1.31.2+k3s1`), or `v1.30.4+sim` when it names none.
