@@ -26,6 +26,7 @@ import { BufferBudget } from './buffer-budget.js';
 import { CachedAnswers } from './cached-answers.js';
 import { DiskCache } from './disk-cache.js';
 import { Forwarder } from './forwarding.js';
+import { K3sSupervisorAnswers } from './k3s-supervisor.js';
 import { MAX_BUFFERED_CACHE_BYTES, MAX_WATCHES_PER_IDENTITY, MAX_WATCHES_TOTAL } from './limits.js';
 import { bindListeners, type HostPort } from './listeners.js';
 import { RequestCounters, renderMetrics } from './metrics.js';
@@ -58,6 +59,8 @@ export interface EdgeProxyOptions {
   clientCertReloadCheckMs?: number;
   /** Interval of the `/readyz` probe while online. */
   healthIntervalMs: number;
+  /** Keep the k3s supervisor's start-up answers for offline starts of the node's k3s agent (k3s-supervisor.ts). */
+  isK3sSupervisor?: boolean;
   /** Bounds of limits.ts, overridable so tests can reach them with small numbers. */
   bounds?: Partial<EdgeProxyBounds>;
   logger?: Logger;
@@ -166,6 +169,9 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     counters,
     logger,
     mappedCns: options.clientCerts,
+    k3sSupervisor: options.isK3sSupervisor
+      ? new K3sSupervisorAnswers({ cache, upstream, state, counters, logger })
+      : undefined,
   });
   const metrics = (): string =>
     renderMetrics({

@@ -89,3 +89,10 @@ export const MAX_WATCHES_PER_IDENTITY = 250;
 export const MAX_WATCHES_TOTAL = 4 * MAX_WATCHES_PER_IDENTITY;
 /** Seconds a 429 for too many watches asks the client to wait before retrying. */
 export const WATCH_QUOTA_RETRY_AFTER_SECONDS = 5;
+/**
+ * The largest k3s supervisor start-up answer held to be kept
+ * (`--k3s-supervisor`): a certificate, its CA chain and its key, or the
+ * server's configuration, are a few KiB; 1 MiB is far beyond any of them
+ * and bounds what a misbehaving upstream can make the proxy hold.
+ */
+export const MAX_K3S_SUPERVISOR_ANSWER_BYTES = 1024 * 1024;

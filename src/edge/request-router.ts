@@ -16,6 +16,7 @@ import { cacheKeyOf, classifyRequest, identityKeyOf, type ClassifiedRequest } fr
 import type { DiskCache } from './disk-cache.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { Forwarder } from './forwarding.js';
+import { isK3sSupervisorPath, type K3sSupervisorAnswers } from './k3s-supervisor.js';
 import { WATCH_QUOTA_RETRY_AFTER_SECONDS } from './limits.js';
 import type { RequestCounters } from './metrics.js';
 import type { OfflineAnswers } from './offline-answers.js';
@@ -38,6 +39,8 @@ export interface RouterParts {
   logger: Logger;
   /** The `--client-cert-map` CNs. */
   mappedCns: { has(cn: string): boolean };
+  /** The k3s supervisor's start-up answers (`--k3s-supervisor`); none: `/v1-k3s/` is forwarded as any path. */
+  k3sSupervisor?: K3sSupervisorAnswers | undefined;
 }
 
 /** The 400 for a request target that fails the one path rule. Pure. */
@@ -83,6 +86,15 @@ export class RequestRouter {
     }
     const classified = classifyRequest(req.method ?? 'GET', target, req.headers.accept);
     const identityKey = identityKeyOf(this.parts.cache.installKey, resolved.identity);
+    if (this.parts.k3sSupervisor && isK3sSupervisorPath(target.path)) {
+      void this.parts.k3sSupervisor
+        .handle(req, res, target, identityKey, resolved.clientCertCn)
+        .catch((error: unknown) => {
+          this.parts.logger.warn(`edge-proxy: ${target.path}: ${(error as Error).message}`);
+          sendStatus(res, apiStatus(502, 'BadGateway', 'edge-proxy: the k3s supervisor request failed'));
+        });
+      return;
+    }
     const request = { req, classified, identityKey, clientCertCn: resolved.clientCertCn };
     if (classified.verb === 'watch') {
       this.#watch(request, res);

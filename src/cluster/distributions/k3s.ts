@@ -82,7 +82,9 @@ export const k3sDistribution: Distribution = {
   nodeKubeconfigPath: K3S_NODE_KUBECONFIG_PATH,
   nodeClientCaPath: K3S_NODE_CLIENT_CA_PATH,
   serverTokenPath: '/var/lib/rancher/k3s/server/token',
-  ownedDirectories: ['/etc/rancher/k3s', '/var/lib/rancher/k3s', '/run/k3s'],
+  // /etc/rancher/node holds the node password the agent makes at its first start (k3s pkg/agent/config,
+  // ensureNodePassword); the server checks later starts against it, so it goes with the rest.
+  ownedDirectories: ['/etc/rancher/k3s', '/etc/rancher/node', '/var/lib/rancher/k3s', '/run/k3s'],
   airgapImagesDir: K3S_AIRGAP_IMAGES_DIR,
   joinCredential: ({ caPem, token }) => buildK3sToken({ caBundle: caPem, credentials: token }),
   networkCleanupScript: () =>

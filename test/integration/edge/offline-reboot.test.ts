@@ -17,11 +17,12 @@
  * them again.
  *
  * k3s differs, as real k3s does: its agent retrieves its configuration and
- * certificates from its server (the supervisor, port 6443) at every start
- * and starts its kubelet only then (k3s `pkg/agent/config/config.go`, Get:
- * "A call to this will block until agent configuration is successfully
- * returned by the server", logging "Waiting to retrieve agent
- * configuration; server is not ready"). The supervisor is not behind the
+ * certificates from its server (the supervisor, port 6443) at every start,
+ * then opens its `/v1-k3s/connect` tunnel, and starts its kubelet only then
+ * (k3s `pkg/agent/config/config.go`, Get: "A call to this will block until
+ * agent configuration is successfully returned by the server";
+ * `pkg/agent/tunnel/tunnel.go`, Setup; the simulation's order:
+ * test/support/sim-k3s/README.md). The supervisor is not behind the
  * edge-proxy, so an offline k3s agent does not start its kubelet and the
  * node's pods stay down until the link returns. The k3s case asserts that,
  * so it fails the day the simulation stops being truthful or edgeadm
@@ -209,6 +210,13 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           ? true
           : undefined;
       });
+      if (!specifics.isKubeletUpOffline) {
+        // k3s: the agent's start-up exchange, then its tunnel, and only then its kubelet (see the module comment).
+        const log = await env.run(edgeNode(), `cat ${specifics.agentLog}`);
+        const tunnel = log.lastIndexOf('Remotedialer connected to proxy');
+        expect(tunnel).toBeGreaterThan(-1);
+        expect(log.indexOf('Node informer synced', tunnel)).toBeGreaterThan(tunnel);
+      }
       const metrics = await proxyMetrics();
       expect(metrics.get('edgeadm_edge_proxy_online')).toBe(1);
       // Its Node and its pods' list (and more) are in the proxy's cache.

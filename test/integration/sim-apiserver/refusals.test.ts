@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapTokenSecret } from '../../../src/trust/bootstrap-token.js';
 import { startSimApiServer } from '../../support/sim-apiserver/index.js';
 import type { SimApiServer } from '../../support/sim-apiserver/index.js';
+import { upgradeStatus } from '../../support/https-client.js';
 import { call } from './http-client.js';
 
 const WHOAMI = '/apis/authentication.k8s.io/v1/selfsubjectreviews';
@@ -119,7 +120,7 @@ describe('bootstrap tokens, checked as kube-apiserver checks them', () => {
   });
 });
 
-describe("k3s's agent certificate endpoint (--k3s-agent-certificates)", () => {
+describe("k3s's agent start-up endpoints (--k3s-agent-certificates)", () => {
   let k3s: SimApiServer;
   beforeAll(async () => {
     k3s = await startSimApiServer({ anonymousAuth: false, k3sAgentCertificates: true });
@@ -136,11 +137,63 @@ describe("k3s's agent certificate endpoint (--k3s-agent-certificates)", () => {
     await k3s.stop();
   });
   const path = '/v1-k3s/client-kubelet.crt';
-  const headers = { 'k3s-Node-Name': 'edge-1' };
+  const headers = { 'k3s-Node-Name': 'edge-1', 'k3s-Node-Password': 'a1b2', 'k3s-Node-IP': '10.0.0.7' };
+  /** What k3s's agent asks at every start (k3s pkg/agent/config/config.go, `get`). */
+  const startPaths = [
+    '/v1-k3s/config',
+    '/v1-k3s/client-ca.crt',
+    '/v1-k3s/server-ca.crt',
+    '/v1-k3s/serving-kubelet.crt',
+    '/v1-k3s/client-kubelet.crt',
+    '/v1-k3s/client-kube-proxy.crt',
+    '/v1-k3s/client-k3s-controller.crt',
+  ];
 
-  it('refuses callers without credentials (401) and callers outside the agent roles (403)', async () => {
-    expect((await call(k3s, { path, token: null, headers })).status).toBe(401);
-    expect((await call(k3s, { path, token: 'not-an-agent', headers })).status).toBe(403);
+  it('refuses callers without credentials (401) and callers outside the agent roles (403), on every start-up path', async () => {
+    for (const startPath of startPaths) {
+      expect((await call(k3s, { path: startPath, token: null, headers })).status, startPath).toBe(401);
+      expect((await call(k3s, { path: startPath, token: 'not-an-agent', headers })).status, startPath).toBe(403);
+      expect((await call(k3s, { path: startPath, token: `agent1.${SECRET}`, headers })).status, startPath).toBe(200);
+    }
+  });
+
+  it("refuses a node's certificates without its name (400) or its password (403), as k3s's node-named paths do", async () => {
+    for (const startPath of ['/v1-k3s/serving-kubelet.crt', '/v1-k3s/client-kubelet.crt']) {
+      const token = `agent1.${SECRET}`;
+      expect((await call(k3s, { path: startPath, token, headers: { 'k3s-Node-Password': 'a1b2' } })).status).toBe(400);
+      expect((await call(k3s, { path: startPath, token, headers: { 'k3s-Node-Name': 'edge-1' } })).status).toBe(403);
+    }
+  });
+
+  it("lets a node in with its own certificate (an agent's later starts) and not kube-proxy's", async () => {
+    const token = `agent1.${SECRET}`;
+    const pair = (text: string) => {
+      const blocks = text.match(/-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----/g) ?? [];
+      return { certPem: blocks[0]!, keyPem: blocks.find((b) => b.includes('PRIVATE KEY'))! };
+    };
+    const node = pair((await call(k3s, { path, token, headers })).text);
+    const kubeProxy = pair((await call(k3s, { path: '/v1-k3s/client-kube-proxy.crt', token })).text);
+    expect((await call(k3s, { path: '/v1-k3s/config', token: null, cert: node })).status).toBe(200);
+    expect((await call(k3s, { path: '/v1-k3s/config', token: null, cert: kubeProxy })).status).toBe(403);
+  });
+
+  it('opens the agent tunnel (/v1-k3s/connect) to a node only, as k3s allows it to system:nodes alone', async () => {
+    const token = `agent1.${SECRET}`;
+    const pair = (text: string) => {
+      const blocks = text.match(/-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----/g) ?? [];
+      return { certPem: blocks[0]!, keyPem: blocks.find((b) => b.includes('PRIVATE KEY'))! };
+    };
+    const node = pair((await call(k3s, { path, token, headers })).text);
+    const target = { url: k3s.url, caPem: k3s.caPem };
+    const websocket = {
+      upgrade: 'websocket',
+      'sec-websocket-version': '13',
+      'sec-websocket-key': 'c2ltLWszcy10dW5uZWw=',
+    };
+    expect(await upgradeStatus(target, { path: '/v1-k3s/connect', cert: node, headers: websocket })).toBe(101);
+    // A bootstrap token may fetch certificates but is not a node: no tunnel.
+    expect(await upgradeStatus(target, { path: '/v1-k3s/connect', token, headers: websocket })).toBe(403);
+    expect(await upgradeStatus(target, { path: '/v1-k3s/connect', headers: websocket })).toBe(401);
   });
 
   it('issues a bootstrap token a client certificate that acts as system:node:<name>, not as the token', async () => {

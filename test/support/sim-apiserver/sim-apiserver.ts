@@ -11,7 +11,7 @@
  * the same port with the same store and CA, pause and resume, direct object
  * writes, pod logs, port-forward targets).
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -88,6 +88,19 @@ export const ADMIN_USER = 'system:admin';
 export const PORT_FORWARD_ANNOTATION_PREFIX = 'sim-apiserver.edgeadm.io/port-forward-';
 /** The groups k3s's supervisor lets fetch agent certificates (`version.Program + ":agent"`, nodes, bootstrappers). */
 const K3S_AGENT_ROLES = ['k3s:agent', 'system:nodes', 'system:bootstrappers'];
+/**
+ * The supervisor paths a k3s agent asks at every start, before its kubelet
+ * runs (k3s pkg/agent/config/config.go, `get`), all behind the agent roles.
+ */
+const K3S_AGENT_START_PATHS: ReadonlySet<string> = new Set([
+  '/v1-k3s/config',
+  '/v1-k3s/client-ca.crt',
+  '/v1-k3s/server-ca.crt',
+  '/v1-k3s/serving-kubelet.crt',
+  '/v1-k3s/client-kubelet.crt',
+  '/v1-k3s/client-kube-proxy.crt',
+  '/v1-k3s/client-k3s-controller.crt',
+]);
 /** The field manager of objects written through the test handle. */
 const HANDLE_FIELD_MANAGER = 'sim-apiserver-test-handle';
 
@@ -123,12 +136,13 @@ export interface SimApiServerOptions {
    */
   caCertsFile?: string;
   /**
-   * Whether to serve k3s's agent certificate endpoints as its supervisor
-   * does on the API port (k3s pkg/server/handlers/router.go): `GET
-   * /v1-k3s/client-kubelet.crt` issues a kubelet client certificate
-   * (`system:node:<k3s-Node-Name>` in `system:nodes`) to a caller in
-   * `system:bootstrappers`, `system:nodes` or `k3s:agent`; `GET
-   * /v1-k3s/client-ca.crt` gives the CA that signs it. Default false.
+   * Whether to serve the supervisor paths a k3s agent asks at every start,
+   * as k3s's supervisor does on the API port (k3s
+   * pkg/server/handlers/router.go), to a caller in `system:bootstrappers`,
+   * `system:nodes` or `k3s:agent`: `/v1-k3s/config`, `client-ca.crt`,
+   * `server-ca.crt`, `serving-kubelet.crt` and `client-kubelet.crt` (for the
+   * `k3s-Node-Name` node: `system:node:<name>` in `system:nodes`),
+   * `client-kube-proxy.crt` and `client-k3s-controller.crt`. Default false.
    */
   k3sAgentCertificates?: boolean;
   /**
@@ -768,23 +782,67 @@ class SimApiServerImpl implements SimApiServer {
       return true;
     }
     if (this.#options.k3sAgentCertificates !== true) return false;
-    if (url.pathname !== '/v1-k3s/client-kubelet.crt' && url.pathname !== '/v1-k3s/client-ca.crt') return false;
-    // k3s's auth.HasRole: the cluster's authenticator, then one of the agent roles.
+    if (!K3S_AGENT_START_PATHS.has(url.pathname)) return false;
+    // k3s's auth.HasRole: the cluster's authenticator (a client certificate first, then the
+    // bearer token), then one of the agent roles.
     const user = this.#authenticator.authenticate(req);
     if (!user.groups.some((group) => K3S_AGENT_ROLES.includes(group))) throw forbidden(undefined, 'forbidden');
-    let body: string;
-    if (url.pathname === '/v1-k3s/client-ca.crt') {
-      body = this.caPem;
-    } else {
-      const nodeName = req.headers['k3s-node-name'];
-      if (typeof nodeName !== 'string' || nodeName === '') throw badRequest('node name not set');
-      // The legacy GET form: certificate, CA, then the key (k3s sends a key only when no CSR came).
-      const issued = await this.#ca.issueClient({ user: `system:node:${nodeName}`, groups: ['system:nodes'] });
-      body = `${issued.certPem.trimEnd()}\n${this.caPem.trimEnd()}\n${issued.keyPem.trimEnd()}\n`;
-    }
+    const body = await this.#k3sAgentStartAnswer(req, url.pathname);
     res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
     return true;
+  }
+
+  /**
+   * The answer of one of the supervisor paths a k3s agent asks at every
+   * start (k3s pkg/server/handlers/router.go, NewHandler): the CAs as files,
+   * the node's serving and client certificates (node-named: they need the
+   * `k3s-Node-Name` header; k3s checks `k3s-Node-Password` too, which the
+   * simulation only requires to be sent), the shared kube-proxy and
+   * controller client certificates, and a small part of the server's
+   * configuration. Certificates are sent as k3s's legacy GET form sends them:
+   * certificate, CA, then the key.
+   */
+  async #k3sAgentStartAnswer(req: IncomingMessage, path: string): Promise<string> {
+    const issuedPem = (issued: CertificateAndKey): string =>
+      `${issued.certPem.trimEnd()}\n${this.caPem.trimEnd()}\n${issued.keyPem.trimEnd()}\n`;
+    const nodeNamed = (): { nodeName: string; nodeIps: string[] } => {
+      const nodeName = req.headers['k3s-node-name'];
+      if (typeof nodeName !== 'string' || nodeName === '') throw badRequest('node name not set');
+      const password = req.headers['k3s-node-password'];
+      if (typeof password !== 'string' || password === '') throw forbidden(undefined, 'node password not set');
+      const ips = req.headers['k3s-node-ip'];
+      return { nodeName, nodeIps: typeof ips === 'string' && ips !== '' ? ips.split(',') : [] };
+    };
+    switch (path) {
+      case '/v1-k3s/client-ca.crt':
+      case '/v1-k3s/server-ca.crt':
+        // One CA in the simulation (README: "One CA").
+        return this.caPem;
+      case '/v1-k3s/config':
+        // The fields of k3s's config.Control an agent reads before it starts its kubelet.
+        return JSON.stringify({
+          HTTPSPort: this.port,
+          SupervisorPort: this.port,
+          ClusterDomain: 'cluster.local',
+          ClusterDNS: '10.43.0.10',
+          ClusterIPRange: '10.42.0.0/16',
+          ServiceIPRange: '10.43.0.0/16',
+          FlannelBackend: 'none',
+        });
+      case '/v1-k3s/serving-kubelet.crt': {
+        const { nodeName, nodeIps } = nodeNamed();
+        return issuedPem(await this.#ca.issueServing([nodeName, 'localhost', ...nodeIps]));
+      }
+      case '/v1-k3s/client-kubelet.crt': {
+        const { nodeName } = nodeNamed();
+        return issuedPem(await this.#ca.issueClient({ user: `system:node:${nodeName}`, groups: ['system:nodes'] }));
+      }
+      case '/v1-k3s/client-kube-proxy.crt':
+        return issuedPem(await this.#ca.issueClient({ user: 'system:kube-proxy' }));
+      default:
+        return issuedPem(await this.#ca.issueClient({ user: 'system:k3s-controller' }));
+    }
   }
 
   #sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json'): void {
@@ -1174,6 +1232,10 @@ class SimApiServerImpl implements SimApiServer {
     let record: RecordedRequest | undefined;
     try {
       await this.#untilResumed();
+      if (this.#options.k3sAgentCertificates === true && url.pathname === '/v1-k3s/connect') {
+        this.#acceptK3sTunnel(req, socket);
+        return;
+      }
       const admitted = this.#admit(req, url, true);
       record = admitted.record;
       const { info } = admitted;
@@ -1201,6 +1263,27 @@ class SimApiServerImpl implements SimApiServer {
       if (record) record.status = status.code;
       writeRawStatus(socket, status);
     }
+  }
+
+  /**
+   * k3s's agent tunnel (`/v1-k3s/connect`, behind `system:nodes` only: k3s
+   * router.go, `nodeAuthed`): a websocket the agent opens to its supervisor
+   * and waits for before it starts its kubelet. The simulation accepts the
+   * upgrade from a node and holds the connection open; it sends no
+   * remotedialer frames (nothing in the simulation dials through a node).
+   */
+  #acceptK3sTunnel(req: IncomingMessage, socket: Duplex): void {
+    const user = this.#authenticator.authenticate(req);
+    if (!user.groups.includes('system:nodes')) throw forbidden(undefined, 'forbidden');
+    const key = req.headers['sec-websocket-key'];
+    if (req.headers.upgrade?.toLowerCase() !== 'websocket' || typeof key !== 'string' || key === '') {
+      throw badRequest('the tunnel is a websocket');
+    }
+    const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+    );
+    socket.on('data', () => {});
   }
 
   #upgradeExec(

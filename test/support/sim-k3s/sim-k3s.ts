@@ -19,11 +19,14 @@
  *   the bytes of tls/server-ca.crt, as k3s's supervisor does.
  * - `k3s agent`: reads the same config file (`server`, `token`), gets
  *   /cacerts as k3s's agent does and checks the token's `K10` hash against
- *   those bytes, gets a kubelet client certificate (`system:node:<name>`)
- *   from the supervisor endpoint with the token, writes
- *   agent/kubelet.kubeconfig with that certificate and registers a Node
- *   named after the host, then keeps it Ready with a heartbeat. Only
- *   `system:nodes` may write Nodes: the token gets no Node rights.
+ *   those bytes, asks the supervisor what k3s's agent asks at every start
+ *   (its configuration, the CAs, its serving and client certificates as
+ *   `system:node:<name>`, kube-proxy's and the controller's), in k3s's
+ *   order and with its token and, once it has one, its own certificate,
+ *   then opens its /v1-k3s/connect tunnel, and only then writes
+ *   agent/kubelet.kubeconfig and registers a Node named after the host,
+ *   then keeps it Ready with a heartbeat. Only `system:nodes` may write
+ *   Nodes: the token gets no Node rights.
  * - See README.md for each behaviour's source in k3s and what differs.
  * - `k3s --version`, `/version` and the Nodes' kubelet version report the
  *   package's version (`v1.31.2+k3s1`), or `v1.30.4+sim` when it names none.
@@ -31,7 +34,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { appendFile, open, readdir, readFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
 import { hostname } from 'node:os';
+import type { Duplex } from 'node:stream';
 import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml } from 'js-yaml';
 import {
@@ -403,19 +408,24 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
  * returned. The bytes are returned as served; the caller hashes them.
  */
 async function fetchCaCerts(server: string, what: string): Promise<string> {
-  const url = new URL('/cacerts', server).toString();
   for (;;) {
     try {
-      const insecure = await call({ method: 'GET', url });
-      if (insecure.status !== 200) throw new Error(`failed to get CA certs: ${url}: HTTP ${insecure.status}`);
-      const verified = await call({ method: 'GET', url, caPem: insecure.body });
-      if (verified.status !== 200) throw new Error(`CA cert validation failed: ${url}: HTTP ${verified.status}`);
-      return insecure.body;
+      return await fetchCaCertsOnce(server);
     } catch (error) {
       log(`waiting for ${what}: ${(error as Error).message}`);
       await sleep(RETRY_INTERVAL_MS);
     }
   }
+}
+
+/** One `/cacerts` fetch as {@link fetchCaCerts} makes it; throws when the server does not answer. */
+async function fetchCaCertsOnce(server: string): Promise<string> {
+  const url = new URL('/cacerts', server).toString();
+  const insecure = await call({ method: 'GET', url });
+  if (insecure.status !== 200) throw new Error(`failed to get CA certs: ${url}: HTTP ${insecure.status}`);
+  const verified = await call({ method: 'GET', url, caPem: insecure.body });
+  if (verified.status !== 200) throw new Error(`CA cert validation failed: ${url}: HTTP ${verified.status}`);
+  return insecure.body;
 }
 
 /**
@@ -433,41 +443,161 @@ function k3sHashCa(bundle: string): string {
   return createHash('sha256').update(bundle).digest('hex');
 }
 
-/**
- * The kubelet's client certificate from the k3s supervisor, as the k3s
- * agent gets it (k3s pkg/agent/config: `/v1-k3s/client-kubelet.crt` with the
- * join token and the node's name; `/v1-k3s/client-ca.crt`): the certificate
- * says `system:node:<name>` in `system:nodes`, so the kubelet acts as the
- * node, never with the token. k3s also checks a per-node password here
- * (pkg/nodepassword), which the simulation does not.
- */
-async function fetchKubeletCertificate(options: {
-  server: string;
+/** The node password k3s's agent makes once and sends with its node-named requests (k3s pkg/agent/config). */
+export const K3S_NODE_PASSWORD_FILE = '/etc/rancher/node/password';
+
+/** One certificate and its key, split from a supervisor answer as k3s's `splitCertKeyPEM` splits it. */
+function splitCertKey(pem: string): { certPem: string; keyPem: string } {
+  const blocks = pem.match(/-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----\n?/g) ?? [];
+  const keyPem = blocks.filter((block) => block.includes('PRIVATE KEY')).join('');
+  const certPem = blocks.filter((block) => !block.includes('PRIVATE KEY')).join('');
+  if (certPem === '' || keyPem === '') throw new Error('the supervisor sent no certificate and key');
+  return { certPem, keyPem };
+}
+
+/** The node password, made on first use (16 random bytes, hex, mode 0600) and read from then on. */
+async function ensureNodePassword(): Promise<string> {
+  if (existsSync(K3S_NODE_PASSWORD_FILE)) return (await readFile(K3S_NODE_PASSWORD_FILE, 'utf8')).trim();
+  const password = randomBytes(16).toString('hex');
+  await writeAtomically(K3S_NODE_PASSWORD_FILE, `${password}\n`, 0o600);
+  return password;
+}
+
+/** What the agent's kubelet and its other parts start with, from the supervisor. */
+interface AgentConfiguration {
   caPem: string;
+  kubeletCertPem: string;
+  kubeletKeyPem: string;
+}
+
+/**
+ * One attempt at what k3s's agent asks its supervisor at every start,
+ * before its kubelet runs, in k3s's order (pkg/agent/config/config.go,
+ * `get`; the routes: pkg/server/handlers/router.go):
+ *
+ * 1. `/cacerts`, unverified then verified, and the token's CA hash
+ *    (`clientaccess.ParseAndValidateToken`);
+ * 2. `/v1-k3s/config`;
+ * 3. `/v1-k3s/client-ca.crt`, `/v1-k3s/server-ca.crt`;
+ * 4. `/v1-k3s/serving-kubelet.crt`, then `/v1-k3s/client-kubelet.crt`,
+ *    node-named: with `k3s-Node-Name`, `k3s-Node-Password` (the password
+ *    file, made once) and `k3s-Node-IP`; on a 401 with a client
+ *    certificate, asked again without it (k3s's `getNodeNamedCrt`);
+ * 5. `/v1-k3s/client-kube-proxy.crt`, `/v1-k3s/client-k3s-controller.crt`.
+ *
+ * Every request carries the token (a bootstrap token as `Bearer`) and, once
+ * the agent has one, its kubelet client certificate
+ * (`clientaccess.WithClientCertificate`): after the first start the
+ * supervisor sees the node's own identity, which outlives the join token.
+ * Each answer is written where k3s writes it. Any failure fails the attempt.
+ */
+async function retrieveAgentConfiguration(options: {
+  server: string;
   token: string;
+  caHash: string;
   nodeName: string;
-}): Promise<{ certPem: string; keyPem: string; clientCaPem: string }> {
-  const get = async (path: string): Promise<string> => {
-    for (;;) {
-      const response = await call({
+  nodeIp: string;
+}): Promise<AgentConfiguration> {
+  const caPem = await fetchCaCertsOnce(options.server);
+  const actual = k3sHashCa(caPem);
+  if (actual !== options.caHash) {
+    throw new Error(`token CA hash does not match the Cluster CA certificate hash: ${options.caHash} != ${actual}`);
+  }
+  const clientCertFile = join(K3S_AGENT_DIR, 'client-kubelet.crt');
+  const clientKeyFile = join(K3S_AGENT_DIR, 'client-kubelet.key');
+  const own = async (): Promise<{ certPem: string; keyPem: string } | undefined> =>
+    existsSync(clientCertFile) && existsSync(clientKeyFile)
+      ? { certPem: await readFile(clientCertFile, 'utf8'), keyPem: await readFile(clientKeyFile, 'utf8') }
+      : undefined;
+  const get = async (path: string, nodeHeaders?: Record<string, string>): Promise<string> => {
+    const url = new URL(path, options.server).toString();
+    const ask = (identity: { certPem: string; keyPem: string } | undefined) =>
+      call({
         method: 'GET',
-        url: new URL(path, options.server).toString(),
-        caPem: options.caPem,
+        url,
+        caPem,
         token: options.token,
-        headers: { 'k3s-Node-Name': options.nodeName },
-      }).catch((error: Error) => ({ status: 0, body: error.message }));
-      if (response.status === 200) return response.body;
-      log(`${path}: HTTP ${response.status} ${response.body.slice(0, 200)}`);
-      // The supervisor refuses a token it does not know; k3s's agent keeps retrying too.
+        ...identity,
+        ...(nodeHeaders ? { headers: nodeHeaders } : {}),
+      });
+    const identity = await own();
+    let answer = await ask(identity);
+    if (answer.status === 401 && identity && nodeHeaders) answer = await ask(undefined);
+    if (answer.status === 403 && nodeHeaders) {
+      throw new Error(
+        `Node password rejected, duplicate hostname or contents of '${K3S_NODE_PASSWORD_FILE}' may not match server node-passwd entry`,
+      );
+    }
+    if (answer.status !== 200) throw new Error(`${url}: HTTP ${answer.status}`);
+    return answer.body;
+  };
+  await get('/v1-k3s/config');
+  await writeAtomically(join(K3S_AGENT_DIR, 'client-ca.crt'), await get('/v1-k3s/client-ca.crt'), 0o600);
+  await writeAtomically(join(K3S_AGENT_DIR, 'server-ca.crt'), await get('/v1-k3s/server-ca.crt'), 0o600);
+  const nodeHeaders = {
+    'k3s-Node-Name': options.nodeName,
+    'k3s-Node-Password': await ensureNodePassword(),
+    'k3s-Node-IP': options.nodeIp,
+  };
+  const serving = splitCertKey(await get('/v1-k3s/serving-kubelet.crt', nodeHeaders));
+  await writeAtomically(join(K3S_AGENT_DIR, 'serving-kubelet.crt'), serving.certPem, 0o600);
+  await writeAtomically(join(K3S_AGENT_DIR, 'serving-kubelet.key'), serving.keyPem, 0o600);
+  const kubelet = splitCertKey(await get('/v1-k3s/client-kubelet.crt', nodeHeaders));
+  await writeAtomically(clientCertFile, kubelet.certPem, 0o600);
+  await writeAtomically(clientKeyFile, kubelet.keyPem, 0o600);
+  for (const name of ['client-kube-proxy', 'client-k3s-controller']) {
+    const issued = splitCertKey(await get(`/v1-k3s/${name}.crt`));
+    await writeAtomically(join(K3S_AGENT_DIR, `${name}.crt`), issued.certPem, 0o600);
+    await writeAtomically(join(K3S_AGENT_DIR, `${name}.key`), issued.keyPem, 0o600);
+  }
+  return { caPem, kubeletCertPem: kubelet.certPem, kubeletKeyPem: kubelet.keyPem };
+}
+
+/**
+ * k3s's agent tunnel, as `tunnel.Setup` opens it before the kubelet starts
+ * (k3s pkg/agent/tunnel/tunnel.go): a websocket to `/v1-k3s/connect` on the
+ * supervisor, with the node's kubelet client certificate and the server CA
+ * the agent wrote, retried every second until it connects ("Remotedialer
+ * connected to proxy"); the agent starts its kubelet only then. A dropped
+ * tunnel is opened again in the background.
+ */
+async function connectTunnel(server: string, caPem: string, cert: { certPem: string; keyPem: string }): Promise<void> {
+  const url = new URL('/v1-k3s/connect', server);
+  const open = (): Promise<Duplex> =>
+    new Promise((resolve, reject) => {
+      const req = httpsRequest(url, {
+        ca: caPem,
+        cert: cert.certPem,
+        key: cert.keyPem,
+        headers: {
+          Connection: 'Upgrade',
+          Upgrade: 'websocket',
+          'Sec-WebSocket-Version': '13',
+          'Sec-WebSocket-Key': randomBytes(16).toString('base64'),
+        },
+        timeout: RETRY_INTERVAL_MS * 10,
+      });
+      req.on('upgrade', (_res, socket: Duplex) => resolve(socket));
+      req.on('response', (res) => {
+        res.resume();
+        reject(new Error(`${url}: HTTP ${res.statusCode ?? 0}`));
+      });
+      req.on('timeout', () => req.destroy(new Error(`${url}: timed out`)));
+      req.on('error', reject);
+      req.end();
+    });
+  for (;;) {
+    try {
+      const socket = await open();
+      log(`Remotedialer connected to proxy ${url}`);
+      socket.on('error', () => socket.destroy());
+      socket.on('close', () => void connectTunnel(server, caPem, cert).catch(() => {}));
+      return;
+    } catch (error) {
+      log(`Remotedialer proxy error; reconnecting...: ${(error as Error).message}`);
       await sleep(RETRY_INTERVAL_MS);
     }
-  };
-  const issued = await get('/v1-k3s/client-kubelet.crt');
-  const blocks = issued.match(/-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----\n?/g) ?? [];
-  const certificates = blocks.filter((block) => block.includes('CERTIFICATE'));
-  const key = blocks.find((block) => block.includes('PRIVATE KEY'));
-  if (certificates.length === 0 || !key) throw new Error('the supervisor sent no certificate and key');
-  return { certPem: certificates.join(''), keyPem: key, clientCaPem: await get('/v1-k3s/client-ca.crt') };
+  }
 }
 
 function parseK10(token: string): { caHash: string; credentials: string } {
@@ -493,13 +623,29 @@ async function runAgent(configPath: string): Promise<number> {
     log(`token CA hash does not match the Cluster CA certificate hash: ${caHash} != ${actual}`);
     return 1;
   }
-  const certificate = await fetchKubeletCertificate({ server, caPem, token: credentials, nodeName });
+  // k3s's config.Get: the whole start-up exchange, retried until it succeeds, before the kubelet runs.
+  let agentConfiguration: AgentConfiguration;
+  for (;;) {
+    try {
+      agentConfiguration = await retrieveAgentConfiguration({
+        server,
+        token: credentials,
+        caHash,
+        nodeName,
+        nodeIp: stringOf(config, 'node-ip') ?? '',
+      });
+      break;
+    } catch (error) {
+      // k3s's words (pkg/agent/config/config.go, Get).
+      log(`Waiting to retrieve agent configuration; server is not ready: ${(error as Error).message}`);
+      await sleep(RETRY_INTERVAL_MS);
+    }
+  }
+  const certificate = { certPem: agentConfiguration.kubeletCertPem, keyPem: agentConfiguration.kubeletKeyPem };
+  // k3s's tunnel.Setup, before the kubelet: the tunnel to the supervisor must connect first.
+  await connectTunnel(server, await readFile(join(K3S_AGENT_DIR, 'server-ca.crt'), 'utf8'), certificate);
   const clientCert = join(K3S_AGENT_DIR, 'client-kubelet.crt');
   const clientKey = join(K3S_AGENT_DIR, 'client-kubelet.key');
-  await writeAtomically(join(K3S_AGENT_DIR, 'server-ca.crt'), caPem, 0o644);
-  await writeAtomically(join(K3S_AGENT_DIR, 'client-ca.crt'), certificate.clientCaPem, 0o644);
-  await writeAtomically(clientCert, certificate.certPem, 0o644);
-  await writeAtomically(clientKey, certificate.keyPem, 0o600);
   const kubeletKubeconfig = {
     apiVersion: 'v1',
     kind: 'Config',
