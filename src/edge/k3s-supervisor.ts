@@ -26,7 +26,7 @@
  * offline with a 503 that says why: `/connect` (the tunnel needs the
  * server), `/apiservers`, `/readyz`, and what only a server can do.
  *
- * Not enough on its own, and not wired (see docs-draft/offline-reboot.md):
+ * Not enough on its own, and not wired (see src/edge/README.md, "k3s agents and offline reboots"):
  * a k3s agent is not pointed at the proxy (its `server` and the token's CA
  * hash), the answers that would then have to name the proxy (`/cacerts`,
  * `/v1-k3s/server-ca.crt`, `/v1-k3s/apiservers`) are not given, and after
