@@ -82,8 +82,6 @@ export const SHUTDOWN_GRACE_MS = 10_000;
 export const UPGRADE_FLUSH_GRACE_MS = 10_000;
 /** Lifetime of the client certificates the hub issues to agents (renewed at 2/3 of it). */
 export const AGENT_CERT_VALIDITY_DAYS = 30;
-/** How often the hub refreshes `lastSeen` of connected clusters. */
-export const LAST_SEEN_REFRESH_MS = 30_000;
 /** Cluster status updates (`lastSeen`, version, node count) arriving within this window share one store commit. */
 export const STATUS_COMMIT_WINDOW_MS = 200;
 /** Most users (and, separately, clusters) the store keeps in its read cache; past it the cache starts over. */

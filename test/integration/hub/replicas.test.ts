@@ -9,12 +9,14 @@
  * test/support (SIMULATED: one process, a shared SQLite store, leases that run
  * out when the test says so). An etcd backend plugs into the same list.
  */
-import { readFileSync } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HUB_ADMIN_USER } from '../../../src/hub/hub-context.js';
+import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { loadHubConfig, parseHubConfig, writeHubConfig } from '../../../src/hub/hub-config.js';
 import { startHub, type HubStoreOpener, type RunningHub } from '../../../src/hub/hub-server.js';
 import { issueReplicaCredentials } from '../../../src/hub/peer-link.js';
@@ -362,5 +364,146 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
       }
     }
     replicas.pop();
+  }, 240_000);
+});
+
+/** A Rollout of a ConfigMap and a Deployment in two waves, the first soaking before the second. */
+function twoWaveRollout(name: string): Record<string, unknown> {
+  return {
+    apiVersion: 'edgeadm.io/v1alpha1',
+    kind: 'Rollout',
+    metadata: { name },
+    spec: {
+      placement: { clusterSelector: 'env=ha' },
+      resources: [
+        { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ha-demo' } },
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `${name}-site`, namespace: 'ha-demo' },
+          data: { site: '${cluster.name}' },
+        },
+        {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name, namespace: 'ha-demo' },
+          spec: {
+            replicas: 1,
+            selector: { matchLabels: { app: name } },
+            template: {
+              metadata: { labels: { app: name } },
+              spec: { containers: [{ name: 'web', image: 'registry.example/web:1' }] },
+            },
+          },
+        },
+      ],
+      strategy: { waves: [1, '100%'], maxUnavailable: '100%', failureBudget: 0, soakSeconds: 3, deadlineSeconds: 60 },
+    },
+  };
+}
+
+describe.each(BACKENDS)('hub replicas on $name: the leader stops during a rollout', (factory) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'edgeadm-replicas-lead-'));
+  let backend: ReplicaBackend;
+  const hubs: RunningHub[] = [];
+  const configs: string[] = [];
+  const clusters: EdgeCluster[] = [];
+  const agents: ReturnType<typeof startCli>[] = [];
+  let caPem: string;
+  let adminToken: string;
+
+  const status = async (port: number, name: string): Promise<RolloutStatusView> => {
+    const answer = await rawRequest({ port, caPem, path: `/hub/v1/rollouts/${name}?clusters=true`, token: adminToken });
+    if (answer.status !== 200) throw new Error(`status of ${name}: ${answer.status} ${answer.body}`);
+    return JSON.parse(answer.body) as RolloutStatusView;
+  };
+
+  beforeAll(async () => {
+    ensureCliBuilt('index.js', ['src']);
+    backend = await factory.create(dataDir);
+    for (let i = 0; i < 2; i += 1) {
+      const hub = await startHub({ listen: '127.0.0.1:0', dataDir, logger: silentLogger, openStore: backend.opener() });
+      const config = join(mkdtempSync(join(tmpdir(), 'edgeadm-replica-config-')), 'admin.yaml');
+      writeHubConfig(config, { ...loadHubConfig(hub.adminConfigPath), server: hub.url });
+      hubs.push(hub);
+      configs.push(config);
+    }
+    caPem = readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8');
+    adminToken = loadHubConfig(configs[0]!).token;
+    const token = (await hubJson<{ token: string }>(['hub', 'token', 'create'], configs[0]!)).token;
+    const addresses = hubs.map((hub) => `127.0.0.1:${hub.port}`).join(',');
+    for (const name of ['shop-a', 'shop-b']) {
+      const cluster = await startEdgeCluster(name);
+      // Each cluster's own RBAC decides; the rollout writes as the admin who applied it.
+      cluster.api.setObject({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'hub-admin' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+        subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: HUB_ADMIN_USER }],
+      });
+      clusters.push(cluster);
+      const agent = startCli([
+        'register-cloud',
+        addresses,
+        '--token',
+        token,
+        '--hub-ca-cert-hash',
+        hubs[0]!.caPin,
+        '--name',
+        name,
+        '--labels',
+        'env=ha',
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '--data-dir',
+        cluster.dataDir,
+        '--discovery-timeout',
+        '3s',
+        '--foreground',
+      ]);
+      agents.push(agent);
+      await waitFor(`cluster ${name} connected`, async () => {
+        if (agent.process.exitCode !== null) throw new Error(`the agent exited:\n${agent.output()}`);
+        const view = await hubJson<{ state: string }>(['hub', 'clusters', 'get', name], configs[0]!);
+        return view.state === 'Connected' ? true : undefined;
+      });
+    }
+  }, 240_000);
+
+  afterAll(async () => {
+    await Promise.all(agents.map((agent) => agent.stop()));
+    for (const hub of hubs) await hub.close();
+    await backend?.close();
+    for (const cluster of clusters) await cluster.api.stop();
+  });
+
+  it('continues the rollout on the replica that takes the lead', async () => {
+    const listing = await hubJson<ReplicaListing>(['hub', 'replicas', 'list'], configs[1]!);
+    const leader = listing.replicas.find((r) => r.isLeader === true);
+    expect(leader?.id).toBe(hubs[0]!.replicaId);
+    const file = join(dataDir, 'failover.yaml');
+    writeFileSync(file, dump(twoWaveRollout('failover')));
+    await hubJson(['hub', 'rollout', 'apply', '-f', file], configs[0]!);
+    const mid = await waitFor('the first wave delivered', async () => {
+      const view = await status(hubs[0]!.port, 'failover');
+      return (view.clusters ?? []).some((row) => row.wave === 0 && row.phase !== 'waiting') && view.state !== 'complete'
+        ? view
+        : undefined;
+    });
+    // The leader dies in the middle of the rollout; its lease runs out.
+    await hubs[0]!.crash();
+    await backend.expire(hubs[0]!.replicaId);
+    const survivor = hubs[1]!;
+    const resumed = await waitFor('the rollout complete on the new leader', async () => {
+      const view = await status(survivor.port, 'failover');
+      return view.state === 'complete' ? view : undefined;
+    });
+    expect(resumed.revision).toBe(mid.revision);
+    expect(resumed.clusters?.map((row) => row.phase).sort()).toEqual(['ready', 'ready']);
+    const after = await hubJson<ReplicaListing>(['hub', 'replicas', 'list'], configs[1]!);
+    expect(after.replicas.map((r) => [r.id, r.isLeader])).toEqual([[survivor.replicaId, true]]);
+    hubs.shift();
+    configs.shift();
   }, 240_000);
 });
