@@ -351,7 +351,9 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
     await waitFor('the tunnel of the deleted cluster to close on replica 1', async () =>
       (await count()) === 1 ? true : undefined,
     );
-    console.log(`tunnel closed on the holding replica ${Date.now() - deletedAt} ms after the delete was sent to another`);
+    console.log(
+      `tunnel closed on the holding replica ${Date.now() - deletedAt} ms after the delete was sent to another`,
+    );
     await waitFor('the agent of the deleted cluster to be refused', () =>
       /E_TUNNEL_REFUSED/.test(doomed.agent!.output()) ? true : undefined,
     );
