@@ -509,6 +509,15 @@ describe.each(BACKENDS)('hub replicas on $name: the leader stops during a rollou
         ? view
         : undefined;
     });
+    // Until it leads, the other replica says where rollouts are served.
+    const notLeading = await rawRequest({
+      port: hubs[1]!.port,
+      caPem,
+      path: '/hub/v1/rollouts/failover',
+      token: adminToken,
+    });
+    expect(notLeading.status).toBe(503);
+    expect(notLeading.body).toContain('does not run the rollout controller');
     // The leader dies in the middle of the rollout; its lease runs out.
     await hubs[0]!.crash();
     await backend.expire(hubs[0]!.replicaId);
