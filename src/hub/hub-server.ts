@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
-import type { OpenedHubStore, ReplicaInfo, StoreChange } from './coordination.js';
+import type { OpenedHubStore, ReplicaCoordination, ReplicaInfo, StoreChange } from './coordination.js';
 import { HUB_ADMIN_USER, type HubContext } from './hub-context.js';
 import { writeHubConfig } from './hub-config.js';
 import { ensureHubPki, type HubPki } from './hub-pki.js';
@@ -156,13 +156,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
 
   // The port is listened on first (its number is part of this replica's address); connections
   // that arrive before the store is open wait for it.
-  let resolveReady: (parts: ServingParts) => void = () => {};
-  let rejectReady: (error: Error) => void = () => {};
-  const ready = new Promise<ServingParts>((resolve, reject) => {
-    resolveReady = resolve;
-    rejectReady = reject;
-  });
-  ready.catch(() => undefined);
+  const serving = Promise.withResolvers<ServingParts>();
+  serving.promise.catch(() => undefined);
   const front: HttpsFront = await startHttpsFront({
     host,
     port,
@@ -174,29 +169,23 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     metrics,
     logger,
     onTunnel: (socket) => {
-      ready.then(({ tunnels }) => tunnels.accept(socket)).catch(() => socket.destroy());
+      serving.promise.then(({ tunnels }) => tunnels.accept(socket)).catch(() => socket.destroy());
     },
     onRequest: (req, res) => {
-      ready.then(({ context }) => handleRequest(context, req, res)).catch(() => res.destroy());
+      serving.promise.then(({ context }) => handleRequest(context, req, res)).catch(() => res.destroy());
     },
     onUpgrade: (req, socket, head) => {
-      ready.then(({ context }) => handleUpgrade(context, req, socket, head)).catch(() => socket.destroy());
+      serving.promise.then(({ context }) => handleUpgrade(context, req, socket, head)).catch(() => socket.destroy());
     },
   });
   const advertiseUrl = `https://${urlHost(advertiseHost)}:${front.port}`;
-  let opened: OpenedHubStore;
-  try {
-    opened = await (options.openStore ?? openLocalStore(options.dataDir))({
-      id: replicaId,
-      advertiseUrl,
-      peerUrl: advertiseUrl,
-      startedAt: new Date().toISOString(),
-    });
-  } catch (error) {
+  const opener = options.openStore ?? openLocalStore(options.dataDir);
+  const self = { id: replicaId, advertiseUrl, peerUrl: advertiseUrl, startedAt: new Date().toISOString() };
+  const opened = await opener(self).catch((error: unknown) => {
     front.destroyAll();
-    rejectReady(error as Error);
+    serving.reject(error);
     throw error;
-  }
+  });
   const { store, coordination } = opened;
   const tunnels = new TunnelRegistry({
     store,
@@ -244,13 +233,22 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     await controllers.stop().catch(() => undefined);
     await coordination.close().catch(() => undefined);
     await store.close().catch(() => undefined);
-    rejectReady(error as Error);
+    serving.reject(error);
     throw error;
   }
-  resolveReady({ context, tunnels });
+  serving.resolve({ context, tunnels });
   logger.info(`hub serving on ${context.advertiseUrl}`);
 
-  let closing: Promise<void> | undefined;
+  const stopping = new HubStopping({
+    logger,
+    stopWatch,
+    tunnels,
+    front,
+    controllers,
+    reportFollowers: reportFollowers.followers,
+    coordination,
+    store,
+  });
   return {
     url: context.advertiseUrl,
     port: front.port,
@@ -258,35 +256,62 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     adminConfigPath,
     isFirstStart,
     replicaId,
-    close: () => {
-      closing ??= (async () => {
-        logger.info('hub shutting down');
-        stopWatch();
-        tunnels.stopSweep();
-        // The controller writes what it has not written yet and starts nothing new; the report
-        // streams, which never end by themselves, are closed so that the tunnels can drain.
-        await controllers.stop();
-        for (const stop of reportFollowers.followers) stop();
-        // Stops accepting and closes the idle HTTP connections.
-        front.stopAccepting();
-        await front.closeConnections(tunnels.drainAll());
-        // Claims and the lead go with the replica; then the store.
-        await coordination.close().catch((error: Error) => logger.warn(`leaving the replicas: ${error.message}`));
-        await store.close();
-      })();
-      return closing;
-    },
-    crash: () => {
-      closing ??= (async () => {
-        stopWatch();
-        tunnels.stopSweep();
-        front.destroyAll();
-        tunnels.destroyAll();
-        await controllers.stop().catch(() => undefined);
-      })();
-      return closing;
-    },
+    close: () => stopping.close(),
+    crash: () => stopping.crash(),
   };
+}
+
+/** The parts a hub stops, in order. */
+interface HubStoppingParts {
+  logger: Logger;
+  stopWatch: () => void;
+  tunnels: TunnelRegistry;
+  front: HttpsFront;
+  controllers: RunOnceControllers;
+  reportFollowers: Set<() => void>;
+  coordination: ReplicaCoordination;
+  store: HubStore;
+}
+
+/** Shutdown, graceful or as a crash; either happens once. */
+class HubStopping {
+  #done: Promise<void> | undefined;
+
+  constructor(private readonly parts: HubStoppingParts) {}
+
+  /** Stop accepting, drain tunnels and requests, leave the replicas, close the store. */
+  close(): Promise<void> {
+    const { logger, tunnels, front, controllers, coordination, store } = this.parts;
+    this.#done ??= (async () => {
+      logger.info('hub shutting down');
+      this.parts.stopWatch();
+      tunnels.stopSweep();
+      // The controller writes what it has not written yet and starts nothing new; the report
+      // streams, which never end by themselves, are closed so that the tunnels can drain.
+      await controllers.stop();
+      for (const stop of this.parts.reportFollowers) stop();
+      // Stops accepting and closes the idle HTTP connections.
+      front.stopAccepting();
+      await front.closeConnections(tunnels.drainAll());
+      // Claims and the lead go with the replica; then the store.
+      await coordination.close().catch((error: Error) => logger.warn(`leaving the replicas: ${error.message}`));
+      await store.close();
+    })();
+    return this.#done;
+  }
+
+  /** Every socket destroyed at once; nothing drained, nothing withdrawn (see RunningHub.crash). */
+  crash(): Promise<void> {
+    const { tunnels, front, controllers } = this.parts;
+    this.#done ??= (async () => {
+      this.parts.stopWatch();
+      tunnels.stopSweep();
+      front.destroyAll();
+      tunnels.destroyAll();
+      await controllers.stop().catch(() => undefined);
+    })();
+    return this.#done;
+  }
 }
 
 /** What the handlers need once the store is open. */
