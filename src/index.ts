@@ -42,6 +42,7 @@ import HubUserCreate from './commands/hub/user/create.js';
 import HubClustersHold from './commands/hub/clusters/hold.js';
 import HubClustersRelease from './commands/hub/clusters/release.js';
 import HubClustersSetProperties from './commands/hub/clusters/set-properties.js';
+import HubReplicasList from './commands/hub/replicas/list.js';
 import HubRolloutApply from './commands/hub/rollout/apply.js';
 import HubRolloutStatus from './commands/hub/rollout/status.js';
 import HubRolloutList from './commands/hub/rollout/list.js';
@@ -82,6 +83,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'hub:clusters:hold': HubClustersHold,
   'hub:clusters:release': HubClustersRelease,
   'hub:clusters:set-properties': HubClustersSetProperties,
+  'hub:replicas:list': HubReplicasList,
   'hub:rollout:apply': HubRolloutApply,
   'hub:rollout:status': HubRolloutStatus,
   'hub:rollout:list': HubRolloutList,
