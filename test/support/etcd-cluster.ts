@@ -150,13 +150,14 @@ export async function startEtcdCluster(): Promise<EtcdTestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'edgeadm-etcd-'));
   const tls = makeTls(join(dir, 'tls'));
   const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
-  const members: (EtcdMember & { process?: ChildProcess; log: string })[] = [0, 1, 2].map((i) => ({
+  type RunningMember = EtcdMember & { process?: ChildProcess; log: string };
+  const members: RunningMember[] = [0, 1, 2].map((i): RunningMember => ({
     name: `m${i}`,
     clientUrl: `https://127.0.0.1:${ports[i * 2]}`,
     peerUrl: `http://127.0.0.1:${ports[i * 2 + 1]}`,
     dataDir: join(dir, `m${i}`),
     log: '',
-    isRunning() {
+    isRunning(this: RunningMember) {
       return this.process !== undefined && this.process.exitCode === null && this.process.signalCode === null;
     },
   }));
@@ -247,4 +248,23 @@ export async function startEtcdCluster(): Promise<EtcdTestCluster> {
     },
   };
   return cluster;
+}
+
+/** A key prefix of its own for one test, so tests sharing one etcd never see each other's keys. */
+export function freshEtcdPrefix(): string {
+  return `/edgeadm-test/${Math.random().toString(36).slice(2, 10)}/`;
+}
+
+/** Connection options of the hub's etcd store for the test etcd under `keyPrefix`. */
+export function etcdConnectionOptionsFor(
+  cluster: EtcdTestCluster,
+  keyPrefix: string,
+): { endpoints: string[]; caFile: string; certFile: string; keyFile: string; keyPrefix: string } {
+  return {
+    endpoints: cluster.endpoints,
+    caFile: cluster.tls.caFile,
+    certFile: cluster.tls.certFile,
+    keyFile: cluster.tls.keyFile,
+    keyPrefix,
+  };
 }
