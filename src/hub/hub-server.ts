@@ -9,7 +9,7 @@
  * shutdown, and the wiring of every socket's deadlines (socket-deadlines.ts:
  * the handshake gate in front of TLS, Node's HTTP deadlines behind it).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import { isIP, type Socket } from 'node:net';
@@ -20,11 +20,10 @@ import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../tunnel/limits.js';
 import { acceptTunnel, type HubTunnel, type TunnelVerdict } from '../tunnel/hub-tunnel.js';
-import { HUB_ADMIN_USER, type HubContext } from './hub-context.js';
+import type { HubContext } from './hub-context.js';
 import { isWithinValidity } from './client-certificate.js';
-import { writeHubConfig } from './hub-config.js';
-import { ensureHubPki, type HubPki } from './hub-pki.js';
-import { hashUserToken, newUserToken } from './hub-tokens.js';
+import type { HubPki } from './hub-pki.js';
+import { isStoreUnavailable } from './etcd/errors.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendJson, sendStatus } from './http-replies.js';
 import { parseProxyUrl, proxyRequest, proxyUpgrade } from './kube-proxy.js';
 import {
@@ -45,12 +44,10 @@ import {
 } from './socket-deadlines.js';
 import { RolloutController } from './rollout-controller.js';
 import { followReports, TunnelRolloutDelivery } from './rollout-tunnel.js';
-import { SqliteHubStore } from './sqlite-store.js';
+import { openHubStore, type EtcdStoreOptions } from './open-store.js';
 import type { HubStore } from './store.js';
-import { ensureTlsTicketKey } from './tls-ticket-keys.js';
 
-/** The store file under the data directory. */
-export const HUB_STORE_FILE = 'hub.db';
+export { HUB_STORE_FILE } from './open-store.js';
 /** The admin's hub config under the data directory. */
 export const ADMIN_CONFIG_FILE = 'admin.yaml';
 
@@ -64,6 +61,8 @@ export interface HubServerOptions {
   /** A CA to adopt on first start. */
   caCertFile?: string;
   caKeyFile?: string;
+  /** Keep the hub's state in etcd (several replicas) instead of SQLite under the data directory. */
+  etcd?: EtcdStoreOptions;
   /** Most TLS handshakes in progress at once; {@link MAX_PENDING_HANDSHAKES} by default. */
   maxPendingHandshakes?: number;
   /** Socket deadlines other than the defaults of limits.ts (tests make them short). */
@@ -131,15 +130,15 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   const { host, port } = parseListenAddress(options.listen);
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const adminConfigPath = join(options.dataDir, ADMIN_CONFIG_FILE);
-  const isFirstStart = !existsSync(adminConfigPath);
   const advertiseHost = options.advertiseAddress ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host);
-  const pki: HubPki = await ensureHubPki({
+  const { store, coordination, identity } = await openHubStore({
     dataDir: options.dataDir,
-    names: [advertiseHost, host],
+    ...(options.etcd === undefined ? {} : { etcd: options.etcd }),
     ...(options.caCertFile === undefined ? {} : { caCertFile: options.caCertFile }),
     ...(options.caKeyFile === undefined ? {} : { caKeyFile: options.caKeyFile }),
+    onWarning: (message) => logger.warn(message),
   });
-  const store = await SqliteHubStore.open(join(options.dataDir, HUB_STORE_FILE));
+  const pki: HubPki = await identity.ensurePki([advertiseHost, host]);
 
   const https = await import('node:https');
   const deadlines: HubDeadlines = { ...DEFAULT_HUB_DEADLINES, ...options.deadlines };
@@ -246,9 +245,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     metrics.connectedAgents = tunnels.size;
   };
 
-  // Session tickets under a key kept in the data directory: agents resume across hub restarts.
-  const pkiDir = join(options.dataDir, 'pki');
-  const ticketKey = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
+  // Session tickets under a key kept with the hub's identity: agents resume across hub restarts (and replicas).
+  const ticketKey = await identity.ensureTicketKey(pki.caPin);
   // One HTTPS server for the port: Node's HTTP server deadlines apply to it as they do to any
   // listening server (a server fed connections by hand never starts checking them).
   const server: HttpsServer = https.createServer({
@@ -319,16 +317,18 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     else for (const listener of serveHttp) listener.call(server, socket);
   });
   const rotateTicketKey = setInterval(() => {
-    try {
-      const next = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
-      if (next.isNew) {
-        server.setTicketKeys(next.key);
-        logger.info('TLS session-ticket key rotated');
-      }
-    } catch (error) {
-      // The key in use stays; the next check tries again. (The message names the file, never the key.)
-      logger.warn(`cannot rotate the TLS session-ticket key: ${(error as Error).message}`);
-    }
+    identity.ensureTicketKey(pki.caPin).then(
+      (next) => {
+        if (next.isNew) {
+          server.setTicketKeys(next.key);
+          logger.info('TLS session-ticket key rotated');
+        }
+      },
+      (error: Error) => {
+        // The key in use stays; the next check tries again. (The message names the file, never the key.)
+        logger.warn(`cannot rotate the TLS session-ticket key: ${error.message}`);
+      },
+    );
   }, TLS_TICKET_KEY_CHECK_MS);
   rotateTicketKey.unref();
 
@@ -347,23 +347,13 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   const actualPort = (server.address() as { port: number }).port;
   context.advertiseUrl = `https://${urlHost(advertiseHost)}:${actualPort}`;
 
-  if (isFirstStart) {
-    const token = newUserToken();
-    await store.putUser({
-      name: HUB_ADMIN_USER,
-      tokenHash: hashUserToken(token),
-      clustersSelector: '',
-      groups: [],
-      isAdmin: true,
-      createdAt: new Date().toISOString(),
-    });
-    writeHubConfig(adminConfigPath, {
-      server: context.advertiseUrl,
-      caPem: pki.ca.certPem,
-      user: HUB_ADMIN_USER,
-      token,
-    });
-  }
+  const isFirstStart = await identity.ensureAdmin({
+    path: adminConfigPath,
+    server: context.advertiseUrl,
+    caPem: pki.ca.certPem,
+  });
+  coordination.self.advertiseUrl = context.advertiseUrl;
+  await coordination.join();
   logger.info(`hub serving on ${context.advertiseUrl}`);
 
   let closing: Promise<void> | undefined;
@@ -392,6 +382,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
         for (const socket of sockets) socket.destroy();
         clearTimeout(grace);
         await store.close();
+        await coordination.close();
       })();
       return closing;
     },
@@ -407,6 +398,13 @@ async function handleRequest(context: HubContext, req: IncomingMessage, res: Ser
     }
     if (!(await serveApi(context, req, res))) sendStatus(res, 404, `${req.url ?? ''} is not served by the hub`);
   } catch (error) {
+    // etcd without quorum: the change is refused with the cause, and the client may retry elsewhere or later.
+    if (isStoreUnavailable(error)) {
+      answerAfterBody(req, () => {
+        if (!res.headersSent) sendJson(res, 503, { code: error.code, message: error.message });
+      });
+      return;
+    }
     if (error instanceof HttpError) {
       answerAfterBody(req, () => {
         if (!res.headersSent) sendJson(res, error.status, { code: error.code, message: error.message });

@@ -183,7 +183,7 @@ export class EtcdConnection {
     this.#probe = setInterval(() => {
       if (isProbing) return;
       isProbing = true;
-      this.probeOnce().finally(() => (isProbing = false));
+      void this.probeOnce().finally(() => (isProbing = false));
     }, ETCD_HEALTH_PROBE_MS);
     this.#probe.unref();
   }
@@ -245,6 +245,19 @@ export class EtcdConnection {
         start = Buffer.concat([last.key, Buffer.from([0])]);
       }
     });
+  }
+
+  #users = 0;
+
+  /** One more user of the connection (the store, the coordination): it stays open until each has released it. */
+  retain(): void {
+    this.#users += 1;
+  }
+
+  /** Releases one use; the last closes the connection. */
+  release(): void {
+    this.#users -= 1;
+    if (this.#users <= 0) this.close();
   }
 
   /** Stops probing and closes the client. */

@@ -101,6 +101,7 @@ export class EtcdHubStore implements HubStore {
   static async open(etcd: EtcdConnection, keys: EncryptionKeys): Promise<EtcdHubStore> {
     const store = new EtcdHubStore(etcd, keys);
     await store.#startWatch();
+    etcd.retain();
     return store;
   }
 
@@ -544,10 +545,11 @@ export class EtcdHubStore implements HubStore {
     await this.#commitInChunks([this.#delete(`${ETCD_KEYS.pendingRemovals}${rollout}/${cluster}`)]);
   }
 
-  /** Stops following changes. The connection is closed by its owner. */
+  /** Stops following changes and releases the connection (closed once the coordination released it too). */
   async close(): Promise<void> {
     if (this.#isClosed) return;
     this.#isClosed = true;
     await this.#watcher?.cancel().catch(() => undefined);
+    this.#etcd.release();
   }
 }
