@@ -126,9 +126,9 @@ export class EtcdHubStore implements HubStore {
     };
     watcher.on('put', (kv) => dispatch('put', kv.key));
     watcher.on('delete', (kv) => dispatch('delete', kv.key));
-    // Reconnected: etcd replays what happened since the last revision heard, but a compacted
-    // history cannot be replayed; start the caches over.
-    watcher.on('connected', () => this.#forgetAll());
+    // Reconnected, the watcher resumes from the last revision it heard, so nothing is missed and the
+    // caches stay (they are what keeps kubectl sessions served while etcd has no quorum). A history
+    // compacted past that revision cannot be replayed: the watcher reports an error, start over.
     watcher.on('error', () => this.#forgetAll());
     this.#watcher = watcher;
   }
