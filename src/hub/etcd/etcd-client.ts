@@ -224,6 +224,19 @@ export class EtcdConnection {
     });
   }
 
+  /** Whether no key starts with `prefix`. */
+  async isEmpty(prefix: string): Promise<boolean> {
+    return this.read(async () => {
+      const response = await this.client.kv.range({
+        key: Buffer.from(prefix, 'utf8'),
+        range_end: prefixEnd(prefix),
+        limit: 1,
+        keys_only: true,
+      });
+      return response.kvs.length === 0;
+    });
+  }
+
   /** Every key under `prefix`, in key order, read in pages of {@link ETCD_LIST_PAGE_SIZE} at one revision. */
   async list(prefix: string): Promise<EtcdEntry[]> {
     return this.read(async () => {

@@ -202,3 +202,40 @@ export function etcdHubIdentity(options: EtcdHubIdentityOptions): HubIdentity {
     },
   };
 }
+
+/** A hub's identity as a SQLite hub keeps it (`hub migrate` moves it into etcd). */
+export interface ImportedIdentity {
+  caCertPem: string;
+  caKeyPem: string;
+  ticketKey?: { key: Buffer; createdAt: Date; caPin: string };
+  /** The admin's token, from the data directory's admin.yaml. */
+  adminToken?: string;
+}
+
+/** Writes an identity into an empty store (`hub migrate`), its secrets encrypted. */
+export async function importIdentity(
+  etcd: EtcdConnection,
+  keys: EncryptionKeys,
+  identity: ImportedIdentity,
+): Promise<void> {
+  const keyOf = (relative: string): string => `${etcd.prefix}${relative}`;
+  const at = new Date().toISOString();
+  const ca: StoredCa = {
+    certPem: identity.caCertPem,
+    keyPem: keys.seal(identity.caKeyPem, keyOf(IDENTITY_KEYS.ca)),
+    createdAt: at,
+  };
+  await putIfAbsent(etcd, keyOf(IDENTITY_KEYS.ca), JSON.stringify(ca));
+  if (identity.ticketKey !== undefined) {
+    const ticket: StoredTicketKey = {
+      caPin: identity.ticketKey.caPin,
+      createdAt: identity.ticketKey.createdAt.toISOString(),
+      key: keys.seal(identity.ticketKey.key.toString('base64'), keyOf(IDENTITY_KEYS.ticketKey)),
+    };
+    await putIfAbsent(etcd, keyOf(IDENTITY_KEYS.ticketKey), JSON.stringify(ticket));
+  }
+  if (identity.adminToken !== undefined) {
+    const admin: StoredAdmin = { token: keys.seal(identity.adminToken, keyOf(IDENTITY_KEYS.admin)), createdAt: at };
+    await putIfAbsent(etcd, keyOf(IDENTITY_KEYS.admin), JSON.stringify(admin));
+  }
+}

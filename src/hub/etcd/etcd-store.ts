@@ -438,6 +438,17 @@ export class EtcdHubStore implements HubStore {
     }));
   }
 
+  /** Writes revocations as they were recorded elsewhere (`hub migrate`), keeping their dates. */
+  async importRevocations(
+    revocations: readonly { serial: string; reason: string; revokedAt: string }[],
+  ): Promise<void> {
+    await this.#commitInChunks(
+      revocations.map((r) =>
+        this.#put(`${ETCD_KEYS.revoked}${r.serial.toLowerCase()}`, { reason: r.reason, revokedAt: r.revokedAt }),
+      ),
+    );
+  }
+
   async isCertificateRevoked(serial: string): Promise<boolean> {
     this.#checkOpen();
     return (await this.#etcd.get(this.#key(`${ETCD_KEYS.revoked}${serial.toLowerCase()}`))) !== undefined;
