@@ -7,15 +7,17 @@
  * same agent reconnects to it without registering again.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseHubConfig } from '../../../../src/hub/hub-config.js';
 import { runCli } from '../../../support/cli.js';
 import { freshEtcdPrefix, startEtcdCluster, type EtcdTestCluster } from '../../../support/etcd-cluster.js';
 import {
   createHubToken,
   hubJson,
+  hubRequest,
   kubectlVia,
   registerAndRun,
   startCli,
@@ -31,6 +33,9 @@ import {
 let etcd: EtcdTestCluster;
 const running: BackgroundCli[] = [];
 let edge: EdgeCluster | undefined;
+/** The migrated hub's address (its CA and admin config) and the replica on etcd, for the tests after the first. */
+let sqliteHub: HubProcess | undefined;
+let onEtcd: HubProcess | undefined;
 
 beforeAll(async () => {
   etcd = await startEtcdCluster();
@@ -117,7 +122,8 @@ describe('hub migrate --to etcd', () => {
       return /hub CA pin: (sha256:[0-9a-f]{64})/.exec(replica.output())?.[1];
     });
     expect(caPin).toBe(hub.caPin);
-    const onEtcd: HubProcess = { ...replica, dataDir, port: hub.port, adminConfig: join(dataDir, 'admin.yaml'), caPin };
+    onEtcd = { ...replica, dataDir, port: hub.port, adminConfig: join(dataDir, 'admin.yaml'), caPin };
+    sqliteHub = hub;
     // The same agent process, never registered again.
     await waitForState(onEtcd, 'shop-1', 'Connected', edge.agent);
     expect(edge.agent?.output()).not.toMatch(/registered cluster shop-1.*\n[\s\S]*registered cluster shop-1/);
@@ -132,6 +138,38 @@ describe('hub migrate --to etcd', () => {
     expect(edge.api.requests.find((r) => r.verb === 'list' && r.resource === 'pods')).toMatchObject({
       impersonatedUser: 'edgeadm-hub-admin',
     });
+  });
+
+  it('without etcd quorum: kubectl still works, changes are refused with 503 naming etcd, readyz fails; then it recovers', async () => {
+    if (onEtcd === undefined || sqliteHub === undefined || edge === undefined) throw new Error('needs the test above');
+    await etcd.loseQuorum();
+    const { token } = parseHubConfig(readFileSync(sqliteHub.adminConfig, 'utf8'), 'admin.yaml');
+    const refused = await waitFor('a change to be refused', async () => {
+      const answer = await hubRequest({
+        hub: sqliteHub!,
+        path: '/hub/v1/tokens',
+        method: 'POST',
+        token,
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
+      return answer.status === 503 ? answer : undefined;
+    });
+    expect(JSON.parse(refused.body)).toMatchObject({
+      code: 'E_HUB_STORE_UNAVAILABLE',
+      message: expect.stringContaining('etcd'),
+    });
+    expect((await hubRequest({ hub: sqliteHub, path: '/readyz' })).status).toBe(503);
+    edge.api.clearRequests();
+    await kubectlVia(onEtcd.adminConfig, 'shop-1', ['get', 'pods', '-o', 'name']);
+    expect(edge.api.requests.some((r) => r.verb === 'list' && r.resource === 'pods')).toBe(true);
+
+    await etcd.restoreQuorum();
+    await waitFor('readyz again', async () =>
+      (await hubRequest({ hub: sqliteHub!, path: '/readyz' })).status === 200 ? true : undefined,
+    );
+    const created = await hubJson<{ token: string }>(['hub', 'token', 'create'], onEtcd.adminConfig);
+    expect(created.token).toMatch(/\./);
   });
 
   it('refuses bad store flags before reaching etcd', async () => {
