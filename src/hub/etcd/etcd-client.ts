@@ -103,6 +103,7 @@ export class EtcdConnection {
   #health: StoreHealth = { state: 'ok' };
   readonly #healthListeners = new Set<(health: StoreHealth) => void>();
   #probe: NodeJS.Timeout | undefined;
+  #isClosed = false;
 
   private constructor(client: Etcd3, options: EtcdConnectionOptions) {
     this.client = client;
@@ -173,6 +174,8 @@ export class EtcdConnection {
   markUnavailable(error: unknown): StoreUnavailableError {
     const cause = causeOf(error, this.endpoints);
     if (this.#health.state === 'ok') this.#setHealth({ state: 'unavailable', cause, since: new Date().toISOString() });
+    // Writes are refused while unavailable: something must notice etcd's return, whoever uses the connection.
+    if (!this.#isClosed) this.startProbe();
     return new StoreUnavailableError(cause, error);
   }
 
@@ -275,6 +278,7 @@ export class EtcdConnection {
 
   /** Stops probing and closes the client. */
   close(): void {
+    this.#isClosed = true;
     clearInterval(this.#probe);
     this.#probe = undefined;
     this.client.close();

@@ -211,6 +211,10 @@ describe('replica coordination on etcd', () => {
     expect(leads).toEqual([true]);
     await etcd.restart(2);
 
+    // A store used without coordination (as hub migrate uses one) also notices etcd's return.
+    const plainConnection = await EtcdConnection.open(etcdConnectionOptionsFor(etcd, prefix));
+    const plain = await EtcdHubStore.open(plainConnection, keys);
+
     // Quorum lost.
     await etcd.loseQuorum();
     const unavailable = await healthReaches(a.connection, 'unavailable');
@@ -219,6 +223,9 @@ describe('replica coordination on etcd', () => {
     await expect(a.store.addToken({ id: 'tok', secret: 's', createdAt: 'x' })).rejects.toMatchObject({
       code: 'E_HUB_STORE_UNAVAILABLE',
       message: expect.stringContaining('etcd'),
+    });
+    await expect(plain.addToken({ id: 'tok2', secret: 's', createdAt: 'x' })).rejects.toMatchObject({
+      code: 'E_HUB_STORE_UNAVAILABLE',
     });
     await expect.poll(() => isLeader, { timeout: EVENT_WAIT_MS }).toBe(false);
     // What the replica holds still answers: the kube proxy's lookups of its clusters.
@@ -231,6 +238,9 @@ describe('replica coordination on etcd', () => {
     expect((await a.store.getToken('tok'))?.secret).toBe('s');
     await expect.poll(() => isLeader, { timeout: EVENT_WAIT_MS }).toBe(true);
     expect((await a.coordination.tunnelHolder('shop-1'))?.id).toBe('a');
+    await healthReaches(plainConnection, 'ok');
+    await plain.addToken({ id: 'tok2', secret: 's', createdAt: 'x' });
+    await plain.close();
     stopLead();
     await stopReplica(a);
   });
