@@ -55,6 +55,8 @@ export interface EtcdTestCluster {
   loseQuorum(): Promise<void>;
   /** Restarts every stopped member and waits until the cluster is healthy. */
   restoreQuorum(): Promise<void>;
+  /** The index of a running member that is not the raft leader (killing it costs no election). */
+  followerIndex(): Promise<number>;
   /** Whether a member answers /health with `true` (it has a leader and quorum). */
   isHealthy(index: number): Promise<boolean>;
   stop(): Promise<void>;
@@ -142,6 +144,40 @@ function health(clientUrl: string, tls: EtcdClientTls): Promise<boolean> {
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', () => resolve(false));
     req.end();
+  });
+}
+
+/** POST /v3/maintenance/status (the gRPC gateway): the member's id and its leader's. */
+function memberStatus(
+  clientUrl: string,
+  tls: EtcdClientTls,
+): Promise<{ memberId: string; leader: string } | undefined> {
+  return new Promise((resolve) => {
+    const req = request(
+      `${clientUrl}/v3/maintenance/status`,
+      {
+        method: 'POST',
+        ca: readFileSync(tls.caFile),
+        cert: readFileSync(tls.certFile),
+        key: readFileSync(tls.keyFile),
+        timeout: 2000,
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+        res.on('end', () => {
+          try {
+            const parsed = JSON.parse(body) as { header?: { member_id?: string }; leader?: string };
+            resolve({ memberId: String(parsed.header?.member_id), leader: String(parsed.leader) });
+          } catch {
+            resolve(undefined);
+          }
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(undefined));
+    req.end('{}');
   });
 }
 
@@ -243,6 +279,13 @@ export async function startEtcdCluster(): Promise<EtcdTestCluster> {
       await waitUntil('a healthy cluster again', allHealthy);
     },
     isHealthy: (index) => health(members[index]!.clientUrl, tls),
+    followerIndex: async () => {
+      for (let i = 0; i < members.length; i += 1) {
+        const status = members[i]!.isRunning() ? await memberStatus(members[i]!.clientUrl, tls) : undefined;
+        if (status !== undefined && status.memberId !== status.leader) return i;
+      }
+      throw new Error('etcd: no running follower');
+    },
     stop: async () => {
       await Promise.all(members.map((_, i) => kill(i)));
     },
