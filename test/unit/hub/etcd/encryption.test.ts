@@ -65,13 +65,18 @@ describe('hub encryption keys', () => {
     writeFileSync(path, newEncryptionKeyFileText(), { mode: 0o600 });
     expect(loadEncryptionKeyFile(path).ids).toHaveLength(1);
     expect(() => loadEncryptionKeyFile(undefined)).toThrow(
-      expect.objectContaining({ code: 'E_HUB_ENCRYPTION_KEY_MISSING', hints: [expect.stringContaining('openssl rand')] }),
+      expect.objectContaining({
+        code: 'E_HUB_ENCRYPTION_KEY_MISSING',
+        hints: [expect.stringContaining('openssl rand')],
+      }),
     );
     expect(() => loadEncryptionKeyFile(join(dir, 'nope'))).toThrow(
       expect.objectContaining({ code: 'E_HUB_ENCRYPTION_KEY_MISSING' }),
     );
     chmodSync(path, 0o644);
-    expect(() => loadEncryptionKeyFile(path)).toThrow(expect.objectContaining({ code: 'E_HUB_ENCRYPTION_KEY_INVALID' }));
+    expect(() => loadEncryptionKeyFile(path)).toThrow(
+      expect.objectContaining({ code: 'E_HUB_ENCRYPTION_KEY_INVALID' }),
+    );
     expect(() => parseEncryptionKeyFile('# nothing\n', 'f')).toThrow(
       expect.objectContaining({ code: 'E_HUB_ENCRYPTION_KEY_INVALID' }),
     );
