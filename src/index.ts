@@ -34,6 +34,8 @@ import UpgradePlan from './commands/upgrade/plan.js';
 import UpgradeNode from './commands/upgrade/node.js';
 import Version from './commands/version.js';
 import HubServe from './commands/hub/serve.js';
+import HubMigrate from './commands/hub/migrate.js';
+import HubEncryptionKeyCreate from './commands/hub/encryption-key/create.js';
 import HubTokenCreate from './commands/hub/token/create.js';
 import HubClustersList from './commands/hub/clusters/list.js';
 import HubClustersGet from './commands/hub/clusters/get.js';
@@ -75,6 +77,8 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'certs:ca-hash': CertsCaHash,
   'join:phase:discovery': JoinPhaseDiscovery,
   'hub:serve': HubServe,
+  'hub:migrate': HubMigrate,
+  'hub:encryption-key:create': HubEncryptionKeyCreate,
   'hub:token:create': HubTokenCreate,
   'hub:clusters:list': HubClustersList,
   'hub:clusters:get': HubClustersGet,

@@ -24,7 +24,7 @@ import {
 } from './limits.js';
 import type { HubMetrics } from './metrics.js';
 import { HandshakeGate, httpServerDeadlineOptions, type HubDeadlines } from './socket-deadlines.js';
-import { ensureTlsTicketKey } from './tls-ticket-keys.js';
+import type { HubIdentity } from './hub-identity.js';
 
 /** Options of {@link startHttpsFront}. */
 export interface HttpsFrontOptions {
@@ -33,8 +33,8 @@ export interface HttpsFrontOptions {
   /** As given on the command line, for the error when the port is taken. */
   listen: string;
   pki: HubPki;
-  /** `<data-dir>/pki`: where the session-ticket key is kept. */
-  pkiDir: string;
+  /** Where the TLS session-ticket key is kept (hub-identity.ts). */
+  identity: Pick<HubIdentity, 'ensureTicketKey'>;
   deadlines: HubDeadlines;
   maxPendingHandshakes: number;
   metrics: HubMetrics;
@@ -58,11 +58,12 @@ export interface HttpsFront {
 
 /** Creates the HTTPS server and listens. */
 export async function startHttpsFront(options: HttpsFrontOptions): Promise<HttpsFront> {
-  const { deadlines, metrics, logger, pki, pkiDir } = options;
+  const { deadlines, metrics, logger, pki, identity } = options;
   const https = await import('node:https');
   const sockets = new Set<TLSSocket>();
-  // Session tickets under a key kept in the data directory: agents resume across hub restarts.
-  const ticketKey = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
+  // Session tickets under a key kept with the hub's identity (the data directory, or etcd for
+  // every replica): agents resume across hub restarts, and on another replica.
+  const ticketKey = await identity.ensureTicketKey(pki.caPin);
   // One HTTPS server for the port: Node's HTTP server deadlines apply to it as they do to any
   // listening server (a server fed connections by hand never starts checking them).
   const server: HttpsServer = https.createServer({
@@ -123,16 +124,18 @@ export async function startHttpsFront(options: HttpsFrontOptions): Promise<Https
     else for (const listener of serveHttp) listener.call(server, socket);
   });
   const rotateTicketKey = setInterval(() => {
-    try {
-      const next = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
-      if (next.isNew) {
-        server.setTicketKeys(next.key);
-        logger.info('TLS session-ticket key rotated');
-      }
-    } catch (error) {
-      // The key in use stays; the next check tries again. (The message names the file, never the key.)
-      logger.warn(`cannot rotate the TLS session-ticket key: ${(error as Error).message}`);
-    }
+    identity.ensureTicketKey(pki.caPin).then(
+      (next) => {
+        if (next.isNew) {
+          server.setTicketKeys(next.key);
+          logger.info('TLS session-ticket key rotated');
+        }
+      },
+      (error: Error) => {
+        // The key in use stays; the next check tries again. (The message names the place, never the key.)
+        logger.warn(`cannot rotate the TLS session-ticket key: ${error.message}`);
+      },
+    );
   }, TLS_TICKET_KEY_CHECK_MS);
   rotateTicketKey.unref();
 

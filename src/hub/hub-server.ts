@@ -19,7 +19,7 @@
  * This file keeps first-start setup (CA, admin credential, `admin.yaml`),
  * the reaction to changes other replicas made, and shutdown.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
@@ -27,14 +27,14 @@ import type { Duplex } from 'node:stream';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
 import type { OpenedHubStore, ReplicaCoordination, ReplicaInfo, StoreChange } from './coordination.js';
-import { HUB_ADMIN_USER, type HubContext } from './hub-context.js';
-import { writeHubConfig } from './hub-config.js';
-import { ensureHubPki, type HubPki } from './hub-pki.js';
-import { hashUserToken, newUserToken } from './hub-tokens.js';
+import type { HubContext } from './hub-context.js';
+import { isStoreUnavailable } from './etcd/errors.js';
+import { localHubIdentity, type HubIdentity } from './hub-identity.js';
+import type { HubPki } from './hub-pki.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendJson, sendStatus } from './http-replies.js';
 import { startHttpsFront, type HttpsFront } from './https-front.js';
 import { parseProxyUrl, proxyRequest, proxyUpgrade, parsePeerProxyUrl } from './kube-proxy.js';
-import { LocalCoordination, newReplicaId } from './local-coordination.js';
+import { newReplicaId } from './local-coordination.js';
 import { MAX_PENDING_HANDSHAKES } from './limits.js';
 import { HubMetrics } from './metrics.js';
 import { serveApi } from './operator-api.js';
@@ -43,18 +43,21 @@ import { followReports, TunnelRolloutDelivery } from './rollout-tunnel.js';
 import type { RolloutController } from './rollout-controller.js';
 import { RunOnceControllers } from './run-once-controllers.js';
 import { DEFAULT_HUB_DEADLINES, type HubDeadlines } from './socket-deadlines.js';
-import { SqliteHubStore } from './sqlite-store.js';
+import { openHubStore, type EtcdStoreOptions } from './open-store.js';
 import type { HubStore } from './store.js';
-import { announcingStore } from './store-changes.js';
 import { TunnelRegistry } from './tunnel-registry.js';
 import { isWebPath, serveWeb } from './web/web-server.js';
 
-/** The store file under the data directory. */
-export const HUB_STORE_FILE = 'hub.db';
+export { HUB_STORE_FILE } from './open-store.js';
 /** The admin's hub config under the data directory. */
 export const ADMIN_CONFIG_FILE = 'admin.yaml';
 
-/** This replica, as the store opener is told of it (the port is known only once the hub listens). */
+/**
+ * This replica, as the store opener is told of it. Its URLs are empty then:
+ * the port is listened on only once the store gave the hub its identity
+ * (the CA it serves under), and they are set on `coordination.self` before
+ * `coordination.join()`.
+ */
 export type ReplicaSelf = Omit<ReplicaInfo, 'startedAt'> & { startedAt: string };
 
 /**
@@ -62,7 +65,7 @@ export type ReplicaSelf = Omit<ReplicaInfo, 'startedAt'> & { startedAt: string }
  * etcd` passes one that opens etcd; without one the hub opens SQLite under
  * its data directory, as its only replica.
  */
-export type HubStoreOpener = (self: ReplicaSelf) => Promise<OpenedHubStore>;
+export type HubStoreOpener = (self: ReplicaSelf) => Promise<OpenedHubStore & { identity?: HubIdentity }>;
 
 /** Options of {@link startHub}. */
 export interface HubServerOptions {
@@ -80,7 +83,13 @@ export interface HubServerOptions {
   deadlines?: Partial<HubDeadlines>;
   /** The clock expiry decisions read; the system clock by default (tests set the time instead of sleeping). */
   clock?: () => Date;
-  /** The store and coordination; SQLite under `dataDir` and a single replica by default. */
+  /** Keep the hub's state in etcd (several replicas) instead of SQLite under the data directory. */
+  etcd?: EtcdStoreOptions;
+  /**
+   * The store and coordination; by default `openHubStore` (open-store.ts):
+   * etcd when `etcd` is given, else SQLite under `dataDir` and a single replica.
+   * An opener that returns no identity keeps the CA and keys under `dataDir`.
+   */
   openStore?: HubStoreOpener;
   /** This replica's id; random by default. */
   replicaId?: string;
@@ -128,13 +137,50 @@ function urlHost(host: string): string {
   return isIP(host) === 6 ? `[${host}]` : host;
 }
 
-/** The SQLite store under the data directory, and this hub as its only replica. */
-function openLocalStore(dataDir: string): HubStoreOpener {
-  return async (self) => {
-    const coordination = new LocalCoordination(self);
-    const sqlite = await SqliteHubStore.open(join(dataDir, HUB_STORE_FILE));
-    return { store: announcingStore(sqlite, (change) => coordination.announce(change)), coordination };
-  };
+/** `openHubStore` with the hub's options: etcd when asked for, else SQLite under the data directory. */
+function defaultOpener(options: HubServerOptions, logger: Logger): HubStoreOpener {
+  return (self) =>
+    openHubStore({
+      dataDir: options.dataDir,
+      replica: self,
+      ...(options.etcd === undefined ? {} : { etcd: options.etcd }),
+      ...(options.caCertFile === undefined ? {} : { caCertFile: options.caCertFile }),
+      ...(options.caKeyFile === undefined ? {} : { caKeyFile: options.caKeyFile }),
+      onWarning: (message) => logger.warn(message),
+    });
+}
+
+/**
+ * Opens the store and coordination for replica `replicaId`, and the hub's
+ * identity and PKI: the store's own (etcd) or files under the data directory.
+ */
+async function openReplicaStore(
+  options: HubServerOptions,
+  replicaId: string,
+  names: string[],
+): Promise<OpenedHubStore & { identity: HubIdentity; pki: HubPki }> {
+  const opener = options.openStore ?? defaultOpener(options, options.logger);
+  const opened = await opener({ id: replicaId, advertiseUrl: '', peerUrl: '', startedAt: new Date().toISOString() });
+  const { store, coordination } = opened;
+  try {
+    // The coordination's id is the replica certificate's CN: the two must agree.
+    if (coordination.self.id !== replicaId) {
+      throw new Error(`the store opener named this replica ${coordination.self.id}, not ${replicaId}`);
+    }
+    const identity =
+      opened.identity ??
+      localHubIdentity({
+        dataDir: options.dataDir,
+        store,
+        ...(options.caCertFile === undefined ? {} : { caCertFile: options.caCertFile }),
+        ...(options.caKeyFile === undefined ? {} : { caKeyFile: options.caKeyFile }),
+      });
+    return { store, coordination, identity, pki: await identity.ensurePki(names) };
+  } catch (error) {
+    await coordination.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw error;
+  }
 }
 
 /** Starts the hub. */
@@ -143,15 +189,10 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   const { host, port } = parseListenAddress(options.listen);
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const adminConfigPath = join(options.dataDir, ADMIN_CONFIG_FILE);
-  const isFirstStart = !existsSync(adminConfigPath);
   const advertiseHost = options.advertiseAddress ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host);
-  const pki: HubPki = await ensureHubPki({
-    dataDir: options.dataDir,
-    names: [advertiseHost, host],
-    ...(options.caCertFile === undefined ? {} : { caCertFile: options.caCertFile }),
-    ...(options.caKeyFile === undefined ? {} : { caKeyFile: options.caKeyFile }),
-  });
   const replicaId = options.replicaId ?? newReplicaId();
+  // The store first: it holds the hub's identity (with etcd, the CA every replica serves under).
+  const { store, coordination, identity, pki } = await openReplicaStore(options, replicaId, [advertiseHost, host]);
   const deadlines: HubDeadlines = { ...DEFAULT_HUB_DEADLINES, ...options.deadlines };
   const metrics = new HubMetrics();
 
@@ -159,12 +200,13 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   // that arrive before the store is open wait for it.
   const serving = Promise.withResolvers<ServingParts>();
   serving.promise.catch(() => undefined);
+  // A port already taken: the store opened above is closed again.
   const front: HttpsFront = await startHttpsFront({
     host,
     port,
     listen: options.listen,
     pki,
-    pkiDir: join(options.dataDir, 'pki'),
+    identity,
     deadlines,
     maxPendingHandshakes: options.maxPendingHandshakes ?? MAX_PENDING_HANDSHAKES,
     metrics,
@@ -178,16 +220,15 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     onUpgrade: (req, socket, head) => {
       serving.promise.then(({ context }) => handleUpgrade(context, req, socket, head)).catch(() => socket.destroy());
     },
-  });
-  const advertiseUrl = `https://${urlHost(advertiseHost)}:${front.port}`;
-  const opener = options.openStore ?? openLocalStore(options.dataDir);
-  const self = { id: replicaId, advertiseUrl, peerUrl: advertiseUrl, startedAt: new Date().toISOString() };
-  const opened = await opener(self).catch((error: unknown) => {
-    front.destroyAll();
-    serving.reject(error);
+  }).catch(async (error: unknown) => {
+    await coordination.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
     throw error;
   });
-  const { store, coordination } = opened;
+  const advertiseUrl = `https://${urlHost(advertiseHost)}:${front.port}`;
+  // Known now that the port listens; other replicas read them once this replica joins.
+  coordination.self.advertiseUrl = advertiseUrl;
+  coordination.self.peerUrl = advertiseUrl;
   const tunnels = new TunnelRegistry({
     store,
     coordination,
@@ -220,6 +261,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     logger,
   });
   let stopWatch = (): void => {};
+  let isFirstStart: boolean;
   try {
     await coordination.join();
     // What other replicas (or this one) changed: a tunnel held here for a deleted cluster or a
@@ -227,7 +269,11 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     stopWatch = coordination.watch((change) => onStoreChange(change, context, tunnels));
     await controllers.start();
     tunnels.startSweep();
-    if (isFirstStart) await createAdminCredential(store, pki, context.advertiseUrl, adminConfigPath);
+    isFirstStart = await identity.ensureAdmin({
+      path: adminConfigPath,
+      server: context.advertiseUrl,
+      caPem: pki.ca.certPem,
+    });
   } catch (error) {
     stopWatch();
     front.destroyAll();
@@ -352,25 +398,6 @@ function wireRollouts(
   return { delivery, followers };
 }
 
-/** First start: the admin user and its `admin.yaml`. */
-async function createAdminCredential(
-  store: HubStore,
-  pki: HubPki,
-  advertiseUrl: string,
-  adminConfigPath: string,
-): Promise<void> {
-  const token = newUserToken();
-  await store.putUser({
-    name: HUB_ADMIN_USER,
-    tokenHash: hashUserToken(token),
-    clustersSelector: '',
-    groups: [],
-    isAdmin: true,
-    createdAt: new Date().toISOString(),
-  });
-  writeHubConfig(adminConfigPath, { server: advertiseUrl, caPem: pki.ca.certPem, user: HUB_ADMIN_USER, token });
-}
-
 /** Acts on a change heard from the store (made by this replica or another). */
 function onStoreChange(change: StoreChange, context: HubContext, tunnels: TunnelRegistry): void {
   switch (change.kind) {
@@ -416,6 +443,13 @@ async function handleRequest(context: HubContext, req: IncomingMessage, res: Ser
     }
     if (!(await serveApi(context, req, res))) sendStatus(res, 404, `${req.url ?? ''} is not served by the hub`);
   } catch (error) {
+    // etcd without quorum: the change is refused with the cause, and the client may retry elsewhere or later.
+    if (isStoreUnavailable(error)) {
+      answerAfterBody(req, () => {
+        if (!res.headersSent) sendJson(res, 503, { code: error.code, message: error.message });
+      });
+      return;
+    }
     if (error instanceof HttpError) {
       answerAfterBody(req, () => {
         if (!res.headersSent) sendJson(res, error.status, { code: error.code, message: error.message });
