@@ -5,9 +5,13 @@
  * address, SIMULATED API servers, and the real kubectl.
  *
  * The store and coordination underneath are ONE parameter, a
- * {@link ReplicaBackendFactory}: here the in-memory coordination of
- * test/support (SIMULATED: one process, a shared SQLite store, leases that run
- * out when the test says so). An etcd backend plugs into the same list.
+ * {@link ReplicaBackendFactory}: the in-memory coordination of test/support
+ * (SIMULATED: one process, a shared SQLite store, leases that run out when
+ * the test says so), and a REAL three-member etcd (Debian's etcd-server,
+ * test/support/etcd-cluster.ts) with the hub's own etcd store, coordination
+ * and identity. A replica's death is `crash()` (every socket destroyed,
+ * nothing withdrawn) and then, on etcd, the revocation of its lease: what
+ * etcd does when a killed process stops renewing it.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
@@ -20,7 +24,11 @@ import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { loadHubConfig, parseHubConfig, writeHubConfig } from '../../../src/hub/hub-config.js';
 import { startHub, type HubStoreOpener, type RunningHub } from '../../../src/hub/hub-server.js';
 import { issueReplicaCredentials } from '../../../src/hub/peer-link.js';
-import { ensureHubPki } from '../../../src/hub/hub-pki.js';
+import { ensureHubPki, type HubPki } from '../../../src/hub/hub-pki.js';
+import type { OpenedHubStore } from '../../../src/hub/coordination.js';
+import { newEncryptionKeyFileText } from '../../../src/hub/etcd/encryption.js';
+import { openHubStore, type EtcdStoreOptions } from '../../../src/hub/open-store.js';
+import { etcdConnectionOptionsFor, freshEtcdPrefix, startEtcdCluster } from '../../support/etcd-cluster.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { InMemoryReplicaSet } from '../../support/in-memory-replicas.js';
@@ -40,6 +48,8 @@ export interface ReplicaBackend {
   opener(): HubStoreOpener;
   /** The lease of a replica runs out (it was killed and renews nothing). */
   expire(replicaId: string): Promise<void>;
+  /** The hub's CA and PKI, wherever the backend keeps them (to make an intruder's replica certificate). */
+  pki(): Promise<HubPki>;
   close(): Promise<void>;
 }
 
@@ -57,13 +67,49 @@ export const inMemoryBackend: ReplicaBackendFactory = {
     return Promise.resolve({
       opener: () => set.opener(),
       expire: (id) => Promise.resolve(set.expire(id)),
+      pki: () => ensureHubPki({ dataDir, names: [] }),
       close: () => set.close(),
     });
   },
 };
 
+/** REAL: a three-member etcd on loopback, the hub's etcd store, coordination and identity. */
+export const etcdBackend: ReplicaBackendFactory = {
+  name: 'a real three-member etcd',
+  create: async (dataDir) => {
+    const etcd = await startEtcdCluster();
+    const encryptionKeyFile = join(dataDir, 'encryption.key');
+    writeFileSync(encryptionKeyFile, newEncryptionKeyFileText(), { mode: 0o600 });
+    const options: EtcdStoreOptions = { ...etcdConnectionOptionsFor(etcd, freshEtcdPrefix()), encryptionKeyFile };
+    const opened = new Map<string, OpenedHubStore>();
+    return {
+      opener: () => async (self) => {
+        const hub = await openHubStore({ dataDir, etcd: options, replica: self });
+        opened.set(self.id, hub);
+        return hub;
+      },
+      // The lease revoked: its record, claims and leadership go, as when it runs out.
+      expire: async (id) => {
+        const hub = opened.get(id);
+        await hub?.coordination.close();
+        await hub?.store.close();
+      },
+      pki: async () => {
+        const reader = await openHubStore({ dataDir, etcd: options });
+        try {
+          return await reader.identity.ensurePki([]);
+        } finally {
+          await reader.coordination.close();
+          await reader.store.close();
+        }
+      },
+      close: () => etcd.stop(),
+    };
+  },
+};
+
 /** The backends the scenarios run on. */
-const BACKENDS: ReplicaBackendFactory[] = [inMemoryBackend];
+const BACKENDS: ReplicaBackendFactory[] = [inMemoryBackend, etcdBackend];
 
 const POD = 'web-0';
 
@@ -182,7 +228,7 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
     ensureCliBuilt('index.js', ['src']);
     backend = await factory.create(dataDir);
     for (let i = 0; i < 3; i += 1) replicas.push(await startReplica());
-    caPem = readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8');
+    caPem = loadHubConfig(replicas[0]!.config).caPem;
     caPin = replicas[0]!.hub.caPin;
     adminToken = loadHubConfig(replicas[0]!.config).token;
     token = (await hubJson<{ token: string }>(['hub', 'token', 'create'], replicas[0]!.config)).token;
@@ -296,7 +342,7 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
   });
 
   it('gives a replica certificate nothing outside the forwarded path, and never forwards twice', async () => {
-    const pki = await ensureHubPki({ dataDir, names: [] });
+    const pki = await backend.pki();
     const replicaCert = await issueReplicaCredentials(pki, 'intruder');
     const asOperator = await rawRequest({
       port: replicas[0]!.hub.port,
@@ -446,7 +492,7 @@ describe.each(BACKENDS)('hub replicas on $name: the leader stops during a rollou
       hubs.push(hub);
       configs.push(config);
     }
-    caPem = readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8');
+    caPem = loadHubConfig(configs[0]!).caPem;
     adminToken = loadHubConfig(configs[0]!).token;
     const token = (await hubJson<{ token: string }>(['hub', 'token', 'create'], configs[0]!)).token;
     const addresses = hubs.map((hub) => `127.0.0.1:${hub.port}`).join(',');
