@@ -424,10 +424,21 @@ export async function serveApi(context: HubContext, req: IncomingMessage, res: S
     case 'GET /livez':
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       return true;
-    case 'GET /readyz':
+    case 'GET /readyz': {
+      // Not ready when the coordination knows the store refuses changes (etcd without quorum):
+      // said at once, without waiting for a read to time out; else a read proves the store answers.
+      const health = context.coordination?.health() ?? { state: 'ok' };
+      if (health.state !== 'ok') {
+        sendJson(res, 503, {
+          code: 'E_HUB_STORE_UNAVAILABLE',
+          message: `the hub's store refuses changes since ${health.since}: ${health.cause}`,
+        });
+        return true;
+      }
       await context.store.listTokens();
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       return true;
+    }
     case 'GET /metrics':
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(context.metrics.render());
       return true;
