@@ -6,6 +6,29 @@
  *
  * On a single replica the lead is won at once, and the hub waits for the
  * controller's start before it serves (as it always did).
+ *
+ * NOT YET ACROSS REPLICAS (issue #16): rollouts reach only the clusters whose
+ * tunnels the leading replica itself holds.
+ * - The leader's controller counts as connected only its own tunnels (`connected`
+ *   below and its TunnelRegistry's opened/closed events); a cluster held by
+ *   another replica is "not connected" to it, so its copies wait, unconfirmed,
+ *   until that cluster's agent happens to reconnect to the leader.
+ * - TunnelRolloutDelivery (rollout-tunnel.ts) sends over local tunnels only;
+ *   it does not forward to the holder through the peer link.
+ * - Every replica follows the report streams of the tunnels it holds, but a
+ *   non-leader has no controller (`context.rollouts` is undefined) and drops
+ *   the reports.
+ * The plan: the leader's connected set becomes its tunnels plus every claim
+ * (a watch of claims in the coordination); delivery to a cluster held
+ * elsewhere goes to the holder on a peer control path
+ * (`/hub/peer/v1/control/CLUSTER/rollout/apply|remove`, replica certificates
+ * only, never forwarded again) that the holder writes into the tunnel; and a
+ * non-leader forwards each report line to the leader. Forwarding rather than
+ * writing reports to the store: the leader's controller is the one writer of
+ * rollout progress and keeps it in memory between its flushes, so reports
+ * written by others would need a watch and a merge; and a report lost in a
+ * change of leader is recovered by reopening the report stream, whose first
+ * lines are the current report of every copy (copy-agent.ts).
  */
 import type { Logger } from '../log/run-log.js';
 import type { ReplicaCoordination, Stop } from './coordination.js';
