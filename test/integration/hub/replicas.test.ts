@@ -160,7 +160,8 @@ function rawRequest(options: {
   token?: string;
   headers?: Record<string, string>;
   cert?: { certPem: string; keyPem: string };
-}): Promise<{ status: number; body: string }> {
+  body?: string;
+}): Promise<{ status: number; body: string; setCookie: string[] }> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -179,11 +180,17 @@ function rawRequest(options: {
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            setCookie: res.headers['set-cookie'] ?? [],
+          }),
+        );
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }
 
@@ -277,6 +284,41 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
       expect(listed.clusters.map((c) => `${c.name}=${c.state}`).sort()).toEqual(
         clusters.map((c) => `${c.name}=Connected`),
       );
+    }
+  });
+
+  it('shows every cluster Connected in the web view of every replica, and reads its nodes through any replica', async () => {
+    for (const replica of replicas) {
+      const port = replica.hub.port;
+      const signIn = await rawRequest({
+        port,
+        caPem,
+        path: '/ui/api/session',
+        method: 'POST',
+        token: opsToken,
+        headers: { origin: `https://127.0.0.1:${port}`, 'sec-fetch-site': 'same-origin' },
+      });
+      expect(signIn.status).toBe(201);
+      const cookie = (signIn.setCookie[0] ?? '').split(';')[0] ?? '';
+      const listed = await rawRequest({ port, caPem, path: '/ui/api/clusters', headers: { cookie } });
+      expect(listed.status).toBe(200);
+      const page = JSON.parse(listed.body) as { clusters: { name: string; state: string }[] };
+      expect(page.clusters.map((c) => `${c.name}=${c.state}`).sort()).toEqual(
+        clusters.map((c) => `${c.name}=Connected`),
+      );
+      for (const cluster of clusters) {
+        const one = await rawRequest({ port, caPem, path: `/ui/api/clusters/${cluster.name}`, headers: { cookie } });
+        expect(JSON.parse(one.body), `${cluster.name} via ${replica.hub.url}`).toMatchObject({
+          cluster: { state: 'Connected' },
+        });
+        const nodes = await rawRequest({
+          port,
+          caPem,
+          path: `/ui/api/clusters/${cluster.name}/nodes`,
+          headers: { cookie },
+        });
+        expect(nodes.status, `${cluster.name} nodes via ${replica.hub.url}: ${nodes.body}`).toBe(200);
+      }
     }
   });
 
