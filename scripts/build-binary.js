@@ -109,6 +109,28 @@ const esbuildOptions = {
   banner: { js: 'const __edgeadm_import_meta_url = require("node:url").pathToFileURL(__filename).href;' },
 };
 
+/**
+ * The etcd client (etcd3) reads its gRPC service definitions from .proto
+ * files beside its code when it loads; a single binary has no such files.
+ * The definitions are parsed here, at build time, and inlined as JSON for
+ * @grpc/proto-loader's fromJSON (same options as etcd3's loadSync).
+ */
+const etcdProtoInline = {
+  name: 'etcd3-proto-inline',
+  setup(b) {
+    b.onLoad({ filter: /etcd3[\\/]lib[\\/]connection-pool\.js$/ }, async (args) => {
+      const protobuf = (await import('protobufjs')).default;
+      const protoPath = join(args.path, '..', '..', 'proto', 'rpc.proto');
+      // keepCase as etcd3 asks: field names as in the .proto (range_end), which its requests use.
+      const json = JSON.stringify(new protobuf.Root().loadSync(protoPath, { keepCase: true }).toJSON());
+      const source = readFileSync(args.path, 'utf8');
+      const call = '(0, proto_loader_1.loadSync)(`${__dirname}/../proto/rpc.proto`,';
+      if (!source.includes(call)) throw new Error(`etcd3 no longer loads its protos as expected: ${args.path}`);
+      return { contents: source.replace(call, `(0, proto_loader_1.fromJSON)(${json},`), loader: 'js' };
+    });
+  },
+};
+
 /** Builds the core script; `registryKeys` are the modules the commands script takes from it. */
 async function buildCore(registryKeys) {
   writeFileSync(lazyCommands, lazyCommandMap(commandIds));
@@ -118,6 +140,7 @@ async function buildCore(registryKeys) {
     entryPoints: [join(root, 'src/sea-main.ts')],
     outfile: bundle,
     plugins: [
+      etcdProtoInline,
       {
         name: 'lazy-commands',
         setup(b) {
@@ -141,6 +164,7 @@ const chunkResult = await build({
   entryPoints: [chunkEntry],
   outfile: chunk,
   plugins: [
+    etcdProtoInline,
     {
       name: 'modules-from-core',
       setup(b) {

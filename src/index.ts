@@ -34,6 +34,8 @@ import UpgradePlan from './commands/upgrade/plan.js';
 import UpgradeNode from './commands/upgrade/node.js';
 import Version from './commands/version.js';
 import HubServe from './commands/hub/serve.js';
+import HubMigrate from './commands/hub/migrate.js';
+import HubEncryptionKeyCreate from './commands/hub/encryption-key/create.js';
 import HubTokenCreate from './commands/hub/token/create.js';
 import HubClustersList from './commands/hub/clusters/list.js';
 import HubClustersGet from './commands/hub/clusters/get.js';
@@ -42,6 +44,7 @@ import HubUserCreate from './commands/hub/user/create.js';
 import HubClustersHold from './commands/hub/clusters/hold.js';
 import HubClustersRelease from './commands/hub/clusters/release.js';
 import HubClustersSetProperties from './commands/hub/clusters/set-properties.js';
+import HubReplicasList from './commands/hub/replicas/list.js';
 import HubRolloutApply from './commands/hub/rollout/apply.js';
 import HubRolloutStatus from './commands/hub/rollout/status.js';
 import HubRolloutList from './commands/hub/rollout/list.js';
@@ -74,6 +77,8 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'certs:ca-hash': CertsCaHash,
   'join:phase:discovery': JoinPhaseDiscovery,
   'hub:serve': HubServe,
+  'hub:migrate': HubMigrate,
+  'hub:encryption-key:create': HubEncryptionKeyCreate,
   'hub:token:create': HubTokenCreate,
   'hub:clusters:list': HubClustersList,
   'hub:clusters:get': HubClustersGet,
@@ -82,6 +87,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'hub:clusters:hold': HubClustersHold,
   'hub:clusters:release': HubClustersRelease,
   'hub:clusters:set-properties': HubClustersSetProperties,
+  'hub:replicas:list': HubReplicasList,
   'hub:rollout:apply': HubRolloutApply,
   'hub:rollout:status': HubRolloutStatus,
   'hub:rollout:list': HubRolloutList,

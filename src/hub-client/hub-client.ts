@@ -5,6 +5,7 @@
  * config; the bearer token comes from it too. The library entry (src/api.ts)
  * hands the same client to scripts.
  */
+import type { ReplicaView } from '../hub/replicas-api.js';
 import type { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as delay } from 'node:timers/promises';
 import { EdgeadmError } from '../errors.js';
@@ -207,6 +208,11 @@ export class HubClient {
 
   getCluster(name: string): Promise<ClusterView> {
     return this.#call('GET', clusterPath(name));
+  }
+
+  /** Every live hub replica, its address, its tunnels, whether it leads. */
+  async listReplicas(): Promise<ReplicaView[]> {
+    return (await this.#call<{ replicas: ReplicaView[] }>('GET', '/hub/v1/replicas')).replicas;
   }
 
   deleteCluster(name: string): Promise<{ name: string; isDeleted: boolean }> {

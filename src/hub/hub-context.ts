@@ -6,10 +6,12 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from '../log/run-log.js';
 import type { HubTunnel } from '../tunnel/hub-tunnel.js';
+import type { ReplicaCoordination } from './coordination.js';
 import type { HubPki } from './hub-pki.js';
 import { hashUserToken } from './hub-tokens.js';
 import { bearerToken } from './http-replies.js';
 import type { HubMetrics } from './metrics.js';
+import type { PeerCredentials } from './peer-link.js';
 import type { RolloutController } from './rollout-controller.js';
 import type { HubStore, UserRecord } from './store.js';
 
@@ -30,8 +32,15 @@ export interface HubContext {
    * tokens) reads it, so that tests decide what time it is instead of sleeping.
    */
   now(): Date;
-  /** The rollout controller; absent where a hub runs without rollouts (tests of other parts). */
+  /**
+   * The rollout controller; absent where a hub runs without rollouts (tests
+   * of other parts), and on a replica that does not lead.
+   */
   rollouts?: RolloutController;
+  /** The replicas' coordination: who holds which tunnel. Absent: tunnels held here are all there is. */
+  coordination?: ReplicaCoordination;
+  /** This replica's client certificate towards the others (forwarded operator requests). */
+  peerCredentials?: PeerCredentials;
 }
 
 /** The user a request's bearer token names, if it is valid and not expired. */

@@ -64,7 +64,20 @@ export async function ensureHubPki(options: HubPkiOptions): Promise<HubPki> {
     writeFileSync(certPath, ca.certPem, { mode: 0o644 });
     isNewCa = true;
   }
-  const names = [...new Set(['localhost', '127.0.0.1', ...options.names].filter((n) => n !== '' && n !== '0.0.0.0'))];
+  return hubPkiFor(ca, options.names, isNewCa);
+}
+
+/**
+ * The PKI of a hub whose CA is loaded: issues the serving certificate for
+ * `names` (and localhost) under it. Hubs on etcd share one CA from the store
+ * and issue their own serving certificates with this.
+ */
+export async function hubPkiFor(
+  ca: CertificateAuthority,
+  hostNames: readonly string[],
+  isNewCa: boolean,
+): Promise<HubPki> {
+  const names = [...new Set(['localhost', '127.0.0.1', ...hostNames].filter((n) => n !== '' && n !== '0.0.0.0'))];
   const serving = await issueCertificate({
     ca,
     commonName: 'edgeadm-hub',

@@ -4,56 +4,68 @@
  * client certificate); every other connection is HTTPS for the operator
  * API, discovery, registration, health, metrics and the kube proxy.
  *
- * Owns first-start setup (CA, admin credential, `admin.yaml`), the table of
- * open tunnels (the newest connection of a cluster wins), graceful
- * shutdown, and the wiring of every socket's deadlines (socket-deadlines.ts:
- * the handshake gate in front of TLS, Node's HTTP deadlines behind it).
+ * A short constructor that wires the hub's parts, each with one job:
+ * - the store and the replicas' coordination (injected; SQLite and a single
+ *   replica by default);
+ * - the tunnel registry (tunnel-registry.ts): the tunnels this replica
+ *   holds, their claims, the silence sweep;
+ * - the HTTPS front (https-front.ts): the server, the admission gate, the
+ *   socket deadlines, the session-ticket key;
+ * - the controllers that run on one replica at a time
+ *   (run-once-controllers.ts), started and stopped by the `controllers` lead;
+ * - the links to the other replicas (peer-link.ts): operator requests for a
+ *   cluster whose tunnel another replica holds are forwarded to it.
+ *
+ * This file keeps first-start setup (CA, admin credential, `admin.yaml`),
+ * the reaction to changes other replicas made, and shutdown.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Server as HttpsServer } from 'node:https';
-import { isIP, type Socket } from 'node:net';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
-import { TUNNEL_ALPN_PROTOCOL } from '../tunnel/limits.js';
-import { acceptTunnel, type HubTunnel, type TunnelVerdict } from '../tunnel/hub-tunnel.js';
-import { HUB_ADMIN_USER, type HubContext } from './hub-context.js';
-import { isWithinValidity } from './client-certificate.js';
-import { writeHubConfig } from './hub-config.js';
-import { ensureHubPki, type HubPki } from './hub-pki.js';
-import { hashUserToken, newUserToken } from './hub-tokens.js';
+import type { OpenedHubStore, ReplicaCoordination, ReplicaInfo, StoreChange } from './coordination.js';
+import type { HubContext } from './hub-context.js';
+import { isStoreUnavailable } from './etcd/errors.js';
+import { localHubIdentity, type HubIdentity } from './hub-identity.js';
+import type { HubPki } from './hub-pki.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendJson, sendStatus } from './http-replies.js';
-import { parseProxyUrl, proxyRequest, proxyUpgrade } from './kube-proxy.js';
-import {
-  LAST_SEEN_REFRESH_MS,
-  MAX_REQUEST_HEADER_BYTES,
-  SHUTDOWN_GRACE_MS,
-  MAX_PENDING_HANDSHAKES,
-  TLS_SESSION_LIFETIME_S,
-  TLS_TICKET_KEY_CHECK_MS,
-} from './limits.js';
+import { startHttpsFront, type HttpsFront } from './https-front.js';
+import { parseProxyUrl, proxyRequest, proxyUpgrade, parsePeerProxyUrl } from './kube-proxy.js';
+import { newReplicaId } from './local-coordination.js';
+import { MAX_PENDING_HANDSHAKES } from './limits.js';
 import { HubMetrics } from './metrics.js';
 import { serveApi } from './operator-api.js';
-import {
-  DEFAULT_HUB_DEADLINES,
-  HandshakeGate,
-  httpServerDeadlineOptions,
-  type HubDeadlines,
-} from './socket-deadlines.js';
-import { RolloutController } from './rollout-controller.js';
+import { issueReplicaCredentials } from './peer-link.js';
 import { followReports, TunnelRolloutDelivery } from './rollout-tunnel.js';
-import { SqliteHubStore } from './sqlite-store.js';
+import type { RolloutController } from './rollout-controller.js';
+import { RunOnceControllers } from './run-once-controllers.js';
+import { DEFAULT_HUB_DEADLINES, type HubDeadlines } from './socket-deadlines.js';
+import { openHubStore, type EtcdStoreOptions } from './open-store.js';
 import type { HubStore } from './store.js';
-import { ensureTlsTicketKey } from './tls-ticket-keys.js';
+import { TunnelRegistry } from './tunnel-registry.js';
 import { isWebPath, serveWeb } from './web/web-server.js';
 
-/** The store file under the data directory. */
-export const HUB_STORE_FILE = 'hub.db';
+export { HUB_STORE_FILE } from './open-store.js';
 /** The admin's hub config under the data directory. */
 export const ADMIN_CONFIG_FILE = 'admin.yaml';
+
+/**
+ * This replica, as the store opener is told of it. Its URLs are empty then:
+ * the port is listened on only once the store gave the hub its identity
+ * (the CA it serves under), and they are set on `coordination.self` before
+ * `coordination.join()`.
+ */
+export type ReplicaSelf = Omit<ReplicaInfo, 'startedAt'> & { startedAt: string };
+
+/**
+ * Opens the store and the coordination for this replica. `hub serve --store
+ * etcd` passes one that opens etcd; without one the hub opens SQLite under
+ * its data directory, as its only replica.
+ */
+export type HubStoreOpener = (self: ReplicaSelf) => Promise<OpenedHubStore & { identity?: HubIdentity }>;
 
 /** Options of {@link startHub}. */
 export interface HubServerOptions {
@@ -71,6 +83,16 @@ export interface HubServerOptions {
   deadlines?: Partial<HubDeadlines>;
   /** The clock expiry decisions read; the system clock by default (tests set the time instead of sleeping). */
   clock?: () => Date;
+  /** Keep the hub's state in etcd (several replicas) instead of SQLite under the data directory. */
+  etcd?: EtcdStoreOptions;
+  /**
+   * The store and coordination; by default `openHubStore` (open-store.ts):
+   * etcd when `etcd` is given, else SQLite under `dataDir` and a single replica.
+   * An opener that returns no identity keeps the CA and keys under `dataDir`.
+   */
+  openStore?: HubStoreOpener;
+  /** This replica's id; random by default. */
+  replicaId?: string;
   logger: Logger;
 }
 
@@ -84,10 +106,19 @@ export interface RunningHub {
   adminConfigPath: string;
   /** Whether this start created the CA and the admin credential. */
   isFirstStart: boolean;
+  /** This replica's id. */
+  replicaId: string;
   /** Graceful shutdown: stop accepting, drain tunnels and requests, close the store. */
   close(): Promise<void>;
+  /**
+   * Stops as a killed process would, as far as one process allows: every
+   * socket is destroyed at once, nothing is drained, no claim or lead is
+   * withdrawn (they go when the replica's lease runs out). The controllers
+   * are stopped so that nothing of this replica keeps acting. For tests of a
+   * replica's death.
+   */
+  crash(): Promise<void>;
 }
-
 /** Splits `host:port` / `[v6]:port`. */
 export function parseListenAddress(listen: string): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(listen);
@@ -106,24 +137,50 @@ function urlHost(host: string): string {
   return isIP(host) === 6 ? `[${host}]` : host;
 }
 
+/** `openHubStore` with the hub's options: etcd when asked for, else SQLite under the data directory. */
+function defaultOpener(options: HubServerOptions, logger: Logger): HubStoreOpener {
+  return (self) =>
+    openHubStore({
+      dataDir: options.dataDir,
+      replica: self,
+      ...(options.etcd === undefined ? {} : { etcd: options.etcd }),
+      ...(options.caCertFile === undefined ? {} : { caCertFile: options.caCertFile }),
+      ...(options.caKeyFile === undefined ? {} : { caKeyFile: options.caKeyFile }),
+      onWarning: (message) => logger.warn(message),
+    });
+}
+
 /**
- * Policy for a tunnel's client certificate: within its validity period, not
- * revoked, names a registered cluster. Checked at every connection, resumed
- * TLS sessions included: a resumption carries the certificate and the chain
- * verdict of the session's first handshake, so revocation and expiry since
- * then are only seen here.
+ * Opens the store and coordination for replica `replicaId`, and the hub's
+ * identity and PKI: the store's own (etcd) or files under the data directory.
  */
-async function tunnelVerdict(store: HubStore, certificate: PeerCertificate): Promise<TunnelVerdict> {
-  const cluster = String(certificate.subject?.CN ?? '');
-  const serial = String(certificate.serialNumber ?? '').toLowerCase();
-  if (!isWithinValidity(certificate)) {
-    return { refusal: 'this certificate is expired or not yet valid' };
+async function openReplicaStore(
+  options: HubServerOptions,
+  replicaId: string,
+  names: string[],
+): Promise<OpenedHubStore & { identity: HubIdentity; pki: HubPki }> {
+  const opener = options.openStore ?? defaultOpener(options, options.logger);
+  const opened = await opener({ id: replicaId, advertiseUrl: '', peerUrl: '', startedAt: new Date().toISOString() });
+  const { store, coordination } = opened;
+  try {
+    // The coordination's id is the replica certificate's CN: the two must agree.
+    if (coordination.self.id !== replicaId) {
+      throw new Error(`the store opener named this replica ${coordination.self.id}, not ${replicaId}`);
+    }
+    const identity =
+      opened.identity ??
+      localHubIdentity({
+        dataDir: options.dataDir,
+        store,
+        ...(options.caCertFile === undefined ? {} : { caCertFile: options.caCertFile }),
+        ...(options.caKeyFile === undefined ? {} : { caKeyFile: options.caKeyFile }),
+      });
+    return { store, coordination, identity, pki: await identity.ensurePki(names) };
+  } catch (error) {
+    await coordination.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw error;
   }
-  if (await store.isCertificateRevoked(serial)) return { refusal: 'this certificate has been revoked' };
-  if ((await store.getCluster(cluster)) === undefined) {
-    return { refusal: `no cluster named ${JSON.stringify(cluster)} is registered` };
-  }
-  return { cluster };
 }
 
 /** Starts the hub. */
@@ -132,284 +189,267 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   const { host, port } = parseListenAddress(options.listen);
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const adminConfigPath = join(options.dataDir, ADMIN_CONFIG_FILE);
-  const isFirstStart = !existsSync(adminConfigPath);
   const advertiseHost = options.advertiseAddress ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host);
-  const pki: HubPki = await ensureHubPki({
-    dataDir: options.dataDir,
-    names: [advertiseHost, host],
-    ...(options.caCertFile === undefined ? {} : { caCertFile: options.caCertFile }),
-    ...(options.caKeyFile === undefined ? {} : { caKeyFile: options.caKeyFile }),
-  });
-  const store = await SqliteHubStore.open(join(options.dataDir, HUB_STORE_FILE));
-
-  const https = await import('node:https');
+  const replicaId = options.replicaId ?? newReplicaId();
+  // The store first: it holds the hub's identity (with etcd, the CA every replica serves under).
+  const { store, coordination, identity, pki } = await openReplicaStore(options, replicaId, [advertiseHost, host]);
   const deadlines: HubDeadlines = { ...DEFAULT_HUB_DEADLINES, ...options.deadlines };
-  const tunnels = new Map<string, HubTunnel>();
   const metrics = new HubMetrics();
-  const sockets = new Set<TLSSocket>();
+
+  // The port is listened on first (its number is part of this replica's address); connections
+  // that arrive before the store is open wait for it.
+  const serving = Promise.withResolvers<ServingParts>();
+  serving.promise.catch(() => undefined);
+  // A port already taken: the store opened above is closed again.
+  const front: HttpsFront = await startHttpsFront({
+    host,
+    port,
+    listen: options.listen,
+    pki,
+    identity,
+    deadlines,
+    maxPendingHandshakes: options.maxPendingHandshakes ?? MAX_PENDING_HANDSHAKES,
+    metrics,
+    logger,
+    onTunnel: (socket) => {
+      serving.promise.then(({ tunnels }) => tunnels.accept(socket)).catch(() => socket.destroy());
+    },
+    onRequest: (req, res) => {
+      serving.promise.then(({ context }) => handleRequest(context, req, res)).catch(() => res.destroy());
+    },
+    onUpgrade: (req, socket, head) => {
+      serving.promise.then(({ context }) => handleUpgrade(context, req, socket, head)).catch(() => socket.destroy());
+    },
+  }).catch(async (error: unknown) => {
+    await coordination.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw error;
+  });
+  const advertiseUrl = `https://${urlHost(advertiseHost)}:${front.port}`;
+  // Known now that the port listens; other replicas read them once this replica joins.
+  coordination.self.advertiseUrl = advertiseUrl;
+  coordination.self.peerUrl = advertiseUrl;
+  const tunnels = new TunnelRegistry({
+    store,
+    coordination,
+    metrics,
+    logger,
+    acceptTimeoutMs: deadlines.tunnelAcceptMs,
+    silenceMs: deadlines.tunnelSilenceMs,
+    sweepMs: deadlines.tunnelSweepMs,
+  });
   const context: HubContext = {
     store,
     pki,
     metrics,
     logger,
-    advertiseUrl: '',
-    tunnels,
-    closeTunnel: (cluster) => {
-      const tunnel = tunnels.get(cluster);
-      if (tunnel) {
-        tunnels.delete(cluster);
-        context.rollouts?.clusterDisconnected(cluster);
-        tunnel.destroy();
-      }
-    },
+    advertiseUrl,
+    tunnels: tunnels.tunnels,
+    closeTunnel: (cluster) => tunnels.close(cluster),
     now: options.clock ?? (() => new Date()),
-  };
-  // Rollouts: the controller reads its state from the store and delivers over the tunnels.
-  const rolloutDelivery = new TunnelRolloutDelivery({ tunnels, logger });
-  const rollouts = await RolloutController.start({ store, delivery: rolloutDelivery, logger });
-  context.rollouts = rollouts;
-  /** Stops each open tunnel's report stream (at shutdown, before the tunnels drain). */
-  const reportFollowers = new Set<() => void>();
-  const reportSink = {
-    report: rollouts.report.bind(rollouts),
-    unsupported: (cluster: string) => rolloutDelivery.markUnsupported(cluster),
+    coordination,
+    peerCredentials: await issueReplicaCredentials(pki, replicaId),
   };
 
-  // One sweep over all tunnels instead of timers per tunnel: close the silent ones, refresh `lastSeen`.
-  const lastSeenSavers = new Map<HubTunnel, { savedAt: number; save: () => Promise<void> }>();
-  let sweptAt = Date.now();
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    // A sweep that ran late says the hub itself was too busy to read its sockets: judge no silence then.
-    const isOnTime = now - sweptAt < 2 * deadlines.tunnelSweepMs;
-    sweptAt = now;
-    for (const [tunnel, saver] of lastSeenSavers) {
-      if (tunnel.isSilent(now, deadlines.tunnelSilenceMs) && isOnTime) {
-        logger.warn(`tunnel of cluster ${tunnel.cluster} is dead (nothing heard from its agent); closing it`);
-        tunnel.destroy();
-      } else if (now - saver.savedAt >= LAST_SEEN_REFRESH_MS) {
-        saver.savedAt = now;
-        void saver.save();
-      }
-    }
-  }, deadlines.tunnelSweepMs);
-  sweep.unref();
-
-  const onTunnel = async (socket: TLSSocket): Promise<void> => {
-    let tunnel: HubTunnel;
-    try {
-      tunnel = await acceptTunnel({
-        socket,
-        authorize: (cert) => tunnelVerdict(store, cert),
-        logger,
-        acceptTimeoutMs: deadlines.tunnelAcceptMs,
-      });
-    } catch (error) {
-      metrics.tunnelsRefused += 1;
-      logger.warn(`${(error as EdgeadmError).code ?? 'E_TUNNEL'}: ${(error as Error).message}`);
-      return;
-    }
-    const { cluster } = tunnel;
-    const previous = tunnels.get(cluster);
-    tunnels.set(cluster, tunnel);
-    metrics.connectedAgents = tunnels.size;
-    if (previous) {
-      logger.info(`cluster ${cluster} reconnected; closing its previous tunnel`);
-      previous.destroy();
-    }
-    logger.info(`cluster ${cluster} connected (${tunnel.hello.kubernetesVersion ?? 'version unknown'})`);
-    // Its report stream first, then what it is owed (its current copies within the controller's next pass).
-    rolloutDelivery.tunnelOpened(cluster);
-    const stopReports = followReports(tunnel, reportSink, logger);
-    reportFollowers.add(stopReports);
-    void tunnel.closed.then(() => reportFollowers.delete(stopReports));
-    rollouts.clusterConnected(cluster);
-    const seen = (): Promise<void> =>
-      store
-        .updateClusterStatus(cluster, {
-          lastSeen: new Date().toISOString(),
-          ...(tunnel.hello.kubernetesVersion === undefined
-            ? {}
-            : { kubernetesVersion: tunnel.hello.kubernetesVersion }),
-          ...(tunnel.hello.nodeCount === undefined ? {} : { nodeCount: tunnel.hello.nodeCount }),
-        })
-        .catch(() => undefined);
-    await seen();
-    lastSeenSavers.set(tunnel, { savedAt: Date.now(), save: seen });
-    await tunnel.closed;
-    lastSeenSavers.delete(tunnel);
-    if (tunnels.get(cluster) === tunnel) {
-      tunnels.delete(cluster);
-      rollouts.clusterDisconnected(cluster);
-      logger.info(`cluster ${cluster} disconnected`);
-      await seen();
-    }
-    metrics.connectedAgents = tunnels.size;
-  };
-
-  // Session tickets under a key kept in the data directory: agents resume across hub restarts.
-  const pkiDir = join(options.dataDir, 'pki');
-  const ticketKey = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
-  // One HTTPS server for the port: Node's HTTP server deadlines apply to it as they do to any
-  // listening server (a server fed connections by hand never starts checking them).
-  const server: HttpsServer = https.createServer({
-    ticketKeys: ticketKey.key,
-    // A second guard behind the gate's deadline (below), of the same length: it reports to `tlsClientError`.
-    handshakeTimeout: deadlines.handshakeMs,
-    sessionTimeout: TLS_SESSION_LIFETIME_S,
-    cert: pki.servingCertPem,
-    key: pki.servingKeyPem,
-    ca: pki.ca.certPem,
-    requestCert: true,
-    rejectUnauthorized: false,
-    ALPNProtocols: [TUNNEL_ALPN_PROTOCOL, 'http/1.1'],
-    // Small HTTP/2 frames and kube answers must not wait for Nagle's algorithm.
-    noDelay: true,
-    maxHeaderSize: MAX_REQUEST_HEADER_BYTES,
-    ...httpServerDeadlineOptions(deadlines),
+  const reportFollowers = wireRollouts(context, tunnels);
+  const controllers = new RunOnceControllers({
+    store,
+    coordination,
+    delivery: reportFollowers.delivery,
+    context,
+    connected: () => tunnels.tunnels.keys(),
+    logger,
   });
-  // No byte either way for this long while an answer streams: closed (Node's default is never).
-  server.timeout = deadlines.streamIdleMs;
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    void handleRequest(context, req, res);
-  });
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    // An upgraded stream (exec, attach, port-forward) leaves the HTTP server's deadlines: it gets its own.
-    // Closed with an error, so that its tunnel stream is reset at once (a plain close leaves the stream
-    // open on the tunnel until the drain timeout).
-    (socket as TLSSocket).setTimeout(deadlines.streamIdleMs, () =>
-      socket.destroy(new Error(`no byte either way for ${deadlines.streamIdleMs} ms`)),
-    );
-    const target = parseProxyUrl(req.url ?? '/');
-    if (target === undefined) {
-      endSocketWithStatus(socket, 404, 'upgrades are served under /clusters/NAME/ only');
-      return;
-    }
-    proxyUpgrade(context, req, socket, head, target).catch((error: Error) => {
-      logger.warn(`upgrade failed: ${error.message}`);
-      socket.destroy();
-    });
-  });
-  // Admission control and the handshake deadline: past the bound, a connection is closed before
-  // TLS starts; a handshake not done by its deadline is closed.
-  const gate = new HandshakeGate({
-    maxPending: options.maxPendingHandshakes ?? MAX_PENDING_HANDSHAKES,
-    handshakeMs: deadlines.handshakeMs,
-    onRefused: () => (metrics.handshakesRefused += 1),
-    onExpired: () => (metrics.handshakesTimedOut += 1),
-  });
-  server.prependListener('connection', (raw: Socket) => gate.admit(raw));
-  // Every failed handshake is closed, the handshake timeout included: Node reports that one to
-  // `tlsClientError` listeners without closing anything (this listener replaces https' own).
-  server.removeAllListeners('tlsClientError');
-  server.on('tlsClientError', (error: Error, socket: TLSSocket) => {
-    logger.debug(`TLS handshake failed: ${error.message}`);
-    socket.destroy();
-  });
-  // A connection that asked for the tunnel by ALPN becomes a tunnel; every other one goes to the
-  // HTTP server's own listener (the one https.createServer set).
-  const serveHttp = server.listeners('secureConnection') as ((socket: TLSSocket) => void)[];
-  server.removeAllListeners('secureConnection');
-  server.on('secureConnection', (socket: TLSSocket) => {
-    gate.secured(socket);
-    if (socket.isSessionReused()) metrics.tlsSessionsResumed += 1;
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    socket.on('error', (error) => logger.debug(`connection error: ${error.message}`));
-    if (socket.alpnProtocol === TUNNEL_ALPN_PROTOCOL) void onTunnel(socket);
-    else for (const listener of serveHttp) listener.call(server, socket);
-  });
-  const rotateTicketKey = setInterval(() => {
-    try {
-      const next = ensureTlsTicketKey({ pkiDir, caPin: pki.caPin });
-      if (next.isNew) {
-        server.setTicketKeys(next.key);
-        logger.info('TLS session-ticket key rotated');
-      }
-    } catch (error) {
-      // The key in use stays; the next check tries again. (The message names the file, never the key.)
-      logger.warn(`cannot rotate the TLS session-ticket key: ${(error as Error).message}`);
-    }
-  }, TLS_TICKET_KEY_CHECK_MS);
-  rotateTicketKey.unref();
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(
-        new EdgeadmError(`cannot listen on ${options.listen}: ${error.message}`, {
-          code: 'E_HUB_LISTEN',
-          cause: error,
-          hints: ['Choose another --listen address or stop what holds the port.'],
-        }),
-      ),
-    );
-    server.listen(port, host, () => resolve());
-  });
-  const actualPort = (server.address() as { port: number }).port;
-  context.advertiseUrl = `https://${urlHost(advertiseHost)}:${actualPort}`;
-
-  if (isFirstStart) {
-    const token = newUserToken();
-    await store.putUser({
-      name: HUB_ADMIN_USER,
-      tokenHash: hashUserToken(token),
-      clustersSelector: '',
-      groups: [],
-      isAdmin: true,
-      createdAt: new Date().toISOString(),
-    });
-    writeHubConfig(adminConfigPath, {
+  let stopWatch = (): void => {};
+  let isFirstStart: boolean;
+  try {
+    await coordination.join();
+    // What other replicas (or this one) changed: a tunnel held here for a deleted cluster or a
+    // revoked certificate is closed.
+    stopWatch = coordination.watch((change) => onStoreChange(change, context, tunnels));
+    await controllers.start();
+    tunnels.startSweep();
+    isFirstStart = await identity.ensureAdmin({
+      path: adminConfigPath,
       server: context.advertiseUrl,
       caPem: pki.ca.certPem,
-      user: HUB_ADMIN_USER,
-      token,
     });
+  } catch (error) {
+    stopWatch();
+    front.destroyAll();
+    await controllers.stop().catch(() => undefined);
+    await coordination.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    serving.reject(error);
+    throw error;
   }
+  serving.resolve({ context, tunnels });
   logger.info(`hub serving on ${context.advertiseUrl}`);
 
-  let closing: Promise<void> | undefined;
+  const stopping = new HubStopping({
+    logger,
+    stopWatch,
+    tunnels,
+    front,
+    controllers,
+    reportFollowers: reportFollowers.followers,
+    coordination,
+    store,
+  });
   return {
     url: context.advertiseUrl,
-    port: actualPort,
+    port: front.port,
     caPin: pki.caPin,
     adminConfigPath,
     isFirstStart,
-    close: () => {
-      closing ??= (async () => {
-        logger.info('hub shutting down');
-        clearInterval(rotateTicketKey);
-        clearInterval(sweep);
-        // The controller writes what it has not written yet and starts nothing new; the report
-        // streams, which never end by themselves, are closed so that the tunnels can drain.
-        await rollouts.stop();
-        for (const stop of reportFollowers) stop();
-        // Stops accepting and closes the idle HTTP connections.
-        server.close();
-        const grace = setTimeout(() => {
-          for (const socket of sockets) socket.destroy();
-        }, SHUTDOWN_GRACE_MS);
-        await Promise.all([...tunnels.values()].map((tunnel) => tunnel.drain()));
-        server.closeAllConnections();
-        for (const socket of sockets) socket.destroy();
-        clearTimeout(grace);
-        await store.close();
-      })();
-      return closing;
-    },
+    replicaId,
+    close: () => stopping.close(),
+    crash: () => stopping.crash(),
   };
+}
+
+/** The parts a hub stops, in order. */
+interface HubStoppingParts {
+  logger: Logger;
+  stopWatch: () => void;
+  tunnels: TunnelRegistry;
+  front: HttpsFront;
+  controllers: RunOnceControllers;
+  reportFollowers: Set<() => void>;
+  coordination: ReplicaCoordination;
+  store: HubStore;
+}
+
+/** Shutdown, graceful or as a crash; either happens once. */
+class HubStopping {
+  #done: Promise<void> | undefined;
+
+  constructor(private readonly parts: HubStoppingParts) {}
+
+  /** Stop accepting, drain tunnels and requests, leave the replicas, close the store. */
+  close(): Promise<void> {
+    const { logger, tunnels, front, controllers, coordination, store } = this.parts;
+    this.#done ??= (async () => {
+      logger.info('hub shutting down');
+      this.parts.stopWatch();
+      tunnels.stopSweep();
+      // The controller writes what it has not written yet and starts nothing new; the report
+      // streams, which never end by themselves, are closed so that the tunnels can drain.
+      await controllers.stop();
+      for (const stop of this.parts.reportFollowers) stop();
+      // Stops accepting and closes the idle HTTP connections.
+      front.stopAccepting();
+      await front.closeConnections(tunnels.drainAll());
+      // Claims and the lead go with the replica; then the store.
+      await coordination.close().catch((error: Error) => logger.warn(`leaving the replicas: ${error.message}`));
+      await store.close();
+    })();
+    return this.#done;
+  }
+
+  /** Every socket destroyed at once; nothing drained, nothing withdrawn (see RunningHub.crash). */
+  crash(): Promise<void> {
+    const { tunnels, front, controllers } = this.parts;
+    this.#done ??= (async () => {
+      this.parts.stopWatch();
+      tunnels.stopSweep();
+      front.destroyAll();
+      tunnels.destroyAll();
+      await controllers.stop().catch(() => undefined);
+    })();
+    return this.#done;
+  }
+}
+
+/** What the handlers need once the store is open. */
+interface ServingParts {
+  context: HubContext;
+  tunnels: TunnelRegistry;
+}
+
+/**
+ * Rollouts on this replica: delivery over the tunnels it holds, and each
+ * tunnel's report stream fed to the controller (when this replica runs it).
+ */
+function wireRollouts(
+  context: HubContext,
+  tunnels: TunnelRegistry,
+): { delivery: TunnelRolloutDelivery; followers: Set<() => void> } {
+  const { logger } = context;
+  const delivery = new TunnelRolloutDelivery({ tunnels: tunnels.tunnels, logger });
+  /** Stops each open tunnel's report stream (at shutdown, before the tunnels drain). */
+  const followers = new Set<() => void>();
+  const reportSink = {
+    report: (cluster: string, message: Parameters<RolloutController['report']>[1]) =>
+      context.rollouts?.report(cluster, message),
+    unsupported: (cluster: string) => delivery.markUnsupported(cluster),
+  };
+  tunnels.listen({
+    opened: (tunnel) => {
+      // Its report stream first, then what it is owed (its current copies within the controller's next pass).
+      delivery.tunnelOpened(tunnel.cluster);
+      const stopReports = followReports(tunnel, reportSink, logger);
+      followers.add(stopReports);
+      void tunnel.closed.then(() => followers.delete(stopReports));
+      context.rollouts?.clusterConnected(tunnel.cluster);
+    },
+    closed: (cluster) => context.rollouts?.clusterDisconnected(cluster),
+  });
+  return { delivery, followers };
+}
+
+/** Acts on a change heard from the store (made by this replica or another). */
+function onStoreChange(change: StoreChange, context: HubContext, tunnels: TunnelRegistry): void {
+  switch (change.kind) {
+    case 'cluster-deleted':
+      if (tunnels.tunnels.has(change.cluster)) {
+        context.logger.info(`cluster ${change.cluster} was deleted; closing its tunnel`);
+        tunnels.close(change.cluster);
+      }
+      context.rollouts?.clustersChanged();
+      return;
+    case 'certificate-revoked':
+      tunnels.closeBySerial(change.serial);
+      return;
+    case 'clusters-changed':
+      context.rollouts?.clustersChanged();
+      return;
+    default:
+      // Users and tokens are read from the store at every request; rollouts live in the leader's controller.
+      return;
+  }
+}
+
+function handleUpgrade(context: HubContext, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  const target = parseProxyUrl(req.url ?? '/') ?? parsePeerProxyUrl(req.url ?? '/');
+  if (target === undefined) {
+    endSocketWithStatus(socket, 404, 'upgrades are served under /clusters/NAME/ only');
+    return;
+  }
+  proxyUpgrade(context, req, socket, head, target).catch((error: Error) => {
+    context.logger.warn(`upgrade failed: ${error.message}`);
+    socket.destroy();
+  });
 }
 
 async function handleRequest(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   try {
     // The web view (src/hub/web/) owns everything under /ui.
     if (isWebPath(req.url ?? '/')) return await serveWeb(context, req, res);
-    const target = parseProxyUrl(req.url ?? '/');
+    const target = parseProxyUrl(req.url ?? '/') ?? parsePeerProxyUrl(req.url ?? '/');
     if (target !== undefined) {
       await proxyRequest(context, req, res, target);
       return;
     }
     if (!(await serveApi(context, req, res))) sendStatus(res, 404, `${req.url ?? ''} is not served by the hub`);
   } catch (error) {
+    // etcd without quorum: the change is refused with the cause, and the client may retry elsewhere or later.
+    if (isStoreUnavailable(error)) {
+      answerAfterBody(req, () => {
+        if (!res.headersSent) sendJson(res, 503, { code: error.code, message: error.message });
+      });
+      return;
+    }
     if (error instanceof HttpError) {
       answerAfterBody(req, () => {
         if (!res.headersSent) sendJson(res, error.status, { code: error.code, message: error.message });

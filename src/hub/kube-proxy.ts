@@ -31,7 +31,16 @@ import {
 import { authenticateUser, type HubContext } from './hub-context.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendStatus } from './http-replies.js';
 import { matchesSelector, parseLabelSelector } from '../kube/label-selector.js';
-import { MAX_PROXY_REQUEST_BODY_BYTES, UPGRADE_FLUSH_GRACE_MS } from './limits.js';
+import { HTTP_STREAM_IDLE_TIMEOUT_MS, MAX_PROXY_REQUEST_BODY_BYTES, UPGRADE_FLUSH_GRACE_MS } from './limits.js';
+import type { TLSSocket } from 'node:tls';
+import {
+  forwardRequest,
+  forwardUpgrade,
+  peerIdentityOf,
+  PEER_PROXY_PREFIX,
+  replicaOfConnection,
+  type PeerForward,
+} from './peer-link.js';
 import type { UserRecord } from './store.js';
 
 /** The path prefix of the kube proxy. */
@@ -50,11 +59,14 @@ export type ProxyTarget =
       /** The path (and query) on the cluster's API server, exactly as received; passed `parseApiPath`. */
       path: string;
       refusal?: undefined;
+      /** Forwarded by another hub replica (peer-link.ts): only a replica may send it. */
+      isForwarded?: boolean;
     }
   | {
       cluster: string;
       /** Why the path is not forwarded, for the user. */
       refusal: string;
+      isForwarded?: boolean;
     };
 
 /**
@@ -82,17 +94,67 @@ export function parseProxyUrl(url: string): ProxyTarget | undefined {
 }
 
 /**
- * Authenticates and authorizes a proxy request, and finds the tunnel.
+ * Splits `/hub/peer/v1/clusters/NAME/rest?query`, a request another hub
+ * replica forwarded (peer-link.ts), by the same rule as {@link parseProxyUrl};
+ * undefined when the URL is not one.
+ */
+export function parsePeerProxyUrl(url: string): ProxyTarget | undefined {
+  if (!url.startsWith(`${PEER_PROXY_PREFIX}${KUBE_PROXY_PREFIX}`)) return undefined;
+  const target = parseProxyUrl(url.slice(PEER_PROXY_PREFIX.length));
+  return target === undefined ? undefined : { ...target, isForwarded: true };
+}
+
+/** Where an admitted request goes: a tunnel this replica holds, or the replica that holds it. */
+export type Admitted = { tunnel: HubTunnel; identity: StreamIdentity } | { forward: PeerForward };
+
+/** The cluster's tunnel on this replica, if open. */
+function localTunnel(context: HubContext, cluster: string): HubTunnel | undefined {
+  const tunnel = context.tunnels.get(cluster);
+  return tunnel?.isOpen ? tunnel : undefined;
+}
+
+/**
+ * Admits a request another replica forwarded: only a replica certificate
+ * may send one, and only to the replica holding the tunnel (never forwarded
+ * again). What is trusted and why: peer-link.ts.
+ */
+async function admitForwarded(
+  context: HubContext,
+  req: IncomingMessage,
+  target: { cluster: string },
+): Promise<Admitted> {
+  const replica = replicaOfConnection(req.socket as TLSSocket, context.now());
+  if (replica === undefined) {
+    context.metrics.unauthorizedRequests += 1;
+    throw new HttpError(403, 'E_HUB_PEER_FORBIDDEN', 'only hub replicas may use the forwarded path');
+  }
+  const identity = peerIdentityOf(req);
+  if (typeof identity === 'string') throw new HttpError(400, 'E_HUB_PEER_BAD_REQUEST', identity);
+  if ((await context.store.getCluster(target.cluster)) === undefined) {
+    throw new HttpError(403, 'E_HUB_FORBIDDEN', `cluster "${target.cluster}" is not registered`);
+  }
+  const tunnel = localTunnel(context, target.cluster);
+  if (tunnel === undefined) {
+    throw new HttpError(
+      503,
+      'E_HUB_CLUSTER_DISCONNECTED',
+      `cluster "${target.cluster}" is not connected to hub replica ${context.coordination?.self.id ?? ''}`,
+    );
+  }
+  context.logger.debug(`kube proxy: request for ${target.cluster} forwarded by replica ${replica}`);
+  return { tunnel, identity };
+}
+
+/**
+ * Authenticates and authorizes a proxy request, and finds the tunnel: held
+ * here, or held by another replica (then the request is forwarded to it).
  *
  * @throws {HttpError} 401 (no or bad credentials), 403 (selector does not
  * match or the cluster does not exist: the answer does not tell which), 503
  * (not connected).
  */
-async function admit(
-  context: HubContext,
-  req: IncomingMessage,
-  target: { cluster: string },
-): Promise<{ tunnel: HubTunnel; identity: StreamIdentity }> {
+async function admit(context: HubContext, req: IncomingMessage, target: ProxyTarget): Promise<Admitted> {
+  if (target.isForwarded) return admitForwarded(context, req, target);
   const user = await authenticateUser(context, req);
   if (user === undefined) {
     context.metrics.unauthorizedRequests += 1;
@@ -126,8 +188,8 @@ export function clusterReach(user: UserRecord): (cluster: { labels: Record<strin
 export async function admitUser(
   context: HubContext,
   user: UserRecord,
-  target: { cluster: string },
-): Promise<{ tunnel: HubTunnel; identity: StreamIdentity }> {
+  target: { cluster: string; path?: string },
+): Promise<Admitted> {
   const cluster = await context.store.getCluster(target.cluster);
   const isAllowed = cluster !== undefined && mayReachCluster(user, cluster);
   if (!isAllowed) {
@@ -138,11 +200,33 @@ export async function admitUser(
       `user "${user.name}" cannot reach cluster "${target.cluster}" through the hub`,
     );
   }
-  const tunnel = context.tunnels.get(target.cluster);
-  if (tunnel === undefined || !tunnel.isOpen) {
-    throw new HttpError(503, 'E_HUB_CLUSTER_DISCONNECTED', `cluster "${target.cluster}" is not connected to the hub`);
+  const identity = { user: user.name, groups: user.groups };
+  const tunnel = localTunnel(context, target.cluster);
+  if (tunnel !== undefined) return { tunnel, identity };
+  const holder = await context.coordination?.tunnelHolder(target.cluster);
+  if (
+    holder !== undefined &&
+    holder.id !== context.coordination?.self.id &&
+    context.peerCredentials !== undefined &&
+    'path' in target &&
+    target.path !== undefined
+  ) {
+    return {
+      forward: {
+        holder,
+        credentials: context.peerCredentials,
+        cluster: target.cluster,
+        path: target.path,
+        identity,
+        idleMs: HTTP_STREAM_IDLE_TIMEOUT_MS,
+      },
+    };
   }
-  return { tunnel, identity: { user: user.name, groups: user.groups } };
+  throw new HttpError(
+    503,
+    'E_HUB_CLUSTER_DISCONNECTED',
+    `cluster "${target.cluster}" is not connected to the hub (no hub replica holds its tunnel)`,
+  );
 }
 
 /** Serves one plain proxied request. */
@@ -170,6 +254,10 @@ export async function proxyRequest(
     answerAfterBody(req, () =>
       sendStatus(res, 413, `the request body is larger than ${MAX_PROXY_REQUEST_BODY_BYTES} bytes`),
     );
+    return;
+  }
+  if ('forward' in admitted) {
+    await forwardRequest(admitted.forward, req, res);
     return;
   }
   const started = process.hrtime.bigint();
@@ -276,12 +364,16 @@ export async function proxyUpgrade(
     );
     return;
   }
-  const { tunnel, identity } = admitted;
   const pairs: [string, string][] = [];
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
     pairs.push([req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string]);
   }
   const headers = forwardableUpgradeHeaders(pairs);
+  if ('forward' in admitted) {
+    await forwardUpgrade(admitted.forward, req, socket, head, headers);
+    return;
+  }
+  const { tunnel, identity } = admitted;
   context.metrics.activeStreams += 1;
   context.metrics.streamsTotal += 1;
   const stream = tunnel.request({

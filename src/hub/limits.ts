@@ -82,8 +82,6 @@ export const SHUTDOWN_GRACE_MS = 10_000;
 export const UPGRADE_FLUSH_GRACE_MS = 10_000;
 /** Lifetime of the client certificates the hub issues to agents (renewed at 2/3 of it). */
 export const AGENT_CERT_VALIDITY_DAYS = 30;
-/** How often the hub refreshes `lastSeen` of connected clusters. */
-export const LAST_SEEN_REFRESH_MS = 30_000;
 /** Cluster status updates (`lastSeen`, version, node count) arriving within this window share one store commit. */
 export const STATUS_COMMIT_WINDOW_MS = 200;
 /** Most users (and, separately, clusters) the store keeps in its read cache; past it the cache starts over. */
@@ -179,3 +177,17 @@ export const MAX_HOLD_REASON_LENGTH = 1024;
 export const MAX_CLUSTER_PROPERTIES = 256;
 /** Longest value of one cluster property. */
 export const MAX_CLUSTER_PROPERTY_VALUE_LENGTH = 4096;
+/**
+ * How long a replica forwarding an operator request to the replica that
+ * holds the cluster's tunnel waits for that replica's TCP connect and TLS
+ * handshake. Replicas sit on one network: a peer that takes longer is down
+ * or overloaded, and the operator is answered 502 rather than kept waiting.
+ */
+export const PEER_CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * Lifetime of the client certificate a replica issues itself (under the hub
+ * CA) for forwarding to other replicas. It is made afresh at every start and
+ * lives only in memory, so the bound matters only for a replica running
+ * longer than this without restart.
+ */
+export const REPLICA_CERT_VALIDITY_DAYS = 365;

@@ -31,6 +31,7 @@ import {
 } from './limits.js';
 import type { ClusterHold } from '../rollout/api.js';
 import { serveRolloutApi } from './rollout-api.js';
+import { PEER_REPLICA_PATH, servePeerReplica, serveReplicas } from './replicas-api.js';
 import type { ClusterRecord, UserRecord } from './store.js';
 
 /** A user or group name: no spaces or control characters (they end up in HTTP headers). */
@@ -52,17 +53,22 @@ export interface ClusterView {
   properties?: Record<string, string>;
 }
 
-/** A cluster as the operator API (and the web view) shows it: its state from the open tunnels. */
-export function viewOf(context: HubContext, cluster: ClusterRecord): ClusterView {
+/**
+ * A cluster as shown. Connected when this replica holds its open tunnel, or
+ * when `isHeldElsewhere` (another replica's claim): liveness is never
+ * written to the store, so a connected cluster is shown as seen now.
+ */
+export function viewOf(context: HubContext, cluster: ClusterRecord, isHeldElsewhere = false): ClusterView {
   const tunnel = context.tunnels.get(cluster.name);
+  const isConnected = tunnel?.isOpen === true || isHeldElsewhere;
   const view: ClusterView = {
     name: cluster.name,
     labels: cluster.labels,
-    state: tunnel?.isOpen ? 'Connected' : 'Disconnected',
+    state: isConnected ? 'Connected' : 'Disconnected',
     registeredAt: cluster.registeredAt,
     certNotAfter: cluster.certNotAfter,
   };
-  const lastSeen = tunnel?.isOpen ? new Date().toISOString() : cluster.lastSeen;
+  const lastSeen = isConnected ? new Date().toISOString() : cluster.lastSeen;
   if (lastSeen !== undefined) view.lastSeen = lastSeen;
   const version = tunnel?.hello.kubernetesVersion ?? cluster.kubernetesVersion;
   if (version !== undefined) view.kubernetesVersion = version;
@@ -81,6 +87,18 @@ async function requireAdmin(context: HubContext, req: IncomingMessage): Promise<
   }
   if (!user.isAdmin) throw new HttpError(403, 'E_HUB_FORBIDDEN', `user "${user.name}" is not a hub admin`);
   return user;
+}
+
+/**
+ * Whether another replica holds the cluster's tunnel (its claim). Asked only
+ * for clusters whose tunnel is not open here; a single replica answers from
+ * memory.
+ */
+export async function isHeldElsewhere(context: HubContext, cluster: string): Promise<boolean> {
+  const coordination = context.coordination;
+  if (coordination === undefined || context.tunnels.get(cluster)?.isOpen === true) return false;
+  const holder = await coordination.tunnelHolder(cluster);
+  return holder !== undefined && holder.id !== coordination.self.id;
 }
 
 function hubEndpoint(context: HubContext): string {
@@ -358,10 +376,9 @@ async function clusters(context: HubContext, req: IncomingMessage, res: ServerRe
     } catch (error) {
       throw new HttpError(400, 'E_SELECTOR_INVALID', (error as Error).message);
     }
-    const all = await context.store.listClusters();
-    sendJson(res, 200, {
-      clusters: all.filter((c) => matchesSelector(selector, c.labels)).map((c) => viewOf(context, c)),
-    });
+    const all = (await context.store.listClusters()).filter((c) => matchesSelector(selector, c.labels));
+    const elsewhere = await Promise.all(all.map((c) => isHeldElsewhere(context, c.name)));
+    sendJson(res, 200, { clusters: all.map((c, i) => viewOf(context, c, elsewhere[i])) });
     return;
   }
   if (!isClusterName(name)) {
@@ -374,7 +391,7 @@ async function clusters(context: HubContext, req: IncomingMessage, res: ServerRe
   if (req.method === 'GET') {
     const cluster = await context.store.getCluster(name);
     if (!cluster) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
-    sendJson(res, 200, viewOf(context, cluster));
+    sendJson(res, 200, viewOf(context, cluster, await isHeldElsewhere(context, name)));
     return;
   }
   if (req.method === 'DELETE') {
@@ -407,10 +424,21 @@ export async function serveApi(context: HubContext, req: IncomingMessage, res: S
     case 'GET /livez':
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       return true;
-    case 'GET /readyz':
+    case 'GET /readyz': {
+      // Not ready when the coordination knows the store refuses changes (etcd without quorum):
+      // said at once, without waiting for a read to time out; else a read proves the store answers.
+      const health = context.coordination?.health() ?? { state: 'ok' };
+      if (health.state !== 'ok') {
+        sendJson(res, 503, {
+          code: 'E_HUB_STORE_UNAVAILABLE',
+          message: `the hub's store refuses changes since ${health.since}: ${health.cause}`,
+        });
+        return true;
+      }
       await context.store.listTokens();
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       return true;
+    }
     case 'GET /metrics':
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(context.metrics.render());
       return true;
@@ -428,6 +456,13 @@ export async function serveApi(context: HubContext, req: IncomingMessage, res: S
       return true;
     case 'POST /hub/v1/users':
       await createUser(context, req, res);
+      return true;
+    case 'GET /hub/v1/replicas':
+      await requireAdmin(context, req);
+      await serveReplicas(context, res);
+      return true;
+    case `GET ${PEER_REPLICA_PATH}`:
+      servePeerReplica(context, req, res);
       return true;
   }
   // Rollouts, and the holds and properties of clusters (open to scoped users, within their clusters).

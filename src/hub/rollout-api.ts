@@ -55,7 +55,13 @@ function actorOf(user: UserRecord): RolloutActor {
 
 function controllerOf(context: HubContext): RolloutController {
   if (context.rollouts === undefined) {
-    throw new HttpError(503, 'E_HUB_ROLLOUTS_UNAVAILABLE', 'this hub does not run rollouts');
+    // A replica of several that does not lead runs no rollout controller: say where it runs.
+    const message =
+      context.coordination === undefined
+        ? 'this hub does not run rollouts'
+        : `hub replica ${context.coordination.self.id} does not run the rollout controller; another replica leads ` +
+          '(see "edgeadm hub replicas list") and serves rollouts at its address';
+    throw new HttpError(503, 'E_HUB_ROLLOUTS_UNAVAILABLE', message);
   }
   return context.rollouts;
 }

@@ -447,6 +447,15 @@ export class SqliteHubStore implements HubStore {
     );
   }
 
+  /** Every revoked serial (for `hub migrate`, which copies them elsewhere). */
+  async listRevokedCertificates(): Promise<{ serial: string; reason: string; revokedAt: string }[]> {
+    return (this.#prepare('SELECT * FROM revoked_certificates ORDER BY serial').all() as Row[]).map((row) => ({
+      serial: String(row.serial),
+      reason: String(row.reason),
+      revokedAt: String(row.revoked_at),
+    }));
+  }
+
   async isCertificateRevoked(serial: string): Promise<boolean> {
     return this.#prepare('SELECT 1 FROM revoked_certificates WHERE serial = ?').get(serial.toLowerCase()) !== undefined;
   }

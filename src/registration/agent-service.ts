@@ -57,6 +57,7 @@ export async function runAgentService(options: AgentServiceOptions): Promise<voi
   try {
     await runTunnelAgent({
       hubServer: state.hubServer,
+      ...(state.hubServers === undefined ? {} : { hubServers: state.hubServers }),
       hubCaPem: state.hubCaPem,
       identity: () => ({ cluster: state.cluster, certPem: state.certPem, keyPem: state.keyPem }),
       upstream,

@@ -14,6 +14,12 @@ import { writeSecretFileAtomic } from '../trust/secret-file.js';
 export interface AgentSettings {
   /** `https://host:port` of the hub. */
   hubServer: string;
+  /**
+   * Every address of the hub when it runs as several replicas (`hubServer`
+   * among them): the agent moves to the next when its replica goes away.
+   * Absent in configs written before, and for a hub given one address.
+   */
+  hubServers?: string[];
   cluster: string;
   /** The kubeconfig the agent reaches its API server with. */
   kubeconfig: string;
@@ -40,6 +46,7 @@ export function writeAgentState(dataDir: string, state: AgentState): void {
   writeAgentCredentials(dataDir, { certPem: state.certPem, keyPem: state.keyPem });
   const settings: AgentSettings = {
     hubServer: state.hubServer,
+    ...(state.hubServers === undefined ? {} : { hubServers: state.hubServers }),
     cluster: state.cluster,
     kubeconfig: state.kubeconfig,
     ...(state.proxy === undefined ? {} : { proxy: state.proxy }),
@@ -70,8 +77,13 @@ export function readAgentState(dataDir: string): AgentState {
       throw new Error(`${SETTINGS_FILE} is incomplete`);
     }
     if (settings.proxy !== undefined && typeof settings.proxy !== 'string') throw new Error(`${SETTINGS_FILE}: proxy`);
+    const servers = settings.hubServers;
+    if (servers !== undefined && (!Array.isArray(servers) || !servers.every((one) => typeof one === 'string'))) {
+      throw new Error(`${SETTINGS_FILE}: hubServers must be a list of https://host:port`);
+    }
     return {
       hubServer: settings.hubServer,
+      ...(servers === undefined ? {} : { hubServers: servers }),
       cluster: settings.cluster,
       kubeconfig: settings.kubeconfig,
       ...(settings.proxy === undefined ? {} : { proxy: settings.proxy }),

@@ -8,6 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
+import { ValidationError } from '../errors.js';
 import { callHub } from '../hub-client/hub-client.js';
 import { AGENT_CERT_ORGANIZATION } from '../hub/limits.js';
 import type { Logger } from '../log/run-log.js';
@@ -32,7 +33,10 @@ export const AGENT_KUBECONFIG_FILE = 'upstream.kubeconfig';
 
 /** Options of {@link registerCluster}. */
 export interface RegisterOptions {
-  /** `host:port` of the hub. */
+  /**
+   * `host:port` of the hub; several, comma-separated, for a hub of several
+   * replicas (discovery asks the first; the agent may dial any).
+   */
   hub: string;
   /** `<id>.<secret>`. A credential. */
   token: string;
@@ -124,26 +128,36 @@ export async function registerCluster(options: RegisterOptions): Promise<Registr
     mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
     writeSecretFileAtomic(kubeconfig, renderAgentKubeconfig(agentCredentials));
   };
+  const hubAddresses = hubAddressesOf(options.hub);
   const existing = existingRegistration(options.dataDir, options.cluster, options.caCertHashes);
   if (existing !== undefined) {
     const state: AgentState = { ...existing, kubeconfig };
     delete state.proxy;
     if (options.proxy !== undefined) state.proxy = options.proxy;
+    delete state.hubServers;
+    const servers = otherHubServers(existing.hubServer, hubAddresses);
+    if (servers !== undefined) state.hubServers = servers;
     writeAgentKubeconfig();
-    if (existing.kubeconfig !== kubeconfig || existing.proxy !== state.proxy) writeAgentState(options.dataDir, state);
+    if (
+      existing.kubeconfig !== kubeconfig ||
+      existing.proxy !== state.proxy ||
+      JSON.stringify(existing.hubServers) !== JSON.stringify(state.hubServers)
+    ) {
+      writeAgentState(options.dataDir, state);
+    }
     options.logger.info(
       `cluster ${options.cluster} is already registered with the hub at ${existing.hubServer}; keeping its credentials`,
     );
     return { state, wasRegistered: true };
   }
   const hubRouteOptions = { explicit: options.proxy, env: options.env };
-  const hubAddress = new URL(`https://${options.hub}`);
+  const hubAddress = new URL(hubAddresses[0] as string);
   const route = await hubRoute(hubAddress.origin, hubRouteOptions);
   if (route.proxy !== undefined)
     options.logger.info(`reaching the hub through the HTTP proxy ${proxyDisplay(route.proxy)}`);
   const discovered = await discoverClusterInfo({
     ...(route.agent === undefined ? {} : { agent: route.agent }),
-    endpoint: options.hub,
+    endpoint: (options.hub.split(',')[0] as string).trim(),
     token: options.token,
     caCertHashes: options.caCertHashes,
     timeoutMs: options.discoveryTimeoutMs,
@@ -160,8 +174,10 @@ export async function registerCluster(options: RegisterOptions): Promise<Registr
     body: { name: options.cluster, labels: options.labels, csr: csr.csrPem },
   });
   writeAgentKubeconfig();
+  const servers = otherHubServers(discovered.server, hubAddresses);
   const state: AgentState = {
     hubServer: discovered.server,
+    ...(servers === undefined ? {} : { hubServers: servers }),
     cluster: options.cluster,
     kubeconfig,
     ...(options.proxy === undefined ? {} : { proxy: options.proxy }),
@@ -185,6 +201,41 @@ function renderAgentKubeconfig(credentials: UpstreamCredentials): string {
     },
     AGENT_SERVICE_ACCOUNT_NAME,
   );
+}
+
+/**
+ * The hub addresses of `register-cloud`'s argument: `host:port`, or several
+ * comma-separated (one per hub replica), each as `https://host:port`.
+ *
+ * @throws {ValidationError} `E_HUB_ADDRESS` for an empty or malformed one.
+ */
+export function hubAddressesOf(text: string): string[] {
+  const parts = text.split(',').map((part) => part.trim());
+  return [
+    ...new Set(
+      parts.map((part) => {
+        let url: URL | undefined;
+        try {
+          url = part === '' || part.includes('/') ? undefined : new URL(`https://${part}`);
+        } catch {
+          url = undefined;
+        }
+        if (url === undefined || url.hostname === '' || url.username !== '' || url.password !== '') {
+          throw new ValidationError(`${JSON.stringify(part)} is not a hub address (host:port)`, {
+            code: 'E_HUB_ADDRESS',
+            hints: ['Give the hub as host:port, or several replicas as host1:port,host2:port.'],
+          });
+        }
+        return url.origin;
+      }),
+    ),
+  ];
+}
+
+/** The other hub addresses an agent keeps beside the discovered one, or undefined for a single hub. */
+function otherHubServers(discovered: string, given: readonly string[]): string[] | undefined {
+  const all = [...new Set([discovered, ...given])];
+  return all.length > 1 ? all : undefined;
 }
 
 /** Whether a certificate has used up {@link CERT_RENEW_AT_LIFETIME_FRACTION} of its lifetime at `now`. */

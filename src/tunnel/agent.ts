@@ -13,8 +13,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { EdgeadmError, ExitCode } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
 import { reconnectDelayMs } from './backoff.js';
+import { hubCandidates, hubServersOf, systemLookup, type HubCandidate, type HubLookup } from './hub-addresses.js';
 import { connectThroughProxy, type HttpProxy } from './http-proxy.js';
 import {
+  HUB_ADDRESS_LOOKUP_TIMEOUT_MS,
   TUNNEL_ALPN_PROTOCOL,
   TUNNEL_CONNECT_TIMEOUT_MS,
   TUNNEL_CONNECTION_WINDOW_BYTES,
@@ -59,6 +61,8 @@ export interface AgentControlRoute extends ControlRouteKey {
 export interface TunnelAgentOptions {
   /** `https://host:port` of the hub. */
   hubServer: string;
+  /** The IP to connect to for `hubServer` (one of several its name resolves to); its name is still what is verified. */
+  hubAddress?: string;
   /** The hub CA (pinned at registration). */
   hubCaPem: string;
   /** Read before every dial, so a renewed certificate is used at the next connection. */
@@ -201,7 +205,7 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
     kept.session = undefined;
   }
   const tlsOptions = {
-    host,
+    host: options.hubAddress ?? host,
     port,
     servername: /^[\d.:[\]]+$/.test(hub.hostname) ? undefined : hub.hostname,
     secureContext: kept.context,
@@ -213,7 +217,10 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
   const socket: TLSSocket =
     options.proxy === undefined
       ? connect(tlsOptions)
-      : connect({ ...tlsOptions, socket: await connectThroughProxy(options.proxy, { host, port }) });
+      : connect({
+          ...tlsOptions,
+          socket: await connectThroughProxy(options.proxy, { host: options.hubAddress ?? host, port }),
+        });
   socket.setNoDelay(true);
   socket.setKeepAlive(true, TUNNEL_PING_INTERVAL_MS);
   socket.on('session', (session: Buffer) => {
@@ -358,6 +365,31 @@ export interface RunTunnelAgentOptions extends TunnelAgentOptions {
   signal: AbortSignal;
   /** Called after each welcome: the place for certificate renewal checks. */
   onConnected?: () => void;
+  /**
+   * Every hub address (one per replica, `hubServer` among them); the agent
+   * keeps one tunnel to one of them and moves to the next when it goes away.
+   * Just `hubServer` by default.
+   */
+  hubServers?: readonly string[];
+  /** Resolves hub names to all their addresses; the system resolver by default. */
+  lookup?: HubLookup;
+  /** A number in [0, 1) for the backoff's jitter; `Math.random` by default. */
+  random?: () => number;
+  /** Waits `ms` (or until `signal` aborts); a timer by default (tests run the loop without waiting). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+async function lookupWithDeadline(lookup: HubLookup, hostname: string): Promise<string[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<string[]>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error('lookup timed out')), HUB_ADDRESS_LOOKUP_TIMEOUT_MS);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([lookup(hostname), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -373,13 +405,34 @@ export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<vo
   let refusals = 0;
   const tlsSession: TunnelTlsSession = options.tlsSession ?? {};
   const helloCache: AgentHelloCache = options.helloCache ?? {};
+  const servers = hubServersOf(options.hubServer, options.hubServers);
+  const lookup = options.lookup ?? systemLookup;
+  const wait =
+    options.sleep ?? ((ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }).then(() => undefined));
+  /** The candidates of this round, and the next one to dial: a round ends when each was tried once. */
+  let candidates: HubCandidate[] = [];
+  let next = 0;
   while (!options.signal.aborted) {
+    if (next >= candidates.length) {
+      // Names are looked up again at each round: replicas come and go.
+      candidates = await hubCandidates(servers, (name) => lookupWithDeadline(lookup, name));
+      next = 0;
+    }
+    const candidate = candidates[next] as HubCandidate;
+    next += 1;
+    const target = candidate.address === undefined ? candidate.server : `${candidate.server} (${candidate.address})`;
     let connection: AgentConnection | undefined;
     try {
-      connection = await connectTunnel({ ...options, tlsSession, helloCache });
+      connection = await connectTunnel({
+        ...options,
+        hubServer: candidate.server,
+        ...(candidate.address === undefined ? {} : { hubAddress: candidate.address }),
+        tlsSession,
+        helloCache,
+      });
       attempt = 0;
       refusals = 0;
-      options.logger.info(`tunnel to ${options.hubServer} is up`);
+      options.logger.info(`tunnel to ${target} is up`);
       options.onConnected?.();
       const onAbort = (): void => void connection?.drain();
       options.signal.addEventListener('abort', onAbort, { once: true });
@@ -396,10 +449,12 @@ export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<vo
       }
     }
     if (options.signal.aborted) break;
-    const delay = reconnectDelayMs({ attempt });
+    // The next dial goes to the next candidate (a replica that went away is not dialled again
+    // first), after a jittered delay that grows with each failure in a row.
+    const delay = reconnectDelayMs({ attempt, ...(options.random === undefined ? {} : { random: options.random }) });
     attempt += 1;
     options.logger.debug(`redialling the hub in ${delay} ms`);
-    await sleep(delay, undefined, { signal: options.signal }).catch(() => undefined);
+    await wait(delay, options.signal).catch(() => undefined);
   }
   options.upstream.close();
 }

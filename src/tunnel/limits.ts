@@ -91,3 +91,10 @@ export const PROXY_CONNECT_TIMEOUT_MS = 15_000;
  * lets a refusal that races a certificate renewal pass.
  */
 export const TUNNEL_REFUSALS_BEFORE_STOP = 3;
+
+/**
+ * How long an agent waits for the DNS lookup of a hub name before dialling
+ * the name as it is. A hub name may resolve to several replicas' addresses;
+ * each is a place to dial.
+ */
+export const HUB_ADDRESS_LOOKUP_TIMEOUT_MS = 5_000;

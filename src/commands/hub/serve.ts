@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { MAX_PENDING_HANDSHAKES } from '../../hub/limits.js';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { etcdStoreFlags, parseHubStoreFlags } from '../../cli/hub-store-flags.js';
 import { startHub } from '../../hub/hub-server.js';
 import { serviceLogger, stopSignal } from '../../log/service-logger.js';
 
@@ -17,19 +18,22 @@ export default class HubServe extends BaseCommand<typeof HubServe> {
   static override description =
     'On first start it makes the hub CA, a serving certificate and an admin credential, writes DIR/admin.yaml ' +
     '(mode 0600) and prints the CA pin. State lives in node:sqlite under --data-dir; a restart keeps every ' +
-    'registration. SIGINT or SIGTERM drains the tunnels and stops.';
+    'registration. With --store etcd, state, CA and admin credential live in etcd (secrets encrypted with ' +
+    '--encryption-key-file) and several replicas can serve one hub. SIGINT or SIGTERM drains the tunnels and stops.';
   static override examples = [
     '<%= config.bin %> hub serve --listen 0.0.0.0:9443 --data-dir /var/lib/edgeadm-hub --advertise-address hub.example.com',
+    '<%= config.bin %> hub serve --listen 0.0.0.0:9443 --data-dir /var/lib/edgeadm-hub --store etcd --etcd-endpoints https://10.0.0.1:2379,https://10.0.0.2:2379,https://10.0.0.3:2379 --etcd-cacert /etc/edgeadm/etcd-ca.crt --etcd-cert /etc/edgeadm/etcd-client.crt --etcd-key /etc/edgeadm/etcd-client.key --encryption-key-file /etc/edgeadm/hub-encryption.key',
   ];
   static override flags = {
     listen: Flags.string({ required: true, summary: 'Address to listen on, host:port.', helpValue: 'ADDR:PORT' }),
     'data-dir': Flags.string({ required: true, summary: 'Where the hub keeps its CA, store and admin.yaml.' }),
     'advertise-address': Flags.string({ summary: 'Host name or IP that agents and users reach the hub by.' }),
     store: Flags.string({
-      summary: 'State store: sqlite (the only one built so far).',
+      summary: 'State store: sqlite (one replica, in --data-dir) or etcd (several replicas).',
       default: 'sqlite',
-      options: ['sqlite'],
+      options: ['sqlite', 'etcd'],
     }),
+    ...etcdStoreFlags,
     'ca-cert': Flags.string({
       summary: 'Adopt this CA certificate on first start instead of making one.',
       dependsOn: ['ca-key'],
@@ -45,6 +49,7 @@ export default class HubServe extends BaseCommand<typeof HubServe> {
 
   async run(): Promise<HubServeResult> {
     const { flags } = this;
+    const etcd = parseHubStoreFlags(flags.store, flags);
     const logger = serviceLogger({ logger: this.logger, redactor: this.redactor, isVerbose: flags.verbose });
     const signal = stopSignal();
     const hub = await startHub({
@@ -53,6 +58,7 @@ export default class HubServe extends BaseCommand<typeof HubServe> {
       logger,
       ...(flags['advertise-address'] === undefined ? {} : { advertiseAddress: flags['advertise-address'] }),
       maxPendingHandshakes: flags['max-pending-handshakes'],
+      ...(etcd === undefined ? {} : { etcd }),
       ...(flags['ca-cert'] === undefined ? {} : { caCertFile: flags['ca-cert'], caKeyFile: flags['ca-key'] }),
     });
     this.log(`hub listening on ${hub.url}`);

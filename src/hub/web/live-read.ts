@@ -5,10 +5,14 @@
  * agent to impersonate, so the view shows no more than `kubectl get nodes`
  * through the hub would.
  */
-import { identityHeaders } from '../../tunnel/protocol.js';
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
+import { identityHeaders, type StreamIdentity } from '../../tunnel/protocol.js';
 import type { HubContext } from '../hub-context.js';
 import { HttpError } from '../http-replies.js';
 import { admitUser } from '../kube-proxy.js';
+import { openPeerRequest, type PeerForward } from '../peer-link.js';
 import type { UserRecord } from '../store.js';
 import { LIVE_READ_TIMEOUT_MS, MAX_LIVE_READ_BYTES, MAX_NODES_SHOWN } from './limits.js';
 
@@ -45,42 +49,89 @@ export function nodeViewOf(node: NodeObject): NodeView {
   return view;
 }
 
-/** GETs a path on a cluster's API server through its tunnel as `user`; resolves with the parsed JSON body. */
+/** One GET's answer as it arrives: its status, then its body, from a tunnel stream or a peer replica. */
+interface LiveAnswer {
+  onStatus(listener: (status: number) => void): void;
+  body: NodeJS.EventEmitter;
+  close(): void;
+}
+
+/** A GET through a tunnel this replica holds. */
+function getOnTunnel(tunnel: HubTunnel, identity: StreamIdentity, path: string): LiveAnswer {
+  const stream = tunnel.request(
+    { ':method': 'GET', ':path': path, accept: 'application/json', ...identityHeaders(identity) },
+    { endStream: true },
+  );
+  return {
+    onStatus: (listener) => stream.on('response', (headers) => listener(Number(headers[':status'] ?? 502))),
+    body: stream,
+    close: () => stream.close(),
+  };
+}
+
+/**
+ * A GET forwarded to the replica that holds the cluster's tunnel, the kube
+ * proxy's own forwarding (peer-link.ts): the answer's status and body are
+ * relayed through one emitter so the reader below treats both paths alike.
+ */
+async function getThroughPeer(forward: PeerForward): Promise<LiveAnswer> {
+  const outgoing = await openPeerRequest(forward, 'GET', { accept: 'application/json' });
+  const relay = new EventEmitter();
+  const statusListeners: ((status: number) => void)[] = [];
+  outgoing.on('response', (answer: IncomingMessage) => {
+    for (const listener of statusListeners) listener(answer.statusCode ?? 502);
+    answer.on('data', (chunk: Buffer) => relay.emit('data', chunk));
+    answer.on('end', () => relay.emit('end'));
+    answer.on('error', (error) => relay.emit('error', error));
+  });
+  outgoing.on('error', (error) => relay.emit('error', error));
+  outgoing.end();
+  return {
+    onStatus: (listener) => statusListeners.push(listener),
+    body: relay,
+    close: () => outgoing.destroy(),
+  };
+}
+
+/**
+ * GETs a path on a cluster's API server as `user`, through its tunnel here
+ * or through the replica that holds it; resolves with the parsed JSON body.
+ */
 async function getThroughTunnel(
   context: HubContext,
   user: UserRecord,
   cluster: string,
   path: string,
 ): Promise<{ status: number; body: unknown }> {
-  const { tunnel, identity } = await admitUser(context, user, { cluster });
+  const admitted = await admitUser(context, user, { cluster, path });
+  const answer =
+    'forward' in admitted
+      ? await getThroughPeer(admitted.forward)
+      : getOnTunnel(admitted.tunnel, admitted.identity, path);
   return new Promise((resolve, reject) => {
-    const stream = tunnel.request(
-      { ':method': 'GET', ':path': path, accept: 'application/json', ...identityHeaders(identity) },
-      { endStream: true },
-    );
     const chunks: Buffer[] = [];
     let size = 0;
     let status = 502;
     const timer = setTimeout(() => {
-      stream.close();
+      answer.close();
       reject(new HttpError(504, 'E_WEB_LIVE_READ_TIMEOUT', `cluster "${cluster}" did not answer in time`));
     }, LIVE_READ_TIMEOUT_MS);
-    stream.on('response', (headers) => (status = Number(headers[':status'] ?? 502)));
-    stream.on('data', (chunk: Buffer) => {
+    answer.onStatus((received) => (status = received));
+    answer.body.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_LIVE_READ_BYTES) {
-        stream.close();
+        answer.close();
         clearTimeout(timer);
         reject(new HttpError(502, 'E_WEB_LIVE_READ_TOO_LARGE', `cluster "${cluster}" answered too much`));
         return;
       }
       chunks.push(chunk);
     });
-    stream.on('error', (error) => {
+    answer.body.on('error', (error: Error) => {
       clearTimeout(timer);
       reject(new HttpError(502, 'E_WEB_LIVE_READ', `the tunnel to cluster "${cluster}" failed: ${error.message}`));
     });
-    stream.on('end', () => {
+    answer.body.on('end', () => {
       clearTimeout(timer);
       try {
         resolve({ status, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });

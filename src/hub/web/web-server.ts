@@ -15,7 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authenticateUser, userByTokenHash, type HubContext } from '../hub-context.js';
 import { HttpError } from '../http-replies.js';
 import { clusterReach, mayReachCluster } from '../kube-proxy.js';
-import { viewOf, type ClusterView } from '../operator-api.js';
+import { isHeldElsewhere, viewOf, type ClusterView } from '../operator-api.js';
 import type { RolloutActor, RolloutController } from '../rollout-controller.js';
 import type { ClusterRecord, UserRecord } from '../store.js';
 import { SECURITY_HEADERS, WebAssets } from './assets.js';
@@ -153,12 +153,14 @@ function controllerOf(context: HubContext): RolloutController | undefined {
 }
 
 /**
- * A cluster as the operator API shows it, with `lastSeen` no older than the
+ * A cluster as the operator API shows it (connected when a tunnel is open
+ * here or another replica claims it), with `lastSeen` no older than the
  * last moment the view's watcher saw its tunnel open (the store is written
  * a moment after a disconnect, and a page may ask in between).
  */
-function clusterView(context: HubContext, state: WebState, record: ClusterRecord): ClusterView {
-  const view = viewOf(context, record);
+async function clusterView(context: HubContext, state: WebState, record: ClusterRecord): Promise<ClusterView> {
+  // Connected as the operator API decides it: a tunnel open here, or another replica's claim.
+  const view = viewOf(context, record, await isHeldElsewhere(context, record.name));
   const openAt = view.state === 'Disconnected' ? state.watcher.lastOpenAt(record.name) : undefined;
   if (openAt !== undefined && (view.lastSeen === undefined || Date.parse(view.lastSeen) < openAt)) {
     view.lastSeen = new Date(openAt).toISOString();
@@ -170,7 +172,7 @@ function clusterView(context: HubContext, state: WebState, record: ClusterRecord
 async function reachableClusters(context: HubContext, state: WebState, user: UserRecord): Promise<ClusterView[]> {
   const mayReach = clusterReach(user);
   const all = await state.clusters.list();
-  return all.filter(mayReach).map((cluster) => clusterView(context, state, cluster));
+  return Promise.all(all.filter(mayReach).map((cluster) => clusterView(context, state, cluster)));
 }
 
 function sessionView(session: WebSession, user: UserRecord): unknown {
@@ -272,7 +274,7 @@ async function serveCluster(
       rollouts.push({ name: item.name, state: item.state, revision: item.revision, ...row });
     }
   }
-  sendWebJson(res, 200, { cluster: clusterView(context, state, record), rollouts });
+  sendWebJson(res, 200, { cluster: await clusterView(context, state, record), rollouts });
 }
 
 /** `/ui/api/rollouts[/NAME[/pause|resume|abort]]`. */

@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StoreHealth } from '../../../src/hub/coordination.js';
 import { HUB_ADMIN_USER, type HubContext } from '../../../src/hub/hub-context.js';
+import { LocalCoordination } from '../../../src/hub/local-coordination.js';
 import { ensureHubPki } from '../../../src/hub/hub-pki.js';
 import { formatHubToken, hashUserToken, newHubToken, newUserToken } from '../../../src/hub/hub-tokens.js';
 import { HttpError } from '../../../src/hub/http-replies.js';
@@ -290,5 +292,31 @@ describe('operator API: a hub token is spent only by a registration that succeed
       body: JSON.stringify({ name: 'twin-2', csr: await csrFor('twin-2') }),
     });
     expect(again.status).toBe(201);
+  });
+});
+
+describe('operator API: /readyz follows the coordination’s health', () => {
+  it('answers 503 naming the cause while the store refuses changes, though reads still answer; 200 when healthy', async () => {
+    const coordination = new LocalCoordination({
+      id: 'r1',
+      peerUrl: '',
+      advertiseUrl: '',
+      startedAt: new Date().toISOString(),
+    });
+    let health: StoreHealth = { state: 'unavailable', cause: 'etcd has no quorum', since: '2026-01-01T00:00:00Z' };
+    coordination.health = () => health;
+    const saved = context.coordination;
+    context.coordination = coordination;
+    try {
+      const sick = await call('GET', '/readyz');
+      expect(sick.status).toBe(503);
+      expect(JSON.parse(sick.body)).toMatchObject({ code: 'E_HUB_STORE_UNAVAILABLE' });
+      expect(sick.body).toContain('etcd has no quorum');
+      health = { state: 'ok' };
+      expect((await call('GET', '/readyz')).status).toBe(200);
+    } finally {
+      if (saved === undefined) delete context.coordination;
+      else context.coordination = saved;
+    }
   });
 });

@@ -1,0 +1,27 @@
+/**
+ * The human table of `hub replicas list`.
+ */
+import type { ReplicaView } from '../hub/replicas-api.js';
+
+/** Renders replicas as aligned columns: id, address, tunnels, leader. */
+export function renderReplicaTable(replicas: readonly ReplicaView[]): string {
+  const rows = [
+    ['REPLICA', 'ADDRESS', 'TUNNELS', 'LEADER', 'STARTED'],
+    ...replicas.map((r) => [
+      r.isSelf ? `${r.id} (answered)` : r.id,
+      r.advertiseUrl,
+      String(r.tunnels),
+      r.isLeader === undefined ? 'unknown' : r.isLeader ? 'yes' : 'no',
+      r.startedAt,
+    ]),
+  ];
+  const widths = (rows[0] ?? []).map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}

@@ -1,0 +1,123 @@
+/**
+ * The controllers that must run on one replica at a time (the rollout
+ * controller), started when this replica wins the `controllers` lead and
+ * stopped when it loses it. A controller keeps its state in the store, so
+ * the replica that takes over continues where the last leader stopped.
+ *
+ * On a single replica the lead is won at once, and the hub waits for the
+ * controller's start before it serves (as it always did).
+ *
+ * NOT YET ACROSS REPLICAS (issue #16): rollouts reach only the clusters whose
+ * tunnels the leading replica itself holds.
+ * - The leader's controller counts as connected only its own tunnels (`connected`
+ *   below and its TunnelRegistry's opened/closed events); a cluster held by
+ *   another replica is "not connected" to it, so its copies wait, unconfirmed,
+ *   until that cluster's agent happens to reconnect to the leader.
+ * - TunnelRolloutDelivery (rollout-tunnel.ts) sends over local tunnels only;
+ *   it does not forward to the holder through the peer link.
+ * - Every replica follows the report streams of the tunnels it holds, but a
+ *   non-leader has no controller (`context.rollouts` is undefined) and drops
+ *   the reports.
+ * The plan: the leader's connected set becomes its tunnels plus every claim
+ * (a watch of claims in the coordination); delivery to a cluster held
+ * elsewhere goes to the holder on a peer control path
+ * (`/hub/peer/v1/control/CLUSTER/rollout/apply|remove`, replica certificates
+ * only, never forwarded again) that the holder writes into the tunnel; and a
+ * non-leader forwards each report line to the leader. Forwarding rather than
+ * writing reports to the store: the leader's controller is the one writer of
+ * rollout progress and keeps it in memory between its flushes, so reports
+ * written by others would need a watch and a merge; and a report lost in a
+ * change of leader is recovered by reopening the report stream, whose first
+ * lines are the current report of every copy (copy-agent.ts).
+ */
+import type { Logger } from '../log/run-log.js';
+import type { ReplicaCoordination, Stop } from './coordination.js';
+import type { HubContext } from './hub-context.js';
+import { RolloutController } from './rollout-controller.js';
+import type { TunnelRolloutDelivery } from './rollout-tunnel.js';
+import type { HubStore } from './store.js';
+
+/** The role name of the run-once controllers in {@link ReplicaCoordination.lead}. */
+export const CONTROLLERS_ROLE = 'controllers';
+
+/** Options of {@link RunOnceControllers}. */
+export interface RunOnceControllersOptions {
+  store: HubStore;
+  coordination: ReplicaCoordination;
+  delivery: TunnelRolloutDelivery;
+  /** Where the running controller is published (`context.rollouts`), for the operator API and the tunnels. */
+  context: HubContext;
+  /** Clusters whose tunnels this replica holds now (the controller delivers what they are owed). */
+  connected: () => Iterable<string>;
+  logger: Logger;
+}
+
+/** The rollout controller, run while this replica leads. */
+export class RunOnceControllers {
+  readonly #options: RunOnceControllersOptions;
+  #stopCampaign: Stop | undefined;
+  /** The last start or stop under way: changes of lead are applied one after the other. */
+  #transition: Promise<void> = Promise.resolve();
+  #isLeader = false;
+  #failure: Error | undefined;
+
+  constructor(options: RunOnceControllersOptions) {
+    this.#options = options;
+  }
+
+  /** Whether this replica leads (runs the controllers) now. */
+  get isLeader(): boolean {
+    return this.#isLeader;
+  }
+
+  /** Campaigns for the lead; resolves once the first change of lead (if one came at once) is applied. */
+  async start(): Promise<void> {
+    this.#stopCampaign = this.#options.coordination.lead(CONTROLLERS_ROLE, (isLeader) => this.#onLead(isLeader));
+    await this.#transition;
+    // A controller that cannot load its state at the first start stops the hub, as it always did.
+    if (this.#failure !== undefined) throw this.#failure;
+  }
+
+  /** Withdraws from the campaign and stops the controller (it writes what it has not written yet). */
+  async stop(): Promise<void> {
+    this.#stopCampaign?.();
+    this.#stopCampaign = undefined;
+    this.#onLead(false);
+    await this.#transition;
+  }
+
+  #onLead(isLeader: boolean): void {
+    const { context, logger } = this.#options;
+    this.#transition = this.#transition.then(async () => {
+      if (isLeader === this.#isLeader) return;
+      this.#isLeader = isLeader;
+      if (isLeader) {
+        const controller = await RolloutController.start({
+          store: this.#options.store,
+          delivery: this.#options.delivery,
+          logger,
+          connected: this.#options.connected(),
+        });
+        // The lead may have been lost while the controller loaded.
+        if (!this.#isLeader) {
+          await controller.stop();
+          return;
+        }
+        context.rollouts = controller;
+        logger.info('this replica runs the rollout controller');
+      } else {
+        const controller = context.rollouts;
+        context.rollouts = undefined;
+        if (controller !== undefined) {
+          await controller.stop();
+          logger.info('this replica no longer runs the rollout controller');
+        }
+      }
+    });
+    this.#transition = this.#transition.catch((error: Error) => {
+      logger.error(`cannot start the rollout controller: ${error.message}`);
+      this.#failure = error;
+      this.#isLeader = false;
+    });
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The hub's identity and secrets on a REAL three-member etcd: what etcd
+ * holds (read with the etcd client directly) contains no secret in clear;
+ * replicas share one CA, one ticket key and one admin credential, made
+ * once however many start together; a replica with another key file, or
+ * none, refuses to start.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newEncryptionKeyFileText } from '../../../../src/hub/etcd/encryption.js';
+import { EtcdConnection } from '../../../../src/hub/etcd/etcd-client.js';
+import { parseHubConfig } from '../../../../src/hub/hub-config.js';
+import { hashUserToken } from '../../../../src/hub/hub-tokens.js';
+import { openHubStore, type OpenedHub } from '../../../../src/hub/open-store.js';
+import {
+  etcdConnectionOptionsFor,
+  freshEtcdPrefix,
+  startEtcdCluster,
+  type EtcdTestCluster,
+} from '../../../support/etcd-cluster.js';
+
+let etcd: EtcdTestCluster;
+beforeAll(async () => {
+  etcd = await startEtcdCluster();
+});
+afterAll(async () => {
+  await etcd?.stop();
+});
+
+function keyFile(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'hub-key-')), 'encryption.key');
+  writeFileSync(path, newEncryptionKeyFileText(), { mode: 0o600 });
+  return path;
+}
+
+async function openReplica(prefix: string, encryptionKeyFile: string): Promise<OpenedHub & { dataDir: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hub-replica-'));
+  const { keyPrefix, ...connection } = etcdConnectionOptionsFor(etcd, prefix);
+  const opened = await openHubStore({ dataDir, etcd: { ...connection, keyPrefix, encryptionKeyFile } });
+  return { ...opened, dataDir };
+}
+
+async function closeReplica(replica: OpenedHub): Promise<void> {
+  await replica.store.close();
+  await replica.coordination.close();
+}
+
+describe('hub identity on etcd', () => {
+  it('keeps no secret in clear in etcd: token secrets, the CA key, the ticket key, the admin token', async () => {
+    const prefix = freshEtcdPrefix();
+    const replica = await openReplica(prefix, keyFile());
+    const tokenSecret = `secret-${randomBytes(12).toString('hex')}`;
+    await replica.store.addToken({ id: 'abcdef', secret: tokenSecret, createdAt: new Date().toISOString() });
+    const pki = await replica.identity.ensurePki(['127.0.0.1']);
+    const ticket = await replica.identity.ensureTicketKey(pki.caPin);
+    const adminPath = join(replica.dataDir, 'admin.yaml');
+    expect(
+      await replica.identity.ensureAdmin({ path: adminPath, server: 'https://127.0.0.1:1', caPem: pki.ca.certPem }),
+    ).toBe(true);
+    const adminToken = parseHubConfig(readFileSync(adminPath, 'utf8'), adminPath).token;
+    expect((await replica.store.getToken('abcdef'))?.secret).toBe(tokenSecret);
+    await closeReplica(replica);
+
+    // Everything under the prefix, as etcd holds it.
+    const raw = await EtcdConnection.open(etcdConnectionOptionsFor(etcd, prefix));
+    const everything = (await raw.list(prefix)).map((entry) => `${entry.key}=${entry.value}`).join('\n');
+    raw.close();
+    expect(everything).toContain(`${prefix}tokens/abcdef=`);
+    expect(everything).toContain(`${prefix}identity/ca=`);
+    expect(everything).not.toContain(tokenSecret);
+    expect(everything).not.toContain('PRIVATE KEY');
+    const caKeyBody = pki.ca.keyPem
+      .split('\n')
+      .filter((line) => !line.startsWith('-----'))
+      .join('');
+    expect(everything).not.toContain(caKeyBody.slice(0, 40));
+    expect(everything).not.toContain(ticket.key.toString('base64'));
+    expect(everything).not.toContain(ticket.key.toString('hex'));
+    expect(everything).not.toContain(adminToken);
+  });
+
+  it('gives replicas that start together one CA, one ticket key and one admin credential', async () => {
+    const prefix = freshEtcdPrefix();
+    const key = keyFile();
+    const replicas = await Promise.all([openReplica(prefix, key), openReplica(prefix, key), openReplica(prefix, key)]);
+    const pkis = await Promise.all(replicas.map((r) => r.identity.ensurePki(['127.0.0.1'])));
+    expect(new Set(pkis.map((p) => p.caPin)).size).toBe(1);
+    expect(pkis.filter((p) => p.isNewCa)).toHaveLength(1);
+    const tickets = await Promise.all(replicas.map((r) => r.identity.ensureTicketKey(pkis[0]!.caPin)));
+    expect(new Set(tickets.map((t) => t.key.toString('hex'))).size).toBe(1);
+    const firsts = await Promise.all(
+      replicas.map((r) =>
+        r.identity.ensureAdmin({
+          path: join(r.dataDir, 'admin.yaml'),
+          server: 'https://x:1',
+          caPem: pkis[0]!.ca.certPem,
+        }),
+      ),
+    );
+    expect(firsts.filter(Boolean)).toHaveLength(1);
+    const tokens = replicas.map(
+      (r) => parseHubConfig(readFileSync(join(r.dataDir, 'admin.yaml'), 'utf8'), 'admin').token,
+    );
+    expect(new Set(tokens).size).toBe(1);
+    expect((await replicas[2]!.store.findUserByTokenHash(hashUserToken(tokens[0]!)))?.isAdmin).toBe(true);
+    // Nothing of the identity is written into a replica's data directory but its admin.yaml.
+    expect(existsSync(join(replicas[0]!.dataDir, 'pki'))).toBe(false);
+    await Promise.all(replicas.map(closeReplica));
+  });
+
+  it('refuses to start a replica with another key file, or without one, with a typed error and a hint', async () => {
+    const prefix = freshEtcdPrefix();
+    const first = await openReplica(prefix, keyFile());
+    await first.store.addToken({ id: 'abcdef', secret: 's', createdAt: new Date().toISOString() });
+    await closeReplica(first);
+    await expect(openReplica(prefix, keyFile())).rejects.toMatchObject({
+      code: 'E_HUB_ENCRYPTION_KEY_WRONG',
+      hints: expect.arrayContaining([expect.stringContaining('same --encryption-key-file')]),
+    });
+    await expect(openReplica(prefix, join(tmpdir(), 'no-such-key'))).rejects.toMatchObject({
+      code: 'E_HUB_ENCRYPTION_KEY_MISSING',
+    });
+  });
+});
