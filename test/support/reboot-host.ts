@@ -153,8 +153,13 @@ export async function rebootHost(
   await env.run(
     host,
     [
-      'find /run -mindepth 1 -maxdepth 1 ! -name sshd -exec rm -rf {} +',
-      'find /tmp -mindepth 1 -maxdepth 1 -exec rm -rf {} +',
+      // -xdev: never into another file system mounted below them. The
+      // checkout is bind-mounted into every host at its own path, which is
+      // under /tmp when the repository is cloned there (CI); `rm -rf` of
+      // /tmp's entries would delete the checkout itself. A mount point is
+      // listed but not entered, and its rmdir fails harmlessly.
+      "find /run -mindepth 1 -xdev ! -path /run/sshd ! -path '/run/sshd/*' -delete 2>/dev/null || true",
+      'find /tmp -mindepth 1 -xdev -delete 2>/dev/null || true',
       // The pid files name processes of the last boot.
       `rm -f ${DIRECT_SERVICE_DIR}/*.pid`,
     ].join('\n'),
