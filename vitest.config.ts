@@ -14,11 +14,6 @@ export default defineConfig({
     // Integration suites start network namespaces and sshd processes as root:
     // files run in parallel, each file's tests in order.
     pool: 'forks',
-    // Most of a suite's time is spent waiting on sshd hosts, simulated API
-    // servers and child processes, not on the CPU, so three files at a time
-    // even on the 2-core CI machine (vitest's default there is one). The whole
-    // suite passed this way with the machine at load average 15-20.
-    maxWorkers: 3,
     env: { PATH: `${PINNED_KUBECTL_DIR}:${process.env['PATH'] ?? ''}`, EDGEADM_TEST_KUBECTL: kubectl },
     globalSetup: ['./test/support/test-temp-root.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
