@@ -48,9 +48,13 @@ export function processesIn(host: TestHost): string[] {
   });
 }
 
-/** The `--json` document of a run that must have succeeded. */
+/**
+ * The `--json` document of a run that must have succeeded. On failure the
+ * message carries both streams: with `--json` the error envelope (code,
+ * message, hints) is on stdout and the progress that led to it on stderr.
+ */
 export function json<T>(run: CliResult): T {
-  expect(run.exitCode, run.stderr).toBe(0);
+  expect(run.exitCode, `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toBe(0);
   return JSON.parse(run.stdout) as T;
 }
 
