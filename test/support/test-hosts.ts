@@ -27,7 +27,17 @@
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  mkdtempSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -217,28 +227,88 @@ function isOwnerAlive(owner: SlotOwner | undefined): boolean {
   return owner !== undefined && processStartTime(owner.pid) === owner.startTime;
 }
 
-function readOwner(slot: number): SlotOwner | undefined {
+function readOwner(slot: number, stateDir = STATE_DIR): SlotOwner | undefined {
   try {
-    return JSON.parse(readFileSync(join(STATE_DIR, `slot-${slot}`, 'owner.json'), 'utf8')) as SlotOwner;
+    return JSON.parse(readFileSync(join(stateDir, `slot-${slot}`, 'owner.json'), 'utf8')) as SlotOwner;
   } catch {
     return undefined;
   }
 }
 
-/** Claims the lowest free slot: `mkdir` is the atomic lock. */
-function claimSlot(dir: string): number {
-  mkdirSync(STATE_DIR, { recursive: true, mode: 0o700 });
-  for (let slot = 0; slot < MAX_SLOTS; slot++) {
-    try {
-      mkdirSync(join(STATE_DIR, `slot-${slot}`));
-    } catch {
-      continue;
+/**
+ * Claims the lowest free slot for this process, in `stateDir` (the
+ * machine's {@link STATE_DIR}, but in the harness's own tests). The claim
+ * is made complete, owner and all, in a directory of its own and then
+ * renamed to `slot-N`: rename fails when `slot-N` exists, so it is the
+ * atomic lock, and no sweep (of this or another checkout's run) can ever
+ * see a claim without its owner and take it for a dead one.
+ */
+export function claimSlot(dir: string, stateDir = STATE_DIR): number {
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const owner: SlotOwner = { pid: process.pid, startTime: processStartTime(process.pid) ?? '', dir };
+  const pending = mkdtempSync(join(stateDir, '.claim-'));
+  writeFileSync(join(pending, 'owner.json'), JSON.stringify(owner));
+  try {
+    for (let slot = 0; slot < MAX_SLOTS; slot++) {
+      const claimed = join(stateDir, `slot-${slot}`);
+      // rename(2) would replace an empty directory: never take one (a claim being made by older code).
+      if (existsSync(claimed)) continue;
+      try {
+        renameSync(pending, claimed);
+      } catch {
+        continue;
+      }
+      return slot;
     }
-    const owner: SlotOwner = { pid: process.pid, startTime: processStartTime(process.pid) ?? '', dir };
-    writeFileSync(join(STATE_DIR, `slot-${slot}`, 'owner.json'), JSON.stringify(owner));
-    return slot;
+  } catch (error) {
+    rmSync(pending, { recursive: true, force: true });
+    throw error;
   }
-  throw new Error(`all ${MAX_SLOTS} test host slots are in use (${STATE_DIR})`);
+  rmSync(pending, { recursive: true, force: true });
+  throw new Error(`all ${MAX_SLOTS} test host slots are in use (${stateDir})`);
+}
+
+/**
+ * Gives slot `slot` up: renamed away first (atomically, so a sweep never
+ * sees it half deleted, without its owner), then deleted.
+ */
+export function releaseSlot(slot: number, stateDir = STATE_DIR): void {
+  const released = join(stateDir, `.released-${slot}-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    renameSync(join(stateDir, `slot-${slot}`), released);
+  } catch {
+    return; // Released by another sweep of the same dead owner.
+  }
+  rmSync(released, { recursive: true, force: true });
+}
+
+/**
+ * How old a slot directory without an owner must be to count as stale. A
+ * claim of this code is never visible without its owner; one of older code
+ * (mkdir, then the owner written) is for a moment, and a slot being released
+ * is gone the next moment: neither may be swept.
+ */
+const OWNERLESS_SLOT_STALE_MS = 60_000;
+
+/** The slots claimed in `stateDir` whose owner process is gone (what a sweep may destroy). */
+export function staleSlots(stateDir = STATE_DIR): number[] {
+  if (!existsSync(stateDir)) return [];
+  const stale: number[] = [];
+  for (const entry of readdirSync(stateDir)) {
+    const slot = Number(entry.replace(/^slot-/, ''));
+    if (!entry.startsWith('slot-') || !Number.isInteger(slot)) continue;
+    const owner = readOwner(slot, stateDir);
+    if (owner !== undefined ? !isOwnerAlive(owner) : isOwnerlessLongEnough(join(stateDir, entry))) stale.push(slot);
+  }
+  return stale;
+}
+
+function isOwnerlessLongEnough(slotDir: string): boolean {
+  try {
+    return Date.now() - statSync(slotDir).mtimeMs > OWNERLESS_SLOT_STALE_MS;
+  } catch {
+    return false; // Released meanwhile.
+  }
 }
 
 function listTestNetns(): string[] {
@@ -265,18 +335,12 @@ function slotOfName(name: string): number | undefined {
  * is gone. Harnesses of live processes (other test files) are left alone.
  */
 export function sweepStaleTestHosts(): void {
-  const staleSlots = new Set<number>();
-  if (existsSync(STATE_DIR)) {
-    for (const entry of readdirSync(STATE_DIR)) {
-      const slot = Number(entry.replace(/^slot-/, ''));
-      if (entry.startsWith('slot-') && Number.isInteger(slot) && !isOwnerAlive(readOwner(slot))) staleSlots.add(slot);
-    }
-  }
+  const stale = new Set<number>(staleSlots());
   for (const netns of listTestNetns()) {
     const slot = slotOfName(netns);
-    if (slot !== undefined && !existsSync(join(STATE_DIR, `slot-${slot}`))) staleSlots.add(slot);
+    if (slot !== undefined && !existsSync(join(STATE_DIR, `slot-${slot}`))) stale.add(slot);
   }
-  for (const slot of staleSlots) destroySlotSync(slot);
+  for (const slot of stale) destroySlotSync(slot);
 }
 
 /** Kills and deletes everything of one slot, synchronously (also usable from an exit handler). */
@@ -297,7 +361,7 @@ function destroySlotSync(slot: number): void {
     // Deleting the switch namespace already removed it.
   }
   if (owner?.dir.includes(TEST_HOSTS_PREFIX)) rmSync(owner.dir, { recursive: true, force: true });
-  rmSync(join(STATE_DIR, `slot-${slot}`), { recursive: true, force: true });
+  releaseSlot(slot);
 }
 
 function netnsPidsSync(netns: string): number[] {
