@@ -13,6 +13,12 @@ import { isRenewalDue, renewAgentCertificate } from './registration.js';
 import { readUpstreamKubeconfig, Upstream, type UpstreamCredentials } from '../tunnel/upstream.js';
 import type { KubeCredentials } from '../kube/kubeconfig.js';
 import { CopyAgent } from '../rollout/copy-agent.js';
+import {
+  COPY_POLL_NOT_READY_MS,
+  MIN_TEST_COPY_POLL_NOT_READY_MS,
+  TEST_COPY_POLL_NOT_READY_ENV,
+} from '../rollout/limits.js';
+import { ValidationError } from '../errors.js';
 
 /** Options of {@link runAgentService}. */
 export interface AgentServiceOptions {
@@ -39,6 +45,7 @@ export async function runAgentService(options: AgentServiceOptions): Promise<voi
     cluster: state.cluster,
     credentials: kubeCredentialsOf(credentials),
     logger: options.logger,
+    pollNotReadyMs: copyPollNotReadyMs(options.env ?? process.env),
   });
   let isRenewing = false;
   const renewIfDue = async (): Promise<void> => {
@@ -83,4 +90,24 @@ export function kubeCredentialsOf(upstream: UpstreamCredentials): KubeCredential
     ...(upstream.clientCertPem === undefined ? {} : { clientCertificatePem: upstream.clientCertPem }),
     ...(upstream.clientKeyPem === undefined ? {} : { clientKeyPem: upstream.clientKeyPem }),
   };
+}
+
+/**
+ * How often a copy that is not ready is read back: {@link COPY_POLL_NOT_READY_MS},
+ * unless edgeadm's own tests shorten it with {@link TEST_COPY_POLL_NOT_READY_ENV}.
+ *
+ * @throws {ValidationError} `E_TEST_COPY_POLL` when the variable is set to anything but a whole
+ *   number of milliseconds from {@link MIN_TEST_COPY_POLL_NOT_READY_MS} to the default.
+ */
+export function copyPollNotReadyMs(env: NodeJS.ProcessEnv): number {
+  const text = env[TEST_COPY_POLL_NOT_READY_ENV];
+  if (text === undefined || text === '') return COPY_POLL_NOT_READY_MS;
+  const ms = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!(ms >= MIN_TEST_COPY_POLL_NOT_READY_MS && ms <= COPY_POLL_NOT_READY_MS)) {
+    throw new ValidationError(
+      `${TEST_COPY_POLL_NOT_READY_ENV}=${JSON.stringify(text)} is not a period from ${MIN_TEST_COPY_POLL_NOT_READY_MS} to ${COPY_POLL_NOT_READY_MS} ms`,
+      { code: 'E_TEST_COPY_POLL' },
+    );
+  }
+  return ms;
 }

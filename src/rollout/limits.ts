@@ -13,6 +13,15 @@ import { MAX_COPY_MESSAGE_BYTES } from './wire.js';
  */
 export const COPY_POLL_NOT_READY_MS = 2_000;
 /**
+ * The variable edgeadm's own integration tests shorten
+ * {@link COPY_POLL_NOT_READY_MS} with (milliseconds), so that each wave of
+ * their rollouts is not waited out for a read-back period in real time. Not
+ * for operators: nothing else reads it.
+ */
+export const TEST_COPY_POLL_NOT_READY_ENV = 'EDGEADM_TEST_COPY_POLL_NOT_READY_MS';
+/** Shortest read-back period the test variable may set (the agent must not spin on its API server). */
+export const MIN_TEST_COPY_POLL_NOT_READY_MS = 10;
+/**
  * How often a ready copy is read back: rarely, only so that the summaries
  * the hub computes from the objects' `.status` stay current (and a copy
  * that stops being ready is noticed).

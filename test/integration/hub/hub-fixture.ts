@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { execa, type ResultPromise } from 'execa';
 import { REPO_ROOT, runCli, type CliResult } from '../../support/cli.js';
 import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
+import { TEST_COPY_POLL_NOT_READY_ENV } from '../../../src/rollout/limits.js';
 
 /** The bound of every wait for a background process (a safety net on busy CI, not a timing assertion). */
 export const READY_WAIT_MS = 60_000;
@@ -37,7 +38,8 @@ export function startCli(args: string[], env: Record<string, string> = {}, input
   const [file, fileArgs] = binary ? [binary, args] : [process.execPath, [join(REPO_ROOT, 'bin/run.js'), ...args]];
   const child = execa(file, fileArgs, {
     reject: false,
-    env: { EDGEADM_HOME: home, NO_COLOR: '1', ...env },
+    // Agents read not-ready rollout copies back every 200 ms instead of 2 s: waves are not waited out.
+    env: { EDGEADM_HOME: home, NO_COLOR: '1', [TEST_COPY_POLL_NOT_READY_ENV]: '200', ...env },
     ...(input === undefined ? { stdin: 'ignore' as const } : { input }),
     cwd: REPO_ROOT,
   });
