@@ -14,6 +14,12 @@ export default defineConfig({
     // Integration suites start network namespaces and sshd processes as root:
     // files run in parallel, each file's tests in order.
     pool: 'forks',
+    // Two files at a time, also on the 2-core CI machine (vitest's default there is one): most of a
+    // suite's time is spent waiting on sshd hosts, simulated API servers, etcd and child processes, not
+    // on the CPU. One at a time the files add up to about 24 minutes. The suites that failed under that
+    // load were made robust (a test-host slot claim that a concurrent harness start could sweep; an
+    // etcd read cache emptied by a late watch event), not made slower.
+    maxWorkers: 2,
     env: { PATH: `${PINNED_KUBECTL_DIR}:${process.env['PATH'] ?? ''}`, EDGEADM_TEST_KUBECTL: kubectl },
     globalSetup: ['./test/support/test-temp-root.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
