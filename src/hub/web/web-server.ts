@@ -25,6 +25,7 @@ import { FleetWatcher, serveEventStream, type FleetChange } from './events.js';
 import {
   MAX_EVENT_STREAMS,
   MAX_EVENT_STREAMS_PER_SESSION,
+  MAX_EVENT_STREAMS_PER_USER,
   MAX_WEB_BODY_BYTES,
   MAX_WEB_SESSION_LIFETIME_MS,
   MIN_WEB_SESSION_LIFETIME_MS,
@@ -60,6 +61,8 @@ interface WebState {
   watcher: FleetWatcher;
   clusters: ClusterListCache;
   streams: number;
+  /** Streams open now, by user name. */
+  streamsByUser: Map<string, number>;
 }
 
 const states = new WeakMap<HubContext, WebState>();
@@ -85,6 +88,7 @@ function stateOf(context: HubContext): WebState {
       watcher: new FleetWatcher(context),
       clusters: new ClusterListCache({ store: context.store }),
       streams: 0,
+      streamsByUser: new Map(),
     };
     states.set(context, state);
   }
@@ -345,11 +349,17 @@ async function serveEvents(
   signed: { session: WebSession; user: UserRecord },
 ) {
   const { session, user } = signed;
-  if (session.streams >= MAX_EVENT_STREAMS_PER_SESSION || state.streams >= MAX_EVENT_STREAMS) {
+  const userStreams = state.streamsByUser.get(user.name) ?? 0;
+  if (
+    session.streams >= MAX_EVENT_STREAMS_PER_SESSION ||
+    userStreams >= MAX_EVENT_STREAMS_PER_USER ||
+    state.streams >= MAX_EVENT_STREAMS
+  ) {
     throw new HttpError(429, 'E_WEB_TOO_MANY_STREAMS', 'too many live-update streams are open; close a tab');
   }
   session.streams += 1;
   state.streams += 1;
+  state.streamsByUser.set(user.name, userStreams + 1);
   const scope = async (change: FleetChange): Promise<FleetChange> => {
     const clusters = [];
     for (const item of change.clusters) {
@@ -370,6 +380,9 @@ async function serveEvents(
     onClose: () => {
       session.streams -= 1;
       state.streams -= 1;
+      const left = (state.streamsByUser.get(user.name) ?? 1) - 1;
+      if (left > 0) state.streamsByUser.set(user.name, left);
+      else state.streamsByUser.delete(user.name);
     },
   });
 }

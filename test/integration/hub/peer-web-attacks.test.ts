@@ -22,6 +22,8 @@
  *   directly: path, query, method, body, headers and the impersonated user.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
@@ -38,7 +40,11 @@ import {
   type PeerCredentials,
 } from '../../../src/hub/peer-link.js';
 import type { HubDeadlines } from '../../../src/hub/socket-deadlines.js';
-import { MAX_WEB_BODY_BYTES } from '../../../src/hub/web/limits.js';
+import {
+  MAX_EVENT_STREAMS_PER_SESSION,
+  MAX_EVENT_STREAMS_PER_USER,
+  MAX_WEB_BODY_BYTES,
+} from '../../../src/hub/web/limits.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { registerCluster } from '../../../src/registration/registration.js';
 import type { AgentState } from '../../../src/registration/agent-state.js';
@@ -274,6 +280,35 @@ describe('hub replicas: the web view and the peer path under attack', { timeout:
       );
       expect(small.answer).toMatch(/^HTTP\/1\.1 200 /);
       expect(small.written).toBe(MAX_WEB_BODY_BYTES);
+    });
+
+    it('keeps one user, however many sessions they sign in, from holding every live-update stream', async () => {
+      const openEvents = (cookie: string): Promise<IncomingMessage> =>
+        new Promise((resolve, reject) => {
+          const req = httpsRequest(
+            { host: '127.0.0.1', port: a.port, path: '/ui/api/events', ca: caPem, agent: false, headers: { cookie } },
+            resolve,
+          );
+          req.on('socket', (socket) => opened.add(socket));
+          req.on('error', reject).end();
+        });
+      const sessions = Math.ceil(MAX_EVENT_STREAMS_PER_USER / MAX_EVENT_STREAMS_PER_SESSION) + 1;
+      const cookies: string[] = [];
+      for (let i = 0; i < sessions; i += 1)
+        cookies.push((await signInDirect({ port: a.port, dataDir }, opsToken)).cookie);
+      const statuses: number[] = [];
+      for (let i = 0; i < MAX_EVENT_STREAMS_PER_USER; i += 1) {
+        const stream = await openEvents(cookies[Math.floor(i / MAX_EVENT_STREAMS_PER_SESSION)]!);
+        statuses.push(stream.statusCode ?? 0);
+      }
+      expect(statuses).toEqual(statuses.map(() => 200));
+      // A fresh session of the same user: refused, the user holds their share.
+      const past = await openEvents(cookies[sessions - 1]!);
+      expect(past.statusCode).toBe(429);
+      past.resume();
+      // Another user is not: the streams are not all taken.
+      const other = await openEvents((await signInDirect({ port: a.port, dataDir }, prodToken)).cookie);
+      expect(other.statusCode).toBe(200);
     });
   });
 
