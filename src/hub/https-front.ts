@@ -21,6 +21,7 @@ import {
   SHUTDOWN_GRACE_MS,
   TLS_SESSION_LIFETIME_S,
   TLS_TICKET_KEY_CHECK_MS,
+  UPGRADED_SOCKET_MAX_LISTENERS,
 } from './limits.js';
 import type { HubMetrics } from './metrics.js';
 import { HandshakeGate, httpServerDeadlineOptions, type HubDeadlines } from './socket-deadlines.js';
@@ -92,6 +93,7 @@ export async function startHttpsFront(options: HttpsFrontOptions): Promise<Https
     (socket as TLSSocket).setTimeout(deadlines.streamIdleMs, () =>
       socket.destroy(new Error(`no byte either way for ${deadlines.streamIdleMs} ms`)),
     );
+    socket.setMaxListeners(UPGRADED_SOCKET_MAX_LISTENERS);
     options.onUpgrade(req, socket, head);
   });
   // Admission control and the handshake deadline: past the bound, a connection is closed before
