@@ -39,7 +39,6 @@ import {
   replicaCommonName,
   type PeerCredentials,
 } from '../../../src/hub/peer-link.js';
-import type { HubDeadlines } from '../../../src/hub/socket-deadlines.js';
 import {
   MAX_EVENT_STREAMS_PER_SESSION,
   MAX_EVENT_STREAMS_PER_USER,
@@ -53,21 +52,9 @@ import { connectTunnel } from '../../../src/tunnel/agent.js';
 import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
 import { call, type HttpTarget } from '../../support/https-client.js';
 import { InMemoryReplicaSet } from '../../support/in-memory-replicas.js';
+import { CLOSE_WAIT_MS, SHORT_HUB_DEADLINES } from '../../support/short-hub-deadlines.js';
 import { connectWebSocket, startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
 import { ensureWebBuilt, signInDirect } from '../../support/web-view.js';
-
-/** How long a test waits for the hub to close a socket: a safety net, many times every short deadline below. */
-const CLOSE_WAIT_MS = 12_000;
-
-/** Short deadlines, far above what a loopback request takes. */
-const SHORT: Partial<HubDeadlines> = {
-  handshakeMs: 1500,
-  requestHeadMs: 1000,
-  requestMs: 2000,
-  requestCheckIntervalMs: 50,
-  keepAliveMs: 300,
-  streamIdleMs: 5000,
-};
 
 /** A body far larger than anything the view takes, and than the socket buffers between the two ends. */
 const HUGE_BODY_BYTES = 64 * 1024 * 1024;
@@ -222,7 +209,7 @@ describe('hub replicas: the web view and the peer path under attack', { timeout:
         logger: silentLogger,
         openStore: set.opener(),
         replicaId: id,
-        deadlines: SHORT,
+        deadlines: SHORT_HUB_DEADLINES,
       });
     a = await replica('a');
     b = await replica('b');
