@@ -56,7 +56,7 @@ import { CLOSE_WAIT_MS, SHORT_HUB_DEADLINES } from '../../support/short-hub-dead
 import { connectWebSocket, startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
 import { ensureWebBuilt, signInDirect } from '../../support/web-view.js';
 
-/** A body far larger than anything the view takes, and than the socket buffers between the two ends. */
+/** A body far larger than anything the view takes, than the refused-body bound, and than the socket buffers between the two ends. */
 const HUGE_BODY_BYTES = 64 * 1024 * 1024;
 
 /** What a raw request came back with. */
@@ -296,6 +296,24 @@ describe('hub replicas: the web view and the peer path under attack', { timeout:
       // Another user is not: the streams are not all taken.
       const other = await openEvents((await signInDirect({ port: a.port, dataDir }, prodToken)).cookie);
       expect(other.statusCode).toBe(200);
+    });
+  });
+
+  describe('bodies on the other routes', () => {
+    it('reads no more than the refused-body bound of a body nobody reads: health, a 401 of the kube proxy, a 403 of the peer path', async () => {
+      const heads = [
+        `GET /healthz HTTP/1.1\r\nHost: hub\r\nTransfer-Encoding: chunked\r\n\r\n`,
+        `GET /clusters/site/api HTTP/1.1\r\nHost: hub\r\nTransfer-Encoding: chunked\r\n\r\n`,
+        `GET /hub/peer/v1/clusters/site/api HTTP/1.1\r\nHost: hub\r\nTransfer-Encoding: chunked\r\n\r\n`,
+      ];
+      for (const hub of [a, b]) {
+        for (const head of heads) {
+          const outcome = await rawRequest(hub, head, HUGE_BODY_BYTES);
+          expect({ head, isClosed: outcome.isClosed }).toEqual({ head, isClosed: true });
+          expect(outcome.written).toBeLessThan(HUGE_BODY_BYTES);
+          expect(outcome.answer).toMatch(/^HTTP\/1\.1 (200|401|403) /);
+        }
+      }
     });
   });
 
