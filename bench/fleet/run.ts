@@ -34,14 +34,20 @@
  * Ansible's forks; not sshd or anything on the hosts) and its largest
  * process's peak RSS.
  */
-import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { k3sDistribution } from '../../src/cluster/distributions/k3s.js';
 import { parseBootstrapToken } from '../../src/trust/bootstrap-token.js';
 import { REPO_ROOT } from '../../test/support/cli.js';
+import {
+  measuredCommand as measured,
+  runCommand as run,
+  writeAnsibleSetup,
+  writeFleetInventory,
+  type Measured,
+} from '../support/fleet-bench.js';
 import { buildSimK3sPackage } from '../../test/support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../test/support/test-hosts.js';
 
@@ -76,57 +82,8 @@ const REMOTE_ARCHIVE = '/var/lib/edgeadm/bench.tar.gz';
 const REMOTE_DIR = '/var/lib/edgeadm/bench';
 /** Directories a join fills on a host; emptied between two joins (each is a tmpfs of the test host). */
 const HOST_STATE_DIRS = ['/var/lib/edgeadm', '/var/lib/rancher', '/etc/rancher', '/usr/local/bin', '/etc/edgeadm'];
-/** How long one tool may take for all hosts. */
-const RUN_TIMEOUT_MS = 30 * 60_000;
 /** The agent's registration, as the baselines' join command waits for it (k3s's install script waits for its service). */
 const AGENT_KUBECONFIG = '/var/lib/rancher/k3s/agent/kubelet.kubeconfig';
-
-interface Measured {
-  seconds: number;
-  /** User plus system CPU seconds of the tool's own processes (GNU time: the tool and what it waited for; not sshd or the hosts). */
-  cpuSeconds: number;
-  /** Largest resident set of the tool's processes, KiB (GNU time's %M: the largest process waited for). */
-  maxRssKiB: number;
-}
-
-function run(
-  file: string,
-  args: string[],
-  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, {
-      env: { ...process.env, ...options.env },
-      cwd: options.cwd ?? REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
-}
-
-/** Runs a command under GNU time; fails loudly on a non-zero exit. */
-async function measured(dir: string, file: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Measured> {
-  const timeFile = join(dir, 'time.txt');
-  const start = performance.now();
-  const result = await run('/usr/bin/time', ['-f', '%U %S %M', '-o', timeFile, file, ...args], { env });
-  const seconds = (performance.now() - start) / 1000;
-  if (result.code !== 0) {
-    throw new Error(
-      `${file} ${args.join(' ')} exited ${result.code}:\n${result.stdout.slice(-4000)}\n${result.stderr.slice(-4000)}`,
-    );
-  }
-  const [user, system, rss] = readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
-  return { seconds, cpuSeconds: user! + system!, maxRssKiB: rss! };
-}
 
 function quote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
@@ -199,53 +156,19 @@ try {
     `for i in $(seq 1 1200); do [ -s ${AGENT_KUBECONFIG} ] && exit 0; sleep 0.1; done; exit 1`,
   ].join('\n');
 
-  // edgeadm's inventory.
+  // edgeadm's inventory; Ansible's inventory and configuration (its playbook below).
   const inventory = join(dir, 'inventory.yaml');
-  writeFileSync(
-    inventory,
-    [
-      'kind: FleetInventory',
-      `package: ${pkg}`,
-      `ssh: { user: root, keyFile: ${env.keys.root} }`,
-      'nodeGroups:',
-      '  stores:',
-      '    hosts:',
-      ...nodes.map((host, index) => `      store-${index + 1}: { address: ${host.address} }`),
-      '',
-    ].join('\n'),
-  );
-  // Ansible's inventory, configuration and playbook.
-  const sshOptions = `-o UserKnownHostsFile=${env.knownHostsFile} -o StrictHostKeyChecking=yes -o BatchMode=yes`;
-  const ansibleDir = join(dir, 'ansible');
-  mkdirSync(join(ansibleDir, 'cp'), { recursive: true });
-  writeFileSync(
-    join(ansibleDir, 'hosts.yml'),
-    [
-      'all:',
-      '  vars:',
-      '    ansible_user: root',
-      `    ansible_ssh_private_key_file: ${env.keys.root}`,
-      '    ansible_python_interpreter: /usr/bin/python3',
-      '  hosts:',
-      ...nodes.map((host, index) => `    store-${index + 1}: { ansible_host: ${host.address} }`),
-      '',
-    ].join('\n'),
-  );
-  writeFileSync(
-    join(ansibleDir, 'ansible.cfg'),
-    [
-      '[defaults]',
-      `forks = ${concurrency}`,
-      'host_key_checking = True',
-      'gathering = explicit',
-      'retry_files_enabled = False',
-      '[ssh_connection]',
-      'pipelining = True',
-      `ssh_args = -F /dev/null -o ControlMaster=auto -o ControlPersist=60s ${sshOptions}`,
-      `control_path_dir = ${join(ansibleDir, 'cp')}`,
-      '',
-    ].join('\n'),
-  );
+  writeFleetInventory(inventory, { packageFile: pkg, keyFile: env.keys.root, nodes });
+  const ansibleSetup = writeAnsibleSetup({
+    dir,
+    home,
+    keyFile: env.keys.root,
+    knownHostsFile: env.knownHostsFile,
+    concurrency,
+    nodes,
+  });
+  const { sshOptions } = ansibleSetup;
+  const ansibleDir = ansibleSetup.dir;
   writeFileSync(
     join(ansibleDir, 'join.yml'),
     [
@@ -306,11 +229,7 @@ try {
       ? {}
       : { [`edgeadm fleet join (${values['compare-cli']})`]: edgeadmJoin(values['compare-cli']) }),
     'Ansible playbook': () =>
-      measured(dir, 'ansible-playbook', ['-i', join(ansibleDir, 'hosts.yml'), join(ansibleDir, 'join.yml')], {
-        ANSIBLE_CONFIG: join(ansibleDir, 'ansible.cfg'),
-        HOME: home,
-        ANSIBLE_LOCAL_TEMP: join(ansibleDir, 'tmp'),
-      }),
+      measured(dir, 'ansible-playbook', ['-i', ansibleSetup.hostsFile, join(ansibleDir, 'join.yml')], ansibleSetup.env),
     'pssh (parallel-scp + parallel-ssh)': async () => {
       const steps = [
         await measured(dir, 'parallel-scp', [...psshArgs, pkg, REMOTE_ARCHIVE]),

@@ -30,13 +30,19 @@
  * Reported per tool: wall time, the CPU time of its own processes (GNU time)
  * and its largest process's peak RSS.
  */
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { hostPackagePaths } from '../../src/cluster/package-phase.js';
 import { REPO_ROOT } from '../../test/support/cli.js';
+import {
+  measuredCommand as measured,
+  runCommand,
+  writeAnsibleSetup,
+  writeFleetInventory,
+  type Measured,
+} from '../support/fleet-bench.js';
 import { buildSimK3sPackage } from '../../test/support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost } from '../../test/support/test-hosts.js';
 
@@ -62,55 +68,9 @@ const REMOTE_DIR = '/var/lib/edgeadm/bench-upgrade';
 const AGENT_UNIT = '/etc/systemd/system/k3s-agent.service';
 const AGENT_PID_FILE = '/var/lib/edgeadm/services/k3s-agent.service.pid';
 const AGENT_LOG_FILE = '/var/lib/edgeadm/services/k3s-agent.service.log';
-/** How long one tool may take for all nodes. */
-const RUN_TIMEOUT_MS = 30 * 60_000;
 /** How long the playbook waits for one Node to report the new version (tries × delay). */
 const WAIT_TRIES = 600;
 const WAIT_DELAY_S = 0.2;
-
-interface Measured {
-  seconds: number;
-  cpuSeconds: number;
-  maxRssKiB: number;
-}
-
-function run(
-  file: string,
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, {
-      env: { ...process.env, ...env },
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
-}
-
-async function measured(dir: string, file: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Measured> {
-  const timeFile = join(dir, 'time.txt');
-  const start = performance.now();
-  const result = await run('/usr/bin/time', ['-f', '%U %S %M', '-o', timeFile, file, ...args], env);
-  const seconds = (performance.now() - start) / 1000;
-  if (result.code !== 0) {
-    throw new Error(
-      `${file} ${args.join(' ')} exited ${result.code}:\n${result.stdout.slice(-4000)}\n${result.stderr.slice(-4000)}`,
-    );
-  }
-  const [user, system, rss] = readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
-  return { seconds, cpuSeconds: user! + system!, maxRssKiB: rss! };
-}
 
 /** The agent restarted on whatever /usr/local/bin/k3s is now (as the direct service manager starts it). */
 const RESTART_AGENT = [
@@ -139,28 +99,13 @@ try {
   const cli = join(REPO_ROOT, 'bin/run.js');
   const kubeconfig = join(dir, 'admin.kubeconfig');
   const edgeadm = async (args: string[]): Promise<void> => {
-    const result = await run(node, [cli, ...args], edgeadmEnv);
+    const result = await runCommand(node, [cli, ...args], { env: edgeadmEnv });
     if (result.code !== 0)
       throw new Error(`edgeadm ${args.slice(0, 2).join(' ')} failed:\n${result.stderr.slice(-4000)}`);
   };
 
   const inventory = join(dir, 'inventory.yaml');
-  writeFileSync(
-    inventory,
-    [
-      'kind: FleetInventory',
-      `package: ${old.file}`,
-      `ssh: { user: root, keyFile: ${env.keys.root} }`,
-      'controlPlane:',
-      '  hosts:',
-      `    cp: { address: ${controlPlane.address} }`,
-      'nodeGroups:',
-      '  stores:',
-      '    hosts:',
-      ...nodes.map((host, index) => `      store-${index + 1}: { address: ${host.address} }`),
-      '',
-    ].join('\n'),
-  );
+  writeFleetInventory(inventory, { packageFile: old.file, keyFile: env.keys.root, controlPlane, nodes });
   const sshArgs = ['--ssh-known-hosts', env.knownHostsFile];
   await edgeadm([
     'fleet',
@@ -188,7 +133,7 @@ try {
   ]);
 
   const versions = async (): Promise<Map<string, string>> => {
-    const listed = await run('kubectl', ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'json']);
+    const listed = await runCommand('kubectl', ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'json']);
     const items = (
       JSON.parse(listed.stdout) as {
         items: { metadata: { name: string }; status?: { nodeInfo?: { kubeletVersion?: string } } }[];
@@ -221,43 +166,20 @@ try {
       ),
     );
     await until(VERSIONS.old);
-    await run('kubectl', ['--kubeconfig', kubeconfig, 'uncordon', ...nodes.map((host) => host.name)]);
+    await runCommand('kubectl', ['--kubeconfig', kubeconfig, 'uncordon', ...nodes.map((host) => host.name)]);
   };
 
-  // Ansible's inventory, configuration and playbook.
-  const sshOptions = `-o UserKnownHostsFile=${env.knownHostsFile} -o StrictHostKeyChecking=yes -o BatchMode=yes`;
-  const ansibleDir = join(dir, 'ansible');
-  mkdirSync(join(ansibleDir, 'cp'), { recursive: true });
-  writeFileSync(
-    join(ansibleDir, 'hosts.yml'),
-    [
-      'all:',
-      '  vars:',
-      '    ansible_user: root',
-      `    ansible_ssh_private_key_file: ${env.keys.root}`,
-      '    ansible_python_interpreter: /usr/bin/python3',
-      '  hosts:',
-      ...nodes.map(
-        (host, index) => `    store-${index + 1}: { ansible_host: ${host.address}, node_name: ${host.name} }`,
-      ),
-      '',
-    ].join('\n'),
-  );
-  writeFileSync(
-    join(ansibleDir, 'ansible.cfg'),
-    [
-      '[defaults]',
-      `forks = ${concurrency}`,
-      'host_key_checking = True',
-      'gathering = explicit',
-      'retry_files_enabled = False',
-      '[ssh_connection]',
-      'pipelining = True',
-      `ssh_args = -F /dev/null -o ControlMaster=auto -o ControlPersist=60s ${sshOptions}`,
-      `control_path_dir = ${join(ansibleDir, 'cp')}`,
-      '',
-    ].join('\n'),
-  );
+  // Ansible's inventory and configuration; its playbook.
+  const ansibleSetup = writeAnsibleSetup({
+    dir,
+    home,
+    keyFile: env.keys.root,
+    knownHostsFile: env.knownHostsFile,
+    concurrency,
+    nodes,
+    hostVars: (host) => `node_name: ${host.name}`,
+  });
+  const ansibleDir = ansibleSetup.dir;
   const swap = `install -m 755 ${REMOTE_DIR}/bin/k3s /usr/local/bin/k3s.new && mv -f /usr/local/bin/k3s.new /usr/local/bin/k3s`;
   writeFileSync(
     join(ansibleDir, 'upgrade.yml'),
@@ -306,10 +228,8 @@ try {
         edgeadmEnv,
       ),
     'Ansible playbook': () =>
-      measured(dir, 'ansible-playbook', ['-i', join(ansibleDir, 'hosts.yml'), join(ansibleDir, 'upgrade.yml')], {
-        ANSIBLE_CONFIG: join(ansibleDir, 'ansible.cfg'),
-        HOME: home,
-        ANSIBLE_LOCAL_TEMP: join(ansibleDir, 'tmp'),
+      measured(dir, 'ansible-playbook', ['-i', ansibleSetup.hostsFile, join(ansibleDir, 'upgrade.yml')], {
+        ...ansibleSetup.env,
         ANSIBLE_PYTHON_INTERPRETER: '/usr/bin/python3',
       }),
   };

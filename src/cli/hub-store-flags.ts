@@ -63,10 +63,13 @@ export function parseEtcdStoreFlags(flags: EtcdStoreFlagValues): EtcdStoreOption
   }
   const endpoints = parseEtcdEndpoints(endpointsText);
   const prefix = flags['etcd-key-prefix'] ?? '/edgeadm/hub/';
-  if (!prefix.startsWith('/') || !prefix.endsWith('/')) {
-    throw new ValidationError(`--etcd-key-prefix ${JSON.stringify(prefix)} must start and end with /`, {
-      code: 'E_HUB_STORE_FLAGS',
-    });
+  // At least one named segment: `/` alone is the whole of etcd (another application's keys too, which
+  // `hub migrate --force` would delete), and an empty segment is a typo.
+  if (!/^\/(?:[^/]+\/)+$/.test(prefix)) {
+    throw new ValidationError(
+      `--etcd-key-prefix ${JSON.stringify(prefix)} must start and end with / and name at least one segment, without empty ones`,
+      { code: 'E_HUB_STORE_FLAGS', hints: ['For example --etcd-key-prefix /edgeadm/hub/ (the default).'] },
+    );
   }
   // Read now, so that a missing or malformed key is refused before anything reaches etcd.
   loadEncryptionKeyFile(flags['encryption-key-file']);

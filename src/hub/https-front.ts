@@ -17,10 +17,12 @@ import type { Logger } from '../log/run-log.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../tunnel/limits.js';
 import type { HubPki } from './hub-pki.js';
 import {
+  MAX_REFUSED_BODY_DRAIN_BYTES,
   MAX_REQUEST_HEADER_BYTES,
   SHUTDOWN_GRACE_MS,
   TLS_SESSION_LIFETIME_S,
   TLS_TICKET_KEY_CHECK_MS,
+  UPGRADED_SOCKET_MAX_LISTENERS,
 } from './limits.js';
 import type { HubMetrics } from './metrics.js';
 import { HandshakeGate, httpServerDeadlineOptions, type HubDeadlines } from './socket-deadlines.js';
@@ -56,6 +58,28 @@ export interface HttpsFront {
   destroyAll(): void;
 }
 
+/**
+ * Bounds what is read of a request body nobody read before the answer was
+ * sent (a 401 or 403 before the body, a route that takes none). Node reads
+ * such a body to its end after the answer, to reach the next request on
+ * the connection, however large it is and however long it takes within the
+ * request deadline: anyone could make the hub read gigabytes. Past
+ * {@link MAX_REFUSED_BODY_DRAIN_BYTES} the connection is closed.
+ */
+function boundUnreadBody(req: IncomingMessage, res: ServerResponse): void {
+  // Before Node's own 'finish' listener, which would have the parser drop the rest of the body
+  // unseen (and unbounded): a body resumed here is read, and counted, instead.
+  res.prependOnceListener('finish', () => {
+    if (req.complete) return;
+    let drained = 0;
+    req.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > MAX_REFUSED_BODY_DRAIN_BYTES) req.socket.destroy();
+    });
+    req.resume();
+  });
+}
+
 /** Creates the HTTPS server and listens. */
 export async function startHttpsFront(options: HttpsFrontOptions): Promise<HttpsFront> {
   const { deadlines, metrics, logger, pki, identity } = options;
@@ -84,7 +108,10 @@ export async function startHttpsFront(options: HttpsFrontOptions): Promise<Https
   });
   // No byte either way for this long while an answer streams: closed (Node's default is never).
   server.timeout = deadlines.streamIdleMs;
-  server.on('request', options.onRequest);
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    boundUnreadBody(req, res);
+    options.onRequest(req, res);
+  });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // An upgraded stream (exec, attach, port-forward) leaves the HTTP server's deadlines: it gets its own.
     // Closed with an error, so that its tunnel stream is reset at once (a plain close leaves the stream
@@ -92,6 +119,7 @@ export async function startHttpsFront(options: HttpsFrontOptions): Promise<Https
     (socket as TLSSocket).setTimeout(deadlines.streamIdleMs, () =>
       socket.destroy(new Error(`no byte either way for ${deadlines.streamIdleMs} ms`)),
     );
+    socket.setMaxListeners(UPGRADED_SOCKET_MAX_LISTENERS);
     options.onUpgrade(req, socket, head);
   });
   // Admission control and the handshake deadline: past the bound, a connection is closed before

@@ -80,6 +80,17 @@ export const SHUTDOWN_GRACE_MS = 10_000;
  * exit status is the last frame) before the socket is destroyed.
  */
 export const UPGRADE_FLUSH_GRACE_MS = 10_000;
+/**
+ * Most listeners an upgraded connection's socket (exec, attach,
+ * port-forward) may carry before Node warns of a leak. Each such socket
+ * legitimately holds more than Node's default of 10 'close' listeners: TLS,
+ * the HTTP server, the admission gate, the deadlines, and the two pipelines
+ * that carry its bytes each way (each watching both ends). Without this,
+ * every exec printed "Possible EventEmitter memory leak detected" to the
+ * hub's log. A real leak (listeners added per byte or per message) passes
+ * 32 at once.
+ */
+export const UPGRADED_SOCKET_MAX_LISTENERS = 32;
 /** Lifetime of the client certificates the hub issues to agents (renewed at 2/3 of it). */
 export const AGENT_CERT_VALIDITY_DAYS = 30;
 /** Cluster status updates (`lastSeen`, version, node count) arriving within this window share one store commit. */

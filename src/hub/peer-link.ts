@@ -36,7 +36,7 @@ import { isWithinValidity } from './client-certificate.js';
 import type { ReplicaInfo } from './coordination.js';
 import type { HubPki } from './hub-pki.js';
 import { endSocketWithStatus, sendStatus } from './http-replies.js';
-import { PEER_CONNECT_TIMEOUT_MS, REPLICA_CERT_VALIDITY_DAYS } from './limits.js';
+import { PEER_CONNECT_TIMEOUT_MS, REPLICA_CERT_VALIDITY_DAYS, UPGRADED_SOCKET_MAX_LISTENERS } from './limits.js';
 
 /** The organization of every replica certificate: what the peer path accepts, and nothing else does. */
 export const REPLICA_CERT_ORGANIZATION = 'edgeadm:hub:replicas';
@@ -213,6 +213,7 @@ export async function forwardUpgrade(
     socket.write(`${lines.join('\r\n')}\r\n\r\n`);
     if (peerHead.length > 0) socket.write(peerHead);
     if (head.length > 0) peerSocket.write(head);
+    peerSocket.setMaxListeners(UPGRADED_SOCKET_MAX_LISTENERS);
     pipeline(socket, peerSocket, () => {});
     pipeline(peerSocket, socket, () => {});
   });

@@ -1,5 +1,5 @@
 /** One cluster: its labels and versions, its nodes read live through its tunnel, its rollouts. */
-import { ErrorNote, Loading, Section, StateBadge, useData } from './components';
+import { DataTable, ErrorNote, Loading, Section, StateBadge, useData } from './components';
 import { ago } from './format';
 import { useLive } from './live';
 import { href } from './router';
@@ -69,32 +69,19 @@ export function ClusterPageView({ name }: { name: string }) {
                 {nodes.data === undefined ? (
                   !nodes.error && <Loading />
                 ) : (
-                  <div class="table-wrap">
-                    <table>
-                      <thead>
-                        <tr>
-                          <th scope="col">Node</th>
-                          <th scope="col">Ready</th>
-                          <th scope="col">Roles</th>
-                          <th scope="col">Kubelet</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {nodes.data.nodes.map((node) => (
-                          <tr key={node.name} data-node={node.name}>
-                            <th scope="row">{node.name}</th>
-                            <td>
-                              <StateBadge state={node.ready === 'True' ? 'Ready' : `NotReady`} />
-                              {node.isUnschedulable && <span class="badge held">cordoned</span>}
-                            </td>
-                            <td>{node.roles.join(', ') || '–'}</td>
-                            <td>{node.kubeletVersion ?? '–'}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                    {nodes.data.isTruncated && <p class="muted">Only the first nodes are shown.</p>}
-                  </div>
+                  <DataTable columns={['Node', 'Ready', 'Roles', 'Kubelet']}>
+                    {nodes.data.nodes.map((node) => (
+                      <tr key={node.name} data-node={node.name}>
+                        <th scope="row">{node.name}</th>
+                        <td>
+                          <StateBadge state={node.ready === 'True' ? 'Ready' : `NotReady`} />
+                          {node.isUnschedulable && <span class="badge held">cordoned</span>}
+                        </td>
+                        <td>{node.roles.join(', ') || '–'}</td>
+                        <td>{node.kubeletVersion ?? '–'}</td>
+                      </tr>
+                    ))}
+                  </DataTable>
                 )}
               </>
             )}

@@ -32,6 +32,29 @@ export function useData<T>(path: string | undefined): {
   return { data, error, reload };
 }
 
+/**
+ * A table of rows under plain column headings, scrolled sideways on a narrow
+ * screen; `children` are its rows (`<tr>`, the first cell a row heading).
+ */
+export function DataTable({ columns, children }: { columns: readonly string[]; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            {columns.map((column) => (
+              <th key={column} scope="col">
+                {column}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
 /** An error message, read out by screen readers. */
 export function ErrorNote({ message }: { message: string | undefined }) {
   if (message === undefined) return null;

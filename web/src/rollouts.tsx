@@ -1,7 +1,7 @@
 /** Rollouts: the list, and one rollout's waves, counts, summaries and per-cluster rows (failing first). */
 import { useState } from 'preact/hooks';
 import { ApiError, post } from './api';
-import { ErrorNote, Loading, Section, StateBadge, useData } from './components';
+import { DataTable, ErrorNote, Loading, Section, StateBadge, useData } from './components';
 import { useLive } from './live';
 import { href } from './router';
 import type { Phase, PhaseCounts, RolloutListItem, RolloutView } from './types';
@@ -33,36 +33,23 @@ export function RolloutsView() {
       ) : list.data.rollouts.length === 0 ? (
         <p class="muted">No rollouts you may see.</p>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">State</th>
-                <th scope="col">Revision</th>
-                <th scope="col">Clusters</th>
-                <th scope="col">Progress</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.rollouts.map((rollout) => (
-                <tr key={rollout.name}>
-                  <th scope="row">
-                    <a href={href(['rollouts', rollout.name])}>{rollout.name}</a>
-                  </th>
-                  <td>
-                    <StateBadge state={rollout.state} />
-                  </td>
-                  <td class="num">{rollout.revision}</td>
-                  <td class="num">{rollout.clusters}</td>
-                  <td>
-                    <Counts counts={rollout.counts} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable columns={['Name', 'State', 'Revision', 'Clusters', 'Progress']}>
+          {list.data.rollouts.map((rollout) => (
+            <tr key={rollout.name}>
+              <th scope="row">
+                <a href={href(['rollouts', rollout.name])}>{rollout.name}</a>
+              </th>
+              <td>
+                <StateBadge state={rollout.state} />
+              </td>
+              <td class="num">{rollout.revision}</td>
+              <td class="num">{rollout.clusters}</td>
+              <td>
+                <Counts counts={rollout.counts} />
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
     </>
   );
@@ -164,32 +151,20 @@ export function RolloutPageView({ name }: { name: string }) {
             </Section>
           </div>
           <Section title="Clusters">
-            <div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Cluster</th>
-                    <th scope="col">Wave</th>
-                    <th scope="col">Phase</th>
-                    <th scope="col">Message</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {view.clusters.slice(0, MAX_ROWS_SHOWN).map((row) => (
-                    <tr key={row.cluster} data-cluster={row.cluster}>
-                      <th scope="row">
-                        <a href={href(['clusters', row.cluster])}>{row.cluster}</a>
-                      </th>
-                      <td class="num">{row.wave + 1}</td>
-                      <td>
-                        <StateBadge state={row.phase} />
-                      </td>
-                      <td>{row.message ?? ''}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable columns={['Cluster', 'Wave', 'Phase', 'Message']}>
+              {view.clusters.slice(0, MAX_ROWS_SHOWN).map((row) => (
+                <tr key={row.cluster} data-cluster={row.cluster}>
+                  <th scope="row">
+                    <a href={href(['clusters', row.cluster])}>{row.cluster}</a>
+                  </th>
+                  <td class="num">{row.wave + 1}</td>
+                  <td>
+                    <StateBadge state={row.phase} />
+                  </td>
+                  <td>{row.message ?? ''}</td>
+                </tr>
+              ))}
+            </DataTable>
             {view.clusters.length > MAX_ROWS_SHOWN && (
               <p class="muted">
                 {MAX_ROWS_SHOWN} of {view.clusters.length} clusters shown, failing first.

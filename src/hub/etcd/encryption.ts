@@ -12,7 +12,11 @@
  *
  * Envelope: `edgeadm:enc:aesgcm:v1:<key id>:<base64 of nonce | ciphertext | tag>`.
  * The etcd key the value is stored under is the GCM associated data: a value
- * copied under another key does not decrypt.
+ * copied under another key does not decrypt. An envelope is opened only when
+ * it is exactly what {@link EncryptionKeys.seal} writes (the base64 in its
+ * one canonical form): Node's base64 decoder skips characters it does not
+ * know and ignores padding and trailing bits, so a value with characters
+ * added, removed or changed there would otherwise open as if untouched.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -23,6 +27,10 @@ export const ENVELOPE_PREFIX = 'edgeadm:enc:aesgcm:v1:';
 const KEY_BYTES = 32;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
+/** Base64 as `Buffer.toString('base64')` writes it: the standard alphabet, padded to a multiple of 4. */
+const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** A UTF-16 code unit that is half of a surrogate pair, alone: no UTF-8 encoding holds it. */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /** How to make a key file, for every hint that needs it. */
 export const MAKE_KEY_HINT =
@@ -32,14 +40,21 @@ export const MAKE_KEY_HINT =
 export interface EncryptionKeys {
   /** Ids of the keys, the encrypting key first. */
   readonly ids: readonly string[];
-  /** Encrypts `plaintext` for storage under `etcdKey`. */
+  /**
+   * Encrypts `plaintext` for storage under `etcdKey`.
+   *
+   * @throws {EdgeadmError} `E_HUB_ENCRYPTION_TEXT_INVALID` for a text that is
+   *   not well-formed Unicode (a lone surrogate), which would open as other text.
+   */
   seal(plaintext: string, etcdKey: string): string;
   /**
-   * Decrypts an envelope stored under `etcdKey`.
+   * Decrypts an envelope stored under `etcdKey`. Takes whatever was read
+   * from the store (a record's field may be anything after tampering).
    *
-   * @throws {EdgeadmError} `E_HUB_ENCRYPTION_KEY_WRONG` when no key of the file opens it.
+   * @throws {EdgeadmError} `E_HUB_ENCRYPTION_KEY_WRONG` when it is not an
+   *   envelope this version writes or no key of the file opens it.
    */
-  open(envelope: string, etcdKey: string): string;
+  open(envelope: unknown, etcdKey: string): string;
 }
 
 /** A key's id: a hash of it (16 hex digits), which tells keys apart without revealing them. */
@@ -73,6 +88,11 @@ export function encryptionKeysFrom(rawKeys: readonly Buffer[]): EncryptionKeys {
   return {
     ids: [...keys.keys()],
     seal(plaintext, etcdKey) {
+      if (LONE_SURROGATE.test(plaintext)) {
+        throw new EdgeadmError(`the text to store under ${etcdKey} is not well-formed Unicode`, {
+          code: 'E_HUB_ENCRYPTION_TEXT_INVALID',
+        });
+      }
       const nonce = randomBytes(NONCE_BYTES);
       const cipher = createCipheriv('aes-256-gcm', primary, nonce);
       cipher.setAAD(Buffer.from(etcdKey, 'utf8'));
@@ -80,7 +100,9 @@ export function encryptionKeysFrom(rawKeys: readonly Buffer[]): EncryptionKeys {
       return `${ENVELOPE_PREFIX}${primaryId}:${body.toString('base64')}`;
     },
     open(envelope, etcdKey) {
-      if (!envelope.startsWith(ENVELOPE_PREFIX)) throw wrongKeyError(`the value under ${etcdKey} is not encrypted`);
+      if (typeof envelope !== 'string' || !envelope.startsWith(ENVELOPE_PREFIX)) {
+        throw wrongKeyError(`the value under ${etcdKey} is not encrypted (or not in a format this edgeadm reads)`);
+      }
       const rest = envelope.slice(ENVELOPE_PREFIX.length);
       const colon = rest.indexOf(':');
       const id = rest.slice(0, colon);
@@ -88,7 +110,11 @@ export function encryptionKeysFrom(rawKeys: readonly Buffer[]): EncryptionKeys {
       if (colon < 0 || key === undefined) {
         throw wrongKeyError(`the value under ${etcdKey} was encrypted with key ${id}, which the file does not hold`);
       }
-      const body = Buffer.from(rest.slice(colon + 1), 'base64');
+      const text = rest.slice(colon + 1);
+      if (!CANONICAL_BASE64.test(text)) throw wrongKeyError(`the value under ${etcdKey} is malformed`);
+      const body = Buffer.from(text, 'base64');
+      // The one encoding of these bytes: no trailing bits set that the decoder dropped.
+      if (body.toString('base64') !== text) throw wrongKeyError(`the value under ${etcdKey} is malformed`);
       if (body.length < NONCE_BYTES + TAG_BYTES) throw wrongKeyError(`the value under ${etcdKey} is truncated`);
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, body.subarray(0, NONCE_BYTES));

@@ -26,6 +26,7 @@ import type { TlsTicketKey } from '../tls-ticket-keys.js';
 import { createCa, loadCa, type CertificateAuthority } from '../../trust/pki.js';
 import { wrongKeyError, type EncryptionKeys } from './encryption.js';
 import type { EtcdConnection, EtcdEntry } from './etcd-client.js';
+import { parseStoredRecord } from './errors.js';
 import type { EtcdHubStore } from './etcd-store.js';
 
 /** Identity keys under the prefix. */
@@ -103,7 +104,7 @@ export function etcdHubIdentity(options: EtcdHubIdentityOptions): HubIdentity {
   let lastTicketKey: Buffer | undefined;
 
   const loadStoredCa = async (entry: EtcdEntry): Promise<CertificateAuthority> => {
-    const stored = JSON.parse(entry.value) as StoredCa;
+    const stored = parseStoredRecord<StoredCa>(entry);
     return loadCa({ certPem: stored.certPem, keyPem: keys.open(stored.keyPem, entry.key) });
   };
 
@@ -135,7 +136,7 @@ export function etcdHubIdentity(options: EtcdHubIdentityOptions): HubIdentity {
         const entry = await etcd.get(key);
         const at = now();
         if (entry !== undefined) {
-          const stored = JSON.parse(entry.value) as StoredTicketKey;
+          const stored = parseStoredRecord<StoredTicketKey>(entry);
           const createdAt = new Date(stored.createdAt);
           const ageMs = at.getTime() - createdAt.getTime();
           // As on SQLite: a key of another CA, due for rotation, or dated in the future is replaced.
@@ -180,7 +181,7 @@ export function etcdHubIdentity(options: EtcdHubIdentityOptions): HubIdentity {
         entry = result;
         isOurs = result.isOurs;
       }
-      const stored = JSON.parse(entry.value) as StoredAdmin;
+      const stored = parseStoredRecord<StoredAdmin>(entry);
       const token = keys.open(stored.token, key);
       const tokenHash = hashUserToken(token);
       // Also repairs a first start that stopped between the two writes.

@@ -44,6 +44,7 @@ import type {
 } from '../store.js';
 import type { EncryptionKeys } from './encryption.js';
 import type { EtcdConnection, EtcdEntry } from './etcd-client.js';
+import { parseStoredRecord } from './errors.js';
 import {
   ETCD_CAS_MAX_ATTEMPTS,
   ETCD_LAST_SEEN_WRITE_INTERVAL_MS,
@@ -158,12 +159,12 @@ export class EtcdHubStore implements HubStore {
   async #get<T>(relative: string): Promise<{ record: T; entry: EtcdEntry } | undefined> {
     this.#checkOpen();
     const entry = await this.#etcd.get(this.#key(relative));
-    return entry === undefined ? undefined : { record: JSON.parse(entry.value) as T, entry };
+    return entry === undefined ? undefined : { record: parseStoredRecord<T & object>(entry), entry };
   }
 
   async #list<T>(relative: string): Promise<T[]> {
     this.#checkOpen();
-    return (await this.#etcd.list(this.#key(relative))).map((entry) => JSON.parse(entry.value) as T);
+    return (await this.#etcd.list(this.#key(relative))).map((entry) => parseStoredRecord<T & object>(entry));
   }
 
   #put(relative: string, value: unknown): TxnOp {
@@ -260,7 +261,7 @@ export class EtcdHubStore implements HubStore {
     return this.#compareAndSwap([relative], ([entry]) =>
       entry === undefined
         ? { result: undefined, ops: [] }
-        : { result: JSON.parse(entry.value) as ClusterRecord, ops: [this.#delete(relative)] },
+        : { result: parseStoredRecord<ClusterRecord>(entry), ops: [this.#delete(relative)] },
     );
   }
 
@@ -270,7 +271,7 @@ export class EtcdHubStore implements HubStore {
     this.#clustersByName.delete(name);
     return this.#compareAndSwap([relative], ([entry]) => {
       if (entry === undefined) return { result: false, ops: [] };
-      const next = change(JSON.parse(entry.value) as ClusterRecord);
+      const next = change(parseStoredRecord<ClusterRecord>(entry));
       return { result: true, ops: next === undefined ? [] : [this.#put(relative, next)] };
     });
   }
@@ -324,7 +325,7 @@ export class EtcdHubStore implements HubStore {
   }
 
   #openToken(entry: EtcdEntry): HubTokenRecord {
-    const sealed = JSON.parse(entry.value) as HubTokenRecord;
+    const sealed = parseStoredRecord<HubTokenRecord>(entry);
     return { ...sealed, secret: this.#keys.open(sealed.secret, entry.key) };
   }
 
@@ -356,7 +357,7 @@ export class EtcdHubStore implements HubStore {
   /** What one use of the token found, and the token record to write back (undefined: nothing to write). */
   #takeTokenUse(entry: EtcdEntry | undefined, now: Date): { use: TokenUse; next?: HubTokenRecord } {
     if (entry === undefined) return { use: 'unknown' };
-    const sealed = JSON.parse(entry.value) as HubTokenRecord;
+    const sealed = parseStoredRecord<HubTokenRecord>(entry);
     const state = hubTokenState(sealed, now);
     if (state !== 'usable') return { use: state };
     if (sealed.usagesLeft === undefined) return { use: 'used' };
@@ -400,7 +401,7 @@ export class EtcdHubStore implements HubStore {
     await this.#compareAndSwap([relative], ([entry]) => {
       const ops = [this.#put(relative, user), this.#put(indexKey, user.name)];
       if (entry !== undefined) {
-        const previous = JSON.parse(entry.value) as UserRecord;
+        const previous = parseStoredRecord<UserRecord>(entry);
         if (previous.tokenHash !== user.tokenHash)
           ops.push(this.#delete(`${ETCD_KEYS.userTokens}${previous.tokenHash}`));
       }

@@ -17,6 +17,14 @@ export const MAX_WEB_SESSION_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
 export const WEB_SESSION_LIFETIME_ENV = 'EDGEADM_HUB_WEB_SESSION_LIFETIME_MS';
 /** Most sessions held at once; past it the oldest is dropped (its holder signs in again). */
 export const MAX_WEB_SESSIONS = 10_000;
+/**
+ * Most sessions one user holds at once; past it that user's own oldest is
+ * dropped. Without it one user's token (leaked, or in a script that signs in
+ * in a loop) would push every other user's session out of
+ * {@link MAX_WEB_SESSIONS}. A hundred is a team sharing one user, each on a
+ * few devices.
+ */
+export const MAX_WEB_SESSIONS_PER_USER = 100;
 /** Bytes of randomness in a session id and in a session's CSRF token. */
 export const WEB_SESSION_ID_BYTES = 32;
 /** How often expired sessions are swept out of memory. */
@@ -26,6 +34,13 @@ export const WEB_SESSION_SWEEP_MS = 60_000;
 export const MAX_EVENT_STREAMS_PER_SESSION = 4;
 /** Most live-update streams the hub holds open at once, over all sessions. */
 export const MAX_EVENT_STREAMS = 1_000;
+/**
+ * Most live-update streams one user holds open at once, over all their
+ * sessions, so that one user cannot take all of {@link MAX_EVENT_STREAMS}
+ * (each session's own bound multiplied by {@link MAX_WEB_SESSIONS_PER_USER}
+ * would allow that): a team sharing one user, each with a few tabs open.
+ */
+export const MAX_EVENT_STREAMS_PER_USER = 64;
 /** A comment line on every stream this often, so that proxies and the hub's idle deadline keep it open. */
 export const EVENT_HEARTBEAT_MS = 15_000;
 /** A stream is closed after this long (the browser reconnects by itself, and the session is checked again). */

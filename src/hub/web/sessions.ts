@@ -18,7 +18,7 @@
  * replaced or expired since sign-in loses access at once.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { MAX_WEB_SESSIONS, WEB_SESSION_ID_BYTES } from './limits.js';
+import { MAX_WEB_SESSIONS, MAX_WEB_SESSIONS_PER_USER, WEB_SESSION_ID_BYTES } from './limits.js';
 
 /** The session cookie's name; the `__Secure-` prefix makes browsers refuse it without `Secure`. */
 export const SESSION_COOKIE = '__Secure-edgeadm-session';
@@ -58,11 +58,13 @@ export class SessionStore {
   readonly #now: () => number;
   readonly #lifetimeMs: number;
   readonly #maxSessions: number;
+  readonly #maxPerUser: number;
 
-  constructor(options: { lifetimeMs: number; now: () => number; maxSessions?: number }) {
+  constructor(options: { lifetimeMs: number; now: () => number; maxSessions?: number; maxPerUser?: number }) {
     this.#now = options.now;
     this.#lifetimeMs = options.lifetimeMs;
     this.#maxSessions = options.maxSessions ?? MAX_WEB_SESSIONS;
+    this.#maxPerUser = options.maxPerUser ?? MAX_WEB_SESSIONS_PER_USER;
   }
 
   /** How long a session lasts. */
@@ -75,7 +77,11 @@ export class SessionStore {
     return this.#sessions.size;
   }
 
-  /** Creates a session for a user; the oldest session goes when the store is full. */
+  /**
+   * Creates a session for a user. When the user holds
+   * {@link MAX_WEB_SESSIONS_PER_USER} sessions already, their own oldest
+   * goes; when the store is full, the oldest of all goes.
+   */
   create(user: { name: string; tokenHash: string }): NewSession {
     const id = randomBytes(WEB_SESSION_ID_BYTES).toString('base64url');
     const now = this.#now();
@@ -88,6 +94,9 @@ export class SessionStore {
       expiresAt: now + this.#lifetimeMs,
       streams: 0,
     };
+    // Map keeps insertion order: the first of the user's sessions met is their oldest.
+    const own = [...this.#sessions.values()].filter((held) => held.userName === user.name);
+    for (const held of own.slice(0, Math.max(0, own.length - this.#maxPerUser + 1))) this.#sessions.delete(held.key);
     while (this.#sessions.size >= this.#maxSessions) {
       // Map keeps insertion order: the first key is the oldest session.
       const oldest = this.#sessions.keys().next().value;

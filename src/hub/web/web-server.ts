@@ -25,6 +25,7 @@ import { FleetWatcher, serveEventStream, type FleetChange } from './events.js';
 import {
   MAX_EVENT_STREAMS,
   MAX_EVENT_STREAMS_PER_SESSION,
+  MAX_EVENT_STREAMS_PER_USER,
   MAX_WEB_BODY_BYTES,
   MAX_WEB_SESSION_LIFETIME_MS,
   MIN_WEB_SESSION_LIFETIME_MS,
@@ -60,6 +61,8 @@ interface WebState {
   watcher: FleetWatcher;
   clusters: ClusterListCache;
   streams: number;
+  /** Streams open now, by user name. */
+  streamsByUser: Map<string, number>;
 }
 
 const states = new WeakMap<HubContext, WebState>();
@@ -85,6 +88,7 @@ function stateOf(context: HubContext): WebState {
       watcher: new FleetWatcher(context),
       clusters: new ClusterListCache({ store: context.store }),
       streams: 0,
+      streamsByUser: new Map(),
     };
     states.set(context, state);
   }
@@ -103,13 +107,40 @@ function sendWebJson(res: ServerResponse, status: number, body: unknown, headers
   res.end(text);
 }
 
-/** Reads a small body and drops it (commands carry none; sign-in reads the token from its header). */
-async function drainBody(req: IncomingMessage): Promise<void> {
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_WEB_BODY_BYTES) throw new HttpError(413, 'E_WEB_BODY_TOO_LARGE', 'the request body is too large');
-  }
+function bodyTooLarge(): HttpError {
+  return new HttpError(413, 'E_WEB_BODY_TOO_LARGE', `the request body is larger than ${MAX_WEB_BODY_BYTES} bytes`);
+}
+
+/**
+ * Reads and drops the body of any request to the view, at most
+ * {@link MAX_WEB_BODY_BYTES}, before it is routed: no route of the view
+ * takes a body (sign-in reads the token from its header, commands carry
+ * none), and a body left unread would be read to its end by Node after the
+ * answer, however large, from anyone, signed in or not. Past the bound the
+ * rest is not read: the answer closes the connection.
+ */
+function readWebBody(req: IncomingMessage): Promise<void> {
+  if (Number(req.headers['content-length'] ?? 0) > MAX_WEB_BODY_BYTES) return Promise.reject(bodyTooLarge());
+  if (req.complete) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    let size = 0;
+    const settle = (error?: Error): void => {
+      req.off('data', onData).off('end', onEnd).off('error', onClose).off('close', onClose);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= MAX_WEB_BODY_BYTES) return;
+      req.pause();
+      settle(bodyTooLarge());
+    };
+    const onEnd = (): void => settle();
+    // Nobody is left to answer: an error of the view, so that it is not logged as the hub's own.
+    const onClose = (): void =>
+      settle(new HttpError(400, 'E_WEB_INCOMPLETE_REQUEST', 'the connection closed before the request was complete'));
+    req.on('data', onData).once('end', onEnd).once('error', onClose).once('close', onClose);
+  });
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -190,7 +221,6 @@ async function serveSession(context: HubContext, state: WebState, req: IncomingM
   const method = req.method ?? 'GET';
   if (method === 'POST') {
     checkCsrf(req, undefined);
-    await drainBody(req);
     const user = await authenticateUser(context, req);
     if (user === undefined) {
       context.metrics.unauthorizedRequests += 1;
@@ -303,7 +333,6 @@ async function serveRollouts(
   }
   if ((action === 'pause' || action === 'resume' || action === 'abort') && method === 'POST') {
     checkCsrf(req, signed.session);
-    await drainBody(req);
     await controller.command(name, action, actorOf(user));
     context.logger.info(`web view: ${user.name} ${action}d rollout ${name}`);
     sendWebJson(res, 200, rolloutView(controller, name, user));
@@ -320,11 +349,17 @@ async function serveEvents(
   signed: { session: WebSession; user: UserRecord },
 ) {
   const { session, user } = signed;
-  if (session.streams >= MAX_EVENT_STREAMS_PER_SESSION || state.streams >= MAX_EVENT_STREAMS) {
+  const userStreams = state.streamsByUser.get(user.name) ?? 0;
+  if (
+    session.streams >= MAX_EVENT_STREAMS_PER_SESSION ||
+    userStreams >= MAX_EVENT_STREAMS_PER_USER ||
+    state.streams >= MAX_EVENT_STREAMS
+  ) {
     throw new HttpError(429, 'E_WEB_TOO_MANY_STREAMS', 'too many live-update streams are open; close a tab');
   }
   session.streams += 1;
   state.streams += 1;
+  state.streamsByUser.set(user.name, userStreams + 1);
   const scope = async (change: FleetChange): Promise<FleetChange> => {
     const clusters = [];
     for (const item of change.clusters) {
@@ -345,6 +380,9 @@ async function serveEvents(
     onClose: () => {
       session.streams -= 1;
       state.streams -= 1;
+      const left = (state.streamsByUser.get(user.name) ?? 1) - 1;
+      if (left > 0) state.streamsByUser.set(user.name, left);
+      else state.streamsByUser.delete(user.name);
     },
   });
 }
@@ -397,6 +435,7 @@ async function serveApiRoute(context: HubContext, state: WebState, req: Incoming
 export async function serveWeb(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const state = stateOf(context);
   try {
+    await readWebBody(req);
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (path === WEB_PREFIX) {
       res.writeHead(308, { ...SECURITY_HEADERS, location: `${WEB_PREFIX}/` }).end();
@@ -425,7 +464,12 @@ export async function serveWeb(context: HubContext, req: IncomingMessage, res: S
       res.destroy();
       return;
     }
-    req.resume();
-    sendWebJson(res, error.status, { code: error.code, message: error.message });
+    // A body not read to its end (too large, or refused before it was read) is not read on: the connection goes.
+    sendWebJson(
+      res,
+      error.status,
+      { code: error.code, message: error.message },
+      req.complete ? {} : { connection: 'close' },
+    );
   }
 }

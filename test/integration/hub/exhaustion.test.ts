@@ -35,25 +35,9 @@ import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
 import { registerCluster } from '../../../src/registration/registration.js';
 import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
 import { call, send, type HttpTarget } from '../../support/https-client.js';
+import { CLOSE_WAIT_MS, SHORT_HUB_DEADLINES } from '../../support/short-hub-deadlines.js';
 import { connectWebSocket, startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
 
-/** How long a test waits for the hub to close a socket: a safety net, many times every short deadline below. */
-const CLOSE_WAIT_MS = 12_000;
-
-/**
- * The attacked hub's deadlines: short, yet far above what a loopback handshake or request takes.
- * Its tunnel liveness stays at the default: real agents, which ping every 10 s, connect to it.
- */
-const SHORT: Partial<HubDeadlines> = {
-  handshakeMs: 1500,
-  requestHeadMs: 1000,
-  requestMs: 2000,
-  requestCheckIntervalMs: 50,
-  keepAliveMs: 300,
-  // Longer than the whole-request deadline: test (b) sees a watch outlive a slow request, then go idle.
-  streamIdleMs: 5000,
-  tunnelAcceptMs: 2000,
-};
 /** The tunnel liveness of a third hub, to which only mute agents connect. */
 const SHORT_LIVENESS: Partial<HubDeadlines> = { tunnelSilenceMs: 1000, tunnelSweepMs: 100 };
 /** The attacked hub's bound on handshakes in progress. */
@@ -177,7 +161,7 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
       dataDir: join(root, 'hub'),
       logger: silentLogger,
       maxPendingHandshakes: BOUND,
-      deadlines: SHORT,
+      deadlines: SHORT_HUB_DEADLINES,
     });
     // The control: the default deadlines (10 s handshake, 30 s head, 15 s keep-alive), a bound as large.
     control = await startHub({

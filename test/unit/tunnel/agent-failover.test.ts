@@ -12,7 +12,7 @@ import { createServer, type Server, type TLSSocket } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { createCa, issueCertificate, type CertificateAuthority } from '../../../src/trust/pki.js';
-import { runTunnelAgent } from '../../../src/tunnel/agent.js';
+import { runTunnelAgent, type RunTunnelAgentOptions } from '../../../src/tunnel/agent.js';
 import { acceptTunnel, type HubTunnel } from '../../../src/tunnel/hub-tunnel.js';
 import { hubAddressesOf } from '../../../src/registration/registration.js';
 import { hubCandidates } from '../../../src/tunnel/hub-addresses.js';
@@ -95,6 +95,26 @@ async function startDeadEnd(name: string, dials: string[]): Promise<{ server: Tc
   return { server, url: `https://127.0.0.1:${(server.address() as { port: number }).port}` };
 }
 
+/**
+ * The agent's options for these tests: site-1's identity under the test CA,
+ * the mute upstream, stopped by `stop`, with `rest` (addresses, clock,
+ * jitter, resolver) as each test needs.
+ */
+function agentOptions(
+  keys: Awaited<ReturnType<typeof pki>>,
+  stop: AbortController,
+  rest: Pick<RunTunnelAgentOptions, 'hubServer'> & Partial<RunTunnelAgentOptions>,
+): RunTunnelAgentOptions {
+  return {
+    hubCaPem: keys.ca.certPem,
+    identity: () => ({ cluster: 'site-1', certPem: keys.client.certPem, keyPem: keys.client.keyPem }),
+    upstream,
+    logger: silentLogger,
+    signal: stop.signal,
+    ...rest,
+  };
+}
+
 async function until(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((resolve) => setTimeout(resolve, 10));
 }
@@ -108,20 +128,17 @@ describe('tunnel agent with several hub replicas', () => {
     const delays: number[] = [];
     const stop = new AbortController();
     cleanups.push(() => stop.abort());
-    const run = runTunnelAgent({
-      hubServer: a.url,
-      hubServers: [a.url, b.url],
-      hubCaPem: keys.ca.certPem,
-      identity: () => ({ cluster: 'site-1', certPem: keys.client.certPem, keyPem: keys.client.keyPem }),
-      upstream,
-      logger: silentLogger,
-      signal: stop.signal,
-      random: () => 0.5,
-      sleep: (ms) => {
-        delays.push(ms);
-        return Promise.resolve();
-      },
-    });
+    const run = runTunnelAgent(
+      agentOptions(keys, stop, {
+        hubServer: a.url,
+        hubServers: [a.url, b.url],
+        random: () => 0.5,
+        sleep: (ms) => {
+          delays.push(ms);
+          return Promise.resolve();
+        },
+      }),
+    );
     await until(() => a.tunnels.length === 1);
     // Replica a dies: it stops listening and its tunnel is gone.
     a.server.close();
@@ -142,21 +159,18 @@ describe('tunnel agent with several hub replicas', () => {
     const delays: number[] = [];
     const stop = new AbortController();
     cleanups.push(() => stop.abort());
-    await runTunnelAgent({
-      hubServer: a.url,
-      hubServers: [a.url, b.url],
-      hubCaPem: keys.ca.certPem,
-      identity: () => ({ cluster: 'site-1', certPem: keys.client.certPem, keyPem: keys.client.keyPem }),
-      upstream,
-      logger: silentLogger,
-      signal: stop.signal,
-      random: () => 0.999,
-      sleep: (ms) => {
-        delays.push(ms);
-        if (delays.length === 8) stop.abort();
-        return Promise.resolve();
-      },
-    });
+    await runTunnelAgent(
+      agentOptions(keys, stop, {
+        hubServer: a.url,
+        hubServers: [a.url, b.url],
+        random: () => 0.999,
+        sleep: (ms) => {
+          delays.push(ms);
+          if (delays.length === 8) stop.abort();
+          return Promise.resolve();
+        },
+      }),
+    );
     expect(dials).toEqual(['a', 'b', 'a', 'b', 'a', 'b', 'a', 'b']);
     const ceilings = delays.map((_, attempt) =>
       Math.min(RECONNECT_MAX_DELAY_MS, RECONNECT_BASE_DELAY_MS * 2 ** attempt),
@@ -173,21 +187,18 @@ describe('tunnel agent with several hub replicas', () => {
     const stop = new AbortController();
     cleanups.push(() => stop.abort());
     const looked: string[] = [];
-    const run = runTunnelAgent({
-      hubServer: `https://hub.test:${port}`,
-      hubCaPem: keys.ca.certPem,
-      identity: () => ({ cluster: 'site-1', certPem: keys.client.certPem, keyPem: keys.client.keyPem }),
-      upstream,
-      logger: silentLogger,
-      signal: stop.signal,
-      random: () => 0,
-      sleep: () => Promise.resolve(),
-      // The first address has no replica listening; the second has one.
-      lookup: (name) => {
-        looked.push(name);
-        return Promise.resolve(['127.0.0.2', '127.0.0.1']);
-      },
-    });
+    const run = runTunnelAgent(
+      agentOptions(keys, stop, {
+        hubServer: `https://hub.test:${port}`,
+        random: () => 0,
+        sleep: () => Promise.resolve(),
+        // The first address has no replica listening; the second has one.
+        lookup: (name) => {
+          looked.push(name);
+          return Promise.resolve(['127.0.0.2', '127.0.0.1']);
+        },
+      }),
+    );
     await until(() => hub.tunnels.length === 1);
     expect(looked).toEqual(['hub.test']);
     stop.abort();

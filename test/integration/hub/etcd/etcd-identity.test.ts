@@ -124,4 +124,99 @@ describe('hub identity on etcd', () => {
       code: 'E_HUB_ENCRYPTION_KEY_MISSING',
     });
   });
+
+  it('refuses records changed in etcd behind its back with a typed error, never a crash or a half-read secret', async () => {
+    const prefix = freshEtcdPrefix();
+    const key = keyFile();
+    const replica = await openReplica(prefix, key);
+    await replica.store.addToken({ id: 'abcdef', secret: 's', createdAt: new Date().toISOString() });
+    const pki = await replica.identity.ensurePki(['127.0.0.1']);
+    await replica.identity.ensureAdmin({
+      path: join(replica.dataDir, 'admin.yaml'),
+      server: 'https://x:1',
+      caPem: pki.ca.certPem,
+    });
+    await closeReplica(replica);
+    const raw = await EtcdConnection.open(etcdConnectionOptionsFor(etcd, prefix));
+    const stored = async (relative: string): Promise<Record<string, unknown>> =>
+      JSON.parse((await raw.get(`${prefix}${relative}`))!.value) as Record<string, unknown>;
+    const put = (relative: string, value: string) => raw.client.put(`${prefix}${relative}`).value(value).exec();
+    const ca = await stored('identity/ca');
+    const admin = await stored('identity/admin');
+    /** Each change made by hand, what reads it, and the code it must be refused with. */
+    const cases: {
+      relative: string;
+      value: string;
+      read: (r: OpenedHub & { dataDir: string }) => Promise<unknown>;
+      code: string;
+    }[] = [
+      {
+        relative: 'identity/ca',
+        value: 'not json',
+        read: (r) => r.identity.ensurePki([]),
+        code: 'E_HUB_STORE_RECORD_INVALID',
+      },
+      {
+        relative: 'identity/ca',
+        value: '[]',
+        read: (r) => r.identity.ensurePki([]),
+        code: 'E_HUB_STORE_RECORD_INVALID',
+      },
+      {
+        relative: 'identity/ca',
+        value: JSON.stringify({ ...ca, keyPem: null }),
+        read: (r) => r.identity.ensurePki([]),
+        code: 'E_HUB_ENCRYPTION_KEY_WRONG',
+      },
+      {
+        // The admin token's envelope put in the CA's place: sealed under another etcd key.
+        relative: 'identity/ca',
+        value: JSON.stringify({ ...ca, keyPem: admin.token }),
+        read: (r) => r.identity.ensurePki([]),
+        code: 'E_HUB_ENCRYPTION_KEY_WRONG',
+      },
+      {
+        relative: 'identity/admin',
+        value: '"a string"',
+        read: (r) => r.identity.ensureAdmin({ path: join(r.dataDir, 'a.yaml'), server: 'https://x:1', caPem: '' }),
+        code: 'E_HUB_STORE_RECORD_INVALID',
+      },
+      {
+        relative: 'tokens/abcdef',
+        value: '{"id":"abcdef"',
+        read: (r) => r.store.getToken('abcdef'),
+        code: 'E_HUB_STORE_RECORD_INVALID',
+      },
+      {
+        relative: 'tokens/abcdef',
+        value: JSON.stringify({ id: 'abcdef', secret: 42, createdAt: new Date().toISOString() }),
+        read: (r) => r.store.getToken('abcdef'),
+        code: 'E_HUB_ENCRYPTION_KEY_WRONG',
+      },
+    ];
+    try {
+      for (const change of cases) {
+        const before = (await raw.get(`${prefix}${change.relative}`))!.value;
+        await put(change.relative, change.value);
+        const reader = await openReplica(prefix, key).catch((error: unknown) => error);
+        if (reader instanceof Error) {
+          // Refused at start (the store checks its records as it opens): the same typed error.
+          expect({ change: change.value, code: (reader as { code?: string }).code }).toEqual({
+            change: change.value,
+            code: change.code,
+          });
+        } else {
+          const refused = await change.read(reader as OpenedHub & { dataDir: string }).catch((error: unknown) => error);
+          await closeReplica(reader as OpenedHub);
+          expect({ change: change.value, code: (refused as { code?: string }).code }).toEqual({
+            change: change.value,
+            code: change.code,
+          });
+        }
+        await put(change.relative, before);
+      }
+    } finally {
+      raw.close();
+    }
+  });
 });

@@ -174,48 +174,24 @@ describe('hub migrate --to etcd', () => {
 
   it('refuses bad store flags before reaching etcd', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'edgeadm-hub-flags-'));
-    const noKey = await runCli([
-      'hub',
-      'serve',
-      '--listen',
-      '127.0.0.1:0',
-      '--data-dir',
-      dataDir,
-      '--store',
-      'etcd',
-      '--etcd-endpoints',
-      'https://127.0.0.1:1',
-    ]);
+    const serve = (...storeFlags: string[]) =>
+      runCli(['hub', 'serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, ...storeFlags]);
+    const noKey = await serve('--store', 'etcd', '--etcd-endpoints', 'https://127.0.0.1:1');
     expect(noKey.exitCode).toBe(3);
     expect(noKey.stderr).toContain('E_HUB_ENCRYPTION_KEY_MISSING');
     const keyFile = join(dataDir, 'k');
     writeFileSync(keyFile, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
-    const badEndpoint = await runCli([
-      'hub',
-      'serve',
-      '--listen',
-      '127.0.0.1:0',
-      '--data-dir',
-      dataDir,
+    const badEndpoint = await serve(
       '--store',
       'etcd',
       '--etcd-endpoints',
       'etcd.example:2379',
       '--encryption-key-file',
       keyFile,
-    ]);
+    );
     expect(badEndpoint.exitCode).toBe(3);
     expect(badEndpoint.stderr).toContain('E_HUB_ETCD_ENDPOINTS');
-    const etcdFlagOnSqlite = await runCli([
-      'hub',
-      'serve',
-      '--listen',
-      '127.0.0.1:0',
-      '--data-dir',
-      dataDir,
-      '--etcd-endpoints',
-      'https://127.0.0.1:1',
-    ]);
+    const etcdFlagOnSqlite = await serve('--etcd-endpoints', 'https://127.0.0.1:1');
     expect(etcdFlagOnSqlite.exitCode).toBe(3);
     expect(etcdFlagOnSqlite.stderr).toContain('E_HUB_STORE_FLAGS');
   });

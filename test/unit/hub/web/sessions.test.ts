@@ -99,6 +99,25 @@ describe('SessionStore', () => {
     expect(store.get(made[3]?.id)).toBeUndefined();
   });
 
+  it("drops a user's own oldest session past their bound, never another user's", () => {
+    const users = ['alice', 'bob', 'carol'].map((name) => ({ name, tokenHash: name }));
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...users), { maxLength: 60 }),
+        fc.integer({ min: 1, max: 5 }),
+        (signIns, maxPerUser) => {
+          const store = new SessionStore({ lifetimeMs: 60_000, now: () => 0, maxSessions: 1000, maxPerUser });
+          const made = signIns.map((user) => ({ user, id: store.create(user).id }));
+          for (const user of users) {
+            const own = made.filter((one) => one.user === user);
+            // Exactly the user's newest maxPerUser sessions are held.
+            own.forEach((one, index) => expect(store.get(one.id) !== undefined).toBe(index >= own.length - maxPerUser));
+          }
+        },
+      ),
+    );
+  });
+
   it('sweeps out expired sessions only', () => {
     let now = 0;
     const store = new SessionStore({ lifetimeMs: 1000, now: () => now });
