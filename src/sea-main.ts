@@ -12,7 +12,7 @@
  */
 import { dirname } from 'node:path';
 import { startupSnapshot } from 'node:v8';
-import { Config, Parser, type Command, type Interfaces, type Plugin } from '@oclif/core';
+import { Config, Help, Parser, type Command, type Interfaces, type Plugin } from '@oclif/core';
 import { COMMANDS } from './index.js';
 import { edgeProxyArgs } from './cli/agent-argv.js';
 import type { runAgentFastPath } from './cli/agent-fast-path.js';
@@ -51,17 +51,24 @@ async function start(): Promise<void> {
 
 /**
  * Runs, while the snapshot is built, the code every start runs: oclif's
- * `Config.load`, the core command's modules and oclif's flag parser. V8 keeps
- * the bytecode of functions compiled by then in the snapshot, so a start no
- * longer compiles them (measured: `Config.load` 3.1 to 1.4 ms). Every result
- * is thrown away: the config a run uses is loaded at run time, from that run's
- * environment (home, XDG directories, terminal), and oclif's config cache is
- * overwritten by that load.
+ * `Config.load`, the core command's modules, oclif's flag parser and its help
+ * (rendered, not printed). V8 keeps the bytecode of functions compiled by
+ * then in the snapshot, so a start no longer compiles them (measured:
+ * `Config.load` 3.1 to 1.4 ms). Every result is thrown away: the config a
+ * run uses is loaded at run time, from that run's environment (home, XDG
+ * directories, terminal), and oclif's config cache is overwritten by that load.
  */
 async function warmStartPath(loaded: Plugin): Promise<void> {
-  await Config.load({ root: '/', pjson: loaded.pjson, plugins: new Map([[loaded.name, loaded]]) });
+  const config = await Config.load({ root: '/', pjson: loaded.pjson, plugins: new Map([[loaded.name, loaded]]) });
   const version = COMMANDS['version'] as Command.Class;
   await Parser.parse([], { flags: { ...version.baseFlags, ...version.flags }, args: version.args ?? {}, strict: true });
+  await new SilentHelp(config).showHelp([]);
+  await new SilentHelp(config).showHelp(['version']);
+}
+
+/** oclif's help, rendered and dropped: {@link warmStartPath} only compiles its code. */
+class SilentHelp extends Help {
+  protected override log(): void {}
 }
 
 if (startupSnapshot.isBuildingSnapshot()) {
