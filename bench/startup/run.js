@@ -30,7 +30,7 @@ if (!existsSync(binary)) throw new Error(`${binary} is missing: run "npm run bui
 // Logs go to a scratch home, so the benchmark leaves nothing behind in ~/.edgeadm.
 const env = { ...process.env, EDGEADM_HOME: mkdtempSync(join(tmpdir(), 'edgeadm-bench-')), NO_COLOR: '1' };
 const cases = [
-  { name: 'node -e 0 (baseline)', cmd: node, args: ['-e', '0'] },
+  { name: 'node -e 0 (reference)', cmd: node, args: ['-e', '0'] },
   { name: 'binary: version', cmd: binary, args: ['version'] },
   { name: 'binary: --help', cmd: binary, args: ['--help'] },
   { name: 'bin/run.js: version', cmd: node, args: [join(root, 'bin/run.js'), 'version'] },
@@ -41,8 +41,8 @@ if (before) {
   cases.splice(
     3,
     0,
-    { name: `baseline binary: version`, cmd: before.binary, args: ['version'] },
-    { name: `baseline binary: --help`, cmd: before.binary, args: ['--help'] },
+    { name: `before (${before.label}) binary: version`, cmd: before.binary, args: ['version'] },
+    { name: `before (${before.label}) binary: --help`, cmd: before.binary, args: ['--help'] },
   );
 }
 const loadAtStart = loadavg();
