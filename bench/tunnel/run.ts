@@ -19,7 +19,14 @@
  * edge API server is the SIMULATED API server from test/support, in this
  * process with the client (so both paths share that cost alike).
  *
- *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024] [--ssh on|off]
+ *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024] [--ssh on|off] [--rounds 2] [--baseline GIT-REF|DIR]
+ *
+ * `--baseline` adds a second hub and agent from another build (a git ref of
+ * this repository, built in a scratch directory, or a built checkout; see
+ * bench/support/baseline.js) as one more path of (a) and (b), in the same
+ * interleaved rounds: before and after under the same machine load. The
+ * CPU time per request or MiB of each process is the figure that does not
+ * depend on that load; the load average is printed with the results.
  *
  * Node 24 runs this TypeScript directly; the hook below lets the simulated
  * server's modules import each other as `./x.js`.
@@ -53,7 +60,9 @@ const { join } = await import('node:path');
 const { setTimeout: sleep } = await import('node:timers/promises');
 const { fileURLToPath } = await import('node:url');
 const { parseArgs } = await import('node:util');
+const { loadavg } = await import('node:os');
 const { startSimApiServer } = await import('../../test/support/sim-apiserver/index.js');
+const { prepareBaseline } = await import('../support/baseline.js');
 const { connectWebSocket } = await import('../../test/support/sim-apiserver/websocket-connection.js');
 
 const { values } = parseArgs({
@@ -64,6 +73,8 @@ const { values } = parseArgs({
     'bulk-mib': { type: 'string', default: '1024' },
     cases: { type: 'string', default: 'a,b,c' },
     ssh: { type: 'string', default: 'on' },
+    rounds: { type: 'string', default: '2' },
+    baseline: { type: 'string' },
     json: { type: 'boolean' },
   },
 });
@@ -72,6 +83,14 @@ const CONCURRENCY = Number(values.concurrency);
 const MOVING_MIB = Number(values.mib);
 const BULK_BYTES = Number(values['bulk-mib']) * 1024 * 1024;
 const CASES = new Set(values.cases.split(','));
+const ROUNDS = Number(values.rounds);
+const baselineBuild = values.baseline === undefined ? undefined : prepareBaseline(values.baseline);
+/** The load average (1, 5, 15 minutes), as `uptime` prints it. */
+const loadAverage = (): string =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+const loadAtStart = loadAverage();
 /** Bytes written into the stalled stream while the other one moves. */
 const STALLED_MIB = 32;
 /** Log line size: the simulated server keeps 10,000 lines per log, so 100 MiB needs long lines. */
@@ -87,9 +106,9 @@ interface Child {
   kill: () => void;
 }
 
-function startEdgeadm(args: string[]): Child {
-  const child = spawn(process.execPath, [join(root, 'bin/run.js'), ...args], {
-    env: { ...process.env, EDGEADM_HOME: join(scratch, `home-${args[0]}`), NO_COLOR: '1' },
+function startEdgeadm(runJs: string, tag: string, args: string[]): Child {
+  const child = spawn(process.execPath, [runJs, ...args], {
+    env: { ...process.env, EDGEADM_HOME: join(scratch, `home-${tag}-${args[0]}`), NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let printed = '';
@@ -150,53 +169,70 @@ function call(options: {
 const sim = await startSimApiServer({ gitVersion: 'v1.30.4+sim' });
 const kubeconfig = join(scratch, 'edge.kubeconfig');
 writeFileSync(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
-const hubDir = join(scratch, 'hub');
-const hub = startEdgeadm(['hub', 'serve', '--listen', '127.0.0.1:0', '--data-dir', hubDir]);
-const hubUrl = await until('the hub', () => /hub listening on (\S+)/.exec(hub.output())?.[1]);
-const pin = /hub CA pin: (\S+)/.exec(hub.output())?.[1] ?? '';
-const hubCa = readFileSync(join(hubDir, 'pki', 'ca.crt'), 'utf8');
-const adminToken = /^token: (\S+)$/m.exec(readFileSync(join(hubDir, 'admin.yaml'), 'utf8'))?.[1] ?? '';
-const hubToken = JSON.parse(
-  (
-    await call({
-      url: `${hubUrl}/hub/v1/tokens`,
-      ca: hubCa,
-      token: adminToken,
-      method: 'POST',
-      body: { ttlMs: 600_000 },
-    })
-  ).body.toString(),
-).token as string;
-const user = JSON.parse(
-  (
-    await call({
-      url: `${hubUrl}/hub/v1/users`,
-      ca: hubCa,
-      token: adminToken,
-      method: 'POST',
-      body: { name: 'bench', clustersSelector: '', groups: ['system:masters'] },
-    })
-  ).body.toString(),
-) as { token: string };
-const agent = startEdgeadm([
-  'register-cloud',
-  new URL(hubUrl).host,
-  '--token',
-  hubToken,
-  '--hub-ca-cert-hash',
-  pin,
-  '--name',
-  'bench',
-  '--kubeconfig',
-  kubeconfig,
-  '--data-dir',
-  join(scratch, 'agent'),
-  '--foreground',
-]);
-await until('the agent to connect', async () => {
-  const answer = await call({ url: `${hubUrl}/hub/v1/clusters/bench`, ca: hubCa, token: adminToken });
-  return answer.status === 200 && JSON.parse(answer.body.toString()).state === 'Connected' ? true : undefined;
-});
+/** A hub and a connected agent of one build, and a user who may reach the edge cluster. */
+interface TunnelPair {
+  hub: Child;
+  agent: Child;
+  hubUrl: string;
+  hubCa: string;
+  userToken: string;
+}
+
+async function startTunnelPair(runJs: string, tag: string): Promise<TunnelPair> {
+  const hubDir = join(scratch, `hub-${tag}`);
+  const hub = startEdgeadm(runJs, tag, ['hub', 'serve', '--listen', '127.0.0.1:0', '--data-dir', hubDir]);
+  const hubUrl = await until('the hub', () => /hub listening on (\S+)/.exec(hub.output())?.[1]);
+  const pin = /hub CA pin: (\S+)/.exec(hub.output())?.[1] ?? '';
+  const hubCa = readFileSync(join(hubDir, 'pki', 'ca.crt'), 'utf8');
+  const adminToken = /^token: (\S+)$/m.exec(readFileSync(join(hubDir, 'admin.yaml'), 'utf8'))?.[1] ?? '';
+  const hubToken = JSON.parse(
+    (
+      await call({
+        url: `${hubUrl}/hub/v1/tokens`,
+        ca: hubCa,
+        token: adminToken,
+        method: 'POST',
+        body: { ttlMs: 600_000 },
+      })
+    ).body.toString(),
+  ).token as string;
+  const user = JSON.parse(
+    (
+      await call({
+        url: `${hubUrl}/hub/v1/users`,
+        ca: hubCa,
+        token: adminToken,
+        method: 'POST',
+        body: { name: 'bench', clustersSelector: '', groups: ['system:masters'] },
+      })
+    ).body.toString(),
+  ) as { token: string };
+  const agent = startEdgeadm(runJs, tag, [
+    'register-cloud',
+    new URL(hubUrl).host,
+    '--token',
+    hubToken,
+    '--hub-ca-cert-hash',
+    pin,
+    '--name',
+    'bench',
+    '--kubeconfig',
+    kubeconfig,
+    '--data-dir',
+    join(scratch, `agent-${tag}`),
+    '--foreground',
+  ]);
+  await until('the agent to connect', async () => {
+    const answer = await call({ url: `${hubUrl}/hub/v1/clusters/bench`, ca: hubCa, token: adminToken });
+    return answer.status === 200 && JSON.parse(answer.body.toString()).state === 'Connected' ? true : undefined;
+  });
+  return { hub, agent, hubUrl, hubCa, userToken: user.token };
+}
+
+const current = await startTunnelPair(join(root, 'bin/run.js'), 'current');
+const { hub, agent, hubUrl, hubCa } = current;
+const user = { token: current.userToken };
+const base = baselineBuild === undefined ? undefined : await startTunnelPair(baselineBuild.runJs, 'baseline');
 
 // --- the peer: OpenSSH reverse forwarding --------------------------------------------------
 const SSHD = '/usr/sbin/sshd';
@@ -311,10 +347,16 @@ const paths = {
   direct: { base: sim.url, ca: sim.caPem, token: sim.adminToken },
   tunnel: { base: `${hubUrl}/clusters/bench`, ca: hubCa, token: user.token },
   ssh: { base: `https://127.0.0.1:${sshReverse?.forwardPort ?? 0}`, ca: sim.caPem, token: sim.adminToken },
+  baseline: { base: `${base?.hubUrl ?? ''}/clusters/bench`, ca: base?.hubCa ?? '', token: base?.userToken ?? '' },
 };
 type PathName = keyof typeof paths;
 /** The paths case (a) compares. */
-const SMALL_GET_PATHS: PathName[] = sshReverse === undefined ? ['direct', 'tunnel'] : ['direct', 'tunnel', 'ssh'];
+const SMALL_GET_PATHS: PathName[] = [
+  'direct',
+  'tunnel',
+  ...(base === undefined ? [] : (['baseline'] as const)),
+  ...(sshReverse === undefined ? [] : (['ssh'] as const)),
+];
 
 // --- (a) small GETs ------------------------------------------------------------------------
 interface Latency {
@@ -360,6 +402,8 @@ function middleCpuMs(name: PathName): { hub: number; agent: number } {
   if (name === 'ssh' && sshReverse !== undefined) {
     return { hub: treeCpuMs(sshReverse.sshdPid), agent: cpuMs(sshReverse.sshPid) };
   }
+  if (name === 'baseline' && base !== undefined) return { hub: cpuMs(base.hub.pid), agent: cpuMs(base.agent.pid) };
+  if (name === 'direct') return { hub: 0, agent: 0 };
   return { hub: cpuMs(hub.pid), agent: cpuMs(agent.pid) };
 }
 
@@ -368,6 +412,7 @@ const cpuPerRequest: Record<PathName, { requests: number; bench: number; hub: nu
   direct: { requests: 0, bench: 0, hub: 0, agent: 0 },
   tunnel: { requests: 0, bench: 0, hub: 0, agent: 0 },
   ssh: { requests: 0, bench: 0, hub: 0, agent: 0 },
+  baseline: { requests: 0, bench: 0, hub: 0, agent: 0 },
 };
 
 async function smallGets(name: PathName, requests: number, isMeasured = false): Promise<Latency> {
@@ -412,9 +457,9 @@ const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
 
 async function caseSmallGets(): Promise<Record<string, unknown>> {
   for (const name of SMALL_GET_PATHS) await smallGets(name, 1000);
-  const rounds: Record<PathName, Latency[]> = { direct: [], tunnel: [], ssh: [] };
-  for (let round = 0; round < 2; round += 1) {
-    for (const name of SMALL_GET_PATHS) rounds[name].push(await smallGets(name, REQUESTS / 2, true));
+  const rounds: Record<PathName, Latency[]> = { direct: [], tunnel: [], ssh: [], baseline: [] };
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const name of SMALL_GET_PATHS) rounds[name].push(await smallGets(name, Math.round(REQUESTS / ROUNDS), true));
   }
   const small = Object.fromEntries(
     SMALL_GET_PATHS.map((n) => [
@@ -429,8 +474,17 @@ async function caseSmallGets(): Promise<Record<string, unknown>> {
   return {
     requests: REQUESTS,
     concurrency: CONCURRENCY,
+    rounds: ROUNDS,
+    load: { atStart: loadAtStart, atEnd: loadAverage() },
     direct: small.direct,
     tunnel: small.tunnel,
+    ...(small.baseline === undefined
+      ? {}
+      : {
+          baseline: small.baseline,
+          baselineLabel: baselineBuild?.label,
+          baselineRatio: small.baseline.rps / small.direct.rps,
+        }),
     throughputRatio: small.tunnel.rps / small.direct.rps,
     p99DeltaMs: small.tunnel.p99 - small.direct.p99,
     ...(small.ssh === undefined
@@ -514,34 +568,47 @@ async function caseBulk(): Promise<Record<string, unknown>> {
     spec: { containers: [{ name: 'c', image: 'x' }] },
   });
   sim.setPortForward('default', 'bulk', 80, { host: '127.0.0.1', port: source.port });
-  const rounds: Record<'direct' | 'tunnel', number[]> = { direct: [], tunnel: [] };
-  const cpu: Record<'direct' | 'tunnel', { bench: number; hub: number; agent: number }> = {
-    direct: { bench: 0, hub: 0, agent: 0 },
-    tunnel: { bench: 0, hub: 0, agent: 0 },
-  };
-  for (let round = 0; round < 2; round += 1) {
-    for (const name of ['direct', 'tunnel'] as const) {
-      const before = { bench: cpuMs(process.pid), hub: cpuMs(hub.pid), agent: cpuMs(agent.pid) };
-      rounds[name].push(await bulkStream(name));
-      cpu[name].bench += cpuMs(process.pid) - before.bench;
-      cpu[name].hub += cpuMs(hub.pid) - before.hub;
-      cpu[name].agent += cpuMs(agent.pid) - before.agent;
+  const names: ('direct' | 'tunnel' | 'baseline')[] = [
+    'direct',
+    'tunnel',
+    ...(base === undefined ? [] : (['baseline'] as const)),
+  ];
+  const rounds: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const cpu: Record<string, { bench: number; hub: number; agent: number }> = Object.fromEntries(
+    names.map((n) => [n, { bench: 0, hub: 0, agent: 0 }]),
+  );
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const name of names) {
+      const before = { bench: cpuMs(process.pid), ...middleCpuMs(name) };
+      rounds[name]?.push(await bulkStream(name));
+      const after = middleCpuMs(name);
+      const c = cpu[name] as { bench: number; hub: number; agent: number };
+      c.bench += cpuMs(process.pid) - before.bench;
+      c.hub += after.hub - before.hub;
+      c.agent += after.agent - before.agent;
     }
   }
   source.close();
-  const mib = (2 * BULK_BYTES) / (1024 * 1024);
+  const mib = (ROUNDS * BULK_BYTES) / (1024 * 1024);
   const perMiB = (c: { bench: number; hub: number; agent: number }): Record<string, number> => ({
     bench: Number((c.bench / mib).toFixed(2)),
     hub: Number((c.hub / mib).toFixed(2)),
     agent: Number((c.agent / mib).toFixed(2)),
   });
+  const mibps = (name: string): number => mean(rounds[name] ?? []);
   return {
     mib: BULK_BYTES / (1024 * 1024),
-    directMiBps: mean(rounds.direct),
-    tunnelMiBps: mean(rounds.tunnel),
+    load: { atEnd: loadAverage() },
+    directMiBps: mibps('direct'),
+    tunnelMiBps: mibps('tunnel'),
+    ...(base === undefined
+      ? {}
+      : { baselineMiBps: mibps('baseline'), baselineRatio: mibps('baseline') / mibps('direct') }),
     rounds,
-    throughputRatio: mean(rounds.tunnel) / mean(rounds.direct),
-    cpuMsPerMiB: { direct: perMiB(cpu.direct), tunnel: perMiB(cpu.tunnel) },
+    throughputRatio: mibps('tunnel') / mibps('direct'),
+    cpuMsPerMiB: Object.fromEntries(
+      names.map((n) => [n, perMiB(cpu[n] as { bench: number; hub: number; agent: number })]),
+    ),
   };
 }
 
@@ -609,13 +676,25 @@ if (values.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
 else {
   const lines: string[] = [];
   const s = results.smallGets as
-    (Record<string, number> & Record<'direct' | 'tunnel', Latency> & { sshReverse?: Latency }) | undefined;
+    | (Record<string, number> &
+        Record<'direct' | 'tunnel', Latency> & {
+          sshReverse?: Latency;
+          baseline?: Latency;
+          baselineLabel?: string;
+          load: { atStart: string; atEnd: string };
+        })
+    | undefined;
   if (s) {
     lines.push(
-      `(a) small GETs, ${s.requests} requests, ${s.concurrency} connections`,
+      `(a) small GETs, ${s.requests} requests, ${s.concurrency} connections, ${s.rounds} interleaved rounds; load average ${s.load.atStart} at the start, ${s.load.atEnd} at the end`,
       `    direct: ${f(s.direct.rps, 0)} req/s  p50 ${f(s.direct.p50)} ms  p99 ${f(s.direct.p99)} ms`,
       `    tunnel: ${f(s.tunnel.rps, 0)} req/s  p50 ${f(s.tunnel.p50)} ms  p99 ${f(s.tunnel.p99)} ms`,
       `    ratio ${f(s.throughputRatio)}; p99 delta ${f(s.p99DeltaMs)} ms`,
+      ...(s.baseline === undefined
+        ? []
+        : [
+            `    baseline ${s.baselineLabel}: ${f(s.baseline.rps, 0)} req/s  p50 ${f(s.baseline.p50)} ms  p99 ${f(s.baseline.p99)} ms; ratio ${f(s.baselineRatio)}`,
+          ]),
       ...(s.sshReverse === undefined
         ? ['    ssh -R: not run (needs root and /usr/sbin/sshd; --ssh off)']
         : [
@@ -628,7 +707,11 @@ else {
   if (b) {
     lines.push(
       `(b) one ${f(b.mib, 0)} MiB port-forward stream (WebSocket v4.channel.k8s.io)`,
-      `    direct ${f(b.directMiBps, 0)} MiB/s; tunnel ${f(b.tunnelMiBps, 0)} MiB/s; ratio ${f(b.throughputRatio)}`,
+      `    direct ${f(b.directMiBps, 0)} MiB/s; tunnel ${f(b.tunnelMiBps, 0)} MiB/s; ratio ${f(b.throughputRatio)}` +
+        (b.baselineMiBps === undefined
+          ? ''
+          : `; baseline ${f(b.baselineMiBps, 0)} MiB/s, ratio ${f(b.baselineRatio)}`) +
+        `; load average at the end ${(b.load as { atEnd: string }).atEnd}`,
       `    CPU ms per MiB (bench = client + simulated API server + the source): ${JSON.stringify(b.cpuMsPerMiB)}`,
     );
   }
@@ -644,6 +727,8 @@ else {
 }
 agent.kill();
 hub.kill();
+base?.agent.kill();
+base?.hub.kill();
 sshReverse?.stop();
 await sleep(500);
 await sim.stop();

@@ -4,7 +4,7 @@
  * and both the discovery document and registration ask it, so a token
  * refused at one is refused at the other.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { formatBootstrapToken, generateBootstrapToken, type BootstrapToken } from '../trust/bootstrap-token.js';
 import type { HubTokenRecord } from './store.js';
 
@@ -48,9 +48,12 @@ export function newUserToken(): string {
   return `${USER_TOKEN_PREFIX}${randomBytes(USER_TOKEN_BYTES).toString('base64url')}`;
 }
 
-/** The stored form of a user token. */
+/**
+ * The stored form of a user token: its SHA-256, in hex. Computed on every
+ * proxied request, so with the one-shot `hash` (no Hash object per call).
+ */
 export function hashUserToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 /** Compares two secrets in constant time. */

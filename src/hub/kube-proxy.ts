@@ -16,6 +16,7 @@ import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream';
 import { isClusterName } from '../kube/names.js';
 import { parseApiPath } from '../kube/api-path.js';
+import { forwardBody } from '../tunnel/forward-body.js';
 import type { HubTunnel } from '../tunnel/hub-tunnel.js';
 import {
   CONTROL_PATH_PREFIX,
@@ -294,10 +295,11 @@ export async function proxyRequest(
     // goes out now. One of known length goes out with its body, in one write.
     if (headers['content-length'] === undefined) res.flushHeaders();
     stream.on('data', (chunk: Buffer) => (context.metrics.bytesFromAgents += chunk.length));
-    // pipe, not pipeline: same backpressure, without pipeline's per-call
+    // Not pipeline: same backpressure, without pipeline's per-call
     // AbortController (its abort builds a DOMException per request, a
-    // measurable share of the hub's CPU); errors are handled beside it.
-    stream.pipe(res);
+    // measurable share of the hub's CPU); nor pipe (forward-body.ts says
+    // why). Errors are handled beside it.
+    forwardBody(stream, res, { isEndAfterWrites: false });
   });
   stream.on('error', (error) => {
     context.logger.debug(`kube proxy stream to ${target.cluster} failed: ${error.message}`);

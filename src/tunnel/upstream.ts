@@ -17,11 +17,13 @@
  */
 import type { ServerHttp2Stream, IncomingHttpHeaders as Http2Headers } from 'node:http2';
 import type { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { SecureContext } from 'node:tls';
 import { pipeline } from 'node:stream';
 import { ValidationError } from '../errors.js';
 import { parseApiPath, type ApiPath } from '../kube/api-path.js';
 import { readKubeconfigFile, type KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
+import { forwardBody } from './forward-body.js';
 import { UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
 import {
   decodeUpgradeRequest,
@@ -187,6 +189,7 @@ export class Upstream {
   readonly #origin: UpstreamOrigin;
   #agent: HttpsAgent | undefined;
   #request: typeof httpsRequest | undefined;
+  #secureContext: SecureContext | undefined;
 
   constructor(credentials: UpstreamCredentials, logger: Logger) {
     this.credentials = credentials;
@@ -194,20 +197,30 @@ export class Upstream {
     this.#origin = originOf(credentials.server);
   }
 
-  /** TLS options for every connection to the API server. */
-  #tlsOptions(): Record<string, unknown> {
+  /**
+   * TLS options for every connection to the API server: the CA and client
+   * certificate in one secure context, made once. Given as PEM instead, they
+   * were parsed again for every new connection (each upgrade, and each
+   * keep-alive socket the API server had closed), a share of the agent's CPU
+   * in its profile.
+   */
+  async #tlsOptions(): Promise<{ rejectUnauthorized: boolean; secureContext: SecureContext }> {
     const c = this.credentials;
-    return {
-      rejectUnauthorized: !c.isInsecureSkipTlsVerify,
-      ...(c.caPem === undefined ? {} : { ca: c.caPem }),
-      ...(c.clientCertPem === undefined ? {} : { cert: c.clientCertPem, key: c.clientKeyPem }),
-    };
+    if (this.#secureContext === undefined) {
+      const { createSecureContext } = await import('node:tls');
+      this.#secureContext = createSecureContext({
+        ...(c.caPem === undefined ? {} : { ca: c.caPem }),
+        ...(c.clientCertPem === undefined ? {} : { cert: c.clientCertPem, key: c.clientKeyPem }),
+      });
+    }
+    return { rejectUnauthorized: !c.isInsecureSkipTlsVerify, secureContext: this.#secureContext };
   }
 
   async #httpsAgent(): Promise<HttpsAgent> {
     if (this.#agent === undefined) {
       const { Agent } = await import('node:https');
-      this.#agent = new Agent({ keepAlive: true, maxSockets: UPSTREAM_MAX_SOCKETS, ...this.#tlsOptions() });
+      const tls = await this.#tlsOptions();
+      this.#agent ??= new Agent({ keepAlive: true, maxSockets: UPSTREAM_MAX_SOCKETS, ...tls });
     }
     return this.#agent;
   }
@@ -326,10 +339,10 @@ export class Upstream {
         return;
       }
       stream.respond({ ':status': res.statusCode ?? 502, ...forwardableResponseHeaders(res.headers) });
-      // pipe, not pipeline, on this per-request path (see the hub's kube proxy for why).
+      // Not pipeline, nor pipe, on this per-request path: see forward-body.ts.
       res.on('error', () => stream.destroy());
       res.once('end', () => (isAnswered = true));
-      res.pipe(stream);
+      forwardBody(res, stream, { isEndAfterWrites: true });
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
       if (options.isRetryable && !options.isRetry && req.reusedSocket && error.code === 'ECONNRESET') {
@@ -379,7 +392,7 @@ export class Upstream {
       port: origin.port,
       servername: origin.servername,
       ALPNProtocols: ['http/1.1'],
-      ...this.#tlsOptions(),
+      ...(await this.#tlsOptions()),
     });
     const timer = setTimeout(
       () => socket.destroy(timeoutError('connecting to the API server timed out')),

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { hashUserToken, hubTokenState, newHubToken, newUserToken } from '../../../src/hub/hub-tokens.js';
 
@@ -23,5 +24,11 @@ describe('hub tokens', () => {
     expect(a).not.toBe(b);
     expect(hashUserToken(a)).toMatch(/^[0-9a-f]{64}$/);
     expect(hashUserToken(a)).not.toContain(a);
+  });
+
+  it('stores a user token as the SHA-256 of its UTF-8 bytes, in hex, so stored hashes keep matching', () => {
+    expect(hashUserToken('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    const token = 'tok\u00e9\u{1F511}';
+    expect(hashUserToken(token)).toBe(createHash('sha256').update(Buffer.from(token, 'utf8')).digest('hex'));
   });
 });
