@@ -6,6 +6,16 @@
  * Kubernetes). For kubeadm the first control plane to move runs `kubeadm
  * upgrade apply` and the others `kubeadm upgrade node`.
  *
+ * First, a fault: a release that fails once installed (k3s: the server;
+ * kubeadm: the kubelet) is applied to the second control plane, the first to
+ * move (for kubeadm: the cluster's `kubeadm upgrade apply`). It must be
+ * rolled back there: its binaries and configuration the old ones, the old
+ * version answering through it, the cluster's data served and written
+ * through it, every Node Ready at the old version, the API answering through
+ * the first control plane throughout, and, for kubeadm, kubeadm-config
+ * recording the old version again (the HA datastore is not restored, so what
+ * `kubeadm upgrade apply` rewrote cluster-wide is put back by edgeadm).
+ *
  * The API is polled every 100 ms with the admin kubeconfig (GET /readyz,
  * each request bounded by 1 s) through a control plane that is not being
  * upgraded. What is asserted, precisely:
@@ -46,6 +56,15 @@ interface Flavour {
   old: string;
   next: string;
   build(dir: string, version: string): Promise<BuiltPackage>;
+  /** A release of `version` that fails once installed (k3s: the server; kubeadm: the kubelet). */
+  buildBroken(dir: string, version: string): Promise<BuiltPackage>;
+  /**
+   * What an upgrade of an HA control plane replaces and its rollback puts
+   * back: binaries and configuration. Not the datastore: in an HA control
+   * plane it is the peers' (one member's data restored alone would not
+   * rejoin them), so edgeadm leaves it to them.
+   */
+  treeScript: string;
 }
 
 const FLAVOURS: Flavour[] = [
@@ -54,12 +73,21 @@ const FLAVOURS: Flavour[] = [
     old: 'v1.31.4+k3s1',
     next: 'v1.32.1+k3s1',
     build: (dir, version) => buildSimK3sPackage(dir, { kubernetesVersion: version }),
+    buildBroken: (dir, version) => buildSimK3sPackage(dir, { kubernetesVersion: version, isServerBroken: true }),
+    treeScript: 'sha256sum /usr/local/bin/k3s /etc/rancher/k3s/config.yaml',
   },
   {
     distribution: 'kubeadm',
     old: 'v1.31.4',
     next: 'v1.32.1',
     build: (dir, version) => buildSimKubeadmPackage(dir, { kubernetesVersion: version }),
+    buildBroken: (dir, version) => buildSimKubeadmPackage(dir, { kubernetesVersion: version, isKubeletBroken: true }),
+    // The binaries, manifests, pki, kubeconfigs and kubelet configuration (not the etcd data).
+    treeScript: [
+      'sha256sum /usr/local/bin/kubeadm /usr/local/bin/kubelet /usr/local/bin/kubectl',
+      'cd /etc/kubernetes && find manifests pki -type f -exec sha256sum {} + | sort && sha256sum *.conf',
+      'cd /var/lib/kubelet && sha256sum config.yaml kubeadm-flags.env',
+    ].join('; '),
   },
 ];
 
@@ -129,17 +157,33 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
     return /\[control-plane\] (kubeadm upgrade (?:apply v\S+|node))$/m.exec(text)?.[1] ?? '(none)';
   }
 
-  const upgrade = (host: TestHost): Promise<CliResult> =>
+  const upgrade = (host: TestHost, pkg = flavour.next, gateTimeout = '120s'): Promise<CliResult> =>
     edgeadm([
       'upgrade',
       'apply',
       ...sshArgs(env, host),
       '--install-pkg-path',
-      packages.get(flavour.next)!.file,
+      packages.get(pkg)!.file,
       '--gate-timeout',
-      '120s',
+      gateTimeout,
       '--json',
     ]);
+
+  /** Every Node's name, kubelet version and Ready condition, through `host`. */
+  async function nodesThrough(host: TestHost): Promise<string[]> {
+    const nodes = await (
+      await adminThrough(host)
+    ).list<{
+      metadata: { name: string };
+      status?: { nodeInfo?: { kubeletVersion?: string }; conditions?: Array<{ type: string; status: string }> };
+    }>('/api/v1/nodes');
+    return nodes
+      .map(
+        (n) =>
+          `${n.metadata.name} ${n.status?.nodeInfo?.kubeletVersion ?? ''} Ready=${n.status?.conditions?.find((c) => c.type === 'Ready')?.status ?? ''}`,
+      )
+      .sort();
+  }
 
   beforeAll(async () => {
     ensureCliBuilt('commands/upgrade/apply.js', ['src', 'test/support/sim-k3s', 'test/support/sim-kubeadm']);
@@ -147,6 +191,7 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
     home = mkdtempSync(join(env.dir, 'cli-home-'));
     const dir = mkdtempSync(join(env.dir, 'pkg-'));
     for (const version of [flavour.old, flavour.next]) packages.set(version, await flavour.build(dir, version));
+    packages.set('broken', await flavour.buildBroken(dir, flavour.next));
     const init = json<{ controlPlaneJoinCommand: string }>(
       await edgeadm([
         'init',
@@ -195,6 +240,66 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
   });
 
   it(
+    'a release that fails on the second control plane is rolled back there: the API answers through the first throughout, and the cluster is as before',
+    async () => {
+      const second = server(1);
+      const first = await adminThrough(server(0));
+      await first.request('POST', '/api/v1/namespaces/default/configmaps', {
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'before-fault' }, data: { a: '1' } },
+      });
+      const nodesBefore = await nodesThrough(server(0));
+      expect(nodesBefore.every((line) => line.endsWith(`${flavour.old} Ready=True`))).toBe(true);
+      const before = await env.run(second, flavour.treeScript);
+      const throughFirst = pollApi(first);
+      const run = await upgrade(second, 'broken', '20s');
+      const whileFault = await throughFirst.stop();
+      expect(run.exitCode, run.stderr).toBe(1);
+      const error = (JSON.parse(run.stdout) as { error: { code: string; message: string } }).error;
+      expect(error.code).toBe('E_UPGRADE_ROLLED_BACK');
+      expect(error.message).toMatch(/the (api-ready|node-ready) gate did not pass/);
+      expect(error.message).toContain(`${flavour.old} runs again, on the datastore its peers keep`);
+      // The second control plane's binaries and configuration are the old ones again, and it says so.
+      expect(await env.run(second, flavour.treeScript)).toBe(before);
+      const state = JSON.parse(await env.run(second, 'cat /var/lib/edgeadm/upgrade/state.json')) as { step: string };
+      expect(state.step).toBe('rolled-back');
+      const throughSecond = await adminThrough(second);
+      expect((await throughSecond.request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(flavour.old);
+      // It serves the cluster's data: what was written before, and what it writes the others read.
+      const kept = await throughSecond.request<{ data: { a: string } }>(
+        'GET',
+        '/api/v1/namespaces/default/configmaps/before-fault',
+      );
+      expect(kept.data.a).toBe('1');
+      await throughSecond.request('POST', '/api/v1/namespaces/default/configmaps', {
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'after-rollback' }, data: { b: '2' } },
+      });
+      for (const host of [server(0), server(2)]) {
+        const read = await (
+          await adminThrough(host)
+        ).request<{ data: { b: string } }>('GET', '/api/v1/namespaces/default/configmaps/after-rollback');
+        expect(read.data.b).toBe('2');
+        expect((await (await adminThrough(host)).request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(
+          flavour.old,
+        );
+      }
+      if (flavour.distribution === 'kubeadm') {
+        // The failed run was the cluster's `kubeadm upgrade apply`: the cluster records the old version again,
+        // so the next upgrade runs `kubeadm upgrade apply` again (asserted in the next test).
+        const config = await first.request<{ data: { ClusterConfiguration: string } }>(
+          'GET',
+          '/api/v1/namespaces/kube-system/configmaps/kubeadm-config',
+        );
+        expect(/^kubernetesVersion:\s*(\S+)$/m.exec(config.data.ClusterConfiguration)?.[1]).toBe(flavour.old);
+      }
+      // Every Node Ready at the old version, through each control plane.
+      for (const host of [server(0), server(1), server(2)]) expect(await nodesThrough(host)).toEqual(nodesBefore);
+      expect(whileFault.polls).toBeGreaterThan(0);
+      expect(whileFault.failed).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
     'upgrades the three control planes one at a time; the API answers throughout while the second and third move',
     async () => {
       const kubeadmLines: string[] = [];
@@ -202,6 +307,8 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
       const throughFirst = pollApi(await adminThrough(server(0)));
       for (const host of [server(1), server(2)]) {
         const run = await upgrade(host);
+        // With --json the error is on stdout.
+        expect(run.exitCode, `${run.stdout}${run.stderr}`).toBe(0);
         expect(json<UpgradeApplyResult>(run)).toMatchObject({
           outcome: 'upgraded',
           from: flavour.old,
@@ -219,6 +326,7 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
       // The first control plane (the simulations' one store), polled through the second: measured, not asserted.
       const throughSecond = pollApi(await adminThrough(server(1)));
       const first = await upgrade(server(0));
+      expect(first.exitCode, `${first.stdout}${first.stderr}`).toBe(0);
       const whileFirst = await throughSecond.stop();
       expect(json<UpgradeApplyResult>(first)).toMatchObject({ outcome: 'upgraded', from: flavour.old });
       kubeadmLines.push(kubeadmCommandOfLastRun());
