@@ -15,6 +15,10 @@
  * the first control plane throughout, and, for kubeadm, kubeadm-config
  * recording the old version again (the HA datastore is not restored, so what
  * `kubeadm upgrade apply` rewrote cluster-wide is put back by edgeadm).
+ * Then the upgrade, with a second fault mid-way: with the second control
+ * plane at the new version, the failing release on the third is rolled
+ * back there and only there (for kubeadm it ran `kubeadm upgrade node`, and
+ * kubeadm-config keeps the new version); then the third and first move.
  *
  * The API is polled every 100 ms with the admin kubeconfig (GET /readyz,
  * each request bounded by 1 s) through a control plane that is not being
@@ -239,6 +243,55 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
     await env?.teardown();
   });
 
+  /** The version the cluster's kubeadm-config records (kubeadm only). */
+  async function kubeadmConfigVersion(through: TestHost): Promise<string | undefined> {
+    const config = await (
+      await adminThrough(through)
+    ).request<{ data: { ClusterConfiguration: string } }>(
+      'GET',
+      '/api/v1/namespaces/kube-system/configmaps/kubeadm-config',
+    );
+    return /^kubernetesVersion:\s*(\S+)$/m.exec(config.data.ClusterConfiguration)?.[1];
+  }
+
+  /** Asserts that `run` failed and was rolled back on `host`: its tree `before` again, the old version answering. */
+  async function expectRolledBack(host: TestHost, run: CliResult, before: string): Promise<void> {
+    expect(run.exitCode, run.stdout).toBe(1);
+    const error = (JSON.parse(run.stdout) as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe('E_UPGRADE_ROLLED_BACK');
+    expect(error.message).toMatch(/the (api-ready|node-ready) gate did not pass/);
+    expect(error.message).toContain(`${flavour.old} runs again, on the datastore its peers keep`);
+    expect(await env.run(host, flavour.treeScript)).toBe(before);
+    const state = JSON.parse(await env.run(host, 'cat /var/lib/edgeadm/upgrade/state.json')) as { step: string };
+    expect(state.step).toBe('rolled-back');
+    expect((await (await adminThrough(host)).request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(
+      flavour.old,
+    );
+  }
+
+  /**
+   * Mid-way, with the second control plane at the new version: a release
+   * that fails on the third is rolled back there, and only there. For
+   * kubeadm this one ran `kubeadm upgrade node`, and the cluster's `kubeadm
+   * upgrade apply` (by the second) stands: kubeadm-config keeps the new version.
+   */
+  async function faultOnTheThird(): Promise<void> {
+    const third = server(2);
+    const before = await env.run(third, flavour.treeScript);
+    await expectRolledBack(third, await upgrade(third, 'broken', '20s'), before);
+    const versions: string[] = [];
+    for (const host of [server(0), server(1)]) {
+      versions.push((await (await adminThrough(host)).request<{ gitVersion: string }>('GET', '/version')).gitVersion);
+    }
+    expect(versions).toEqual([flavour.old, flavour.next]);
+    if (flavour.distribution === 'kubeadm') expect(await kubeadmConfigVersion(server(0))).toBe(flavour.next);
+    const nodes = await nodesThrough(third);
+    expect(nodes.every((line) => line.endsWith('Ready=True'))).toBe(true);
+    expect(nodes.filter((line) => line.startsWith(`${third.name} `))).toEqual([
+      `${third.name} ${flavour.old} Ready=True`,
+    ]);
+  }
+
   it(
     'a release that fails on the second control plane is rolled back there: the API answers through the first throughout, and the cluster is as before',
     async () => {
@@ -253,17 +306,9 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
       const throughFirst = pollApi(first);
       const run = await upgrade(second, 'broken', '20s');
       const whileFault = await throughFirst.stop();
-      expect(run.exitCode, run.stderr).toBe(1);
-      const error = (JSON.parse(run.stdout) as { error: { code: string; message: string } }).error;
-      expect(error.code).toBe('E_UPGRADE_ROLLED_BACK');
-      expect(error.message).toMatch(/the (api-ready|node-ready) gate did not pass/);
-      expect(error.message).toContain(`${flavour.old} runs again, on the datastore its peers keep`);
       // The second control plane's binaries and configuration are the old ones again, and it says so.
-      expect(await env.run(second, flavour.treeScript)).toBe(before);
-      const state = JSON.parse(await env.run(second, 'cat /var/lib/edgeadm/upgrade/state.json')) as { step: string };
-      expect(state.step).toBe('rolled-back');
+      await expectRolledBack(second, run, before);
       const throughSecond = await adminThrough(second);
-      expect((await throughSecond.request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(flavour.old);
       // It serves the cluster's data: what was written before, and what it writes the others read.
       const kept = await throughSecond.request<{ data: { a: string } }>(
         'GET',
@@ -285,11 +330,7 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
       if (flavour.distribution === 'kubeadm') {
         // The failed run was the cluster's `kubeadm upgrade apply`: the cluster records the old version again,
         // so the next upgrade runs `kubeadm upgrade apply` again (asserted in the next test).
-        const config = await first.request<{ data: { ClusterConfiguration: string } }>(
-          'GET',
-          '/api/v1/namespaces/kube-system/configmaps/kubeadm-config',
-        );
-        expect(/^kubernetesVersion:\s*(\S+)$/m.exec(config.data.ClusterConfiguration)?.[1]).toBe(flavour.old);
+        expect(await kubeadmConfigVersion(server(0))).toBe(flavour.old);
       }
       // Every Node Ready at the old version, through each control plane.
       for (const host of [server(0), server(1), server(2)]) expect(await nodesThrough(host)).toEqual(nodesBefore);
@@ -300,12 +341,13 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
   );
 
   it(
-    'upgrades the three control planes one at a time; the API answers throughout while the second and third move',
+    'upgrades the three control planes one at a time, a release failing on the third rolled back mid-way; the API answers throughout while the second and third move',
     async () => {
       const kubeadmLines: string[] = [];
       // The second and third control planes, polled through the first.
       const throughFirst = pollApi(await adminThrough(server(0)));
       for (const host of [server(1), server(2)]) {
+        if (host === server(2)) await faultOnTheThird();
         const run = await upgrade(host);
         // With --json the error is on stdout.
         expect(run.exitCode, `${run.stdout}${run.stderr}`).toBe(0);
