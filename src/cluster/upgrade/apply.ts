@@ -472,7 +472,10 @@ function optionalApiServer(url: string | undefined): { apiServerUrl?: string } {
 
 function rolledBack(ctx: UpgradeApplyData, failure: string): EdgeadmError {
   return new EdgeadmError(
-    `the upgrade of ${ctx.host.name} to ${ctx.upgrade.to} failed and was rolled back: ${failure}. ${ctx.upgrade.from} runs again, on its backed-up datastore`,
+    `the upgrade of ${ctx.host.name} to ${ctx.upgrade.to} failed and was rolled back: ${failure}. ${ctx.upgrade.from} runs again, ${
+      // In an HA control plane the datastore is the peers' and is not restored (see the rollback phases).
+      ctx.upgrade.isHa === true ? 'on the datastore its peers keep' : 'on its backed-up datastore'
+    }`,
     {
       code: 'E_UPGRADE_ROLLED_BACK',
       hints: [

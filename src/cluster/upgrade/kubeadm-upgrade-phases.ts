@@ -24,24 +24,28 @@
  *   binaries, files and (on a single control plane) etcd data put back, the
  *   kubelet started. In an HA control plane the etcd data is not restored:
  *   one member's data restored alone would not rejoin its peers, and the
- *   others hold the cluster's state.
+ *   others hold the cluster's state; what `kubeadm upgrade apply` rewrote
+ *   cluster-wide (kubeadm-config, kubelet-config, the addons) is put back
+ *   from a copy kept before it ran (kubeadm-cluster-objects.ts).
  */
 import { execOrThrow, type Host } from '../../hosts/host.js';
-import { KubeClient } from '../../kube/client.js';
-import { kubeCredentialsOf } from '../../kube/kubeconfig.js';
 import { EdgeadmError } from '../../errors.js';
 import type { Phase } from '../../workflow/phase.js';
 import { KUBEADM_API_VERSION, KUBEADM_BIN } from '../distributions/kubeadm.js';
-import { readHostFile } from '../host-files.js';
 import { hostPackagePaths, stagePackage } from '../package-phase.js';
 import { apiReadyGate, nodeReadyGate } from './health-gates.js';
+import {
+  CLUSTER_OBJECTS_BACKUP,
+  keepApplyWrittenObjects,
+  kubeadmAdminClient,
+  restoreApplyWrittenObjects,
+} from './kubeadm-cluster-objects.js';
 import {
   BACKUP_TIMEOUT_MS,
   IMAGE_IMPORT_TIMEOUT_MS,
   KUBEADM_UPGRADE_TIMEOUT_MS,
   STATIC_POD_STOP_TIMEOUT_MS,
 } from './limits.js';
-import { reachableServer } from './plan.js';
 import {
   atomicInstallScript,
   diskSpacePreflight,
@@ -151,17 +155,16 @@ export function renderKubeadmUpgradeConfig(version: string): string {
 
 /** The version kubeadm-config records (what `kubeadm upgrade apply` last moved the cluster to). */
 async function clusterConfigVersion(ctx: UpgradeApplyData): Promise<string | undefined> {
-  const { host, distribution } = ctx;
-  const credentials = await kubeCredentialsOf(await readHostFile(host, distribution.adminKubeconfigPath), {
-    what: `${host.name}:${distribution.adminKubeconfigPath}`,
-    readFile: (path) => readHostFile(host, path),
-  });
-  const client = new KubeClient({ ...credentials, server: await reachableServer(host, distribution, credentials) });
-  const configMap = await client.request<{ data?: Record<string, string> }>(
-    'GET',
-    '/api/v1/namespaces/kube-system/configmaps/kubeadm-config',
-  );
-  return /^kubernetesVersion:\s*(\S+)\s*$/m.exec(configMap.data?.ClusterConfiguration ?? '')?.[1];
+  const client = await kubeadmAdminClient(ctx.host, ctx.distribution);
+  try {
+    const configMap = await client.request<{ data?: Record<string, string> }>(
+      'GET',
+      '/api/v1/namespaces/kube-system/configmaps/kubeadm-config',
+    );
+    return /^kubernetesVersion:\s*(\S+)\s*$/m.exec(configMap.data?.ClusterConfiguration ?? '')?.[1];
+  } finally {
+    client.close();
+  }
 }
 
 function kubeletUnit(ctx: UpgradeApplyData): ReturnType<UpgradeApplyData['distribution']['serviceUnit']> {
@@ -290,6 +293,9 @@ function controlPlanePhase(): Phase<UpgradeApplyData> {
         });
         if ((await clusterConfigVersion(ctx)) === ctx.upgrade.to) {
           command = `${KUBEADM_BIN} upgrade node --config ${KUBEADM_UPGRADE_CONFIG_PATH}`;
+        } else if (ctx.upgrade.isHa === true && (await keepApplyWrittenObjects(ctx.host, ctx.distribution))) {
+          // The HA datastore is not restored by a rollback: what apply rewrites cluster-wide is kept apart.
+          ctx.say(`kept the cluster objects kubeadm upgrade apply rewrites in ${CLUSTER_OBJECTS_BACKUP}`);
         }
       }
       await execOrThrow(ctx.host, command, {
@@ -401,6 +407,12 @@ export function kubeadmRollbackPhase(): Phase<UpgradeApplyData> {
       );
       await ctx.serviceManager.ensureRunning(ctx.host, unit, { isRestartNeeded: true });
       ctx.say(`restored ${ctx.upgrade.from} from ${backup}; started the kubelet`);
+      if (ctx.upgrade.isHa === true) {
+        // Once this control plane answers at the old version again, the cluster records that version again.
+        await apiReadyGate(gateTarget(ctx, ctx.upgrade.from));
+        const restored = await restoreApplyWrittenObjects(ctx.host, ctx.distribution);
+        if (restored > 0) ctx.say(`put back ${restored} cluster objects kubeadm upgrade apply had rewritten`);
+      }
       return 'changed';
     },
   };

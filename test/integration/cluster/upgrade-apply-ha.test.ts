@@ -6,6 +6,20 @@
  * Kubernetes). For kubeadm the first control plane to move runs `kubeadm
  * upgrade apply` and the others `kubeadm upgrade node`.
  *
+ * First, a fault: a release that fails once installed (k3s: the server;
+ * kubeadm: the kubelet) is applied to the second control plane, the first to
+ * move (for kubeadm: the cluster's `kubeadm upgrade apply`). It must be
+ * rolled back there: its binaries and configuration the old ones, the old
+ * version answering through it, the cluster's data served and written
+ * through it, every Node Ready at the old version, the API answering through
+ * the first control plane throughout, and, for kubeadm, kubeadm-config
+ * recording the old version again (the HA datastore is not restored, so what
+ * `kubeadm upgrade apply` rewrote cluster-wide is put back by edgeadm).
+ * Then the upgrade, with a second fault mid-way: with the second control
+ * plane at the new version, the failing release on the third is rolled
+ * back there and only there (for kubeadm it ran `kubeadm upgrade node`, and
+ * kubeadm-config keeps the new version); then the third and first move.
+ *
  * The API is polled every 100 ms with the admin kubeconfig (GET /readyz,
  * each request bounded by 1 s) through a control plane that is not being
  * upgraded. What is asserted, precisely:
@@ -46,6 +60,15 @@ interface Flavour {
   old: string;
   next: string;
   build(dir: string, version: string): Promise<BuiltPackage>;
+  /** A release of `version` that fails once installed (k3s: the server; kubeadm: the kubelet). */
+  buildBroken(dir: string, version: string): Promise<BuiltPackage>;
+  /**
+   * What an upgrade of an HA control plane replaces and its rollback puts
+   * back: binaries and configuration. Not the datastore: in an HA control
+   * plane it is the peers' (one member's data restored alone would not
+   * rejoin them), so edgeadm leaves it to them.
+   */
+  treeScript: string;
 }
 
 const FLAVOURS: Flavour[] = [
@@ -54,12 +77,21 @@ const FLAVOURS: Flavour[] = [
     old: 'v1.31.4+k3s1',
     next: 'v1.32.1+k3s1',
     build: (dir, version) => buildSimK3sPackage(dir, { kubernetesVersion: version }),
+    buildBroken: (dir, version) => buildSimK3sPackage(dir, { kubernetesVersion: version, isServerBroken: true }),
+    treeScript: 'sha256sum /usr/local/bin/k3s /etc/rancher/k3s/config.yaml',
   },
   {
     distribution: 'kubeadm',
     old: 'v1.31.4',
     next: 'v1.32.1',
     build: (dir, version) => buildSimKubeadmPackage(dir, { kubernetesVersion: version }),
+    buildBroken: (dir, version) => buildSimKubeadmPackage(dir, { kubernetesVersion: version, isKubeletBroken: true }),
+    // The binaries, manifests, pki, kubeconfigs and kubelet configuration (not the etcd data).
+    treeScript: [
+      'sha256sum /usr/local/bin/kubeadm /usr/local/bin/kubelet /usr/local/bin/kubectl',
+      'cd /etc/kubernetes && find manifests pki -type f -exec sha256sum {} + | sort && sha256sum *.conf',
+      'cd /var/lib/kubelet && sha256sum config.yaml kubeadm-flags.env',
+    ].join('; '),
   },
 ];
 
@@ -129,17 +161,33 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
     return /\[control-plane\] (kubeadm upgrade (?:apply v\S+|node))$/m.exec(text)?.[1] ?? '(none)';
   }
 
-  const upgrade = (host: TestHost): Promise<CliResult> =>
+  const upgrade = (host: TestHost, pkg = flavour.next, gateTimeout = '120s'): Promise<CliResult> =>
     edgeadm([
       'upgrade',
       'apply',
       ...sshArgs(env, host),
       '--install-pkg-path',
-      packages.get(flavour.next)!.file,
+      packages.get(pkg)!.file,
       '--gate-timeout',
-      '120s',
+      gateTimeout,
       '--json',
     ]);
+
+  /** Every Node's name, kubelet version and Ready condition, through `host`. */
+  async function nodesThrough(host: TestHost): Promise<string[]> {
+    const nodes = await (
+      await adminThrough(host)
+    ).list<{
+      metadata: { name: string };
+      status?: { nodeInfo?: { kubeletVersion?: string }; conditions?: Array<{ type: string; status: string }> };
+    }>('/api/v1/nodes');
+    return nodes
+      .map(
+        (n) =>
+          `${n.metadata.name} ${n.status?.nodeInfo?.kubeletVersion ?? ''} Ready=${n.status?.conditions?.find((c) => c.type === 'Ready')?.status ?? ''}`,
+      )
+      .sort();
+  }
 
   beforeAll(async () => {
     ensureCliBuilt('commands/upgrade/apply.js', ['src', 'test/support/sim-k3s', 'test/support/sim-kubeadm']);
@@ -147,6 +195,7 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
     home = mkdtempSync(join(env.dir, 'cli-home-'));
     const dir = mkdtempSync(join(env.dir, 'pkg-'));
     for (const version of [flavour.old, flavour.next]) packages.set(version, await flavour.build(dir, version));
+    packages.set('broken', await flavour.buildBroken(dir, flavour.next));
     const init = json<{ controlPlaneJoinCommand: string }>(
       await edgeadm([
         'init',
@@ -194,14 +243,114 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
     await env?.teardown();
   });
 
+  /** The version the cluster's kubeadm-config records (kubeadm only). */
+  async function kubeadmConfigVersion(through: TestHost): Promise<string | undefined> {
+    const config = await (
+      await adminThrough(through)
+    ).request<{ data: { ClusterConfiguration: string } }>(
+      'GET',
+      '/api/v1/namespaces/kube-system/configmaps/kubeadm-config',
+    );
+    return /^kubernetesVersion:\s*(\S+)$/m.exec(config.data.ClusterConfiguration)?.[1];
+  }
+
+  /** Asserts that `run` failed and was rolled back on `host`: its tree `before` again, the old version answering. */
+  async function expectRolledBack(host: TestHost, run: CliResult, before: string): Promise<void> {
+    expect(run.exitCode, run.stdout).toBe(1);
+    const error = (JSON.parse(run.stdout) as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe('E_UPGRADE_ROLLED_BACK');
+    expect(error.message).toMatch(/the (api-ready|node-ready) gate did not pass/);
+    expect(error.message).toContain(`${flavour.old} runs again, on the datastore its peers keep`);
+    expect(await env.run(host, flavour.treeScript)).toBe(before);
+    const state = JSON.parse(await env.run(host, 'cat /var/lib/edgeadm/upgrade/state.json')) as { step: string };
+    expect(state.step).toBe('rolled-back');
+    expect((await (await adminThrough(host)).request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(
+      flavour.old,
+    );
+  }
+
+  /**
+   * Mid-way, with the second control plane at the new version: a release
+   * that fails on the third is rolled back there, and only there. For
+   * kubeadm this one ran `kubeadm upgrade node`, and the cluster's `kubeadm
+   * upgrade apply` (by the second) stands: kubeadm-config keeps the new version.
+   */
+  async function faultOnTheThird(): Promise<void> {
+    const third = server(2);
+    const before = await env.run(third, flavour.treeScript);
+    await expectRolledBack(third, await upgrade(third, 'broken', '20s'), before);
+    const versions: string[] = [];
+    for (const host of [server(0), server(1)]) {
+      versions.push((await (await adminThrough(host)).request<{ gitVersion: string }>('GET', '/version')).gitVersion);
+    }
+    expect(versions).toEqual([flavour.old, flavour.next]);
+    if (flavour.distribution === 'kubeadm') expect(await kubeadmConfigVersion(server(0))).toBe(flavour.next);
+    const nodes = await nodesThrough(third);
+    expect(nodes.every((line) => line.endsWith('Ready=True'))).toBe(true);
+    expect(nodes.filter((line) => line.startsWith(`${third.name} `))).toEqual([
+      `${third.name} ${flavour.old} Ready=True`,
+    ]);
+  }
+
   it(
-    'upgrades the three control planes one at a time; the API answers throughout while the second and third move',
+    'a release that fails on the second control plane is rolled back there: the API answers through the first throughout, and the cluster is as before',
+    async () => {
+      const second = server(1);
+      const first = await adminThrough(server(0));
+      await first.request('POST', '/api/v1/namespaces/default/configmaps', {
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'before-fault' }, data: { a: '1' } },
+      });
+      const nodesBefore = await nodesThrough(server(0));
+      expect(nodesBefore.every((line) => line.endsWith(`${flavour.old} Ready=True`))).toBe(true);
+      const before = await env.run(second, flavour.treeScript);
+      const throughFirst = pollApi(first);
+      const run = await upgrade(second, 'broken', '20s');
+      const whileFault = await throughFirst.stop();
+      // The second control plane's binaries and configuration are the old ones again, and it says so.
+      await expectRolledBack(second, run, before);
+      const throughSecond = await adminThrough(second);
+      // It serves the cluster's data: what was written before, and what it writes the others read.
+      const kept = await throughSecond.request<{ data: { a: string } }>(
+        'GET',
+        '/api/v1/namespaces/default/configmaps/before-fault',
+      );
+      expect(kept.data.a).toBe('1');
+      await throughSecond.request('POST', '/api/v1/namespaces/default/configmaps', {
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'after-rollback' }, data: { b: '2' } },
+      });
+      for (const host of [server(0), server(2)]) {
+        const read = await (
+          await adminThrough(host)
+        ).request<{ data: { b: string } }>('GET', '/api/v1/namespaces/default/configmaps/after-rollback');
+        expect(read.data.b).toBe('2');
+        expect((await (await adminThrough(host)).request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(
+          flavour.old,
+        );
+      }
+      if (flavour.distribution === 'kubeadm') {
+        // The failed run was the cluster's `kubeadm upgrade apply`: the cluster records the old version again,
+        // so the next upgrade runs `kubeadm upgrade apply` again (asserted in the next test).
+        expect(await kubeadmConfigVersion(server(0))).toBe(flavour.old);
+      }
+      // Every Node Ready at the old version, through each control plane.
+      for (const host of [server(0), server(1), server(2)]) expect(await nodesThrough(host)).toEqual(nodesBefore);
+      expect(whileFault.polls).toBeGreaterThan(0);
+      expect(whileFault.failed).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'upgrades the three control planes one at a time, a release failing on the third rolled back mid-way; the API answers throughout while the second and third move',
     async () => {
       const kubeadmLines: string[] = [];
       // The second and third control planes, polled through the first.
       const throughFirst = pollApi(await adminThrough(server(0)));
       for (const host of [server(1), server(2)]) {
+        if (host === server(2)) await faultOnTheThird();
         const run = await upgrade(host);
+        // With --json the error is on stdout.
+        expect(run.exitCode, `${run.stdout}${run.stderr}`).toBe(0);
         expect(json<UpgradeApplyResult>(run)).toMatchObject({
           outcome: 'upgraded',
           from: flavour.old,
@@ -219,6 +368,7 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
       // The first control plane (the simulations' one store), polled through the second: measured, not asserted.
       const throughSecond = pollApi(await adminThrough(server(1)));
       const first = await upgrade(server(0));
+      expect(first.exitCode, `${first.stdout}${first.stderr}`).toBe(0);
       const whileFirst = await throughSecond.stop();
       expect(json<UpgradeApplyResult>(first)).toMatchObject({ outcome: 'upgraded', from: flavour.old });
       kubeadmLines.push(kubeadmCommandOfLastRun());
