@@ -100,8 +100,8 @@ MemoryDenyWriteExecute=yes
 # 1,000 cached objects, as deployed (BENCHMARKS.md, 2026-11-24), and up to
 # 282 MB measured under 12 concurrent 16 MiB LISTs being buffered for
 # the cache. Past MemoryHigh the kernel reclaims (the cache's page cache
-# first) and slows the proxy; MemoryMax is the hard stop (killed and restarted after 2 s; its cache is
-# on disk, so it comes back with it).
+# first) and slows the proxy; MemoryMax is the hard stop (killed and
+# restarted after 2 s; its cache is on disk, so it comes back with it).
 MemoryHigh=320M
 MemoryMax=512M
 
