@@ -13,7 +13,7 @@
 // the relay puts the proxy offline while direct requests still reach the
 // upstream. Each process (bench client, simulation, proxy) has its own
 // event loop, all on the same cores.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { createServer, connect } from 'node:net';
@@ -32,6 +32,11 @@ const { values } = parseArgs({
     'proxy-node-options': { type: 'string', default: '' },
     /** Run the proxy from this single binary (how it is deployed) instead of bin/run.js. */
     'proxy-bin': { type: 'string' },
+    /**
+     * Leave the --proxy-bin binary's pages in the page cache as they are (by default they are dropped
+     * before the proxy starts, as a node has them after a reboot; see pageCacheDropped).
+     */
+    'keep-page-cache': { type: 'boolean' },
     /** Run the proxy core alone (lib/edge, no CLI framework): what the proxy itself costs. */
     'core-only': { type: 'boolean' },
     /** Give the proxy process the environment of assets/systemd/edgeadm-edge-proxy.service (memory tuning). */
@@ -121,12 +126,29 @@ function cpuMs(pid) {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/**
+ * Drops a file's clean pages from the page cache (GNU dd: `iflag=nocache count=0` advises the kernel
+ * to drop the whole file), so that a process started from it faults its pages in from disk, as on a
+ * node after a reboot. Why it matters: the pages of the executable a process touched count in its RSS
+ * ("file"), and how many the kernel maps per fault depends on how the pages came into the cache. The
+ * single binary fresh from `npm run build:binary` showed 61-62 MiB of file pages where the same
+ * binary, copied or read from disk, showed 46 MiB (2026-11-24, kernel 6.18): every "single binary"
+ * figure before that date carries that artifact. Pages another process maps stay; returns whether
+ * dd succeeded.
+ */
+function dropFromPageCache(file) {
+  const dropped = spawnSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
+  return dropped.status === 0;
+}
+
 function rssMiB(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)[1]) / 1024;
 }
 
 let retries = 0;
+/** Whether the --proxy-bin binary was dropped from the page cache before the proxy started (see dropFromPageCache). */
+let pageCacheDropped;
 
 /**
  * One GET. A kept-alive connection the server closes just as it is reused
@@ -273,6 +295,7 @@ try {
   };
   let proxyProcess;
   if (values['proxy-bin']) {
+    pageCacheDropped = values['keep-page-cache'] ? false : dropFromPageCache(values['proxy-bin']);
     proxyProcess = await startProcess(proxyArgs, isServing, [], values['proxy-bin'], proxyEnv);
   } else if (values['core-only']) {
     const core = [
@@ -403,13 +426,14 @@ try {
     cacheBytes: Number(/^edgeadm_edge_proxy_cache_bytes (\d+)$/m.exec(cacheMetrics)[1]),
     connectionResetRetries: retries,
     proxyEntry: values['proxy-bin']
-      ? `single binary ${values['proxy-bin']}`
+      ? `single binary ${values['proxy-bin']} (${pageCacheDropped ? 'dropped from the page cache before the start' : 'pages left in the page cache'})`
       : values['core-only']
         ? 'proxy core only (lib/edge)'
         : 'bin/run.js (CLI)',
     proxyNodeOptions: values['proxy-node-options'],
     servingCertificate: values['warm-pki'] ? 'made before the start' : 'made by the proxy at start',
     proxyEnvironment: proxyEnv,
+    loadAverage: (await import('node:os')).loadavg().map((v) => Number(v.toFixed(2))),
     node: process.version,
     cpus: (await import('node:os')).cpus().length,
   };
@@ -420,7 +444,7 @@ try {
       `${name.padEnd(30)} p50 ${String(s.p50Ms).padStart(7)} ms   p99 ${String(s.p99Ms).padStart(7)} ms   cpu/req ${String(s.cpuPerRequestMs).padStart(6)} ms   ${String(s.requestsPerSecond).padStart(6)} req/s (${s.requestsPerSecondByRound.join(', ')})`;
     const tuning = [result.proxyNodeOptions, ...Object.entries(proxyEnv).map(([k, v]) => `${k}=${v}`)].filter(Boolean);
     console.log(
-      `edge-proxy entry: ${result.proxyEntry}${tuning.length > 0 ? ` with ${tuning.join(' ')}` : ''}; serving certificate ${result.servingCertificate}; connection-reset retries: ${retries}`,
+      `edge-proxy entry: ${result.proxyEntry}${tuning.length > 0 ? ` with ${tuning.join(' ')}` : ''}; serving certificate ${result.servingCertificate}; connection-reset retries: ${retries}; load average ${result.loadAverage.join(' ')}`,
     );
     console.log(
       `edge-proxy benchmark: ${OBJECTS} objects, ${REQUESTS} GETs per case for latency, ${CONCURRENCY} in flight x ${SECONDS}s x ${ROUNDS} rounds for throughput`,

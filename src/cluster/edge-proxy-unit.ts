@@ -96,12 +96,12 @@ SystemCallErrorNumber=EPERM
 # starts and runs under this (and aborts under it without --jitless).
 MemoryDenyWriteExecute=yes
 #
-# Memory: about 100 MiB RSS at rest with 1,000 cached objects (97 MiB as
-# deployed, bench/edge-proxy/RESULTS.md), and up to 282 MB measured under 12
-# concurrent 16 MiB LISTs being buffered for the cache. Past MemoryHigh the
-# kernel reclaims (the cache's page cache first) and slows the proxy;
-# MemoryMax is the hard stop (killed and restarted after 2 s; its cache is
-# on disk, so it comes back with it).
+# Memory: 74-78 MiB RSS at start and 84-101 MiB under offline load with
+# 1,000 cached objects, as deployed (BENCHMARKS.md, 2026-11-24), and up to
+# 282 MB measured under 12 concurrent 16 MiB LISTs being buffered for
+# the cache. Past MemoryHigh the kernel reclaims (the cache's page cache
+# first) and slows the proxy; MemoryMax is the hard stop (killed and
+# restarted after 2 s; its cache is on disk, so it comes back with it).
 MemoryHigh=320M
 MemoryMax=512M
 

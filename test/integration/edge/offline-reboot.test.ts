@@ -228,7 +228,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
   it(
     specifics.isKubeletUpOffline
       ? 'cut off and rebooted, the node registers (409), starts its pods from the cache and runs the edge-proxy, with no link'
-      : 'cut off and rebooted, the node runs its edge-proxy; its k3s agent waits for its server and runs no pod until the link returns',
+      : 'cut off and rebooted, the node runs its edge-proxy; its k3s agent stops at its first step (/cacerts), asks the proxy nothing, and runs no pod until the link returns',
     async () => {
       routes = (await env.run(edgeNode(), 'ip -4 -o route show')).split('\n').filter(Boolean);
       expect(routes.length).toBeGreaterThan(0);
@@ -259,12 +259,20 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       expect(processes).toContain(specifics.agentProcess);
 
       if (!specifics.isKubeletUpOffline) {
-        // k3s: the agent asks its server before anything else, and waits.
-        await until('the k3s agent waiting for its server', async () =>
-          (await env.run(edgeNode(), `cat ${specifics.agentLog}`)).split('waiting for the server').length > 3
-            ? true
-            : undefined,
-        );
+        // k3s: the agent's first step is its server's /cacerts, retried for ever with k3s's words
+        // (k3s pkg/agent/run.go, createProxyAndValidateToken), and it gets no further this boot.
+        const log = await until('the k3s agent retrying its server', async () => {
+          const now = await env.run(edgeNode(), `tail -c +${logOffset + 1} ${specifics.agentLog}`);
+          return now.split('Failed to validate connection to cluster at ').length > 3 ? now : undefined;
+        });
+        // Not the start-up exchange (step 2), not the tunnel (step 3), not the kubelet.
+        expect(log).not.toContain('Waiting to retrieve agent configuration');
+        expect(log).not.toContain('Remotedialer');
+        expect(log).not.toContain('Node informer synced');
+        // So nothing asked the edge-proxy for the node's cached state: it holds it, unread.
+        const offline = await proxyMetrics();
+        expect(offline.get('edgeadm_edge_proxy_requests_total{outcome="cache_hit_offline"}') ?? 0).toBe(0);
+        expect(offline.get('edgeadm_edge_proxy_requests_total{outcome="write_answered_offline"}') ?? 0).toBe(0);
         expect(await runningPods()).toEqual([]);
         return;
       }

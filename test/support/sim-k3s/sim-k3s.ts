@@ -304,7 +304,7 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
   const password = serverPasswordOf(tokenText);
   const address = stringOf(config, 'advertise-address') ?? stringOf(config, 'node-ip') ?? '127.0.0.1';
   const nodeName = stringOf(config, 'node-name') ?? hostname();
-  const caPem = await fetchCaCerts(joinServer, 'the first server');
+  const caPem = await fetchCaCerts(joinServer);
   const actualHash = k3sHashCa(caPem);
   if (actualHash !== caHash) {
     log(`token CA hash does not match the Cluster CA certificate hash: ${caHash} != ${actualHash}`);
@@ -407,12 +407,13 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
  * credentials, then the same request again verified with the bundle it
  * returned. The bytes are returned as served; the caller hashes them.
  */
-async function fetchCaCerts(server: string, what: string): Promise<string> {
+async function fetchCaCerts(server: string): Promise<string> {
   for (;;) {
     try {
       return await fetchCaCertsOnce(server);
     } catch (error) {
-      log(`waiting for ${what}: ${(error as Error).message}`);
+      // k3s's words for an agent (pkg/agent/run.go, createProxyAndValidateToken, which retries every 2 s for ever).
+      log(`Failed to validate connection to cluster at ${server}: ${(error as Error).message}`);
       await sleep(RETRY_INTERVAL_MS);
     }
   }
@@ -616,7 +617,7 @@ async function runAgent(configPath: string): Promise<number> {
   }
   const { caHash, credentials } = parseK10(tokenText);
   const nodeName = stringOf(config, 'node-name') ?? hostname();
-  const caPem = await fetchCaCerts(server, 'the server');
+  const caPem = await fetchCaCerts(server);
   const actual = k3sHashCa(caPem);
   if (actual !== caHash) {
     // k3s's words (pkg/clientaccess/token.go, validateCAHash).
