@@ -47,7 +47,13 @@ const MAX_REFUSAL_BYTES = 4096;
 
 /** What the report stream feeds. */
 export interface ReportSink {
-  report(cluster: string, message: ReportMessage): void;
+  /**
+   * Takes one report. A promise says when the report is taken for good (the
+   * leading replica wrote it to the store): the line is acknowledged to the
+   * agent only then, and if it rejects the stream starts over, so that the
+   * agent sends its current reports again. Anything else: taken at once.
+   */
+  report(cluster: string, message: ReportMessage): void | Promise<void>;
   /** The cluster's agent does not serve rollouts. */
   unsupported(cluster: string): void;
 }
@@ -236,6 +242,8 @@ export function followReports(
     if (isStopped || !tunnel.isOpen) return;
     let isUnsupported = false;
     let isRefused = false;
+    /** A report on this stream was not taken: the next stream waits as after a failure. */
+    let isUntaken = false;
     let status = 0;
     const refusal: Buffer[] = [];
     try {
@@ -250,13 +258,18 @@ export function followReports(
       return;
     }
     const opened = stream;
-    /** The highest line number seen, and the one last acknowledged (acknowledgements are cumulative). */
-    let seenSeq = 0;
+    /** The highest line number taken with every line before it, and the one last acknowledged. */
+    let takenSeq = 0;
     let ackedSeq = 0;
+    /** The highest line number read. */
+    let seenSeq = 0;
+    /** Numbered lines not yet taken, in order: acknowledgements are cumulative, so none passes an untaken one. */
+    const untaken: { seq: number; isTaken: boolean }[] = [];
     let isAckBlocked = false;
     const acknowledge = (): void => {
-      if (isAckBlocked || seenSeq <= ackedSeq || opened.destroyed || !opened.writable) return;
-      ackedSeq = seenSeq;
+      while (untaken[0]?.isTaken === true) takenSeq = untaken.shift()!.seq;
+      if (isAckBlocked || takenSeq <= ackedSeq || opened.destroyed || !opened.writable) return;
+      ackedSeq = takenSeq;
       if (!opened.write(`${JSON.stringify({ ack: ackedSeq })}\n`)) {
         isAckBlocked = true;
         opened.once('drain', () => {
@@ -300,9 +313,14 @@ export function followReports(
           logger.warn(`cluster ${cluster}: a report line is not JSON; dropped`);
           continue;
         }
-        // Taken, or dropped for good: either way the agent need not send it again.
+        // Acknowledged once taken, or at once when dropped for good: either way the agent need not send it again.
         const seq = (parsed as { seq?: unknown } | null)?.seq;
-        if (typeof seq === 'number' && Number.isSafeInteger(seq) && seq > seenSeq) seenSeq = seq;
+        const numbered =
+          typeof seq === 'number' && Number.isSafeInteger(seq) && seq > seenSeq ? { seq, isTaken: true } : undefined;
+        if (numbered !== undefined) {
+          seenSeq = numbered.seq;
+          untaken.push(numbered);
+        }
         const report = reportOf(parsed);
         if (typeof report === 'string') {
           logger.warn(`cluster ${cluster}: a report line was dropped: ${report}`);
@@ -310,7 +328,24 @@ export function followReports(
           logger.warn(`cluster ${cluster}: a report line names cluster ${JSON.stringify(report.cluster)}; dropped`);
         } else {
           try {
-            sink.report(cluster, report);
+            const taken = sink.report(cluster, report);
+            if (taken instanceof Promise && numbered !== undefined) {
+              numbered.isTaken = false;
+              taken.then(
+                () => {
+                  numbered.isTaken = true;
+                  acknowledge();
+                },
+                (error: Error) => {
+                  // Not taken: this stream starts over, and the agent's first lines on the next are its current reports.
+                  logger.debug(
+                    `cluster ${cluster}: a report was not taken (${error.message}); opening the stream again`,
+                  );
+                  isUntaken = true;
+                  opened.close();
+                },
+              );
+            }
           } catch (error) {
             logger.error(`cluster ${cluster}: recording a report failed: ${(error as Error).message}`);
           }
@@ -324,7 +359,7 @@ export function followReports(
       if (isUnsupported) return;
       // A stream answered 200 that ended is no failure (the agent ended it, e.g. for a newer one); one refused
       // or reset before its answer is, and waits longer each time.
-      scheduleReopen(isRefused || status === 0);
+      scheduleReopen(isRefused || isUntaken || status === 0);
     });
   };
   open();

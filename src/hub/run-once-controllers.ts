@@ -33,8 +33,7 @@
 import type { Logger } from '../log/run-log.js';
 import type { ReplicaCoordination, Stop } from './coordination.js';
 import type { HubContext } from './hub-context.js';
-import { RolloutController } from './rollout-controller.js';
-import type { TunnelRolloutDelivery } from './rollout-tunnel.js';
+import { RolloutController, type RolloutDelivery } from './rollout-controller.js';
 import type { HubStore } from './store.js';
 
 /** The role name of the run-once controllers in {@link ReplicaCoordination.lead}. */
@@ -44,10 +43,11 @@ export const CONTROLLERS_ROLE = 'controllers';
 export interface RunOnceControllersOptions {
   store: HubStore;
   coordination: ReplicaCoordination;
-  delivery: TunnelRolloutDelivery;
+  /** Copies and removals to any connected cluster, wherever its tunnel is (peer-rollouts.ts). */
+  delivery: RolloutDelivery;
   /** Where the running controller is published (`context.rollouts`), for the operator API and the tunnels. */
   context: HubContext;
-  /** Clusters whose tunnels this replica holds now (the controller delivers what they are owed). */
+  /** Clusters connected to any replica now (the controller delivers what they are owed). */
   connected: () => Iterable<string>;
   logger: Logger;
 }
@@ -92,11 +92,12 @@ export class RunOnceControllers {
       if (isLeader === this.#isLeader) return;
       this.#isLeader = isLeader;
       if (isLeader) {
+        const connectedAtStart = new Set(this.#options.connected());
         const controller = await RolloutController.start({
           store: this.#options.store,
           delivery: this.#options.delivery,
           logger,
-          connected: this.#options.connected(),
+          connected: connectedAtStart,
         });
         // The lead may have been lost while the controller loaded.
         if (!this.#isLeader) {
@@ -104,6 +105,10 @@ export class RunOnceControllers {
           return;
         }
         context.rollouts = controller;
+        // Clusters that connected or left while it loaded were told to no controller: tell this one.
+        const connectedNow = new Set(this.#options.connected());
+        for (const cluster of connectedNow) if (!connectedAtStart.has(cluster)) controller.clusterConnected(cluster);
+        for (const cluster of connectedAtStart) if (!connectedNow.has(cluster)) controller.clusterDisconnected(cluster);
         logger.info('this replica runs the rollout controller');
       } else {
         const controller = context.rollouts;

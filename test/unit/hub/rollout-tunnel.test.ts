@@ -186,7 +186,12 @@ describe('rollouts over a real tunnel', () => {
     const reports: ReportMessage[] = [];
     followReports(
       tunnel,
-      { report: (_cluster, message) => reports.push(message), unsupported: () => {} },
+      {
+        report: (_cluster, message) => {
+          reports.push(message);
+        },
+        unsupported: () => {},
+      },
       silentLogger,
       { reopenMs: 1_000, reopenMaxMs: 3_000, timers },
     );
@@ -208,7 +213,12 @@ describe('rollouts over a real tunnel', () => {
     const reports: ReportMessage[] = [];
     followReports(
       tunnel,
-      { report: (_cluster, message) => reports.push(message), unsupported: () => {} },
+      {
+        report: (_cluster, message) => {
+          reports.push(message);
+        },
+        unsupported: () => {},
+      },
       silentLogger,
     );
     await agent.reportsOpened;
