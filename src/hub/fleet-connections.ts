@@ -11,9 +11,9 @@
  * tunnel table is the truth about itself (a claim whose release failed
  * while etcd had no quorum must not make a closed tunnel look open).
  *
- * A change of holder (the agent moved to another replica) is told as a
- * connection: the cluster has a new tunnel, and is owed what its last one
- * had not confirmed (the controller's catch-up).
+ * A new tunnel anywhere (a claim put, the agent moved to another replica
+ * or reconnected to the same one) is told as a connection: the cluster is
+ * owed what its last tunnel had not confirmed (the controller's catch-up).
  */
 import type { Logger } from '../log/run-log.js';
 import type { ReplicaCoordination, Stop } from './coordination.js';
@@ -113,9 +113,13 @@ export class FleetConnections {
 
   #setClaim(cluster: string, holder: string | undefined): void {
     const before = this.#holder(cluster);
-    if (holder === undefined || holder === this.#coordination.self.id) this.#claims.delete(cluster);
-    else this.#claims.set(cluster, holder);
-    this.#tell(cluster, before);
+    const isOthers = holder !== undefined && holder !== this.#coordination.self.id;
+    if (isOthers) this.#claims.set(cluster, holder);
+    else this.#claims.delete(cluster);
+    // A claim is put when a tunnel opens, and only then: a put by the replica that holds the cluster is
+    // a new tunnel even when that replica held the one before (the agent reconnected to it).
+    if (isOthers && this.#holder(cluster) === holder) this.#listener?.connected(cluster);
+    else this.#tell(cluster, before);
   }
 
   #tell(cluster: string, before: string | undefined): void {

@@ -198,6 +198,18 @@ export const REPLICA_CERT_VALIDITY_DAYS = 365;
  */
 export const PEER_ROLLOUT_DELIVERY_TIMEOUT_MS = ROLLOUT_DELIVERY_TIMEOUT_MS + 15_000;
 /**
+ * Attempts the leading replica makes to hand one copy or removal to the
+ * replica holding the cluster's tunnel while that replica still claims it
+ * and gives no outcome. With the delays below they span longer than a
+ * replica's lease (etcd/limits.ts REPLICA_LEASE_TTL_S): a dead holder's
+ * claim is gone before the last attempt.
+ */
+export const PEER_ROLLOUT_DELIVERY_ATTEMPTS = 8;
+/** First delay between those attempts; it doubles. */
+export const PEER_ROLLOUT_RETRY_MS = 500;
+/** Longest delay between those attempts. */
+export const PEER_ROLLOUT_RETRY_MAX_MS = 5_000;
+/**
  * Most bytes of report lines a replica forwards to the leader in one
  * request. One report line is at most {@link MAX_ROLLOUT_REPORT_LINE_BYTES},
  * so a line always fits.

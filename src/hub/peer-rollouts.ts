@@ -32,6 +32,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { TLSSocket } from 'node:tls';
 import { isClusterName } from '../kube/names.js';
 import type { Logger } from '../log/run-log.js';
@@ -49,7 +50,10 @@ import {
   PEER_CONNECT_TIMEOUT_MS,
   PEER_REPORTS_RETRY_MAX_MS,
   PEER_REPORTS_RETRY_MS,
+  PEER_ROLLOUT_DELIVERY_ATTEMPTS,
   PEER_ROLLOUT_DELIVERY_TIMEOUT_MS,
+  PEER_ROLLOUT_RETRY_MAX_MS,
+  PEER_ROLLOUT_RETRY_MS,
 } from './limits.js';
 import { PEER_PROXY_PREFIX, replicaOfConnection, type PeerCredentials } from './peer-link.js';
 import type { DeliveryOutcome, RolloutDelivery } from './rollout-controller.js';
@@ -275,27 +279,56 @@ export class FleetRolloutDelivery implements RolloutDelivery {
     return this.#options.tunnels.get(cluster)?.isOpen === true;
   }
 
+  /**
+   * Hands the message to the holder, again after a growing delay while the
+   * same replica still claims the cluster and gives no outcome: a copy
+   * counted disconnected waits for the cluster's next tunnel, so a passing
+   * trouble between two live replicas must not leave it waiting. A holder
+   * that died loses its claim with its lease, and a new tunnel elsewhere is
+   * told to the controller, which sends the copy again.
+   */
   async #viaHolder(cluster: string, action: 'apply' | 'remove', message: unknown): Promise<DeliveryOutcome> {
-    const { coordination, credentials, logger } = this.#options;
-    try {
-      const holder = await coordination.tunnelHolder(cluster);
+    const { coordination, logger } = this.#options;
+    let trouble = '';
+    for (let attempt = 0; attempt < PEER_ROLLOUT_DELIVERY_ATTEMPTS; attempt += 1) {
+      const delay = Math.min(PEER_ROLLOUT_RETRY_MAX_MS, PEER_ROLLOUT_RETRY_MS * 2 ** (attempt - 1));
+      if (attempt > 0) await sleep(delay, undefined, { ref: false });
+      let holder: ReplicaInfo | undefined;
+      try {
+        holder = await coordination.tunnelHolder(cluster);
+      } catch (error) {
+        trouble = `the tunnel's holder is not known: ${(error as Error).message}`;
+        continue;
+      }
       if (holder === undefined || holder.id === coordination.self.id) return { status: 'disconnected' };
+      const outcome = await this.#once(holder, cluster, action, message);
+      if (typeof outcome !== 'string') return outcome;
+      trouble = outcome;
+    }
+    logger.warn(`cluster ${cluster}: the rollout ${action} did not reach the replica holding its tunnel: ${trouble}`);
+    return { status: 'disconnected' };
+  }
+
+  /** One attempt: the holder's outcome, or what went wrong. */
+  async #once(
+    holder: ReplicaInfo,
+    cluster: string,
+    action: 'apply' | 'remove',
+    message: unknown,
+  ): Promise<DeliveryOutcome | string> {
+    try {
       const answer = await peerPost({
         to: holder,
-        credentials,
+        credentials: this.#options.credentials,
         path: peerControlPath(cluster, action),
         body: message,
         timeoutMs: this.#options.timeoutMs ?? PEER_ROLLOUT_DELIVERY_TIMEOUT_MS,
       });
       const outcome = outcomeOf(answer.body);
       if (outcome !== undefined && (answer.status === 200 || answer.status === 503)) return outcome;
-      logger.warn(
-        `cluster ${cluster}: hub replica ${holder.id} refused the rollout ${action} (${answer.status}): ${answer.body.slice(0, 500)}`,
-      );
-      return { status: 'disconnected' };
+      return `replica ${holder.id} answered ${answer.status}: ${answer.body.slice(0, 500)}`;
     } catch (error) {
-      logger.debug(`cluster ${cluster}: the rollout ${action} did not reach its replica: ${(error as Error).message}`);
-      return { status: 'disconnected' };
+      return `replica ${holder.id}: ${(error as Error).message}`;
     }
   }
 }
