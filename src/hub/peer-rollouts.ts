@@ -346,6 +346,8 @@ export interface ReportForwarderOptions {
   coordination: ReplicaCoordination;
   credentials: PeerCredentials;
   logger: Logger;
+  /** How a batch reaches the leader; {@link peerPost} by default (tests answer for the leader). */
+  post?: (leader: ReplicaInfo, body: unknown) => Promise<{ status: number; body: string }>;
   /** Delays (tests make them short); the limits.ts ones by default. */
   retryMs?: number;
   retryMaxMs?: number;
@@ -450,13 +452,18 @@ export class ReportForwarder {
     try {
       const leader = await coordination.leaderOf(CONTROLLERS_ROLE);
       if (leader === undefined) throw new Error('no hub replica leads now');
-      const answer = await peerPost({
-        to: leader,
-        credentials,
-        path: PEER_REPORTS_PATH,
-        body: { reports: batch.map(({ cluster, report }) => ({ cluster, report })) },
-        timeoutMs: PEER_ROLLOUT_DELIVERY_TIMEOUT_MS,
-      });
+      const body = { reports: batch.map(({ cluster, report }) => ({ cluster, report })) };
+      const post =
+        this.#options.post ??
+        ((to: ReplicaInfo, payload: unknown) =>
+          peerPost({
+            to,
+            credentials,
+            path: PEER_REPORTS_PATH,
+            body: payload,
+            timeoutMs: PEER_ROLLOUT_DELIVERY_TIMEOUT_MS,
+          }));
+      const answer = await post(leader, body);
       if (answer.status !== 200) throw new Error(`replica ${leader.id} answered ${answer.status}: ${answer.body}`);
       this.#failures = 0;
       for (const queued of batch) for (const waiter of queued.waiters) waiter.resolve();
