@@ -61,6 +61,17 @@ export interface ReplicaCoordination {
   tunnelHolder(cluster: string): Promise<ReplicaInfo | undefined>;
   /** Number of tunnels each replica holds, by replica id. */
   tunnelCounts(): Promise<Map<string, number>>;
+  /** Every tunnel claim now: cluster name to the id of the replica that holds its tunnel. */
+  listClaims(): Promise<Map<string, string>>;
+  /**
+   * Calls `onChange` for every claim put (`holder` the replica's id) or
+   * deleted (`holder` undefined, the claim released or its lease gone),
+   * by any replica, this one included. With {@link listClaims} it is how
+   * the leading replica knows every cluster that is connected to some replica.
+   */
+  watchClaims(onChange: (cluster: string, holder: string | undefined) => void): Stop;
+  /** The live replica that leads `role` now, if any. */
+  leaderOf(role: string): Promise<ReplicaInfo | undefined>;
   /**
    * Campaigns for the named role (`controllers`): `onChange(true)` when this
    * replica leads, `onChange(false)` when it lost the lead (its lease expired

@@ -14,7 +14,10 @@
  * - the controllers that run on one replica at a time
  *   (run-once-controllers.ts), started and stopped by the `controllers` lead;
  * - the links to the other replicas (peer-link.ts): operator requests for a
- *   cluster whose tunnel another replica holds are forwarded to it.
+ *   cluster whose tunnel another replica holds are forwarded to it;
+ * - rollouts across replicas (peer-rollouts.ts, fleet-connections.ts): the
+ *   leader's controller sees every connected cluster, hands copies to the
+ *   replica holding each tunnel, and takes the reports the others forward.
  *
  * This file keeps first-start setup (CA, admin credential, `admin.yaml`),
  * the reaction to changes other replicas made, and shutdown.
@@ -38,7 +41,9 @@ import { newReplicaId } from './local-coordination.js';
 import { MAX_PENDING_HANDSHAKES } from './limits.js';
 import { HubMetrics } from './metrics.js';
 import { serveApi } from './operator-api.js';
-import { issueReplicaCredentials } from './peer-link.js';
+import { FleetConnections } from './fleet-connections.js';
+import { issueReplicaCredentials, type PeerCredentials } from './peer-link.js';
+import { FleetRolloutDelivery, ReportForwarder, servePeerRollouts } from './peer-rollouts.js';
 import { followReports, TunnelRolloutDelivery } from './rollout-tunnel.js';
 import type { RolloutController } from './rollout-controller.js';
 import { RunOnceControllers } from './run-once-controllers.js';
@@ -215,7 +220,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
       serving.promise.then(({ tunnels }) => tunnels.accept(socket)).catch(() => socket.destroy());
     },
     onRequest: (req, res) => {
-      serving.promise.then(({ context }) => handleRequest(context, req, res)).catch(() => res.destroy());
+      serving.promise.then((parts) => handleRequest(parts, req, res)).catch(() => res.destroy());
     },
     onUpgrade: (req, socket, head) => {
       serving.promise.then(({ context }) => handleUpgrade(context, req, socket, head)).catch(() => socket.destroy());
@@ -238,6 +243,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     silenceMs: deadlines.tunnelSilenceMs,
     sweepMs: deadlines.tunnelSweepMs,
   });
+  const peerCredentials = await issueReplicaCredentials(pki, replicaId);
   const context: HubContext = {
     store,
     pki,
@@ -248,16 +254,16 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     closeTunnel: (cluster) => tunnels.close(cluster),
     now: options.clock ?? (() => new Date()),
     coordination,
-    peerCredentials: await issueReplicaCredentials(pki, replicaId),
+    peerCredentials,
   };
 
-  const reportFollowers = wireRollouts(context, tunnels);
+  const rollouts = wireRollouts(context, tunnels, coordination, peerCredentials);
   const controllers = new RunOnceControllers({
     store,
     coordination,
-    delivery: reportFollowers.delivery,
+    delivery: rollouts.fleetDelivery,
     context,
-    connected: () => tunnels.tunnels.keys(),
+    connected: () => rollouts.fleet.connected(),
     logger,
   });
   let stopWatch = (): void => {};
@@ -267,6 +273,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     // What other replicas (or this one) changed: a tunnel held here for a deleted cluster or a
     // revoked certificate is closed.
     stopWatch = coordination.watch((change) => onStoreChange(change, context, tunnels));
+    // Every replica's tunnels before the controllers: the leader hands copies to clusters wherever they are.
+    await rollouts.fleet.start();
     await controllers.start();
     tunnels.startSweep();
     isFirstStart = await identity.ensureAdmin({
@@ -276,6 +284,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     });
   } catch (error) {
     stopWatch();
+    rollouts.stop();
     front.destroyAll();
     await controllers.stop().catch(() => undefined);
     await coordination.close().catch(() => undefined);
@@ -283,7 +292,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     serving.reject(error);
     throw error;
   }
-  serving.resolve({ context, tunnels });
+  serving.resolve({ context, tunnels, rolloutDelivery: rollouts.delivery });
   logger.info(`hub serving on ${context.advertiseUrl}`);
 
   const stopping = new HubStopping({
@@ -292,7 +301,8 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     tunnels,
     front,
     controllers,
-    reportFollowers: reportFollowers.followers,
+    reportFollowers: rollouts.followers,
+    stopRollouts: rollouts.stop,
     coordination,
     store,
   });
@@ -316,6 +326,8 @@ interface HubStoppingParts {
   front: HttpsFront;
   controllers: RunOnceControllers;
   reportFollowers: Set<() => void>;
+  /** Stops following other replicas' tunnels and forwarding reports. */
+  stopRollouts: () => void;
   coordination: ReplicaCoordination;
   store: HubStore;
 }
@@ -336,6 +348,7 @@ class HubStopping {
       // The controller writes what it has not written yet and starts nothing new; the report
       // streams, which never end by themselves, are closed so that the tunnels can drain.
       await controllers.stop();
+      this.parts.stopRollouts();
       for (const stop of this.parts.reportFollowers) stop();
       // Stops accepting and closes the idle HTTP connections.
       front.stopAccepting();
@@ -355,6 +368,7 @@ class HubStopping {
       tunnels.stopSweep();
       front.destroyAll();
       tunnels.destroyAll();
+      this.parts.stopRollouts();
       await controllers.stop().catch(() => undefined);
     })();
     return this.#done;
@@ -365,25 +379,56 @@ class HubStopping {
 interface ServingParts {
   context: HubContext;
   tunnels: TunnelRegistry;
+  /** Delivery over this replica's own tunnels (what the leader hands over through the peer path). */
+  rolloutDelivery: TunnelRolloutDelivery;
+}
+
+/** Rollouts on this replica and across replicas, as {@link wireRollouts} wires them. */
+interface RolloutWiring {
+  /** Over this replica's own tunnels. */
+  delivery: TunnelRolloutDelivery;
+  /** What the controller uses when this replica leads: own tunnels, or the replica holding the cluster's. */
+  fleetDelivery: FleetRolloutDelivery;
+  /** Every cluster connected to some replica. */
+  fleet: FleetConnections;
+  /** Stops each open tunnel's report stream (at shutdown, before the tunnels drain). */
+  followers: Set<() => void>;
+  stop: () => void;
 }
 
 /**
- * Rollouts on this replica: delivery over the tunnels it holds, and each
- * tunnel's report stream fed to the controller (when this replica runs it).
+ * Rollouts on this replica: delivery over the tunnels it holds (or through
+ * the replica holding the tunnel, when this one leads), and each tunnel's
+ * report stream fed to the controller when this replica runs it, or
+ * forwarded to the replica that does.
  */
 function wireRollouts(
   context: HubContext,
   tunnels: TunnelRegistry,
-): { delivery: TunnelRolloutDelivery; followers: Set<() => void> } {
+  coordination: ReplicaCoordination,
+  credentials: PeerCredentials,
+): RolloutWiring {
   const { logger } = context;
   const delivery = new TunnelRolloutDelivery({ tunnels: tunnels.tunnels, logger });
-  /** Stops each open tunnel's report stream (at shutdown, before the tunnels drain). */
+  const fleet = new FleetConnections({ coordination, logger });
+  const fleetDelivery = new FleetRolloutDelivery({
+    local: delivery,
+    tunnels: tunnels.tunnels,
+    coordination,
+    credentials,
+    logger,
+  });
+  const forwarder = new ReportForwarder({ coordination, credentials, logger });
   const followers = new Set<() => void>();
   const reportSink = {
     report: (cluster: string, message: Parameters<RolloutController['report']>[1]) =>
-      context.rollouts?.report(cluster, message),
+      context.rollouts !== undefined ? context.rollouts.report(cluster, message) : forwarder.forward(cluster, message),
     unsupported: (cluster: string) => delivery.markUnsupported(cluster),
   };
+  fleet.listen({
+    connected: (cluster) => context.rollouts?.clusterConnected(cluster),
+    disconnected: (cluster) => context.rollouts?.clusterDisconnected(cluster),
+  });
   tunnels.listen({
     opened: (tunnel) => {
       // Its report stream first, then what it is owed (its current copies within the controller's next pass).
@@ -391,11 +436,23 @@ function wireRollouts(
       const stopReports = followReports(tunnel, reportSink, logger);
       followers.add(stopReports);
       void tunnel.closed.then(() => followers.delete(stopReports));
-      context.rollouts?.clusterConnected(tunnel.cluster);
+      fleet.localOpened(tunnel.cluster);
     },
-    closed: (cluster) => context.rollouts?.clusterDisconnected(cluster),
+    closed: (cluster) => {
+      forwarder.dropCluster(cluster);
+      fleet.localClosed(cluster);
+    },
   });
-  return { delivery, followers };
+  return {
+    delivery,
+    fleetDelivery,
+    fleet,
+    followers,
+    stop: () => {
+      fleet.stop();
+      forwarder.stop();
+    },
+  };
 }
 
 /** Acts on a change heard from the store (made by this replica or another). */
@@ -432,10 +489,13 @@ function handleUpgrade(context: HubContext, req: IncomingMessage, socket: Duplex
   });
 }
 
-async function handleRequest(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handleRequest(parts: ServingParts, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { context } = parts;
   try {
     // The web view (src/hub/web/) owns everything under /ui.
     if (isWebPath(req.url ?? '/')) return await serveWeb(context, req, res);
+    // Replica to replica: rollout copies for a tunnel held here, reports for the leader.
+    if (await servePeerRollouts(context, parts.rolloutDelivery, req, res)) return;
     const target = parseProxyUrl(req.url ?? '/') ?? parsePeerProxyUrl(req.url ?? '/');
     if (target !== undefined) {
       await proxyRequest(context, req, res, target);

@@ -202,3 +202,40 @@ export const PEER_CONNECT_TIMEOUT_MS = 10_000;
  * longer than this without restart.
  */
 export const REPLICA_CERT_VALIDITY_DAYS = 365;
+/**
+ * How long the leading replica waits for another replica to hand a copy or
+ * a removal to an agent it holds: the holder's own deadline for the agent
+ * ({@link ROLLOUT_DELIVERY_TIMEOUT_MS}) and a margin for the hop.
+ */
+export const PEER_ROLLOUT_DELIVERY_TIMEOUT_MS = ROLLOUT_DELIVERY_TIMEOUT_MS + 15_000;
+/**
+ * Attempts the leading replica makes to hand one copy or removal to the
+ * replica holding the cluster's tunnel while that replica still claims it
+ * and gives no outcome. With the delays below they span longer than a
+ * replica's lease (etcd/limits.ts REPLICA_LEASE_TTL_S): a dead holder's
+ * claim is gone before the last attempt.
+ */
+export const PEER_ROLLOUT_DELIVERY_ATTEMPTS = 8;
+/** First delay between those attempts; it doubles. */
+export const PEER_ROLLOUT_RETRY_MS = 500;
+/** Longest delay between those attempts. */
+export const PEER_ROLLOUT_RETRY_MAX_MS = 5_000;
+/**
+ * Most bytes of report lines a replica forwards to the leader in one
+ * request. One report line is at most {@link MAX_ROLLOUT_REPORT_LINE_BYTES},
+ * so a line always fits.
+ */
+export const MAX_PEER_REPORT_BATCH_BYTES = 2 * MAX_ROLLOUT_REPORT_LINE_BYTES;
+/** Largest body the leader reads of forwarded reports: a batch, and the JSON around its lines. */
+export const MAX_PEER_REPORTS_BODY_BYTES = MAX_PEER_REPORT_BATCH_BYTES + 1024 * 1024;
+/**
+ * Most bytes of reports a replica keeps for the leader while it cannot
+ * reach one (during an election). Only the latest report of each cluster
+ * and rollout is kept; past this bound new lines are not taken, so the
+ * agents keep them and send them again.
+ */
+export const MAX_FORWARDED_REPORTS_QUEUED_BYTES = 64 * 1024 * 1024;
+/** First delay before forwarded reports are sent again after the leader could not take them. */
+export const PEER_REPORTS_RETRY_MS = 250;
+/** Longest such delay: a new leader is found this soon after it took the lead. */
+export const PEER_REPORTS_RETRY_MAX_MS = 4_000;

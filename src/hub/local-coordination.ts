@@ -17,6 +17,7 @@ export class LocalCoordination implements ReplicaCoordination {
   readonly self: ReplicaInfo;
   readonly #claims = new Set<string>();
   readonly #watchers = new Set<(change: StoreChange) => void>();
+  readonly #claimWatchers = new Set<(cluster: string, holder: string | undefined) => void>();
 
   constructor(self: ReplicaInfo) {
     this.self = self;
@@ -32,11 +33,12 @@ export class LocalCoordination implements ReplicaCoordination {
 
   claimTunnel(cluster: string): Promise<void> {
     this.#claims.add(cluster);
+    for (const watcher of [...this.#claimWatchers]) watcher(cluster, this.self.id);
     return Promise.resolve();
   }
 
   releaseTunnel(cluster: string): Promise<void> {
-    this.#claims.delete(cluster);
+    if (this.#claims.delete(cluster)) for (const watcher of [...this.#claimWatchers]) watcher(cluster, undefined);
     return Promise.resolve();
   }
 
@@ -46,6 +48,20 @@ export class LocalCoordination implements ReplicaCoordination {
 
   tunnelCounts(): Promise<Map<string, number>> {
     return Promise.resolve(new Map([[this.self.id, this.#claims.size]]));
+  }
+
+  listClaims(): Promise<Map<string, string>> {
+    return Promise.resolve(new Map([...this.#claims].map((cluster) => [cluster, this.self.id])));
+  }
+
+  watchClaims(onChange: (cluster: string, holder: string | undefined) => void): Stop {
+    this.#claimWatchers.add(onChange);
+    return () => this.#claimWatchers.delete(onChange);
+  }
+
+  /** The only replica leads every role. */
+  leaderOf(_role: string): Promise<ReplicaInfo | undefined> {
+    return Promise.resolve(this.self);
   }
 
   /** The only replica leads at once, for as long as it runs. */
@@ -71,6 +87,7 @@ export class LocalCoordination implements ReplicaCoordination {
   close(): Promise<void> {
     this.#claims.clear();
     this.#watchers.clear();
+    this.#claimWatchers.clear();
     return Promise.resolve();
   }
 }

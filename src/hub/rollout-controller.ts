@@ -161,6 +161,8 @@ export class RolloutController {
   #mustReloadClusters = false;
   readonly #justConnected = new Set<string>();
   readonly #dirtyReports = new Map<string, ReportedCopyRecord>();
+  /** By rollout, reports recorded since its record was last written: settled by the next write of it. */
+  readonly #unwritten = new Map<string, PromiseWithResolvers<void>[]>();
 
   #passTimer: unknown;
   #isPassScheduled = false;
@@ -252,19 +254,32 @@ export class RolloutController {
   /**
    * A report line from `cluster`'s agent. The cluster is the tunnel's, never
    * what the line claims: an agent reports for its own cluster only.
+   *
+   * Resolves once what the line changed is written to the store (with the
+   * next pass), rejects if that write fails or the controller stopped: the
+   * line is acknowledged to the agent only then, so a line this controller
+   * took but never wrote (its replica died, the store refused) is sent again
+   * by the agent, to whichever replica leads next.
    */
-  report(cluster: string, message: ReportMessage): void {
+  report(cluster: string, message: ReportMessage): Promise<void> {
+    const written = this.#record(cluster, message);
+    // Callers that do not wait for the write must not see its failure as unhandled.
+    written.catch(() => undefined);
+    return written;
+  }
+
+  #record(cluster: string, message: ReportMessage): Promise<void> {
+    if (this.#isStopped) return Promise.reject(new Error('the rollout controller has stopped'));
     if (message.kind === 'removed') {
       const owed = this.#pendingRemovals.get(cluster)?.get(message.rollout);
-      if (owed !== undefined) {
-        this.#forgetRemoval(owed).catch((error: Error) =>
-          this.#logger.warn(`rollout ${message.rollout}: forgetting the removal from ${cluster}: ${error.message}`),
-        );
-      }
-      return;
+      if (owed === undefined) return Promise.resolve();
+      return this.#forgetRemoval(owed).catch((error: Error) => {
+        this.#logger.warn(`rollout ${message.rollout}: forgetting the removal from ${cluster}: ${error.message}`);
+        throw error;
+      });
     }
     const live = this.#rollouts.get(message.rollout);
-    if (live === undefined) return;
+    if (live === undefined) return Promise.resolve();
     const before = live.record.progress;
     const report = {
       cluster,
@@ -284,7 +299,12 @@ export class RolloutController {
       live.reports.set(cluster, reported);
       this.#dirtyReports.set(`${message.rollout}\u0000${cluster}`, reported);
     }
+    const written = Promise.withResolvers<void>();
+    const waiters = this.#unwritten.get(message.rollout) ?? [];
+    waiters.push(written);
+    this.#unwritten.set(message.rollout, waiters);
     this.#mark(message.rollout);
+    return written.promise;
   }
 
   // ------------------------------------------------------------ operations
@@ -484,6 +504,8 @@ export class RolloutController {
       const removals = [...reached].sort().map((cluster) => ({ rollout: name, cluster, owner }));
       await this.#store.deleteRollout(name, removals);
       this.#rollouts.delete(name);
+      // Reports of a deleted rollout are moot: the agent need not send them again.
+      for (const waiter of this.#takeUnwritten(name)) waiter.resolve();
       for (const removal of removals) this.#rememberRemoval(removal);
       this.#wakeWaiters(name);
       this.#logger.info(`rollout ${name}: deleted by ${actor.user}; ${removals.length} clusters to clean`);
@@ -779,8 +801,22 @@ export class RolloutController {
   async #save(records: readonly LiveRollout[]): Promise<void> {
     const reports = [...this.#dirtyReports.values()].filter((report) => this.#rollouts.has(report.rollout));
     this.#dirtyReports.clear();
-    await this.#store.putRollouts(records.map((live) => live.record));
-    await this.#store.putReportedCopies(reports);
+    // The reports recorded so far are in what is written now; later ones wait for the next write.
+    const waiters = records.flatMap((live) => this.#takeUnwritten(live.record.name));
+    try {
+      await this.#store.putRollouts(records.map((live) => live.record));
+      await this.#store.putReportedCopies(reports);
+    } catch (error) {
+      for (const waiter of waiters) waiter.reject(error);
+      throw error;
+    }
+    for (const waiter of waiters) waiter.resolve();
+  }
+
+  #takeUnwritten(rollout: string): PromiseWithResolvers<void>[] {
+    const waiters = this.#unwritten.get(rollout) ?? [];
+    this.#unwritten.delete(rollout);
+    return waiters;
   }
 
   /** Sends what a cluster that just connected is owed. */
@@ -956,7 +992,14 @@ export class RolloutController {
     if (this.#passTimer !== undefined) this.#clock.clearTimeout(this.#passTimer);
     if (this.#wakeTimer !== undefined) this.#clock.clearTimeout(this.#wakeTimer);
     this.#isPassScheduled = false;
-    await this.#exclusive(() => this.#save([...this.#rollouts.values()]));
+    try {
+      await this.#exclusive(() => this.#save([...this.#rollouts.values()]));
+    } finally {
+      // Whatever was not written stays unacknowledged: the agents send it again to the next leader.
+      for (const name of [...this.#unwritten.keys()]) {
+        for (const waiter of this.#takeUnwritten(name)) waiter.reject(new Error('the rollout controller has stopped'));
+      }
+    }
     for (const waiters of this.#statusWaiters.values()) for (const wake of [...waiters]) wake();
     this.#notifyIdle();
   }

@@ -12,8 +12,10 @@
  *   agents knew more control paths than the handshake, 400 (it took the
  *   stream for a user's request without an identity: see
  *   {@link isOlderAgentRefusal}). Lines the agent numbers are acknowledged
- *   (wire.ts), so the agent sends again what the hub did not take. A stream
- *   refused or broken is opened again, with backoff.
+ *   (wire.ts) once the sink took them for good (the leading replica wrote
+ *   them to the store), so the agent sends again what the hub did not take.
+ *   A stream refused or broken, or with a line not taken, is opened again,
+ *   with backoff.
  * - {@link TunnelRolloutDelivery}: copies and removals as POST control
  *   streams (no identity headers: no user can send them), each with a
  *   deadline ({@link ROLLOUT_DELIVERY_TIMEOUT_MS}). A cluster without an
@@ -47,7 +49,13 @@ const MAX_REFUSAL_BYTES = 4096;
 
 /** What the report stream feeds. */
 export interface ReportSink {
-  report(cluster: string, message: ReportMessage): void;
+  /**
+   * Takes one report. A promise says when the report is taken for good (the
+   * leading replica wrote it to the store): the line is acknowledged to the
+   * agent only then, and if it rejects the stream starts over, so that the
+   * agent sends its current reports again. Anything else: taken at once.
+   */
+  report(cluster: string, message: ReportMessage): void | Promise<void>;
   /** The cluster's agent does not serve rollouts. */
   unsupported(cluster: string): void;
 }
@@ -162,6 +170,75 @@ export class LineSplitter {
   }
 }
 
+/** A numbered report line read from the agent, until the sink took it. */
+interface NumberedLine {
+  seq: number;
+  isTaken: boolean;
+}
+
+/**
+ * The acknowledgements on one report stream (wire.ts). They are
+ * cumulative (the agent forgets every line up to the number), so a number
+ * is acknowledged only once its line and every numbered line before it
+ * were taken; writes wait for the stream to drain.
+ */
+class ReportAcks {
+  readonly #stream: ClientHttp2Stream;
+  /** Numbered lines not yet acknowledged, in order. */
+  readonly #lines: NumberedLine[] = [];
+  #seenSeq = 0;
+  #takenSeq = 0;
+  #ackedSeq = 0;
+  #isBlocked = false;
+
+  constructor(stream: ClientHttp2Stream) {
+    this.#stream = stream;
+  }
+
+  /** A parsed line: its entry (taken until told otherwise) if it carries a number newer than all before. */
+  read(parsed: unknown): NumberedLine | undefined {
+    const seq = (parsed as { seq?: unknown } | null)?.seq;
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq <= this.#seenSeq) return undefined;
+    this.#seenSeq = seq;
+    const line = { seq, isTaken: true };
+    this.#lines.push(line);
+    return line;
+  }
+
+  /**
+   * What the sink answered for a line: a promise holds the line back until
+   * it resolves; a rejection is told to `onNotTaken` (the line is never
+   * acknowledged on this stream).
+   */
+  whenTaken(line: NumberedLine | undefined, taken: unknown, onNotTaken: (error: Error) => void): void {
+    if (!(taken instanceof Promise)) return;
+    if (line !== undefined) line.isTaken = false;
+    taken.then(
+      () => {
+        if (line === undefined) return;
+        line.isTaken = true;
+        this.flush();
+      },
+      (error: Error) => onNotTaken(error),
+    );
+  }
+
+  /** Acknowledges every line taken so far, up to the first that is not. */
+  flush(): void {
+    while (this.#lines[0]?.isTaken === true) this.#takenSeq = this.#lines.shift()!.seq;
+    const stream = this.#stream;
+    if (this.#isBlocked || this.#takenSeq <= this.#ackedSeq || stream.destroyed || !stream.writable) return;
+    this.#ackedSeq = this.#takenSeq;
+    if (!stream.write(`${JSON.stringify({ ack: this.#ackedSeq })}\n`)) {
+      this.#isBlocked = true;
+      stream.once('drain', () => {
+        this.#isBlocked = false;
+        this.flush();
+      });
+    }
+  }
+}
+
 /** Timers of {@link followReports} (injected: tests see the delays asked for instead of waiting them out). */
 export interface ReportTimers {
   setTimeout(callback: () => void, ms: number): unknown;
@@ -236,6 +313,8 @@ export function followReports(
     if (isStopped || !tunnel.isOpen) return;
     let isUnsupported = false;
     let isRefused = false;
+    /** A report on this stream was not taken: the next stream waits as after a failure. */
+    let isUntaken = false;
     let status = 0;
     const refusal: Buffer[] = [];
     try {
@@ -250,21 +329,7 @@ export function followReports(
       return;
     }
     const opened = stream;
-    /** The highest line number seen, and the one last acknowledged (acknowledgements are cumulative). */
-    let seenSeq = 0;
-    let ackedSeq = 0;
-    let isAckBlocked = false;
-    const acknowledge = (): void => {
-      if (isAckBlocked || seenSeq <= ackedSeq || opened.destroyed || !opened.writable) return;
-      ackedSeq = seenSeq;
-      if (!opened.write(`${JSON.stringify({ ack: ackedSeq })}\n`)) {
-        isAckBlocked = true;
-        opened.once('drain', () => {
-          isAckBlocked = false;
-          acknowledge();
-        });
-      }
-    };
+    const acks = new ReportAcks(opened);
     const splitter = new LineSplitter(maxLineBytes, () =>
       logger.warn(`cluster ${cluster}: a report line longer than ${maxLineBytes} bytes was dropped`),
     );
@@ -300,9 +365,8 @@ export function followReports(
           logger.warn(`cluster ${cluster}: a report line is not JSON; dropped`);
           continue;
         }
-        // Taken, or dropped for good: either way the agent need not send it again.
-        const seq = (parsed as { seq?: unknown } | null)?.seq;
-        if (typeof seq === 'number' && Number.isSafeInteger(seq) && seq > seenSeq) seenSeq = seq;
+        // Acknowledged once taken, or at once when dropped for good: either way the agent need not send it again.
+        const numbered = acks.read(parsed);
         const report = reportOf(parsed);
         if (typeof report === 'string') {
           logger.warn(`cluster ${cluster}: a report line was dropped: ${report}`);
@@ -310,13 +374,18 @@ export function followReports(
           logger.warn(`cluster ${cluster}: a report line names cluster ${JSON.stringify(report.cluster)}; dropped`);
         } else {
           try {
-            sink.report(cluster, report);
+            acks.whenTaken(numbered, sink.report(cluster, report), (error) => {
+              // Not taken: this stream starts over, and the agent's first lines on the next are its current reports.
+              logger.debug(`cluster ${cluster}: a report was not taken (${error.message}); opening the stream again`);
+              isUntaken = true;
+              opened.close();
+            });
           } catch (error) {
             logger.error(`cluster ${cluster}: recording a report failed: ${(error as Error).message}`);
           }
         }
       }
-      acknowledge();
+      acks.flush();
     });
     stream.on('error', (error) => logger.debug(`cluster ${cluster}: report stream: ${error.message}`));
     stream.on('close', () => {
@@ -324,7 +393,7 @@ export function followReports(
       if (isUnsupported) return;
       // A stream answered 200 that ended is no failure (the agent ended it, e.g. for a newer one); one refused
       // or reset before its answer is, and waits longer each time.
-      scheduleReopen(isRefused || status === 0);
+      scheduleReopen(isRefused || isUntaken || status === 0);
     });
   };
   open();

@@ -7,34 +7,37 @@
  * On a single replica the lead is won at once, and the hub waits for the
  * controller's start before it serves (as it always did).
  *
- * NOT YET ACROSS REPLICAS (issue #16): rollouts reach only the clusters whose
- * tunnels the leading replica itself holds.
- * - The leader's controller counts as connected only its own tunnels (`connected`
- *   below and its TunnelRegistry's opened/closed events); a cluster held by
- *   another replica is "not connected" to it, so its copies wait, unconfirmed,
- *   until that cluster's agent happens to reconnect to the leader.
- * - TunnelRolloutDelivery (rollout-tunnel.ts) sends over local tunnels only;
- *   it does not forward to the holder through the peer link.
- * - Every replica follows the report streams of the tunnels it holds, but a
- *   non-leader has no controller (`context.rollouts` is undefined) and drops
- *   the reports.
- * The plan: the leader's connected set becomes its tunnels plus every claim
- * (a watch of claims in the coordination); delivery to a cluster held
- * elsewhere goes to the holder on a peer control path
- * (`/hub/peer/v1/control/CLUSTER/rollout/apply|remove`, replica certificates
- * only, never forwarded again) that the holder writes into the tunnel; and a
- * non-leader forwards each report line to the leader. Forwarding rather than
- * writing reports to the store: the leader's controller is the one writer of
- * rollout progress and keeps it in memory between its flushes, so reports
- * written by others would need a watch and a merge; and a report lost in a
- * change of leader is recovered by reopening the report stream, whose first
- * lines are the current report of every copy (copy-agent.ts).
+ * Across replicas (issue #16), the controller reaches every cluster,
+ * whichever replica holds its tunnel:
+ * - Connected means connected to some replica: the tunnels this replica
+ *   holds plus every other replica's claims, listed and then watched
+ *   (fleet-connections.ts). A cluster whose agent moves to another replica
+ *   is told to the controller as connected again, and gets what its last
+ *   tunnel had not confirmed. Clusters that connected or left while the
+ *   controller loaded are told to it once it runs.
+ * - Copies and removals for a cluster held elsewhere go to the holding
+ *   replica on the peer control path
+ *   (`/hub/peer/v1/control/CLUSTER/rollout/apply|remove`, replica
+ *   certificates of this hub only, never handed on again), which writes them
+ *   into its tunnel and answers with the agent's outcome (peer-rollouts.ts).
+ *   A holder that cannot be reached counts as disconnected: the copy waits
+ *   for the cluster's next tunnel, it does not fail the cluster.
+ * - Every replica follows the report streams of the tunnels it holds. The
+ *   leader gives their lines to its controller; the others forward them to
+ *   the leader (`/hub/peer/v1/rollout/reports`), in batches, again after a
+ *   delay while no leader takes them.
+ * - A report line is acknowledged to the agent only once the leader's
+ *   controller wrote it to the store. The leader is the one writer of
+ *   rollout progress and keeps it in memory between its writes; a line it
+ *   took but did not write when it died is thus never acknowledged, and the
+ *   agent sends it again, to the next leader, which loaded the progress its
+ *   predecessor wrote. Forwarding rather than writing reports to the store
+ *   from every replica keeps one writer and needs no merge of reports.
  */
 import type { Logger } from '../log/run-log.js';
 import type { ReplicaCoordination, Stop } from './coordination.js';
 import type { HubContext } from './hub-context.js';
-import { RolloutController } from './rollout-controller.js';
-import type { TunnelRolloutDelivery } from './rollout-tunnel.js';
+import { RolloutController, type RolloutDelivery } from './rollout-controller.js';
 import type { HubStore } from './store.js';
 
 /** The role name of the run-once controllers in {@link ReplicaCoordination.lead}. */
@@ -44,10 +47,11 @@ export const CONTROLLERS_ROLE = 'controllers';
 export interface RunOnceControllersOptions {
   store: HubStore;
   coordination: ReplicaCoordination;
-  delivery: TunnelRolloutDelivery;
+  /** Copies and removals to any connected cluster, wherever its tunnel is (peer-rollouts.ts). */
+  delivery: RolloutDelivery;
   /** Where the running controller is published (`context.rollouts`), for the operator API and the tunnels. */
   context: HubContext;
-  /** Clusters whose tunnels this replica holds now (the controller delivers what they are owed). */
+  /** Clusters connected to any replica now (the controller delivers what they are owed). */
   connected: () => Iterable<string>;
   logger: Logger;
 }
@@ -92,11 +96,12 @@ export class RunOnceControllers {
       if (isLeader === this.#isLeader) return;
       this.#isLeader = isLeader;
       if (isLeader) {
+        const connectedAtStart = new Set(this.#options.connected());
         const controller = await RolloutController.start({
           store: this.#options.store,
           delivery: this.#options.delivery,
           logger,
-          connected: this.#options.connected(),
+          connected: connectedAtStart,
         });
         // The lead may have been lost while the controller loaded.
         if (!this.#isLeader) {
@@ -104,6 +109,10 @@ export class RunOnceControllers {
           return;
         }
         context.rollouts = controller;
+        // Clusters that connected or left while it loaded were told to no controller: tell this one.
+        const connectedNow = new Set(this.#options.connected());
+        for (const cluster of connectedNow) if (!connectedAtStart.has(cluster)) controller.clusterConnected(cluster);
+        for (const cluster of connectedAtStart) if (!connectedNow.has(cluster)) controller.clusterDisconnected(cluster);
         logger.info('this replica runs the rollout controller');
       } else {
         const controller = context.rollouts;

@@ -39,6 +39,10 @@ export class InMemoryReplicaSet {
   readonly #campaigns = new Map<string, Candidate[]>();
   readonly #leaders = new Map<string, string>();
   readonly #watchers = new Set<{ replica: string; onChange: (change: StoreChange) => void }>();
+  readonly #claimWatchers = new Set<{
+    replica: string;
+    onChange: (cluster: string, holder: string | undefined) => void;
+  }>();
   #store: HubStore | undefined;
   #sqlite: SqliteHubStore | undefined;
   /** Every change announced, in order (tests read it). */
@@ -100,10 +104,36 @@ export class InMemoryReplicaSet {
   claim(replica: string, cluster: string): void {
     if (!this.isLive(replica)) throw new Error(`replica ${replica} has no lease: it cannot claim tunnels`);
     this.#claims.set(cluster, replica);
+    this.#announceClaim(cluster, replica);
   }
 
   release(replica: string, cluster: string): void {
-    if (this.#claims.get(cluster) === replica) this.#claims.delete(cluster);
+    if (this.#claims.get(cluster) !== replica) return;
+    this.#claims.delete(cluster);
+    this.#announceClaim(cluster, undefined);
+  }
+
+  claims(): Map<string, string> {
+    return new Map(this.#claims);
+  }
+
+  leader(role: string): ReplicaInfo | undefined {
+    const id = this.#leaders.get(role);
+    return id === undefined ? undefined : this.#replicas.get(id);
+  }
+
+  watchClaims(replica: string, onChange: (cluster: string, holder: string | undefined) => void): Stop {
+    const watcher = { replica, onChange };
+    this.#claimWatchers.add(watcher);
+    return () => this.#claimWatchers.delete(watcher);
+  }
+
+  /** A claim's change reaches every live replica after the write, as a watch's event does. */
+  #announceClaim(cluster: string, holder: string | undefined): void {
+    setImmediate(() => {
+      for (const watcher of [...this.#claimWatchers])
+        if (this.isLive(watcher.replica)) watcher.onChange(cluster, holder);
+    });
   }
 
   holder(cluster: string): ReplicaInfo | undefined {
@@ -167,8 +197,15 @@ export class InMemoryReplicaSet {
   #leave(replica: string): void {
     this.#gone.add(replica);
     this.#replicas.delete(replica);
-    for (const [cluster, holder] of [...this.#claims]) if (holder === replica) this.#claims.delete(cluster);
+    for (const [cluster, holder] of [...this.#claims]) {
+      if (holder !== replica) continue;
+      this.#claims.delete(cluster);
+      this.#announceClaim(cluster, undefined);
+    }
     for (const watcher of [...this.#watchers]) if (watcher.replica === replica) this.#watchers.delete(watcher);
+    for (const watcher of [...this.#claimWatchers]) {
+      if (watcher.replica === replica) this.#claimWatchers.delete(watcher);
+    }
     for (const [role, candidates] of this.#campaigns) {
       const mine = candidates.filter((c) => c.replica === replica);
       this.#campaigns.set(
@@ -219,6 +256,18 @@ export class InMemoryCoordination implements ReplicaCoordination {
 
   tunnelCounts(): Promise<Map<string, number>> {
     return Promise.resolve(this.#set.counts());
+  }
+
+  listClaims(): Promise<Map<string, string>> {
+    return Promise.resolve(this.#set.claims());
+  }
+
+  watchClaims(onChange: (cluster: string, holder: string | undefined) => void): Stop {
+    return this.#set.watchClaims(this.self.id, onChange);
+  }
+
+  leaderOf(role: string): Promise<ReplicaInfo | undefined> {
+    return Promise.resolve(this.#set.leader(role));
   }
 
   lead(role: string, onChange: (isLeader: boolean) => void): Stop {

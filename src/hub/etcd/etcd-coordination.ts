@@ -178,6 +178,27 @@ export class EtcdReplicaCoordination implements ReplicaCoordination {
     return counts;
   }
 
+  async listClaims(): Promise<Map<string, string>> {
+    const prefix = this.#key(COORDINATION_KEYS.tunnels);
+    const entries = await this.#etcd.list(prefix);
+    return new Map(entries.map((entry) => [entry.key.slice(prefix.length), entry.value]));
+  }
+
+  watchClaims(onChange: (cluster: string, holder: string | undefined) => void): Stop {
+    return this.#store.onKeyEvent((event) => {
+      if (!event.key.startsWith(COORDINATION_KEYS.tunnels)) return;
+      const cluster = event.key.slice(COORDINATION_KEYS.tunnels.length);
+      onChange(cluster, event.type === 'put' ? event.value?.toString('utf8') : undefined);
+    });
+  }
+
+  async leaderOf(role: string): Promise<ReplicaInfo | undefined> {
+    const leader = await this.#etcd.get(this.#key(`${COORDINATION_KEYS.leaders}${role}`));
+    if (leader === undefined) return undefined;
+    const replica = await this.#etcd.get(this.#key(`${COORDINATION_KEYS.replicas}${leader.value}`));
+    return replica === undefined ? undefined : (JSON.parse(replica.value) as ReplicaInfo);
+  }
+
   lead(role: string, onChange: (isLeader: boolean) => void): Stop {
     const key = this.#key(`${COORDINATION_KEYS.leaders}${role}`);
     let isStopped = false;

@@ -69,6 +69,8 @@ export const ETCD_KEYS = {
 export interface EtcdKeyEvent {
   type: 'put' | 'delete';
   key: string;
+  /** The value put (raw: decoded only by the listener that needs it); absent on a delete. */
+  value?: Buffer;
 }
 
 /** Revision numbers are zero-padded in keys so that key order is number order. */
@@ -120,12 +122,13 @@ export class EtcdHubStore implements HubStore {
   async #startWatch(): Promise<void> {
     const prefix = this.#etcd.prefix;
     const watcher = await this.#etcd.read(() => this.#etcd.client.watch().prefix(prefix).create());
-    const dispatch = (type: 'put' | 'delete', key: Buffer): void => {
+    const dispatch = (type: 'put' | 'delete', key: Buffer, value?: Buffer): void => {
       const relative = key.toString('utf8').slice(prefix.length);
       this.#forget(relative);
-      for (const listener of this.#listeners) listener({ type, key: relative });
+      const event: EtcdKeyEvent = value === undefined ? { type, key: relative } : { type, key: relative, value };
+      for (const listener of this.#listeners) listener(event);
     };
-    watcher.on('put', (kv) => dispatch('put', kv.key));
+    watcher.on('put', (kv) => dispatch('put', kv.key, kv.value));
     watcher.on('delete', (kv) => dispatch('delete', kv.key));
     // Reconnected, the watcher resumes from the last revision it heard, so nothing is missed and the
     // caches stay (they are what keeps kubectl sessions served while etcd has no quorum). A history

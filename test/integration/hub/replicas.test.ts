@@ -24,6 +24,7 @@ import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { loadHubConfig, parseHubConfig, writeHubConfig } from '../../../src/hub/hub-config.js';
 import { startHub, type HubStoreOpener, type RunningHub } from '../../../src/hub/hub-server.js';
 import { issueReplicaCredentials } from '../../../src/hub/peer-link.js';
+import { peerControlPath, PEER_REPORTS_PATH } from '../../../src/hub/peer-rollouts.js';
 import { ensureHubPki, type HubPki } from '../../../src/hub/hub-pki.js';
 import type { OpenedHubStore } from '../../../src/hub/coordination.js';
 import { newEncryptionKeyFileText } from '../../../src/hub/etcd/encryption.js';
@@ -256,6 +257,7 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
         metadata: { name: POD, namespace: 'default' },
         spec: { containers: [{ name: 'web', image: 'nginx' }] },
       });
+      cluster.api.setObject(hubAdminBinding());
       clusters.push(cluster);
       await registerOn(i, cluster);
     }
@@ -411,6 +413,110 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
     expect(secondHop.status).toBe(503);
   });
 
+  it('rolls out from the leading replica to the clusters every replica holds, and takes their reports', async () => {
+    const listing = await hubJson<ReplicaListing>(['hub', 'replicas', 'list'], replicas[0]!.config);
+    const leaderId = listing.replicas.find((r) => r.isLeader === true)?.id;
+    const leader = replicas.find((r) => r.hub.replicaId === leaderId)!;
+    // One cluster per replica: two of the three tunnels are held by replicas that do not lead.
+    expect(listing.replicas.map((r) => r.tunnels)).toEqual([1, 1, 1]);
+    const file = join(dataDir, 'everywhere.yaml');
+    writeFileSync(file, dump(twoWaveRollout('everywhere', { clusters: clusters.map((c) => c.name) })));
+    await hubJson(['hub', 'rollout', 'apply', '-f', file], leader.config);
+    const done = await waitFor('the rollout complete on the clusters of every replica', async () => {
+      const answer = await rawRequest({
+        port: leader.hub.port,
+        caPem,
+        path: '/hub/v1/rollouts/everywhere?clusters=true',
+        token: adminToken,
+      });
+      const view = JSON.parse(answer.body) as RolloutStatusView;
+      return view.state === 'complete' ? view : undefined;
+    });
+    expect(done.clusters?.map((row) => `${row.cluster}=${row.phase}`)).toEqual(clusters.map((c) => `${c.name}=ready`));
+    for (const cluster of clusters) {
+      const applied = cluster.api.getObject({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        namespace: 'ha-demo',
+        name: 'everywhere-site',
+      });
+      expect(applied?.data, cluster.name).toEqual({ site: cluster.name });
+    }
+  }, 180_000);
+
+  it('refuses the peer rollout paths to operators, agents and replicas of another hub; never hands a copy on', async () => {
+    const target = clusters[1]!;
+    const holder = replicas[1]!;
+    const copy = {
+      rollout: 'intruder',
+      owner: { user: HUB_ADMIN_USER, groups: ['system:masters'] },
+      copy: {
+        revision: '1-intruder',
+        objects: [
+          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'intruder', namespace: 'default' }, data: {} },
+        ],
+      },
+    };
+    const report = { cluster: target.name, report: { kind: 'removed', rollout: 'everywhere', cluster: target.name } };
+    const agentCert = {
+      certPem: readFileSync(join(clusters[0]!.dataDir, 'client.crt'), 'utf8'),
+      keyPem: readFileSync(join(clusters[0]!.dataDir, 'client.key'), 'utf8'),
+    };
+    const otherHub = await ensureHubPki({ dataDir: mkdtempSync(join(tmpdir(), 'edgeadm-other-hub-')), names: [] });
+    const foreignReplica = await issueReplicaCredentials(otherHub, 'foreign');
+    const callers: [string, { token?: string; cert?: { certPem: string; keyPem: string } }][] = [
+      ['no credential', {}],
+      ['an admin token', { token: adminToken }],
+      ['an agent certificate', { cert: agentCert }],
+      ['a replica certificate of another hub', { cert: foreignReplica }],
+    ];
+    for (const [who, credential] of callers) {
+      for (const [path, body] of [
+        [peerControlPath(target.name, 'apply'), copy],
+        [peerControlPath(target.name, 'remove'), { rollout: 'everywhere', owner: copy.owner }],
+        [PEER_REPORTS_PATH, { reports: [report] }],
+      ] as const) {
+        const answer = await rawRequest({
+          port: holder.hub.port,
+          caPem,
+          path,
+          method: 'POST',
+          body: JSON.stringify(body),
+          headers: { 'content-type': 'application/json' },
+          ...credential,
+        });
+        expect(answer.status, `${who} on ${path}: ${answer.body}`).toBe(403);
+        expect(answer.body).toContain('E_HUB_PEER_FORBIDDEN');
+      }
+    }
+    // A replica of this hub reaches a cluster only through the replica that holds its tunnel: never handed on.
+    const pki = await backend.pki();
+    const replicaCert = await issueReplicaCredentials(pki, 'prober');
+    const elsewhere = await rawRequest({
+      port: replicas[0]!.hub.port,
+      caPem,
+      path: peerControlPath(target.name, 'apply'),
+      method: 'POST',
+      body: JSON.stringify(copy),
+      cert: replicaCert,
+    });
+    expect(elsewhere.status).toBe(503);
+    expect(JSON.parse(elsewhere.body)).toEqual({ status: 'disconnected' });
+    // What is not a copy message is refused, as the agent would refuse it.
+    const malformed = await rawRequest({
+      port: holder.hub.port,
+      caPem,
+      path: peerControlPath(target.name, 'apply'),
+      method: 'POST',
+      body: JSON.stringify({ rollout: 'intruder', owner: copy.owner, copy: { revision: '../x', objects: [] } }),
+      cert: replicaCert,
+    });
+    expect(malformed.status).toBe(400);
+    expect(target.api.getObject({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name: 'intruder' })).toBe(
+      undefined,
+    );
+  });
+
   it('closes the tunnel on the replica that holds it when the cluster is deleted on another', async () => {
     const doomed = await startEdgeCluster('doomed');
     clusters.push(doomed);
@@ -473,14 +579,28 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
   }, 240_000);
 });
 
+/** Lets the hub admin, who applies the rollouts, write on a cluster (its own RBAC decides). */
+function hubAdminBinding(): Parameters<EdgeCluster['api']['setObject']>[0] {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'hub-admin' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+    subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: HUB_ADMIN_USER }],
+  };
+}
+
 /** A Rollout of a ConfigMap and a Deployment in two waves, the first soaking before the second. */
-function twoWaveRollout(name: string): Record<string, unknown> {
+function twoWaveRollout(
+  name: string,
+  placement: Record<string, unknown> = { clusterSelector: 'env=ha' },
+): Record<string, unknown> {
   return {
     apiVersion: 'edgeadm.io/v1alpha1',
     kind: 'Rollout',
     metadata: { name },
     spec: {
-      placement: { clusterSelector: 'env=ha' },
+      placement,
       resources: [
         { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ha-demo' } },
         {
@@ -541,13 +661,7 @@ describe.each(BACKENDS)('hub replicas on $name: the leader stops during a rollou
     for (const name of ['shop-a', 'shop-b']) {
       const cluster = await startEdgeCluster(name);
       // Each cluster's own RBAC decides; the rollout writes as the admin who applied it.
-      cluster.api.setObject({
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'ClusterRoleBinding',
-        metadata: { name: 'hub-admin' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-        subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: HUB_ADMIN_USER }],
-      });
+      cluster.api.setObject(hubAdminBinding());
       clusters.push(cluster);
       const agent = startCli([
         'register-cloud',

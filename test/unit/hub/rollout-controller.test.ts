@@ -18,7 +18,7 @@ import {
 import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { parseRollout } from '../../../src/rollout/spec.js';
-import type { CopyMessage, RemoveMessage } from '../../../src/rollout/wire.js';
+import type { CopyMessage, RemoveMessage, ReportMessage } from '../../../src/rollout/wire.js';
 import { rolloutDocument } from '../rollout/fixtures.js';
 
 /** A clock that moves only when told, firing due timers in order. */
@@ -181,6 +181,33 @@ function phases(w: World): Record<string, string> {
 }
 
 describe('rollout controller', () => {
+  it('settles a report only once its progress is in the store, and refuses it when the store refuses the write', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf());
+    const write = w.store.putRollouts.bind(w.store);
+    let written: string[] = [];
+    let refusal: string | undefined;
+    vi.spyOn(w.store, 'putRollouts').mockImplementation(async (records) => {
+      if (refusal !== undefined) throw new Error(refusal);
+      await write(records);
+      written = records.map((record) => `${record.name}:${record.progress.clusters['a']?.phase ?? '-'}`);
+    });
+    const line = (readiness: 'ready' | 'progressing'): ReportMessage => ({
+      kind: 'copy',
+      rollout: 'web',
+      cluster: 'a',
+      revision: w.delivery.copies[0]!.copy.revision,
+      readiness,
+      objects: [],
+    });
+    // Settled after the write that holds it: what the agent is acknowledged is what a next leader loads.
+    await w.controller.report('a', line('ready'));
+    expect(written).toEqual(['web:ready']);
+    refusal = 'etcd has no quorum';
+    await expect(w.controller.report('a', line('progressing'))).rejects.toThrow('no quorum');
+    refusal = undefined;
+  });
+
   it('delivers the canary first and the next wave only once the canary is ready and has soaked', async () => {
     const w = await world(['a', 'b', 'c']);
     await apply(w, documentOf());

@@ -186,7 +186,12 @@ describe('rollouts over a real tunnel', () => {
     const reports: ReportMessage[] = [];
     followReports(
       tunnel,
-      { report: (_cluster, message) => reports.push(message), unsupported: () => {} },
+      {
+        report: (_cluster, message) => {
+          reports.push(message);
+        },
+        unsupported: () => {},
+      },
       silentLogger,
       { reopenMs: 1_000, reopenMaxMs: 3_000, timers },
     );
@@ -203,12 +208,74 @@ describe('rollouts over a real tunnel', () => {
     expect(delays).toEqual([1_000, 2_000, 3_000, 1_000]);
   });
 
+  it('acknowledges a line only once the sink took it for good, never past one not taken yet', async () => {
+    const { tunnel, agent } = await connectPair({ kind: 'rollouts' });
+    const pending = new Map<string, PromiseWithResolvers<void>>();
+    followReports(
+      tunnel,
+      {
+        report: (_cluster, message) => {
+          const taken = Promise.withResolvers<void>();
+          pending.set(message.rollout, taken);
+          return taken.promise;
+        },
+        unsupported: () => {},
+      },
+      silentLogger,
+    );
+    await agent.reportsOpened;
+    agent.report({ kind: 'removed', rollout: 'web', cluster: 'c1', seq: 1 });
+    agent.report({ kind: 'removed', rollout: 'db', cluster: 'c1', seq: 2 });
+    await vi.waitUntil(() => pending.size === 2, { timeout: 60_000 });
+    // The later line is written first: nothing may be acknowledged while the earlier one is not.
+    pending.get('db')!.resolve();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(agent.acks).toEqual([]);
+    pending.get('web')!.resolve();
+    await agent.waitForAck(2);
+    expect(agent.acks).toEqual([2]);
+  });
+
+  it('starts the report stream over when a line is not taken, so that the agent sends its reports again', async () => {
+    const { tunnel, agent } = await connectPair({ kind: 'rollouts' });
+    const delays: number[] = [];
+    const timers: ReportTimers = {
+      setTimeout: (callback, ms) => {
+        delays.push(ms);
+        return setTimeout(callback, 0);
+      },
+      clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+    };
+    followReports(
+      tunnel,
+      {
+        report: () => Promise.reject(new Error('the leader died before writing it')),
+        unsupported: () => {},
+      },
+      silentLogger,
+      { reopenMs: 1_000, reopenMaxMs: 8_000, timers },
+    );
+    await agent.reportsOpened;
+    agent.report({ kind: 'removed', rollout: 'web', cluster: 'c1', seq: 1 });
+    await agent.waitForReportOpens(2);
+    agent.report({ kind: 'removed', rollout: 'web', cluster: 'c1', seq: 1 });
+    await agent.waitForReportOpens(3);
+    expect(agent.acks).toEqual([]);
+    // Waited as after failures (the delay doubles), not as after streams served to their end.
+    expect(delays.slice(0, 2)).toEqual([1_000, 2_000]);
+  });
+
   it('acknowledges the report lines it takes, as the last line number seen', async () => {
     const { tunnel, agent } = await connectPair({ kind: 'rollouts' });
     const reports: ReportMessage[] = [];
     followReports(
       tunnel,
-      { report: (_cluster, message) => reports.push(message), unsupported: () => {} },
+      {
+        report: (_cluster, message) => {
+          reports.push(message);
+        },
+        unsupported: () => {},
+      },
       silentLogger,
     );
     await agent.reportsOpened;
