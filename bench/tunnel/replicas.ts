@@ -264,6 +264,26 @@ async function gauges(): Promise<(number | undefined)[]> {
     }),
   );
 }
+/** Handshake counters of replica r since it started: resumed TLS sessions, refused before TLS (the bound), timed out. */
+async function handshakes(r: number): Promise<{ resumed: number; refused: number; timedOut: number }> {
+  const metrics = await call(r, '/metrics').catch(() => '');
+  const read = (name: string): number => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+  return {
+    resumed: read('edgeadm_hub_tls_sessions_resumed_total'),
+    refused: read('edgeadm_hub_handshakes_refused_total'),
+    timedOut: read('edgeadm_hub_handshakes_timed_out_total'),
+  };
+}
+async function survivorHandshakes(
+  survivors: number[],
+): Promise<{ resumed: number; refused: number; timedOut: number }> {
+  const each = await Promise.all(survivors.map(handshakes));
+  return {
+    resumed: each.reduce((a, h) => a + h.resumed, 0),
+    refused: each.reduce((a, h) => a + h.refused, 0),
+    timedOut: each.reduce((a, h) => a + h.timedOut, 0),
+  };
+}
 const sum = (list: (number | undefined)[]): number => list.reduce<number>((a, b) => a + (b ?? 0), 0);
 
 // --- agent processes -------------------------------------------------------------------------
@@ -437,6 +457,8 @@ interface KillResult {
   worksAgainS: { p50: number; p95: number; max: number };
   allWorkAfterS: number;
   probeFailures: Record<string, number>;
+  /** The survivors' TLS handshakes from the kill until all work: resumed sessions, refused by the bound, timed out. */
+  survivorHandshakes: { resumed: number; refused: number; timedOut: number };
   etcdUntilAllWork: EtcdCounters;
   etcdUntilLeaseGone: EtcdCounters;
   etcdWritesPerReconnect: number;
@@ -456,6 +478,7 @@ for (let k = 0; k < KILLS; k += 1) {
   const victimGauge = (await gauges())[victim];
   const counters0 = await etcdCounters();
   const cpu0 = { survivors: hubsCpu(survivors), agents: agentsCpu(), etcd: etcdCpu() };
+  const handshakes0 = await survivorHandshakes(survivors);
   const killedAtEpoch = Date.now();
   const killedAt = performance.now();
   replicas[victim]!.child.kill('SIGKILL');
@@ -496,6 +519,7 @@ for (let k = 0; k < KILLS; k += 1) {
   const allWorkMs = performance.now() - killedAt;
   const counters1 = await etcdCounters();
   const cpu1 = { survivors: hubsCpu(survivors), agents: agentsCpu(), etcd: etcdCpu() };
+  const handshakes1 = await survivorHandshakes(survivors);
   const survivorsRssMiB = survivors.map((r) => rssMiB(replicas[r]!.pid).rss);
   // The victim's lease runs out: etcd deletes its record and whatever claims still name it.
   const leaseGone = killedAt + REPLICA_LEASE_TTL_S * 1000 + LEASE_MARGIN_MS;
@@ -520,6 +544,11 @@ for (let k = 0; k < KILLS; k += 1) {
     worksAgainS: summary(worked),
     allWorkAfterS: pending.size === 0 ? allWorkMs / 1000 : NaN,
     probeFailures,
+    survivorHandshakes: {
+      resumed: handshakes1.resumed - handshakes0.resumed,
+      refused: handshakes1.refused - handshakes0.refused,
+      timedOut: handshakes1.timedOut - handshakes0.timedOut,
+    },
     etcdUntilAllWork: counterDelta(counters0, counters1),
     etcdUntilLeaseGone: untilLeaseGone,
     etcdWritesPerReconnect: affected.length === 0 ? NaN : untilLeaseGone.revision / affected.length,
@@ -548,6 +577,10 @@ const listed = await call(0, '/hub/v1/clusters', { timeoutMs: 120_000 })
   .catch((error: Error) => error);
 const listS = (performance.now() - listStarted) / 1000;
 const finalFailures: number[] = [];
+const holders = (await where()).up;
+const forwarded = [...Array(AGENTS).keys()].filter((i) => holders.get(i)?.replica !== i % REPLICAS).length;
+const cpuBeforeFinal = hubsCpu(allReplicas);
+const finalStarted = performance.now();
 {
   let next = 0;
   await Promise.all(
@@ -565,7 +598,13 @@ const finalFailures: number[] = [];
     }),
   );
 }
+const finalCpu = hubsCpu(allReplicas) - cpuBeforeFinal;
+const finalSeconds = (performance.now() - finalStarted) / 1000;
 const final = {
+  /** Every agent's cluster reached once through replica index mod 3 (`forwarded` of them to the holder): the replicas' CPU per request. */
+  probeSeconds: finalSeconds,
+  forwarded,
+  replicasCpuMsPerRequest: (1000 * finalCpu) / AGENTS,
   clustersInEtcd: await etcdCount(ETCD_KEYS.clusters),
   claimsInEtcd: await etcdCount('tunnels/'),
   listedThroughApi: listed instanceof Error ? listed.message : listed.filter((c) => c.name.startsWith('sim-')).length,
@@ -616,11 +655,12 @@ else {
         (k, i) =>
           `kill ${i + 1}: replica ${k.victim}, ${k.affected} agents: tunnels up p50 ${f(k.tunnelUpAgainS.p50)} s, max ${f(k.tunnelUpAgainS.max)} s; ` +
           `work again p50 ${f(k.worksAgainS.p50)} s, all after ${f(k.allWorkAfterS)} s; collateral ${k.collateral}; ` +
+          `survivors' handshakes ${k.survivorHandshakes.resumed} resumed, ${k.survivorHandshakes.refused} refused, ${k.survivorHandshakes.timedOut} timed out; ` +
           `etcd ${f(k.etcdWritesPerReconnect, 2)} writes/reconnect; CPU ms/reconnect survivors ${f(k.cpuMsPerReconnect.survivors, 2)}, agents ${f(k.cpuMsPerReconnect.agents, 2)}, etcd ${f(k.cpuMsPerReconnect.etcd, 2)}; ` +
           `survivors RSS ${k.survivorsRssMiB.map((m) => f(m, 0)).join(' / ')} MiB; restart ${f(k.restartS)} s`,
       ),
       `worst kill: all agents work again after ${f(worst)} s (goal ≤ 30 s)`,
-      `final: ${final.clustersInEtcd} clusters in etcd, ${String(final.listedThroughApi)} listed through the API (${f(final.listSeconds)} s), ${final.notWorking} not working; registrations lost: ${lost} (goal 0)`,
+      `final: every agent's cluster reached once in ${f(final.probeSeconds)} s (replicas' CPU ${f(final.replicasCpuMsPerRequest, 2)} ms per request, ${final.forwarded} forwarded); ${final.clustersInEtcd} clusters in etcd, ${String(final.listedThroughApi)} listed through the API (${f(final.listSeconds)} s), ${final.notWorking} not working; registrations lost: ${lost} (goal 0)`,
       `replica RSS at the end: ${final.replicaRssMiB.map((m) => `${f(m.rss, 0)} (peak ${f(m.peak, 0)})`).join(' / ')} MiB`,
       `agent log: ${JSON.stringify(results.agentLog)}`,
       `load: ${results.load}`,
