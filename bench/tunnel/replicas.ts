@@ -48,7 +48,7 @@
  *     [--timeout-s 900] [--kill-timeout-s 300] [--json]
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,9 +108,26 @@ const FORWARDED_PROBE_EVERY = 10;
 const FINAL_PROBE_ATTEMPTS = 3;
 
 // Node runs the .ts files itself (type stripping); tsc checks them through the type imports.
-const { callHub, cpuSeconds, loadAverage, rssMiB, startHubProcess } = (await import(
+const hubProcess = (await import(
   new URL('../support/hub-process.ts', import.meta.url).href
 )) as typeof HubProcessModule;
+const { callHub, loadAverage, startHubProcess } = hubProcess;
+/** CPU seconds of a process; 0 once it is gone (a crashed replica: its crash is reported instead). */
+const cpuSeconds = (pid: number): number => {
+  try {
+    return hubProcess.cpuSeconds(pid);
+  } catch {
+    return 0;
+  }
+};
+/** RSS and peak RSS of a process in MiB; NaN once it is gone. */
+const rssMiB = (pid: number): { rss: number; peak: number } => {
+  try {
+    return hubProcess.rssMiB(pid);
+  } catch {
+    return { rss: NaN, peak: NaN };
+  }
+};
 const { startEtcdCluster } = (await import(
   new URL('../../test/support/etcd-cluster.ts', import.meta.url).href
 )) as typeof EtcdClusterModule;
@@ -234,8 +251,20 @@ writeFileSync(keyFile, newEncryptionKeyFileText(), { mode: 0o600 });
 const portOf = (r: number): number => BASE_PORT + r;
 const urlOf = (r: number): string => `https://127.0.0.1:${portOf(r)}`;
 
+/** Replicas being killed on purpose: any other exit is a crash, recorded in `crashes`. */
+const killing = new Set<number>();
+const crashes: {
+  replica: number;
+  pid: number;
+  at: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  logTail: string;
+}[] = [];
+let isStopping = false;
+
 function startReplica(r: number): HubProcess {
-  return startHubProcess({
+  const hub = startHubProcess({
     root,
     port: portOf(r),
     dataDir: join(stateDir, `replica-${r}`),
@@ -256,6 +285,25 @@ function startReplica(r: number): HubProcess {
       keyFile,
     ],
   });
+  // Each replica's whole output, kept for the crash report and for reading afterwards.
+  const logPath = join(stateDir, `replica-${r}.log`);
+  const log = (chunk: Buffer): void => appendFileSync(logPath, chunk);
+  hub.child.stdout?.on('data', log);
+  hub.child.stderr?.on('data', log);
+  hub.child.once('exit', (code, signal) => {
+    if (killing.has(r)) return;
+    // A crash: recorded with the end of its log, and the replica started again so that the run goes on.
+    const logTail = readFileSync(logPath, 'utf8').slice(-6000);
+    crashes.push({ replica: r, pid: hub.pid, at: new Date().toISOString(), code, signal, logTail });
+    progress(
+      `replica ${r} (pid ${hub.pid}) exited by itself (code ${code}, signal ${signal}); its log ends:\n${logTail}`,
+    );
+    if (isStopping) return;
+    replicas[r] = startReplica(r);
+    pools[r]?.destroy();
+    pools[r] = new https.Agent({ keepAlive: true, maxSockets: PROBE_CONCURRENCY });
+  });
+  return hub;
 }
 
 // The first replica makes the CA and the admin credential in etcd; the others adopt them.
@@ -520,8 +568,10 @@ for (let k = 0; k < KILLS; k += 1) {
   const handshakes0 = await survivorHandshakes(survivors);
   const killedAtEpoch = Date.now();
   const killedAt = performance.now();
+  killing.add(victim);
   replicas[victim]!.child.kill('SIGKILL');
   await replicas[victim]!.exited;
+  killing.delete(victim);
 
   const pending = new Set(affected);
   const upAgain = new Map<number, number>();
@@ -678,12 +728,15 @@ const results = {
   killResults: kills,
   final,
   registrationsLost: lost,
+  crashes,
   agentLog: sumCounts(workers.map((w) => w.status.said)),
   load: readFileSync('/proc/loadavg', 'utf8').trim(),
 };
 
 for (const w of workers) w.child.send({ type: 'stop' });
 await Promise.race([Promise.all(workers.map((w) => new Promise((r) => w.child.once('exit', r)))), sleep(30_000)]);
+isStopping = true;
+for (const r of allReplicas) killing.add(r);
 for (const r of replicas) r.child.kill('SIGTERM');
 await Promise.race([Promise.all(replicas.map((r) => r.exited)), sleep(30_000)]);
 await etcd.stop();
@@ -710,6 +763,7 @@ else {
       `final: every agent's cluster reached once in ${f(final.probeSeconds)} s (replicas' CPU ${f(final.replicasCpuMsPerRequest, 2)} ms per request, ${final.forwarded} forwarded); ${final.clustersInEtcd} clusters in etcd (claims wrong: ${final.claimsWrong}), ${String(final.listedThroughApi)} listed through the API (${f(final.listSeconds)} s), ${final.notWorking} not working; registrations lost: ${lost} (goal 0)`,
       `replica RSS at the end: ${final.replicaRssMiB.map((m) => `${f(m.rss, 0)} (peak ${f(m.peak, 0)})`).join(' / ')} MiB`,
       `agent log: ${JSON.stringify(results.agentLog)}`,
+      `replica crashes (exits not caused by the benchmark): ${crashes.length}${crashes.map((c) => `\n  replica ${c.replica} at ${c.at} (code ${c.code}, signal ${c.signal}); log ends:\n${c.logTail}`).join('')}`,
       `load: ${results.load}`,
       '',
     ].join('\n'),
