@@ -556,6 +556,17 @@ interface KillResult {
   claimsInEtcd: number;
   notWorking: number;
 }
+const f = (x: number, d = 1): string => x.toFixed(d);
+/** One kill in one line, as printed after each kill (so a run cut short still has them) and at the end. */
+function killLine(k: KillResult, i: number): string {
+  return (
+    `kill ${i + 1}: replica ${k.victim}, ${k.affected} agents: tunnels up p50 ${f(k.tunnelUpAgainS.p50)} s, max ${f(k.tunnelUpAgainS.max)} s; ` +
+    `work again p50 ${f(k.worksAgainS.p50)} s (forwarded sample p50 ${f(k.forwardedWorksAgainS.p50)} s), all after ${f(k.allWorkAfterS)} s; collateral ${k.collateral}; claims wrong ${k.claimsWrong}; ` +
+    `survivors' handshakes ${k.survivorHandshakes.resumed} resumed, ${k.survivorHandshakes.refused} refused, ${k.survivorHandshakes.timedOut} timed out; ` +
+    `etcd ${f(k.etcdWritesPerReconnect, 2)} writes/reconnect; CPU ms/reconnect survivors ${f(k.cpuMsPerReconnect.survivors, 2)}, agents ${f(k.cpuMsPerReconnect.agents, 2)}, etcd ${f(k.cpuMsPerReconnect.etcd, 2)}; ` +
+    `survivors RSS ${k.survivorsRssMiB.map((m) => f(m, 0)).join(' / ')} MiB; restart ${f(k.restartS)} s; ${k.clustersInEtcd} clusters in etcd`
+  );
+}
 const kills: KillResult[] = [];
 for (let k = 0; k < KILLS; k += 1) {
   const victim = k % REPLICAS;
@@ -660,10 +671,7 @@ for (let k = 0; k < KILLS; k += 1) {
     notWorking: pending.size,
   };
   kills.push(result);
-  progress(
-    `kill ${k + 1} (replica ${victim}, ${affected.length} agents): all work again after ${result.allWorkAfterS.toFixed(1)} s; ` +
-      `${result.etcdWritesPerReconnect.toFixed(2)} etcd writes per reconnect; ${result.clustersInEtcd} clusters in etcd`,
-  );
+  progress(killLine(result, k));
 }
 
 // --- 5. every registration, once more ---------------------------------------------------------
@@ -743,22 +751,14 @@ await etcd.stop();
 
 if (values.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
 else {
-  const f = (x: number, d = 1): string => x.toFixed(d);
   const worst = Math.max(...kills.map((k) => k.allWorkAfterS));
   process.stdout.write(
     [
       `(e) ${AGENTS} simulated agents in ${PROCESSES} processes, ${REPLICAS} hub replicas on a 3-member etcd, ${KILLS} replica kills`,
       `registration: ${registration.registered} in ${f(registration.seconds)} s`,
-      `connect: all in ${f(connect.seconds)} s (${connect.perReplica.join(' + ')}); replica RSS ${connect.replicaRssMiB.map((m) => f(m.rss, 0)).join(' / ')} MiB`,
+      `connect: all in ${f(connect.seconds)} s (${connect.perReplica.join(' + ')}); CPU ms per tunnel replicas ${f(connect.cpuMsPerTunnel.hubs, 2)}, agents ${f(connect.cpuMsPerTunnel.agents, 2)}, etcd ${f(connect.cpuMsPerTunnel.etcd, 2)}; replica RSS ${connect.replicaRssMiB.map((m) => f(m.rss, 0)).join(' / ')} MiB`,
       `at rest ${rest.seconds} s: etcd per minute ${rest.etcdPerMinute.proposals} proposals, ${rest.etcdPerMinute.writeTransactions} write transactions; replica CPU ${rest.replicaCpuPercent.map((p) => f(p)).join(' / ')} %`,
-      ...kills.map(
-        (k, i) =>
-          `kill ${i + 1}: replica ${k.victim}, ${k.affected} agents: tunnels up p50 ${f(k.tunnelUpAgainS.p50)} s, max ${f(k.tunnelUpAgainS.max)} s; ` +
-          `work again p50 ${f(k.worksAgainS.p50)} s (forwarded sample p50 ${f(k.forwardedWorksAgainS.p50)} s), all after ${f(k.allWorkAfterS)} s; collateral ${k.collateral}; claims wrong ${k.claimsWrong}; ` +
-          `survivors' handshakes ${k.survivorHandshakes.resumed} resumed, ${k.survivorHandshakes.refused} refused, ${k.survivorHandshakes.timedOut} timed out; ` +
-          `etcd ${f(k.etcdWritesPerReconnect, 2)} writes/reconnect; CPU ms/reconnect survivors ${f(k.cpuMsPerReconnect.survivors, 2)}, agents ${f(k.cpuMsPerReconnect.agents, 2)}, etcd ${f(k.cpuMsPerReconnect.etcd, 2)}; ` +
-          `survivors RSS ${k.survivorsRssMiB.map((m) => f(m, 0)).join(' / ')} MiB; restart ${f(k.restartS)} s`,
-      ),
+      ...kills.map(killLine),
       `worst kill: all agents work again after ${f(worst)} s (goal ≤ 30 s)`,
       `final: every agent's cluster reached once in ${f(final.probeSeconds)} s (replicas' CPU ${f(final.replicasCpuMsPerRequest, 2)} ms per request, ${final.forwarded} forwarded); ${final.clustersInEtcd} clusters in etcd (claims wrong: ${final.claimsWrong}), ${String(final.listedThroughApi)} listed through the API (${f(final.listSeconds)} s), ${final.notWorking} not working; registrations lost: ${lost} (goal 0)`,
       `replica RSS at the end: ${final.replicaRssMiB.map((m) => `${f(m.rss, 0)} (peak ${f(m.peak, 0)})`).join(' / ')} MiB`,
