@@ -593,17 +593,32 @@ for (let k = 0; k < KILLS; k += 1) {
   const inFlight = new Set<number>();
   let collateral = 0;
   let lastLogged = killedAt;
-  while (pending.size > 0 && performance.now() - killedAt < KILL_TIMEOUT_MS) {
-    const now = await where(killedAtEpoch);
-    collateral = [...now.up.keys()].filter((index) => before.up.get(index)?.replica !== victim).length;
-    for (const [index, at] of now.up) {
-      if (!pending.has(index) && !upAgain.has(index)) continue;
-      if (!upAgain.has(index)) upAgain.set(index, at.at - killedAtEpoch);
-      if (!pending.has(index) || inFlight.has(index) || inFlight.size >= PROBE_CONCURRENCY) continue;
-      if (performance.now() - (lastProbe.get(index) ?? 0) < PROBE_RETRY_MS) continue;
+  /** Where each moved agent's tunnel is up now (the latest report). */
+  const holder = new Map<number, number>();
+  /** Moved agents up again and not yet shown to work, in the order to probe them. */
+  const queue: number[] = [];
+  const queued = new Set<number>();
+  // A probe starts whenever one ends (the probes, not the poll, set the pace).
+  let isProbing = true;
+  const pump = (): void => {
+    while (isProbing && inFlight.size < PROBE_CONCURRENCY && queue.length > 0) {
+      const index = queue.shift()!;
+      queued.delete(index);
+      const wait = PROBE_RETRY_MS - (performance.now() - (lastProbe.get(index) ?? 0));
+      if (wait > 0) {
+        setTimeout(() => {
+          if (pending.has(index) && !queued.has(index) && !inFlight.has(index)) {
+            queue.push(index);
+            queued.add(index);
+            pump();
+          }
+        }, wait);
+        continue;
+      }
       // Through the survivor holding the tunnel, or (a sample) through the other one: forwarded.
+      const at = holder.get(index)!;
       const isForwarded = index % FORWARDED_PROBE_EVERY === 0;
-      const through = isForwarded ? (survivors.find((r) => r !== at.replica) ?? at.replica) : at.replica;
+      const through = isForwarded ? (survivors.find((r) => r !== at) ?? at) : at;
       inFlight.add(index);
       lastProbe.set(index, performance.now());
       void works(index, through).then((answer) => {
@@ -611,9 +626,30 @@ for (let k = 0; k < KILLS; k += 1) {
         if (answer === 'ok' && pending.delete(index)) {
           worked.push(performance.now() - killedAt);
           if (isForwarded) workedForwarded.push(performance.now() - killedAt);
-        } else if (answer !== 'ok') probeFailures[answer] = (probeFailures[answer] ?? 0) + 1;
+        } else if (answer !== 'ok') {
+          probeFailures[answer] = (probeFailures[answer] ?? 0) + 1;
+          if (!queued.has(index)) {
+            queue.push(index);
+            queued.add(index);
+          }
+        }
+        pump();
       });
     }
+  };
+  while (pending.size > 0 && performance.now() - killedAt < KILL_TIMEOUT_MS) {
+    const now = await where(killedAtEpoch);
+    collateral = [...now.up.keys()].filter((index) => before.up.get(index)?.replica !== victim).length;
+    for (const [index, at] of now.up) {
+      if (!pending.has(index) && !upAgain.has(index)) continue;
+      if (!upAgain.has(index)) upAgain.set(index, at.at - killedAtEpoch);
+      holder.set(index, at.replica);
+      if (pending.has(index) && !queued.has(index) && !inFlight.has(index)) {
+        queue.push(index);
+        queued.add(index);
+      }
+    }
+    pump();
     if (performance.now() - lastLogged > 5000) {
       lastLogged = performance.now();
       progress(`kill ${k + 1}: ${affected.length - pending.size} of ${affected.length} work again`);
@@ -621,6 +657,7 @@ for (let k = 0; k < KILLS; k += 1) {
     await sleep(POLL_MS);
   }
   const allWorkMs = performance.now() - killedAt;
+  isProbing = false;
   const counters1 = await etcdCounters();
   const cpu1 = { survivors: hubsCpu(survivors), agents: agentsCpu(), etcd: etcdCpu() };
   const handshakes1 = await survivorHandshakes(survivors);
