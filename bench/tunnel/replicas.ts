@@ -45,10 +45,10 @@
  *
  *   npm run build && node bench/tunnel/replicas.ts [--agents 10000] [--kills 10] [--processes 4]
  *     [--rest-s 60] [--base-port 29643] [--register-concurrency 8] [--probe-concurrency 32]
- *     [--timeout-s 900] [--kill-timeout-s 300] [--json]
+ *     [--timeout-s 900] [--kill-timeout-s 300] [--keep-state] [--json]
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +74,8 @@ const { values } = parseArgs({
     'probe-concurrency': { type: 'string', default: '32' },
     'timeout-s': { type: 'string', default: '900' },
     'kill-timeout-s': { type: 'string', default: '300' },
+    /** Keep the state directory (replica logs, agent credentials) and etcd's data after the run. */
+    'keep-state': { type: 'boolean' },
     json: { type: 'boolean' },
   },
 });
@@ -785,6 +787,8 @@ for (const r of allReplicas) killing.add(r);
 for (const r of replicas) r.child.kill('SIGTERM');
 await Promise.race([Promise.all(replicas.map((r) => r.exited)), sleep(30_000)]);
 await etcd.stop();
+if (values['keep-state'] === true) progress(`state kept in ${stateDir} and ${etcd.dir}`);
+else for (const dir of [stateDir, etcd.dir]) rmSync(dir, { recursive: true, force: true });
 
 if (values.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
 else {
