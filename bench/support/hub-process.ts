@@ -2,7 +2,7 @@
  * `edgeadm hub serve` as its own process for benchmarks (bin/run.js, the
  * built CLI), and what benchmarks read of it: its CPU time and RSS from
  * /proc, and its HTTP API with the admin token. bench/rollout uses it;
- * bench/tunnel/scale.ts uses it too.
+ * bench/tunnel/scale.ts and bench/tunnel/replicas.ts use it too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -19,13 +19,18 @@ export interface HubProcess {
   child: ChildProcess;
 }
 
-/** Starts the hub with `ulimit -n` raised to the hard limit; `nodeOptions` is its NODE_OPTIONS (e.g. --cpu-prof). */
+/**
+ * Starts the hub with `ulimit -n` raised to the hard limit; `nodeOptions` is
+ * its NODE_OPTIONS (e.g. --cpu-prof), `args` more `hub serve` flags (e.g.
+ * `--store etcd …` for a replica).
+ */
 export function startHubProcess(options: {
   root: string;
   port: number;
   dataDir: string;
   home: string;
   nodeOptions?: string;
+  args?: string[];
   timeoutMs: number;
 }): HubProcess {
   const child = spawn(
@@ -41,6 +46,7 @@ export function startHubProcess(options: {
       `127.0.0.1:${options.port}`,
       '--data-dir',
       options.dataDir,
+      ...(options.args ?? []),
     ],
     {
       env: {

@@ -16,7 +16,9 @@
  * Driven by IPC messages from scale.ts:
  *   { type: 'register', ... }  register (or, with existing state, reuse) this process's clusters
  *   { type: 'stop-registering' } finish the registrations under way, register no more
- *   { type: 'connect', below, intervalMs, rollouts? }  start the agents below index `below`, one per interval
+ *   { type: 'connect', below, intervalMs, rollouts?, hubs? }  start the agents below index `below`, one per interval;
+ *                              with `hubs` (every replica's `https://host:port`), each agent is given all of them
+ *   { type: 'where', since? }  which replica each agent's tunnel is up on, and since when (replicas.ts)
  *   { type: 'disconnect' | 'reconnect', indexes }  stop / start again these agents (rollout offline runs)
  *   { type: 'times' | 'reset-times' }  each cluster's copy-received, applied and ready times (rollout mode)
  *   { type: 'stop' }           drain every agent and exit
@@ -75,7 +77,8 @@ interface RolloutMode {
 type Message =
   | RegisterMessage
   | { type: 'stop-registering' }
-  | { type: 'connect'; below: number; intervalMs: number; rollouts?: RolloutMode }
+  | { type: 'connect'; below: number; intervalMs: number; rollouts?: RolloutMode; hubs?: string[] }
+  | { type: 'where'; since?: number }
   | { type: 'disconnect'; indexes: number[] }
   | { type: 'reconnect'; indexes: number[] }
   | { type: 'times' }
@@ -108,6 +111,40 @@ let mini: MiniApiModule.MiniApiServer | undefined;
 /** When each cluster's agent last received a copy (epoch ms; rollout mode). */
 const copyReceived = new Map<string, number[]>();
 let welcomes = 0;
+/** Every hub replica's `https://host:port` (replicas.ts); empty: the one hub agents registered with. */
+let hubs: string[] = [];
+/** Agents whose tunnel is up: the index in `hubs` of the replica it is up on, and since when (epoch ms). */
+const upOn = new Map<number, { hub: number; at: number }>();
+
+/**
+ * Agent `index`'s replica addresses: its first choice is replica `index % n`,
+ * and the order of the others alternates between agents, so that the agents
+ * of a replica that dies spread over all the others instead of all moving to
+ * the next one in the list (what agents given the list in one order would do).
+ */
+function hubOrderOf(index: number): string[] {
+  const n = hubs.length;
+  const first = index % n;
+  const others = hubs.filter((_, i) => i !== first);
+  const turn = n > 1 ? Math.floor(index / n) % (n - 1) : 0;
+  return [hubs[first] as string, ...others.slice(turn), ...others.slice(0, turn)];
+}
+
+/** The shared logger, also noting where agent `index`'s tunnel is up (the agent logs each tunnel up and closed). */
+function trackingLogger(index: number): typeof logger {
+  return {
+    ...logger,
+    info: (message: string) => {
+      logger.info(message);
+      const server = /^tunnel to (\S+) is up/.exec(message)?.[1];
+      if (server !== undefined) upOn.set(index, { hub: hubs.indexOf(server), at: Date.now() });
+    },
+    warn: (message: string) => {
+      logger.warn(message);
+      if (message.startsWith('tunnel to the hub closed')) upOn.delete(index);
+    },
+  };
+}
 
 let isRegistering = true;
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
@@ -227,9 +264,10 @@ async function register(message: RegisterMessage): Promise<void> {
  * before they could be handled: an artefact of many agents sharing a
  * process, which real agents (one per cluster) do not have.
  */
-async function connect(below: number, intervalMs: number, rollouts?: RolloutMode): Promise<void> {
+async function connect(below: number, intervalMs: number, rollouts?: RolloutMode, replicas?: string[]): Promise<void> {
   if (range === undefined || upstream === undefined) throw new Error('register first');
   hubServer = `https://${range.hub}`;
+  hubs = replicas ?? [];
   hubCaPem = readAgentState(join(range.stateDir, 'agents', `sim-${range.first}`)).hubCaPem;
   if (rollouts !== undefined) mini = await startMini(rollouts.readyAfterMs);
   for (const { index, ...identity } of identities) {
@@ -271,14 +309,16 @@ function startAgent(index: number, identity: { cluster: string; certPem: string;
         }
       : route,
   );
+  const order = hubs.length === 0 ? [hubServer] : hubOrderOf(index);
   runs.set(
     index,
     runTunnelAgent({
-      hubServer,
+      hubServer: order[0] as string,
+      hubServers: order,
       hubCaPem,
       identity: () => identity,
       upstream: clusterUpstream,
-      logger,
+      logger: hubs.length === 0 ? logger : trackingLogger(index),
       signal: stop.signal,
       onConnected: () => (welcomes += 1),
       ...(controlRoutes === undefined ? {} : { controlRoutes }),
@@ -334,7 +374,12 @@ process.on('message', (message: Message) => {
   } else if (message.type === 'stop-registering') {
     isRegistering = false;
   } else if (message.type === 'connect') {
-    void connect(message.below, message.intervalMs, message.rollouts);
+    void connect(message.below, message.intervalMs, message.rollouts, message.hubs);
+  } else if (message.type === 'where') {
+    // Flat [index, replica, since] triples: a few hundred KiB at 10,000 agents instead of objects.
+    const up: number[] = [];
+    for (const [index, { hub, at }] of upOn) if (at >= (message.since ?? 0)) up.push(index, hub, at);
+    send({ type: 'where', up, down: stops.size - upOn.size });
   } else if (message.type === 'disconnect') {
     const ending = message.indexes.filter((i) => stops.has(i));
     for (const index of ending) stops.get(index)?.abort();

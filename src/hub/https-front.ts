@@ -7,6 +7,7 @@
  *
  * It knows nothing of what the requests mean: the handlers are given.
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
@@ -80,6 +81,20 @@ function boundUnreadBody(req: IncomingMessage, res: ServerResponse): void {
   });
 }
 
+/**
+ * The TLS session id context of the hub's port: OpenSSL resumes a session
+ * only on a server of the context it was made in. Node's default is a hash
+ * of the process's command line, which differs between replicas (their
+ * `--listen`, `--data-dir`, `--advertise-address`) and after any change of
+ * flags, so an agent moving to another replica made a full handshake even
+ * though every replica holds the same ticket key. Derived from the hub CA
+ * instead: the same on every replica of one hub, another for any other hub.
+ */
+export function tlsSessionIdContext(caPin: string): string {
+  // OpenSSL keeps at most 32 bytes of it.
+  return createHash('sha256').update(`edgeadm hub TLS sessions ${caPin}`).digest('hex').slice(0, 32);
+}
+
 /** Creates the HTTPS server and listens. */
 export async function startHttpsFront(options: HttpsFrontOptions): Promise<HttpsFront> {
   const { deadlines, metrics, logger, pki, identity } = options;
@@ -92,6 +107,7 @@ export async function startHttpsFront(options: HttpsFrontOptions): Promise<Https
   // listening server (a server fed connections by hand never starts checking them).
   const server: HttpsServer = https.createServer({
     ticketKeys: ticketKey.key,
+    sessionIdContext: tlsSessionIdContext(pki.caPin),
     // A second guard behind the gate's deadline (below), of the same length: it reports to `tlsClientError`.
     handshakeTimeout: deadlines.handshakeMs,
     sessionTimeout: TLS_SESSION_LIFETIME_S,

@@ -6,8 +6,10 @@
  * resumed session gets no further than a full handshake would: a cluster
  * deleted from the hub (its certificate revoked, its tunnel closed) and a
  * certificate revoked by renewal are refused even when the agent resumes a
- * session made while they were valid. The hub is in this process, the agent
- * is edgeadm's `connectTunnel`, the edge cluster is the SIMULATED API server.
+ * session made while they were valid. Sessions also resume on a hub started
+ * with another command line, as each replica of a hub is. The hub is in this
+ * process, the agent is edgeadm's `connectTunnel`, the edge cluster is the
+ * SIMULATED API server.
  */
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { performServerHandshake } from 'node:http2';
@@ -201,6 +203,25 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
     expect(JSON.stringify(cluster)).toContain('v1.30.4+sim');
     await again.drain();
     expect(statSync(join(dataDir, 'pki', TLS_TICKET_KEY_FILE)).mode & 0o777).toBe(0o600);
+  });
+
+  it('resumes the agent session on a hub started with another command line, as another replica of the hub is', async () => {
+    const site = await register('resume-2');
+    const first = await dial(site);
+    await first.drain();
+    await hub.close();
+    // Replicas differ in --listen, --data-dir and --advertise-address. TLS resumes a session only
+    // within one session id context, which Node derives from the command line unless told otherwise.
+    const argv = [...process.argv];
+    process.argv.push('--listen', '10.0.0.2:9443', '--advertise-address', 'hub-b.example');
+    try {
+      hub = await startHub({ listen: `127.0.0.1:${port}`, dataDir, logger: silentLogger });
+    } finally {
+      process.argv.splice(0, process.argv.length, ...argv);
+    }
+    const again = await dial(site);
+    expect(await resumed()).toBe(1);
+    await again.drain();
   });
 
   it('refuses a resumed session of a deleted cluster, after closing its tunnel', async () => {
