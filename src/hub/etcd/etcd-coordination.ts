@@ -219,7 +219,7 @@ export class EtcdReplicaCoordination implements ReplicaCoordination {
       });
     const campaign = async (): Promise<void> => {
       while (!isStopped && !this.#isClosed) {
-        const next = changed();
+        let next = changed();
         const leaseId = this.#leaseId;
         const lease = this.#lease;
         if (this.#etcd.health().state !== 'ok' || leaseId === undefined || lease === undefined) {
@@ -235,6 +235,10 @@ export class EtcdReplicaCoordination implements ReplicaCoordination {
           } catch (error) {
             this.#warn(`campaign for ${role} failed: ${(error as Error).message}`);
             set(false);
+            // A failed attempt (a deadline on a busy etcd) changes nothing anyone would be
+            // woken by: the leader's key may already be gone, and no later event would come.
+            // So the campaign tries again after a probe period, or sooner if something changes.
+            next = Promise.race([next, new Promise<void>((resolve) => setTimeout(resolve, ETCD_HEALTH_PROBE_MS))]);
           }
         }
         await next;

@@ -202,6 +202,51 @@ describe('replica coordination on etcd', () => {
     await Promise.all(replicas.filter((_, i) => i !== index).map(stopReplica));
   });
 
+  it('campaigns again after a failed attempt, with no further event to wake it', async () => {
+    const prefix = freshEtcdPrefix();
+    const a = await startReplica(prefix, 'a');
+    const b = await startReplica(prefix, 'b');
+    // b hears a's leadership before it campaigns, so no late event of it wakes b later.
+    const bHeardTheLeader = watchHearsPut(b.store, 'leaders/controllers');
+    let stopLeadOfA: () => void = () => undefined;
+    await new Promise<void>((resolve) => {
+      stopLeadOfA = a.coordination.lead('controllers', (isLeader) => isLeader && resolve());
+    });
+    await bHeardTheLeader;
+    // b's writes: its first campaign (lost to a) passes; the first one after a hands the role
+    // over fails as on a busy etcd, and nothing about the role changes after that.
+    const write = b.connection.write.bind(b.connection);
+    const attempts: Promise<unknown>[] = [];
+    let failNext = false;
+    b.connection.write = (<T>(work: () => Promise<T>): Promise<T> => {
+      const attempt = failNext ? Promise.reject(new Error('deadline exceeded (injected)')) : write(work);
+      failNext = false;
+      attempts.push(attempt.catch(() => undefined));
+      return attempt;
+    }) as typeof b.connection.write;
+    const leadsOfB: boolean[] = [];
+    const changed: (() => void)[] = [];
+    b.coordination.lead('controllers', (isLeader) => {
+      leadsOfB.push(isLeader);
+      for (const wake of changed.splice(0)) wake();
+    });
+    await attempts[0];
+    expect(leadsOfB).toEqual([]);
+    failNext = true;
+    stopLeadOfA();
+    await stopReplica(a);
+    const deadline = Date.now() + EVENT_WAIT_MS;
+    while (!leadsOfB.includes(true) && Date.now() < deadline) {
+      await Promise.race([
+        new Promise<void>((resolve) => changed.push(resolve)),
+        new Promise((r) => setTimeout(r, 500)),
+      ]);
+    }
+    expect(attempts.length).toBeGreaterThanOrEqual(3);
+    expect(leadsOfB).toEqual([true]);
+    await stopReplica(b);
+  });
+
   it('changes nothing when one member dies, refuses writes without quorum naming etcd, and recovers when quorum returns', async () => {
     const prefix = freshEtcdPrefix();
     const a = await startReplica(prefix, 'a');
