@@ -15,7 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authenticateUser, userByTokenHash, type HubContext } from '../hub-context.js';
 import { HttpError } from '../http-replies.js';
 import { clusterReach, mayReachCluster } from '../kube-proxy.js';
-import { isHeldElsewhere, viewOf, type ClusterView } from '../operator-api.js';
+import { clustersHeldElsewhere, isHeldElsewhere, viewOf, type ClusterView } from '../operator-api.js';
 import type { RolloutActor, RolloutController } from '../rollout-controller.js';
 import type { ClusterRecord, UserRecord } from '../store.js';
 import { SECURITY_HEADERS, WebAssets } from './assets.js';
@@ -189,9 +189,9 @@ function controllerOf(context: HubContext): RolloutController | undefined {
  * last moment the view's watcher saw its tunnel open (the store is written
  * a moment after a disconnect, and a page may ask in between).
  */
-async function clusterView(context: HubContext, state: WebState, record: ClusterRecord): Promise<ClusterView> {
+function clusterView(context: HubContext, state: WebState, record: ClusterRecord, isElsewhere: boolean): ClusterView {
   // Connected as the operator API decides it: a tunnel open here, or another replica's claim.
-  const view = viewOf(context, record, await isHeldElsewhere(context, record.name));
+  const view = viewOf(context, record, isElsewhere);
   const openAt = view.state === 'Disconnected' ? state.watcher.lastOpenAt(record.name) : undefined;
   if (openAt !== undefined && (view.lastSeen === undefined || Date.parse(view.lastSeen) < openAt)) {
     view.lastSeen = new Date(openAt).toISOString();
@@ -202,8 +202,8 @@ async function clusterView(context: HubContext, state: WebState, record: Cluster
 /** The clusters a user may reach, as the operator API shows them. */
 async function reachableClusters(context: HubContext, state: WebState, user: UserRecord): Promise<ClusterView[]> {
   const mayReach = clusterReach(user);
-  const all = await state.clusters.list();
-  return Promise.all(all.filter(mayReach).map((cluster) => clusterView(context, state, cluster)));
+  const [all, elsewhere] = await Promise.all([state.clusters.list(), clustersHeldElsewhere(context)]);
+  return all.filter(mayReach).map((cluster) => clusterView(context, state, cluster, elsewhere.has(cluster.name)));
 }
 
 function sessionView(session: WebSession, user: UserRecord): unknown {
@@ -304,7 +304,10 @@ async function serveCluster(
       rollouts.push({ name: item.name, state: item.state, revision: item.revision, ...row });
     }
   }
-  sendWebJson(res, 200, { cluster: await clusterView(context, state, record), rollouts });
+  sendWebJson(res, 200, {
+    cluster: clusterView(context, state, record, await isHeldElsewhere(context, record.name)),
+    rollouts,
+  });
 }
 
 /** `/ui/api/rollouts[/NAME[/pause|resume|abort]]`. */

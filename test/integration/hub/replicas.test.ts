@@ -121,6 +121,8 @@ interface Replica {
   /** The config of user `ops` (group system:masters on the clusters) pointing at this replica. */
   opsConfig: string;
   address: HubAddress;
+  /** Reads of one cluster's tunnel holder this replica made (a list must not make one per cluster). */
+  holderReads: { count: number };
 }
 
 /** The agent's register-cloud arguments, with every replica's address, `first` first. */
@@ -212,11 +214,35 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
   let token: string;
 
   const startReplica = async (): Promise<Replica> => {
-    const hub = await startHub({ listen: '127.0.0.1:0', dataDir, logger: silentLogger, openStore: backend.opener() });
+    const opener = backend.opener();
+    const holderReads = { count: 0 };
+    const hub = await startHub({
+      listen: '127.0.0.1:0',
+      dataDir,
+      logger: silentLogger,
+      openStore: async (self) => {
+        const opened = await opener(self);
+        const coordination = opened.coordination;
+        if (coordination !== undefined) {
+          const tunnelHolder = coordination.tunnelHolder.bind(coordination);
+          coordination.tunnelHolder = (cluster) => {
+            holderReads.count += 1;
+            return tunnelHolder(cluster);
+          };
+        }
+        return opened;
+      },
+    });
     const config = join(mkdtempSync(join(tmpdir(), 'edgeadm-replica-config-')), 'admin.yaml');
     writeHubConfig(config, { ...loadHubConfig(hub.adminConfigPath), server: hub.url });
     const opsConfig = join(mkdtempSync(join(tmpdir(), 'edgeadm-replica-ops-')), 'ops.yaml');
-    return { hub, config, opsConfig, address: { dataDir, port: hub.port, adminConfig: config, caPin: hub.caPin } };
+    return {
+      hub,
+      config,
+      opsConfig,
+      address: { dataDir, port: hub.port, adminConfig: config, caPin: hub.caPin },
+      holderReads,
+    };
   };
 
   /** Registers a cluster whose agent dials replica `first` first, and waits until it is connected there. */
@@ -279,6 +305,7 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
 
   it('shows every cluster Connected on every replica, from the claims', async () => {
     for (const replica of replicas) {
+      const holderReadsBefore = replica.holderReads.count;
       const listed = await hubJson<{ clusters: { name: string; state: string }[] }>(
         ['hub', 'clusters', 'list'],
         replica.config,
@@ -286,6 +313,9 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
       expect(listed.clusters.map((c) => `${c.name}=${c.state}`).sort()).toEqual(
         clusters.map((c) => `${c.name}=Connected`),
       );
+      // One read of every claim for the whole list, not one per cluster (10,000 of them overran
+      // the store's read deadline).
+      expect(replica.holderReads.count).toBe(holderReadsBefore);
     }
   });
 
@@ -302,8 +332,10 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
       });
       expect(signIn.status).toBe(201);
       const cookie = (signIn.setCookie[0] ?? '').split(';')[0] ?? '';
+      const holderReadsBefore = replica.holderReads.count;
       const listed = await rawRequest({ port, caPem, path: '/ui/api/clusters', headers: { cookie } });
       expect(listed.status).toBe(200);
+      expect(replica.holderReads.count).toBe(holderReadsBefore);
       const page = JSON.parse(listed.body) as { clusters: { name: string; state: string }[] };
       expect(page.clusters.map((c) => `${c.name}=${c.state}`).sort()).toEqual(
         clusters.map((c) => `${c.name}=Connected`),
