@@ -53,6 +53,7 @@
  * run), certificate renewal, addons (CoreDNS, kube-proxy), image pre-pull,
  * the interactive confirmation (`-y` is accepted and implied), dry runs.
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -250,6 +251,26 @@ async function servedVersion(access: KubeconfigAccess, server: string): Promise<
   return (JSON.parse(response.body) as { gitVersion?: string }).gitVersion;
 }
 
+/**
+ * Whether a kube-apiserver mirror Pod carries the hash of `manifestText`:
+ * kubeadm's staticpods.go waits for the mirror Pod's hash to change
+ * (WaitForStaticPodHashChange) before it counts the component restarted,
+ * so a caller that reads the mirror Pods after `upgrade apply` returns sees
+ * the new one. The simulated kubelet puts the manifest's hash in the
+ * `kubernetes.io/config.mirror` annotation (kubelet.ts).
+ */
+async function mirrorPodHasManifest(access: KubeconfigAccess, server: string, manifestText: string): Promise<boolean> {
+  const hash = createHash('sha256').update(manifestText).digest('hex');
+  const response = await call({
+    ...access,
+    method: 'GET',
+    url: `${server}/api/v1/namespaces/kube-system/pods?labelSelector=component%3Dkube-apiserver`,
+  }).catch(() => undefined);
+  if (response?.status !== 200) return false;
+  const pods = JSON.parse(response.body) as { items?: Array<{ metadata?: { annotations?: Record<string, string> } }> };
+  return (pods.items ?? []).some((pod) => pod.metadata?.annotations?.['kubernetes.io/config.mirror'] === hash);
+}
+
 /** This control plane's own API server (the manifest's address and port). */
 function localServer(manifestText: string): string {
   const pod = loadYaml(manifestText) as { spec?: { containers?: Array<{ command?: string[] }> } };
@@ -281,13 +302,14 @@ async function upgradeStaticPod(admin: KubeconfigAccess, version: string): Promi
   const backup = join(backupDir, 'kube-apiserver.yaml');
   const staged = join(stagedDir, 'kube-apiserver.yaml');
   await writeAtomically(backup, current, 0o600);
-  await writeAtomically(staged, manifestFor(current, version), 0o600);
+  const upgraded = manifestFor(current, version);
+  await writeAtomically(staged, upgraded, 0o600);
   say(`[upgrade/staticpods] Moving new manifest to "${APISERVER_MANIFEST}" and backing up old manifest to "${backup}"`);
   await rename(staged, APISERVER_MANIFEST);
   const server = localServer(current);
   say('[upgrade/staticpods] Waiting for the kubelet to restart the component');
   const deadline = Date.now() + UPGRADE_MANIFEST_TIMEOUT_MS;
-  while ((await servedVersion(admin, server)) !== version) {
+  while ((await servedVersion(admin, server)) !== version || !(await mirrorPodHasManifest(admin, server, upgraded))) {
     if (Date.now() > deadline) {
       await writeAtomically(APISERVER_MANIFEST, current, 0o600);
       throw new KubeadmError(
