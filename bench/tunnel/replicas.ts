@@ -130,7 +130,7 @@ const rssMiB = (pid: number): { rss: number; peak: number } => {
     return { rss: NaN, peak: NaN };
   }
 };
-const { startEtcdCluster } = (await import(
+const { startEtcdCluster, hubEtcdStoreFlags } = (await import(
   new URL('../../test/support/etcd-cluster.ts', import.meta.url).href
 )) as typeof EtcdClusterModule;
 /** A module of the built CLI (lib/, what `bin/run.js` runs), typed by its source. */
@@ -272,20 +272,7 @@ function startReplica(r: number): HubProcess {
     dataDir: join(stateDir, `replica-${r}`),
     home: join(stateDir, `home-${r}`),
     timeoutMs: TIMEOUT_MS,
-    args: [
-      '--store',
-      'etcd',
-      '--etcd-endpoints',
-      etcd.endpoints.join(','),
-      '--etcd-cacert',
-      etcd.tls.caFile,
-      '--etcd-cert',
-      etcd.tls.certFile,
-      '--etcd-key',
-      etcd.tls.keyFile,
-      '--encryption-key-file',
-      keyFile,
-    ],
+    args: ['--store', 'etcd', ...hubEtcdStoreFlags(etcd, { encryptionKeyFile: keyFile })],
   });
   // Each replica's whole output, kept for the crash report and for reading afterwards.
   const logPath = join(stateDir, `replica-${r}.log`);

@@ -311,3 +311,27 @@ export function etcdConnectionOptionsFor(
     keyPrefix,
   };
 }
+
+/**
+ * The `hub serve` / `hub migrate` flags of an etcd store on the test etcd:
+ * its endpoints and client TLS, the encryption key file, and the key prefix
+ * when given (else the hub's default prefix).
+ */
+export function hubEtcdStoreFlags(
+  cluster: EtcdTestCluster,
+  options: { encryptionKeyFile: string; keyPrefix?: string },
+): string[] {
+  return [
+    '--etcd-endpoints',
+    cluster.endpoints.join(','),
+    '--etcd-cacert',
+    cluster.tls.caFile,
+    '--etcd-cert',
+    cluster.tls.certFile,
+    '--etcd-key',
+    cluster.tls.keyFile,
+    ...(options.keyPrefix === undefined ? [] : ['--etcd-key-prefix', options.keyPrefix]),
+    '--encryption-key-file',
+    options.encryptionKeyFile,
+  ];
+}

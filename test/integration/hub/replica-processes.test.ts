@@ -20,7 +20,12 @@ import { HUB_ADMIN_USER } from '../../../src/hub/hub-context.js';
 import { loadHubConfig } from '../../../src/hub/hub-config.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
-import { freshEtcdPrefix, startEtcdCluster, type EtcdTestCluster } from '../../support/etcd-cluster.js';
+import {
+  freshEtcdPrefix,
+  hubEtcdStoreFlags,
+  startEtcdCluster,
+  type EtcdTestCluster,
+} from '../../support/etcd-cluster.js';
 import {
   freePort,
   hubJson,
@@ -145,18 +150,7 @@ describe('hub replicas as processes on a real three-member etcd', () => {
       dataDir,
       '--store',
       'etcd',
-      '--etcd-endpoints',
-      etcd.endpoints.join(','),
-      '--etcd-cacert',
-      etcd.tls.caFile,
-      '--etcd-cert',
-      etcd.tls.certFile,
-      '--etcd-key',
-      etcd.tls.keyFile,
-      '--etcd-key-prefix',
-      options.prefix,
-      '--encryption-key-file',
-      options.encryptionKeyFile,
+      ...hubEtcdStoreFlags(etcd, { encryptionKeyFile: options.encryptionKeyFile, keyPrefix: options.prefix }),
     ]);
     await cli.waitForOutput(/hub CA pin: sha256:[0-9a-f]{64}/);
     const config = join(dataDir, 'admin.yaml');

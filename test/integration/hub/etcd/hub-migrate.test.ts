@@ -13,7 +13,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseHubConfig } from '../../../../src/hub/hub-config.js';
 import { runCli } from '../../../support/cli.js';
-import { freshEtcdPrefix, startEtcdCluster, type EtcdTestCluster } from '../../../support/etcd-cluster.js';
+import {
+  freshEtcdPrefix,
+  hubEtcdStoreFlags,
+  startEtcdCluster,
+  type EtcdTestCluster,
+} from '../../../support/etcd-cluster.js';
 import {
   createHubToken,
   hubJson,
@@ -48,20 +53,7 @@ afterAll(async () => {
 });
 
 function etcdFlags(prefix: string, keyFile: string): string[] {
-  return [
-    '--etcd-endpoints',
-    etcd.endpoints.join(','),
-    '--etcd-cacert',
-    etcd.tls.caFile,
-    '--etcd-cert',
-    etcd.tls.certFile,
-    '--etcd-key',
-    etcd.tls.keyFile,
-    '--etcd-key-prefix',
-    prefix,
-    '--encryption-key-file',
-    keyFile,
-  ];
+  return hubEtcdStoreFlags(etcd, { encryptionKeyFile: keyFile, keyPrefix: prefix });
 }
 
 describe('hub migrate --to etcd', () => {
