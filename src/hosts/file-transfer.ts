@@ -67,6 +67,18 @@ export const UPLOAD_READ_CHUNK_BYTES = 128 * 1024;
 /** What the one-command upload prints when the file was already there. */
 const SMALL_PUT_UNCHANGED = 'unchanged';
 
+/**
+ * A shell function, `sha256_of FILE`, that prints the SHA-256 (hex) of the
+ * file as the host reads it back. OpenSSL's `dgst` uses the CPU's SHA
+ * instructions where coreutils' `sha256sum` does not (measured on x86-64
+ * with SHA-NI: 200 MiB in 0.13 s of CPU against 0.60 s), and the host hashes
+ * every upload before the rename, on cores it shares with the transfer.
+ * Hosts without openssl (busybox images) use `sha256sum`. `-r` prints
+ * `HEX *stdin` like sha256sum (OpenSSL 1.0.0 and later).
+ */
+export const SHA256_OF_FUNCTION =
+  'sha256_of() { { openssl dgst -sha256 -r < "$1" 2>/dev/null || sha256sum < "$1"; } | cut -c1-64; }';
+
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 const OWNER = /^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?(?::[A-Za-z0-9_][A-Za-z0-9_.-]*\$?)?$/;
 
@@ -120,18 +132,19 @@ export async function putFile(
   const resumable = info.openAt !== undefined && info.size !== undefined;
   const probe = await shell.run(
     [
+      SHA256_OF_FUNCTION,
       `d=${q.dest}; p=${q.part}`,
       `if [ -d "$d" ] && [ ! -L "$d" ]; then exit ${IS_DIRECTORY_EXIT}; fi`,
       'if [ -f "$d" ] && [ ! -L "$d" ]; then',
       `  set -- $(stat -c '%s %a %U %G' "$d") && echo "dest $1 $2 $3:$4"`,
       info.sha256 !== undefined && info.size !== undefined
-        ? `  if [ "$1" = ${info.size} ]; then echo "dest-sha256 $(sha256sum < "$d" | cut -c1-64)"; fi`
+        ? `  if [ "$1" = ${info.size} ]; then echo "dest-sha256 $(sha256_of "$d")"; fi`
         : '  :',
       'fi',
       'if [ -f "$p" ]; then',
       '  s=$(stat -c %s "$p") && echo "part $s"',
       resumable
-        ? `  if [ "$s" -gt 0 ] && [ "$s" -le ${info.size} ]; then echo "part-sha256 $(sha256sum < "$p" | cut -c1-64)"; fi`
+        ? `  if [ "$s" -gt 0 ] && [ "$s" -le ${info.size} ]; then echo "part-sha256 $(sha256_of "$p")"; fi`
         : '  :',
       'fi',
     ].join('\n'),
@@ -237,11 +250,12 @@ interface PutTarget {
  */
 function finalizeLines(target: PutTarget, sha256: string, size: number | undefined): string[] {
   return [
+    SHA256_OF_FUNCTION,
     `p=${quoteShellArg(target.part)}`,
     ...(size === undefined
       ? []
       : [`s=$(stat -c %s "$p"); if [ "$s" != ${size} ]; then echo "$s" >&2; exit ${SIZE_MISMATCH_EXIT}; fi`]),
-    'h=$(sha256sum < "$p" | cut -c1-64)',
+    'h=$(sha256_of "$p")',
     `if [ "$h" != ${sha256} ]; then rm -f "$p"; echo "$h" >&2; exit ${CHECKSUM_MISMATCH_EXIT}; fi`,
     ...(target.owner === undefined ? [] : [`chown ${quoteShellArg(target.owner)} "$p"`]),
     `chmod ${target.mode.toString(8)} "$p"`,
@@ -302,7 +316,8 @@ async function putSmall(
       `d=${q.dest}; p=${q.part}`,
       // The bytes are read whatever happens, so the sender never writes into a closed channel.
       `if [ -d "$d" ] && [ ! -L "$d" ]; then cat > /dev/null; exit ${IS_DIRECTORY_EXIT}; fi`,
-      `if [ -f "$d" ] && [ ! -L "$d" ] && [ "$(sha256sum < "$d" | cut -c1-64)" = ${info.sha256} ]; then`,
+      SHA256_OF_FUNCTION,
+      `if [ -f "$d" ] && [ ! -L "$d" ] && [ "$(sha256_of "$d")" = ${info.sha256} ]; then`,
       '  cat > /dev/null',
       '  rm -f "$p"',
       ...ownerFix,
@@ -403,9 +418,12 @@ export async function remoteSha256(
 ): Promise<string | undefined> {
   assertRemotePath(path);
   const q = quoteShellArg(path);
-  const result = await shell.run(`if [ -f ${q} ]; then sha256sum < ${q}; else exit ${ABSENT_EXIT}; fi`, {
-    sudo: options.sudo === true,
-  });
+  const result = await shell.run(
+    `${SHA256_OF_FUNCTION}\nif [ -f ${q} ]; then sha256_of ${q}; else exit ${ABSENT_EXIT}; fi`,
+    {
+      sudo: options.sudo === true,
+    },
+  );
   if (result.exitCode === ABSENT_EXIT) return undefined;
   const hash = result.stdout.slice(0, 64);
   if (result.exitCode !== 0 || !SHA256_HEX.test(hash)) throw new HostCommandError(shell.name, result, `hash ${path}`);

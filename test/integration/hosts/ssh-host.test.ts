@@ -218,6 +218,56 @@ describe('file transfers', () => {
     expect(await host.exists('/var/lib/edgeadm/package.tar.gz.edgeadm-part')).toBe(false);
   }, 120_000); // two 48 MiB transfers and hashes: slow on 2 busy cores
 
+  // A `cat` on the host that writes one wrong byte into the part file, while
+  // the bytes on the wire were right: only a hash of what landed in the file,
+  // taken on the host, can catch it. (It lives in /usr/local/bin, which is
+  // each test host's own tmpfs and comes first in sshd's PATH.)
+  const CORRUPTING_CAT = [
+    '#!/bin/sh',
+    'case "$(readlink /proc/$$/fd/1)" in',
+    '  *.edgeadm-part) head -c 1000; printf X; head -c 1 > /dev/null; exec /bin/cat ;;',
+    'esac',
+    'exec /bin/cat "$@"',
+  ].join('\n');
+  /** An openssl that is not there (a busybox host, say): the host hashes with sha256sum. */
+  const MISSING_OPENSSL = '#!/bin/sh\necho "openssl: not found" >&2\nexit 127';
+
+  async function withHostTools(tools: Record<string, string>, run: () => Promise<void>): Promise<void> {
+    const target = env.targets[2]!;
+    const names = Object.keys(tools);
+    for (const [name, body] of Object.entries(tools)) {
+      await env.run(target, `cat > /usr/local/bin/${name} <<'EOF'\n${body}\nEOF\nchmod 755 /usr/local/bin/${name}`);
+    }
+    try {
+      await run();
+    } finally {
+      await env.run(target, `rm -f ${names.map((name) => `/usr/local/bin/${name}`).join(' ')}`);
+    }
+  }
+
+  for (const hasOpenssl of [true, false]) {
+    it(`catches a byte corrupted on the host as it was written, by the hash the host takes of the file (${hasOpenssl ? 'openssl' : 'sha256sum'})`, async () => {
+      const data = Buffer.alloc(1024 * 1024);
+      const path = `/opt/corrupted-${hasOpenssl ? 'openssl' : 'sha256sum'}.bin`;
+      const tools: Record<string, string> = {
+        cat: CORRUPTING_CAT,
+        ...(hasOpenssl ? {} : { openssl: MISSING_OPENSSL }),
+      };
+      await withHostTools(tools, async () => {
+        await expect(host.put(data, path)).rejects.toMatchObject({ code: 'E_HOST_PUT_CHECKSUM' });
+      });
+      expect(await host.exists(path)).toBe(false);
+      expect(await host.exists(`${path}.edgeadm-part`)).toBe(false);
+      // With a sound cat the same upload goes through, and a second one is skipped.
+      await withHostTools(hasOpenssl ? {} : { openssl: MISSING_OPENSSL }, async () => {
+        expect(await host.put(data, path)).toMatchObject({ skipped: false, sha256: sha256(data) });
+        expect(await host.put(data, path)).toMatchObject({ skipped: true });
+        expect(await host.sha256(path)).toBe(sha256(data));
+      });
+      expect(await env.run(env.targets[2]!, `sha256sum < ${path}`)).toContain(sha256(data));
+    });
+  }
+
   it('starts over when the part file left behind is not a prefix of the source', async () => {
     const data = randomBytes(256 * 1024);
     await env.run(env.targets[2]!, 'head -c 1000 /dev/urandom > /opt/other.bin.edgeadm-part');

@@ -99,8 +99,8 @@ describe('LocalHost files', () => {
       expect(recorder.scripts).toHaveLength(4);
       // The command that writes the bytes also hashes them, before it renames them into place.
       for (const script of [recorder.scripts[0]!, recorder.scripts[3]!]) {
-        expect(script.indexOf('sha256sum < "$p"')).toBeGreaterThan(script.indexOf('cat > "$p"'));
-        expect(script.indexOf('mv -f "$p"')).toBeGreaterThan(script.indexOf('sha256sum < "$p"'));
+        expect(script.indexOf('sha256_of "$p"')).toBeGreaterThan(script.indexOf('cat > "$p"'));
+        expect(script.indexOf('mv -f "$p"')).toBeGreaterThan(script.indexOf('sha256_of "$p"'));
       }
     } finally {
       recorder.restore();
