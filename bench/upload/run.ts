@@ -5,19 +5,32 @@
  *
  *   npm run bench:upload                 (as root: it starts netns+sshd test hosts)
  *   npm run bench:upload -- --rounds 3 --mib 200 --hosts 10
+ *   npm run bench:upload -- --baseline main      (or a built checkout's directory)
+ *
+ * `--baseline GIT-REF|DIR` adds the `Host.put` of another build (its
+ * `lib/hosts/connect.js`, see bench/support/baseline.js) to every round, so a
+ * before and after are timed in the same rounds as `scp`.
+ *
+ * CPU, per client and round: "client CPU s" is this process's CPU (all its
+ * threads) plus that of the children it reaped (the `scp` and `ssh`
+ * processes); "hosts CPU s" is that of every process in the test hosts'
+ * network namespaces (sshd, its sessions, and the commands they ran, reaped
+ * ones included), read from /proc. On a shared machine the wall times are
+ * indicative; the CPU is what each client costs.
  *
  * The test hosts are real sshd processes in network namespaces on this
  * machine, so both tools share its cores with ten sshd processes: the figures
  * compare the two clients, not a network.
  */
-import { spawn } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { connectHost } from '../../src/hosts/connect.js';
+import { prepareBaseline } from '../support/baseline.js';
 import { sha256OfFile } from '../../src/hosts/file-transfer.js';
 import type { Host } from '../../src/hosts/host.js';
 import { connectOptionsFor } from '../../test/support/test-host-connect.js';
@@ -28,6 +41,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     mib: { type: 'string', default: '200' },
     hosts: { type: 'string', default: '10' },
+    baseline: { type: 'string' },
   },
 });
 const rounds = Number(values.rounds);
@@ -35,6 +49,12 @@ const mib = Number(values.mib);
 const hostCount = Number(values.hosts);
 const REMOTE_EDGEADM = '/opt/pkg-edgeadm.tar.gz';
 const REMOTE_SCP = '/opt/pkg-scp.tar.gz';
+const baseline = values.baseline === undefined ? undefined : prepareBaseline(values.baseline);
+const connectBaseline =
+  baseline === undefined
+    ? undefined
+    : ((await import(join(baseline.dir, 'lib', 'hosts', 'connect.js'))) as { connectHost: typeof connectHost })
+        .connectHost;
 
 async function writeRandomFile(path: string, bytes: number): Promise<void> {
   const out = createWriteStream(path);
@@ -75,6 +95,41 @@ function scp(env: TestHosts, host: TestHost, file: string): Promise<void> {
   });
 }
 
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/** utime, stime, cutime and cstime of a process from /proc/<pid>/stat, in seconds. */
+function procTimes(pid: number | 'self'): { own: number; children: number } {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces), from field 3 on.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const at = (field: number): number => Number(fields[field - 3]);
+    return { own: (at(14) + at(15)) / CLOCK_TICKS, children: (at(16) + at(17)) / CLOCK_TICKS };
+  } catch {
+    return { own: 0, children: 0 }; // exited meanwhile
+  }
+}
+
+/** CPU seconds of everything that ran in the test hosts' namespaces (live processes and what they reaped). */
+function hostsCpuSeconds(hosts: readonly TestHost[]): number {
+  let total = 0;
+  for (const host of hosts) {
+    const pids = execFileSync('ip', ['netns', 'pids', host.netns], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    for (const pid of pids) {
+      const times = procTimes(Number(pid));
+      total += times.own + times.children;
+    }
+  }
+  return total;
+}
+
+/** This process's CPU seconds (all threads) and those of its reaped children. */
+function clientCpuSeconds(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1e6 + procTimes('self').children;
+}
+
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const start = performance.now();
   await fn();
@@ -87,42 +142,73 @@ try {
   await writeRandomFile(file, mib * 2 ** 20);
   const sha256 = await sha256OfFile(file);
   const hosts: Host[] = await Promise.all(env.hosts.map((h) => connectHost(connectOptionsFor(env, h))));
+  const baseHosts: Host[] | undefined =
+    connectBaseline === undefined
+      ? undefined
+      : await Promise.all(env.hosts.map((h) => connectBaseline(connectOptionsFor(env, h))));
   const clean = (): Promise<unknown> =>
     Promise.all(hosts.map((h) => h.exec(`rm -f ${REMOTE_EDGEADM} ${REMOTE_EDGEADM}.edgeadm-part ${REMOTE_SCP}`)));
 
-  const results: Record<string, number[]> = { 'edgeadm put': [], scp: [], 'edgeadm put (unchanged, skipped)': [] };
-  for (let round = 0; round < rounds; round++) {
-    await clean();
-    const cpuBefore = process.cpuUsage();
-    results['edgeadm put']!.push(
-      await timed(() => Promise.all(hosts.map((h) => h.put(file, REMOTE_EDGEADM, { sha256 })))),
-    );
-    const cpu = process.cpuUsage(cpuBefore);
+  interface Measured {
+    seconds: number[];
+    clientCpu: number[];
+    hostsCpu: number[];
+  }
+  const results = new Map<string, Measured>();
+  /** Times one parallel upload to every host, with the CPU of the client and of the hosts. */
+  const measure = async (name: string, upload: () => Promise<unknown>): Promise<void> => {
+    const clientBefore = clientCpuSeconds();
+    const hostsBefore = hostsCpuSeconds(env.hosts);
+    const seconds = await timed(upload);
+    const clientCpu = clientCpuSeconds() - clientBefore;
+    const hostsCpu = hostsCpuSeconds(env.hosts) - hostsBefore;
+    const entry = results.get(name) ?? { seconds: [], clientCpu: [], hostsCpu: [] };
+    entry.seconds.push(seconds);
+    entry.clientCpu.push(clientCpu);
+    entry.hostsCpu.push(hostsCpu);
+    results.set(name, entry);
     console.error(
-      `round ${round + 1}: edgeadm put ${results['edgeadm put']!.at(-1)!.toFixed(2)} s, ${((cpu.user + cpu.system) / 1e6).toFixed(1)} CPU s of this process, load ${loadavg()[0]!.toFixed(1)}`,
+      `  ${name}: ${seconds.toFixed(2)} s, CPU s: client ${clientCpu.toFixed(1)}, hosts ${hostsCpu.toFixed(1)}; load ${loadavg()[0]!.toFixed(1)}`,
     );
-    results['edgeadm put (unchanged, skipped)']!.push(
-      await timed(() => Promise.all(hosts.map((h) => h.put(file, REMOTE_EDGEADM, { sha256 })))),
-    );
+  };
+  const putAll = (clients: Host[]) => (): Promise<unknown> =>
+    Promise.all(clients.map((h) => h.put(file, REMOTE_EDGEADM, { sha256 })));
+  const baseName = `edgeadm put, baseline ${baseline?.label ?? ''}`;
+  for (let round = 0; round < rounds; round++) {
+    console.error(`round ${round + 1}:`);
     await clean();
-    results.scp!.push(await timed(() => Promise.all(env.hosts.map((h) => scp(env, h, file)))));
+    await measure('edgeadm put', putAll(hosts));
+    await measure('edgeadm put (unchanged, skipped)', putAll(hosts));
+    if (baseHosts !== undefined) {
+      await clean();
+      await measure(baseName, putAll(baseHosts));
+      await measure(`${baseName} (unchanged, skipped)`, putAll(baseHosts));
+    }
+    await clean();
+    await measure('scp', () => Promise.all(env.hosts.map((h) => scp(env, h, file))));
   }
   // Every copy arrived whole.
   for (const h of hosts) {
     if ((await h.sha256(REMOTE_SCP)) !== sha256) throw new Error('scp copy differs');
   }
   await clean();
-  await Promise.all(hosts.map((h) => h.close()));
+  await Promise.all([...hosts, ...(baseHosts ?? [])].map((h) => h.close()));
 
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const total = (mib * hostCount) / 1;
-  const scpMedian = median(results.scp!);
-  console.log(`${hostCount} hosts × ${mib} MiB in parallel, ${rounds} interleaved rounds, node ${process.version}`);
-  console.log('| client | median s | min s | max s | aggregate MiB/s | × scp time |\n|---|---|---|---|---|---|');
-  for (const [name, xs] of Object.entries(results)) {
-    const m = median(xs);
+  const total = mib * hostCount;
+  const scpMedian = median(results.get('scp')!.seconds);
+  console.log(
+    `${hostCount} hosts × ${mib} MiB in parallel, ${rounds} interleaved rounds, node ${process.version}, load at the end ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
+  console.log(
+    '| client | median s | min s | max s | aggregate MiB/s | × scp time | client CPU s | hosts CPU s |\n|---|---|---|---|---|---|---|---|',
+  );
+  for (const [name, { seconds, clientCpu, hostsCpu }] of results) {
+    const m = median(seconds);
     console.log(
-      `| ${name} | ${m.toFixed(2)} | ${Math.min(...xs).toFixed(2)} | ${Math.max(...xs).toFixed(2)} | ${(total / m).toFixed(0)} | ${(m / scpMedian).toFixed(2)} |`,
+      `| ${name} | ${m.toFixed(2)} | ${Math.min(...seconds).toFixed(2)} | ${Math.max(...seconds).toFixed(2)} | ${(total / m).toFixed(0)} | ${(m / scpMedian).toFixed(2)} | ${median(clientCpu).toFixed(1)} | ${median(hostsCpu).toFixed(1)} |`,
     );
   }
   await rm(file, { force: true });
