@@ -18,7 +18,7 @@ import { LocalHost } from './local-host.js';
 import { loadSshCredentials } from './ssh-auth.js';
 import { loadSshConfig, resolveSshConfig, type SshConfigBlock, type SshConfigContext } from './ssh-config.js';
 import { SshConnection } from './ssh-connection.js';
-import { SshHost } from './ssh-host.js';
+import { SshHost, type UploadWorkerOptions } from './ssh-host.js';
 import { DEFAULT_SSH_PORT, formatEndpoint, parseSshTarget, type SshEndpoint } from './ssh-target.js';
 
 /** Most bastions in one chain (also stops ProxyJump loops in an ssh config). */
@@ -59,6 +59,8 @@ export interface HostConnectOptions {
    * whoever owns the map does, with {@link closeSharedJumps}.
    */
   sharedJumps?: Map<string, SshConnection>;
+  /** When uploads go through worker threads (by default: large files to hosts reached directly). */
+  uploadWorkers?: UploadWorkerOptions;
 }
 
 /** Closes the bastion connections collected in a `sharedJumps` map, innermost first. */
@@ -228,6 +230,7 @@ export async function openSshHost(options: HostConnectOptions & { host: string }
     connection,
     ownedJumps: ownedJumps.reverse(),
     logger,
+    ...(options.uploadWorkers === undefined ? {} : { uploadWorkers: options.uploadWorkers }),
     ...(options.sudoPassword === undefined ? {} : { sudoPassword: options.sudoPassword }),
   });
 }

@@ -39,6 +39,7 @@ import {
   type ReadOptions,
   type TransferProgress,
 } from './host.js';
+import type { FileInput } from './shell-host.js';
 import { quoteShellArg } from './shell.js';
 
 /** Suffix of the file an upload is written to before it is renamed into place. */
@@ -89,6 +90,15 @@ export interface TransferShell {
     script: string,
     io: { sudo?: boolean; stdin?: Readable | Buffer; stdout?: Writable; description?: string },
   ): Promise<ExecResult>;
+  /**
+   * Runs a script whose stdin is a local file that the transport sends
+   * itself (an SSH host, from a worker thread with a connection of its own);
+   * undefined when it does not, and the caller streams the file.
+   */
+  runWithFile?(
+    script: string,
+    io: { sudo?: boolean; description?: string; file: FileInput },
+  ): Promise<ExecResult> | undefined;
 }
 
 interface SourceInfo {
@@ -96,6 +106,8 @@ interface SourceInfo {
   sha256: string | undefined;
   /** Opens the source from a byte offset; undefined for a stream, which can be read once. */
   openAt: ((offset: number) => Readable) | undefined;
+  /** The local file the source is, if it is one. */
+  file: string | undefined;
   stream: Readable | undefined;
   /** SHA-256 of the first `length` bytes, for checking a part file. */
   prefixSha256: ((length: number) => Promise<string>) | undefined;
@@ -186,31 +198,44 @@ export async function putFile(
   // trip, one shell on the host); a stream of unknown content is hashed on
   // the way out and finalized by a second command.
   const counter = new TransferCounter(resumedFrom, info.size, options.onProgress, info.sha256 === undefined);
-  const body = info.openAt ? info.openAt(resumedFrom) : info.stream!;
-  body.once('error', (error) => counter.destroy(error));
   const isFinalizedWithUpload = info.sha256 !== undefined && info.size !== undefined;
+  const uploadScript = [
+    ...(isFinalizedWithUpload ? ['set -e'] : []),
+    `p=${q.part}`,
+    `mkdir -p ${quoteShellArg(parentDir(path))}`,
+    'umask 077',
+    `${isFinalizedWithUpload ? '' : 'exec '}cat ${resumedFrom > 0 ? '>>' : '>'} "$p"`,
+    ...(isFinalizedWithUpload ? finalizeLines(target, info.sha256!, info.size) : []),
+  ].join('\n');
+  const description = isFinalizedWithUpload
+    ? `upload ${path}, check its SHA-256 on the host and move it into place`
+    : `upload ${path}`;
+  // A local file of known content may be sent by the transport itself.
+  const sentByTransport =
+    isFinalizedWithUpload && info.file !== undefined
+      ? shell.runWithFile?.(uploadScript, {
+          sudo,
+          description,
+          file: {
+            path: info.file,
+            start: resumedFrom,
+            size: info.size! - resumedFrom,
+            onBytes: (count) => counter.add(count),
+          },
+        })
+      : undefined;
   let upload: ExecResult;
-  try {
-    upload = await shell.run(
-      [
-        ...(isFinalizedWithUpload ? ['set -e'] : []),
-        `p=${q.part}`,
-        `mkdir -p ${quoteShellArg(parentDir(path))}`,
-        'umask 077',
-        `${isFinalizedWithUpload ? '' : 'exec '}cat ${resumedFrom > 0 ? '>>' : '>'} "$p"`,
-        ...(isFinalizedWithUpload ? finalizeLines(target, info.sha256!, info.size) : []),
-      ].join('\n'),
-      {
-        sudo,
-        stdin: body.pipe(counter),
-        description: isFinalizedWithUpload
-          ? `upload ${path}, check its SHA-256 on the host and move it into place`
-          : `upload ${path}`,
-      },
-    );
-  } finally {
-    // Whatever happened, release the source (an interrupted upload leaves it half read).
-    body.destroy();
+  if (sentByTransport !== undefined) {
+    upload = await sentByTransport;
+  } else {
+    const body = info.openAt ? info.openAt(resumedFrom) : info.stream!;
+    body.once('error', (error) => counter.destroy(error));
+    try {
+      upload = await shell.run(uploadScript, { sudo, stdin: body.pipe(counter), description });
+    } finally {
+      // Whatever happened, release the source (an interrupted upload leaves it half read).
+      body.destroy();
+    }
   }
   counter.finish();
   const expected = info.sha256 ?? counter.sha256();
@@ -517,6 +542,7 @@ async function describeSource(source: PutSource, options: PutOptions): Promise<S
       // A caller sending one file to many hosts hashes it once and passes the hash.
       sha256: options.sha256 ?? (await hashStream(createReadStream(source))),
       openAt: (offset) => createReadStream(source, { start: offset, highWaterMark: UPLOAD_READ_CHUNK_BYTES }),
+      file: source,
       stream: undefined,
       prefixSha256: (length) => hashStream(createReadStream(source, { start: 0, end: length - 1 })),
     };
@@ -526,11 +552,19 @@ async function describeSource(source: PutSource, options: PutOptions): Promise<S
       size: source.length,
       sha256: createHash('sha256').update(source).digest('hex'),
       openAt: (offset) => Readable.from([source.subarray(offset)]),
+      file: undefined,
       stream: undefined,
       prefixSha256: async (length) => createHash('sha256').update(source.subarray(0, length)).digest('hex'),
     };
   }
-  return { size: options.size, sha256: options.sha256, openAt: undefined, stream: source, prefixSha256: undefined };
+  return {
+    size: options.size,
+    sha256: options.sha256,
+    openAt: undefined,
+    file: undefined,
+    stream: source,
+    prefixSha256: undefined,
+  };
 }
 
 /**
@@ -595,6 +629,11 @@ class TransferCounter extends Transform {
     });
   }
 
+  /** Counts bytes that were sent without passing through this counter (by the transport itself). */
+  add(count: number): void {
+    this.#count(Buffer.alloc(0), count);
+  }
+
   /** Reports the final progress once. */
   finish(): void {
     if (this.#finished) return;
@@ -608,8 +647,8 @@ class TransferCounter extends Transform {
     return this.#hash.copy().digest('hex');
   }
 
-  #count(chunk: Buffer): void {
-    this.bytes += chunk.length;
+  #count(chunk: Buffer, length = chunk.length): void {
+    this.bytes += length;
     this.#hash?.update(chunk);
     if (this.bytes - this.#lastReported >= PROGRESS_INTERVAL_BYTES) this.#report();
   }

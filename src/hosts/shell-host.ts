@@ -64,6 +64,22 @@ export interface RawCommand {
   timeoutMs: number | undefined;
 }
 
+/** Stdin read from a local file from a byte offset, which the transport may read itself (in another thread). */
+export interface FileInput {
+  path: string;
+  start: number;
+  /** Bytes from `start` to the end. */
+  size: number;
+  /** Told the bytes of the file sent so far, in batches. */
+  onBytes(count: number): void;
+}
+
+/** A raw command whose stdin is `stdinPrefix` (the sudo password line), then a file. */
+export interface RawFileCommand extends Omit<RawCommand, 'stdin'> {
+  stdinPrefix: Buffer | undefined;
+  file: FileInput;
+}
+
 /** How a raw command ended. */
 export interface RawOutcome {
   exitCode: number | null;
@@ -97,6 +113,19 @@ export abstract class ShellHost implements Host {
   /** Runs one process; rejects only when it could not be run or the transport failed mid-way. */
   protected abstract runRaw(command: RawCommand): Promise<RawOutcome>;
 
+  /**
+   * Whether the transport sends this file itself ({@link runRawWithFile}),
+   * rather than read it from a stream in this thread.
+   */
+  protected sendsFileItself(_input: FileInput): boolean {
+    return false;
+  }
+
+  /** Runs one process whose stdin is a file the transport reads itself; see {@link sendsFileItself}. */
+  protected runRawWithFile(_command: RawFileCommand): Promise<RawOutcome> {
+    return Promise.reject(new Error('internal: this host does not send files itself'));
+  }
+
   abstract close(): Promise<void>;
 
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
@@ -118,6 +147,18 @@ export abstract class ShellHost implements Host {
           },
           io.stdout,
         ),
+      runWithFile: (script, io) =>
+        this.sendsFileItself(io.file)
+          ? this.#run(
+              script,
+              {
+                ...(io.sudo === undefined ? {} : { sudo: io.sudo }),
+                ...(io.description === undefined ? {} : { description: io.description }),
+              },
+              undefined,
+              io.file,
+            )
+          : undefined,
     };
   }
 
@@ -175,7 +216,12 @@ export abstract class ShellHost implements Host {
     this.#facts = undefined;
   }
 
-  async #run(command: string, options: ExecOptions, stdoutSink: Writable | undefined): Promise<ExecResult> {
+  async #run(
+    command: string,
+    options: ExecOptions,
+    stdoutSink: Writable | undefined,
+    file?: FileInput,
+  ): Promise<ExecResult> {
     const sudo = options.sudo ? await this.#resolveSudo() : undefined;
     const argv = buildCommandArgv({
       command,
@@ -184,23 +230,27 @@ export abstract class ShellHost implements Host {
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       ...(sudo === undefined ? {} : { sudo }),
     });
+    const passwordLine = sudo === 'password' ? sudoPasswordPrefix(this.#sudoPassword!) : undefined;
     let stdin: Readable | Buffer | undefined =
       typeof options.stdin === 'string' ? Buffer.from(options.stdin, 'utf8') : options.stdin;
-    if (sudo === 'password') stdin = prependPassword(sudoPasswordPrefix(this.#sudoPassword!), stdin);
+    if (passwordLine !== undefined) stdin = prependPassword(passwordLine, stdin);
     const stdout = new OutputCapture(MAX_CAPTURED_OUTPUT_BYTES);
     const stderr = new OutputCapture(MAX_CAPTURED_OUTPUT_BYTES);
     this.logger.debug(
       `[${this.name}] run${sudo && sudo !== 'root' ? ' (sudo)' : ''}: ${options.description ?? summarize(command)}`,
     );
     const started = Date.now();
-    const outcome = await this.runRaw({
+    const raw = {
       argv,
-      stdin,
       stdout: stdoutSink ?? captureWritable(stdout),
       stderr: captureWritable(stderr),
       // The host's own `timeout` acts first; this is the backstop for hosts without one.
       timeoutMs: options.timeoutMs === undefined ? undefined : options.timeoutMs + TRANSPORT_TIMEOUT_MARGIN_MS,
-    });
+    };
+    const outcome =
+      file === undefined
+        ? await this.runRaw({ ...raw, stdin })
+        : await this.runRawWithFile({ ...raw, stdinPrefix: passwordLine, file });
     // Stopped by the host's `timeout`: its exit code, once the time was up.
     const isStoppedOnHost =
       options.timeoutMs !== undefined &&

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AnyAuthMethod, AuthenticationType, NextAuthHandler, ParsedKey } from 'ssh2';
+import type { AnyAuthMethod, AuthenticationType, BaseAgent, NextAuthHandler, ParsedKey } from 'ssh2';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
 import { loadSsh2, type Ssh2 } from './ssh2-loader.js';
@@ -22,6 +22,8 @@ export const DEFAULT_KEY_FILES = ['.ssh/id_ed25519', '.ssh/id_ecdsa', '.ssh/id_r
 export type SshCredential =
   | { kind: 'agent'; socket: string }
   | { kind: 'key'; file: string; key: ParsedKey }
+  /** A key file whose key is held elsewhere (by the thread that loaded it), which signs through `agent`. */
+  | { kind: 'signer'; file: string; agent: BaseAgent }
   | { kind: 'password'; password: string };
 
 /** Where credentials come from. */
@@ -113,6 +115,7 @@ export function describeCredential(credential: SshCredential): string {
     case 'agent':
       return 'ssh-agent';
     case 'key':
+    case 'signer':
       return `key ${credential.file}`;
     case 'password':
       return 'password';
@@ -142,6 +145,9 @@ export function makeAuthHandler(
           break;
         case 'key':
           auth = { type: 'publickey', username, key: credential.key };
+          break;
+        case 'signer':
+          auth = { type: 'agent', username, agent: credential.agent };
           break;
         case 'password':
           auth = { type: 'password', username, password: credential.password };

@@ -93,6 +93,7 @@ export class SshConnection {
   #client: Client | undefined;
   #connecting: Promise<Client> | undefined;
   #connectCount = 0;
+  #hostKeyFingerprint: string | undefined;
 
   constructor(options: SshConnectionOptions) {
     this.endpoint = options.endpoint;
@@ -111,6 +112,25 @@ export class SshConnection {
   /** The bastion connection this one runs through, if any. */
   get via(): SshConnection | undefined {
     return this.#options.via;
+  }
+
+  /**
+   * The SHA-256 fingerprint of the host key this connection verified (set
+   * once connected): a second connection to the same host (an upload's
+   * worker thread) pins exactly this key.
+   */
+  get hostKeyFingerprint(): string | undefined {
+    return this.#hostKeyFingerprint;
+  }
+
+  /** The credentials this connection offers, in order. */
+  get credentials(): readonly SshCredential[] {
+    return this.#options.credentials;
+  }
+
+  /** How long a connection attempt may take. */
+  get connectTimeoutMs(): number {
+    return this.#timeoutMs;
   }
 
   /** The chain to this host, for messages: `ops@bastion:22 -> root@10.0.0.5:22`. */
@@ -286,6 +306,7 @@ export class SshConnection {
     client.setNoDelay(true);
     client.once('end', () => destroySocket(client));
     this.#connectCount++;
+    this.#hostKeyFingerprint = presented?.fingerprint;
     this.#client = client;
     this.#logger.debug(`[${this.label}] connected${via ? ` through ${via.path}` : ''}`);
     return client;

@@ -10,9 +10,18 @@ import { finished } from 'node:stream/promises';
 import type { Client, ClientChannel } from 'ssh2';
 import { EdgeadmError } from '../errors.js';
 import { joinShellArgs } from './shell.js';
-import { ShellHost, type RawCommand, type RawOutcome, type ShellHostOptions } from './shell-host.js';
+import type { Worker } from 'node:worker_threads';
+import {
+  ShellHost,
+  type FileInput,
+  type RawCommand,
+  type RawFileCommand,
+  type RawOutcome,
+  type ShellHostOptions,
+} from './shell-host.js';
 import type { SshConnection } from './ssh-connection.js';
 import { sshDisconnected } from './ssh-errors.js';
+import { runUploadInWorker } from './upload-worker-runner.js';
 
 /** After a timed-out command gets TERM: how long until KILL, and as long again until edgeadm stops waiting. */
 export const EXEC_KILL_GRACE_MS = 2_000;
@@ -22,12 +31,28 @@ export const CHANNEL_OPEN_ATTEMPTS = 6;
 /** First retry delay for a refused channel; it doubles on each retry. */
 export const CHANNEL_OPEN_RETRY_DELAY_MS = 25;
 
+/**
+ * Uploads of at least this many bytes are sent from a worker thread with a
+ * connection of their own (see upload-worker-runner.ts). Below it, starting
+ * a thread and a second SSH handshake cost more than they save.
+ */
+export const WORKER_UPLOAD_MIN_BYTES = 8 * 1024 * 1024;
+
+/** When uploads go through worker threads. */
+export interface UploadWorkerOptions {
+  /** Send uploads of at least this many bytes from a worker; `Infinity` never does. Default {@link WORKER_UPLOAD_MIN_BYTES}. */
+  minBytes?: number;
+  /** Called with each upload's worker once it started. */
+  onWorker?: (worker: Worker) => void;
+}
+
 /** What an SshHost is made of. */
 export interface SshHostOptions extends ShellHostOptions {
   /** The connection to the host itself. */
   connection: SshConnection;
   /** Bastion connections made only for this host, closed with it (innermost first). */
   ownedJumps?: SshConnection[];
+  uploadWorkers?: UploadWorkerOptions;
 }
 
 /** A host over SSH. */
@@ -35,12 +60,14 @@ export class SshHost extends ShellHost {
   readonly name: string;
   readonly connection: SshConnection;
   readonly #ownedJumps: SshConnection[];
+  readonly #uploadWorkers: UploadWorkerOptions;
 
   constructor(options: SshHostOptions) {
     super(options);
     this.connection = options.connection;
     this.name = options.connection.label;
     this.#ownedJumps = options.ownedJumps ?? [];
+    this.#uploadWorkers = options.uploadWorkers ?? {};
   }
 
   /** Connects now (instead of at the first command), to fail early on auth or host key problems. */
@@ -53,6 +80,28 @@ export class SshHost extends ShellHost {
     return this.connection.withChannel(async (client) => {
       const { channel, exit } = await this.#openExecChannel(client, commandLine);
       return this.#drive(channel, exit, command, () => this.connection.isCurrent(client));
+    });
+  }
+
+  /**
+   * A large upload goes through a worker with its own connection, when the
+   * host is reached directly and its host key was verified. Through a
+   * bastion it stays on this connection (a worker cannot share the
+   * bastion's connection, and would need a chain of its own).
+   */
+  protected override sendsFileItself(input: FileInput): boolean {
+    return (
+      input.size >= (this.#uploadWorkers.minBytes ?? WORKER_UPLOAD_MIN_BYTES) &&
+      this.connection.via === undefined &&
+      this.connection.hostKeyFingerprint !== undefined
+    );
+  }
+
+  protected override runRawWithFile(command: RawFileCommand): Promise<RawOutcome> {
+    return runUploadInWorker({
+      connection: this.connection,
+      command,
+      ...(this.#uploadWorkers.onWorker === undefined ? {} : { onWorker: this.#uploadWorkers.onWorker }),
     });
   }
 
