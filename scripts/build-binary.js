@@ -80,6 +80,11 @@ const bundle = join(work, 'edgeadm.cjs');
 // self-contained script, so the agent never loads oclif or other commands.
 const agentScript = join(work, 'agent-edge-proxy.cjs');
 const AGENT_ASSET = 'agent-edge-proxy.cjs';
+// The code of an upload's worker thread (src/hosts/upload-worker.ts): a worker
+// in a single executable runs from source text (an `eval` worker), so it is
+// its own self-contained script, read from the assets when an upload starts one.
+const uploadWorkerScript = join(work, 'upload-worker.cjs');
+const UPLOAD_WORKER_ASSET = 'upload-worker.cjs';
 // The web view's files (scripts/build-web.js; WEB_ASSETS_PACK in src/hub/web/assets.ts).
 const WEB_ASSET = 'web-assets.json';
 const inlinePjson = { name: pjson.name, version: pjson.version, description: pjson.description, oclif: pjson.oclif };
@@ -103,6 +108,7 @@ const esbuildOptions = {
     __EDGEADM_PJSON__: JSON.stringify(inlinePjson),
     __EDGEADM_MANIFEST_DIR__: JSON.stringify(work),
     __EDGEADM_AGENT_SCRIPT__: JSON.stringify(agentScript),
+    __EDGEADM_UPLOAD_WORKER_SCRIPT__: JSON.stringify(uploadWorkerScript),
     __EDGEADM_BUILD__: JSON.stringify({ version: pjson.version, commit: gitCommit() }),
     'import.meta.url': '__edgeadm_import_meta_url',
   },
@@ -200,6 +206,14 @@ for (const input of Object.keys(agentResult.metafile.inputs)) {
   if (input.includes('@oclif/')) throw new Error(`the agent script must not load oclif (it imports ${input})`);
 }
 writeFileSync(join(work, 'meta-agent.json'), JSON.stringify(agentResult.metafile));
+const uploadWorkerResult = await build({
+  ...esbuildOptions,
+  entryPoints: [join(root, 'src/hosts/upload-worker.ts')],
+  outfile: uploadWorkerScript,
+});
+for (const input of Object.keys(uploadWorkerResult.metafile.inputs)) {
+  if (input.includes('@oclif/')) throw new Error(`the upload worker script must not load oclif (it imports ${input})`);
+}
 writeFileSync(join(work, 'meta-commands.json'), JSON.stringify(chunkResult.metafile));
 // The commands script's code cache: V8 checks it against the source and its
 // own version and flags, and compiles from source if it does not match.
@@ -338,6 +352,7 @@ for (const arch of arches) {
         [CHUNK_ASSET]: chunk,
         [CHUNK_CACHE_ASSET]: chunkCache,
         [AGENT_ASSET]: agentScript,
+        [UPLOAD_WORKER_ASSET]: uploadWorkerScript,
         [WEB_ASSET]: join(root, 'lib', WEB_ASSET),
       },
       // A V8 startup snapshot holds the evaluated modules and command metadata,

@@ -18,6 +18,7 @@ import { edgeProxyArgs } from './cli/agent-argv.js';
 import type { runAgentFastPath } from './cli/agent-fast-path.js';
 import { loadBundledPlugin, main } from './cli/main.js';
 import { AGENT_SCRIPT_ASSET, requireScriptAsset } from './cli/sea-assets.js';
+import { UPLOAD_WORKER_ASSET, UPLOAD_WORKER_ENV } from './hosts/upload-worker-protocol.js';
 
 declare const __EDGEADM_PJSON__: Interfaces.PJSON;
 /** Where the build put oclif.manifest.json for the snapshot builder to read. */
@@ -25,10 +26,22 @@ declare const __EDGEADM_MANIFEST_DIR__: string | undefined;
 const manifestDir = typeof __EDGEADM_MANIFEST_DIR__ === 'string' ? __EDGEADM_MANIFEST_DIR__ : undefined;
 /** Where the build put the agent script, for runs as a plain script (outside a single executable). */
 declare const __EDGEADM_AGENT_SCRIPT__: string | undefined;
+/** Where the build put the upload worker script, for runs as a plain script. */
+declare const __EDGEADM_UPLOAD_WORKER_SCRIPT__: string | undefined;
 
 let plugin: Plugin | undefined;
 
 async function start(): Promise<void> {
+  // Started by edgeadm itself as an upload's worker process, with an IPC
+  // channel (src/hosts/upload-worker-runner.ts): run that script, no CLI.
+  if (
+    process.env[UPLOAD_WORKER_ENV] === '1' &&
+    process.send !== undefined &&
+    typeof __EDGEADM_UPLOAD_WORKER_SCRIPT__ === 'string'
+  ) {
+    requireScriptAsset(UPLOAD_WORKER_ASSET, __EDGEADM_UPLOAD_WORKER_SCRIPT__);
+    return;
+  }
   const argv = process.argv.slice(2);
   let code: number | undefined;
   // `agent edge-proxy` starts from its own small script, without touching

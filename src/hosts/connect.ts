@@ -59,7 +59,7 @@ export interface HostConnectOptions {
    * whoever owns the map does, with {@link closeSharedJumps}.
    */
   sharedJumps?: Map<string, SshConnection>;
-  /** When uploads go through worker threads (by default: large files to hosts reached directly). */
+  /** When uploads go through worker processes (by default: large files to hosts reached directly). */
   uploadWorkers?: UploadWorkerOptions;
 }
 

@@ -92,7 +92,7 @@ export interface TransferShell {
   ): Promise<ExecResult>;
   /**
    * Runs a script whose stdin is a local file that the transport sends
-   * itself (an SSH host, from a worker thread with a connection of its own);
+   * itself (an SSH host, from a worker process with a connection of its own);
    * undefined when it does not, and the caller streams the file.
    */
   runWithFile?(

@@ -64,7 +64,7 @@ export interface RawCommand {
   timeoutMs: number | undefined;
 }
 
-/** Stdin read from a local file from a byte offset, which the transport may read itself (in another thread). */
+/** Stdin read from a local file from a byte offset, which the transport may read itself (in another process). */
 export interface FileInput {
   path: string;
   start: number;
@@ -115,7 +115,7 @@ export abstract class ShellHost implements Host {
 
   /**
    * Whether the transport sends this file itself ({@link runRawWithFile}),
-   * rather than read it from a stream in this thread.
+   * rather than read it from a stream in this process.
    */
   protected sendsFileItself(_input: FileInput): boolean {
     return false;

@@ -10,7 +10,7 @@ import { finished } from 'node:stream/promises';
 import type { Client, ClientChannel } from 'ssh2';
 import { EdgeadmError } from '../errors.js';
 import { joinShellArgs } from './shell.js';
-import type { Worker } from 'node:worker_threads';
+import type { ChildProcess } from 'node:child_process';
 import {
   ShellHost,
   type FileInput,
@@ -32,18 +32,18 @@ export const CHANNEL_OPEN_ATTEMPTS = 6;
 export const CHANNEL_OPEN_RETRY_DELAY_MS = 25;
 
 /**
- * Uploads of at least this many bytes are sent from a worker thread with a
+ * Uploads of at least this many bytes are sent from a worker process with a
  * connection of their own (see upload-worker-runner.ts). Below it, starting
- * a thread and a second SSH handshake cost more than they save.
+ * a process and a second SSH handshake cost more than they save.
  */
 export const WORKER_UPLOAD_MIN_BYTES = 8 * 1024 * 1024;
 
-/** When uploads go through worker threads. */
+/** When uploads go through worker processes. */
 export interface UploadWorkerOptions {
   /** Send uploads of at least this many bytes from a worker; `Infinity` never does. Default {@link WORKER_UPLOAD_MIN_BYTES}. */
   minBytes?: number;
-  /** Called with each upload's worker once it started. */
-  onWorker?: (worker: Worker) => void;
+  /** Called with each upload's worker process once it started. */
+  onWorker?: (worker: ChildProcess) => void;
 }
 
 /** What an SshHost is made of. */
@@ -98,6 +98,7 @@ export class SshHost extends ShellHost {
   }
 
   protected override runRawWithFile(command: RawFileCommand): Promise<RawOutcome> {
+    this.logger.debug(`[${this.name}] sending ${command.file.path} from a worker process with its own connection`);
     return runUploadInWorker({
       connection: this.connection,
       command,

@@ -1,22 +1,33 @@
 /**
- * What an upload's worker thread and the thread that started it say to each
- * other (see upload-worker-runner.ts and upload-worker.ts). Plain data only:
- * every message crosses the thread boundary by structured clone.
+ * What an upload's worker process and the edgeadm process that started it
+ * say to each other over the IPC channel (see upload-worker-runner.ts and
+ * upload-worker.ts). Plain data only (Node's "advanced" serialization, a
+ * structured clone). Kept free of other imports: the single binary's entry
+ * reads the constants below before anything else loads.
  */
 import type { SshEndpoint } from './ssh-target.js';
 
-/** A credential as the worker gets it: a key file's private key stays in the main thread, which signs for it. */
+/** The single binary's asset that holds the worker's code (see scripts/build-binary.js). */
+export const UPLOAD_WORKER_ASSET = 'upload-worker.cjs';
+
+/**
+ * Set (to `1`) in the environment of a single binary started as an upload
+ * worker: it then runs the worker's script instead of the CLI.
+ */
+export const UPLOAD_WORKER_ENV = 'EDGEADM_INTERNAL_UPLOAD_WORKER';
+
+/** A credential as the worker gets it: a key file's private key stays in the edgeadm process, which signs for it. */
 export type WorkerCredential =
   | { kind: 'agent'; socket: string }
   | { kind: 'key'; file: string; index: number; publicKey: Uint8Array }
   | { kind: 'password'; password: string };
 
-/** One upload command, given to a worker when it starts (`workerData`). */
+/** One upload command: the first message a worker gets. */
 export interface UploadJob {
   endpoint: SshEndpoint;
   /** `user@host:port`, for messages. */
   label: string;
-  /** The host key the main connection verified: the worker's connection must see exactly this one. */
+  /** The host key the host's connection verified: the worker's connection must see exactly this one. */
   hostKeyFingerprint: string;
   credentials: WorkerCredential[];
   connectTimeoutMs: number;
@@ -29,7 +40,7 @@ export interface UploadJob {
   timeoutMs: number | undefined;
 }
 
-/** An error as it crosses the thread boundary. */
+/** An error as it crosses the process boundary. */
 export interface WorkerError {
   message: string;
   /** An EdgeadmError's code and hints, when it was one. */
@@ -52,6 +63,8 @@ export type WorkerMessage =
     }
   | { type: 'failed'; error: WorkerError };
 
-/** To the worker: the answer to a `sign` request. */
+/** To the worker: its job, then the answers to its `sign` requests. */
 export type MainMessage =
-  { type: 'signed'; id: number; signature: Uint8Array } | { type: 'sign-failed'; id: number; message: string };
+  | { type: 'job'; job: UploadJob }
+  | { type: 'signed'; id: number; signature: Uint8Array }
+  | { type: 'sign-failed'; id: number; message: string };

@@ -1,44 +1,57 @@
 /**
- * Runs the command that receives an upload's bytes in a worker thread with
+ * Runs the command that receives an upload's bytes in a worker process with
  * an SSH connection of its own (upload-worker.ts). In one event loop, the
  * SSH work of parallel uploads (a cipher object per 32 KiB packet, the
  * socket writes, the garbage they leave) is done one packet after another
  * on one core, where `scp` runs a process per host; a worker per upload
  * spreads it over the machine's cores.
  *
+ * A process, not a worker thread: the single binary starts from a V8
+ * startup snapshot, and in Node 24 a worker thread of such a process aborts
+ * the whole process when it loads `node:net` (measured: "Assertion failed:
+ * shutdown_wrap_template_.IsEmpty()" in LibuvStreamWrap::Initialize, the
+ * per-isolate templates being in the snapshot already). The binary starts
+ * itself as the worker instead (see src/sea-main.ts).
+ *
  * The worker's connection is held to the host key that the host's own
  * connection verified, and it authenticates with the same credentials; a
- * key file's private key stays in this thread, which signs for the worker.
- * A worker that ends before it reports (it crashed, or was ended) fails the
- * upload with E_HOST_PUT_WORKER; the host keeps the part file, so the next
- * attempt resumes, and nothing was renamed into place unverified.
+ * key file's private key stays in this process, which signs for the worker.
+ * A worker that ends before it reports (it crashed, or was killed) fails
+ * the upload with E_HOST_PUT_WORKER; the host keeps the part file, so the
+ * next attempt resumes, and nothing was renamed into place unverified.
  */
-import { readFileSync } from 'node:fs';
-import { getAsset, isSea } from 'node:sea';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { isSea } from 'node:sea';
 import { finished } from 'node:stream/promises';
-import { Worker } from 'node:worker_threads';
 import type { ParsedKey } from 'ssh2';
 import { EdgeadmError, type ExitCodeValue } from '../errors.js';
 import type { RawFileCommand, RawOutcome } from './shell-host.js';
 import type { SshConnection } from './ssh-connection.js';
-import type { UploadJob, WorkerCredential, WorkerError, WorkerMessage } from './upload-worker-protocol.js';
-
-/** The single binary's asset that holds the worker's code (see scripts/build-binary.js). */
-export const UPLOAD_WORKER_ASSET = 'upload-worker.cjs';
+import {
+  UPLOAD_WORKER_ENV,
+  type MainMessage,
+  type UploadJob,
+  type WorkerCredential,
+  type WorkerError,
+  type WorkerMessage,
+} from './upload-worker-protocol.js';
 
 /** Where the build put the worker script, when this code runs bundled (the single binary, or its bundle run as a script). */
 declare const __EDGEADM_UPLOAD_WORKER_SCRIPT__: string | undefined;
+
+/** The last lines of a worker's stderr kept for the message when it dies. */
+const WORKER_STDERR_TAIL_BYTES = 4096;
 
 /** One upload for a worker. */
 export interface WorkerUpload {
   /** The host's connection, already connected: the worker copies its endpoint, credentials and verified host key. */
   connection: SshConnection;
   command: RawFileCommand;
-  /** Called with the worker once it is started (tests end it mid-upload). */
-  onWorker?: (worker: Worker) => void;
+  /** Called with the worker once it is started (tests kill it mid-upload). */
+  onWorker?: (worker: ChildProcess) => void;
 }
 
-/** Runs `upload.command` in a new worker; settles once the command ended on the host or the worker failed. */
+/** Runs `upload.command` in a new worker process; settles once the command ended on the host or the worker failed. */
 export async function runUploadInWorker(upload: WorkerUpload): Promise<RawOutcome> {
   const { connection, command } = upload;
   const fingerprint = connection.hostKeyFingerprint;
@@ -70,15 +83,21 @@ export async function runUploadInWorker(upload: WorkerUpload): Promise<RawOutcom
     start: command.file.start,
     timeoutMs: command.timeoutMs,
   };
-  const worker = startUploadWorker(job);
+  const worker = startUploadWorker();
   upload.onWorker?.(worker);
+  let stderrTail = '';
+  worker.stderr?.on('data', (chunk: Buffer) => {
+    stderrTail = (stderrTail + chunk.toString()).slice(-WORKER_STDERR_TAIL_BYTES);
+  });
+  const send = (message: MainMessage): void => {
+    if (worker.connected) worker.send(message);
+  };
 
   const last = await new Promise<Extract<WorkerMessage, { type: 'done' }>>((resolve, reject) => {
     let isSettled = false;
     const settle = (settleWith: () => void): void => {
       if (isSettled) return;
       isSettled = true;
-      void worker.terminate();
       settleWith();
     };
     worker.on('message', (message: WorkerMessage) => {
@@ -90,9 +109,9 @@ export async function runUploadInWorker(upload: WorkerUpload): Promise<RawOutcom
           const key = keys[message.index];
           const signature = key?.sign(Buffer.from(message.data), message.hash);
           if (signature === undefined || signature instanceof Error) {
-            worker.postMessage({ type: 'sign-failed', id: message.id, message: signature?.message ?? 'no such key' });
+            send({ type: 'sign-failed', id: message.id, message: signature?.message ?? 'no such key' });
           } else {
-            worker.postMessage({ type: 'signed', id: message.id, signature });
+            send({ type: 'signed', id: message.id, signature });
           }
           break;
         }
@@ -105,7 +124,17 @@ export async function runUploadInWorker(upload: WorkerUpload): Promise<RawOutcom
       }
     });
     worker.once('error', (error) => settle(() => reject(workerEnded(connection.label, error.message, error))));
-    worker.once('exit', (code) => settle(() => reject(workerEnded(connection.label, `exit code ${code}`))));
+    worker.once('exit', (code, signal) =>
+      settle(() =>
+        reject(
+          workerEnded(
+            connection.label,
+            `${signal === null ? `exit code ${code}` : `signal ${signal}`}${stderrTail.trim() === '' ? '' : `: ${stderrTail.trim()}`}`,
+          ),
+        ),
+      ),
+    );
+    send({ type: 'job', job });
   });
   for (const [sink, bytes] of [
     [command.stdout, last.stdout],
@@ -122,32 +151,41 @@ export async function runUploadInWorker(upload: WorkerUpload): Promise<RawOutcom
 }
 
 /**
- * Starts the worker from wherever this code runs: the single binary carries
- * the worker as a bundled script (an `eval` worker, as a single executable
- * has no files of its own); lib/ has it beside this file; the TypeScript
- * sources (tests) load it with their `.js` imports mapped to `.ts`.
+ * Starts the worker from wherever this code runs: the single binary starts
+ * itself, marked as a worker, and runs the worker script it carries; its
+ * bundle run as a plain script runs that script beside it; lib/ has the
+ * worker beside this file; the TypeScript sources (tests) run it with their
+ * `.js` imports mapped to `.ts`. stdout is not used (messages go over IPC);
+ * stderr is kept for the message when a worker dies.
  */
-function startUploadWorker(job: UploadJob): Worker {
+function startUploadWorker(): ChildProcess {
+  const options = {
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'] as ('ignore' | 'pipe' | 'ipc')[],
+    serialization: 'advanced' as const,
+    env: { ...process.env, [UPLOAD_WORKER_ENV]: '1' },
+  };
   if (typeof __EDGEADM_UPLOAD_WORKER_SCRIPT__ === 'string') {
-    const source = isSea()
-      ? getAsset(UPLOAD_WORKER_ASSET, 'utf8')
-      : readFileSync(__EDGEADM_UPLOAD_WORKER_SCRIPT__, 'utf8');
-    return new Worker(source, { eval: true, workerData: job });
+    return isSea()
+      ? spawn(process.execPath, [], options)
+      : spawn(process.execPath, [__EDGEADM_UPLOAD_WORKER_SCRIPT__], options);
   }
   const isTypeScript = import.meta.url.endsWith('.ts');
   const entry = new URL(isTypeScript ? './upload-worker.ts' : './upload-worker.js', import.meta.url);
-  if (!isTypeScript) return new Worker(entry, { workerData: job });
-  const bootstrap = [
-    "const { registerHooks } = require('node:module');",
+  if (!isTypeScript) return spawn(process.execPath, [entry.pathname], options);
+  const mapJsToTs = [
+    "import { registerHooks } from 'node:module';",
     'registerHooks({',
     '  resolve(specifier, context, next) {',
     "    if (!/^\\.\\.?\\//.test(specifier) || !specifier.endsWith('.js')) return next(specifier, context);",
     '    try { return next(specifier, context); } catch { return next(specifier.slice(0, -3) + ".ts", context); }',
     '  },',
     '});',
-    `import(${JSON.stringify(entry.href)});`,
   ].join('\n');
-  return new Worker(bootstrap, { eval: true, workerData: job });
+  return spawn(
+    process.execPath,
+    ['--import', `data:text/javascript,${encodeURIComponent(mapJsToTs)}`, entry.pathname],
+    options,
+  );
 }
 
 function errorFromWorker(error: WorkerError): EdgeadmError {
@@ -159,7 +197,7 @@ function errorFromWorker(error: WorkerError): EdgeadmError {
 }
 
 function workerEnded(label: string, detail: string, cause?: unknown): EdgeadmError {
-  return new EdgeadmError(`the upload to ${label} stopped: its worker thread ended (${detail})`, {
+  return new EdgeadmError(`the upload to ${label} stopped: its worker process ended (${detail})`, {
     code: 'E_HOST_PUT_WORKER',
     hints: ['Run the command again: the upload resumes from what reached the host.'],
     ...(cause === undefined ? {} : { cause }),

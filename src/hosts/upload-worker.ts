@@ -1,18 +1,18 @@
 /**
- * The entry point of an upload's worker thread: it opens its own SSH
+ * The entry point of an upload's worker process: it opens its own SSH
  * connection to the host, runs the one command that receives the bytes
  * (and checks and renames them, see file-transfer.ts), feeds it the local
  * file from its offset, and reports the bytes sent and how the command
- * ended. The main thread starts it (upload-worker-runner.ts).
+ * ended. The edgeadm process that starts it (upload-worker-runner.ts)
+ * sends the job over the IPC channel.
  *
  * The connection is edgeadm's own {@link SshConnection}, held to exactly
- * the host key the main connection verified. A key file's private key never
- * leaves the main thread: the worker asks it to sign, as it would ask
- * ssh-agent.
+ * the host key the host's connection verified. A key file's private key
+ * never leaves the edgeadm process: the worker asks it to sign, as it would
+ * ask ssh-agent.
  */
 import { createReadStream } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
-import { parentPort, workerData } from 'node:worker_threads';
 import type { AgentAuthMethod, ParsedKey } from 'ssh2';
 import { EdgeadmError } from '../errors.js';
 import { PROGRESS_INTERVAL_BYTES } from './host.js';
@@ -23,10 +23,10 @@ import { SshHost } from './ssh-host.js';
 import { loadSsh2 } from './ssh2-loader.js';
 import type { MainMessage, UploadJob, WorkerCredential, WorkerMessage } from './upload-worker-protocol.js';
 
-/** How much of the file the worker reads at a time (as an in-process upload does). */
+/** How much of the file the worker reads at a time (as an upload in the edgeadm process does). */
 const WORKER_READ_CHUNK_BYTES = 128 * 1024;
 
-/** An SshHost whose raw command runner the worker calls directly: the argv is built by the main thread. */
+/** An SshHost whose raw command runner the worker calls directly: the argv is built by the edgeadm process. */
 class WorkerSshHost extends SshHost {
   run(command: RawCommand): Promise<RawOutcome> {
     return this.runRaw(command);
@@ -36,22 +36,34 @@ class WorkerSshHost extends SshHost {
 type AgentInstance = Exclude<AgentAuthMethod['agent'], string>;
 type SignCallback = (error?: Error, signature?: Buffer) => void;
 
-const port = parentPort!;
-const job = workerData as UploadJob;
-const post = (message: WorkerMessage): void => port.postMessage(message);
+const post = (message: WorkerMessage): void => {
+  process.send?.(message);
+};
 
-/** Sign requests waiting for the main thread's answer. */
+/** Sign requests waiting for the edgeadm process's answer. */
 const pendingSigns = new Map<number, (error: Error | undefined, signature?: Buffer) => void>();
 let nextSignId = 0;
-port.on('message', (message: MainMessage) => {
+let onJob: ((job: UploadJob) => void) | undefined;
+process.on('message', (message: MainMessage) => {
+  if (message.type === 'job') {
+    onJob?.(message.job);
+    onJob = undefined;
+    return;
+  }
   const done = pendingSigns.get(message.id);
   if (done === undefined) return;
   pendingSigns.delete(message.id);
   if (message.type === 'signed') done(undefined, Buffer.from(message.signature));
   else done(new Error(message.message));
 });
+let isReported = false;
+// The channel closed: after the last message, or because the edgeadm
+// process went away, when nothing would hear from this upload any more.
+// This file is the top level of its own process, as a command is of the CLI's.
+// eslint-disable-next-line no-restricted-properties
+process.once('disconnect', () => process.exit(isReported ? 0 : 1));
 
-/** A key held by the main thread, offered like an ssh-agent with one key. */
+/** A key held by the edgeadm process, offered like an ssh-agent with one key. */
 async function mainThreadSigner(credential: Extract<WorkerCredential, { kind: 'key' }>): Promise<AgentInstance> {
   const ssh2 = await loadSsh2();
   const publicKey = Buffer.from(credential.publicKey);
@@ -89,7 +101,7 @@ async function credentialsOf(credentials: WorkerCredential[]): Promise<SshCreden
 }
 
 /** The file from its offset, after the stdin prefix; reports the file's bytes as they are read by SSH. */
-function stdinOf(): Readable {
+function stdinOf(job: UploadJob): Readable {
   const file = createReadStream(job.file, { start: job.start, highWaterMark: WORKER_READ_CHUNK_BYTES });
   let unreported = 0;
   const prefix = job.stdinPrefix === undefined ? undefined : Buffer.from(job.stdinPrefix);
@@ -114,7 +126,7 @@ function stdinOf(): Readable {
   return source;
 }
 
-/** Collects a command's output (bounded by the main thread's own capture afterwards). */
+/** Collects a command's output (bounded by the edgeadm process's own capture afterwards). */
 function collector(): { sink: Writable; bytes: () => Uint8Array } {
   const chunks: Buffer[] = [];
   return {
@@ -129,6 +141,7 @@ function collector(): { sink: Writable; bytes: () => Uint8Array } {
 }
 
 async function main(): Promise<WorkerMessage> {
+  const job = await new Promise<UploadJob>((resolve) => (onJob = resolve));
   const connection = new SshConnection({
     endpoint: job.endpoint,
     credentials: await credentialsOf(job.credentials),
@@ -143,7 +156,7 @@ async function main(): Promise<WorkerMessage> {
     const stderr = collector();
     const outcome = await host.run({
       argv: job.argv,
-      stdin: stdinOf(),
+      stdin: stdinOf(job),
       stdout: stdout.sink,
       stderr: stderr.sink,
       timeoutMs: job.timeoutMs,
@@ -174,10 +187,10 @@ function failure(error: unknown): WorkerMessage {
   };
 }
 
-// The last message; the main thread ends the worker once it has it.
+// The last message; then the IPC channel closes and the process ends.
 void main()
   .catch(failure)
   .then((last) => {
-    post(last);
-    port.unref();
+    isReported = true;
+    process.send?.(last, () => process.disconnect());
   });

@@ -1,5 +1,5 @@
 /**
- * Large uploads sent from worker threads, each with an SSH connection of its
+ * Large uploads sent from worker processes, each with an SSH connection of its
  * own, against real OpenSSH servers reached directly: the bytes arrive
  * verified by the host, and a worker that dies, a host that hangs up and a
  * byte corrupted on the host each fail the upload with a typed error and
@@ -8,7 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Worker } from 'node:worker_threads';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHost } from '../../../src/hosts/connect.js';
 import type { SshHost, UploadWorkerOptions } from '../../../src/hosts/ssh-host.js';
@@ -40,8 +40,8 @@ function sha256(bytes: Buffer): string {
 }
 
 /** A host whose uploads of 1 MiB and more go through workers; `workers` collects them. */
-async function connect(onWorker?: (worker: Worker) => void): Promise<{ host: SshHost; workers: Worker[] }> {
-  const workers: Worker[] = [];
+async function connect(onWorker?: (worker: ChildProcess) => void): Promise<{ host: SshHost; workers: ChildProcess[] }> {
+  const workers: ChildProcess[] = [];
   const uploadWorkers: UploadWorkerOptions = {
     minBytes: MIB,
     onWorker: (worker) => {
@@ -57,8 +57,8 @@ async function clean(): Promise<void> {
   await env.run(env.hosts[0]!, `rm -f ${DEST} ${DEST}.edgeadm-part /usr/local/bin/cat`);
 }
 
-describe('uploads from worker threads', () => {
-  it('sends a large file from a worker with its own connection (key signed by this thread), verified on the host', async () => {
+describe('uploads from worker processes', () => {
+  it('sends a large file from a worker with its own connection (key signed by this process), verified on the host', async () => {
     await clean();
     const { host, workers } = await connect();
     try {
@@ -80,7 +80,7 @@ describe('uploads from worker threads', () => {
   it('fails with E_HOST_PUT_WORKER when the worker dies mid-upload, keeps the destination, and the next upload resumes', async () => {
     await clean();
     await env.run(env.hosts[0]!, `printf old > ${DEST}`);
-    let worker: Worker | undefined;
+    let worker: ChildProcess | undefined;
     const { host } = await connect((started) => (worker = started));
     try {
       let isEnded = false;
@@ -89,7 +89,7 @@ describe('uploads from worker threads', () => {
           onProgress: (p) => {
             if (!isEnded && p.bytesTransferred >= 8 * MIB) {
               isEnded = true;
-              void worker!.terminate();
+              worker!.kill('SIGKILL');
             }
           },
         })
