@@ -20,15 +20,14 @@
  * the right size with the wrong content is removed. A stream of unknown
  * content is hashed on the way out and checked by a command of its own.
  */
-import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rename, rm, stat as statLocal } from 'node:fs/promises';
-import { Readable, Transform, Writable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import {
   HostCommandError,
-  PROGRESS_INTERVAL_BYTES,
   type ExecResult,
   type FileStat,
   type GetOptions,
@@ -37,10 +36,10 @@ import {
   type PutResult,
   type PutSource,
   type ReadOptions,
-  type TransferProgress,
 } from './host.js';
 import type { FileInput } from './shell-host.js';
 import { quoteShellArg } from './shell.js';
+import { TransferCounter } from './transfer-counter.js';
 
 /** Suffix of the file an upload is written to before it is renamed into place. */
 export const PART_SUFFIX = '.edgeadm-part';
@@ -199,44 +198,7 @@ export async function putFile(
   // the way out and finalized by a second command.
   const counter = new TransferCounter(resumedFrom, info.size, options.onProgress, info.sha256 === undefined);
   const isFinalizedWithUpload = info.sha256 !== undefined && info.size !== undefined;
-  const uploadScript = [
-    ...(isFinalizedWithUpload ? ['set -e'] : []),
-    `p=${q.part}`,
-    `mkdir -p ${quoteShellArg(parentDir(path))}`,
-    'umask 077',
-    `${isFinalizedWithUpload ? '' : 'exec '}cat ${resumedFrom > 0 ? '>>' : '>'} "$p"`,
-    ...(isFinalizedWithUpload ? finalizeLines(target, info.sha256!, info.size) : []),
-  ].join('\n');
-  const description = isFinalizedWithUpload
-    ? `upload ${path}, check its SHA-256 on the host and move it into place`
-    : `upload ${path}`;
-  // A local file of known content may be sent by the transport itself.
-  const sentByTransport =
-    isFinalizedWithUpload && info.file !== undefined
-      ? shell.runWithFile?.(uploadScript, {
-          sudo,
-          description,
-          file: {
-            path: info.file,
-            start: resumedFrom,
-            size: info.size! - resumedFrom,
-            onBytes: (count) => counter.add(count),
-          },
-        })
-      : undefined;
-  let upload: ExecResult;
-  if (sentByTransport !== undefined) {
-    upload = await sentByTransport;
-  } else {
-    const body = info.openAt ? info.openAt(resumedFrom) : info.stream!;
-    body.once('error', (error) => counter.destroy(error));
-    try {
-      upload = await shell.run(uploadScript, { sudo, stdin: body.pipe(counter), description });
-    } finally {
-      // Whatever happened, release the source (an interrupted upload leaves it half read).
-      body.destroy();
-    }
-  }
+  let upload = await sendPart(shell, { target, info, resumedFrom, counter, isFinalizedWithUpload });
   counter.finish();
   const expected = info.sha256 ?? counter.sha256();
   if (!isFinalizedWithUpload) {
@@ -256,6 +218,59 @@ export async function putFile(
     bytesSent: counter.bytes,
     resumedFrom,
   };
+}
+
+/**
+ * Runs the command that writes the part file (from `resumedFrom` on) and,
+ * when the source's SHA-256 and size are known, checks and renames it. A
+ * local file of known content may be sent by the transport itself (an SSH
+ * host sends a large one from a worker process); anything else is streamed
+ * from here, through `counter`.
+ */
+async function sendPart(
+  shell: TransferShell,
+  send: {
+    target: PutTarget;
+    info: SourceInfo;
+    resumedFrom: number;
+    counter: TransferCounter;
+    isFinalizedWithUpload: boolean;
+  },
+): Promise<ExecResult> {
+  const { target, info, resumedFrom, counter, isFinalizedWithUpload } = send;
+  const script = [
+    ...(isFinalizedWithUpload ? ['set -e'] : []),
+    `p=${quoteShellArg(target.part)}`,
+    `mkdir -p ${quoteShellArg(parentDir(target.path))}`,
+    'umask 077',
+    `${isFinalizedWithUpload ? '' : 'exec '}cat ${resumedFrom > 0 ? '>>' : '>'} "$p"`,
+    ...(isFinalizedWithUpload ? finalizeLines(target, info.sha256!, info.size) : []),
+  ].join('\n');
+  const description = isFinalizedWithUpload
+    ? `upload ${target.path}, check its SHA-256 on the host and move it into place`
+    : `upload ${target.path}`;
+  const sentByTransport =
+    isFinalizedWithUpload && info.file !== undefined
+      ? shell.runWithFile?.(script, {
+          sudo: target.sudo,
+          description,
+          file: {
+            path: info.file,
+            start: resumedFrom,
+            size: info.size! - resumedFrom,
+            onBytes: (count) => counter.add(count),
+          },
+        })
+      : undefined;
+  if (sentByTransport !== undefined) return sentByTransport;
+  const body = info.openAt ? info.openAt(resumedFrom) : info.stream!;
+  body.once('error', (error) => counter.destroy(error));
+  try {
+    return await shell.run(script, { sudo: target.sudo, stdin: body.pipe(counter), description });
+  } finally {
+    // Whatever happened, release the source (an interrupted upload leaves it half read).
+    body.destroy();
+  }
 }
 
 /** Where and how one upload lands. */
@@ -579,82 +594,4 @@ async function hashStream(stream: Readable): Promise<string> {
   const hash = createHash('sha256');
   await pipeline(stream, hash);
   return hash.digest('hex');
-}
-
-/**
- * Counts (and hashes) the bytes of one transfer attempt and reports progress.
- * As a Transform it sits between a source and the channel; {@link into}
- * makes a Writable that feeds a destination.
- */
-class TransferCounter extends Transform {
-  bytes = 0;
-  readonly #resumedFrom: number;
-  readonly #total: number | undefined;
-  readonly #onProgress: ((progress: TransferProgress) => void) | undefined;
-  readonly #hash: Hash | undefined;
-  #lastReported = 0;
-  #finished = false;
-
-  constructor(
-    resumedFrom: number,
-    total: number | undefined,
-    onProgress: ((progress: TransferProgress) => void) | undefined,
-    isHashing: boolean,
-  ) {
-    super();
-    this.#resumedFrom = resumedFrom;
-    this.#total = total;
-    this.#onProgress = onProgress;
-    this.#hash = isHashing ? createHash('sha256') : undefined;
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
-    this.#count(chunk);
-    this.push(chunk);
-    callback();
-  }
-
-  /** A Writable that counts what it is given and writes it on to `target`, with backpressure. */
-  into(target: Writable): Writable {
-    return new Writable({
-      write: (chunk: Buffer, _encoding, callback) => {
-        this.#count(chunk);
-        if (target.write(chunk)) callback();
-        else target.once('drain', () => callback());
-      },
-      final: (callback) => {
-        target.once('error', callback);
-        target.end(() => callback());
-      },
-    });
-  }
-
-  /** Counts bytes that were sent without passing through this counter (by the transport itself). */
-  add(count: number): void {
-    this.#count(Buffer.alloc(0), count);
-  }
-
-  /** Reports the final progress once. */
-  finish(): void {
-    if (this.#finished) return;
-    this.#finished = true;
-    this.#report();
-  }
-
-  /** SHA-256 (hex) of everything counted; the counter must have been made hashing. */
-  sha256(): string {
-    if (this.#hash === undefined) throw new Error('internal: transfer counter is not hashing');
-    return this.#hash.copy().digest('hex');
-  }
-
-  #count(chunk: Buffer, length = chunk.length): void {
-    this.bytes += length;
-    this.#hash?.update(chunk);
-    if (this.bytes - this.#lastReported >= PROGRESS_INTERVAL_BYTES) this.#report();
-  }
-
-  #report(): void {
-    this.#lastReported = this.bytes;
-    this.#onProgress?.({ bytesTransferred: this.bytes, resumedFrom: this.#resumedFrom, totalBytes: this.#total });
-  }
 }
