@@ -21,7 +21,7 @@ import {
 } from './shell-host.js';
 import type { SshConnection } from './ssh-connection.js';
 import { sshDisconnected } from './ssh-errors.js';
-import { runUploadInWorker } from './upload-worker-runner.js';
+import { hasFreeUploadWorker, runUploadInWorker } from './upload-worker-runner.js';
 
 /** After a timed-out command gets TERM: how long until KILL, and as long again until edgeadm stops waiting. */
 export const EXEC_KILL_GRACE_MS = 2_000;
@@ -85,7 +85,8 @@ export class SshHost extends ShellHost {
 
   /**
    * A large upload goes through a worker with its own connection, when the
-   * host is reached directly and its host key was verified. Through a
+   * host is reached directly, its host key was verified, and a core is free
+   * for one more worker (else it runs here, see `maxUploadWorkers`). Through a
    * bastion it stays on this connection (a worker cannot share the
    * bastion's connection, and would need a chain of its own).
    */
@@ -93,7 +94,8 @@ export class SshHost extends ShellHost {
     return (
       input.size >= (this.#uploadWorkers.minBytes ?? WORKER_UPLOAD_MIN_BYTES) &&
       this.connection.via === undefined &&
-      this.connection.hostKeyFingerprint !== undefined
+      this.connection.hostKeyFingerprint !== undefined &&
+      hasFreeUploadWorker()
     );
   }
 

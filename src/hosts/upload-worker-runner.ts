@@ -21,6 +21,7 @@
  * next attempt resumes, and nothing was renamed into place unverified.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { isSea } from 'node:sea';
 import { finished } from 'node:stream/promises';
 import type { ParsedKey } from 'ssh2';
@@ -38,6 +39,24 @@ import {
 
 /** Where the build put the worker script, when this code runs bundled (the single binary, or its bundle run as a script). */
 declare const __EDGEADM_UPLOAD_WORKER_SCRIPT__: string | undefined;
+
+/**
+ * Upload worker processes running at once in this process, at most one per
+ * core: a worker costs a little more CPU per byte than an upload in this
+ * process (measured: each runs its own event loop, where ten uploads in one
+ * share each turn of it), which pays only while a core is free to take it.
+ * Uploads beyond it run in this process.
+ */
+export function maxUploadWorkers(): number {
+  return Math.max(1, availableParallelism());
+}
+
+let runningWorkers = 0;
+
+/** Whether one more upload may go to a worker now (see {@link maxUploadWorkers}). */
+export function hasFreeUploadWorker(): boolean {
+  return runningWorkers < maxUploadWorkers();
+}
 
 /** The last lines of a worker's stderr kept for the message when it dies. */
 const WORKER_STDERR_TAIL_BYTES = 4096;
@@ -84,6 +103,8 @@ export async function runUploadInWorker(upload: WorkerUpload): Promise<RawOutcom
     timeoutMs: command.timeoutMs,
   };
   const worker = startUploadWorker();
+  runningWorkers++;
+  worker.once('exit', () => runningWorkers--);
   upload.onWorker?.(worker);
   let stderrTail = '';
   worker.stderr?.on('data', (chunk: Buffer) => {

@@ -12,6 +12,7 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHost } from '../../../src/hosts/connect.js';
 import type { SshHost, UploadWorkerOptions } from '../../../src/hosts/ssh-host.js';
+import { maxUploadWorkers } from '../../../src/hosts/upload-worker-runner.js';
 import { connectOptionsFor } from '../../support/test-host-connect.js';
 import { startTestHosts, type TestHosts } from '../../support/test-hosts.js';
 
@@ -76,6 +77,29 @@ describe('uploads from worker processes', () => {
       await host.close();
     }
   }, 60_000);
+
+  it('runs at most one worker per core at once; the uploads beyond run in this process, all verified', async () => {
+    await clean();
+    const count = maxUploadWorkers() + 1;
+    let running = 0;
+    let mostAtOnce = 0;
+    const { host, workers } = await connect((worker) => {
+      mostAtOnce = Math.max(mostAtOnce, ++running);
+      worker.once('exit', () => running--);
+    });
+    try {
+      const dests = Array.from({ length: count }, (_, index) => `/opt/parallel-${index}.bin`);
+      const results = await Promise.all(dests.map((dest) => host.put(file, dest)));
+      expect(results.every((result) => result.bytesSent === data.length)).toBe(true);
+      expect(mostAtOnce).toBeGreaterThanOrEqual(1);
+      expect(mostAtOnce).toBeLessThanOrEqual(maxUploadWorkers());
+      expect(workers.length).toBeLessThan(count);
+      for (const dest of dests) expect(await host.sha256(dest)).toBe(sha256(data));
+      await env.run(env.hosts[0]!, `rm -f ${dests.join(' ')}`);
+    } finally {
+      await host.close();
+    }
+  }, 120_000);
 
   it('fails with E_HOST_PUT_WORKER when the worker dies mid-upload, keeps the destination, and the next upload resumes', async () => {
     await clean();
