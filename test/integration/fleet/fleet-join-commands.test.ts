@@ -40,7 +40,7 @@ const TEST_TIMEOUT_MS = 300_000;
  * a k3s agent's does, and each is read (three; one command could read all).
  */
 const MAX_COMMANDS_PER_FIRST_JOIN = 32;
-/** Where the `sha256sum` wrapper notes what each run read (a tmpfs of the test host). */
+/** Where the `sha256sum` and `openssl` wrappers note what each run read (a tmpfs of the test host). */
 const HASH_LOG = '/opt/sha256sum-reads.log';
 
 let env: TestHosts;
@@ -65,6 +65,13 @@ beforeAll(async () => {
         'exec /usr/bin/sha256sum "$@"',
         'EOF',
         'chmod 755 /usr/local/bin/sha256sum',
+        // Hosts with openssl hash uploads with it (see SHA256_OF_FUNCTION in src/hosts/file-transfer.ts).
+        "cat > /usr/local/bin/openssl <<'EOF'",
+        '#!/bin/sh',
+        `readlink /proc/$$/fd/0 >> ${HASH_LOG}`,
+        'exec /usr/bin/openssl "$@"',
+        'EOF',
+        'chmod 755 /usr/local/bin/openssl',
       ].join('\n'),
     );
   }
