@@ -6,6 +6,7 @@
  *   npm run bench:upload                 (as root: it starts netns+sshd test hosts)
  *   npm run bench:upload -- --rounds 3 --mib 200 --hosts 10
  *   npm run bench:upload -- --baseline main      (or a built checkout's directory)
+ *   npm run bench:upload -- --in-process-too     (also this build with worker processes off)
  *
  * `--baseline GIT-REF|DIR` adds the `Host.put` of another build (its
  * `lib/hosts/connect.js`, see bench/support/baseline.js) to every round, so a
@@ -42,6 +43,7 @@ const { values } = parseArgs({
     mib: { type: 'string', default: '200' },
     hosts: { type: 'string', default: '10' },
     baseline: { type: 'string' },
+    'in-process-too': { type: 'boolean', default: false },
   },
 });
 const rounds = Number(values.rounds);
@@ -142,6 +144,12 @@ try {
   await writeRandomFile(file, mib * 2 ** 20);
   const sha256 = await sha256OfFile(file);
   const hosts: Host[] = await Promise.all(env.hosts.map((h) => connectHost(connectOptionsFor(env, h))));
+  // The same build with every upload in this process (no worker processes).
+  const inProcessHosts: Host[] | undefined = values['in-process-too']
+    ? await Promise.all(
+        env.hosts.map((h) => connectHost(connectOptionsFor(env, h, { uploadWorkers: { minBytes: Infinity } }))),
+      )
+    : undefined;
   const baseHosts: Host[] | undefined =
     connectBaseline === undefined
       ? undefined
@@ -179,6 +187,10 @@ try {
     await clean();
     await measure('edgeadm put', putAll(hosts));
     await measure('edgeadm put (unchanged, skipped)', putAll(hosts));
+    if (inProcessHosts !== undefined) {
+      await clean();
+      await measure('edgeadm put, workers off', putAll(inProcessHosts));
+    }
     if (baseHosts !== undefined) {
       await clean();
       await measure(baseName, putAll(baseHosts));
@@ -192,7 +204,7 @@ try {
     if ((await h.sha256(REMOTE_SCP)) !== sha256) throw new Error('scp copy differs');
   }
   await clean();
-  await Promise.all([...hosts, ...(baseHosts ?? [])].map((h) => h.close()));
+  await Promise.all([...hosts, ...(inProcessHosts ?? []), ...(baseHosts ?? [])].map((h) => h.close()));
 
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const total = mib * hostCount;
