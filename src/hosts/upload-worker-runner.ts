@@ -22,6 +22,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { isSea } from 'node:sea';
 import { finished } from 'node:stream/promises';
 import type { ParsedKey } from 'ssh2';
@@ -104,7 +105,14 @@ export async function runUploadInWorker(upload: WorkerUpload): Promise<RawOutcom
   };
   const worker = startUploadWorker();
   runningWorkers++;
-  worker.once('exit', () => runningWorkers--);
+  let isCounted = true;
+  const release = (): void => {
+    if (isCounted) runningWorkers--;
+    isCounted = false;
+  };
+  // 'error' alone when the process could not be started at all.
+  worker.once('exit', release);
+  worker.once('error', release);
   upload.onWorker?.(worker);
   let stderrTail = '';
   worker.stderr?.on('data', (chunk: Buffer) => {
@@ -192,7 +200,7 @@ function startUploadWorker(): ChildProcess {
   }
   const isTypeScript = import.meta.url.endsWith('.ts');
   const entry = new URL(isTypeScript ? './upload-worker.ts' : './upload-worker.js', import.meta.url);
-  if (!isTypeScript) return spawn(process.execPath, [entry.pathname], options);
+  if (!isTypeScript) return spawn(process.execPath, [fileURLToPath(entry)], options);
   const mapJsToTs = [
     "import { registerHooks } from 'node:module';",
     'registerHooks({',
@@ -204,7 +212,7 @@ function startUploadWorker(): ChildProcess {
   ].join('\n');
   return spawn(
     process.execPath,
-    ['--import', `data:text/javascript,${encodeURIComponent(mapJsToTs)}`, entry.pathname],
+    ['--import', `data:text/javascript,${encodeURIComponent(mapJsToTs)}`, fileURLToPath(entry)],
     options,
   );
 }
