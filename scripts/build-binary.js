@@ -191,6 +191,25 @@ for (const key of shared) {
   if (!coreInputs.has(key)) throw new Error(`core lost the module ${key} that the commands script takes from it`);
 }
 writeFileSync(join(work, 'meta.json'), JSON.stringify(result.metafile));
+// What the core script evaluates before it looks at the arguments: the
+// static imports of the entry, followed through. `agent edge-proxy` runs from
+// there, so none of it may be oclif or the command map (src/sea-main.ts loads
+// those lazily): without a startup snapshot they would be evaluated by every
+// start of the agent.
+const eagerCore = new Set();
+for (const pending = ['src/sea-main.ts']; pending.length > 0;) {
+  const input = pending.pop();
+  if (eagerCore.has(input)) continue;
+  eagerCore.add(input);
+  for (const imported of result.metafile.inputs[input]?.imports ?? []) {
+    if (imported.kind === 'import-statement' || imported.kind === 'require-call') pending.push(imported.path);
+  }
+}
+for (const input of eagerCore) {
+  if (input.includes('@oclif/') || input === relative(root, lazyCommands) || input.startsWith('src/commands/')) {
+    throw new Error(`the core script's entry must not load ${input} before it has looked for \`agent edge-proxy\``);
+  }
+}
 const agentResult = await build({
   ...esbuildOptions,
   entryPoints: [join(root, 'src/cli/agent-fast-path.ts')],
@@ -324,6 +343,21 @@ async function nodeBinaryFor(arch) {
   return binary;
 }
 
+/**
+ * Whether the binary starts from a V8 startup snapshot of the core script
+ * (oclif and the command metadata evaluated at build time). It does not:
+ * Node copies a SEA's snapshot into memory it allocates and keeps that copy
+ * for the life of the process (node_snapshotable.cc, SnapshotData::FromBlob),
+ * so every process of the binary holds the whole blob (about 9 MiB) as private
+ * memory, and reads Node's own built-in snapshot no more (that one is mapped
+ * from the executable, shared and reclaimable). For `agent edge-proxy`, which
+ * runs on every edge node for as long as the node is up, that was 12 MiB of
+ * its RSS (bench/edge-proxy/RESULTS.md, 2026-11-24 evening); the CLI's start
+ * pays for it in CPU instead (BENCHMARKS.md, Start-up). `true` builds the
+ * snapshot again (src/sea-main.ts still supports it).
+ */
+const USE_SNAPSHOT = false;
+
 for (const arch of arches) {
   const blob = join(work, `edgeadm-${arch}.blob`);
   const seaConfig = join(work, `sea-config-${arch}.json`);
@@ -340,10 +374,11 @@ for (const arch of arches) {
         [AGENT_ASSET]: agentScript,
         [WEB_ASSET]: join(root, 'lib', WEB_ASSET),
       },
-      // A V8 startup snapshot holds the evaluated modules and command metadata,
-      // so start-up skips both. Snapshots and code caches are specific to the
-      // V8 build and CPU they were made on: only for the host's arch.
-      useSnapshot: arch === process.arch,
+      // Snapshots and code caches are specific to the V8 build and CPU they
+      // were made on: only for the host's arch. See USE_SNAPSHOT for why the
+      // main script is compiled from a code cache instead of a snapshot.
+      useSnapshot: USE_SNAPSHOT && arch === process.arch,
+      useCodeCache: !USE_SNAPSHOT && arch === process.arch,
     }),
   );
   execFileSync(process.execPath, ['--experimental-sea-config', seaConfig], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -371,6 +406,6 @@ for (const arch of arches) {
   if (said.length > 0) console.warn(said.join('\n'));
   if (injected.status !== 0) throw new Error(`postject failed for ${out} (exit ${injected.status})`);
   console.log(
-    `${out}: ${mib(out)} MiB (core script ${mib(bundle)} MiB, snapshot blob ${mib(blob)} MiB; commands script ${mib(chunk)} MiB, agent script ${mib(agentScript)} MiB)`,
+    `${out}: ${mib(out)} MiB (core script ${mib(bundle)} MiB, SEA blob ${mib(blob)} MiB; commands script ${mib(chunk)} MiB, agent script ${mib(agentScript)} MiB)`,
   );
 }
