@@ -217,6 +217,10 @@ const agentResult = await build({
 });
 for (const input of Object.keys(agentResult.metafile.inputs)) {
   if (input.includes('@oclif/')) throw new Error(`the agent script must not load oclif (it imports ${input})`);
+  // The PKI library stayed in the agent's memory once loaded (src/trust/small-issuer.ts says why).
+  if (input.includes('@peculiar/') || input === 'src/trust/pki.ts') {
+    throw new Error(`the agent script must not carry the PKI library (it imports ${input})`);
+  }
 }
 writeFileSync(join(work, 'meta-agent.json'), JSON.stringify(agentResult.metafile));
 writeFileSync(join(work, 'meta-commands.json'), JSON.stringify(chunkResult.metafile));
