@@ -100,7 +100,7 @@ SystemCallErrorNumber=EPERM
 # starts and runs under this (and aborts under it without --jitless).
 MemoryDenyWriteExecute=yes
 #
-# Memory: 57-60 MiB RSS at start and 64-69 MiB under offline load with
+# Memory: 57-60 MiB RSS at start and 64-70 MiB under offline load with
 # 1,000 cached objects, as deployed (bench/edge-proxy/RESULTS.md,
 # 2026-11-24 evening), and up to
 # 282 MB measured under 12 concurrent 16 MiB LISTs being buffered for
