@@ -349,18 +349,23 @@ async function nodeBinaryFor(arch) {
 
 /**
  * Whether the binary starts from a V8 startup snapshot of the core script
- * (oclif and the command metadata evaluated at build time). It does not:
- * Node copies a SEA's snapshot into memory it allocates and keeps that copy
- * for the life of the process (node_snapshotable.cc, SnapshotData::FromBlob),
- * so every process of the binary holds the whole blob (about 9 MiB) as private
- * memory, and reads Node's own built-in snapshot no more (that one is mapped
- * from the executable, shared and reclaimable). For `agent edge-proxy`, which
- * runs on every edge node for as long as the node is up, that was 12 MiB of
- * its RSS (bench/edge-proxy/RESULTS.md, 2026-11-24 evening); the CLI's start
- * pays for it in CPU instead (BENCHMARKS.md, Start-up). `true` builds the
- * snapshot again (src/sea-main.ts still supports it).
+ * (oclif and the command metadata evaluated at build time). It does, for the
+ * CLI's start: without it `version` costs 78-80 ms of CPU instead of 55-57
+ * (about 3x bare `node -e 0`, past the 2x limit the binary's start-up was
+ * accepted at; BENCHMARKS.md, Start-up).
+ *
+ * The price is paid by `agent edge-proxy`: Node copies a SEA's snapshot into
+ * memory it allocates and keeps that copy for the life of the process
+ * (node_snapshotable.cc, SnapshotData::FromBlob), so every process of the
+ * binary holds the whole blob (about 9 MiB) as private memory, and does not
+ * use Node's own built-in snapshot (mapped from the executable, shared). That
+ * is 12 MiB of the agent's RSS (bench/edge-proxy/RESULTS.md, 2026-11-24
+ * evening). Node has no switch to skip a SEA's snapshot for one process, so
+ * only a second executable for the agent would have both. `false` builds
+ * without the snapshot (the main script compiled from a code cache);
+ * src/sea-main.ts supports both.
  */
-const USE_SNAPSHOT = false;
+const USE_SNAPSHOT = true;
 
 for (const arch of arches) {
   const blob = join(work, `edgeadm-${arch}.blob`);
