@@ -32,6 +32,33 @@ export async function readHostFile(host: Host, path: string): Promise<string> {
 }
 
 /**
+ * Several text files of the host, read as root in one command (each
+ * base64-encoded on the host, so that no content can pass for another
+ * file's). A missing or unreadable file fails as {@link readHostFile} does.
+ */
+export async function readHostFiles(host: Host, paths: readonly string[]): Promise<Map<string, string>> {
+  const unique = [...new Set(paths)];
+  const read = new Map<string, string>();
+  if (unique.length === 0) return read;
+  const result = await host.exec(
+    `for p in ${unique.map(quote).join(' ')}; do if [ -f "$p" ] && [ -r "$p" ]; then printf 'file '; base64 -w0 < "$p"; echo; else echo missing; fi; done`,
+    { sudo: true, readOnly: true, description: `read ${unique.join(', ')}` },
+  );
+  const lines = result.stdout.split('\n');
+  for (const [index, path] of unique.entries()) {
+    const line = lines[index];
+    if (result.exitCode !== 0 || line === undefined || !line.startsWith('file ')) {
+      throw new EdgeadmError(`cannot read ${path} on ${host.name}: ${result.stderr.trim() || 'no such file'}`, {
+        code: 'E_HOST_FILE_MISSING',
+        details: { host: host.name, path },
+      });
+    }
+    read.set(path, Buffer.from(line.slice('file '.length), 'base64').toString('utf8'));
+  }
+  return read;
+}
+
+/**
  * Waits until every path exists on the host. The host watches for them
  * itself, every {@link FILE_POLL_INTERVAL_MS}, in commands of up to
  * {@link FILE_WAIT_SLICE_MS}: a file is seen a tenth of a second after it

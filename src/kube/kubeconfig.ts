@@ -273,9 +273,20 @@ export async function kubeCredentialsOf(
  * @throws {EdgeadmError} `E_KUBECONFIG_INVALID` when the context, its cluster or its user is missing.
  */
 export function kubeconfigRefersToFiles(text: string, what: string, context?: string): boolean {
+  return kubeconfigFileReferences(text, what, context).length > 0;
+}
+
+/**
+ * The files a context's credentials refer to, in the order
+ * {@link kubeCredentialsOf} reads them, so that a caller can fetch them all
+ * at once (from a remote host: one command, not one per file). Reads nothing.
+ *
+ * @throws {EdgeadmError} `E_KUBECONFIG_INVALID` when the context, its cluster or its user is missing.
+ */
+export function kubeconfigFileReferences(text: string, what: string, context?: string): string[] {
   const sources = contextSources(text, what, context);
-  return [sources.ca, sources.clientCertificate, sources.clientKey, sources.token].some(
-    (source) => source !== undefined && 'file' in source,
+  return [sources.ca, sources.token, sources.clientCertificate, sources.clientKey].flatMap((source) =>
+    source !== undefined && 'file' in source ? [source.file] : [],
   );
 }
 
