@@ -15,13 +15,13 @@
 import { AUTONOMY_DURATION_ANNOTATION, formatAutonomyDuration, type AutonomyDuration } from '../edge/autonomy.js';
 import { EdgeadmError } from '../errors.js';
 import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
-import { kubeCredentialsOf, kubeconfigFileReferences } from '../kube/kubeconfig.js';
+import { kubeCredentialsOf } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import type { BootstrapToken } from '../trust/bootstrap-token.js';
 import { discover, type DiscoveryRequest, type DiscoveryResult } from '../trust/discovery.js';
 import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
-import { readHostFile, readHostFiles, waitForHostFiles } from './host-files.js';
+import { readHostFile, readHostFiles, waitForAndReadHostFiles } from './host-files.js';
 import { controlPlaneJoinPhase, verifyControlPlaneJoin, type ControlPlaneJoinData } from './control-plane-join.js';
 import {
   edgeAgentConfig,
@@ -97,20 +97,18 @@ async function ensureDiscovery(ctx: JoinData): Promise<DiscoveryResult> {
 
 /**
  * The node's own API client: its agent's credentials, against the server
- * discovery verified. The kubeconfig is read in one command and the files
- * it refers to (a k3s agent's CA, certificate and key) in one more, not one
- * each; the client is kept for the phases after (labels).
+ * discovery verified. The files its kubeconfig refers to (a k3s agent's CA,
+ * certificate and key) are read in one command, not one each; the client is
+ * kept for the phases after (labels). `kubeconfigText`: the kubeconfig, when
+ * the caller has read it already.
  */
-async function nodeClient(ctx: JoinData): Promise<KubeClient> {
+async function nodeClient(ctx: JoinData, kubeconfigText?: string): Promise<KubeClient> {
   if (ctx.nodeClient) return ctx.nodeClient;
   const discovery = await ensureDiscovery(ctx);
   const path = ctx.distribution.nodeKubeconfigPath;
-  const what = `${ctx.host.name}:${path}`;
-  const text = await readHostFile(ctx.host, path);
-  const referenced = await readHostFiles(ctx.host, kubeconfigFileReferences(text, what));
-  const credentials = await kubeCredentialsOf(text, {
-    what,
-    readFile: async (file) => referenced.get(file) ?? readHostFile(ctx.host, file),
+  const credentials = await kubeCredentialsOf(kubeconfigText ?? (await readHostFile(ctx.host, path)), {
+    what: `${ctx.host.name}:${path}`,
+    readFiles: (files) => readHostFiles(ctx.host, files),
   });
   // The agent may reach the server through a node-local proxy; this machine goes direct.
   ctx.nodeClient = new KubeClient({ ...credentials, server: discovery.server, caPem: discovery.caPem });
@@ -185,11 +183,13 @@ function waitReadyPhase(): Phase<JoinData> {
         ctx.say(`Would wait until Node ${name} is Ready`);
         return 'unchanged';
       }
-      await waitForHostFiles(ctx.host, [ctx.distribution.nodeKubeconfigPath], {
+      // Waited for and read in one command.
+      const kubeconfig = ctx.distribution.nodeKubeconfigPath;
+      const written = await waitForAndReadHostFiles(ctx.host, [kubeconfig], {
         timeoutMs: NODE_READY_TIMEOUT_MS,
         what: `the ${ctx.distribution.name} agent`,
       });
-      const client = await nodeClient(ctx);
+      const client = await nodeClient(ctx, written.get(kubeconfig));
       const deadline = Date.now() + NODE_READY_TIMEOUT_MS;
       let last: string;
       for (;;) {

@@ -40,12 +40,13 @@ const TEST_TIMEOUT_MS = 300_000;
  * five commands added on purpose (the unpacked package moved into place only
  * after its listing was compared with the manifest, the installed binary
  * hashed again, the kubelet's CA, certificate and key read by file), 38 with
- * an airgap image beside the binary. It is 23 since a phase's directories
+ * an airgap image beside the binary. It is 22 since a phase's directories
  * are asked about, recorded and created together (not one by one), the
  * binaries and images are installed and hashed in one command, and the
- * files the node's kubeconfig refers to are read in one.
+ * node's kubeconfig is read by the command that waits for it and the files
+ * it refers to by one more.
  */
-const MAX_COMMANDS_PER_FIRST_JOIN = 23;
+const MAX_COMMANDS_PER_FIRST_JOIN = 22;
 /** The size of the package's airgap image archive. */
 const AIRGAP_IMAGE_BYTES = 64 * 1024;
 /** Where the `sha256sum` wrapper notes what each run read (a tmpfs of the test host). */

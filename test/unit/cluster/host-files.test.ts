@@ -4,13 +4,13 @@
  * and a missing one refused as readHostFile refuses it.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readHostFiles } from '../../../src/cluster/host-files.js';
+import { readHostFiles, waitForAndReadHostFiles } from '../../../src/cluster/host-files.js';
 import type { ExecResult, Host } from '../../../src/hosts/host.js';
 
 /** A host whose commands run in this machine's `sh`, counted. */
@@ -73,5 +73,26 @@ describe('readHostFiles', () => {
       code: 'E_HOST_FILE_MISSING',
       details: { path: join(dir, 'gone') },
     });
+  });
+});
+
+describe('waitForAndReadHostFiles', () => {
+  it('waits and reads in the same command', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'host-files-'));
+    const kubeconfig = join(dir, 'kubelet.kubeconfig');
+    writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
+    const shell = localShell();
+    const read = await waitForAndReadHostFiles(shell.host, [kubeconfig], { timeoutMs: 10_000, what: 'the agent' });
+    expect(read.get(kubeconfig)).toBe('apiVersion: v1\nkind: Config\n');
+    expect(shell.commands).toHaveLength(1);
+  });
+
+  it('refuses what appeared but is no regular file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'host-files-'));
+    const notAFile = join(dir, 'kubelet.kubeconfig');
+    mkdirSync(notAFile);
+    await expect(
+      waitForAndReadHostFiles(localShell().host, [notAFile], { timeoutMs: 10_000, what: 'the agent' }),
+    ).rejects.toMatchObject({ code: 'E_HOST_FILE_MISSING' });
   });
 });
