@@ -197,6 +197,25 @@ for (const key of shared) {
   if (!coreInputs.has(key)) throw new Error(`core lost the module ${key} that the commands script takes from it`);
 }
 writeFileSync(join(work, 'meta.json'), JSON.stringify(result.metafile));
+// What the core script evaluates before it looks at the arguments: the
+// static imports of the entry, followed through. `agent edge-proxy` runs from
+// there, so none of it may be oclif or the command map (src/sea-main.ts loads
+// those lazily): without a startup snapshot they would be evaluated by every
+// start of the agent.
+const eagerCore = new Set();
+for (const pending = ['src/sea-main.ts']; pending.length > 0;) {
+  const input = pending.pop();
+  if (eagerCore.has(input)) continue;
+  eagerCore.add(input);
+  for (const imported of result.metafile.inputs[input]?.imports ?? []) {
+    if (imported.kind === 'import-statement' || imported.kind === 'require-call') pending.push(imported.path);
+  }
+}
+for (const input of eagerCore) {
+  if (input.includes('@oclif/') || input === relative(root, lazyCommands) || input.startsWith('src/commands/')) {
+    throw new Error(`the core script's entry must not load ${input} before it has looked for \`agent edge-proxy\``);
+  }
+}
 const agentResult = await build({
   ...esbuildOptions,
   entryPoints: [join(root, 'src/cli/agent-fast-path.ts')],
@@ -204,6 +223,10 @@ const agentResult = await build({
 });
 for (const input of Object.keys(agentResult.metafile.inputs)) {
   if (input.includes('@oclif/')) throw new Error(`the agent script must not load oclif (it imports ${input})`);
+  // The PKI library stayed in the agent's memory once loaded (src/trust/small-issuer.ts says why).
+  if (input.includes('@peculiar/') || input === 'src/trust/pki.ts') {
+    throw new Error(`the agent script must not carry the PKI library (it imports ${input})`);
+  }
 }
 writeFileSync(join(work, 'meta-agent.json'), JSON.stringify(agentResult.metafile));
 const uploadWorkerResult = await build({
@@ -338,6 +361,26 @@ async function nodeBinaryFor(arch) {
   return binary;
 }
 
+/**
+ * Whether the binary starts from a V8 startup snapshot of the core script
+ * (oclif and the command metadata evaluated at build time). It does, for the
+ * CLI's start: without it `version` costs 78-80 ms of CPU instead of 55-57
+ * (about 3x bare `node -e 0`, past the 2x limit the binary's start-up was
+ * accepted at; BENCHMARKS.md, Start-up).
+ *
+ * The price is paid by `agent edge-proxy`: Node copies a SEA's snapshot into
+ * memory it allocates and keeps that copy for the life of the process
+ * (node_snapshotable.cc, SnapshotData::FromBlob), so every process of the
+ * binary holds the whole blob (about 9 MiB) as private memory, and does not
+ * use Node's own built-in snapshot (mapped from the executable, shared). That
+ * is 12 MiB of the agent's RSS (bench/edge-proxy/RESULTS.md, 2026-11-24
+ * evening). Node has no switch to skip a SEA's snapshot for one process, so
+ * only a second executable for the agent would have both. `false` builds
+ * without the snapshot (the main script compiled from a code cache);
+ * src/sea-main.ts supports both.
+ */
+const USE_SNAPSHOT = true;
+
 for (const arch of arches) {
   const blob = join(work, `edgeadm-${arch}.blob`);
   const seaConfig = join(work, `sea-config-${arch}.json`);
@@ -355,10 +398,11 @@ for (const arch of arches) {
         [UPLOAD_WORKER_ASSET]: uploadWorkerScript,
         [WEB_ASSET]: join(root, 'lib', WEB_ASSET),
       },
-      // A V8 startup snapshot holds the evaluated modules and command metadata,
-      // so start-up skips both. Snapshots and code caches are specific to the
-      // V8 build and CPU they were made on: only for the host's arch.
-      useSnapshot: arch === process.arch,
+      // Snapshots and code caches are specific to the V8 build and CPU they
+      // were made on: only for the host's arch. See USE_SNAPSHOT for why the
+      // main script is compiled from a code cache instead of a snapshot.
+      useSnapshot: USE_SNAPSHOT && arch === process.arch,
+      useCodeCache: !USE_SNAPSHOT && arch === process.arch,
     }),
   );
   execFileSync(process.execPath, ['--experimental-sea-config', seaConfig], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -386,6 +430,6 @@ for (const arch of arches) {
   if (said.length > 0) console.warn(said.join('\n'));
   if (injected.status !== 0) throw new Error(`postject failed for ${out} (exit ${injected.status})`);
   console.log(
-    `${out}: ${mib(out)} MiB (core script ${mib(bundle)} MiB, snapshot blob ${mib(blob)} MiB; commands script ${mib(chunk)} MiB, agent script ${mib(agentScript)} MiB)`,
+    `${out}: ${mib(out)} MiB (core script ${mib(bundle)} MiB, SEA blob ${mib(blob)} MiB; commands script ${mib(chunk)} MiB, agent script ${mib(agentScript)} MiB)`,
   );
 }

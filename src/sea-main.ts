@@ -2,21 +2,25 @@
  * The single binary's entry point. esbuild bundles it with package.json
  * inlined as `__EDGEADM_PJSON__`, so the binary reads no file of its own.
  *
- * The binary is built with a V8 startup snapshot: oclif and the command
- * metadata are loaded at build time, and only `run()` happens at start. The
- * build swaps `./index.js` for a lazy COMMANDS map (see
- * scripts/build-binary.js): `version` is in the snapshot, every other command
- * is in a script carried as a SEA asset and compiled on its first use.
- * `agent edge-proxy` starts from its own small asset script, without oclif.
- * The same file also runs as a plain script (no snapshot), for debugging.
+ * `agent edge-proxy` starts from its own small asset script (see
+ * scripts/build-binary.js), without oclif: this module looks at the
+ * arguments first and loads the CLI (oclif, the lazy COMMANDS map, main)
+ * only for any other command, so that a long-running agent on a small edge
+ * node never evaluates the CLI's modules.
+ *
+ * The build may give the binary a V8 startup snapshot (see USE_SNAPSHOT in
+ * scripts/build-binary.js): oclif and the command metadata are then loaded at
+ * build time and only `run()` happens at start. Every other command is in a
+ * script carried as a SEA asset and compiled on its first use. The same file
+ * also runs as a plain script (no snapshot), for debugging.
  */
 import { dirname } from 'node:path';
 import { startupSnapshot } from 'node:v8';
-import { Config, Help, Parser, type Command, type Interfaces, type Plugin } from '@oclif/core';
-import { COMMANDS } from './index.js';
+import type { Command, Interfaces, Plugin } from '@oclif/core';
 import { edgeProxyArgs } from './cli/agent-argv.js';
 import type { runAgentFastPath } from './cli/agent-fast-path.js';
-import { loadBundledPlugin, main } from './cli/main.js';
+import type * as CliMain from './cli/main.js';
+import type * as Index from './index.js';
 import { AGENT_SCRIPT_ASSET, requireScriptAsset } from './cli/sea-assets.js';
 import { UPLOAD_WORKER_ASSET, UPLOAD_WORKER_ENV } from './hosts/upload-worker-protocol.js';
 
@@ -30,6 +34,12 @@ declare const __EDGEADM_AGENT_SCRIPT__: string | undefined;
 declare const __EDGEADM_UPLOAD_WORKER_SCRIPT__: string | undefined;
 
 let plugin: Plugin | undefined;
+
+/** The CLI's modules, loaded (bundled lazily: evaluated on this call) only when a command needs oclif. */
+async function loadCli(): Promise<{ COMMANDS: typeof Index.COMMANDS; cli: typeof CliMain }> {
+  const [{ COMMANDS }, cli] = await Promise.all([import('./index.js'), import('./cli/main.js')]);
+  return { COMMANDS, cli };
+}
 
 async function start(): Promise<void> {
   // Started by edgeadm itself as an upload's worker process, with an IPC
@@ -54,8 +64,9 @@ async function start(): Promise<void> {
     code = await agent.runAgentFastPath(argv, { version: __EDGEADM_PJSON__.version });
   }
   if (code === undefined) {
-    plugin ??= await loadBundledPlugin(__EDGEADM_PJSON__, COMMANDS, manifestDir);
-    code = await main(argv, { root: dirname(process.execPath), bundledPlugin: plugin });
+    const { COMMANDS, cli } = await loadCli();
+    plugin ??= await cli.loadBundledPlugin(__EDGEADM_PJSON__, COMMANDS, manifestDir);
+    code = await cli.main(argv, { root: dirname(process.execPath), bundledPlugin: plugin });
   }
   process.exitCode = code;
   // Exit as soon as the event loop is idle; if a stray handle keeps it alive, exit anyway.
@@ -63,7 +74,7 @@ async function start(): Promise<void> {
 }
 
 /**
- * Runs, while the snapshot is built, the code every start runs: oclif's
+ * Runs, while a snapshot is built, the code every start runs: oclif's
  * `Config.load`, the core command's modules, oclif's flag parser and its help
  * (rendered, not printed). V8 keeps the bytecode of functions compiled by
  * then in the snapshot, so a start no longer compiles them (measured:
@@ -71,23 +82,23 @@ async function start(): Promise<void> {
  * run uses is loaded at run time, from that run's environment (home, XDG
  * directories, terminal), and oclif's config cache is overwritten by that load.
  */
-async function warmStartPath(loaded: Plugin): Promise<void> {
+async function warmStartPath(loaded: Plugin, COMMANDS: Record<string, Command.Class>): Promise<void> {
+  const { Config, Help, Parser } = await import('@oclif/core');
+  /** oclif's help, rendered and dropped: only its code is compiled. */
+  class SilentHelp extends Help {
+    protected override log(): void {}
+  }
   const config = await Config.load({ root: '/', pjson: loaded.pjson, plugins: new Map([[loaded.name, loaded]]) });
-  const version = COMMANDS['version'] as Command.Class;
+  const version = COMMANDS['version']!;
   await Parser.parse([], { flags: { ...version.baseFlags, ...version.flags }, args: version.args ?? {}, strict: true });
   await new SilentHelp(config).showHelp([]);
   await new SilentHelp(config).showHelp(['version']);
 }
 
-/** oclif's help, rendered and dropped: {@link warmStartPath} only compiles its code. */
-class SilentHelp extends Help {
-  protected override log(): void {}
-}
-
 if (startupSnapshot.isBuildingSnapshot()) {
-  void loadBundledPlugin(__EDGEADM_PJSON__, COMMANDS, manifestDir).then(async (loaded) => {
-    plugin = loaded;
-    await warmStartPath(loaded);
+  void loadCli().then(async ({ COMMANDS, cli }) => {
+    plugin = await cli.loadBundledPlugin(__EDGEADM_PJSON__, COMMANDS, manifestDir);
+    await warmStartPath(plugin, COMMANDS);
   });
   startupSnapshot.setDeserializeMainFunction(() => void start());
 } else {

@@ -46,7 +46,11 @@ ExecStart={{EDGEADM_BIN}} agent edge-proxy \\
 # RSS; edge-proxy's work is TLS, file reads and hashing, done in native code).
 # Quoted: systemd splits an unquoted Environment= value at spaces.
 Environment="NODE_OPTIONS=--max-semi-space-size=1 --jitless"
-Environment=MALLOC_ARENA_MAX=2
+# glibc malloc: one arena (the proxy's work is on its main thread), and
+# blocks of 128 KiB and more returned to the kernel when freed (a fixed
+# threshold: glibc would otherwise raise it after the first large free).
+# V8's --optimize-for-size is set by the agent itself (Node refuses it here).
+Environment=MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=131072 MALLOC_MMAP_THRESHOLD_=131072
 Restart=always
 RestartSec=2
 # The cache holds what the API server told each identity (Secrets included): root only.
@@ -96,8 +100,9 @@ SystemCallErrorNumber=EPERM
 # starts and runs under this (and aborts under it without --jitless).
 MemoryDenyWriteExecute=yes
 #
-# Memory: 74-78 MiB RSS at start and 84-101 MiB under offline load with
-# 1,000 cached objects, as deployed (BENCHMARKS.md, 2026-11-24), and up to
+# Memory: 57-60 MiB RSS at start and 64-70 MiB under offline load with
+# 1,000 cached objects, as deployed (bench/edge-proxy/RESULTS.md,
+# 2026-11-24 evening), and up to
 # 282 MB measured under 12 concurrent 16 MiB LISTs being buffered for
 # the cache. Past MemoryHigh the kernel reclaims (the cache's page cache
 # first) and slows the proxy; MemoryMax is the hard stop (killed and

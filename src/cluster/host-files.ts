@@ -3,7 +3,7 @@
  * waiting for them to appear, through the Host interface.
  */
 import { EdgeadmError } from '../errors.js';
-import { HostCommandError, type Host } from '../hosts/host.js';
+import { HostCommandError, type ExecResult, type Host } from '../hosts/host.js';
 
 /**
  * How often the host looks for the files (on the host itself, in one
@@ -31,6 +31,42 @@ export async function readHostFile(host: Host, path: string): Promise<string> {
   return result.stdout;
 }
 
+/** Shell that prints each of `$p`'s content on one line (`file <base64>`), or `missing`. */
+const PRINT_FILE = `if [ -f "$p" ] && [ -r "$p" ]; then printf 'file '; base64 -w0 < "$p"; echo; else echo missing; fi`;
+
+/** The files {@link PRINT_FILE} printed for `paths`, in order; a missing one fails as {@link readHostFile} does. */
+function parsePrintedFiles(host: Host, paths: readonly string[], result: ExecResult): Map<string, string> {
+  const lines = result.stdout.split('\n');
+  const read = new Map<string, string>();
+  for (const [index, path] of paths.entries()) {
+    const line = lines[index];
+    if (result.exitCode !== 0 || line === undefined || !line.startsWith('file ')) {
+      throw new EdgeadmError(`cannot read ${path} on ${host.name}: ${result.stderr.trim() || 'no such file'}`, {
+        code: 'E_HOST_FILE_MISSING',
+        details: { host: host.name, path },
+      });
+    }
+    read.set(path, Buffer.from(line.slice('file '.length), 'base64').toString('utf8'));
+  }
+  return read;
+}
+
+/**
+ * Several text files of the host, read as root in one command (each
+ * base64-encoded on the host, so that no content can pass for another
+ * file's). A missing or unreadable file fails as {@link readHostFile} does.
+ */
+export async function readHostFiles(host: Host, paths: readonly string[]): Promise<Map<string, string>> {
+  const unique = [...new Set(paths)];
+  if (unique.length === 0) return new Map();
+  const result = await host.exec(`for p in ${unique.map(quote).join(' ')}; do ${PRINT_FILE}; done`, {
+    sudo: true,
+    readOnly: true,
+    description: `read ${unique.join(', ')}`,
+  });
+  return parsePrintedFiles(host, unique, result);
+}
+
 /**
  * Waits until every path exists on the host. The host watches for them
  * itself, every {@link FILE_POLL_INTERVAL_MS}, in commands of up to
@@ -43,6 +79,27 @@ export async function waitForHostFiles(
   paths: readonly string[],
   options: { timeoutMs: number; what: string },
 ): Promise<void> {
+  await waitForAndRead(host, paths, { ...options, isRead: false });
+}
+
+/**
+ * {@link waitForHostFiles}, then their content, read by the same command
+ * once they are all there (as {@link readHostFiles} reads them): one round
+ * trip fewer than waiting and then reading.
+ */
+export async function waitForAndReadHostFiles(
+  host: Host,
+  paths: readonly string[],
+  options: { timeoutMs: number; what: string },
+): Promise<Map<string, string>> {
+  return (await waitForAndRead(host, [...new Set(paths)], { ...options, isRead: true }))!;
+}
+
+async function waitForAndRead(
+  host: Host,
+  paths: readonly string[],
+  options: { timeoutMs: number; what: string; isRead: boolean },
+): Promise<Map<string, string> | undefined> {
   const deadline = Date.now() + options.timeoutMs;
   const list = paths.map(quote).join(' ');
   const isMissing = 'if [ ! -e "$p" ] && [ ! -L "$p" ]; then';
@@ -55,7 +112,7 @@ export async function waitForHostFiles(
         'while :; do',
         '  all=1',
         `  for p in ${list}; do ${isMissing} all=0; fi; done`,
-        '  if [ "$all" = 1 ]; then exit 0; fi',
+        `  if [ "$all" = 1 ]; then ${options.isRead ? `for p in ${list}; do ${PRINT_FILE}; done; ` : ''}exit 0; fi`,
         '  n=$((n + 1))',
         `  if [ "$n" -ge ${tries} ]; then for p in ${list}; do ${isMissing} printf '%s\\n' "$p"; fi; done; exit ${STILL_MISSING_EXIT}; fi`,
         `  sleep ${FILE_POLL_INTERVAL_MS / 1000} 2>/dev/null || sleep 1`,
@@ -69,7 +126,7 @@ export async function waitForHostFiles(
         description: `wait for ${paths.join(', ')}`,
       },
     );
-    if (result.exitCode === 0) return;
+    if (result.exitCode === 0) return options.isRead ? parsePrintedFiles(host, paths, result) : undefined;
     if (result.exitCode !== STILL_MISSING_EXIT)
       throw new HostCommandError(host.name, result, `wait for ${paths.join(', ')}`);
     if (Date.now() >= deadline) {

@@ -21,7 +21,7 @@ import type { BootstrapToken } from '../trust/bootstrap-token.js';
 import { discover, type DiscoveryRequest, type DiscoveryResult } from '../trust/discovery.js';
 import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
-import { readHostFile, waitForHostFiles } from './host-files.js';
+import { readHostFile, readHostFiles, waitForAndReadHostFiles } from './host-files.js';
 import { controlPlaneJoinPhase, verifyControlPlaneJoin, type ControlPlaneJoinData } from './control-plane-join.js';
 import {
   edgeAgentConfig,
@@ -55,9 +55,16 @@ export interface JoinData extends EdgeNodeData, ControlPlaneJoinData {
   nodeLabels: Record<string, string>;
   /** `--autonomy-duration`: this edge node's; the cluster's edge setting when absent. */
   autonomyDuration?: AutonomyDuration;
+  /**
+   * Runs discovery for `discoveryRequest`; absent: {@link discover} itself.
+   * A fleet run discovers once for all its hosts (see `fleet join`).
+   */
+  discover?: (request: DiscoveryRequest) => Promise<DiscoveryResult>;
   /** Filled in by the phases. */
   discovery?: DiscoveryResult;
   node?: { name: string; isReady: boolean };
+  /** The node's API client, once made ({@link nodeClient}). */
+  nodeClient?: KubeClient;
 }
 
 function nodeNameOf(ctx: JoinData): string {
@@ -82,20 +89,30 @@ async function ensureFacts(ctx: JoinData): Promise<void> {
 
 async function ensureDiscovery(ctx: JoinData): Promise<DiscoveryResult> {
   if (ctx.discovery) return ctx.discovery;
-  ctx.discovery = await discover(ctx.discoveryRequest, { logger: ctx.logger });
+  ctx.discovery = await (ctx.discover ?? ((request) => discover(request, { logger: ctx.logger })))(
+    ctx.discoveryRequest,
+  );
   return ctx.discovery;
 }
 
-/** The node's own API client: its agent's credentials, against the server discovery verified. */
-async function nodeClient(ctx: JoinData): Promise<KubeClient> {
+/**
+ * The node's own API client: its agent's credentials, against the server
+ * discovery verified. The files its kubeconfig refers to (a k3s agent's CA,
+ * certificate and key) are read in one command, not one each; the client is
+ * kept for the phases after (labels). `kubeconfigText`: the kubeconfig, when
+ * the caller has read it already.
+ */
+async function nodeClient(ctx: JoinData, kubeconfigText?: string): Promise<KubeClient> {
+  if (ctx.nodeClient) return ctx.nodeClient;
   const discovery = await ensureDiscovery(ctx);
   const path = ctx.distribution.nodeKubeconfigPath;
-  const credentials = await kubeCredentialsOf(await readHostFile(ctx.host, path), {
+  const credentials = await kubeCredentialsOf(kubeconfigText ?? (await readHostFile(ctx.host, path)), {
     what: `${ctx.host.name}:${path}`,
-    readFile: (file) => readHostFile(ctx.host, file),
+    readFiles: (files) => readHostFiles(ctx.host, files),
   });
   // The agent may reach the server through a node-local proxy; this machine goes direct.
-  return new KubeClient({ ...credentials, server: discovery.server, caPem: discovery.caPem });
+  ctx.nodeClient = new KubeClient({ ...credentials, server: discovery.server, caPem: discovery.caPem });
+  return ctx.nodeClient;
 }
 
 function isNodeReady(node: KubeObject | undefined): boolean {
@@ -166,11 +183,13 @@ function waitReadyPhase(): Phase<JoinData> {
         ctx.say(`Would wait until Node ${name} is Ready`);
         return 'unchanged';
       }
-      await waitForHostFiles(ctx.host, [ctx.distribution.nodeKubeconfigPath], {
+      // Waited for and read in one command.
+      const kubeconfig = ctx.distribution.nodeKubeconfigPath;
+      const written = await waitForAndReadHostFiles(ctx.host, [kubeconfig], {
         timeoutMs: NODE_READY_TIMEOUT_MS,
         what: `the ${ctx.distribution.name} agent`,
       });
-      const client = await nodeClient(ctx);
+      const client = await nodeClient(ctx, written.get(kubeconfig));
       const deadline = Date.now() + NODE_READY_TIMEOUT_MS;
       let last: string;
       for (;;) {
@@ -261,6 +280,8 @@ export interface JoinOptions {
   onLine: (line: string) => void;
   /** Told every phase's start and end as it happens (progress for the fleet and `--output jsonl`). */
   onEvent?: WorkflowEventSink;
+  /** Runs discovery (the request's); absent: each join discovers for itself. */
+  discover?: (request: DiscoveryRequest) => Promise<DiscoveryResult>;
 }
 
 /** What join reports (`--json`). */
@@ -292,6 +313,7 @@ export async function runJoin(options: JoinOptions): Promise<JoinResult> {
     logger: options.logger,
     say: () => undefined,
     discoveryRequest: request.discovery,
+    ...(options.discover ? { discover: options.discover } : {}),
     token: request.discovery.token,
     nodeLabels: request.nodeLabels,
     enableEdge: request.enableEdge,

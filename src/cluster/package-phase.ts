@@ -38,6 +38,16 @@ export function hostPackagePaths(packageName: string): { archive: string; dir: s
   return { archive: `${HOST_PACKAGE_DIR}/${packageName}.tar.gz`, dir: `${HOST_PACKAGE_DIR}/${packageName}` };
 }
 
+/** A directory of the unpacked package whose regular files go into a directory of the host. */
+export interface PackageFileGroup {
+  /** The package's directory, with its trailing slash (`bin/`). */
+  from: string;
+  /** Where its files go. */
+  to: string;
+  /** Whether `to` is created (and recorded) when missing; otherwise it must exist. */
+  isCreated?: boolean;
+}
+
 /**
  * Installs the regular files directly under `from` (`bin/`, `cni/`) of the
  * unpacked package into `to`, with the modes the manifest gives, recording
@@ -45,52 +55,114 @@ export function hostPackagePaths(packageName: string): { archive: string; dir: s
  * True when something was installed.
  */
 export async function installPackageFiles(ctx: NodeData, options: { from: string; to: string }): Promise<boolean> {
-  const { state } = ctx;
-  const { dir } = hostPackagePaths(ctx.package.manifest.name);
-  const files = ctx.package.manifest.files.filter(
-    (file) => file.path.startsWith(options.from) && !file.path.slice(options.from.length).includes('/'),
-  );
-  const targetOf = (file: (typeof files)[number]): string => `${options.to}/${file.path.slice(options.from.length)}`;
-  // Every target recorded before the first is written, in one save.
-  for (const file of files) state.file(targetOf(file));
-  await state.save();
-  let isChanged = false;
-  for (const file of files) {
-    const target = targetOf(file);
-    const isInstalled = await changeUnless(ctx, {
-      isDone: `[ -f ${quote(target)} ] && [ "$(sha256sum < ${quote(target)} | cut -c1-64)" = ${file.sha256} ]`,
-      change: `install -m ${modeBits(file.mode).toString(8)} ${quote(`${dir}/${file.path}`)} ${quote(target)}`,
-      description: `install ${target} from the package (sha256 ${file.sha256.slice(0, 12)}…)`,
-    });
-    if (!isInstalled) continue;
-    isChanged = true;
-    ctx.say(ctx.isDryRun ? `would install ${target}` : `installed ${target}`);
-  }
-  if (!ctx.isDryRun && files.length > 0) {
-    await checkInstalledFiles(
-      ctx,
-      files.map((file) => ({ file, target: targetOf(file) })),
-    );
-  }
-  return isChanged;
+  return installPackageGroups(ctx, [options]);
 }
 
 /**
- * The installed files, hashed on the host in one command, must have the
+ * {@link installPackageFiles} for several groups at once. Every target (and
+ * every directory created for one) is recorded in one save before the first
+ * is written; then one command creates the missing directories, installs
+ * every file whose target does not already have its SHA-256, and hashes
+ * every target, which edgeadm compares with the manifest: a package with
+ * binaries and airgap images took nine commands for this, now three. A dry
+ * run asks file by file, read-only, so that its plan lists only what would
+ * change.
+ */
+export async function installPackageGroups(ctx: NodeData, groups: readonly PackageFileGroup[]): Promise<boolean> {
+  const { state } = ctx;
+  const { dir } = hostPackagePaths(ctx.package.manifest.name);
+  const installs = groups.flatMap((group) =>
+    ctx.package.manifest.files
+      .filter((file) => file.path.startsWith(group.from) && !file.path.slice(group.from.length).includes('/'))
+      .map((file) => ({ file, target: `${group.to}/${file.path.slice(group.from.length)}` })),
+  );
+  // Every target recorded before the first is written, in one save.
+  for (const { target } of installs) state.file(target);
+  const toCreate = groups.filter((group) => group.isCreated).map((group) => group.to);
+  if (ctx.isDryRun) {
+    await state.save();
+    let isChanged = false;
+    for (const { file, target } of installs) {
+      const isInstalled = await changeUnless(ctx, {
+        isDone: isInstalledTest(target, file.sha256),
+        change: installCommand(`${dir}/${file.path}`, target, file.mode),
+        description: installDescription(target, file.sha256),
+      });
+      if (!isInstalled) continue;
+      isChanged = true;
+      ctx.say(`would install ${target}`);
+    }
+    return isChanged;
+  }
+  const missingDirs = await state.prepareDirectories({ ensure: toCreate, isCreatedByCaller: true });
+  await state.save();
+  if (installs.length === 0) {
+    if (missingDirs.length > 0) {
+      await execOrThrow(ctx.host, `mkdir -p ${missingDirs.map(quote).join(' ')}`, {
+        sudo: true,
+        description: `create ${missingDirs.join(', ')}`,
+      });
+    }
+    return false;
+  }
+  const result = await execOrThrow(
+    ctx.host,
+    [
+      'set -e',
+      ...(missingDirs.length > 0 ? [`mkdir -p ${missingDirs.map(quote).join(' ')}`] : []),
+      ...installs.map(
+        ({ file, target }, index) =>
+          `if ${isInstalledTest(target, file.sha256)}; then :; else ${installCommand(`${dir}/${file.path}`, target, file.mode)}; echo '${INSTALLED_MARK} ${index}'; fi`,
+      ),
+      `sha256sum -- ${installs.map(({ target }) => quote(target)).join(' ')}`,
+    ].join('\n'),
+    {
+      sudo: true,
+      description:
+        installs.length === 1
+          ? installDescription(installs[0]!.target, installs[0]!.file.sha256)
+          : `install ${installs.length} files from the package and check their SHA-256`,
+    },
+  );
+  const installed = new Set(
+    result.stdout
+      .split('\n')
+      .filter((line) => line.startsWith(`${INSTALLED_MARK} `))
+      .map((line) => Number(line.slice(INSTALLED_MARK.length + 1))),
+  );
+  checkInstalledFiles(ctx, installs, result.stdout);
+  for (const [index, { target }] of installs.entries()) if (installed.has(index)) ctx.say(`installed ${target}`);
+  return installed.size > 0;
+}
+
+/** What the install command prints for each file it installed (then the file's index). */
+const INSTALLED_MARK = 'edgeadm: installed';
+
+function isInstalledTest(target: string, sha256: string): string {
+  return `[ -f ${quote(target)} ] && [ "$(sha256sum < ${quote(target)} | cut -c1-64)" = ${sha256} ]`;
+}
+
+function installCommand(source: string, target: string, mode: string): string {
+  return `install -m ${modeBits(mode).toString(8)} ${quote(source)} ${quote(target)}`;
+}
+
+function installDescription(target: string, sha256: string): string {
+  return `install ${target} from the package (sha256 ${sha256.slice(0, 12)}…)`;
+}
+
+/**
+ * The installed files, hashed on the host by the install command itself
+ * (`sha256sum` of every target after every install), must have the
  * manifest's SHA-256: whatever happened between the check of the unpacked
  * tree and now (a full disk, another writer), a mismatch stops the run.
  */
-async function checkInstalledFiles(
+function checkInstalledFiles(
   ctx: NodeData,
-  installed: Array<{ file: { path: string; sha256: string }; target: string }>,
-): Promise<void> {
-  const result = await execOrThrow(ctx.host, `sha256sum -- ${installed.map(({ target }) => quote(target)).join(' ')}`, {
-    sudo: true,
-    readOnly: true,
-    description: `check the SHA-256 of ${installed.length} installed file(s)`,
-  });
+  installed: ReadonlyArray<{ file: { path: string; sha256: string }; target: string }>,
+  stdout: string,
+): void {
   const found = new Map<string, string>();
-  for (const line of result.stdout.split('\n')) {
+  for (const line of stdout.split('\n')) {
     const match = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
     if (match) found.set(match[2] ?? '', match[1] ?? '');
   }
@@ -269,15 +341,16 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
           });
         }
       }
-      if (await installPackageFiles(ctx, { from: 'bin/', to: ctx.distribution.binDir })) isChanged = true;
+      const groups: PackageFileGroup[] = [{ from: 'bin/', to: ctx.distribution.binDir }];
       // Airgap images go where the distribution imports them at start (k3s:
       // agent/images), each file recorded so reset removes exactly these.
       const imagesDir = ctx.distribution.airgapImagesDir;
       const images = pkg.manifest.files.filter((file) => isAirgapImage(file.path, pkg.manifest.distribution));
       if (imagesDir !== undefined && images.length > 0) {
-        if (!ctx.isDryRun) await ctx.state.ensureDirectory(imagesDir);
-        if (await installPackageFiles(ctx, { from: AIRGAP_IMAGES_DIR, to: imagesDir })) isChanged = true;
+        groups.push({ from: AIRGAP_IMAGES_DIR, to: imagesDir, isCreated: true });
       }
+      // Binaries and images in one command (after one save), not a command per file and per check.
+      if (await installPackageGroups(ctx, groups)) isChanged = true;
       return isChanged ? 'changed' : 'unchanged';
     },
   };

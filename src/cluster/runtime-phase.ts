@@ -39,16 +39,16 @@ export function runtimePhase<C extends NodeData>(): Phase<C> {
       const { host, state, serviceManager } = ctx;
       const unit = runtime.serviceUnit;
 
-      for (const dir of runtime.ownedDirectories) await state.claimDirectory(dir);
-      await state.ensureDirectory(runtime.cniBinDir);
-      await state.ensureDirectory(dirname(runtime.configPath));
+      const serviceFiles = serviceFilesOf(serviceManager, unit);
+      // Everything recorded first, then asked about, saved and created together: three round trips, not one per directory.
       state.file(runtime.configPath);
-      for (const file of serviceFilesOf(serviceManager, unit)) {
-        await state.ensureDirectory(dirname(file));
-        state.file(file);
-      }
+      for (const file of serviceFiles) state.file(file);
       state.update((s) => ({ ...s, serviceManager: serviceManager.kind }));
       state.service(unit.name);
+      await state.prepareDirectories({
+        claim: runtime.ownedDirectories,
+        ensure: [runtime.cniBinDir, dirname(runtime.configPath), ...serviceFiles.map((file) => dirname(file))],
+      });
       await state.save();
 
       let isChanged = await installPackageFiles(ctx, { from: 'cni/', to: runtime.cniBinDir });

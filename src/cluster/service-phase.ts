@@ -30,15 +30,16 @@ export async function configureAndStartService(
     distribution: distribution.name,
     serviceManager: serviceManager.kind,
   }));
-  for (const dir of distribution.ownedDirectories) await state.claimDirectory(dir);
-  await state.ensureDirectory(dirname(configPath));
+  const serviceFiles = serviceFilesOf(serviceManager, unit);
+  // Everything recorded first, then asked about, saved and created together: three round trips, not one per directory.
   state.file(configPath);
   for (const file of distribution.ownedFiles ?? []) state.file(file);
-  for (const file of serviceFilesOf(serviceManager, unit)) {
-    await state.ensureDirectory(dirname(file));
-    state.file(file);
-  }
+  for (const file of serviceFiles) state.file(file);
   state.service(unit.name);
+  await state.prepareDirectories({
+    claim: distribution.ownedDirectories,
+    ensure: [dirname(configPath), ...serviceFiles.map((file) => dirname(file))],
+  });
   await state.save();
 
   // A set-up kubeadm node keeps the configuration it was set up with.

@@ -207,12 +207,7 @@ export class StateRecorder {
    * without creating anything: the distribution creates them.
    */
   async claimDirectory(path: string): Promise<void> {
-    const parents = pathChain(path)
-      .slice(0, -1)
-      .filter((dir) => !this.#state.directories.includes(dir));
-    const existing = await this.#existing(parents);
-    for (const dir of parents) if (!existing.has(dir)) this.update((state) => recordDirectory(state, dir));
-    this.update((state) => recordDirectory(state, path));
+    await this.prepareDirectories({ claim: [path] });
   }
 
   /**
@@ -220,19 +215,62 @@ export class StateRecorder {
    * exist, so reset removes exactly those.
    */
   async ensureDirectory(path: string): Promise<void> {
-    const chain = pathChain(path);
-    const existing = await this.#existing(chain);
-    const firstMissing = chain.findIndex((dir) => !existing.has(dir));
-    if (firstMissing < 0) return;
-    for (const dir of chain.slice(firstMissing)) this.update((state) => recordDirectory(state, dir));
-    await this.save();
-    const result = await this.#host.exec(`mkdir -p '${path}'`, { sudo: true, description: `create ${path}` });
-    if (result.exitCode !== 0) {
-      throw new EdgeadmError(`cannot create ${path} on ${this.#host.name}: ${result.stderr.trim()}`, {
-        code: 'E_HOST_COMMAND_FAILED',
-      });
+    await this.prepareDirectories({ ensure: [path] });
+  }
+
+  /**
+   * {@link claimDirectory} for each of `claim` and {@link ensureDirectory}
+   * for each of `ensure`, at the cost of one of them: one command asks which
+   * of all their paths exist, one save records what did not, and one
+   * `mkdir -p` creates the missing ones. A phase that needs five directories
+   * asked, saved and created them one by one: up to fifteen round trips.
+   * Everything is recorded before anything is created, as for each alone.
+   * With `isCreatedByCaller`, the missing directories of `ensure` are
+   * recorded and saved but not created: the caller's next command creates
+   * them (`mkdir -p` in the same script, after this save), and they are
+   * not taken as existing until asked again. Returns the directories of
+   * `ensure` that were missing.
+   */
+  async prepareDirectories(options: {
+    claim?: readonly string[];
+    ensure?: readonly string[];
+    isCreatedByCaller?: boolean;
+  }): Promise<string[]> {
+    const claim = options.claim ?? [];
+    const ensure = options.ensure ?? [];
+    const claimParents = claim.flatMap((path) =>
+      pathChain(path)
+        .slice(0, -1)
+        .filter((dir) => !this.#state.directories.includes(dir)),
+    );
+    const ensured = [...new Set(ensure)];
+    const ensureChains = ensured.map((path) => pathChain(path));
+    const asked = [...new Set([...claimParents, ...ensureChains.flat()])];
+    const existing = await this.#existing(asked);
+    for (const dir of claimParents) if (!existing.has(dir)) this.update((state) => recordDirectory(state, dir));
+    for (const path of claim) this.update((state) => recordDirectory(state, path));
+    const toCreate: string[] = [];
+    for (const [index, chain] of ensureChains.entries()) {
+      const firstMissing = chain.findIndex((dir) => !existing.has(dir));
+      if (firstMissing < 0) continue;
+      for (const dir of chain.slice(firstMissing)) this.update((state) => recordDirectory(state, dir));
+      toCreate.push(ensured[index]!);
     }
-    for (const dir of chain) this.#knownDirs.add(dir);
+    if (toCreate.length === 0) return toCreate;
+    await this.save();
+    if (!options.isCreatedByCaller) {
+      const result = await this.#host.exec(`mkdir -p ${toCreate.map(quoteShellArg).join(' ')}`, {
+        sudo: true,
+        description: `create ${toCreate.join(', ')}`,
+      });
+      if (result.exitCode !== 0) {
+        throw new EdgeadmError(`cannot create ${toCreate.join(', ')} on ${this.#host.name}: ${result.stderr.trim()}`, {
+          code: 'E_HOST_COMMAND_FAILED',
+        });
+      }
+      for (const chain of ensureChains) for (const dir of chain) this.#knownDirs.add(dir);
+    }
+    return toCreate;
   }
 
   /**

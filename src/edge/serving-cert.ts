@@ -17,7 +17,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { writeSecretFileAtomic } from '../trust/secret-file.js';
-import type * as Pki from '../trust/pki.js';
+import { createSmallCa, issueSmallServingCertificate } from '../trust/small-issuer.js';
 import type { CertificateAndKey } from '../trust/pki.js';
 
 /** The CA and serving certificate in use. */
@@ -65,13 +65,11 @@ export async function ensureServingCertificate(options: { dir: string; host: str
   mkdirSync(options.dir, { recursive: true, mode: 0o700 });
   chmodSync(options.dir, 0o700);
   const file = (name: string): string => join(options.dir, name);
-  // The PKI library is large; it is loaded only when a certificate must be made (not on every start).
-  const loadPki = (): Promise<typeof Pki> => import('../trust/pki.js');
+  // Made with node:crypto alone (src/trust/small-issuer.ts): the PKI library would stay in this
+  // long-running process's memory after its first start.
   let caPair = readPair(file('ca.crt'), file('ca.key'));
   if (caPair === undefined || !isUsableCa(caPair)) {
-    const { createCa } = await loadPki();
-    const created = await createCa({ commonName: 'edgeadm-edge-proxy-ca' });
-    caPair = { certPem: created.certPem, keyPem: created.keyPem };
+    caPair = createSmallCa({ commonName: 'edgeadm-edge-proxy-ca' });
     writeSecretFileAtomic(file('ca.key'), caPair.keyPem);
     writeSecretFileAtomic(file('ca.crt'), caPair.certPem);
   }
@@ -79,13 +77,10 @@ export async function ensureServingCertificate(options: { dir: string; host: str
   if (existing !== undefined && covers(existing, options.host, caPair.certPem)) {
     return { ...existing, caPem: caPair.certPem, caFile: file('ca.crt') };
   }
-  const { issueCertificate, loadCa } = await loadPki();
-  const ca = await loadCa(caPair);
   const names = new Set([options.host, '127.0.0.1', 'localhost']);
-  const serving = await issueCertificate({
-    ca,
+  const serving = issueSmallServingCertificate({
+    ca: caPair,
     commonName: 'edgeadm-edge-proxy',
-    usages: ['server'],
     ipAddresses: [...names].filter((name) => isIP(name) !== 0),
     dnsNames: [...names].filter((name) => isIP(name) === 0),
   });

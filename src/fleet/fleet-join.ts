@@ -29,6 +29,7 @@ import {
 } from './fleet-run.js';
 import { FleetPackages, runDistribution } from './fleet-packages.js';
 import { fleetHostConnectOptions } from './host-connect.js';
+import { sharedDiscovery } from './shared-discovery.js';
 
 /** Options of {@link fleetJoin}. */
 export interface FleetJoinOptions extends Omit<FleetRunOptions, 'command' | 'task'> {
@@ -83,6 +84,8 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
     isUnsafeSkipCaVerification: options.isUnsafeSkipCaVerification,
     timeoutMs: parseDiscoveryTimeout(options.discoveryTimeout),
   });
+  // Asked once for the whole run, when the first host needs it (src/fleet/shared-discovery.ts).
+  const discoverOnce = sharedDiscovery({ logger: options.logger });
   const skipPhases = options.skipPhases ?? [];
   validatePhasePaths(joinPhases(), skipPhases, '--skip-phases');
   const outcomes = new Map<string, Pick<FleetJoinHostEntry, 'isChanged' | 'node'>>();
@@ -131,6 +134,7 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
             },
             node: prepared,
             logger: options.logger,
+            discover: discoverOnce,
             onLine: (line) => context.log(line),
             // The phase the report names comes from the workflow's events, not from its lines.
             onEvent: (event) => {

@@ -43,11 +43,28 @@ export interface HubContext {
   peerCredentials?: PeerCredentials;
 }
 
+/**
+ * The last Authorization header of each connection and its token's hash: a
+ * kubectl sends the same header on every request of a kept-alive
+ * connection, so the hash is computed once per connection, not per request.
+ * Only the hashing is saved: the user is still looked up by the hash, and
+ * their expiry checked, at every request, so a removed or replaced user is
+ * refused at their next request.
+ */
+const tokenHashes = new WeakMap<object, { header: string; tokenHash: string }>();
+
 /** The user a request's bearer token names, if it is valid and not expired. */
 export async function authenticateUser(context: HubContext, req: IncomingMessage): Promise<UserRecord | undefined> {
+  const header = req.headers.authorization;
+  const known = req.socket ? tokenHashes.get(req.socket) : undefined;
+  if (known !== undefined && known.header === header) return userByTokenHash(context, known.tokenHash);
   const token = bearerToken(req);
   if (token === undefined) return undefined;
-  return userByTokenHash(context, hashUserToken(token));
+  const tokenHash = hashUserToken(token);
+  if (typeof header === 'string' && typeof req.socket === 'object' && req.socket !== null) {
+    tokenHashes.set(req.socket, { header, tokenHash });
+  }
+  return userByTokenHash(context, tokenHash);
 }
 
 /**

@@ -492,11 +492,14 @@ function handleUpgrade(context: HubContext, req: IncomingMessage, socket: Duplex
 async function handleRequest(parts: ServingParts, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { context } = parts;
   try {
+    // The kube proxy first: most requests are for it, and its prefix is no other part's.
+    const proxied = parseProxyUrl(req.url ?? '/');
+    if (proxied !== undefined) return await proxyRequest(context, req, res, proxied);
     // The web view (src/hub/web/) owns everything under /ui.
     if (isWebPath(req.url ?? '/')) return await serveWeb(context, req, res);
     // Replica to replica: rollout copies for a tunnel held here, reports for the leader.
     if (await servePeerRollouts(context, parts.rolloutDelivery, req, res)) return;
-    const target = parseProxyUrl(req.url ?? '/') ?? parsePeerProxyUrl(req.url ?? '/');
+    const target = parsePeerProxyUrl(req.url ?? '/');
     if (target !== undefined) {
       await proxyRequest(context, req, res, target);
       return;

@@ -21,11 +21,13 @@ import type { HubTunnel } from '../tunnel/hub-tunnel.js';
 import {
   CONTROL_PATH_PREFIX,
   encodeUpgradeRequest,
-  forwardableRequestHeaders,
+  forwardableRequestHeaderList,
   forwardableResponseHeaders,
   forwardableUpgradeHeaders,
+  GROUPS_HEADER,
   identityHeaders,
   REQUEST_HEADER,
+  USER_HEADER,
   UPGRADE_AUTHORITY,
   type StreamIdentity,
 } from '../tunnel/protocol.js';
@@ -230,6 +232,34 @@ export async function admitUser(
   );
 }
 
+/**
+ * The groups header's value for a group list, by the list itself: users
+ * come from the store's cache as frozen records, so the same list arrives
+ * on every request of a user and is written as JSON once. (A list that is
+ * not frozen could change: it is written anew each time.)
+ */
+const groupsHeaders = new WeakMap<readonly string[], string>();
+function groupsHeaderOf(groups: readonly string[]): string {
+  if (!Object.isFrozen(groups)) return JSON.stringify(groups);
+  let text = groupsHeaders.get(groups);
+  if (text === undefined) {
+    text = JSON.stringify(groups);
+    groupsHeaders.set(groups, text);
+  }
+  return text;
+}
+
+/** The answer bytes' counter of the hub's metrics, one function per context. */
+const fromAgentCounters = new WeakMap<HubContext, (chunk: Buffer) => void>();
+function countFromAgents(context: HubContext): (chunk: Buffer) => void {
+  let count = fromAgentCounters.get(context);
+  if (count === undefined) {
+    count = (chunk) => (context.metrics.bytesFromAgents += chunk.length);
+    fromAgentCounters.set(context, count);
+  }
+  return count;
+}
+
 /** Serves one plain proxied request. */
 export async function proxyRequest(
   context: HubContext,
@@ -268,25 +298,22 @@ export async function proxyRequest(
   // A request without content-length or transfer-encoding has no body (RFC 9112 §6.3): its
   // stream ends with its HEADERS frame, which saves a frame and a write per request.
   const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-  const stream = tunnel.request(
-    {
-      ':method': req.method ?? 'GET',
-      ':path': target.path,
-      ...forwardableRequestHeaders(req.headers),
-      ...identityHeaders(identity),
-    },
-    { endStream: !hasBody },
-  );
-  let size = 0;
-  req.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    context.metrics.bytesToAgents += chunk.length;
-    if (size > MAX_PROXY_REQUEST_BODY_BYTES) {
-      stream.destroy();
-      sendStatus(res, 413, `the request body is larger than ${MAX_PROXY_REQUEST_BODY_BYTES} bytes`);
-      req.destroy();
-    }
-  });
+  // One flat header list, which node:http2 takes as it is (an object it copies first).
+  const headers = forwardableRequestHeaderList(req.headers, [':method', req.method ?? 'GET', ':path', target.path]);
+  headers.push(USER_HEADER, identity.user, GROUPS_HEADER, groupsHeaderOf(identity.groups));
+  const stream = tunnel.request(headers, { endStream: !hasBody });
+  if (hasBody) {
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      context.metrics.bytesToAgents += chunk.length;
+      if (size > MAX_PROXY_REQUEST_BODY_BYTES) {
+        stream.destroy();
+        sendStatus(res, 413, `the request body is larger than ${MAX_PROXY_REQUEST_BODY_BYTES} bytes`);
+        req.destroy();
+      }
+    });
+  }
   stream.on('response', (headers) => {
     context.metrics.observeLatency(Number(process.hrtime.bigint() - started) / 1e9);
     const status = Number(headers[':status'] ?? 502);
@@ -294,12 +321,11 @@ export async function proxyRequest(
     // An answer of unknown length (watch, logs -f) may wait long for its first bytes: its head
     // goes out now. One of known length goes out with its body, in one write.
     if (headers['content-length'] === undefined) res.flushHeaders();
-    stream.on('data', (chunk: Buffer) => (context.metrics.bytesFromAgents += chunk.length));
     // Not pipeline: same backpressure, without pipeline's per-call
     // AbortController (its abort builds a DOMException per request, a
     // measurable share of the hub's CPU); nor pipe (forward-body.ts says
     // why). Errors are handled beside it.
-    forwardBody(stream, res, { isEndAfterWrites: false });
+    forwardBody(stream, res, { isEndAfterWrites: false, onChunk: countFromAgents(context) });
   });
   stream.on('error', (error) => {
     context.logger.debug(`kube proxy stream to ${target.cluster} failed: ${error.message}`);

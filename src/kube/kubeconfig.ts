@@ -256,10 +256,25 @@ function readBoundedTextFile(path: string): string {
  */
 export async function kubeCredentialsOf(
   text: string,
-  options: { what: string; context?: string; readFile?: (path: string) => Promise<string> },
+  options: {
+    what: string;
+    context?: string;
+    readFile?: (path: string) => Promise<string>;
+    /**
+     * Reads every file the context refers to at once (from a remote host:
+     * one command, not one per file); used instead of `readFile`.
+     */
+    readFiles?: (paths: string[]) => Promise<Map<string, string>>;
+  },
 ): Promise<KubeCredentials> {
   const sources = contextSources(text, options.what, options.context);
+  const referenced = [sources.ca, sources.token, sources.clientCertificate, sources.clientKey].flatMap((source) =>
+    source !== undefined && 'file' in source ? [source.file] : [],
+  );
+  const read = referenced.length > 0 && options.readFiles ? await options.readFiles(referenced) : undefined;
   return resolveSources(sources, options.what, (path) => {
+    const found = read?.get(path);
+    if (found !== undefined) return found;
     if (!options.readFile) throw invalid(options.what, `it refers to a file (${path}) and no file reader was given`);
     return options.readFile(path);
   });

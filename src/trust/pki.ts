@@ -10,6 +10,7 @@
 import { createPrivateKey, createPublicKey, randomBytes, webcrypto, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 import { ValidationError, EdgeadmError } from '../errors.js';
+import { CA_VALIDITY_DAYS, CERT_VALIDITY_DAYS, NOT_BEFORE_BACKDATE_MS, SERIAL_NUMBER_BYTES } from './limits.js';
 import { x509 } from './x509.js';
 
 type CryptoKey = webcrypto.CryptoKey;
@@ -19,18 +20,7 @@ type CryptoKeyPair = webcrypto.CryptoKeyPair;
 export type KeyAlgorithm = 'ecdsa-p256' | 'rsa-2048' | 'rsa-3072' | 'rsa-4096';
 /** ECDSA P-256: small, fast on small edge CPUs, and accepted everywhere Kubernetes runs. */
 export const DEFAULT_KEY_ALGORITHM: KeyAlgorithm = 'ecdsa-p256';
-/** CA lifetime: ten years, as kubeadm's CA. */
-export const CA_VALIDITY_DAYS = 3650;
-/** Leaf certificate lifetime: one year, as kubeadm's serving and client certificates. */
-export const CERT_VALIDITY_DAYS = 365;
-/**
- * Certificates start this long before they are made, so that a host whose
- * clock runs a little behind (common at edge sites without NTP) still
- * accepts them.
- */
-export const NOT_BEFORE_BACKDATE_MS = 5 * 60 * 1000;
-/** Bytes of randomness in a serial number (RFC 5280 allows up to 20 octets). */
-const SERIAL_NUMBER_BYTES = 16;
+export { CA_VALIDITY_DAYS, CERT_VALIDITY_DAYS, NOT_BEFORE_BACKDATE_MS } from './limits.js';
 const MS_PER_DAY = 24 * 60 * 60 * 1000;
 
 /** What a leaf certificate may be used for. */

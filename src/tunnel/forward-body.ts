@@ -27,9 +27,17 @@ import type { Readable, Writable } from 'node:stream';
  * beside `pipe`. A target destroyed meanwhile is never ended; the caller
  * destroys the source then.
  */
-export function forwardBody(source: Readable, target: Writable, options: { isEndAfterWrites: boolean }): void {
+export function forwardBody(
+  source: Readable,
+  target: Writable,
+  options: {
+    isEndAfterWrites: boolean;
+    /** Called with each chunk before it is written (a byte counter): one 'data' listener instead of two. */
+    onChunk?: (chunk: Buffer) => void;
+  },
+): void {
   if (!options.isEndAfterWrites) {
-    forwardThenEnd(source, target);
+    forwardThenEnd(source, target, options.onChunk);
     return;
   }
   let pending = 0;
@@ -45,6 +53,7 @@ export function forwardBody(source: Readable, target: Writable, options: { isEnd
     source.resume();
   };
   source.on('data', (chunk: Buffer) => {
+    options.onChunk?.(chunk);
     if (target.destroyed) return;
     pending += 1;
     if (!target.write(chunk, written)) {
@@ -59,11 +68,12 @@ export function forwardBody(source: Readable, target: Writable, options: { isEnd
 }
 
 /** {@link forwardBody} without waiting for the writes: ends `target` in the same tick as `source`. */
-function forwardThenEnd(source: Readable, target: Writable): void {
+function forwardThenEnd(source: Readable, target: Writable, onChunk?: (chunk: Buffer) => void): void {
   const resume = (): void => {
     source.resume();
   };
   source.on('data', (chunk: Buffer) => {
+    onChunk?.(chunk);
     if (target.destroyed) return;
     if (!target.write(chunk)) {
       source.pause();

@@ -83,8 +83,8 @@ export class HubTunnel {
     return !this.#session.closed && !this.#session.destroyed;
   }
 
-  /** Opens one stream to the agent. */
-  request(headers: OutgoingHttpHeaders, options: { endStream?: boolean } = {}): ClientHttp2Stream {
+  /** Opens one stream to the agent; headers as an object or a flat `[name, value, …]` list. */
+  request(headers: OutgoingHttpHeaders | readonly string[], options: { endStream?: boolean } = {}): ClientHttp2Stream {
     return this.#session.request(headers, { endStream: options.endStream ?? false });
   }
 

@@ -63,6 +63,12 @@ export const TUNNEL_CONNECTION_WINDOW_BYTES = 32 * 1024 * 1024;
 export const TUNNEL_MAX_FRAME_BYTES = 16 * 1024;
 /** Largest header list of one tunnel stream (names and values, uncompressed). */
 export const TUNNEL_MAX_HEADER_LIST_BYTES = 64 * 1024;
+/**
+ * Most group lists the agent keeps already read and checked (protocol.ts,
+ * `GroupsCache`) before it starts over: a few users' lists in practice, and
+ * a bound on memory whatever the hub sends.
+ */
+export const GROUPS_CACHE_MAX_ENTRIES = 1024;
 /** Most concurrent streams one tunnel carries. */
 export const TUNNEL_MAX_CONCURRENT_STREAMS = 1000;
 /** Memory one HTTP/2 session may hold in buffers (megabytes, as node:http2 counts it). */
@@ -74,6 +80,12 @@ export const CERT_RENEW_AT_LIFETIME_FRACTION = 2 / 3;
 export const CERT_RENEW_CHECK_INTERVAL_MS = 60 * 60 * 1000;
 /** How long one request to the cluster's API server may take to start answering (not watches: those stream). */
 export const UPSTREAM_CONNECT_TIMEOUT_MS = 15_000;
+/**
+ * How often the agent looks for requests whose answer is overdue: one sweep
+ * for all of them instead of a timer per request, so an overdue request
+ * ends up to this much later than {@link UPSTREAM_CONNECT_TIMEOUT_MS}.
+ */
+export const UPSTREAM_ANSWER_SWEEP_MS = 1_000;
 
 /** How long `register-cloud --create-service-account` waits for the cluster to fill the agent's token Secret. */
 export const AGENT_TOKEN_WAIT_MS = 30_000;

@@ -25,6 +25,7 @@
  * Pure functions only: encoding and filtering, tested without sockets.
  */
 import { parseApiPath } from '../kube/api-path.js';
+import { GROUPS_CACHE_MAX_ENTRIES } from './limits.js';
 
 /** Path prefix of the control streams (the hub's kube proxy refuses user paths under it). */
 export const CONTROL_PATH_PREFIX = '/.edgeadm/';
@@ -187,6 +188,37 @@ export function forwardableRequestHeaders(
 }
 
 /**
+ * {@link forwardableRequestHeaders} as a flat list of lower-case names and
+ * values (`[name, value, name, value, …]`, a repeated header once per
+ * value), appended to `into`: the form node:http2 and node:http take
+ * without copying the headers into objects of their own first, which is a
+ * share of the tunnel's CPU per request. The same headers are kept and
+ * dropped, by the same rule.
+ */
+export function forwardableRequestHeaderList(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  into: string[] = [],
+): string[] {
+  const names = Object.keys(headers);
+  for (let i = 0; i < names.length; i += 1) {
+    const name = names[i] as string;
+    const value = headers[name];
+    if (value === undefined) continue;
+    const lower = name.toLowerCase();
+    if (typeof value === 'string') {
+      const kept = forwardableRequestHeader(lower, value);
+      if (kept !== undefined) into.push(lower, kept);
+      continue;
+    }
+    for (const one of value) {
+      const kept = forwardableRequestHeader(lower, one);
+      if (kept !== undefined) into.push(lower, kept);
+    }
+  }
+  return into;
+}
+
+/**
  * The headers of an upgrade request that may travel on, as name and value
  * pairs in order (repeated names stay repeated): no credentials, no identity
  * claims, no bearer subprotocol, no `Host` (the agent writes its API
@@ -271,17 +303,42 @@ function hasControlCharacter(text: string): boolean {
  * upgrade request head), in which case the agent refuses the stream rather
  * than act as itself.
  */
-export function readIdentity(headers: Readonly<Record<string, unknown>>): StreamIdentity | undefined {
+export function readIdentity(
+  headers: Readonly<Record<string, unknown>>,
+  groupsCache?: GroupsCache,
+): StreamIdentity | undefined {
   const user = headers[USER_HEADER];
   const groupsText = headers[GROUPS_HEADER];
   if (typeof user !== 'string' || user === '' || typeof groupsText !== 'string') return undefined;
   if (hasControlCharacter(user)) return undefined;
+  const known = groupsCache?.get(groupsText);
+  if (known !== undefined) return { user, groups: known as string[] };
+  const groups = parseGroups(groupsText);
+  if (groups === undefined) return undefined;
+  if (groupsCache !== undefined) {
+    // Bounded: a peer sending ever new group lists costs a parse each, never memory.
+    if (groupsCache.size >= GROUPS_CACHE_MAX_ENTRIES) groupsCache.clear();
+    groupsCache.set(groupsText, Object.freeze(groups));
+  }
+  return { user, groups };
+}
+
+/**
+ * Group lists already read by {@link readIdentity}, by the header's exact
+ * text (only lists that passed its checks, frozen): the same few users send
+ * the same groups on every request, and parsing and checking them again was
+ * a visible share of the agent's CPU per request.
+ */
+export type GroupsCache = Map<string, readonly string[]>;
+
+/** The groups header's JSON array of names; undefined when it is not one, or a name holds a control character. */
+function parseGroups(groupsText: string): string[] | undefined {
   try {
     const groups = JSON.parse(groupsText) as unknown;
     if (!Array.isArray(groups) || !groups.every((g) => typeof g === 'string' && !hasControlCharacter(g))) {
       return undefined;
     }
-    return { user, groups: groups as string[] };
+    return groups as string[];
   } catch {
     return undefined;
   }

@@ -16,6 +16,7 @@
  * names addresses and ports of the edge network.
  */
 import type { ServerHttp2Stream, IncomingHttpHeaders as Http2Headers } from 'node:http2';
+import type { ClientRequest } from 'node:http';
 import type { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { SecureContext } from 'node:tls';
 import { pipeline } from 'node:stream';
@@ -24,12 +25,13 @@ import { parseApiPath, type ApiPath } from '../kube/api-path.js';
 import { readKubeconfigFile, type KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import { forwardBody } from './forward-body.js';
-import { UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
+import { UPSTREAM_ANSWER_SWEEP_MS, UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
 import {
   decodeUpgradeRequest,
-  forwardableRequestHeaders,
+  forwardableRequestHeaderList,
   forwardableResponseHeaders,
   readIdentity,
+  type GroupsCache,
   renderUpgradeRequestHead,
   REQUEST_HEADER,
   type StreamIdentity,
@@ -147,6 +149,9 @@ export function describeUpstreamFailure(error: NodeJS.ErrnoException): string {
   return `the edge agent cannot reach its API server (${code}${words === undefined ? '' : `: ${words}`})`;
 }
 
+/** Why a request whose answer did not start in time was ended (the agent's log; the user is told the code). */
+const ANSWER_TIMEOUT_MESSAGE = 'the API server did not answer in time';
+
 /** A timeout the agent itself enforces, with the errno code that {@link describeUpstreamFailure} names. */
 function timeoutError(message: string): NodeJS.ErrnoException {
   return Object.assign(new Error(message), { code: 'ETIMEDOUT' });
@@ -190,11 +195,25 @@ export class Upstream {
   #agent: HttpsAgent | undefined;
   #request: typeof httpsRequest | undefined;
   #secureContext: SecureContext | undefined;
+  /** Group lists already read from the hub's identity headers (protocol.ts). */
+  readonly #groupsCache: GroupsCache = new Map();
+  /** Bodiless requests sent and not yet answered, with the time by which their answer must start. */
+  readonly #awaitingAnswer = new Map<ClientRequest, number>();
+  /** The sweep over {@link Upstream.#awaitingAnswer}; runs only while a request waits. */
+  #answerSweep: NodeJS.Timeout | undefined;
+  readonly #answerTimeoutMs: number;
+  readonly #answerSweepMs: number;
 
-  constructor(credentials: UpstreamCredentials, logger: Logger) {
+  constructor(
+    credentials: UpstreamCredentials,
+    logger: Logger,
+    timing: { answerTimeoutMs?: number; answerSweepMs?: number } = {},
+  ) {
     this.credentials = credentials;
     this.#logger = logger;
     this.#origin = originOf(credentials.server);
+    this.#answerTimeoutMs = timing.answerTimeoutMs ?? UPSTREAM_CONNECT_TIMEOUT_MS;
+    this.#answerSweepMs = timing.answerSweepMs ?? UPSTREAM_ANSWER_SWEEP_MS;
   }
 
   /**
@@ -287,7 +306,7 @@ export class Upstream {
 
   /** Forwards one plain request stream and pipes the answer back. */
   async forwardRequest(stream: ServerHttp2Stream, headers: Http2Headers): Promise<void> {
-    const identity = readIdentity(headers);
+    const identity = readIdentity(headers, this.#groupsCache);
     if (identity === undefined) {
       this.#refuse(stream, 400, 'BadRequest', 'the tunnel stream carries no identity to impersonate');
       return;
@@ -298,28 +317,38 @@ export class Upstream {
       return;
     }
     const method = String(headers[':method'] ?? 'GET');
-    const outgoing: Record<string, string | string[]> = {
-      ...forwardableRequestHeaders(headers),
-      ...this.#identityHeaders(identity),
-    };
+    // One flat list, which node:http writes as it is: Host first (a list gets
+    // none of its own), the user's headers by the one rule, then the agent's
+    // credentials and the identity to impersonate.
+    const outgoing = forwardableRequestHeaderList(headers, ['host', this.#origin.authority]);
+    this.#pushIdentityHeaders(outgoing, identity);
     // A bodiless request may be sent again when a kept-alive socket turns
     // out to have been closed by the API server just as it was reused (the
     // race every keep-alive client has); a request with a body may not.
     const isRetryable = BODILESS_METHODS.has(method) && headers['content-length'] === undefined;
-    await this.#send({ stream, method, target: checked.value, outgoing, isRetryable, isRetry: false });
+    const send = { stream, method, target: checked.value, outgoing, isRetryable, isRetry: false };
+    // Once the client is set up, a request is sent in the same tick (no await per request).
+    if (this.#agent !== undefined && this.#request !== undefined) this.#send(send, this.#agent, this.#request);
+    else {
+      const agent = await this.#httpsAgent();
+      this.#request ??= (await import('node:https')).request;
+      this.#send(send, agent, this.#request);
+    }
   }
 
-  async #send(options: {
-    stream: ServerHttp2Stream;
-    method: string;
-    target: ApiPath;
-    outgoing: Record<string, string | string[]>;
-    isRetryable: boolean;
-    isRetry: boolean;
-  }): Promise<void> {
+  #send(
+    options: {
+      stream: ServerHttp2Stream;
+      method: string;
+      target: ApiPath;
+      outgoing: string[];
+      isRetryable: boolean;
+      isRetry: boolean;
+    },
+    agent: HttpsAgent,
+    request: typeof httpsRequest,
+  ): void {
     const { stream } = options;
-    const agent = await this.#httpsAgent();
-    const request = this.#request ?? (this.#request = (await import('node:https')).request);
     const req = request({
       host: this.#origin.host,
       port: this.#origin.port,
@@ -328,17 +357,25 @@ export class Upstream {
       agent,
       headers: options.outgoing,
     });
-    req.setTimeout(UPSTREAM_CONNECT_TIMEOUT_MS, () =>
-      req.destroy(timeoutError('the API server did not answer in time')),
-    );
+    // Until its answer starts, a request has a deadline; long-lived answers (watch, logs -f) have
+    // none once they started. A bodiless request waits for the answer from the moment it is sent:
+    // one sweep keeps those deadlines (a socket timer per request, set and cleared, was a visible
+    // share of the agent's CPU). A request with a body keeps the socket's idle timer, so that a
+    // slow upload that still moves is not cut off.
+    if (options.isRetryable) this.#awaitAnswer(req);
+    else {
+      req.setTimeout(this.#answerTimeoutMs, () => req.destroy(timeoutError(ANSWER_TIMEOUT_MESSAGE)));
+    }
     req.on('response', (res) => {
-      // Long-lived answers (watch, logs -f) must not time out once they started.
-      req.setTimeout(0);
+      if (options.isRetryable) this.#awaitingAnswer.delete(req);
+      else req.setTimeout(0);
       if (stream.destroyed) {
         res.destroy();
         return;
       }
-      stream.respond({ ':status': res.statusCode ?? 502, ...forwardableResponseHeaders(res.headers) });
+      const answer = forwardableResponseHeaders(res.headers);
+      answer[':status'] = String(res.statusCode ?? 502);
+      stream.respond(answer);
       // Not pipeline, nor pipe, on this per-request path: see forward-body.ts.
       res.on('error', () => stream.destroy());
       res.once('end', () => (isAnswered = true));
@@ -346,7 +383,7 @@ export class Upstream {
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
       if (options.isRetryable && !options.isRetry && req.reusedSocket && error.code === 'ECONNRESET') {
-        void this.#send({ ...options, isRetry: true });
+        this.#send({ ...options, isRetry: true }, agent, request);
         return;
       }
       this.#logger.debug(`upstream request failed: ${error.message}`);
@@ -358,16 +395,42 @@ export class Upstream {
       if (!isAnswered && !req.destroyed) req.destroy();
     };
     stream.once('close', onClose);
-    req.once('close', () => stream.off('close', onClose));
+    req.once('close', () => {
+      stream.off('close', onClose);
+      this.#awaitingAnswer.delete(req);
+    });
     if (options.isRetryable) {
       stream.resume();
       req.end();
     } else pipeline(stream, req, () => {});
   }
 
+  /** Gives a sent request its answer deadline, kept by the sweep. */
+  #awaitAnswer(req: ClientRequest): void {
+    this.#awaitingAnswer.set(req, Date.now() + this.#answerTimeoutMs);
+    if (this.#answerSweep === undefined) {
+      this.#answerSweep = setInterval(() => this.#expireAnswers(), this.#answerSweepMs);
+      this.#answerSweep.unref();
+    }
+  }
+
+  /** Ends every request whose answer has not started by its deadline; stops when none waits. */
+  #expireAnswers(): void {
+    const now = Date.now();
+    for (const [req, deadline] of this.#awaitingAnswer) {
+      if (deadline > now) continue;
+      this.#awaitingAnswer.delete(req);
+      req.destroy(timeoutError(ANSWER_TIMEOUT_MESSAGE));
+    }
+    if (this.#awaitingAnswer.size === 0) {
+      clearInterval(this.#answerSweep);
+      this.#answerSweep = undefined;
+    }
+  }
+
   /** Forwards one upgrade stream: a fresh TLS connection to the API server, then raw bytes both ways. */
   async forwardUpgrade(stream: ServerHttp2Stream, headers: Http2Headers): Promise<void> {
-    const identity = readIdentity(headers);
+    const identity = readIdentity(headers, this.#groupsCache);
     const upgrade = decodeUpgradeRequest(headers[REQUEST_HEADER]);
     if (identity === undefined || upgrade === undefined) {
       this.#refuse(stream, 400, 'BadRequest', 'the tunnel upgrade stream is malformed');
@@ -417,13 +480,12 @@ export class Upstream {
     stream.on('close', () => socket.destroy());
   }
 
-  #identityHeaders(identity: StreamIdentity): Record<string, string | string[]> {
+  /** Appends the agent's credentials and the impersonation headers for `identity` to a flat header list. */
+  #pushIdentityHeaders(list: string[], identity: StreamIdentity): void {
     const auth = this.#authorization();
-    return {
-      ...(auth === undefined ? {} : { authorization: auth }),
-      'impersonate-user': identity.user,
-      ...(identity.groups.length > 0 ? { 'impersonate-group': identity.groups } : {}),
-    };
+    if (auth !== undefined) list.push('authorization', auth);
+    list.push('impersonate-user', identity.user);
+    for (const group of identity.groups) list.push('impersonate-group', group);
   }
 
   #refuse(stream: ServerHttp2Stream, code: number, reason: string, message: string, edgeadmCode?: string): void {
@@ -440,6 +502,8 @@ export class Upstream {
 
   /** Closes idle keep-alive sockets. */
   close(): void {
+    clearInterval(this.#answerSweep);
+    this.#answerSweep = undefined;
     this.#agent?.destroy();
   }
 }

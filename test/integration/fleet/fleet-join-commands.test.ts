@@ -25,21 +25,30 @@ import { ensureCliBuilt } from '../../support/cli-build.js';
 import { clusterCli } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import * as discovery from '../../../src/trust/discovery.js';
+
+vi.mock('../../../src/trust/discovery.js', { spy: true });
 
 const CLI_TIMEOUT_MS = 150_000;
 const TEST_TIMEOUT_MS = 300_000;
 /**
- * Most commands one first join of a k3s worker may run on its host. It took
- * 58 before the install state was saved in one command per save, facts were
- * reused, the package was hashed once, checks were folded into the commands
- * they guard and the agent's kubeconfig was waited for on the host; that
- * made 27. It is 32 since five commands were added on purpose: the unpacked
- * package moves into place only after edgeadm compared its listing with the
- * manifest (one), the installed binary is hashed again (one), and the
- * kubelet's kubeconfig now refers to its CA, certificate and key by file, as
- * a k3s agent's does, and each is read (three; one command could read all).
+ * Most commands one first join of a k3s worker (its package with binaries
+ * and an airgap image) may run on its host. It took 58 before the install
+ * state was saved in one command per save, facts were reused, the package
+ * was hashed once, checks were folded into the commands they guard and the
+ * agent's kubeconfig was waited for on the host; that made 27, then 32 with
+ * five commands added on purpose (the unpacked package moved into place only
+ * after its listing was compared with the manifest, the installed binary
+ * hashed again, the kubelet's CA, certificate and key read by file), 38 with
+ * an airgap image beside the binary. It is 22 since a phase's directories
+ * are asked about, recorded and created together (not one by one), the
+ * binaries and images are installed and hashed in one command, and the
+ * node's kubeconfig is read by the command that waits for it and the files
+ * it refers to by one more.
  */
-const MAX_COMMANDS_PER_FIRST_JOIN = 32;
+const MAX_COMMANDS_PER_FIRST_JOIN = 22;
+/** The size of the package's airgap image archive. */
+const AIRGAP_IMAGE_BYTES = 64 * 1024;
 /** Where the `sha256sum` and `openssl` wrappers note what each run read (a tmpfs of the test host). */
 const HASH_LOG = '/opt/sha256sum-reads.log';
 
@@ -52,7 +61,8 @@ beforeAll(async () => {
   ensureCliBuilt('commands/init.js', ['src', 'test/support/sim-k3s']);
   env = await startTestHosts({ count: 3 });
   home = mkdtempSync(join(env.dir, 'fleet-commands-home-'));
-  const built = await buildSimK3sPackage(mkdtempSync(join(env.dir, 'pkg-')));
+  // With an airgap image, as the fleet benchmark's package: binaries and images are installed alike.
+  const built = await buildSimK3sPackage(mkdtempSync(join(env.dir, 'pkg-')), { imageBytes: AIRGAP_IMAGE_BYTES });
   pkg = built.file;
   archive = hostPackagePaths(built.manifest.name).archive;
   for (const host of env.targets.slice(1)) {
@@ -153,8 +163,11 @@ describe('fleet join, counted in commands on each host', () => {
       ] as const) {
         for (const host of nodes) await env.run(host, `rm -f ${HASH_LOG}`);
         const recorder = recordCommands();
+        vi.mocked(discovery.discover).mockClear();
         const result = await fleetJoin(options);
         const commands = recorder.take();
+        // Discovery runs on this machine: once for the run, not once per host.
+        expect(vi.mocked(discovery.discover), `${round}: discoveries`).toHaveBeenCalledTimes(1);
         expect(
           result.hosts.map((entry) => entry.status),
           `${round}: ${JSON.stringify(result.hosts)}`,

@@ -11,6 +11,7 @@ import {
   recordService,
 } from '../../../src/cluster/state.js';
 import { DryRunHost } from '../../../src/hosts/dry-run-host.js';
+import type { Host } from '../../../src/hosts/host.js';
 
 describe('install state records', () => {
   it('records each path once, in the order written', () => {
@@ -66,6 +67,84 @@ describe('StateRecorder', () => {
     const host = new DryRunHost({ name: 'plan' });
     const recorder = new StateRecorder(host, emptyState());
     await recorder.save();
+    expect(host.plan).toHaveLength(0);
+  });
+});
+
+/**
+ * A stand-in for the real host behind a dry run: it answers the recorder's
+ * existence checks (`for p in …; do if [ -e "$p" ] …`) from a set of paths,
+ * and counts them.
+ */
+function existingPaths(paths: readonly string[]): { host: Host; checks: string[] } {
+  const checks: string[] = [];
+  const host = {
+    name: 'real',
+    // Nothing is there to compare an upload with.
+    sha256: async () => undefined,
+    exec: async (command: string) => {
+      const listed = /^for p in (.*?); do/.exec(command);
+      if (!listed) throw new Error(`unexpected read-only command: ${command}`);
+      checks.push(command);
+      const asked = listed[1]!.split(' ').map((word) => word.replace(/^'|'$/g, ''));
+      const stdout = asked
+        .filter((path) => paths.includes(path))
+        .map((path) => `${path}\n`)
+        .join('');
+      return { exitCode: 0, stdout, stderr: '' };
+    },
+  } as unknown as Host;
+  return { host, checks };
+}
+
+describe('StateRecorder.prepareDirectories', () => {
+  it('asks once about every directory, records the missing ones in one save, then creates them in one command', async () => {
+    const real = existingPaths(['/etc', '/var', '/var/lib', '/var/lib/edgeadm']);
+    const host = new DryRunHost({ fallback: real.host });
+    const recorder = new StateRecorder(host, emptyState(), ['/var', '/var/lib', '/var/lib/edgeadm']);
+    const missing = await recorder.prepareDirectories({
+      claim: ['/var/lib/rancher/k3s'],
+      ensure: ['/etc/rancher/k3s', '/var/lib/edgeadm/services', '/var/lib/edgeadm/services'],
+    });
+    expect(missing).toEqual(['/etc/rancher/k3s', '/var/lib/edgeadm/services']);
+    expect(real.checks).toHaveLength(1);
+    expect(host.plan.map((step) => step.kind)).toEqual(['put', 'exec']);
+    expect(host.plan[0]).toMatchObject({ path: STATE_FILE });
+    expect(host.plan[1]!.command).toBe('mkdir -p /etc/rancher/k3s /var/lib/edgeadm/services');
+    expect([...recorder.state.directories].sort()).toEqual(
+      [
+        '/etc/rancher',
+        '/etc/rancher/k3s',
+        '/var/lib/edgeadm/services',
+        '/var/lib/edgeadm/state',
+        '/var/lib/rancher',
+        '/var/lib/rancher/k3s',
+      ].sort(),
+    );
+    // Created and known now: asking again costs no command.
+    await recorder.prepareDirectories({ ensure: ['/etc/rancher/k3s', '/var/lib/edgeadm/services'] });
+    expect(real.checks).toHaveLength(1);
+    expect(host.plan).toHaveLength(2);
+  });
+
+  it('records and saves, but leaves the creating to the caller when asked to', async () => {
+    const real = existingPaths(['/var', '/var/lib', '/var/lib/edgeadm', '/var/lib/edgeadm/state']);
+    const host = new DryRunHost({ fallback: real.host });
+    const recorder = new StateRecorder(host, emptyState(), ['/var', '/var/lib', '/var/lib/edgeadm']);
+    const missing = await recorder.prepareDirectories({
+      ensure: ['/var/lib/rancher/k3s/agent/images'],
+      isCreatedByCaller: true,
+    });
+    expect(missing).toEqual(['/var/lib/rancher/k3s/agent/images']);
+    expect(host.plan.map((step) => step.kind)).toEqual(['put']);
+    expect(recorder.state.directories).toContain('/var/lib/rancher/k3s/agent/images');
+  });
+
+  it('costs nothing when every directory exists', async () => {
+    const real = existingPaths(['/etc', '/etc/rancher']);
+    const host = new DryRunHost({ fallback: real.host });
+    const recorder = new StateRecorder(host, emptyState(), []);
+    expect(await recorder.prepareDirectories({ ensure: ['/etc/rancher'] })).toEqual([]);
     expect(host.plan).toHaveLength(0);
   });
 });

@@ -131,7 +131,9 @@ describe('environmentOf', () => {
     expect(environmentOf(asset)).toEqual(environmentOf(EDGE_PROXY_UNIT_TEMPLATE));
     expect(environmentOf(asset)).toEqual({
       NODE_OPTIONS: '--max-semi-space-size=1 --jitless',
-      MALLOC_ARENA_MAX: '2',
+      MALLOC_ARENA_MAX: '1',
+      MALLOC_TRIM_THRESHOLD_: '131072',
+      MALLOC_MMAP_THRESHOLD_: '131072',
     });
   });
 });
