@@ -5,6 +5,7 @@
  *
  *   npm run bench:upgrade                                  (as root: it starts test hosts)
  *   npm run bench:upgrade -- --distributions kubeadm --rounds 3
+ *   npm run bench:upgrade -- --ha                          (an HA control plane of three)
  *
  * Per distribution and round, on a fresh control plane initialised at the
  * old version:
@@ -16,6 +17,14 @@
  *   server; kubeadm: the kubelet), with a 10 s gate deadline; the rollback
  *   time is from the `rollback` phase's start event to the end of the run
  *   (`--output jsonl` events timestamped as they arrive).
+ *
+ * With `--ha`, per distribution and round, an HA control plane of three
+ * (init with a control-plane endpoint and uploaded certificates, two joined
+ * control planes) is upgraded one control plane at a time, the first
+ * included, while `/readyz` is polled through another control plane, one
+ * that is not moving (as a load balancer in front of them would send it):
+ * the API of the control plane as a whole is unavailable when that poll
+ * fails. No rollback in this mode.
  *
  * What is measured is edgeadm's orchestration and the simulation's start
  * times, not a real k3s or kubeadm's; the figures compare edgeadm with
@@ -38,6 +47,7 @@ const { values } = parseArgs({
   options: {
     distributions: { type: 'string', default: 'k3s,kubeadm' },
     rounds: { type: 'string', default: '1' },
+    ha: { type: 'boolean', default: false },
   },
 });
 const rounds = Number(values.rounds);
@@ -232,6 +242,140 @@ async function round(distribution: 'k3s' | 'kubeadm', index: number): Promise<Ro
   } finally {
     await env.teardown();
   }
+}
+
+const CERTIFICATE_KEY = 'b'.repeat(64);
+
+interface HaResult {
+  distribution: string;
+  round: number;
+  /** Per control plane moved, in order: its `upgrade apply` wall time and the polls through another that failed. */
+  moves: Array<{ controlPlane: number; upgradeMs: number; polls: number; failed: number; longestOutageMs: number }>;
+}
+
+async function haRound(distribution: 'k3s' | 'kubeadm', index: number): Promise<HaResult> {
+  const env: TestHosts = await startTestHosts({ count: 3 });
+  try {
+    const ssh = (i: number): string[] => [
+      '--host',
+      `root@${env.targets[i]!.address}`,
+      '--ssh-key',
+      env.keys.root,
+      '--ssh-known-hosts',
+      env.knownHostsFile,
+    ];
+    const home = mkdtempSync(join(env.dir, 'home-'));
+    const packages = await buildPackages(distribution, mkdtempSync(join(env.dir, 'pkg-')));
+    const kubeconfig = join(home, 'admin.yaml');
+    const init = await edgeadm(home, [
+      'init',
+      ...ssh(0),
+      '--distribution',
+      distribution,
+      '--install-pkg-path',
+      packages.old.file,
+      '--control-plane-endpoint',
+      env.targets[0]!.address,
+      '--upload-certs',
+      '--certificate-key',
+      CERTIFICATE_KEY,
+      '--kubeconfig-out',
+      kubeconfig,
+      '--output',
+      'jsonl',
+    ]);
+    const joinCommand = (
+      init.events.find((e) => e.event.type === 'result') as
+        { event: { result?: { controlPlaneJoinCommand?: string } } } | undefined
+    )?.event.result?.controlPlaneJoinCommand;
+    if (init.exitCode !== 0 || joinCommand === undefined) throw new Error(`HA init failed (${distribution})`);
+    const words = joinCommand.split(' ');
+    const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
+    for (const i of [1, 2]) {
+      const joined = await edgeadm(home, [
+        'join',
+        words[2]!,
+        '--token',
+        at('--token'),
+        '--discovery-token-ca-cert-hash',
+        at('--discovery-token-ca-cert-hash'),
+        ...(words.includes('--distribution') ? ['--distribution', at('--distribution')] : []),
+        '--install-pkg-path',
+        packages.old.file,
+        '--control-plane',
+        '--certificate-key',
+        CERTIFICATE_KEY,
+        '--output',
+        'jsonl',
+        ...ssh(i),
+      ]);
+      if (joined.exitCode !== 0) throw new Error(`control-plane join of host ${i} failed (${distribution})`);
+    }
+    const credentials = await kubeCredentialsOf(readFileSync(kubeconfig, 'utf8'), { what: 'admin' });
+    const moves: HaResult['moves'] = [];
+    for (const moving of [0, 1, 2]) {
+      const through = (moving + 1) % 3;
+      const poller = pollApi(
+        new KubeClient({ ...credentials, server: `https://${env.targets[through]!.address}:6443` }),
+      );
+      const upgrade = await edgeadm(home, [
+        'upgrade',
+        'apply',
+        ...ssh(moving),
+        '--install-pkg-path',
+        packages.next.file,
+        '--output',
+        'jsonl',
+      ]);
+      const availability = await poller.stop();
+      if (upgrade.exitCode !== 0) throw new Error(`upgrade apply of control plane ${moving} failed (${distribution})`);
+      moves.push({
+        controlPlane: moving,
+        upgradeMs: Math.round(upgrade.wallMs),
+        polls: availability.polls,
+        failed: availability.failed,
+        longestOutageMs: Math.round(availability.longestOutageMs),
+      });
+    }
+    return { distribution, round: index, moves };
+  } finally {
+    await env.teardown();
+  }
+}
+
+if (values.ha) {
+  const haResults: HaResult[] = [];
+  for (let r = 1; r <= rounds; r += 1) {
+    for (const distribution of distributions) {
+      const result = await haRound(distribution, r);
+      haResults.push(result);
+      process.stderr.write(`${JSON.stringify(result)}\n`);
+    }
+  }
+  const lines = [
+    '== upgrade apply, an HA control plane of three, one at a time (simulated distributions) ==',
+    `load average at the end: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+    'distribution round  control plane  upgrade(s)  polled through  polls  failed  API unavailable(s)',
+    ...haResults.flatMap((r) =>
+      r.moves.map(
+        (m) =>
+          `${r.distribution.padEnd(12)} ${String(r.round).padStart(5)}  ${String(m.controlPlane + 1).padStart(13)}  ${(
+            m.upgradeMs / 1000
+          )
+            .toFixed(1)
+            .padStart(
+              10,
+            )}  ${String(((m.controlPlane + 1) % 3) + 1).padStart(14)}  ${String(m.polls).padStart(5)}  ${String(
+            m.failed,
+          ).padStart(6)}  ${((m.failed * POLL_INTERVAL_MS) / 1000).toFixed(1).padStart(18)}`,
+      ),
+    ),
+    'Goal (issue #17): API unavailable 0 s for an HA control plane as a whole.',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+  process.exit(0);
 }
 
 const results: RoundResult[] = [];
