@@ -45,6 +45,13 @@ import { serviceFilesOf } from '../hosts/service-manager.js';
 export const EDGE_PROXY_CONFIG_DIR = '/etc/edgeadm/edge-proxy';
 /** The kubeconfig the node's kubelet uses: the edge-proxy, with the node's credentials. */
 export const EDGE_KUBELET_KUBECONFIG = `${EDGE_PROXY_CONFIG_DIR}/kubelet.kubeconfig`;
+/**
+ * The edge-proxy's own upstream kubeconfig, for a node whose agent is pointed
+ * at the proxy (k3s): the real server, the server CA and the node's
+ * credentials. The agent's kubeconfig then names the proxy, so the proxy
+ * cannot take its upstream from there (it would be its own).
+ */
+export const EDGE_PROXY_UPSTREAM_KUBECONFIG = `${EDGE_PROXY_CONFIG_DIR}/upstream.kubeconfig`;
 /** The CA the edge-proxy makes for its serving certificate (in its cache directory). */
 export const EDGE_PROXY_SERVING_CA = `${DEFAULT_CACHE_DIR}/pki/ca.crt`;
 /** The edge-proxy's log (the unit passes --log-file). */
@@ -130,11 +137,15 @@ export async function ensureEdgeSettings(ctx: EdgeNodeData, discovery: Discovery
   return ctx.edgeSettings;
 }
 
-/** What an edge node's agent configuration adds: the edge label and taint, and the kubelet through the proxy once it runs. */
+/**
+ * What an edge node's agent configuration adds: the edge label and taint,
+ * and once the proxy runs, the kubelet through it and (k3s) the agent's
+ * server: the proxy, which stands in for the supervisor offline.
+ */
 export async function edgeAgentConfig(
   ctx: EdgeNodeData,
   discovery: DiscoveryResult,
-): Promise<{ nodeLabels: Record<string, string>; nodeTaints: string[]; kubeletKubeconfig?: string }> {
+): Promise<{ nodeLabels: Record<string, string>; nodeTaints: string[]; kubeletKubeconfig?: string; server?: string }> {
   if (!ctx.enableEdge) return { nodeLabels: {}, nodeTaints: [] };
   const settings = await ensureEdgeSettings(ctx, discovery);
   const isProxyReady = await ctx.host.exists(EDGE_KUBELET_KUBECONFIG, { sudo: true });
@@ -142,6 +153,7 @@ export async function edgeAgentConfig(
     nodeLabels: settings.nodeLabels,
     nodeTaints: settings.nodeTaints,
     ...(isProxyReady ? { kubeletKubeconfig: EDGE_KUBELET_KUBECONFIG } : {}),
+    ...(isProxyReady && ctx.distribution.edgeSupervisor ? { server: EDGE_PROXY_URL } : {}),
   };
 }
 
@@ -183,19 +195,34 @@ export function nodeIdentityOf(kubeconfigText: string, kubeconfigPath: string): 
   return { user };
 }
 
-/** The kubelet's kubeconfig through the edge-proxy: its URL and CA, the node's own user entry. Pure. */
-export function renderEdgeKubeletKubeconfig(identity: NodeIdentity): string {
+/**
+ * The kubelet's kubeconfig through the edge-proxy: its URL and the CA its
+ * serving certificate chains to (the proxy's own, or for k3s the server
+ * CA), the node's own user entry. Pure.
+ */
+export function renderEdgeKubeletKubeconfig(identity: NodeIdentity, caFile: string = EDGE_PROXY_SERVING_CA): string {
   const document = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [
-      { name: 'edge-proxy', cluster: { server: EDGE_PROXY_URL, 'certificate-authority': EDGE_PROXY_SERVING_CA } },
-    ],
+    clusters: [{ name: 'edge-proxy', cluster: { server: EDGE_PROXY_URL, 'certificate-authority': caFile } }],
     users: [{ name: 'node', user: identity.user }],
     contexts: [{ name: 'edge-proxy', context: { cluster: 'edge-proxy', user: 'node' } }],
     'current-context': 'edge-proxy',
   };
   return `# Written by edgeadm join --enable-edge: the kubelet reaches the API server through the edge-proxy.\n${dump(document, { lineWidth: -1 })}`;
+}
+
+/** The edge-proxy's upstream kubeconfig for a node whose agent points at the proxy: the real server. Pure. */
+export function renderEdgeUpstreamKubeconfig(server: string, caFile: string, identity: NodeIdentity): string {
+  const document = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'upstream', cluster: { server, 'certificate-authority': caFile } }],
+    users: [{ name: 'node', user: identity.user }],
+    contexts: [{ name: 'upstream', context: { cluster: 'upstream', user: 'node' } }],
+    'current-context': 'upstream',
+  };
+  return `# Written by edgeadm join --enable-edge: the API server the edge-proxy forwards to.\n${dump(document, { lineWidth: -1 })}`;
 }
 
 async function waitForEdgeProxyHealthy(ctx: NodeData): Promise<void> {
@@ -296,8 +323,12 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
         ctx.say(upload.skipped ? `${binary.path} already there` : `uploaded edgeadm to ${binary.path}`);
       }
 
-      // The node's credentials, written by its agent.
-      await waitForHostFiles(host, [distribution.nodeKubeconfigPath], {
+      const supervisor = distribution.edgeSupervisor;
+      // The node's credentials (and, k3s, its serving certificate), written by its agent.
+      const agentFiles = supervisor
+        ? [supervisor.servingCertPath, supervisor.servingKeyPath, supervisor.serverCaPath]
+        : [];
+      await waitForHostFiles(host, [distribution.nodeKubeconfigPath, ...agentFiles], {
         timeoutMs: EDGE_PROXY_READY_TIMEOUT_MS,
         what: `the ${distribution.name} agent`,
       });
@@ -312,6 +343,7 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
       state.file(EDGE_PROXY_LOG_FILE);
       await state.ensureDirectory(EDGE_PROXY_CONFIG_DIR);
       state.file(EDGE_KUBELET_KUBECONFIG);
+      if (supervisor) state.file(EDGE_PROXY_UPSTREAM_KUBECONFIG);
       for (const file of unitFiles) {
         await state.ensureDirectory(dirname(file));
         state.file(file);
@@ -319,10 +351,24 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
       state.service(EDGE_PROXY_UNIT_NAME);
       await state.save();
 
+      // k3s: the proxy's own upstream, since the agent's kubeconfig will name the proxy.
+      if (supervisor) {
+        const upstream = await host.put(
+          Buffer.from(renderEdgeUpstreamKubeconfig(discovery.server, supervisor.serverCaPath, identity)),
+          EDGE_PROXY_UPSTREAM_KUBECONFIG,
+          {
+            mode: 0o600,
+            sudo: true,
+            description: `write ${EDGE_PROXY_UPSTREAM_KUBECONFIG} (the edge-proxy's upstream)`,
+          },
+        );
+        if (!upstream.skipped) isChanged = true;
+      }
+
       // The service.
       const unitInput: EdgeProxyUnitInput = {
         edgeadmBin: binary.path,
-        upstreamKubeconfig: distribution.nodeKubeconfigPath,
+        upstreamKubeconfig: supervisor ? EDGE_PROXY_UPSTREAM_KUBECONFIG : distribution.nodeKubeconfigPath,
         cacheMaxBytes: settings.proxyCacheMaxBytes,
         cacheMaxEntries: settings.proxyCacheMaxEntries,
         ...(identity.clientCertificate
@@ -331,6 +377,15 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
                 commonName: `system:node:${deps.nodeName(ctx)}`,
                 ...identity.clientCertificate,
                 caFile: distribution.nodeClientCaPath ?? distribution.caPath,
+              },
+            }
+          : {}),
+        ...(supervisor
+          ? {
+              k3sSupervisor: {
+                servingCertFile: supervisor.servingCertPath,
+                servingKeyFile: supervisor.servingKeyPath,
+                agentClientCertificates: supervisor.agentClientCertificates,
               },
             }
           : {}),
@@ -348,14 +403,22 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
       ctx.say(`the edge-proxy answers ${EDGE_PROXY_HEALTHZ_URL}`);
 
       // The kubelet through the proxy.
-      const kubeconfig = await host.put(Buffer.from(renderEdgeKubeletKubeconfig(identity)), EDGE_KUBELET_KUBECONFIG, {
-        mode: 0o600,
-        sudo: true,
-        description: `write ${EDGE_KUBELET_KUBECONFIG} (the kubelet through the edge-proxy)`,
-      });
+      const kubeconfig = await host.put(
+        Buffer.from(renderEdgeKubeletKubeconfig(identity, supervisor?.serverCaPath)),
+        EDGE_KUBELET_KUBECONFIG,
+        {
+          mode: 0o600,
+          sudo: true,
+          description: `write ${EDGE_KUBELET_KUBECONFIG} (the kubelet through the edge-proxy)`,
+        },
+      );
       if (!kubeconfig.skipped) isChanged = true;
       if ((await deps.configureAgent(ctx)) === 'changed') isChanged = true;
-      ctx.say(`the ${distribution.name} agent's kubelet reaches the API server through ${EDGE_PROXY_URL}`);
+      ctx.say(
+        supervisor
+          ? `the ${distribution.name} agent reaches its server, and its kubelet the API server, through ${EDGE_PROXY_URL}`
+          : `the ${distribution.name} agent's kubelet reaches the API server through ${EDGE_PROXY_URL}`,
+      );
       return isChanged ? 'changed' : 'unchanged';
     },
   };

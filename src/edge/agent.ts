@@ -26,6 +26,8 @@ export interface EdgeProxyAgentFlags {
   'client-ca-file'?: string;
   'client-cert-map': string[];
   'health-interval': string;
+  /** Stand in for the k3s supervisor while the server is unreachable (k3s-supervisor.ts). */
+  'k3s-supervisor'?: boolean | undefined;
 }
 
 /** What `--json` prints once the proxy has stopped. */
@@ -61,6 +63,7 @@ export async function runEdgeProxyAgent(flags: EdgeProxyAgentFlags, io: EdgeProx
     clientCaPem: readPem(flags['client-ca-file']),
     clientCerts: loadClientCertMappings(flags['client-cert-map'].map(parseClientCertMapping)),
     healthIntervalMs,
+    isK3sSupervisor: flags['k3s-supervisor'] === true,
     logger: io.logger,
   });
   io.announce(

@@ -155,6 +155,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     ? { ...options.tls, caFile: undefined }
     : await ensureServingCertificate({ dir: `${options.cacheDir}/pki`, host: options.listen.host });
 
+  const bound: { port?: number } = {};
   const answers = new CachedAnswers(cache, counters, logger);
   const offline = new OfflineAnswers(answers, counters);
   const forwarder = new Forwarder({ upstream, state, answers, budget, counters, logger });
@@ -170,7 +171,15 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     logger,
     mappedCns: options.clientCerts,
     k3sSupervisor: options.isK3sSupervisor
-      ? new K3sSupervisorAnswers({ cache, upstream, state, counters, logger })
+      ? new K3sSupervisorAnswers({
+          cache,
+          upstream,
+          state,
+          counters,
+          logger,
+          // The bound port (a test listens on port 0), known once the listeners are up.
+          ownAddress: () => `${hostForUrl(options.listen.host)}:${bound.port ?? options.listen.port}`,
+        })
       : undefined,
   });
   const metrics = (): string =>
@@ -203,6 +212,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     throw error;
   }
   const { port, metricsPort } = listeners;
+  bound.port = port;
   return {
     url: `https://${hostForUrl(options.listen.host)}:${port}`,
     port,
