@@ -22,6 +22,13 @@
  *    renderKubeletEdgeDropIn) and restarted. node-join renders the same
  *    configuration and unit once that file exists, so a re-run changes
  *    nothing.
+ * 6. k3s (a distribution with an `edgeSupervisor`): the agent's `server:`
+ *    becomes the proxy too, which stands in for the supervisor while the
+ *    server is unreachable (src/edge/k3s-supervisor.ts). The proxy then
+ *    gets an upstream kubeconfig of its own naming the real server, serves
+ *    with the node's kubelet serving certificate (signed by k3s's server CA
+ *    for 127.0.0.1), and the kubelet trusts the server CA. Why that grants
+ *    nothing new: src/edge/README.md, "The k3s supervisor".
  *
  * Everything is recorded in the install state first, so reset removes it.
  */
@@ -39,6 +46,7 @@ import { readEdgeSettings, type EdgeSettings } from './edge-settings.js';
 import { EDGE_PROXY_UNIT_NAME, renderEdgeProxyUnit, type EdgeProxyUnitInput } from './edge-proxy-unit.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
+import type { EdgeSupervisor } from './distributions/distribution.js';
 import { serviceFilesOf } from '../hosts/service-manager.js';
 
 /** Where join writes the edge-proxy's files for the node. */
@@ -225,6 +233,33 @@ export function renderEdgeUpstreamKubeconfig(server: string, caFile: string, ide
   return `# Written by edgeadm join --enable-edge: the API server the edge-proxy forwards to.\n${dump(document, { lineWidth: -1 })}`;
 }
 
+/** Writes the edge-proxy's own upstream kubeconfig (k3s); true when it changed. */
+async function writeSupervisorUpstream(
+  ctx: NodeData,
+  supervisor: EdgeSupervisor,
+  server: string,
+  identity: NodeIdentity,
+): Promise<boolean> {
+  const upstream = await ctx.host.put(
+    Buffer.from(renderEdgeUpstreamKubeconfig(server, supervisor.serverCaPath, identity)),
+    EDGE_PROXY_UPSTREAM_KUBECONFIG,
+    { mode: 0o600, sudo: true, description: `write ${EDGE_PROXY_UPSTREAM_KUBECONFIG} (the edge-proxy's upstream)` },
+  );
+  return !upstream.skipped;
+}
+
+/** The unit's k3s supervisor flags: the node's serving certificate and the agent's mapped identities. Pure. */
+function supervisorUnitInput(supervisor: EdgeSupervisor | undefined): Pick<EdgeProxyUnitInput, 'k3sSupervisor'> {
+  if (!supervisor) return {};
+  return {
+    k3sSupervisor: {
+      servingCertFile: supervisor.servingCertPath,
+      servingKeyFile: supervisor.servingKeyPath,
+      agentClientCertificates: supervisor.agentClientCertificates,
+    },
+  };
+}
+
 async function waitForEdgeProxyHealthy(ctx: NodeData): Promise<void> {
   const url = EDGE_PROXY_HEALTHZ_URL;
   const seconds = EDGE_PROXY_PROBE_TIMEOUT_SECONDS;
@@ -352,18 +387,7 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
       await state.save();
 
       // k3s: the proxy's own upstream, since the agent's kubeconfig will name the proxy.
-      if (supervisor) {
-        const upstream = await host.put(
-          Buffer.from(renderEdgeUpstreamKubeconfig(discovery.server, supervisor.serverCaPath, identity)),
-          EDGE_PROXY_UPSTREAM_KUBECONFIG,
-          {
-            mode: 0o600,
-            sudo: true,
-            description: `write ${EDGE_PROXY_UPSTREAM_KUBECONFIG} (the edge-proxy's upstream)`,
-          },
-        );
-        if (!upstream.skipped) isChanged = true;
-      }
+      if (supervisor && (await writeSupervisorUpstream(ctx, supervisor, discovery.server, identity))) isChanged = true;
 
       // The service.
       const unitInput: EdgeProxyUnitInput = {
@@ -380,15 +404,7 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
               },
             }
           : {}),
-        ...(supervisor
-          ? {
-              k3sSupervisor: {
-                servingCertFile: supervisor.servingCertPath,
-                servingKeyFile: supervisor.servingKeyPath,
-                agentClientCertificates: supervisor.agentClientCertificates,
-              },
-            }
-          : {}),
+        ...supervisorUnitInput(supervisor),
       };
       const unit = { name: EDGE_PROXY_UNIT_NAME, content: renderEdgeProxyUnit(unitInput) };
       const isUnitChanged = await serviceManager.install(host, unit);
@@ -414,11 +430,10 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
       );
       if (!kubeconfig.skipped) isChanged = true;
       if ((await deps.configureAgent(ctx)) === 'changed') isChanged = true;
-      ctx.say(
-        supervisor
-          ? `the ${distribution.name} agent reaches its server, and its kubelet the API server, through ${EDGE_PROXY_URL}`
-          : `the ${distribution.name} agent's kubelet reaches the API server through ${EDGE_PROXY_URL}`,
-      );
+      const through = supervisor
+        ? 'agent reaches its server, and its kubelet the API server,'
+        : "agent's kubelet reaches the API server";
+      ctx.say(`the ${distribution.name} ${through} through ${EDGE_PROXY_URL}`);
       return isChanged ? 'changed' : 'unchanged';
     },
   };

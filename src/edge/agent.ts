@@ -60,6 +60,8 @@ export async function runEdgeProxyAgent(flags: EdgeProxyAgentFlags, io: EdgeProx
     cacheMaxBytes: parseByteSize(flags['cache-max-bytes'], '--cache-max-bytes'),
     cacheMaxEntries: flags['cache-max-entries'],
     tls: flags['tls-cert'] ? { certPem: readPem(flags['tls-cert'])!, keyPem: readPem(flags['tls-key'])! } : undefined,
+    tlsFiles:
+      flags['tls-cert'] && flags['tls-key'] ? { certFile: flags['tls-cert'], keyFile: flags['tls-key'] } : undefined,
     clientCaPem: readPem(flags['client-ca-file']),
     clientCerts: loadClientCertMappings(flags['client-cert-map'].map(parseClientCertMapping)),
     healthIntervalMs,

@@ -231,6 +231,20 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
         expect(log.indexOf('Node informer synced', tunnel)).toBeGreaterThan(tunnel);
         // The supervisor addresses the agent's load balancer keeps: the proxy's, not the server's.
         expect(log).toContain('Got apiserver addresses from supervisor: [127.0.0.1:10261]');
+        // The proxy serves with the node's own k3s kubelet serving certificate (edgeadm issues none),
+        // which the server CA verifies for the loopback address the agent dials.
+        const agentDir = '/var/lib/rancher/k3s/agent';
+        // The agent wrote a new one when it restarted through the proxy; the proxy takes it up (every 30 s).
+        const fingerprint = `openssl x509 -noout -fingerprint -sha256`;
+        await until('the proxy serving the kubelet serving certificate the agent wrote last', async () => {
+          const presented = await env.run(
+            edgeNode(),
+            `openssl s_client -connect 127.0.0.1:10261 -CAfile ${agentDir}/server-ca.crt -verify_ip 127.0.0.1 -verify_return_error </dev/null 2>/dev/null | ${fingerprint}`,
+          );
+          const own = await env.run(edgeNode(), `${fingerprint} -in ${agentDir}/serving-kubelet.crt`);
+          return /^sha256 Fingerprint=/i.test(presented.trim()) && presented.trim() === own.trim() ? true : undefined;
+        });
+        expect(await env.run(edgeNode(), 'ls /var/lib/edgeadm/edge-proxy')).not.toContain('pki');
       }
       const metrics = await proxyMetrics();
       expect(metrics.get('edgeadm_edge_proxy_online')).toBe(1);
