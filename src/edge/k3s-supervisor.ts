@@ -62,7 +62,7 @@ import type { Logger } from '../log/run-log.js';
 import { apiStatus, rawStatusResponse, sendStatus } from './api-status.js';
 import type { DiskCache } from './disk-cache.js';
 import { forwardHeaders } from './forward-headers.js';
-import { MAX_K3S_SUPERVISOR_ANSWER_BYTES } from './limits.js';
+import { MAX_HELD_K3S_TUNNELS, MAX_K3S_SUPERVISOR_ANSWER_BYTES } from './limits.js';
 import type { RequestCounters } from './metrics.js';
 import { isUnreachableError, type UpstreamClient } from './upstream-client.js';
 import type { UpstreamState } from './upstream-state.js';
@@ -236,19 +236,16 @@ export class K3sSupervisorAnswers {
       req.headers.upgrade?.toLowerCase() === 'websocket' &&
       typeof key === 'string' &&
       key !== '';
-    if (!isTunnel || !isNodeCertificate(clientCertCn)) {
+    const refusal = !isTunnel
+      ? `edge-proxy: the k3s server is unreachable; ${target.path} is answered only by the server`
+      : !isNodeCertificate(clientCertCn)
+        ? `edge-proxy: the k3s server is unreachable; only the node's own kubelet certificate may hold ${K3S_CONNECT_PATH} meanwhile`
+        : this.#heldTunnels.size >= MAX_HELD_K3S_TUNNELS
+          ? `edge-proxy: the k3s server is unreachable and ${MAX_HELD_K3S_TUNNELS} tunnels are held already (the most this proxy holds)`
+          : undefined;
+    if (refusal !== undefined) {
       this.parts.counters.count('write_refused_offline');
-      socket.end(
-        rawStatusResponse(
-          apiStatus(
-            503,
-            'ServiceUnavailable',
-            isTunnel
-              ? `edge-proxy: the k3s server is unreachable; only the node's own kubelet certificate may hold ${K3S_CONNECT_PATH} meanwhile`
-              : `edge-proxy: the k3s server is unreachable; ${target.path} is answered only by the server`,
-          ),
-        ),
-      );
+      socket.end(rawStatusResponse(apiStatus(503, 'ServiceUnavailable', refusal)));
       return true;
     }
     const accept = createHash('sha1').update(`${key}${WEBSOCKET_GUID}`).digest('base64');

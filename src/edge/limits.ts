@@ -102,3 +102,11 @@ export const WATCH_QUOTA_RETRY_AFTER_SECONDS = 5;
  * and bounds what a misbehaving upstream can make the proxy hold.
  */
 export const MAX_K3S_SUPERVISOR_ANSWER_BYTES = 1024 * 1024;
+/**
+ * The most k3s agent tunnels (`/v1-k3s/connect`) held open while the server
+ * is unreachable. An agent opens one per supervisor address, and the proxy
+ * names one (itself); a few more cover an agent restarting before its old
+ * connection is seen closed. Beyond it: 503, so a looping client cannot
+ * pile up sockets.
+ */
+export const MAX_HELD_K3S_TUNNELS = 4;

@@ -25,6 +25,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeProxy, type RunningEdgeProxy } from '../../../src/edge/edge-proxy.js';
 import { K3S_AGENT_START_PATHS } from '../../../src/edge/k3s-supervisor.js';
+import { MAX_HELD_K3S_TUNNELS } from '../../../src/edge/limits.js';
 import { readUpstreamConfig } from '../../../src/edge/upstream-config.js';
 import { startSimApiServer, type KubeObject, type SimApiServer } from '../../support/sim-apiserver/index.js';
 import { call, send, type HttpsTarget } from '../../support/https-client.js';
@@ -51,6 +52,8 @@ let kubeProxyCert: { certPem: string; keyPem: string };
 const onlineAnswers = new Map<string, string>();
 /** A tunnel opened through the proxy while online: the server's, so it goes when the server goes. */
 let onlineTunnel: Socket | undefined;
+/** Further tunnels held offline, let go with the first when the server is back. */
+const heldExtra: Socket[] = [];
 
 /** One `/v1-k3s/connect` websocket attempt: the status, and the socket when it upgraded (101). */
 async function openTunnel(credentials: {
@@ -288,13 +291,30 @@ describe('the k3s supervisor start-up answers through the edge-proxy', () => {
     onlineTunnel = held.socket;
   });
 
+  it('offline: the tunnels held are bounded; one let go makes room again', async () => {
+    const more: Socket[] = [];
+    for (let i = 1; i < MAX_HELD_K3S_TUNNELS; i++) {
+      const tunnel = await openTunnel({ cert: nodeCert });
+      expect(tunnel.status).toBe(101);
+      more.push(tunnel.socket!);
+    }
+    expect((await openTunnel({ cert: nodeCert })).status).toBe(503);
+    const last = more.pop()!;
+    last.destroy();
+    await expect.poll(async () => (await openTunnel({ cert: nodeCert })).status).toBe(101);
+    // Keep the rest held for the next test, which sees every one let go when the server is back.
+    heldExtra.push(...more);
+  });
+
   it("when the server is back, the held tunnel is let go, and the next one is the server's again", async () => {
     await sim.restart();
     await expect.poll(() => proxy.isOnline, { timeout: STATE_WAIT_MS }).toBe(true);
     await closed(onlineTunnel!);
+    for (const socket of heldExtra) await closed(socket);
+    const heldSoFar = proxyCount('tunnel_held_offline');
     const tunnel = await openTunnel({ cert: nodeCert });
     expect(tunnel.status).toBe(101);
-    expect(proxyCount('tunnel_held_offline')).toBe(1);
+    expect(proxyCount('tunnel_held_offline')).toBe(heldSoFar);
     tunnel.socket?.destroy();
     // Online, /readyz is the server's again: the proxy does not answer it.
     const answered = proxyCount('answered_by_proxy');

@@ -23,7 +23,9 @@
  *   (its configuration, the CAs, its serving and client certificates as
  *   `system:node:<name>`, kube-proxy's and the controller's), in k3s's
  *   order and with its token and, once it has one, its own certificate,
- *   then opens its /v1-k3s/connect tunnel, and only then writes
+ *   then asks /v1-k3s/apiservers, waits for /readyz beside its tunnel
+ *   (ending itself after k3s's DefaultAPIServerReadyTimeout), opens its
+ *   /v1-k3s/connect tunnel to every address it got, and only then writes
  *   agent/kubelet.kubeconfig and registers a Node named after the host,
  *   then keeps it Ready with a heartbeat. Only `system:nodes` may write
  *   Nodes: the token gets no Node rights.
