@@ -22,6 +22,13 @@
  *    renderKubeletEdgeDropIn) and restarted. node-join renders the same
  *    configuration and unit once that file exists, so a re-run changes
  *    nothing.
+ * 6. k3s (a distribution with an `edgeSupervisor`): the agent's `server:`
+ *    becomes the proxy too, which stands in for the supervisor while the
+ *    server is unreachable (src/edge/k3s-supervisor.ts). The proxy then
+ *    gets an upstream kubeconfig of its own naming the real server, serves
+ *    with the node's kubelet serving certificate (signed by k3s's server CA
+ *    for 127.0.0.1), and the kubelet trusts the server CA. Why that grants
+ *    nothing new: src/edge/README.md, "The k3s supervisor".
  *
  * Everything is recorded in the install state first, so reset removes it.
  */
@@ -39,12 +46,20 @@ import { readEdgeSettings, type EdgeSettings } from './edge-settings.js';
 import { EDGE_PROXY_UNIT_NAME, renderEdgeProxyUnit, type EdgeProxyUnitInput } from './edge-proxy-unit.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
+import type { EdgeSupervisor } from './distributions/distribution.js';
 import { serviceFilesOf } from '../hosts/service-manager.js';
 
 /** Where join writes the edge-proxy's files for the node. */
 export const EDGE_PROXY_CONFIG_DIR = '/etc/edgeadm/edge-proxy';
 /** The kubeconfig the node's kubelet uses: the edge-proxy, with the node's credentials. */
 export const EDGE_KUBELET_KUBECONFIG = `${EDGE_PROXY_CONFIG_DIR}/kubelet.kubeconfig`;
+/**
+ * The edge-proxy's own upstream kubeconfig, for a node whose agent is pointed
+ * at the proxy (k3s): the real server, the server CA and the node's
+ * credentials. The agent's kubeconfig then names the proxy, so the proxy
+ * cannot take its upstream from there (it would be its own).
+ */
+export const EDGE_PROXY_UPSTREAM_KUBECONFIG = `${EDGE_PROXY_CONFIG_DIR}/upstream.kubeconfig`;
 /** The CA the edge-proxy makes for its serving certificate (in its cache directory). */
 export const EDGE_PROXY_SERVING_CA = `${DEFAULT_CACHE_DIR}/pki/ca.crt`;
 /** The edge-proxy's log (the unit passes --log-file). */
@@ -130,11 +145,15 @@ export async function ensureEdgeSettings(ctx: EdgeNodeData, discovery: Discovery
   return ctx.edgeSettings;
 }
 
-/** What an edge node's agent configuration adds: the edge label and taint, and the kubelet through the proxy once it runs. */
+/**
+ * What an edge node's agent configuration adds: the edge label and taint,
+ * and once the proxy runs, the kubelet through it and (k3s) the agent's
+ * server: the proxy, which stands in for the supervisor offline.
+ */
 export async function edgeAgentConfig(
   ctx: EdgeNodeData,
   discovery: DiscoveryResult,
-): Promise<{ nodeLabels: Record<string, string>; nodeTaints: string[]; kubeletKubeconfig?: string }> {
+): Promise<{ nodeLabels: Record<string, string>; nodeTaints: string[]; kubeletKubeconfig?: string; server?: string }> {
   if (!ctx.enableEdge) return { nodeLabels: {}, nodeTaints: [] };
   const settings = await ensureEdgeSettings(ctx, discovery);
   const isProxyReady = await ctx.host.exists(EDGE_KUBELET_KUBECONFIG, { sudo: true });
@@ -142,6 +161,7 @@ export async function edgeAgentConfig(
     nodeLabels: settings.nodeLabels,
     nodeTaints: settings.nodeTaints,
     ...(isProxyReady ? { kubeletKubeconfig: EDGE_KUBELET_KUBECONFIG } : {}),
+    ...(isProxyReady && ctx.distribution.edgeSupervisor ? { server: EDGE_PROXY_URL } : {}),
   };
 }
 
@@ -183,19 +203,61 @@ export function nodeIdentityOf(kubeconfigText: string, kubeconfigPath: string): 
   return { user };
 }
 
-/** The kubelet's kubeconfig through the edge-proxy: its URL and CA, the node's own user entry. Pure. */
-export function renderEdgeKubeletKubeconfig(identity: NodeIdentity): string {
+/**
+ * The kubelet's kubeconfig through the edge-proxy: its URL and the CA its
+ * serving certificate chains to (the proxy's own, or for k3s the server
+ * CA), the node's own user entry. Pure.
+ */
+export function renderEdgeKubeletKubeconfig(identity: NodeIdentity, caFile: string = EDGE_PROXY_SERVING_CA): string {
   const document = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [
-      { name: 'edge-proxy', cluster: { server: EDGE_PROXY_URL, 'certificate-authority': EDGE_PROXY_SERVING_CA } },
-    ],
+    clusters: [{ name: 'edge-proxy', cluster: { server: EDGE_PROXY_URL, 'certificate-authority': caFile } }],
     users: [{ name: 'node', user: identity.user }],
     contexts: [{ name: 'edge-proxy', context: { cluster: 'edge-proxy', user: 'node' } }],
     'current-context': 'edge-proxy',
   };
   return `# Written by edgeadm join --enable-edge: the kubelet reaches the API server through the edge-proxy.\n${dump(document, { lineWidth: -1 })}`;
+}
+
+/** The edge-proxy's upstream kubeconfig for a node whose agent points at the proxy: the real server. Pure. */
+export function renderEdgeUpstreamKubeconfig(server: string, caFile: string, identity: NodeIdentity): string {
+  const document = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'upstream', cluster: { server, 'certificate-authority': caFile } }],
+    users: [{ name: 'node', user: identity.user }],
+    contexts: [{ name: 'upstream', context: { cluster: 'upstream', user: 'node' } }],
+    'current-context': 'upstream',
+  };
+  return `# Written by edgeadm join --enable-edge: the API server the edge-proxy forwards to.\n${dump(document, { lineWidth: -1 })}`;
+}
+
+/** Writes the edge-proxy's own upstream kubeconfig (k3s); true when it changed. */
+async function writeSupervisorUpstream(
+  ctx: NodeData,
+  supervisor: EdgeSupervisor,
+  server: string,
+  identity: NodeIdentity,
+): Promise<boolean> {
+  const upstream = await ctx.host.put(
+    Buffer.from(renderEdgeUpstreamKubeconfig(server, supervisor.serverCaPath, identity)),
+    EDGE_PROXY_UPSTREAM_KUBECONFIG,
+    { mode: 0o600, sudo: true, description: `write ${EDGE_PROXY_UPSTREAM_KUBECONFIG} (the edge-proxy's upstream)` },
+  );
+  return !upstream.skipped;
+}
+
+/** The unit's k3s supervisor flags: the node's serving certificate and the agent's mapped identities. Pure. */
+function supervisorUnitInput(supervisor: EdgeSupervisor | undefined): Pick<EdgeProxyUnitInput, 'k3sSupervisor'> {
+  if (!supervisor) return {};
+  return {
+    k3sSupervisor: {
+      servingCertFile: supervisor.servingCertPath,
+      servingKeyFile: supervisor.servingKeyPath,
+      agentClientCertificates: supervisor.agentClientCertificates,
+    },
+  };
 }
 
 async function waitForEdgeProxyHealthy(ctx: NodeData): Promise<void> {
@@ -296,8 +358,12 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
         ctx.say(upload.skipped ? `${binary.path} already there` : `uploaded edgeadm to ${binary.path}`);
       }
 
-      // The node's credentials, written by its agent.
-      await waitForHostFiles(host, [distribution.nodeKubeconfigPath], {
+      const supervisor = distribution.edgeSupervisor;
+      // The node's credentials (and, k3s, its serving certificate), written by its agent.
+      const agentFiles = supervisor
+        ? [supervisor.servingCertPath, supervisor.servingKeyPath, supervisor.serverCaPath]
+        : [];
+      await waitForHostFiles(host, [distribution.nodeKubeconfigPath, ...agentFiles], {
         timeoutMs: EDGE_PROXY_READY_TIMEOUT_MS,
         what: `the ${distribution.name} agent`,
       });
@@ -312,6 +378,7 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
       state.file(EDGE_PROXY_LOG_FILE);
       await state.ensureDirectory(EDGE_PROXY_CONFIG_DIR);
       state.file(EDGE_KUBELET_KUBECONFIG);
+      if (supervisor) state.file(EDGE_PROXY_UPSTREAM_KUBECONFIG);
       for (const file of unitFiles) {
         await state.ensureDirectory(dirname(file));
         state.file(file);
@@ -319,10 +386,13 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
       state.service(EDGE_PROXY_UNIT_NAME);
       await state.save();
 
+      // k3s: the proxy's own upstream, since the agent's kubeconfig will name the proxy.
+      if (supervisor && (await writeSupervisorUpstream(ctx, supervisor, discovery.server, identity))) isChanged = true;
+
       // The service.
       const unitInput: EdgeProxyUnitInput = {
         edgeadmBin: binary.path,
-        upstreamKubeconfig: distribution.nodeKubeconfigPath,
+        upstreamKubeconfig: supervisor ? EDGE_PROXY_UPSTREAM_KUBECONFIG : distribution.nodeKubeconfigPath,
         cacheMaxBytes: settings.proxyCacheMaxBytes,
         cacheMaxEntries: settings.proxyCacheMaxEntries,
         ...(identity.clientCertificate
@@ -334,6 +404,7 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
               },
             }
           : {}),
+        ...supervisorUnitInput(supervisor),
       };
       const unit = { name: EDGE_PROXY_UNIT_NAME, content: renderEdgeProxyUnit(unitInput) };
       const isUnitChanged = await serviceManager.install(host, unit);
@@ -348,14 +419,21 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
       ctx.say(`the edge-proxy answers ${EDGE_PROXY_HEALTHZ_URL}`);
 
       // The kubelet through the proxy.
-      const kubeconfig = await host.put(Buffer.from(renderEdgeKubeletKubeconfig(identity)), EDGE_KUBELET_KUBECONFIG, {
-        mode: 0o600,
-        sudo: true,
-        description: `write ${EDGE_KUBELET_KUBECONFIG} (the kubelet through the edge-proxy)`,
-      });
+      const kubeconfig = await host.put(
+        Buffer.from(renderEdgeKubeletKubeconfig(identity, supervisor?.serverCaPath)),
+        EDGE_KUBELET_KUBECONFIG,
+        {
+          mode: 0o600,
+          sudo: true,
+          description: `write ${EDGE_KUBELET_KUBECONFIG} (the kubelet through the edge-proxy)`,
+        },
+      );
       if (!kubeconfig.skipped) isChanged = true;
       if ((await deps.configureAgent(ctx)) === 'changed') isChanged = true;
-      ctx.say(`the ${distribution.name} agent's kubelet reaches the API server through ${EDGE_PROXY_URL}`);
+      const through = supervisor
+        ? 'agent reaches its server, and its kubelet the API server,'
+        : "agent's kubelet reaches the API server";
+      ctx.say(`the ${distribution.name} ${through} through ${EDGE_PROXY_URL}`);
       return isChanged ? 'changed' : 'unchanged';
     },
   };

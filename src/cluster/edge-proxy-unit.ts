@@ -124,6 +124,17 @@ export interface EdgeProxyUnitInput {
   cacheMaxEntries: number;
   /** For a node authenticating with a client certificate: its CN, files, and the CA that signed it. */
   clientCertificate?: { commonName: string; certFile: string; keyFile: string; caFile: string };
+  /**
+   * For a k3s node (the agent's supervisor through the proxy): the node's
+   * serving certificate the proxy serves with, and the agent's other client
+   * certificates mapped to themselves. Rendered after the client
+   * certificate flags, in the same place of the command line.
+   */
+  k3sSupervisor?: {
+    servingCertFile: string;
+    servingKeyFile: string;
+    agentClientCertificates: ReadonlyArray<{ commonName: string; certFile: string; keyFile: string }>;
+  };
 }
 
 /** Paths and names may not carry what systemd's command line would split or expand. */
@@ -149,6 +160,17 @@ export function renderEdgeProxyUnit(input: EdgeProxyUnitInput): string {
   const certFlags = cert
     ? ` \\\n  --client-ca-file ${safe(cert.caFile, 'the client CA file')} \\\n  --client-cert-map ${safe(cert.commonName, 'the node identity')}=${safe(cert.certFile, 'the client certificate file')},${safe(cert.keyFile, 'the client key file')}`
     : '';
+  const supervisor = input.k3sSupervisor;
+  const supervisorFlags = supervisor
+    ? [
+        ` \\\n  --k3s-supervisor`,
+        ` \\\n  --tls-cert ${safe(supervisor.servingCertFile, 'the serving certificate file')} --tls-key ${safe(supervisor.servingKeyFile, 'the serving key file')}`,
+        ...supervisor.agentClientCertificates.map(
+          (mapped) =>
+            ` \\\n  --client-cert-map ${safe(mapped.commonName, 'an agent identity')}=${safe(mapped.certFile, 'a client certificate file')},${safe(mapped.keyFile, 'a client key file')}`,
+        ),
+      ].join('')
+    : '';
   // The comment that explains the template values goes; the values take its place.
   const lines = EDGE_PROXY_UNIT_TEMPLATE.split('\n');
   const start = lines.findIndex((line) => line.startsWith('# Template values:'));
@@ -160,5 +182,5 @@ export function renderEdgeProxyUnit(input: EdgeProxyUnitInput): string {
     .replaceAll('{{UPSTREAM_KUBECONFIG}}', safe(input.upstreamKubeconfig, 'the node kubeconfig path'))
     .replaceAll('{{CACHE_MAX_BYTES}}', safe(input.cacheMaxBytes, 'the cache size'))
     .replaceAll('{{CACHE_MAX_ENTRIES}}', String(input.cacheMaxEntries))
-    .replaceAll('{{CLIENT_CERT_FLAGS}}', certFlags);
+    .replaceAll('{{CLIENT_CERT_FLAGS}}', certFlags + supervisorFlags);
 }

@@ -145,7 +145,8 @@ async function configureAgent(ctx: JoinData): Promise<PhaseOutcome> {
   const config = ctx.distribution.renderAgentConfig({
     nodeName: nodeNameOf(ctx),
     nodeLabels: { ...ctx.nodeLabels, ...edge.nodeLabels },
-    server: discovery.server,
+    // An edge k3s agent's server is the edge-proxy once it runs (it stands in for the supervisor offline).
+    server: edge.server ?? discovery.server,
     // A k3s agent hashes the bytes its server serves at /cacerts; discovery read them there when it could.
     joinCredential: ctx.distribution.joinCredential({
       caPem: discovery.servedCaBundle ?? discovery.caPem,

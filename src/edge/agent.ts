@@ -38,6 +38,8 @@ export interface EdgeProxyAgentFlags {
   'client-ca-file'?: string;
   'client-cert-map': string[];
   'health-interval': string;
+  /** Stand in for the k3s supervisor while the server is unreachable (k3s-supervisor.ts). */
+  'k3s-supervisor'?: boolean | undefined;
 }
 
 /** What `--json` prints once the proxy has stopped. */
@@ -71,9 +73,12 @@ export async function runEdgeProxyAgent(flags: EdgeProxyAgentFlags, io: EdgeProx
     cacheMaxBytes: parseByteSize(flags['cache-max-bytes'], '--cache-max-bytes'),
     cacheMaxEntries: flags['cache-max-entries'],
     tls: flags['tls-cert'] ? { certPem: readPem(flags['tls-cert'])!, keyPem: readPem(flags['tls-key'])! } : undefined,
+    tlsFiles:
+      flags['tls-cert'] && flags['tls-key'] ? { certFile: flags['tls-cert'], keyFile: flags['tls-key'] } : undefined,
     clientCaPem: readPem(flags['client-ca-file']),
     clientCerts: loadClientCertMappings(flags['client-cert-map'].map(parseClientCertMapping)),
     healthIntervalMs,
+    isK3sSupervisor: flags['k3s-supervisor'] === true,
     logger: io.logger,
   });
   io.announce(

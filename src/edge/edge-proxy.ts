@@ -27,12 +27,18 @@ import { CachedAnswers } from './cached-answers.js';
 import { DiskCache } from './disk-cache.js';
 import { Forwarder } from './forwarding.js';
 import { K3sSupervisorAnswers } from './k3s-supervisor.js';
-import { MAX_BUFFERED_CACHE_BYTES, MAX_WATCHES_PER_IDENTITY, MAX_WATCHES_TOTAL } from './limits.js';
+import {
+  MAX_BUFFERED_CACHE_BYTES,
+  MAX_WATCHES_PER_IDENTITY,
+  MAX_WATCHES_TOTAL,
+  SERVING_CERT_RELOAD_CHECK_MS,
+} from './limits.js';
 import { bindListeners, type HostPort } from './listeners.js';
 import { RequestCounters, renderMetrics } from './metrics.js';
 import { OfflineAnswers } from './offline-answers.js';
 import { RequestRouter } from './request-router.js';
 import { ensureServingCertificate } from './serving-cert.js';
+import { ServingCertFiles, type ServingCertFilePaths } from './serving-cert-files.js';
 import { createUpstreamClient } from './upstream-client.js';
 import type { UpstreamClientCertificate, UpstreamConfig } from './upstream-config.js';
 import { UpstreamStateMachine } from './upstream-state.js';
@@ -51,6 +57,8 @@ export interface EdgeProxyOptions {
   cacheMaxEntries: number;
   /** Serving certificate; one is made for the listen address when absent. */
   tls?: { certPem: string; keyPem: string } | undefined;
+  /** The files `tls` was read from: checked for a new pair every {@link SERVING_CERT_RELOAD_CHECK_MS}. */
+  tlsFiles?: ServingCertFilePaths | undefined;
   /** CA that client certificates must chain to; defaults to the upstream CA (which signs kubelet certificates). */
   clientCaPem?: string | undefined;
   /** `--client-cert-map`: client certificate CN → the certificate and key presented upstream. */
@@ -147,6 +155,33 @@ async function openResources(options: EdgeProxyOptions, logger: Logger) {
   return { counters, budget, watchQuota, cache, upstream, state, stop };
 }
 
+/** Checks the serving certificate files now and then and serves a new pair; returns the stop function. */
+function reloadServingCertificate(
+  files: ServingCertFilePaths,
+  listeners: { setServingCertificate(certPem: string, keyPem: string): void },
+  logger: Logger,
+): () => void {
+  let watched: ServingCertFiles;
+  try {
+    watched = new ServingCertFiles(files);
+  } catch (error) {
+    logger.warn(`edge-proxy: cannot watch ${files.certFile}: ${(error as Error).message}`);
+    return () => {};
+  }
+  const timer = setInterval(() => {
+    try {
+      const pair = watched.changed();
+      if (pair === undefined) return;
+      listeners.setServingCertificate(pair.certPem, pair.keyPem);
+      logger.info(`edge-proxy: serving with the new certificate in ${files.certFile}`);
+    } catch (error) {
+      logger.warn(`edge-proxy: keeping the serving certificate in use: ${(error as Error).message}`);
+    }
+  }, SERVING_CERT_RELOAD_CHECK_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 /** Starts the edge-proxy; resolves once both listeners accept connections. */
 export async function startEdgeProxy(options: EdgeProxyOptions): Promise<RunningEdgeProxy> {
   const logger = options.logger ?? silentLogger;
@@ -155,6 +190,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     ? { ...options.tls, caFile: undefined }
     : await ensureServingCertificate({ dir: `${options.cacheDir}/pki`, host: options.listen.host });
 
+  const bound: { port?: number } = {};
   const answers = new CachedAnswers(cache, counters, logger);
   const offline = new OfflineAnswers(answers, counters);
   const forwarder = new Forwarder({ upstream, state, answers, budget, counters, logger });
@@ -170,7 +206,15 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     logger,
     mappedCns: options.clientCerts,
     k3sSupervisor: options.isK3sSupervisor
-      ? new K3sSupervisorAnswers({ cache, upstream, state, counters, logger })
+      ? new K3sSupervisorAnswers({
+          cache,
+          upstream,
+          state,
+          counters,
+          logger,
+          // The bound port (a test listens on port 0), known once the listeners are up.
+          ownAddress: () => `${hostForUrl(options.listen.host)}:${bound.port ?? options.listen.port}`,
+        })
       : undefined,
   });
   const metrics = (): string =>
@@ -203,6 +247,8 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     throw error;
   }
   const { port, metricsPort } = listeners;
+  bound.port = port;
+  const stopReload = options.tlsFiles ? reloadServingCertificate(options.tlsFiles, listeners, logger) : () => {};
   return {
     url: `https://${hostForUrl(options.listen.host)}:${port}`,
     port,
@@ -218,6 +264,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     metrics,
     close: async () => {
       state.stop(); // no probe while the listeners drain
+      stopReload();
       await listeners.close();
       await stop();
     },

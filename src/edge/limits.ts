@@ -23,6 +23,12 @@ export const UPSTREAM_CONNECT_TIMEOUT_MS = 3_000;
 export const UPSTREAM_RESPONSE_TIMEOUT_MS = 10_000;
 /** How often the files of a `--client-cert-map` entry are checked for a rotated certificate (the kubelet rotates its own). */
 export const CLIENT_CERT_RELOAD_CHECK_MS = 30_000;
+/**
+ * How often `--tls-cert`/`--tls-key` files are checked for a new serving
+ * certificate (a k3s agent writes a new kubelet serving certificate at every
+ * start, and the proxy serves with it on a k3s edge node).
+ */
+export const SERVING_CERT_RELOAD_CHECK_MS = 30_000;
 /** Default interval of the `/readyz` probe while online. */
 export const DEFAULT_HEALTH_INTERVAL = '5s';
 /**
@@ -96,3 +102,11 @@ export const WATCH_QUOTA_RETRY_AFTER_SECONDS = 5;
  * and bounds what a misbehaving upstream can make the proxy hold.
  */
 export const MAX_K3S_SUPERVISOR_ANSWER_BYTES = 1024 * 1024;
+/**
+ * The most k3s agent tunnels (`/v1-k3s/connect`) held open while the server
+ * is unreachable. An agent opens one per supervisor address, and the proxy
+ * names one (itself); a few more cover an agent restarting before its old
+ * connection is seen closed. Beyond it: 503, so a looping client cannot
+ * pile up sockets.
+ */
+export const MAX_HELD_K3S_TUNNELS = 4;

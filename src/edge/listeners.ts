@@ -34,6 +34,8 @@ export interface ProxyListenerOptions {
 export interface BoundListeners {
   port: number;
   metricsPort: number | undefined;
+  /** Serves new TLS connections of the proxy port with another certificate (open ones keep theirs). */
+  setServingCertificate(certPem: string, keyPem: string): void;
   /** Closes both, destroying connections still open after {@link SHUTDOWN_GRACE_MS}. */
   close(): Promise<void>;
 }
@@ -108,7 +110,9 @@ export async function bindListeners(
     const port = await listenOn(server, listen, 'proxy');
     const metricsPort =
       metricsServer && metricsListen ? await listenOn(metricsServer, metricsListen, 'metrics') : undefined;
-    return { port, metricsPort, close };
+    const setServingCertificate = (certPem: string, keyPem: string): void =>
+      server.setSecureContext({ cert: certPem, key: keyPem, ca: proxy.clientCaPem });
+    return { port, metricsPort, setServingCertificate, close };
   } catch (error) {
     await close().catch(() => {});
     throw error;

@@ -17,7 +17,11 @@ export type RequestOutcome =
   /** Refused with 429: the client, or the proxy, holds the most watches allowed. */
   | 'watch_refused_quota'
   /** Forwarded but not cached: the memory budget for buffered answers was spent. */
-  | 'not_cached_memory_bound';
+  | 'not_cached_memory_bound'
+  /** k3s supervisor (`--k3s-supervisor`): answered by the proxy itself (`/v1-k3s/apiservers`, `/readyz` offline). */
+  | 'answered_by_proxy'
+  /** k3s supervisor: the node's `/v1-k3s/connect` tunnel accepted and held while the server is unreachable. */
+  | 'tunnel_held_offline';
 
 /** What {@link renderMetrics} reads. */
 export interface MetricsSnapshot {

@@ -86,13 +86,16 @@ export class RequestRouter {
     }
     const classified = classifyRequest(req.method ?? 'GET', target, req.headers.accept);
     const identityKey = identityKeyOf(this.parts.cache.installKey, resolved.identity);
-    if (this.parts.k3sSupervisor && isK3sSupervisorPath(target.path)) {
-      void this.parts.k3sSupervisor
-        .handle(req, res, target, identityKey, resolved.clientCertCn)
-        .catch((error: unknown) => {
-          this.parts.logger.warn(`edge-proxy: ${target.path}: ${(error as Error).message}`);
-          sendStatus(res, apiStatus(502, 'BadGateway', 'edge-proxy: the k3s supervisor request failed'));
-        });
+    if (this.parts.k3sSupervisor && isK3sSupervisorPath(target.path, this.parts.state.isOnline)) {
+      const caller = {
+        identityKey,
+        clientCertCn: resolved.clientCertCn,
+        isAuthenticated: resolved.identity.principal !== 'anonymous',
+      };
+      void this.parts.k3sSupervisor.handle(req, res, target, caller).catch((error: unknown) => {
+        this.parts.logger.warn(`edge-proxy: ${target.path}: ${(error as Error).message}`);
+        sendStatus(res, apiStatus(502, 'BadGateway', 'edge-proxy: the k3s supervisor request failed'));
+      });
       return;
     }
     const request = { req, classified, identityKey, clientCertCn: resolved.clientCertCn };
@@ -120,6 +123,8 @@ export class RequestRouter {
       socket.end(rawStatusResponse(apiStatus(401, 'Unauthorized', `edge-proxy: ${resolved.refusal}`)));
       return;
     }
+    // Offline, the k3s agent's tunnel is held for the node's own certificate (k3s-supervisor.ts).
+    if (this.parts.k3sSupervisor?.handleUpgrade(req, socket, target, resolved.clientCertCn)) return;
     this.parts.forwarder.upgrade(req, target, resolved.clientCertCn, socket, head);
   };
 

@@ -126,6 +126,26 @@ export interface CertsUpload {
   readonly command: SetupCommand;
 }
 
+/**
+ * For a distribution whose node agent asks its server's supervisor for its
+ * configuration and certificates at every start (k3s): what an edge node's
+ * edge-proxy stands in for that supervisor with (src/edge/k3s-supervisor.ts).
+ */
+export interface EdgeSupervisor {
+  /**
+   * The node's own serving certificate, signed by the server CA for
+   * 127.0.0.1 and localhost, and its key: the proxy serves with it, so the
+   * agent's TLS check of its server passes unchanged (k3s: the kubelet
+   * serving certificate the supervisor issues every node at every start).
+   */
+  readonly servingCertPath: string;
+  readonly servingKeyPath: string;
+  /** The server CA the agent writes, which the kubelet then trusts the proxy with. */
+  readonly serverCaPath: string;
+  /** The agent's other parts that reach the API server through the proxy once the agent points at it: CN and files. */
+  readonly agentClientCertificates: ReadonlyArray<{ commonName: string; certFile: string; keyFile: string }>;
+}
+
 /** A distribution driver. */
 export interface Distribution {
   readonly name: DistributionName;
@@ -177,6 +197,8 @@ export interface Distribution {
   setupCommand?(role: 'control-plane' | 'worker', setup?: NodeSetup): SetupCommand;
   /** The command that undoes {@link setupCommand} (run first by reset, and after a failed setup). */
   readonly resetCommand?: string;
+  /** With --enable-edge, the agent's supervisor goes through the edge-proxy too (k3s); none: only the kubelet does. */
+  readonly edgeSupervisor?: EdgeSupervisor;
   /** Objects the control plane needs so that bootstrap tokens let nodes join (kubeadm's node bootstrap RBAC). */
   bootstrapObjects?(): KubeObject[];
 }

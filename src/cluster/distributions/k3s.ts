@@ -64,6 +64,9 @@ export function renderK3sAgentConfig(input: AgentConfigInput): string {
   return `# Written by edgeadm join; edgeadm reset removes it.\n${dump(config, { lineWidth: -1 })}`;
 }
 
+/** A k3s agent's data directory: the certificates its supervisor gives it at every start. */
+const K3S_AGENT_DIR = '/var/lib/rancher/k3s/agent';
+
 /** The k3s driver. */
 export const k3sDistribution: Distribution = {
   name: 'k3s',
@@ -86,6 +89,25 @@ export const k3sDistribution: Distribution = {
   // ensureNodePassword); the server checks later starts against it, so it goes with the rest.
   ownedDirectories: ['/etc/rancher/k3s', '/etc/rancher/node', '/var/lib/rancher/k3s', '/run/k3s'],
   airgapImagesDir: K3S_AIRGAP_IMAGES_DIR,
+  // k3s's supervisor signs every node's kubelet serving certificate with the server CA, for the node
+  // name, localhost, 127.0.0.1 and the node IPs (k3s pkg/server/handlers, ServingKubeletCert).
+  edgeSupervisor: {
+    servingCertPath: `${K3S_AGENT_DIR}/serving-kubelet.crt`,
+    servingKeyPath: `${K3S_AGENT_DIR}/serving-kubelet.key`,
+    serverCaPath: `${K3S_AGENT_DIR}/server-ca.crt`,
+    agentClientCertificates: [
+      {
+        commonName: 'system:kube-proxy',
+        certFile: `${K3S_AGENT_DIR}/client-kube-proxy.crt`,
+        keyFile: `${K3S_AGENT_DIR}/client-kube-proxy.key`,
+      },
+      {
+        commonName: 'system:k3s-controller',
+        certFile: `${K3S_AGENT_DIR}/client-k3s-controller.crt`,
+        keyFile: `${K3S_AGENT_DIR}/client-k3s-controller.key`,
+      },
+    ],
+  },
   joinCredential: ({ caPem, token }) => buildK3sToken({ caBundle: caPem, credentials: token }),
   networkCleanupScript: () =>
     [

@@ -63,6 +63,11 @@ export default class AgentEdgeProxy extends BaseCommand<typeof AgentEdgeProxy> {
       summary: 'Interval of the /readyz probe while online (offline it probes every second).',
       default: DEFAULT_HEALTH_INTERVAL,
     }),
+    'k3s-supervisor': Flags.boolean({
+      summary: "Stand in for the k3s supervisor of this node's k3s agent while the server is unreachable.",
+      description:
+        "For a k3s agent whose server is this proxy (join --enable-edge on k3s): /cacerts and the agent's start-up answers are kept and given back offline only to the same credentials, node name and password; /v1-k3s/apiservers names this proxy; offline, the node's own kubelet certificate may hold its /v1-k3s/connect tunnel and gets /readyz from the proxy. See src/edge/README.md.",
+    }),
   };
 
   async run(): Promise<EdgeProxyRunResult> {

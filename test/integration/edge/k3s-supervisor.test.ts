@@ -4,20 +4,31 @@
  * which serves the supervisor paths a k3s agent asks at every start as
  * k3s's router does (test/support/sim-apiserver): online they are
  * forwarded with the caller's credentials and kept; offline they are
- * answered only to the same credentials, node name and node password, and
- * every other `/v1-k3s/` path is refused.
+ * answered only to the same credentials, node name and node password. The
+ * proxy answers `/v1-k3s/apiservers` with its own address; offline it holds
+ * the `/v1-k3s/connect` tunnel and answers `/readyz` for the node's own
+ * kubelet certificate only, and lets the tunnel go when the server is back;
+ * online the tunnel is the server's, forwarded. Every other `/v1-k3s/` path
+ * is refused offline.
+ *
+ * The proxy serves, as join makes it serve on a k3s node, with the node's
+ * kubelet serving certificate as the (simulated) supervisor issues it:
+ * signed by the server CA for 127.0.0.1 and localhost, so clients here
+ * verify it with the server CA, as the k3s agent does.
  */
-import { readFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdgeProxy, type RunningEdgeProxy } from '../../../src/edge/edge-proxy.js';
 import { K3S_AGENT_START_PATHS } from '../../../src/edge/k3s-supervisor.js';
+import { MAX_HELD_K3S_TUNNELS } from '../../../src/edge/limits.js';
 import { readUpstreamConfig } from '../../../src/edge/upstream-config.js';
 import { startSimApiServer, type KubeObject, type SimApiServer } from '../../support/sim-apiserver/index.js';
-import { call, type HttpsTarget } from '../../support/https-client.js';
+import { call, send, type HttpsTarget } from '../../support/https-client.js';
 
 /** Safety net for the proxy's own probe noticing the outage; not a timing assertion. */
 const STATE_WAIT_MS = 20_000;
@@ -30,13 +41,60 @@ const NODE = {
   'k3s-Node-IP': '10.0.0.7',
 };
 const NODE_CN = 'system:node:edge-1';
+const KUBE_PROXY_CN = 'system:kube-proxy';
 
 let dir: string;
 let sim: SimApiServer;
 let proxy: RunningEdgeProxy;
 let target: HttpsTarget;
 let nodeCert: { certPem: string; keyPem: string };
+let kubeProxyCert: { certPem: string; keyPem: string };
 const onlineAnswers = new Map<string, string>();
+/** A tunnel opened through the proxy while online: the server's, so it goes when the server goes. */
+let onlineTunnel: Socket | undefined;
+/** Further tunnels held offline, let go with the first when the server is back. */
+const heldExtra: Socket[] = [];
+
+/** One `/v1-k3s/connect` websocket attempt: the status, and the socket when it upgraded (101). */
+async function openTunnel(credentials: {
+  cert?: { certPem: string; keyPem: string };
+  token?: string;
+}): Promise<{ status: number; socket?: Socket }> {
+  const pending = send(target, {
+    path: '/v1-k3s/connect',
+    ...credentials,
+    headers: {
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-version': '13',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+    },
+  });
+  return new Promise((resolve, reject) => {
+    pending.response.then((res) => {
+      res.resume();
+      resolve({ status: res.statusCode ?? 0 });
+    }, reject);
+    pending.request.on('upgrade', (res, socket: Socket) => resolve({ status: res.statusCode ?? 0, socket }));
+  });
+}
+
+/** Resolves once a socket is closed (by the other end). */
+function closed(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    if (socket.destroyed) resolve();
+    socket.once('close', () => resolve());
+    socket.resume();
+  });
+}
+
+function proxyCount(outcome: string): number {
+  const line = proxy
+    .metrics()
+    .split('\n')
+    .find((text) => text.startsWith(`edgeadm_edge_proxy_requests_total{outcome="${outcome}"} `));
+  return line === undefined ? 0 : Number(line.split(' ')[1]);
+}
 
 function bootstrapToken(id: string): KubeObject {
   return {
@@ -50,13 +108,28 @@ function bootstrapToken(id: string): KubeObject {
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'edgeadm-k3s-supervisor-'));
-  sim = await startSimApiServer({ anonymousAuth: false, k3sAgentCertificates: true });
+  // k3s serves its server CA file at /cacerts (read on the first request, so it is written just after).
+  const caCertsFile = join(dir, 'server-ca.crt');
+  sim = await startSimApiServer({ anonymousAuth: false, k3sAgentCertificates: true, caCertsFile });
+  await writeFile(caCertsFile, sim.caPem);
   sim.setObject(bootstrapToken('agent1'));
   sim.setObject(bootstrapToken('agent2'));
   const kubeconfig = join(dir, 'upstream.yaml');
   await writeFile(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
   // The node's own certificate, mapped to itself (as join --enable-edge maps the node's certificate).
   nodeCert = await sim.issueClientCertificate({ user: NODE_CN, groups: ['system:nodes'] });
+  kubeProxyCert = await sim.issueClientCertificate({ user: KUBE_PROXY_CN });
+  // The node's kubelet serving certificate, as the supervisor issues it (certificate, CA, key).
+  const serving = await call(
+    { url: sim.url, caPem: sim.caPem },
+    { path: '/v1-k3s/serving-kubelet.crt', token: TOKEN, headers: NODE },
+  );
+  expect(serving.status).toBe(200);
+  const blocks = serving.text.match(/-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----\n?/g) ?? [];
+  const tls = {
+    certPem: blocks.filter((block) => !block.includes('PRIVATE KEY')).join(''),
+    keyPem: blocks.filter((block) => block.includes('PRIVATE KEY')).join(''),
+  };
   proxy = await startEdgeProxy({
     upstream: await readUpstreamConfig(kubeconfig),
     listen: { host: '127.0.0.1', port: 0 },
@@ -64,11 +137,17 @@ beforeAll(async () => {
     cacheDir: join(dir, 'cache'),
     cacheMaxBytes: 64 * 1024 * 1024,
     cacheMaxEntries: 1000,
-    clientCerts: new Map([[NODE_CN, nodeCert]]),
+    tls,
+    clientCerts: new Map([
+      [NODE_CN, nodeCert],
+      [KUBE_PROXY_CN, kubeProxyCert],
+    ]),
     healthIntervalMs: 500,
     isK3sSupervisor: true,
   });
-  target = { url: proxy.url, caPem: readFileSync(proxy.servingCaFile!, 'utf8') };
+  // Verified as the k3s agent verifies its server: with the server CA, at 127.0.0.1.
+  target = { url: proxy.url, caPem: sim.caPem };
+  expect(new X509Certificate(tls.certPem).checkIP('127.0.0.1')).toBe('127.0.0.1');
 });
 
 afterAll(async () => {
@@ -91,8 +170,35 @@ describe('the k3s supervisor start-up answers through the edge-proxy', () => {
     expect(
       (await call(target, { path: '/v1-k3s/client-kubelet.crt', token: `nobody.${SECRET}`, headers: NODE })).status,
     ).toBe(401);
+    // /cacerts: the server's bytes, forwarded (and kept: they are public).
+    const caCerts = await call(target, { path: '/cacerts' });
+    expect(caCerts.status).toBe(200);
+    expect(caCerts.text).toBe(sim.caPem);
+    onlineAnswers.set('/cacerts', caCerts.text);
+  });
+
+  it("online: /v1-k3s/apiservers names the proxy, not the server, so the agent's load balancer stays on it", async () => {
+    const answer = await call(target, { path: '/v1-k3s/apiservers', token: TOKEN });
+    expect(answer.status).toBe(200);
+    expect(answer.json).toEqual([`127.0.0.1:${proxy.port}`]);
+    // The server's own answer names the server: forwarding it would send the agent away from the proxy.
+    const direct = await call({ url: sim.url, caPem: sim.caPem }, { path: '/v1-k3s/apiservers', token: TOKEN });
+    expect(direct.json).toEqual([`127.0.0.1:${sim.port}`]);
+    // Not to a caller without credentials.
+    expect((await call(target, { path: '/v1-k3s/apiservers' })).status).toBe(401);
+  });
+
+  it("online: the node's tunnel is the server's, forwarded, not held by the proxy", async () => {
+    const tunnel = await openTunnel({ cert: nodeCert });
+    expect(tunnel.status).toBe(101);
+    expect(proxyCount('tunnel_held_offline')).toBe(0);
+    onlineTunnel = tunnel.socket;
+    // The server refuses a tunnel to anything but a node (k3s's nodeAuthed), and the proxy passes that on.
+    expect((await openTunnel({ cert: kubeProxyCert })).status).toBe(403);
     await sim.kill();
     await expect.poll(() => proxy.isOnline, { timeout: STATE_WAIT_MS }).toBe(false);
+    // The server went, and its tunnel with it: a tunnel the proxy faked would still be open.
+    await closed(onlineTunnel!);
   });
 
   it('offline: the same credentials, node name and password get the answers kept for them', async () => {
@@ -144,10 +250,75 @@ describe('the k3s supervisor start-up answers through the edge-proxy', () => {
   });
 
   it('offline: what only the server can answer is refused with a reason, whoever asks', async () => {
-    for (const path of ['/v1-k3s/connect', '/v1-k3s/apiservers', '/v1-k3s/readyz', '/v1-k3s/config?x=1']) {
-      const answer = await call(target, { path, token: TOKEN, headers: NODE });
-      expect(answer.status, path).toBe(503);
-      expect(answer.json.message, path).toContain('the k3s server is unreachable');
+    for (const path of ['/v1-k3s/connect', '/v1-k3s/config?x=1', '/v1-k3s/serving-kubelet.crt?x=1']) {
+      for (const credentials of [{ token: TOKEN }, { cert: nodeCert }]) {
+        const answer = await call(target, { path, ...credentials, headers: NODE });
+        expect(answer.status, path).toBe(503);
+        expect(answer.json.message, path).toContain('the k3s server is unreachable');
+      }
     }
+  });
+
+  it('offline: /cacerts is the bytes the server served, to anyone (the agent checks its token hash on them)', async () => {
+    const answer = await call(target, { path: '/cacerts' });
+    expect(answer.status).toBe(200);
+    expect(answer.text).toBe(onlineAnswers.get('/cacerts'));
+  });
+
+  it("offline: /readyz is answered by the proxy to the node's own certificate only", async () => {
+    for (const path of ['/readyz', '/v1-k3s/readyz']) {
+      const answer = await call(target, { path, cert: nodeCert });
+      expect(answer.status, path).toBe(200);
+      expect(answer.text).toBe('ok');
+      for (const credentials of [{ token: TOKEN }, { cert: kubeProxyCert }, {}]) {
+        expect((await call(target, { path, ...credentials })).status, path).toBe(503);
+      }
+    }
+    const other = await sim.issueClientCertificate({ user: 'system:node:edge-2', groups: ['system:nodes'] });
+    expect((await call(target, { path: '/readyz', cert: other })).status).toBe(401);
+  });
+
+  it("offline: only the node's own certificate holds a tunnel; another node, a token, another mapped identity get none", async () => {
+    const other = await sim.issueClientCertificate({ user: 'system:node:edge-2', groups: ['system:nodes'] });
+    expect((await openTunnel({ cert: other })).status).toBe(401);
+    expect((await openTunnel({ token: TOKEN })).status).toBe(503);
+    expect((await openTunnel({ cert: kubeProxyCert })).status).toBe(503);
+    expect((await openTunnel({})).status).toBe(503);
+    expect(proxyCount('tunnel_held_offline')).toBe(0);
+    const held = await openTunnel({ cert: nodeCert });
+    expect(held.status).toBe(101);
+    expect(proxyCount('tunnel_held_offline')).toBe(1);
+    onlineTunnel = held.socket;
+  });
+
+  it('offline: the tunnels held are bounded; one let go makes room again', async () => {
+    const more: Socket[] = [];
+    for (let i = 1; i < MAX_HELD_K3S_TUNNELS; i++) {
+      const tunnel = await openTunnel({ cert: nodeCert });
+      expect(tunnel.status).toBe(101);
+      more.push(tunnel.socket!);
+    }
+    expect((await openTunnel({ cert: nodeCert })).status).toBe(503);
+    const last = more.pop()!;
+    last.destroy();
+    await expect.poll(async () => (await openTunnel({ cert: nodeCert })).status).toBe(101);
+    // Keep the rest held for the next test, which sees every one let go when the server is back.
+    heldExtra.push(...more);
+  });
+
+  it("when the server is back, the held tunnel is let go, and the next one is the server's again", async () => {
+    await sim.restart();
+    await expect.poll(() => proxy.isOnline, { timeout: STATE_WAIT_MS }).toBe(true);
+    await closed(onlineTunnel!);
+    for (const socket of heldExtra) await closed(socket);
+    const heldSoFar = proxyCount('tunnel_held_offline');
+    const tunnel = await openTunnel({ cert: nodeCert });
+    expect(tunnel.status).toBe(101);
+    expect(proxyCount('tunnel_held_offline')).toBe(heldSoFar);
+    tunnel.socket?.destroy();
+    // Online, /readyz is the server's again: the proxy does not answer it.
+    const answered = proxyCount('answered_by_proxy');
+    expect((await call(target, { path: '/readyz', cert: nodeCert })).status).toBe(200);
+    expect(proxyCount('answered_by_proxy')).toBe(answered);
   });
 });

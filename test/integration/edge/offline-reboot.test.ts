@@ -16,17 +16,19 @@
  * "containers" live on /run, so the pods run again only if the kubelet read
  * them again.
  *
- * k3s differs, as real k3s does: its agent retrieves its configuration and
- * certificates from its server (the supervisor, port 6443) at every start,
- * then opens its `/v1-k3s/connect` tunnel, and starts its kubelet only then
- * (k3s `pkg/agent/config/config.go`, Get: "A call to this will block until
- * agent configuration is successfully returned by the server";
- * `pkg/agent/tunnel/tunnel.go`, Setup; the simulation's order:
- * test/support/sim-k3s/README.md). The supervisor is not behind the
- * edge-proxy, so an offline k3s agent does not start its kubelet and the
- * node's pods stay down until the link returns. The k3s case asserts that,
- * so it fails the day the simulation stops being truthful or edgeadm
- * carries the supervisor through the outage.
+ * k3s asks more before its kubelet runs, as real k3s does: its agent
+ * retrieves its configuration and certificates from its server's supervisor
+ * at every start, asks `/v1-k3s/apiservers`, opens its `/v1-k3s/connect`
+ * tunnel, waits for `/readyz` beside it, and starts its kubelet only after
+ * the tunnel (k3s `pkg/agent/config/config.go`, Get; `pkg/agent/tunnel/tunnel.go`,
+ * Setup; the simulation's order: test/support/sim-k3s/README.md). With
+ * `join --enable-edge` the agent's server is the edge-proxy, which keeps
+ * those answers and, while the server is unreachable, holds the node's
+ * tunnel and answers `/readyz` itself (src/edge/k3s-supervisor.ts), so the
+ * k3s node comes back offline as the kubeadm node does. The agent still
+ * checks its token's CA hash against `/cacerts` and the proxy's serving
+ * certificate against that CA: the proxy serves with the node's own kubelet
+ * serving certificate, which k3s's server CA signed for 127.0.0.1.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -67,22 +69,29 @@ interface Specifics {
   agentLog: string;
   /** The process of that service. */
   agentProcess: string;
-  /** Whether the agent starts its kubelet with no link (see the module comment). */
-  isKubeletUpOffline: boolean;
+  /** Whether the agent's supervisor goes through the edge-proxy too (k3s; see the module comment). */
+  isSupervisorThroughProxy: boolean;
+  /** The serving certificate the proxy makes itself (none: it serves with one it is given), torn by a power loss. */
+  ownServingCert: string | undefined;
 }
 
 const SPECIFICS: Record<DistributionName, Specifics> = {
   k3s: {
     agentLog: '/var/lib/edgeadm/services/k3s-agent.service.log',
     agentProcess: 'sim-main.ts k3s agent',
-    isKubeletUpOffline: false,
+    isSupervisorThroughProxy: true,
+    // The node's k3s kubelet serving certificate (k3s's own file): the proxy makes none.
+    ownServingCert: undefined,
   },
   kubeadm: {
     agentLog: '/var/lib/edgeadm/services/kubelet.service.log',
     agentProcess: 'sim-main.ts kubelet',
-    isKubeletUpOffline: true,
+    isSupervisorThroughProxy: false,
+    ownServingCert: '/var/lib/edgeadm/edge-proxy/pki/tls.crt',
   },
 };
+/** What the k3s agent's tunnel logs once its websocket to the edge-proxy is up (k3s's words). */
+const TUNNEL_TO_PROXY = 'Remotedialer connected to proxy https://127.0.0.1:10261/v1-k3s/connect';
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = SETTLE_TIMEOUT_MS): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -210,12 +219,32 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           ? true
           : undefined;
       });
-      if (!specifics.isKubeletUpOffline) {
-        // k3s: the agent's start-up exchange, then its tunnel, and only then its kubelet (see the module comment).
+      if (specifics.isSupervisorThroughProxy) {
+        // k3s: the agent's server is the edge-proxy; its start-up exchange, then its tunnel (through the
+        // proxy to the server), and only then its kubelet (see the module comment).
+        expect(await env.run(edgeNode(), 'cat /etc/rancher/k3s/config.yaml')).toContain(
+          'server: https://127.0.0.1:10261',
+        );
         const log = await env.run(edgeNode(), `cat ${specifics.agentLog}`);
-        const tunnel = log.lastIndexOf('Remotedialer connected to proxy');
+        const tunnel = log.lastIndexOf(TUNNEL_TO_PROXY);
         expect(tunnel).toBeGreaterThan(-1);
         expect(log.indexOf('Node informer synced', tunnel)).toBeGreaterThan(tunnel);
+        // The supervisor addresses the agent's load balancer keeps: the proxy's, not the server's.
+        expect(log).toContain('Got apiserver addresses from supervisor: [127.0.0.1:10261]');
+        // The proxy serves with the node's own k3s kubelet serving certificate (edgeadm issues none),
+        // which the server CA verifies for the loopback address the agent dials.
+        const agentDir = '/var/lib/rancher/k3s/agent';
+        // The agent wrote a new one when it restarted through the proxy; the proxy takes it up (every 30 s).
+        const fingerprint = `openssl x509 -noout -fingerprint -sha256`;
+        await until('the proxy serving the kubelet serving certificate the agent wrote last', async () => {
+          const presented = await env.run(
+            edgeNode(),
+            `openssl s_client -connect 127.0.0.1:10261 -CAfile ${agentDir}/server-ca.crt -verify_ip 127.0.0.1 -verify_return_error </dev/null 2>/dev/null | ${fingerprint}`,
+          );
+          const own = await env.run(edgeNode(), `${fingerprint} -in ${agentDir}/serving-kubelet.crt`);
+          return /^sha256 Fingerprint=/i.test(presented.trim()) && presented.trim() === own.trim() ? true : undefined;
+        });
+        expect(await env.run(edgeNode(), 'ls /var/lib/edgeadm/edge-proxy')).not.toContain('pki');
       }
       const metrics = await proxyMetrics();
       expect(metrics.get('edgeadm_edge_proxy_online')).toBe(1);
@@ -226,9 +255,9 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
   );
 
   it(
-    specifics.isKubeletUpOffline
-      ? 'cut off and rebooted, the node registers (409), starts its pods from the cache and runs the edge-proxy, with no link'
-      : 'cut off and rebooted, the node runs its edge-proxy; its k3s agent stops at its first step (/cacerts), asks the proxy nothing, and runs no pod until the link returns',
+    specifics.isSupervisorThroughProxy
+      ? 'cut off and rebooted, the k3s agent starts from the edge-proxy (its start-up answers, its tunnel held, /readyz), the node registers (409) and starts its pods from the cache, with no link'
+      : 'cut off and rebooted, the node registers (409), starts its pods from the cache and runs the edge-proxy, with no link',
     async () => {
       routes = (await env.run(edgeNode(), 'ip -4 -o route show')).split('\n').filter(Boolean);
       expect(routes.length).toBeGreaterThan(0);
@@ -258,24 +287,6 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       expect(processes).toContain('agent edge-proxy');
       expect(processes).toContain(specifics.agentProcess);
 
-      if (!specifics.isKubeletUpOffline) {
-        // k3s: the agent's first step is its server's /cacerts, retried for ever with k3s's words
-        // (k3s pkg/agent/run.go, createProxyAndValidateToken), and it gets no further this boot.
-        const log = await until('the k3s agent retrying its server', async () => {
-          const now = await env.run(edgeNode(), `tail -c +${logOffset + 1} ${specifics.agentLog}`);
-          return now.split('Failed to validate connection to cluster at ').length > 3 ? now : undefined;
-        });
-        // Not the start-up exchange (step 2), not the tunnel (step 3), not the kubelet.
-        expect(log).not.toContain('Waiting to retrieve agent configuration');
-        expect(log).not.toContain('Remotedialer');
-        expect(log).not.toContain('Node informer synced');
-        // So nothing asked the edge-proxy for the node's cached state: it holds it, unread.
-        const offline = await proxyMetrics();
-        expect(offline.get('edgeadm_edge_proxy_requests_total{outcome="cache_hit_offline"}') ?? 0).toBe(0);
-        expect(offline.get('edgeadm_edge_proxy_requests_total{outcome="write_answered_offline"}') ?? 0).toBe(0);
-        expect(await runningPods()).toEqual([]);
-        return;
-      }
       runningAfterReboot = await until('both pods started again from the cache', async () => {
         const running = await runningPods();
         return running.length === POD_NAMES.length ? running : undefined;
@@ -287,6 +298,24 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       }
       const log = await env.run(edgeNode(), `tail -c +${logOffset + 1} ${specifics.agentLog}`);
       expect(log.slice(log.indexOf('Node informer synced'))).toContain('started pod default/shop-till');
+      if (specifics.isSupervisorThroughProxy) {
+        // k3s, offline: /cacerts checked against the token's CA hash and the start-up answers, from the
+        // proxy's cache; the tunnel held by the proxy; /readyz answered by it; then the kubelet.
+        expect(log).not.toContain('token CA hash does not match');
+        expect(log).not.toContain('Waiting to retrieve agent configuration');
+        expect(log).not.toContain('Tunnel watches failed');
+        const tunnel = log.indexOf(TUNNEL_TO_PROXY);
+        expect(tunnel).toBeGreaterThan(-1);
+        expect(log.indexOf('Node informer synced', tunnel)).toBeGreaterThan(tunnel);
+        expect(log).toContain('apiserver ready: https://127.0.0.1:10261/readyz answered ok');
+        const supervisor = await proxyMetrics();
+        expect(
+          supervisor.get('edgeadm_edge_proxy_requests_total{outcome="tunnel_held_offline"}'),
+        ).toBeGreaterThanOrEqual(1);
+        expect(supervisor.get('edgeadm_edge_proxy_requests_total{outcome="answered_by_proxy"}')).toBeGreaterThanOrEqual(
+          2,
+        );
+      }
       // Registration: POST answered 409 by the proxy for the node it knows, then the Node read from the cache.
       expect(log).toContain(`Node ${edgeNode().name} was previously registered (409 AlreadyExists, then GET)`);
       const offline = await proxyMetrics();
@@ -331,9 +360,12 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
         const now = await runningPods();
         return now.length === POD_NAMES.length ? now : undefined;
       });
-      if (specifics.isKubeletUpOffline) {
-        // Not started a third time: the watch resumed, and what the kubelet already ran stays.
-        expect(running).toEqual(expect.arrayContaining(runningAfterReboot));
+      // Not started a third time: the watch resumed, and what the kubelet already ran stays.
+      expect(running).toEqual(expect.arrayContaining(runningAfterReboot));
+      if (specifics.isSupervisorThroughProxy) {
+        // The proxy let go of the tunnel it held; the agent opened it again, through the proxy to the server.
+        const log = await env.run(edgeNode(), `cat ${specifics.agentLog}`);
+        expect(log.split(TUNNEL_TO_PROXY).length).toBeGreaterThanOrEqual(4);
       }
       // The cloud has the status written after the reboot, for the same pods.
       const after = await until('the pods reported with their start after the reboot', async () => {
@@ -369,8 +401,9 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
               // The network is not up yet when the services start (superedge#418).
               'ip link set eth0 down',
               // What a power loss on storage that does not honour fsync can leave: an empty serving
-              // certificate, a torn entry (the kubelet's pod list), a temporary of a write in flight.
-              `: > ${cacheDir}/pki/tls.crt`,
+              // certificate (of the proxy's own making), a torn entry (the kubelet's pod list), a
+              // temporary of a write in flight.
+              ...(specifics.ownServingCert ? [`: > ${specifics.ownServingCert}`] : []),
               `entry=$(grep -l 'spec.nodeName' ${cacheDir}/entries/* | head -1)`,
               'test -n "$entry"',
               'truncate -s $(( $(stat -c %s "$entry") / 2 )) "$entry"',
@@ -385,9 +418,11 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       });
       expect(metrics.get('edgeadm_edge_proxy_cache_entries')).toBeGreaterThanOrEqual(2);
       // A new serving certificate, the temporary gone.
-      expect(Number((await env.run(edgeNode(), `stat -c %s ${cacheDir}/pki/tls.crt`)).trim())).toBeGreaterThan(0);
+      if (specifics.ownServingCert) {
+        expect(Number((await env.run(edgeNode(), `stat -c %s ${specifics.ownServingCert}`)).trim())).toBeGreaterThan(0);
+      }
       expect(await env.run(edgeNode(), `ls ${cacheDir}/entries`)).not.toContain('.tmp');
-      if (specifics.isKubeletUpOffline) {
+      {
         // The kubelet reaches the proxy (TLS with the new certificate), registers, and asks for its pods:
         // the torn list is dropped, never served, so no pod runs until the link returns.
         await until('the torn entry dropped when the kubelet read it', async () =>

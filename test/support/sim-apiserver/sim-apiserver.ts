@@ -782,7 +782,7 @@ class SimApiServerImpl implements SimApiServer {
       return true;
     }
     if (this.#options.k3sAgentCertificates !== true) return false;
-    if (!K3S_AGENT_START_PATHS.has(url.pathname)) return false;
+    if (!K3S_AGENT_START_PATHS.has(url.pathname) && url.pathname !== '/v1-k3s/apiservers') return false;
     // k3s's auth.HasRole: the cluster's authenticator (a client certificate first, then the
     // bearer token), then one of the agent roles.
     const user = this.#authenticator.authenticate(req);
@@ -815,6 +815,9 @@ class SimApiServerImpl implements SimApiServer {
       return { nodeName, nodeIps: typeof ips === 'string' && ips !== '' ? ips.split(',') : [] };
     };
     switch (path) {
+      case '/v1-k3s/apiservers':
+        // k3s's APIServers: the `host:port` of every kube-apiserver (the `kubernetes` Endpoints); here, this one.
+        return JSON.stringify([`${hostForUrl(this.host)}:${this.port}`]);
       case '/v1-k3s/client-ca.crt':
       case '/v1-k3s/server-ca.crt':
         // One CA in the simulation (README: "One CA").
@@ -832,7 +835,8 @@ class SimApiServerImpl implements SimApiServer {
         });
       case '/v1-k3s/serving-kubelet.crt': {
         const { nodeName, nodeIps } = nodeNamed();
-        return issuedPem(await this.#ca.issueServing([nodeName, 'localhost', ...nodeIps]));
+        // As k3s's ServingKubeletCert: signed by the server CA, for the node name, localhost, 127.0.0.1 and the node IPs.
+        return issuedPem(await this.#ca.issueServing([nodeName, 'localhost', '127.0.0.1', ...nodeIps]));
       }
       case '/v1-k3s/client-kubelet.crt': {
         const { nodeName } = nodeNamed();

@@ -25,7 +25,22 @@ export interface SimTiming {
   tolerationSecondMs?: number;
 }
 
-const KEYS = ['heartbeatIntervalMs', 'nodeMonitorPeriodMs', 'nodeMonitorGracePeriodMs', 'tolerationSecondMs'] as const;
+/** The simulated k3s agent's own period, apart: suites that set every node lifecycle period need not set it. */
+export interface SimAgentTiming {
+  /**
+   * How long a simulated k3s agent waits for `/readyz` before it ends itself
+   * (k3s `util.DefaultAPIServerReadyTimeout`, 15 minutes).
+   */
+  agentApiServerReadyTimeoutMs?: number;
+}
+
+const KEYS = [
+  'heartbeatIntervalMs',
+  'nodeMonitorPeriodMs',
+  'nodeMonitorGracePeriodMs',
+  'tolerationSecondMs',
+  'agentApiServerReadyTimeoutMs',
+] as const;
 
 /**
  * The periods in {@link SIM_TIMING_FILE} (or `path`), checked: positive
@@ -33,10 +48,10 @@ const KEYS = ['heartbeatIntervalMs', 'nodeMonitorPeriodMs', 'nodeMonitorGracePer
  *
  * @throws Error for a file that is not such an object.
  */
-export function readSimTiming(path: string = SIM_TIMING_FILE): SimTiming {
+export function readSimTiming(path: string = SIM_TIMING_FILE): SimTiming & SimAgentTiming {
   if (!existsSync(path)) return {};
   const parsed = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
-  const timing: SimTiming = {};
+  const timing: SimTiming & SimAgentTiming = {};
   for (const key of KEYS) {
     const value = parsed[key];
     if (value === undefined) continue;

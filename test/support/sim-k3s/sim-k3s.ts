@@ -23,7 +23,9 @@
  *   (its configuration, the CAs, its serving and client certificates as
  *   `system:node:<name>`, kube-proxy's and the controller's), in k3s's
  *   order and with its token and, once it has one, its own certificate,
- *   then opens its /v1-k3s/connect tunnel, and only then writes
+ *   then asks /v1-k3s/apiservers, waits for /readyz beside its tunnel
+ *   (ending itself after k3s's DefaultAPIServerReadyTimeout), opens its
+ *   /v1-k3s/connect tunnel to every address it got, and only then writes
  *   agent/kubelet.kubeconfig and registers a Node named after the host,
  *   then keeps it Ready with a heartbeat. Only `system:nodes` may write
  *   Nodes: the token gets no Node rights.
@@ -51,6 +53,7 @@ import {
   writeAtomically,
 } from '../sim-node.js';
 import { runPodSource } from '../sim-kubelet-pods.js';
+import { readSimTiming } from '../sim-apiserver/sim-timing.js';
 
 /** Where k3s reads its configuration. */
 export const K3S_CONFIG_PATH = '/etc/rancher/k3s/config.yaml';
@@ -601,6 +604,76 @@ async function connectTunnel(server: string, caPem: string, cert: { certPem: str
   }
 }
 
+/** k3s's `util.DefaultAPIServerReadyTimeout` (pkg/util/api.go): 15 minutes, or as a test shortened it. */
+const API_SERVER_READY_TIMEOUT_MS = 15 * 60_000;
+/** How often k3s's config.APIServers asks again for an empty list (pkg/agent/config/config.go). */
+const APISERVERS_RETRY_MS = 5_000;
+
+/**
+ * k3s's `APIServers` (pkg/agent/config/config.go), asked by `tunnel.Setup`
+ * before the tunnel: `/v1-k3s/apiservers` on the supervisor, a JSON list
+ * of `host:port`; an empty list is asked again every 5 s, an error ends
+ * the poll with no addresses (so it does not hold the agent). The agent's
+ * load balancer then dials these addresses (and its configured server
+ * only when none answers), and opens a tunnel to each of them.
+ */
+async function askApiServers(server: string, caPem: string, token: string): Promise<string[]> {
+  for (;;) {
+    let answer;
+    try {
+      answer = await call({ method: 'GET', url: new URL('/v1-k3s/apiservers', server).toString(), caPem, token });
+    } catch (error) {
+      log(`Failed to retrieve list of apiservers from server: ${(error as Error).message}`);
+      return [];
+    }
+    if (answer.status !== 200) {
+      log(`Failed to retrieve list of apiservers from server: HTTP ${answer.status}`);
+      return [];
+    }
+    const addresses = (JSON.parse(answer.body) as unknown[]).map(String);
+    if (addresses.length > 0) {
+      log(`Got apiserver addresses from supervisor: [${addresses.join(' ')}]`);
+      return addresses;
+    }
+    await sleep(APISERVERS_RETRY_MS);
+  }
+}
+
+/**
+ * The goroutine k3s's `tunnel.Setup` starts beside the tunnel
+ * (pkg/agent/tunnel/tunnel.go): `/readyz` through the agent's own kubelet
+ * kubeconfig (its load balancer: the supervisor addresses, then the
+ * configured server), retried until it answers 200; when it does not within
+ * `DefaultAPIServerReadyTimeout`, the whole agent ends (`logrus.Fatalf`).
+ */
+async function waitForApiServerReady(
+  targets: readonly string[],
+  caPem: string,
+  cert: { certPem: string; keyPem: string },
+): Promise<void> {
+  const timeoutMs = readSimTiming().agentApiServerReadyTimeoutMs ?? API_SERVER_READY_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const target of targets) {
+      try {
+        const answer = await call({ method: 'GET', url: new URL('/readyz', target).toString(), caPem, ...cert });
+        if (answer.status === 200) {
+          log(`apiserver ready: ${target}/readyz answered ok`);
+          return;
+        }
+      } catch {
+        // The load balancer tries the next server.
+      }
+    }
+    if (Date.now() > deadline) {
+      // k3s's words (tunnel.go); the agent process ends and its service manager restarts it.
+      log(`Tunnel watches failed to wait for apiserver ready: timed out after ${timeoutMs} ms`);
+      process.exit(1);
+    }
+    await sleep(RETRY_INTERVAL_MS);
+  }
+}
+
 function parseK10(token: string): { caHash: string; credentials: string } {
   const match = /^K10([0-9a-f]{64})::(.+)$/.exec(token.trim());
   if (!match) throw new Error('the token is not a full K10<ca hash>::<credentials> token');
@@ -643,8 +716,19 @@ async function runAgent(configPath: string): Promise<number> {
     }
   }
   const certificate = { certPem: agentConfiguration.kubeletCertPem, keyPem: agentConfiguration.kubeletKeyPem };
-  // k3s's tunnel.Setup, before the kubelet: the tunnel to the supervisor must connect first.
-  await connectTunnel(server, await readFile(join(K3S_AGENT_DIR, 'server-ca.crt'), 'utf8'), certificate);
+  const serverCaPem = await readFile(join(K3S_AGENT_DIR, 'server-ca.crt'), 'utf8');
+  // k3s's tunnel.Setup, before the kubelet: the supervisor addresses, the /readyz wait beside, and the
+  // tunnel to every supervisor address, which must connect first.
+  const supervisors = (await askApiServers(server, agentConfiguration.caPem, credentials)).map(
+    (address) => `https://${address}`,
+  );
+  const loadBalancer = [...supervisors, server];
+  void waitForApiServerReady(loadBalancer, serverCaPem, certificate);
+  await Promise.all(
+    (supervisors.length > 0 ? supervisors : [server]).map((address) =>
+      connectTunnel(address, serverCaPem, certificate),
+    ),
+  );
   const clientCert = join(K3S_AGENT_DIR, 'client-kubelet.crt');
   const clientKey = join(K3S_AGENT_DIR, 'client-kubelet.key');
   const kubeletKubeconfig = {

@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { load } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
+import { k3sDistribution } from '../../../src/cluster/distributions/k3s.js';
 import {
   EDGE_PROXY_SERVING_CA,
   nodeIdentityOf,
   renderEdgeKubeletKubeconfig,
+  renderEdgeUpstreamKubeconfig,
   resolveEdgeadmBinary,
 } from '../../../src/cluster/edge-node-phase.js';
 import { EDGE_PROXY_UNIT_TEMPLATE, renderEdgeProxyUnit } from '../../../src/cluster/edge-proxy-unit.js';
@@ -170,6 +172,64 @@ describe('the edge-proxy unit', () => {
     expect(unit).toMatch(/^RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX$/m);
     expect(unit).toMatch(/^SystemCallFilter=@system-service$/m);
     expect(unit).toMatch(/^MemoryMax=\d+M$/m);
+  });
+
+  it("k3s: the proxy stands in for the supervisor, serving with the node's kubelet serving certificate, its upstream its own", () => {
+    const supervisor = k3sDistribution.edgeSupervisor!;
+    const unit = renderEdgeProxyUnit({
+      edgeadmBin: '/usr/local/bin/edgeadm',
+      upstreamKubeconfig: '/etc/edgeadm/edge-proxy/upstream.kubeconfig',
+      cacheMaxBytes: '128Mi',
+      cacheMaxEntries: 500,
+      clientCertificate: {
+        commonName: 'system:node:edge-1',
+        certFile: '/a/client.crt',
+        keyFile: '/a/client.key',
+        caFile: '/a/client-ca.crt',
+      },
+      k3sSupervisor: {
+        servingCertFile: supervisor.servingCertPath,
+        servingKeyFile: supervisor.servingKeyPath,
+        agentClientCertificates: supervisor.agentClientCertificates,
+      },
+    });
+    const words = execStartOf(unit).split(/\s+/);
+    expect(words.slice(words.indexOf('--client-ca-file'))).toEqual([
+      '--client-ca-file',
+      '/a/client-ca.crt',
+      '--client-cert-map',
+      'system:node:edge-1=/a/client.crt,/a/client.key',
+      '--k3s-supervisor',
+      '--tls-cert',
+      '/var/lib/rancher/k3s/agent/serving-kubelet.crt',
+      '--tls-key',
+      '/var/lib/rancher/k3s/agent/serving-kubelet.key',
+      '--client-cert-map',
+      'system:kube-proxy=/var/lib/rancher/k3s/agent/client-kube-proxy.crt,/var/lib/rancher/k3s/agent/client-kube-proxy.key',
+      '--client-cert-map',
+      'system:k3s-controller=/var/lib/rancher/k3s/agent/client-k3s-controller.crt,/var/lib/rancher/k3s/agent/client-k3s-controller.key',
+    ]);
+    // Never the agent's own kubeconfig: once the agent points at the proxy, that names the proxy itself.
+    expect(words[words.indexOf('--kubeconfig') + 1]).not.toBe(k3sDistribution.nodeKubeconfigPath);
+  });
+
+  it("k3s: the proxy's upstream is the real server with the node's identity; the kubelet trusts the server CA", () => {
+    const identity = nodeIdentityOf(k3sKubeletKubeconfig, '/var/lib/rancher/k3s/agent/kubelet.kubeconfig');
+    const upstream = load(
+      renderEdgeUpstreamKubeconfig('https://10.0.0.1:6443', '/var/lib/rancher/k3s/agent/server-ca.crt', identity),
+    ) as { clusters: Array<{ cluster: Record<string, string> }>; users: Array<{ user: Record<string, string> }> };
+    expect(upstream.clusters[0]!.cluster).toEqual({
+      server: 'https://10.0.0.1:6443',
+      'certificate-authority': '/var/lib/rancher/k3s/agent/server-ca.crt',
+    });
+    expect(upstream.users[0]!.user['client-certificate']).toBe('/var/lib/rancher/k3s/agent/client-kubelet.crt');
+    const kubelet = load(renderEdgeKubeletKubeconfig(identity, k3sDistribution.edgeSupervisor!.serverCaPath)) as {
+      clusters: Array<{ cluster: Record<string, string> }>;
+    };
+    expect(kubelet.clusters[0]!.cluster).toEqual({
+      server: 'https://127.0.0.1:10261',
+      'certificate-authority': '/var/lib/rancher/k3s/agent/server-ca.crt',
+    });
   });
 
   it('refuses a value that systemd would split or expand', () => {
