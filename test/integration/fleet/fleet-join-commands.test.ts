@@ -25,6 +25,7 @@ import { ensureCliBuilt } from '../../support/cli-build.js';
 import { clusterCli } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 const CLI_TIMEOUT_MS = 150_000;
 const TEST_TIMEOUT_MS = 300_000;
@@ -111,7 +112,7 @@ describe('fleet join, counted in commands on each host', () => {
         pkg,
         '--json',
       ]);
-      expect(init.exitCode, init.stderr).toBe(0);
+      expect(init.exitCode, printedBy(init)).toBe(0);
       const joinCommand = (JSON.parse(init.stdout) as InitResult).joinCommand!;
       const options: FleetJoinOptions = {
         inventoryFile: 'inventory.yaml',

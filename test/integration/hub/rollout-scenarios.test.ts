@@ -34,6 +34,7 @@ import {
   type EdgeCluster,
   type HubProcess,
 } from './hub-fixture.js';
+import { printedBy } from '../../support/run-output.js';
 
 const NAMESPACE = 'shop';
 /** Exit codes of `hub rollout status --watch` (README, "Rollouts"). */
@@ -331,7 +332,7 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
       ['apply', '-f', '-'],
       dump({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'steer-foreign', namespace: NAMESPACE } }),
     );
-    expect(foreign.exitCode, foreign.stderr).toBe(0);
+    expect(foreign.exitCode, printedBy(foreign)).toBe(0);
 
     await cliOk(['hub', 'rollout', 'pause', 'steer']);
     await apply(rolloutOf('steer', { clusters: ['shop-1', 'shop-2'], version: 'v2' }));
@@ -348,14 +349,14 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
       expect(gone.exitCode, `steer-extra pruned from ${name}`).not.toBe(0);
     }
     const kept = await kubectlVia(hub.adminConfig, 'shop-1', ['get', 'configmap', 'steer-foreign', '-n', NAMESPACE]);
-    expect(kept.exitCode, kept.stderr).toBe(0);
+    expect(kept.exitCode, printedBy(kept)).toBe(0);
 
     await cliOk(['hub', 'rollout', 'undo', 'steer']);
     await statusUntil('steer', 'complete after undo', (view) => view.state === 'complete');
     for (const name of ['shop-1', 'shop-2']) {
       expect((await siteOn(name, 'steer'))?.['version']).toBe('v1');
       const back = await kubectlVia(hub.adminConfig, name, ['get', 'configmap', 'steer-extra', '-n', NAMESPACE]);
-      expect(back.exitCode, back.stderr).toBe(0);
+      expect(back.exitCode, printedBy(back)).toBe(0);
     }
 
     await cliOk(['hub', 'rollout', 'abort', 'steer']);

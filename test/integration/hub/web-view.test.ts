@@ -35,6 +35,7 @@ import {
   type EdgeCluster,
   type HubProcess,
 } from './hub-fixture.js';
+import { printedBy } from '../../support/run-output.js';
 
 const ROLLOUT = `apiVersion: edgeadm.io/v1alpha1
 kind: Rollout
@@ -113,7 +114,7 @@ describe('hub web view in chromium', { timeout: 180_000 }, () => {
       '--hub-config',
       hub.adminConfig,
     ]);
-    expect(created.exitCode, created.stderr).toBe(0);
+    expect(created.exitCode, printedBy(created)).toBe(0);
     const rolloutFile = join(mkdtempSync(join(tmpdir(), 'web-rollout-')), 'web.yaml');
     writeFileSync(rolloutFile, ROLLOUT);
     await hubJson(['hub', 'rollout', 'apply', '-f', rolloutFile], hub.adminConfig);
