@@ -165,14 +165,15 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       expect(token.exitCode, printedBy(token)).toBe(0);
       joinCommand = token.stdout.trim();
       const [, , ...rest] = joinCommand.split(' ');
-      const edge = cli.json<JoinResult>(
-        await cli.edgeadm(['join', ...rest, '--install-pkg-path', pkg, '--json', ...cli.sshArgs(edgeNode())]),
-      );
-      expect(edge.phases.find((p) => p.path === 'labels')?.status).toBe('changed');
       const plain = rest.filter((word) => word !== '--enable-edge');
-      cli.json<JoinResult>(
-        await cli.edgeadm(['join', ...plain, '--install-pkg-path', pkg, '--json', ...cli.sshArgs(worker())]),
-      );
+      // The edge node and the worker join at once, as an operator's fleet join does.
+      const [edgeRun, plainRun] = await Promise.all([
+        cli.edgeadm(['join', ...rest, '--install-pkg-path', pkg, '--json', ...cli.sshArgs(edgeNode())]),
+        cli.edgeadm(['join', ...plain, '--install-pkg-path', pkg, '--json', ...cli.sshArgs(worker())]),
+      ]);
+      const edge = cli.json<JoinResult>(edgeRun);
+      expect(edge.phases.find((p) => p.path === 'labels')?.status).toBe('changed');
+      cli.json<JoinResult>(plainRun);
       expect((await getNode(edgeNode())).metadata.annotations?.['edgeadm.io/autonomy-duration']).toBe('24h0m0s');
       expect((await getNode(worker())).metadata.annotations?.['edgeadm.io/autonomy-duration']).toBeUndefined();
     },

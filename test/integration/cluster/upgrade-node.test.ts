@@ -137,12 +137,15 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
     );
     const words = init.joinCommand.split(' ');
     const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
-    for (const [node, isEdge] of [
-      [plainNode(), false],
-      [edgeNode(), true],
-    ] as const) {
-      json(
-        await edgeadm([
+    // The two nodes join at once, as an operator's fleet join does.
+    const joins = await Promise.all(
+      (
+        [
+          [plainNode(), false],
+          [edgeNode(), true],
+        ] as const
+      ).map(([node, isEdge]) =>
+        edgeadm([
           'join',
           words[2]!,
           '--token',
@@ -156,8 +159,9 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
           ...sshArgs(env, node),
           '--json',
         ]),
-      );
-    }
+      ),
+    );
+    for (const joined of joins) json(joined);
     const cp = await nodeName(controlPlane());
     await waitForVersions((name) => (name === cp ? controlPlaneVersion : versions.old), 3);
     json(

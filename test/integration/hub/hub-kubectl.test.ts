@@ -72,8 +72,11 @@ describe('hub: kubectl through the tunnel', () => {
       });
     }
     const token = await createHubToken(hub);
-    await registerAndRun({ hub, token, cluster: dev, labels: 'env=dev' });
-    await registerAndRun({ hub, token, cluster: prod, labels: 'env=prod' });
+    // Both register at once, as a fleet's agents do.
+    await Promise.all([
+      registerAndRun({ hub, token, cluster: dev, labels: 'env=dev' }),
+      registerAndRun({ hub, token, cluster: prod, labels: 'env=prod' }),
+    ]);
     opsConfig = join(mkdtempSync(join(tmpdir(), 'hub-user-')), 'ops.yaml');
     const created = await runCli([
       'hub',

@@ -55,8 +55,11 @@ describe('hub: security', { timeout: 120_000 }, () => {
     prod = await startEdgeCluster('prod-1');
     const token = await createHubToken(hub);
     secrets.push(token.split('.')[1] as string, tokenOf(hub.adminConfig), dev.api.adminToken, prod.api.adminToken);
-    await registerAndRun({ hub, token, cluster: dev, labels: 'env=dev' });
-    await registerAndRun({ hub, token, cluster: prod, labels: 'env=prod' });
+    // Both register at once, as a fleet's agents do.
+    await Promise.all([
+      registerAndRun({ hub, token, cluster: dev, labels: 'env=dev' }),
+      registerAndRun({ hub, token, cluster: prod, labels: 'env=prod' }),
+    ]);
     devUserConfig = join(mkdtempSync(join(tmpdir(), 'hub-user-')), 'dev.yaml');
     const created = await runCli([
       'hub',
