@@ -204,9 +204,10 @@ export async function registerAndRun(options: {
  * run the CLI).
  */
 export async function waitForState(hub: HubProcess, name: string, state: string, agent?: BackgroundCli): Promise<void> {
-  const config = loadHubConfig(hub.adminConfig);
   await waitFor(`cluster ${name} to be ${state}`, async () => {
     if (agent && agent.process.exitCode !== null) throw new Error(`the agent exited:\n${agent.output()}`);
+    // Read on each poll, as the CLI read it: a hub just started may not have written it yet.
+    const config = loadHubConfig(hub.adminConfig);
     const answer = await call(
       { url: config.server, caPem: config.caPem },
       { path: `/hub/v1/clusters/${name}`, token: config.token },
