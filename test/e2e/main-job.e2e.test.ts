@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
+import { printedBy } from '../support/run-output.js';
 
 const hosts = (process.env.EDGEADM_E2E_HOSTS ?? '').split(',').filter(Boolean);
 const pkg = process.env.EDGEADM_E2E_PACKAGE ?? '';
@@ -84,7 +85,7 @@ describe.skipIf(hosts.length < 2 || pkg === '')('main job on real hosts (EDGEADM
 
   beforeAll(async () => {
     const inspected = await runCli(['package', 'inspect', pkg, '--json']);
-    expect(inspected.exitCode, inspected.stderr).toBe(0);
+    expect(inspected.exitCode, printedBy(inspected)).toBe(0);
     kubernetesVersion = (JSON.parse(inspected.stdout) as { kubernetesVersion: string }).kubernetesVersion;
     for (const host of hosts) before.set(host, await hostState(host));
   }, E2E_TIMEOUT_MS);
@@ -101,12 +102,12 @@ describe.skipIf(hosts.length < 2 || pkg === '')('main job on real hosts (EDGEADM
         ['init', ...ssh(hosts[0]!), '--install-pkg-path', pkg, '--kubeconfig-out', kubeconfig, '--json'],
         { timeoutMs: E2E_TIMEOUT_MS },
       );
-      expect(init.exitCode, init.stderr).toBe(0);
+      expect(init.exitCode, printedBy(init)).toBe(0);
       const joinCommand = (JSON.parse(init.stdout) as { joinCommand: string }).joinCommand;
       for (const host of hosts.slice(1)) {
         const args = joinCommand.split(' ').slice(1);
         const run = await runCli([...args, ...ssh(host), '--json'], { timeoutMs: E2E_TIMEOUT_MS });
-        expect(run.exitCode, run.stderr).toBe(0);
+        expect(run.exitCode, printedBy(run)).toBe(0);
       }
       await kubectl(kubeconfig, ['wait', '--for=condition=Ready', 'node', '--all', `--timeout=${KUBECTL_WAIT}`]);
       const nodes = JSON.parse(await kubectl(kubeconfig, ['get', 'nodes', '-o', 'json'])) as NodeList;
@@ -118,7 +119,7 @@ describe.skipIf(hosts.length < 2 || pkg === '')('main job on real hosts (EDGEADM
         expect(node.status.conditions.find((c) => c.type === 'Ready')?.status, node.metadata.name).toBe('True');
       }
       const list = await runCli(['token', 'list', '--kubeconfig', kubeconfig, '--json'], { timeoutMs: 60_000 });
-      expect(list.exitCode, list.stderr).toBe(0);
+      expect(list.exitCode, printedBy(list)).toBe(0);
     },
     E2E_TIMEOUT_MS,
   );
@@ -174,7 +175,7 @@ describe.skipIf(hosts.length < 2 || pkg === '')('main job on real hosts (EDGEADM
     async () => {
       for (const host of [...hosts.slice(1), hosts[0]!]) {
         const reset = await runCli(['reset', ...ssh(host), '--force', '--json'], { timeoutMs: E2E_TIMEOUT_MS });
-        expect(reset.exitCode, reset.stderr).toBe(0);
+        expect(reset.exitCode, printedBy(reset)).toBe(0);
         expect(JSON.parse(reset.stdout)).toMatchObject({ hadState: true });
         expect(await hostState(host), host).toBe(before.get(host));
       }

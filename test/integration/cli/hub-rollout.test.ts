@@ -17,6 +17,7 @@ import { readRolloutFile } from '../../../src/rollout/rollout-file.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli, type CliResult } from '../../support/cli.js';
 import { startFakeOperatorApi, zeroCounts, type FakeOperatorApi } from '../../support/fake-operator-api.js';
+import { printedBy } from '../../support/run-output.js';
 
 let fake: FakeOperatorApi;
 const dir = mkdtempSync(join(tmpdir(), 'hub-rollout-cli-'));
@@ -75,7 +76,7 @@ describe('edgeadm hub rollout apply', () => {
   it('sends the file with its referenced manifests and prints the revision; --json prints the result', async () => {
     const path = rolloutFile('web');
     const created = await hub(['hub', 'rollout', 'apply', '-f', path]);
-    expect(created.exitCode, created.stderr).toBe(0);
+    expect(created.exitCode, printedBy(created)).toBe(0);
     expect(created.stdout).toBe('rollout web created: revision 1\n');
     const stored = fake.rollouts.get('web')?.document as { spec: Record<string, unknown> };
     expect(stored.spec['resourcesFrom']).toBeUndefined();
@@ -92,13 +93,13 @@ describe('edgeadm hub rollout apply', () => {
       spec: { placement: { clusters: ['store-1'] }, resourcesFrom: [{ path: 'manifests' }] },
     });
     const result = await hub(['hub', 'rollout', 'apply', '-f', '-'], text);
-    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.exitCode, printedBy(result)).toBe(0);
     expect(fake.rollouts.has('from-stdin')).toBe(true);
   });
 
   it('--dry-run prints the waves, the rendered objects and the copies that cannot be rendered, storing nothing', async () => {
     const result = await hub(['hub', 'rollout', 'apply', '-f', rolloutFile('dry'), '--dry-run']);
-    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.exitCode, printedBy(result)).toBe(0);
     expect(result.stdout).toContain('Dry run: rollout dry would be created as revision 1; nothing was changed.');
     expect(result.stdout).toContain('Wave 1 (1): store-1\nWave 2 (2): store-2, store-3');
     expect(result.stdout).toContain('store-2: spec.resources[0].data.site: the cluster has no label "region"');
@@ -142,7 +143,7 @@ describe('edgeadm hub rollout status', () => {
     await hub(['hub', 'rollout', 'apply', '-f', rolloutFile('shown')]);
     fake.setStatus('shown', progressingStatus());
     const table = await hub(['hub', 'rollout', 'status', 'shown', '--clusters']);
-    expect(table.exitCode, table.stderr).toBe(0);
+    expect(table.exitCode, printedBy(table)).toBe(0);
     const lines = table.stdout.split('\n');
     expect(lines[0]).toBe('Rollout shown: revision 1, progressing');
     const header = lines.find((line) => line.startsWith('WAVE')) as string;
@@ -267,7 +268,7 @@ describe('edgeadm hub clusters hold, release, set-properties', () => {
     await hub(['hub', 'clusters', 'release', 'store-9']);
     expect(fake.holds.has('store-9')).toBe(false);
     const set = await hub(['hub', 'clusters', 'set-properties', 'store-9', 'tag=1.4.3', 'note=a=b', 'empty=']);
-    expect(set.exitCode, set.stderr).toBe(0);
+    expect(set.exitCode, printedBy(set)).toBe(0);
     expect(fake.properties.get('store-9')).toEqual({ tag: '1.4.3', note: 'a=b', empty: '' });
     const bad = await hub(['hub', 'clusters', 'set-properties', 'store-9', 'tag']);
     expect(bad.exitCode).toBe(3);

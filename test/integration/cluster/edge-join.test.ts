@@ -35,6 +35,7 @@ import type { CliResult } from '../../support/cli.js';
 import { clusterCliFor, type ClusterCli } from '../../support/cluster-cli.js';
 import { DISTRIBUTIONS, type DistributionName, type TestDistribution } from '../../support/distributions.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 /** How long the restarted kubelet may take to reach the API server through the proxy on 2 busy cores. */
 const KUBELET_THROUGH_PROXY_TIMEOUT_MS = 60_000;
@@ -243,7 +244,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       specifics.titles.token,
       async () => {
         const run = await edgeadm(['token', 'create', '--kubeconfig', adminKubeconfig, '--print-join-command']);
-        expect(run.exitCode, run.stderr).toBe(0);
+        expect(run.exitCode, printedBy(run)).toBe(0);
         tokenJoinCommand = run.stdout.trim();
         expect(tokenJoinCommand).toMatch(
           new RegExp(

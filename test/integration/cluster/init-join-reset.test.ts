@@ -34,6 +34,7 @@ import {
 import { DISTRIBUTIONS, type DistributionName, type TestDistribution } from '../../support/distributions.js';
 import { SIM_IMPORTED_IMAGES_LIST } from '../../support/sim-kubeadm/containerd.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 /** What a distribution's suite run can reach: the harness, the CLI and the cluster. */
 interface Suite {
@@ -287,7 +288,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
         expect(result.joinCommand).toBe(joinCommand);
         // Without --json, so that the per-phase lines for people are printed.
         const run = await edgeadm(initArgs().filter((arg) => arg !== '--json'));
-        expect(run.exitCode, run.stderr).toBe(0);
+        expect(run.exitCode, printedBy(run)).toBe(0);
         const output = `${run.stdout}\n${run.stderr}`;
         // A check phase checks again; it has nothing to be "already done".
         expect(output).toMatch(/\[preflight\] checked \(/);
@@ -493,7 +494,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
         // kube-system/kubeadm-config), not the default k3s; and as an edge node, since the edge-addons phase above
         // made this an edge cluster.
         const printed = await edgeadm(['token', 'create', ...kube, '--ttl', '1h', '--print-join-command']);
-        expect(printed.exitCode, printed.stderr).toBe(0);
+        expect(printed.exitCode, printedBy(printed)).toBe(0);
         expect(printed.stdout.trim()).toMatch(
           new RegExp(
             `^edgeadm join \\S+:6443 --token [a-z0-9]{6}\\.[a-z0-9]{16} --discovery-token-ca-cert-hash sha256:[0-9a-f]{64}${distribution.joinCommandDistributionWords} --enable-edge$`,
@@ -511,7 +512,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           words[words.indexOf('--discovery-token-ca-cert-hash') + 1]!,
           '--json',
         ]);
-        expect(discovered.exitCode, discovered.stderr).toBe(0);
+        expect(discovered.exitCode, printedBy(discovered)).toBe(0);
         json(await edgeadm(['token', 'delete', ...kube, created.id, '--json']));
         const after = json<{ tokens: Array<{ id: string }> }>(await edgeadm(['token', 'list', ...kube, '--json']));
         expect(after.tokens.map((t) => t.id)).not.toContain(created.id);

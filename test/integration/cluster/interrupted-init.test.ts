@@ -11,6 +11,7 @@ import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli, type CliResult } from '../../support/cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { TMPFS_DIRS, startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 /** Big enough that the upload is still running when the connection is killed. */
 const IMAGE_BYTES = 96 * 1024 * 1024;
@@ -71,13 +72,13 @@ describe('init after a dropped SSH connection', () => {
     );
 
     const second = await edgeadm(args);
-    expect(second.exitCode, second.stderr).toBe(0);
+    expect(second.exitCode, printedBy(second)).toBe(0);
     const result = JSON.parse(second.stdout) as InitResult;
     expect(result.phases.find((p) => p.path === 'wait-ready')?.status).toBe('unchanged');
     expect(result.joinCommand).toMatch(/^edgeadm join /);
 
     const reset = await edgeadm(['reset', ...sshArgs(host), '--force', '--json']);
-    expect(reset.exitCode, reset.stderr).toBe(0);
+    expect(reset.exitCode, printedBy(reset)).toBe(0);
     expect(await listing(host)).toBe(before);
   });
 });

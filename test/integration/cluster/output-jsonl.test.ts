@@ -22,6 +22,7 @@ import type { CliResult } from '../../support/cli.js';
 import { clusterCli, sshArgs as hostSshArgs } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 /** A CLI run may start a simulated server and wait for it on 2 busy cores. */
 const CLI_TIMEOUT_MS = 120_000;
@@ -76,7 +77,7 @@ describe('--output jsonl (simulated k3s)', () => {
       '--output',
       'jsonl',
     ]);
-    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.exitCode, printedBy(run)).toBe(0);
     const lines = linesOf(run);
     expect(phasesOf(lines)).toEqual([
       'phase-started preflight',
@@ -137,7 +138,7 @@ describe('--output jsonl (simulated k3s)', () => {
       '--output',
       'jsonl',
     ]);
-    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.exitCode, printedBy(run)).toBe(0);
     const lines = linesOf(run);
     const phases = phasesOf(lines);
     expect(phases[0]).toBe('phase-started preflight');
@@ -177,7 +178,7 @@ describe('--output jsonl (simulated k3s)', () => {
       '--output',
       'jsonl',
     ]);
-    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.exitCode, printedBy(run)).toBe(0);
     const lines = linesOf(run) as Array<Line | { type: string; host: string }>;
     for (const store of ['store-1', 'store-2']) {
       const mine = lines.filter((line) => 'host' in line && line.host === store).map((line) => line.type);

@@ -31,6 +31,7 @@ import { runCli, type CliResult } from '../../support/cli.js';
 import { clusterCli, json, sshArgs } from '../../support/cluster-cli.js';
 import { BROKEN_KUBELET_MARKER, buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 const CLI_TIMEOUT_MS = 300_000;
 const TEST_TIMEOUT_MS = 600_000;
@@ -171,7 +172,7 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
       });
       const before = await installed();
       const run = await apply('broken', ['--gate-timeout', '20s']);
-      expect(run.exitCode, run.stderr).toBe(1);
+      expect(run.exitCode, printedBy(run)).toBe(1);
       const error = errorOf(run);
       expect(error.code).toBe('E_UPGRADE_ROLLED_BACK');
       expect(error.message).toMatch(/the (api-ready|node-ready) gate did not pass/);

@@ -23,6 +23,7 @@ import { runCli, type CliResult } from '../../support/cli.js';
 import { clusterCli, json, sshArgs } from '../../support/cluster-cli.js';
 import { BROKEN_SERVER_MARKER, buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 const CLI_TIMEOUT_MS = 240_000;
 const TEST_TIMEOUT_MS = 600_000;
@@ -178,7 +179,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
         '--output',
         'jsonl',
       ]);
-      expect(jsonl.exitCode, jsonl.stderr).toBe(0);
+      expect(jsonl.exitCode, printedBy(jsonl)).toBe(0);
       const events = jsonl.stdout
         .trim()
         .split('\n')
@@ -212,7 +213,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       });
       const before = await installed();
       const run = await apply('broken', ['--gate-timeout', '15s']);
-      expect(run.exitCode, run.stderr).toBe(1);
+      expect(run.exitCode, printedBy(run)).toBe(1);
       const error = errorOf(run);
       expect(error.code).toBe('E_UPGRADE_ROLLED_BACK');
       expect(error.message).toContain('the api-ready gate did not pass');

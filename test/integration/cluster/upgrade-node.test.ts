@@ -31,6 +31,7 @@ import { DISTRIBUTIONS, type TestDistribution } from '../../support/distribution
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 const NODE_WAIT_MS = 90_000;
 /** The edge-proxy's cache directory on an edge node. */
@@ -136,12 +137,15 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
     );
     const words = init.joinCommand.split(' ');
     const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
-    for (const [node, isEdge] of [
-      [plainNode(), false],
-      [edgeNode(), true],
-    ] as const) {
-      json(
-        await edgeadm([
+    // The two nodes join at once, as an operator's fleet join does.
+    const joins = await Promise.all(
+      (
+        [
+          [plainNode(), false],
+          [edgeNode(), true],
+        ] as const
+      ).map(([node, isEdge]) =>
+        edgeadm([
           'join',
           words[2]!,
           '--token',
@@ -155,8 +159,9 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
           ...sshArgs(env, node),
           '--json',
         ]),
-      );
-    }
+      ),
+    );
+    for (const joined of joins) json(joined);
     const cp = await nodeName(controlPlane());
     await waitForVersions((name) => (name === cp ? controlPlaneVersion : versions.old), 3);
     json(
@@ -182,7 +187,7 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
       const binaries = `sha256sum ${distribution.name === 'k3s' ? '/usr/local/bin/k3s' : '/usr/local/bin/kubeadm /usr/local/bin/kubelet /var/lib/kubelet/config.yaml'}`;
       const before = await env.run(plainNode(), binaries);
       const run = await upgradeNode(plainNode(), 'broken', ['--gate-timeout', '15s']);
-      expect(run.exitCode, run.stderr).toBe(1);
+      expect(run.exitCode, printedBy(run)).toBe(1);
       const error = errorOf(run);
       expect(error.code).toBe('E_UPGRADE_ROLLED_BACK');
       expect(error.message).toContain('the node-ready gate did not pass');
@@ -211,7 +216,7 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
     async () => {
       const node = await nodeName(plainNode());
       const skew = await upgradeNode(plainNode(), versions.skip);
-      expect(skew.exitCode, skew.stderr).toBe(2);
+      expect(skew.exitCode, printedBy(skew)).toBe(2);
       expect(errorOf(skew)).toMatchObject({
         code: 'E_UPGRADE_SKEW',
         message: expect.stringContaining('kubelet-not-newer-than-api-server'),
@@ -232,7 +237,7 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
         spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } },
       });
       const refused = await upgradeNode(plainNode(), versions.next, ['--drain-timeout', '1s']);
-      expect(refused.exitCode, refused.stderr).toBe(1);
+      expect(refused.exitCode, printedBy(refused)).toBe(1);
       expect(errorOf(refused)).toMatchObject({
         code: 'E_DRAIN_DISRUPTION_BUDGET',
         message: expect.stringContaining('The disruption budget web needs 1 healthy pods and has 1 currently'),

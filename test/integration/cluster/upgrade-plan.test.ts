@@ -27,6 +27,7 @@ import { clusterCli, json, listing, sshArgs } from '../../support/cluster-cli.js
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 /** A CLI run may start several simulated services and wait for them on 2 busy cores. */
 const CLI_TIMEOUT_MS = 240_000;
@@ -217,7 +218,7 @@ describe.each(FLAVOURS)('edgeadm upgrade plan on a simulated $distribution clust
       expect(result.hosts[1]!.actions[0]).toMatch(/^cordon, and drain/);
 
       const text = await plan(next);
-      expect(text.exitCode, text.stderr).toBe(0);
+      expect(text.exitCode, printedBy(text)).toBe(0);
       expect(text.stdout).toContain(`${flavour.distribution}, 1 control plane, 2 nodes; API server ${old}`);
       expect(text.stdout).toMatch(
         new RegExp(

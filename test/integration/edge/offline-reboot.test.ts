@@ -43,6 +43,7 @@ import { DISTRIBUTIONS, type DistributionName, type TestDistribution } from '../
 import { rebootHost } from '../../support/reboot-host.js';
 import { SIM_RUNTIME_DIR, type SimRunningPod } from '../../support/sim-kubelet-pods.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 /** How long the node's services may take to come back and settle on 2 busy cores. */
 const SETTLE_TIMEOUT_MS = 90_000;
@@ -175,7 +176,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       ]),
     );
     const printed = await cli.edgeadm(['token', 'create', '--kubeconfig', adminKubeconfig, '--print-join-command']);
-    expect(printed.exitCode, printed.stderr).toBe(0);
+    expect(printed.exitCode, printedBy(printed)).toBe(0);
     const [, , ...joinWords] = printed.stdout.trim().split(' ');
     const joined = cli.json<JoinResult>(
       await cli.edgeadm(['join', ...joinWords, '--install-pkg-path', pkg, '--json', ...cli.sshArgs(edgeNode())]),

@@ -53,6 +53,7 @@ import {
   type FleetCli,
 } from '../../support/fleet-cli.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 const CONTROL_PLANE_COUNT = 3;
 /** Bounds for one CLI run and one test on a busy 2-core machine. */
@@ -285,7 +286,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       async () => {
         const connectionsBefore = connectionCounts(env);
         const { run, result } = await fleet<FleetUpDryRun>('up', ['--dry-run', '--canary', '1']);
-        expect(run.exitCode, run.stderr).toBe(0);
+        expect(run.exitCode, printedBy(run)).toBe(0);
         const endpoint = controlPlanes[0]!.address;
         // One canary node first, then the rest in one wave.
         expect(result.hosts.map((entry) => [entry.host, entry.role, entry.wave])).toEqual([
@@ -328,7 +329,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
         // cp3's kubelet port is taken: the control-plane join preflight fails there.
         freeKubeletPort = await takeKubeletPort(env, controlPlanes[2]!);
         const { run, result } = await fleet<FleetUpResult>('up', []);
-        expect(run.exitCode, run.stderr).toBe(1);
+        expect(run.exitCode, printedBy(run)).toBe(1);
         expect(result.controlPlane).toMatchObject({
           host: 'cp1',
           role: 'control-plane',
@@ -394,7 +395,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
         await specifics.beforeResume(fleetOf());
         const connectionsBefore = connectionCounts(env);
         const { run, result } = await fleet<FleetUpResult>('up', ['--resume', 'last']);
-        expect(run.exitCode, run.stderr).toBe(0);
+        expect(run.exitCode, printedBy(run)).toBe(0);
         expect(result.runId).toBe(failedRun.runId);
         expect(result.stopReason).toBeUndefined();
         expect(result.controlPlane.isChanged).toBe(specifics.isFirstChangedOnResume);
@@ -437,7 +438,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       'a re-run changes nothing',
       async () => {
         const { run, result } = await fleet<FleetUpResult>('up', []);
-        expect(run.exitCode, run.stderr).toBe(0);
+        expect(run.exitCode, printedBy(run)).toBe(0);
         expect(result.runId).not.toBe(failedRun.runId);
         expect(result.controlPlane.isChanged).toBe(false);
         expect(result.hosts.map((entry) => [entry.host, entry.status, entry.isChanged])).toEqual([
@@ -453,7 +454,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       specifics.titles.reset,
       async () => {
         const { run, result } = await fleet<FleetResetResult>('reset', ['--force']);
-        expect(run.exitCode, run.stderr).toBe(0);
+        expect(run.exitCode, printedBy(run)).toBe(0);
         expect(result.hosts.map((entry) => [entry.host, entry.role, entry.status, entry.hadState])).toEqual([
           ...controlPlanes.map((_, index) => [cpName(index), 'control-plane', 'done', true]),
           ...nodes.map((_, index) => [nodeName(index), 'worker', 'done', true]),

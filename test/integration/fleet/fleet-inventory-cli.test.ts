@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli } from '../../support/cli.js';
+import { printedBy } from '../../support/run-output.js';
 
 function inventoryFile(name: string, text: string): string {
   const path = join(mkdtempSync(join(tmpdir(), 'fleet-inventory-')), name);
@@ -59,7 +60,7 @@ describe('fleet plan: inventory host fields', { timeout: 120_000 }, () => {
       'kind: FleetInventory\ncontrolPlane:\n  hosts:\n    cp1.example.com: {}\nnodeGroups:\n  stores:\n    labels: { example.com/tier: store }\n    hosts:\n      store_001: { address: "2001:db8::2" }\n',
     );
     const result = await runCli(['fleet', 'plan', '-i', file, '--for', 'up']);
-    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.exitCode, printedBy(result)).toBe(0);
     const lines = result.stdout.split('\n').filter((line) => line.includes('wave'));
     expect(lines).toHaveLength(2);
     expect(lines[1]).toMatch(/store_001 \(worker, 2001:db8::2\)/);

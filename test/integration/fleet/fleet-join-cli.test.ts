@@ -12,6 +12,7 @@ import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli, type CliResult } from '../../support/cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 /** A CLI run may start a simulated server and wait for it on 2 busy cores. */
 const CLI_TIMEOUT_MS = 150_000;
@@ -54,7 +55,7 @@ describe('edgeadm fleet join', () => {
         pkg,
         '--json',
       ]);
-      expect(init.exitCode, init.stderr).toBe(0);
+      expect(init.exitCode, printedBy(init)).toBe(0);
       const joinCommand = (JSON.parse(init.stdout) as InitResult).joinCommand!;
       const token = /--token (\S+)/.exec(joinCommand)![1]!;
       const pin = /--discovery-token-ca-cert-hash (\S+)/.exec(joinCommand)![1]!;
@@ -97,7 +98,7 @@ describe('edgeadm fleet join', () => {
         '2',
         '--json',
       ]);
-      expect(run.exitCode, run.stderr).toBe(1);
+      expect(run.exitCode, printedBy(run)).toBe(1);
       const result = JSON.parse(run.stdout) as FleetJoinResult;
       // The control-plane host is not a node to join.
       expect(result.hosts.map((entry) => [entry.host, entry.status])).toEqual([

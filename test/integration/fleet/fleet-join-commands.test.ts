@@ -26,6 +26,7 @@ import { clusterCli } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 import * as discovery from '../../../src/trust/discovery.js';
+import { printedBy } from '../../support/run-output.js';
 
 vi.mock('../../../src/trust/discovery.js', { spy: true });
 
@@ -128,7 +129,7 @@ describe('fleet join, counted in commands on each host', () => {
         pkg,
         '--json',
       ]);
-      expect(init.exitCode, init.stderr).toBe(0);
+      expect(init.exitCode, printedBy(init)).toBe(0);
       const joinCommand = (JSON.parse(init.stdout) as InitResult).joinCommand!;
       const options: FleetJoinOptions = {
         inventoryFile: 'inventory.yaml',

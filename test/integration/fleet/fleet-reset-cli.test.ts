@@ -10,6 +10,7 @@ import type { FleetResetResult } from '../../../src/fleet/fleet-reset.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli, type CliResult } from '../../support/cli.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 const TARGET_COUNT = 2;
 const CLI_TIMEOUT_MS = 90_000;
@@ -98,7 +99,7 @@ describe('edgeadm fleet reset', () => {
     'resets only the hosts --limit selects',
     async () => {
       const { run, result } = await fleetReset(['--force', '--limit', 'store-1']);
-      expect(run.exitCode, run.stderr).toBe(0);
+      expect(run.exitCode, printedBy(run)).toBe(0);
       expect(result.hosts.map((entry) => [entry.host, entry.status])).toEqual([['store-1', 'done']]);
       expect(result.hosts[0]!.removed).toContain('/var/lib/rancher/k3s');
       expect(await hasMarker(env.targets[0]!)).toBe(false);

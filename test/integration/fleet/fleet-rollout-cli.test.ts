@@ -28,6 +28,7 @@ import { ensureCliBuilt } from '../../support/cli-build.js';
 import { REPO_ROOT, runCli, type CliResult } from '../../support/cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 /** Stores behind the bastion. */
 const STORE_COUNT = 20;
@@ -264,7 +265,7 @@ describe('edgeadm fleet over 20 hosts behind a bastion (simulated k3s)', () => {
         '--max-failures',
         '2',
       ]);
-      expect(run.exitCode, run.stderr).toBe(1);
+      expect(run.exitCode, printedBy(run)).toBe(1);
       expect(result.controlPlane).toMatchObject({ host: 'cp', isChanged: true });
       expect(result.stopReason).toBe('max-failures');
       const broken = BROKEN_STORES.map((store) => storeName(store - 1));
@@ -394,7 +395,7 @@ describe('edgeadm fleet over 20 hosts behind a bastion (simulated k3s)', () => {
       await fixStore(BROKEN_STORES[0]! - 1);
       const connectionsBefore = connectionCounts();
       const { run, result } = await fleet<FleetUpResult>('up', writeEdgeadmInventory('inventory.yaml'));
-      expect(run.exitCode, run.stderr).toBe(0);
+      expect(run.exitCode, printedBy(run)).toBe(0);
       expect(result.controlPlane).toMatchObject({
         host: 'cp',
         isChanged: false,

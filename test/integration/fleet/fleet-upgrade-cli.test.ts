@@ -26,6 +26,7 @@ import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli, type CliResult } from '../../support/cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 const NODE_COUNT = 9;
 const CLI_TIMEOUT_MS = 420_000;
@@ -164,7 +165,7 @@ beforeAll(async () => {
     '5',
     '--json',
   ]);
-  expect(up.exitCode, up.stderr).toBe(0);
+  expect(up.exitCode, printedBy(up)).toBe(0);
 }, TEST_TIMEOUT_MS);
 
 afterAll(async () => {
@@ -184,7 +185,7 @@ describe('edgeadm fleet upgrade over 10 hosts (simulated k3s)', () => {
         spec: { nodeName: failing.name, containers: [{ name: 'c', image: 'registry.example/bare:1' }] },
       });
       const run = await upgrade(VERSIONS.next, ['--concurrency', '4']);
-      expect(run.exitCode, run.stderr).toBe(1);
+      expect(run.exitCode, printedBy(run)).toBe(1);
       const result = resultOf(run);
       expect(result.target).toBe(VERSIONS.next);
       expect(result.hosts[0]).toMatchObject({ host: 'cp', status: 'done', outcome: 'upgraded', from: VERSIONS.old });
@@ -200,7 +201,7 @@ describe('edgeadm fleet upgrade over 10 hosts (simulated k3s)', () => {
 
       await admin.delete('/api/v1/namespaces/default/pods/bare');
       const resumed = await upgrade(VERSIONS.next, ['--resume', 'last']);
-      expect(resumed.exitCode, resumed.stderr).toBe(0);
+      expect(resumed.exitCode, printedBy(resumed)).toBe(0);
       const completed = resultOf(resumed);
       expect(completed.runId).toBe(result.runId);
       expect(completed.hosts.every((h) => h.status === 'done')).toBe(true);
@@ -228,7 +229,7 @@ describe('edgeadm fleet upgrade over 10 hosts (simulated k3s)', () => {
       );
       writeFileSync(clockFile, '2026-11-24T23:30:00Z\n');
       const run = await running;
-      expect(run.exitCode, run.stderr).toBe(1);
+      expect(run.exitCode, printedBy(run)).toBe(1);
       const result = resultOf(run);
       expect(result).toMatchObject({ stopReason: 'maintenance-window', resumeAt: '2026-11-25T22:00:00.000Z' });
       const done = result.hosts.filter((h) => h.status === 'done');
@@ -243,7 +244,7 @@ describe('edgeadm fleet upgrade over 10 hosts (simulated k3s)', () => {
 
       writeFileSync(clockFile, '2026-11-25T22:05:00Z\n');
       const resumed = await upgrade(VERSIONS.last, [...window, '--concurrency', '4', '--resume', 'last'], clock);
-      expect(resumed.exitCode, resumed.stderr).toBe(0);
+      expect(resumed.exitCode, printedBy(resumed)).toBe(0);
       expect(resultOf(resumed).hosts.every((h) => h.status === 'done')).toBe(true);
       expect([...(await kubeletVersions()).values()]).toEqual(
         Array.from({ length: NODE_COUNT + 1 }, () => VERSIONS.last),

@@ -26,6 +26,7 @@ import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli, type CliResult } from '../../support/cli.js';
 import { buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 const NODE_COUNT = 9;
 const CLI_TIMEOUT_MS = 420_000;
@@ -107,7 +108,7 @@ beforeAll(async () => {
     ].join('\n'),
   );
   const up = await edgeadm(['fleet', 'up', '-i', inventory, '--kubeconfig-out', adminKubeconfig, '--concurrency', '5']);
-  expect(up.exitCode, up.stderr).toBe(0);
+  expect(up.exitCode, printedBy(up)).toBe(0);
 }, TEST_TIMEOUT_MS);
 
 afterAll(async () => {
@@ -130,7 +131,7 @@ describe('edgeadm fleet upgrade over 10 hosts (simulated kubeadm)', () => {
         spec: { nodeName: failing.name, containers: [{ name: 'c', image: 'registry.example/bare:1' }] },
       });
       const run = await upgrade(VERSIONS.next, ['--concurrency', '4']);
-      expect(run.exitCode, run.stderr).toBe(1);
+      expect(run.exitCode, printedBy(run)).toBe(1);
       const result = resultOf(run);
       expect(result.target).toBe(VERSIONS.next);
       expect(result.hosts[0]).toMatchObject({ host: 'cp', status: 'done', outcome: 'upgraded', from: VERSIONS.old });
@@ -146,7 +147,7 @@ describe('edgeadm fleet upgrade over 10 hosts (simulated kubeadm)', () => {
 
       await admin.delete('/api/v1/namespaces/default/pods/bare');
       const resumed = await upgrade(VERSIONS.next, ['--resume', 'last']);
-      expect(resumed.exitCode, resumed.stderr).toBe(0);
+      expect(resumed.exitCode, printedBy(resumed)).toBe(0);
       const completed = resultOf(resumed);
       expect(completed.runId).toBe(result.runId);
       expect(completed.hosts.every((h) => h.status === 'done')).toBe(true);
@@ -165,11 +166,11 @@ describe('edgeadm fleet upgrade over 10 hosts (simulated kubeadm)', () => {
     'with --limit, upgrades the control plane alone, then one node alone through it; the other nodes are not touched',
     async () => {
       const alone = await upgrade(VERSIONS.last, ['--limit', 'cp']);
-      expect(alone.exitCode, alone.stderr).toBe(0);
+      expect(alone.exitCode, printedBy(alone)).toBe(0);
       expect(resultOf(alone).hosts.map((h) => [h.host, h.outcome])).toEqual([['cp', 'upgraded']]);
       // --limit to one node: the control plane is not in the run, and the node still goes through it.
       const limited = await upgrade(VERSIONS.last, ['--limit', nodeName(0)]);
-      expect(limited.exitCode, limited.stderr).toBe(0);
+      expect(limited.exitCode, printedBy(limited)).toBe(0);
       expect(resultOf(limited).hosts.map((h) => [h.host, h.outcome])).toEqual([[nodeName(0), 'upgraded']]);
       const versions = await kubeletVersions();
       expect(versions.get(controlPlane.name)).toBe(VERSIONS.last);

@@ -30,6 +30,7 @@ import {
   type EdgeCluster,
   type HubProcess,
 } from './hub-fixture.js';
+import { printedBy } from '../../support/run-output.js';
 
 const PROXY_USER = 'site-042';
 const PROXY_PASSWORD = 'pr0xy-Pa55word-never-logged';
@@ -106,7 +107,7 @@ describe('hub: the agent through an HTTP proxy', { timeout: 180_000 }, () => {
     const basic = `Basic ${Buffer.from(`${PROXY_USER}:${PROXY_PASSWORD}`).toString('base64')}`;
     expect(accepted.every((r) => r.authorization === basic)).toBe(true);
     const version = await kubectlVia(hub.adminConfig, 'proxied-1', ['version', '-o', 'json']);
-    expect(version.exitCode, version.stderr).toBe(0);
+    expect(version.exitCode, printedBy(version)).toBe(0);
     expect(JSON.parse(version.stdout)).toMatchObject({ serverVersion: { gitVersion: 'v1.30.4+sim' } });
   });
 

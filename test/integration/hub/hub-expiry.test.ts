@@ -22,6 +22,7 @@ import {
   type EdgeCluster,
   type HubAddress,
 } from './hub-fixture.js';
+import { printedBy } from '../../support/run-output.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 
@@ -67,7 +68,7 @@ describe('hub: credentials expire by the hub clock', { timeout: 120_000 }, () =>
       address.adminConfig,
       '--json',
     ]);
-    expect(created.exitCode, created.stderr).toBe(0);
+    expect(created.exitCode, printedBy(created)).toBe(0);
     const createdAt = now.getTime();
     expect(JSON.parse(created.stdout)).toMatchObject({ expiresAt: new Date(createdAt + HOUR_MS).toISOString() });
     const asUser = (): Promise<{ status: number }> =>
@@ -99,7 +100,7 @@ describe('hub: credentials expire by the hub clock', { timeout: 120_000 }, () =>
       ...registerArgs({ hub: address, token, cluster: early, labels: 'env=dev' }),
       '--register-only',
     ]);
-    expect(registered.exitCode, registered.stderr).toBe(0);
+    expect(registered.exitCode, printedBy(registered)).toBe(0);
 
     now = new Date(createdAt + HOUR_MS);
     expect(await signed()).toBe(false);

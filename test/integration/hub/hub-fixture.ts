@@ -11,7 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa, type ResultPromise } from 'execa';
+import { loadHubConfig } from '../../../src/hub/hub-config.js';
 import { REPO_ROOT, runCli, type CliResult } from '../../support/cli.js';
+import { call } from '../../support/https-client.js';
 import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
 import { TEST_COPY_POLL_NOT_READY_ENV } from '../../../src/rollout/limits.js';
 
@@ -194,15 +196,24 @@ export async function registerAndRun(options: {
   await waitForState(options.hub, options.cluster.name, 'Connected', options.cluster.agent);
 }
 
-/** Waits until the hub reports `state` for a cluster. */
+/**
+ * Waits until the hub reports `state` for a cluster. It asks the operator API
+ * over HTTPS, as `hub clusters get` does, with the admin config's server, CA
+ * and token: a wait, not a test of the CLI, and a CLI process per poll cost a
+ * second or more each on a busy machine (the suites that test `hub clusters`
+ * run the CLI).
+ */
 export async function waitForState(hub: HubProcess, name: string, state: string, agent?: BackgroundCli): Promise<void> {
   await waitFor(`cluster ${name} to be ${state}`, async () => {
     if (agent && agent.process.exitCode !== null) throw new Error(`the agent exited:\n${agent.output()}`);
-    const listed = await hubJson<{ clusters: { name: string; state: string }[] }>(
-      ['hub', 'clusters', 'list'],
-      hub.adminConfig,
+    // Read on each poll, as the CLI read it: a hub just started may not have written it yet.
+    const config = loadHubConfig(hub.adminConfig);
+    const answer = await call(
+      { url: config.server, caPem: config.caPem },
+      { path: `/hub/v1/clusters/${name}`, token: config.token },
     );
-    return listed.clusters.find((c) => c.name === name && c.state === state) ? true : undefined;
+    if (answer.status !== 200) throw new Error(`the hub answered ${answer.status}: ${answer.text}`);
+    return (answer.json as { state?: string }).state === state ? true : undefined;
   });
 }
 

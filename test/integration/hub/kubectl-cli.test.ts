@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { writeHubConfig } from '../../../src/hub/hub-config.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli } from '../../support/cli.js';
+import { printedBy } from '../../support/run-output.js';
 
 describe('edgeadm kubectl / kubeconfig', () => {
   const hubConfig = join(mkdtempSync(join(tmpdir(), 'hub-cfg-')), 'hub.yaml');
@@ -26,7 +27,7 @@ describe('edgeadm kubectl / kubeconfig', () => {
 
   it('prints a kubeconfig that reaches the cluster through the hub with the hub token', async () => {
     const result = await runCli(['kubeconfig', '--cluster', 'store-042'], { env: { EDGEADM_HUB_CONFIG: hubConfig } });
-    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.exitCode, printedBy(result)).toBe(0);
     const config = load(result.stdout) as {
       clusters: { cluster: { server: string } }[];
       users: { user: { token: string } }[];

@@ -35,6 +35,7 @@ import {
   type EdgeCluster,
   type HubProcess,
 } from './hub-fixture.js';
+import { printedBy } from '../../support/run-output.js';
 
 /** Cases of the end-to-end property: each is a real request through hub, tunnel and agent. */
 const PROPERTY_RUNS = 300;
@@ -168,7 +169,7 @@ describe('hub: the proxied path is a path', { timeout: 240_000 }, () => {
       '--hub-config',
       hub.adminConfig,
     ]);
-    expect(created.exitCode, created.stderr).toBe(0);
+    expect(created.exitCode, printedBy(created)).toBe(0);
     userToken = (/^token: (\S+)$/m.exec(readFileSync(userConfig, 'utf8')) as RegExpExecArray)[1] as string;
   });
 

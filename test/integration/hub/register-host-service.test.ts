@@ -24,6 +24,7 @@ import {
   type BackgroundCli,
   type HubProcess,
 } from './hub-fixture.js';
+import { printedBy } from '../../support/run-output.js';
 
 const CLI_TIMEOUT_MS = 120_000;
 const DATA_DIR = '/var/lib/edgeadm/agent';
@@ -133,7 +134,7 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
   it('installs the agent; it connects to the hub and kubectl through the hub works', async () => {
     const target = env.targets[0]!;
     const run = await register(target, 'site-1', launcher);
-    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.exitCode, printedBy(run)).toBe(0);
     const result = JSON.parse(run.stdout) as { changed: string[]; service: string; wasRegistered: boolean };
     expect(result.service).toBe('started');
     expect(result.changed).toEqual(
@@ -145,7 +146,7 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
     );
     await waitForState(hub, 'site-1', 'Connected');
     const version = await kubectlVia(hub.adminConfig, 'site-1', ['version', '-o', 'json']);
-    expect(version.exitCode, version.stderr).toBe(0);
+    expect(version.exitCode, printedBy(version)).toBe(0);
     expect(JSON.parse(version.stdout)).toMatchObject({ serverVersion: { gitVersion: 'v1.30.4+sim' } });
   });
 
@@ -185,7 +186,7 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
     const pidBefore = await env.run(target, 'cat /var/lib/edgeadm/services/edgeadm-tunnel-agent.service.pid');
     const filesBefore = await env.run(target, `sha256sum ${DATA_DIR}/client.* ${DATA_DIR}/*.kubeconfig`);
     const run = await register(target, 'site-1', launcher);
-    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.exitCode, printedBy(run)).toBe(0);
     const result = JSON.parse(run.stdout) as { changed: string[]; service: string; wasRegistered: boolean };
     expect(result).toMatchObject({ changed: [], service: 'already-running', wasRegistered: true });
     expect(await env.run(target, 'cat /var/lib/edgeadm/services/edgeadm-tunnel-agent.service.pid')).toBe(pidBefore);
@@ -197,7 +198,7 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
     const target = env.targets[0]!;
     await env.run(target, `mkdir -p ${DATA_DIR}/logs && chown -R root:root ${DATA_DIR}`);
     const run = await register(target, 'site-1', launcher);
-    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.exitCode, printedBy(run)).toBe(0);
     const owners = await env.run(target, `find ${DATA_DIR} -printf '%u:%g %p\\n' | sort`);
     expect(owners.trim().split('\n').length).toBeGreaterThan(4);
     expect(owners).not.toContain('root:root');
@@ -214,7 +215,7 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
     // The user the failed run made went with it.
     expect(await env.run(target, 'getent passwd edgeadm-agent || echo none'), failed.stderr).toBe('none\n');
     const fixed = await register(target, 'site-2', launcher);
-    expect(fixed.exitCode, fixed.stderr).toBe(0);
+    expect(fixed.exitCode, printedBy(fixed)).toBe(0);
     // The registration made by the failed run was kept and installed: the hub was not asked again.
     expect(JSON.parse(fixed.stdout)).toMatchObject({ wasRegistered: true, service: 'started' });
     await waitForState(hub, 'site-2', 'Connected');

@@ -24,6 +24,7 @@ import {
   type EdgeCluster,
   type HubProcess,
 } from './hub-fixture.js';
+import { printedBy } from '../../support/run-output.js';
 
 const SA_USER = 'system:serviceaccount:kube-system:edgeadm-tunnel-agent';
 const RBAC = 'rbac.authorization.k8s.io/v1';
@@ -59,7 +60,7 @@ describe('register-cloud --create-service-account', { timeout: 180_000 }, () => 
       '--hub-config',
       hub.adminConfig,
     ]);
-    expect(created.exitCode, created.stderr).toBe(0);
+    expect(created.exitCode, printedBy(created)).toBe(0);
   });
 
   afterAll(async () => {
@@ -111,7 +112,7 @@ describe('register-cloud --create-service-account', { timeout: 180_000 }, () => 
   it('runs the agent as the ServiceAccount, impersonating the hub user and groups', async () => {
     edge.api.clearRequests();
     const whoami = await kubectlVia(opsConfig, 'sa-1', ['auth', 'whoami', '-o', 'json']);
-    expect(whoami.exitCode, whoami.stderr).toBe(0);
+    expect(whoami.exitCode, printedBy(whoami)).toBe(0);
     const review = JSON.parse(whoami.stdout) as { status: { userInfo: { username: string; groups: string[] } } };
     expect(review.status.userInfo.username).toBe('ops');
     expect(review.status.userInfo.groups).toContain('ops-team');
@@ -152,7 +153,7 @@ describe('register-cloud --create-service-account', { timeout: 180_000 }, () => 
       '--create-service-account',
       '--register-only',
     ]);
-    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.exitCode, printedBy(again)).toBe(0);
     expect(again.stderr + again.stdout).toMatch(/already in place/);
     expect(versions()).toEqual(before);
     expect(readFileSync(join(edge.dataDir, 'upstream.kubeconfig'), 'utf8')).toBe(kubeconfigBefore);
@@ -198,7 +199,7 @@ describe('register-cloud --create-service-account', { timeout: 180_000 }, () => 
         ...registerArgs({ hub, token, cluster: limited, labels: 'env=sa' }),
         '--register-only',
       ]);
-      expect(accepted.exitCode, accepted.stderr).toBe(0);
+      expect(accepted.exitCode, printedBy(accepted)).toBe(0);
     } finally {
       await limited.api.stop();
     }

@@ -245,6 +245,35 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
     };
   };
 
+  /**
+   * A cluster's state as a replica shows it, read over HTTPS as the CLI reads
+   * it: for waits, where a CLI process per poll cost a second or more.
+   */
+  const stateOn = async (replica: Replica, cluster: string): Promise<string | undefined> => {
+    const answer = await rawRequest({
+      port: replica.hub.port,
+      caPem,
+      path: `/hub/v1/clusters/${cluster}`,
+      token: adminToken,
+    });
+    return answer.status === 200 ? (JSON.parse(answer.body) as { state: string }).state : undefined;
+  };
+
+  /**
+   * Lists every cluster's pods with the real kubectl through each of `through`;
+   * the reads run at once (each is an edgeadm and a kubectl process).
+   */
+  const expectPodsThrough = async (through: readonly Replica[]): Promise<void> => {
+    const pairs = through.flatMap((replica) => clusters.map((cluster) => ({ replica, cluster })));
+    const results = await Promise.all(
+      pairs.map(({ replica, cluster }) => kubectlVia(replica.opsConfig, cluster.name, ['get', 'pods', '-o', 'name'])),
+    );
+    pairs.forEach(({ replica, cluster }, i) => {
+      const result = results[i]!;
+      expect(result.stdout + result.stderr, `${cluster.name} via ${replica.hub.url}`).toContain(`pod/${POD}`);
+    });
+  };
+
   /** Registers a cluster whose agent dials replica `first` first, and waits until it is connected there. */
   const registerOn = async (first: number, cluster: EdgeCluster): Promise<void> => {
     const agent = startCli(registerArgs({ replicas, first, token, caPin, cluster }));
@@ -252,9 +281,14 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
     cluster.agent = agent;
     await waitFor(`cluster ${cluster.name} connected to replica ${first}`, async () => {
       if (agent.process.exitCode !== null) throw new Error(`the agent exited:\n${agent.output()}`);
-      const listing = await hubJson<ReplicaListing>(['hub', 'replicas', 'list'], replicas[first]!.config);
-      const view = await hubJson<{ state: string }>(['hub', 'clusters', 'get', cluster.name], replicas[first]!.config);
-      return view.state === 'Connected' && listing.replicas.length > 0 ? true : undefined;
+      const listing = await rawRequest({
+        port: replicas[first]!.hub.port,
+        caPem,
+        path: '/hub/v1/replicas',
+        token: adminToken,
+      });
+      const isListed = listing.status === 200 && (JSON.parse(listing.body) as ReplicaListing).replicas.length > 0;
+      return isListed && (await stateOn(replicas[first]!, cluster.name)) === 'Connected' ? true : undefined;
     });
   };
 
@@ -275,8 +309,8 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
     for (const replica of replicas) {
       writeHubConfig(replica.opsConfig, { ...loadHubConfig(replica.config), user: 'ops', token: opsToken });
     }
-    for (let i = 0; i < 3; i += 1) {
-      const cluster = await startEdgeCluster(`site-${i}`);
+    clusters.push(...(await Promise.all([0, 1, 2].map((i) => startEdgeCluster(`site-${i}`)))));
+    for (const cluster of clusters) {
       cluster.api.setObject({
         apiVersion: 'v1',
         kind: 'Pod',
@@ -284,9 +318,9 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
         spec: { containers: [{ name: 'web', image: 'nginx' }] },
       });
       cluster.api.setObject(hubAdminBinding());
-      clusters.push(cluster);
-      await registerOn(i, cluster);
     }
+    // Site i's agent dials replica i first; the three register at once, as a fleet's agents do.
+    await Promise.all(clusters.map((cluster, i) => registerOn(i, cluster)));
   }, 240_000);
 
   afterAll(async () => {
@@ -357,12 +391,7 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
   });
 
   it('reaches every cluster with kubectl through any replica', async () => {
-    for (const replica of replicas) {
-      for (const cluster of clusters) {
-        const result = await kubectlVia(replica.opsConfig, cluster.name, ['get', 'pods', '-o', 'name']);
-        expect(result.stdout + result.stderr, `${cluster.name} via ${replica.hub.url}`).toContain(`pod/${POD}`);
-      }
-    }
+    await expectPodsThrough(replicas);
   }, 240_000);
 
   it('forwards an exec (an upgraded connection) to the replica holding the tunnel', async () => {
@@ -593,20 +622,14 @@ describe.each(BACKENDS)('hub replicas on $name', (factory) => {
     await victim.hub.crash();
     await backend.expire(victim.hub.replicaId);
     const survivors = replicas.slice(0, 2);
-    await waitFor('site-2 to be connected to a surviving replica', async () => {
-      const view = await hubJson<{ state: string }>(['hub', 'clusters', 'get', 'site-2'], survivors[0]!.config);
-      return view.state === 'Connected' ? true : undefined;
-    });
+    await waitFor('site-2 to be connected to a surviving replica', async () =>
+      (await stateOn(survivors[0]!, 'site-2')) === 'Connected' ? true : undefined,
+    );
     const listing = await hubJson<ReplicaListing>(['hub', 'replicas', 'list'], survivors[0]!.config);
     expect(listing.replicas.map((r) => r.id).sort()).toEqual(survivors.map((r) => r.hub.replicaId).sort());
     expect(listing.replicas.reduce((sum, r) => sum + r.tunnels, 0)).toBe(3);
     expect(listing.replicas.filter((r) => r.isLeader === true)).toHaveLength(1);
-    for (const replica of survivors) {
-      for (const cluster of clusters) {
-        const result = await kubectlVia(replica.opsConfig, cluster.name, ['get', 'pods', '-o', 'name']);
-        expect(result.stdout + result.stderr, `${cluster.name} via ${replica.hub.url}`).toContain(`pod/${POD}`);
-      }
-    }
+    await expectPodsThrough(survivors);
     replicas.pop();
   }, 240_000);
 });
@@ -715,10 +738,18 @@ describe.each(BACKENDS)('hub replicas on $name: the leader stops during a rollou
         '--foreground',
       ]);
       agents.push(agent);
+      // Over HTTPS as the CLI reads it: a wait, where a CLI process per poll cost a second or more.
       await waitFor(`cluster ${name} connected`, async () => {
         if (agent.process.exitCode !== null) throw new Error(`the agent exited:\n${agent.output()}`);
-        const view = await hubJson<{ state: string }>(['hub', 'clusters', 'get', name], configs[0]!);
-        return view.state === 'Connected' ? true : undefined;
+        const answer = await rawRequest({
+          port: hubs[0]!.port,
+          caPem,
+          path: `/hub/v1/clusters/${name}`,
+          token: adminToken,
+        });
+        return answer.status === 200 && (JSON.parse(answer.body) as { state: string }).state === 'Connected'
+          ? true
+          : undefined;
       });
     }
   }, 240_000);

@@ -31,6 +31,7 @@ import {
   type EdgeCluster,
   type HubProcess,
 } from './hub-fixture.js';
+import { printedBy } from '../../support/run-output.js';
 
 /** True once the hub serves the rollout routes of src/rollout/api.ts. */
 const HUB_SERVES_ROLLOUT_API = existsSync(join(REPO_ROOT, 'src/hub/rollout-api.ts'));
@@ -67,7 +68,7 @@ describe.skipIf(!HUB_SERVES_ROLLOUT_API)('the TypeScript example against a real 
       '--hub-config',
       hub.adminConfig,
     ]);
-    expect(set.exitCode, set.stderr).toBe(0);
+    expect(set.exitCode, printedBy(set)).toBe(0);
   });
 
   afterAll(async () => {
@@ -104,7 +105,7 @@ describe.skipIf(!HUB_SERVES_ROLLOUT_API)('the TypeScript example against a real 
       [plain, 'unknown', '1.0.0'],
     ] as const) {
       const configMap = await kubectlVia(hub.adminConfig, cluster.name, ['get', 'configmap', 'site', '-o', 'json']);
-      expect(configMap.exitCode, configMap.stderr).toBe(0);
+      expect(configMap.exitCode, printedBy(configMap)).toBe(0);
       expect((JSON.parse(configMap.stdout) as { data: unknown }).data).toEqual({ site: cluster.name, region });
       const deployment = await kubectlVia(hub.adminConfig, cluster.name, [
         'get',

@@ -34,6 +34,7 @@ import {
   type EdgeCluster,
   type HubProcess,
 } from './hub-fixture.js';
+import { printedBy } from '../../support/run-output.js';
 
 const NAMESPACE = 'shop';
 /** Exit codes of `hub rollout status --watch` (README, "Rollouts"). */
@@ -192,6 +193,16 @@ async function siteOn(clusterName: string, rollout: string): Promise<Record<stri
   return (JSON.parse(result.stdout) as { data: Record<string, string> }).data;
 }
 
+/**
+ * The site ConfigMaps of a rollout on several clusters, read at once (each
+ * read is an edgeadm and a kubectl process; one after another they made up
+ * much of this file's time).
+ */
+async function sitesOn(names: string[], rollout: string): Promise<Map<string, Record<string, string> | undefined>> {
+  const sites = await Promise.all(names.map((name) => siteOn(name, rollout)));
+  return new Map(names.map((name, i) => [name, sites[i]]));
+}
+
 /** The copy revision a rollout's Deployment carries on a cluster, read with kubectl. */
 async function deploymentRevision(clusterName: string, rollout: string): Promise<string | undefined> {
   const result = await kubectlVia(hub.adminConfig, clusterName, [
@@ -219,19 +230,22 @@ beforeAll(async () => {
   hub = await startHubProcess();
   adminToken = loadHubConfig(hub.adminConfig).token as string;
   const token = await createHubToken(hub);
-  for (const [name, labels] of Object.entries(CLUSTER_LABELS)) {
-    const edge = await startEdgeCluster(name);
-    // Each cluster's own RBAC decides what a hub user may do there; rollouts write as their owner.
-    edge.api.setObject({
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: 'hub-admin' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-      subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: HUB_ADMIN_USER }],
-    });
-    clusters.push(edge);
-    await registerAndRun({ hub, token, cluster: edge, labels });
-  }
+  // The four clusters register at once, as a fleet's agents do.
+  await Promise.all(
+    Object.entries(CLUSTER_LABELS).map(async ([name, labels]) => {
+      const edge = await startEdgeCluster(name);
+      // Each cluster's own RBAC decides what a hub user may do there; rollouts write as their owner.
+      edge.api.setObject({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'hub-admin' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+        subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: HUB_ADMIN_USER }],
+      });
+      clusters.push(edge);
+      await registerAndRun({ hub, token, cluster: edge, labels });
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -244,19 +258,14 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
   it('lands on each cluster with its own values, and the declared summaries add up across clusters', async () => {
     await apply(rolloutOf('values', { selector: 'env=test' }));
     const done = await statusUntil('values', 'complete', (view) => view.state === 'complete');
+    const [sites, large] = await Promise.all([
+      sitesOn(Object.keys(CLUSTER_LABELS), 'values'),
+      kubectlVia(hub.adminConfig, 'shop-4', ['get', 'deployment', 'values', '-n', NAMESPACE, '-o', 'json']),
+    ]);
     for (const [name, labels] of Object.entries(CLUSTER_LABELS)) {
       const region = /region=(\w+)/.exec(labels)?.[1];
-      expect(await siteOn(name, 'values')).toEqual({ site: name, region, version: 'v1' });
+      expect(sites.get(name)).toEqual({ site: name, region, version: 'v1' });
     }
-    const large = await kubectlVia(hub.adminConfig, 'shop-4', [
-      'get',
-      'deployment',
-      'values',
-      '-n',
-      NAMESPACE,
-      '-o',
-      'json',
-    ]);
     expect((JSON.parse(large.stdout) as { spec: { replicas: number } }).spec.replicas).toBe(4);
     // Three clusters run 2 replicas and the large one 4: min 2, sum 10, from four reports.
     const summaries = Object.fromEntries(done.summaries.map((s) => [s.name, s]));
@@ -299,8 +308,9 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
   it('halts on a failing canary of a new revision and leaves later clusters on the previous one', async () => {
     await apply(rolloutOf('canary', { selector: 'env=test', waves: [1, '100%'] }));
     const first = await statusUntil('canary', 'complete', (view) => view.state === 'complete');
-    const before = new Map<string, string | undefined>();
-    for (const name of Object.keys(CLUSTER_LABELS)) before.set(name, await deploymentRevision(name, 'canary'));
+    const names = Object.keys(CLUSTER_LABELS);
+    const revisions = await Promise.all(names.map((name) => deploymentRevision(name, 'canary')));
+    const before = new Map(names.map((name, i) => [name, revisions[i]]));
 
     // Revision 2 cannot pull its image: the canary fails, the budget is 0, the rollout halts. Every
     // cluster reported ready for revision 1; that must not count for revision 2.
@@ -312,10 +322,12 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
     expect(halted.haltReason).toMatch(/failure budget/);
     const canary = halted.clusters?.find((row) => row.wave === 0);
     expect(canary?.phase).toBe('failed');
-    for (const name of Object.keys(CLUSTER_LABELS).filter((n) => n !== canary?.cluster)) {
+    const later = names.filter((n) => n !== canary?.cluster);
+    const laterRevisions = await Promise.all(later.map((name) => deploymentRevision(name, 'canary')));
+    later.forEach((name, i) => {
       expect(phaseOf(halted, name)).toBe('waiting');
-      expect(await deploymentRevision(name, 'canary')).toBe(before.get(name));
-    }
+      expect(laterRevisions[i], name).toBe(before.get(name));
+    });
     const watch = await cli(['hub', 'rollout', 'status', 'canary', '--watch', '--json']);
     expect(watch.exitCode).toBe(WATCH_HALTED);
   });
@@ -331,7 +343,7 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
       ['apply', '-f', '-'],
       dump({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'steer-foreign', namespace: NAMESPACE } }),
     );
-    expect(foreign.exitCode, foreign.stderr).toBe(0);
+    expect(foreign.exitCode, printedBy(foreign)).toBe(0);
 
     await cliOk(['hub', 'rollout', 'pause', 'steer']);
     await apply(rolloutOf('steer', { clusters: ['shop-1', 'shop-2'], version: 'v2' }));
@@ -342,21 +354,27 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
 
     await cliOk(['hub', 'rollout', 'resume', 'steer']);
     await statusUntil('steer', 'complete at v2', (view) => view.state === 'complete');
-    for (const name of ['shop-1', 'shop-2']) {
-      expect((await siteOn(name, 'steer'))?.['version']).toBe('v2');
-      const gone = await kubectlVia(hub.adminConfig, name, ['get', 'configmap', 'steer-extra', '-n', NAMESPACE]);
-      expect(gone.exitCode, `steer-extra pruned from ${name}`).not.toBe(0);
-    }
-    const kept = await kubectlVia(hub.adminConfig, 'shop-1', ['get', 'configmap', 'steer-foreign', '-n', NAMESPACE]);
-    expect(kept.exitCode, kept.stderr).toBe(0);
+    const steered = ['shop-1', 'shop-2'];
+    const extraOn = (name: string): Promise<CliResult> =>
+      kubectlVia(hub.adminConfig, name, ['get', 'configmap', 'steer-extra', '-n', NAMESPACE]);
+    const [atV2, pruned, kept] = await Promise.all([
+      sitesOn(steered, 'steer'),
+      Promise.all(steered.map(extraOn)),
+      kubectlVia(hub.adminConfig, 'shop-1', ['get', 'configmap', 'steer-foreign', '-n', NAMESPACE]),
+    ]);
+    steered.forEach((name, i) => {
+      expect(atV2.get(name)?.['version'], name).toBe('v2');
+      expect(pruned[i]?.exitCode, `steer-extra pruned from ${name}`).not.toBe(0);
+    });
+    expect(kept.exitCode, printedBy(kept)).toBe(0);
 
     await cliOk(['hub', 'rollout', 'undo', 'steer']);
     await statusUntil('steer', 'complete after undo', (view) => view.state === 'complete');
-    for (const name of ['shop-1', 'shop-2']) {
-      expect((await siteOn(name, 'steer'))?.['version']).toBe('v1');
-      const back = await kubectlVia(hub.adminConfig, name, ['get', 'configmap', 'steer-extra', '-n', NAMESPACE]);
-      expect(back.exitCode, back.stderr).toBe(0);
-    }
+    const [atV1, restored] = await Promise.all([sitesOn(steered, 'steer'), Promise.all(steered.map(extraOn))]);
+    steered.forEach((name, i) => {
+      expect(atV1.get(name)?.['version'], name).toBe('v1');
+      expect(restored[i]!.exitCode, printedBy(restored[i]!)).toBe(0);
+    });
 
     await cliOk(['hub', 'rollout', 'abort', 'steer']);
     expect((await status('steer')).state).toBe('aborted');
@@ -393,8 +411,9 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
     );
     expect(phaseOf(view, 'shop-2')).toBe('held');
     expect(view.counts.failed).toBe(0);
-    expect((await siteOn('shop-1', 'hold'))?.['version']).toBe('v2');
-    expect((await siteOn('shop-2', 'hold'))?.['version']).toBe('v1');
+    const held = await sitesOn(['shop-1', 'shop-2'], 'hold');
+    expect(held.get('shop-1')?.['version']).toBe('v2');
+    expect(held.get('shop-2')?.['version']).toBe('v1');
 
     await cliOk(['hub', 'clusters', 'release', 'shop-2']);
     await statusUntil(
@@ -439,9 +458,8 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
     expect(resumed.clusters?.find((row) => row.wave === 0)?.phase).not.toBe('waiting');
     for (const name of Object.keys(CLUSTER_LABELS)) await waitForState(hub, name, 'Connected');
     await statusUntil('restart', 'complete after the restart', (view) => view.state === 'complete');
-    for (const name of Object.keys(CLUSTER_LABELS)) {
-      expect((await siteOn(name, 'restart'))?.['site']).toBe(name);
-    }
+    const sites = await sitesOn(Object.keys(CLUSTER_LABELS), 'restart');
+    for (const name of Object.keys(CLUSTER_LABELS)) expect(sites.get(name)?.['site']).toBe(name);
   });
 
   it('refuses a scoped user a Rollout that reaches outside their clusters', async () => {
@@ -466,13 +484,15 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
     const listed = await cliOk(['hub', 'rollout', 'list', '--json'], euConfig);
     expect(JSON.stringify(JSON.parse(listed.stdout))).not.toMatch(/"outside"/);
     // Nothing reached any cluster.
-    for (const name of Object.keys(CLUSTER_LABELS)) expect(await siteOn(name, 'outside')).toBeUndefined();
+    const outside = await sitesOn(Object.keys(CLUSTER_LABELS), 'outside');
+    for (const name of Object.keys(CLUSTER_LABELS)) expect(outside.get(name), name).toBeUndefined();
 
     // Within their clusters, the same user may roll out.
     await apply(rolloutOf('inside', { selector: 'region=eu' }), euConfig);
     await statusUntil('inside', 'complete', (view) => view.state === 'complete');
-    expect((await siteOn('shop-1', 'inside'))?.['site']).toBe('shop-1');
-    expect(await siteOn('shop-3', 'inside')).toBeUndefined();
+    const inside = await sitesOn(['shop-1', 'shop-3'], 'inside');
+    expect(inside.get('shop-1')?.['site']).toBe('shop-1');
+    expect(inside.get('shop-3')).toBeUndefined();
   });
 
   it('deletes a rollout from every cluster, from an offline one when it returns', async () => {

@@ -20,7 +20,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
 import { TLS_TICKET_KEY_FILE } from '../../../src/hub/tls-ticket-keys.js';
 import { silentLogger } from '../../../src/log/run-log.js';
-import { TUNNEL_ALPN_PROTOCOL, TUNNEL_SILENCE_LIMIT_MS } from '../../../src/tunnel/limits.js';
+import type { HubDeadlines } from '../../../src/hub/socket-deadlines.js';
+import { TUNNEL_ALPN_PROTOCOL, TUNNEL_PING_INTERVAL_MS } from '../../../src/tunnel/limits.js';
 import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
 import type { AgentState } from '../../../src/registration/agent-state.js';
 import {
@@ -75,6 +76,16 @@ function connectMuteAgent(options: { port: number; site: Site }): Promise<TLSSoc
     });
   });
 }
+
+/**
+ * The hub's liveness, shortened so that a silent agent is closed in seconds
+ * rather than the default half minute: still half as long again as the real
+ * agent's ping interval, so the live agent below is heard from (it pings at
+ * its default interval) well before the limit would close it, and a sweep
+ * that did not count its pings would close it with the mute one.
+ */
+const SILENCE_LIMIT_MS = 1.5 * TUNNEL_PING_INTERVAL_MS;
+const SHORT_LIVENESS: Partial<HubDeadlines> = { tunnelSilenceMs: SILENCE_LIMIT_MS, tunnelSweepMs: 500 };
 
 describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
   const root = mkdtempSync(join(tmpdir(), 'hub-resume-'));
@@ -141,7 +152,7 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
     kubeconfig = join(root, 'edge.kubeconfig');
     writeFileSync(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
     upstream = new Upstream(await readUpstreamKubeconfig(kubeconfig), silentLogger);
-    hub = await startHub({ listen: '127.0.0.1:0', dataDir, logger: silentLogger });
+    hub = await startHub({ listen: '127.0.0.1:0', dataDir, logger: silentLogger, deadlines: SHORT_LIVENESS });
     port = hub.port;
     adminToken = /^token: (\S+)$/m.exec(readFileSync(hub.adminConfigPath, 'utf8'))?.[1] ?? '';
   });
@@ -183,7 +194,7 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
       expect(through.body).toContain('v1.30.4+sim');
       await liveTunnel.drain();
     },
-    4 * TUNNEL_SILENCE_LIMIT_MS,
+    4 * SILENCE_LIMIT_MS,
   );
 
   it('resumes the agent session after a hub restart, with the hello it read before; the ticket key stays in the data directory, 0600', async () => {
@@ -193,7 +204,7 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
     expect(await resumed()).toBe(0);
     await first.drain();
     await hub.close();
-    hub = await startHub({ listen: `127.0.0.1:${port}`, dataDir, logger: silentLogger });
+    hub = await startHub({ listen: `127.0.0.1:${port}`, dataDir, logger: silentLogger, deadlines: SHORT_LIVENESS });
     sim.clearRequests();
     const again = await dial(site);
     expect(await resumed()).toBe(1);
@@ -215,7 +226,7 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
     const argv = [...process.argv];
     process.argv.push('--listen', '10.0.0.2:9443', '--advertise-address', 'hub-b.example');
     try {
-      hub = await startHub({ listen: `127.0.0.1:${port}`, dataDir, logger: silentLogger });
+      hub = await startHub({ listen: `127.0.0.1:${port}`, dataDir, logger: silentLogger, deadlines: SHORT_LIVENESS });
     } finally {
       process.argv.splice(0, process.argv.length, ...argv);
     }

@@ -35,6 +35,7 @@ import {
   type EdgeCluster,
   type HubProcess,
 } from './hub-fixture.js';
+import { printedBy } from '../../support/run-output.js';
 
 const ROLLOUT = `apiVersion: edgeadm.io/v1alpha1
 kind: Rollout
@@ -84,20 +85,23 @@ describe('hub web view in chromium', { timeout: 180_000 }, () => {
       ['shop-002', 'env=prod,region=us'],
       ['lab-001', 'env=dev,region=eu'],
     ];
-    for (const [name, labels] of sites) {
-      const cluster = await startEdgeCluster(name);
-      cluster.api.setObject(nodeOf(name));
-      // The hub admin reads nodes as itself (impersonated): this cluster lets it.
-      cluster.api.setObject({
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'ClusterRoleBinding',
-        metadata: { name: 'hub-admin' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'edgeadm-hub-admin' }],
-      });
-      clusters.push(cluster);
-      await registerAndRun({ hub, token, cluster, labels });
-    }
+    // The three register at once, as a fleet's agents do.
+    await Promise.all(
+      sites.map(async ([name, labels]) => {
+        const cluster = await startEdgeCluster(name);
+        cluster.api.setObject(nodeOf(name));
+        // The hub admin reads nodes as itself (impersonated): this cluster lets it.
+        cluster.api.setObject({
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRoleBinding',
+          metadata: { name: 'hub-admin' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'edgeadm-hub-admin' }],
+        });
+        clusters.push(cluster);
+        await registerAndRun({ hub, token, cluster, labels });
+      }),
+    );
     devConfig = join(mkdtempSync(join(tmpdir(), 'web-user-')), 'dev.yaml');
     const created = await runCli([
       'hub',
@@ -113,7 +117,7 @@ describe('hub web view in chromium', { timeout: 180_000 }, () => {
       '--hub-config',
       hub.adminConfig,
     ]);
-    expect(created.exitCode, created.stderr).toBe(0);
+    expect(created.exitCode, printedBy(created)).toBe(0);
     const rolloutFile = join(mkdtempSync(join(tmpdir(), 'web-rollout-')), 'web.yaml');
     writeFileSync(rolloutFile, ROLLOUT);
     await hubJson(['hub', 'rollout', 'apply', '-f', rolloutFile], hub.adminConfig);

@@ -16,6 +16,7 @@ import type { CliResult } from '../../support/cli.js';
 import { clusterCli, sshArgs } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 const CLI_TIMEOUT_MS = 120_000;
 
@@ -57,7 +58,7 @@ describe('the package phase checks what the host unpacked and installed', () => 
       ].join('\n'),
     );
     const run = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']);
-    expect(run.exitCode, run.stderr).toBe(3);
+    expect(run.exitCode, printedBy(run)).toBe(3);
     const error = errorOf(run);
     expect(error.code).toBe('E_PACKAGE_HOST_MISMATCH');
     expect(error.message).toMatch(/"bin\/k3s": expected SHA-256 [0-9a-f]{64}, found SHA-256 [0-9a-f]{64}/);
@@ -79,7 +80,7 @@ describe('the package phase checks what the host unpacked and installed', () => 
       ].join('\n'),
     );
     const run = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']);
-    expect(run.exitCode, run.stderr).toBe(3);
+    expect(run.exitCode, printedBy(run)).toBe(3);
     const error = errorOf(run);
     expect(error.code).toBe('E_PACKAGE_INSTALLED_MISMATCH');
     expect(error.message).toMatch(/\/usr\/local\/bin\/k3s .*has SHA-256 [0-9a-f]{64}; the manifest says [0-9a-f]{64}/);
@@ -91,7 +92,7 @@ describe('the package phase checks what the host unpacked and installed', () => 
       'rm /usr/local/bin/install && for f in /var/lib/edgeadm/packages/*/bin/k3s; do printf "echo changed\\n" >> "$f"; done',
     );
     const refused = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']);
-    expect(refused.exitCode, refused.stderr).toBe(3);
+    expect(refused.exitCode, printedBy(refused)).toBe(3);
     expect(errorOf(refused).code).toBe('E_PACKAGE_HOST_MISMATCH');
     const left = (await env.run(host, 'ls /var/lib/edgeadm/packages')).trim().split('\n');
     expect(
@@ -100,7 +101,7 @@ describe('the package phase checks what the host unpacked and installed', () => 
     ).toBe(true);
 
     const run = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']);
-    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.exitCode, printedBy(run)).toBe(0);
     const installed = await env.run(host, 'sha256sum < /usr/local/bin/k3s');
     const manifest = (await verifyPackage(pkg)).manifest;
     expect(installed.slice(0, 64)).toBe(manifest.files.find((file) => file.path === 'bin/k3s')?.sha256);

@@ -22,6 +22,7 @@ import { fixtureBytes } from '../../support/package-fixtures.js';
 import { simK3sScript, ZSTD_MAGIC } from '../../support/sim-k3s/fixture.js';
 import { SIM_IMPORTED_IMAGES_LOG } from '../../support/sim-k3s/sim-k3s.js';
 import { startTestHosts, type TestHosts } from '../../support/test-hosts.js';
+import { printedBy } from '../../support/run-output.js';
 
 const CLI_TIMEOUT_MS = 180_000;
 const BUILD_FLAGS = ['--distribution', 'k3s', '--kubernetes-version', 'v1.30.4', '--arch', 'amd64'];
@@ -82,7 +83,7 @@ describe('a k3s package with airgap images', () => {
       pkg,
       '--json',
     ]);
-    expect(build.exitCode, build.stderr).toBe(0);
+    expect(build.exitCode, printedBy(build)).toBe(0);
 
     const inspect = cli.json<PackageSummary>(await cli.edgeadm(['package', 'inspect', pkg, '--json']));
     const expected = [...images]
@@ -102,14 +103,14 @@ describe('a k3s package with airgap images', () => {
       '--skip-kubeconfig',
       '--dry-run',
     ]);
-    expect(plan.exitCode, plan.stderr).toBe(0);
+    expect(plan.exitCode, printedBy(plan)).toBe(0);
     for (const name of images.keys()) {
       expect(`${plan.stdout}${plan.stderr}`).toContain(`install ${K3S_AIRGAP_IMAGES_DIR}/${name} from the package`);
     }
     expect(await cli.listing(host)).toBe(before);
 
     const init = await cli.edgeadm(['init', ...cli.sshArgs(host), '--install-pkg-path', pkg, '--skip-kubeconfig']);
-    expect(init.exitCode, init.stderr).toBe(0);
+    expect(init.exitCode, printedBy(init)).toBe(0);
 
     // The files k3s imports at start, with the manifest's checksums.
     const onHost = await env.run(host, `cd ${K3S_AIRGAP_IMAGES_DIR} && sha256sum -- * | sort -k2`);
@@ -129,7 +130,7 @@ describe('a k3s package with airgap images', () => {
     for (const name of images.keys()) expect(state.files).toContain(`${K3S_AIRGAP_IMAGES_DIR}/${name}`);
 
     const reset = await cli.edgeadm(['reset', ...cli.sshArgs(host), '--force']);
-    expect(reset.exitCode, reset.stderr).toBe(0);
+    expect(reset.exitCode, printedBy(reset)).toBe(0);
     expect(await env.run(host, `ls -A ${K3S_AIRGAP_IMAGES_DIR} 2>&1 || true`)).toMatch(/No such file or directory/);
     expect(await cli.listing(host)).toBe(before);
   });

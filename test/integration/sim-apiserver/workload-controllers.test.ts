@@ -18,6 +18,7 @@ import {
   type KubeObject,
   type SimApiServer,
 } from '../../support/sim-apiserver/index.js';
+import { printedBy } from '../../support/run-output.js';
 
 let server: SimApiServer;
 let client: KubeClient;
@@ -135,7 +136,7 @@ describe('simulated workload controllers', () => {
     const managers = (ready['metadata'] as unknown as { managedFields: Array<Record<string, string>> }).managedFields;
     expect(managers).toContainEqual(expect.objectContaining({ manager: CONTROLLER_MANAGER, subresource: 'status' }));
     const status = await runKubectl(['rollout', 'status', 'deployment/web', '--timeout=20s'], { kubeconfig });
-    expect(status.exitCode, status.stderr).toBe(0);
+    expect(status.exitCode, printedBy(status)).toBe(0);
     expect(status.stdout).toContain('successfully rolled out');
   });
 
@@ -174,7 +175,7 @@ describe('simulated workload controllers', () => {
     expect(status).toMatchObject({ replicas: 2, readyReplicas: 2, availableReplicas: 2 });
     expect(status['currentRevision']).toBe(status['updateRevision']);
     const rolled = await runKubectl(['rollout', 'status', 'statefulset/db', '--timeout=20s'], { kubeconfig });
-    expect(rolled.exitCode, rolled.stderr).toBe(0);
+    expect(rolled.exitCode, printedBy(rolled)).toBe(0);
     // An update moves the update revision first; the current one follows when it is done.
     await apply(workload('StatefulSet', 'db', 'postgres:17', { replicas: 2, serviceName: 'db' }));
     const during = await versionWhere(set, observedAs(2, 'progressing'));
@@ -194,7 +195,7 @@ describe('simulated workload controllers', () => {
     const ready = await readinessBecomes(all, 'ready');
     expect(ready['status']).toMatchObject({ desiredNumberScheduled: 2, numberReady: 2, numberAvailable: 2 });
     const rolled = await runKubectl(['rollout', 'status', 'daemonset/agent', '--timeout=20s'], { kubeconfig });
-    expect(rolled.exitCode, rolled.stderr).toBe(0);
+    expect(rolled.exitCode, printedBy(rolled)).toBe(0);
     const one = workload('DaemonSet', 'only-a', 'agent:1');
     (one['spec'] as { template: { spec: Record<string, unknown> } }).template.spec['nodeSelector'] = {
       'kubernetes.io/hostname': 'node-a',

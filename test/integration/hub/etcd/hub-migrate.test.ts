@@ -34,6 +34,7 @@ import {
   type EdgeCluster,
   type HubProcess,
 } from '../hub-fixture.js';
+import { printedBy } from '../../../support/run-output.js';
 
 let etcd: EtcdTestCluster;
 const running: BackgroundCli[] = [];
@@ -67,7 +68,7 @@ describe('hub migrate --to etcd', () => {
 
     const keyFile = join(mkdtempSync(join(tmpdir(), 'hub-key-')), 'encryption.key');
     const made = await runCli(['hub', 'encryption-key', 'create', keyFile, '--json']);
-    expect(made.exitCode, made.stderr).toBe(0);
+    expect(made.exitCode, printedBy(made)).toBe(0);
     const prefix = freshEtcdPrefix();
     const migrated = await runCli([
       'hub',
