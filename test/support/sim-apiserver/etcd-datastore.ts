@@ -1,0 +1,333 @@
+/**
+ * The simulated API server on a REAL etcd (one member per control plane, see
+ * ../sim-k3s/embedded-etcd.ts): what lets one control plane of a simulated
+ * HA cluster, the first included, stop and restart while the others keep
+ * answering. A SIMULATION, not kube-apiserver's storage layer.
+ *
+ * Every instance campaigns in one etcd election. The instance that leads
+ * runs the simulated API server proper (its one synchronous in-memory
+ * store, its controllers) on `<host>:<internalPort>` (k3s's kube-apiserver
+ * listens on 6444 behind its supervisor's 6443), built from what etcd holds,
+ * and appends every change of its store to etcd in transactions fenced on
+ * its election key: a leader that lost the lead cannot write, and exits.
+ * Every instance's public port (`<host>:<port>`) hands each connection to
+ * the local API server while it leads (TCP, so TLS and client certificates
+ * reach it unchanged), and otherwise to a front that answers `/version` with
+ * its own binary's version, `/readyz` only while its etcd member answers a
+ * quorum read, and forwards everything else to the leader, holding a request
+ * across a change of leader for a bounded time.
+ *
+ * Why this shape rather than an API server per instance over etcd (what
+ * kube-apiserver is: each instance stateless, reads from its own watch
+ * cache): the simulated API server's store is synchronous and its
+ * controllers (node lifecycle, workloads, tokens) write it directly;
+ * replicating it would need every write path split in two. One leading
+ * store keeps every read, write and watch linearizable in one place, runs
+ * the controllers once (kube-controller-manager leads by election too), and
+ * still has the property that matters to a user of an HA control plane: the
+ * datastore is etcd's, on a quorum of members, and any one control plane
+ * may go away. What differs is written in README.md ("HA on etcd").
+ */
+import { connect, createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
+import { createServer as createHttpsServer, request as httpsRequest } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Etcd3, type Campaign, type ElectionObserver } from 'etcd3';
+import { SimCertificateAuthority } from './pki.js';
+import type { SimApiServer } from './sim-apiserver.js';
+import type { KubeObject, StoreEvent, StoreSnapshot } from './store.js';
+
+/** Where the objects live in etcd: one key per object, its JSON the value. */
+export const ETCD_REGISTRY_PREFIX = '/sim-apiserver/registry/';
+/** The store's latest resourceVersion, written in the same transaction as the change that made it. */
+export const ETCD_RESOURCE_VERSION_KEY = '/sim-apiserver/resource-version';
+/** The election every instance campaigns in. */
+const ELECTION = 'sim-apiserver-leader';
+/** The leader's lease: how long others wait for a leader that died without resigning. */
+const LEADER_LEASE_TTL_S = 5;
+/** How long a forwarded request waits for a leader (a change of leader included) before 503. */
+const FORWARD_RETRY_MS = 15_000;
+/** Pause between forwarding attempts while no leader answers. */
+const FORWARD_RETRY_INTERVAL_MS = 50;
+/** How long /readyz waits for the local member's quorum read. */
+const QUORUM_READ_TIMEOUT_MS = 1_000;
+/** How long start-up waits for the local etcd member to answer with quorum. */
+const ETCD_READY_TIMEOUT_MS = 60_000;
+/** Changes in one transaction (etcd's default --max-txn-ops is 128; one more op carries the version). */
+const CHANGES_PER_TRANSACTION = 100;
+/** A bound on a request body the front holds to forward it again after a change of leader. */
+const MAX_FORWARDED_BODY_BYTES = 3 * 1024 * 1024;
+
+/** What an instance needs to run on etcd. */
+export interface EtcdBackedOptions {
+  /** The public address and port (the one clients use). */
+  host: string;
+  port: number;
+  /** The port the API server listens on, on `host`, while this instance leads. */
+  internalPort: number;
+  /** This instance's etcd member (its client URL). */
+  etcdEndpoint: string;
+  ca: { certPem: string; keyPem: string };
+  sans: string[];
+  /** This binary's version, answered at /version by the front. */
+  gitVersion: string;
+  /** Starts the API server on `internalPort` from `snapshot` (undefined: etcd is empty, a new cluster). */
+  startApiServer(snapshot: StoreSnapshot | undefined): Promise<SimApiServer>;
+  log(line: string): void;
+}
+
+/** A running instance. */
+export interface EtcdBackedInstance {
+  /** Resolves once the public port serves and a leader is known. */
+  ready: Promise<void>;
+  /** Whether this instance leads. */
+  isLeading(): boolean;
+  /** Stops: a leader stops its API server, writes what is left and resigns at once. */
+  stop(): Promise<void>;
+}
+
+/** An object's key: its apiVersion and kind (as the store stamps them), namespace and name. */
+function registryKey(object: KubeObject): string {
+  const { namespace = '', name } = object.metadata;
+  return `${ETCD_REGISTRY_PREFIX}${object.apiVersion}/${object.kind}/${namespace}/${name}`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}
+
+/** Reads the whole datastore: the objects and the version of the last change (undefined when empty). */
+export async function readDatastore(client: Etcd3): Promise<StoreSnapshot | undefined> {
+  const version = await client.get(ETCD_RESOURCE_VERSION_KEY).string();
+  if (version === null) return undefined;
+  const values = await client.getAll().prefix(ETCD_REGISTRY_PREFIX).strings();
+  return {
+    resourceVersion: Number(version),
+    objects: Object.values(values).map((text) => JSON.parse(text) as KubeObject),
+  };
+}
+
+/** Starts an instance; see the module comment. */
+export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdBackedInstance> {
+  const client = new Etcd3({ hosts: options.etcdEndpoint, dialTimeout: QUORUM_READ_TIMEOUT_MS });
+  const deadline = Date.now() + ETCD_READY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      await withTimeout(client.get(ETCD_RESOURCE_VERSION_KEY).string(), QUORUM_READ_TIMEOUT_MS);
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`etcd at ${options.etcdEndpoint}: ${(error as Error).message}`);
+      await sleep(200);
+    }
+  }
+  const ca = await SimCertificateAuthority.load(options.ca.certPem, options.ca.keyPem);
+  const serving = await ca.issueServing([options.host, 'localhost', '127.0.0.1', ...options.sans]);
+  const ownUrl = `https://${options.host}:${options.internalPort}`;
+
+  let leader: string | undefined;
+  let apiServer: SimApiServer | undefined;
+  let isStopping = false;
+  /** Changes not yet in etcd, oldest first (`object` undefined: deleted). */
+  const queue: Array<{ key: string; object?: KubeObject; resourceVersion: number }> = [];
+  let writing: Promise<void> = Promise.resolve();
+  let campaignKey: string | undefined;
+  let persistedVersion = 0;
+
+  const front = createHttpsServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
+    void serveFront(req, res);
+  });
+  const listener: TcpServer = createTcpServer((socket: Socket) => {
+    if (apiServer !== undefined) {
+      const local = connect(options.internalPort, options.host);
+      socket.pipe(local).pipe(socket);
+      local.on('error', () => socket.destroy());
+      socket.on('error', () => local.destroy());
+      return;
+    }
+    front.emit('connection', socket);
+  });
+  await new Promise<void>((resolve, reject) => {
+    listener.once('error', reject);
+    listener.listen(options.port, options.host, () => resolve());
+  });
+
+  /** Whether the local member answers a linearizable read (it has a leader and quorum). */
+  async function hasQuorum(): Promise<boolean> {
+    try {
+      await withTimeout(client.get(ETCD_RESOURCE_VERSION_KEY).string(), QUORUM_READ_TIMEOUT_MS);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async function serveFront(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && (path === '/version' || path === '/version/')) {
+      // This instance's own version, as each kube-apiserver answers with its binary's.
+      const [, major = '1', minor = '0'] = /^v(\d+)\.(\d+)/.exec(options.gitVersion) ?? [];
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ major, minor, gitVersion: options.gitVersion, platform: 'linux/amd64' }));
+      return;
+    }
+    if (/^\/(readyz|livez|healthz)(\/|$)/.test(path ?? '') && !(await hasQuorum())) {
+      res.writeHead(500, { 'Content-Type': 'text/plain' });
+      res.end('[-]etcd failed: the local member has no quorum\n');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for await (const chunk of req) {
+      length += (chunk as Buffer).length;
+      if (length > MAX_FORWARDED_BODY_BYTES) {
+        res.writeHead(413).end();
+        return;
+      }
+      chunks.push(chunk as Buffer);
+    }
+    const body = Buffer.concat(chunks);
+    const until = Date.now() + FORWARD_RETRY_MS;
+    for (;;) {
+      const target = leader;
+      if (target !== undefined && (await forwardOnce(target, req, body, res))) return;
+      if (Date.now() > until || res.destroyed) {
+        if (!res.headersSent) res.writeHead(503, { 'Content-Type': 'text/plain' });
+        res.end('no leading API server answered\n');
+        return;
+      }
+      await sleep(FORWARD_RETRY_INTERVAL_MS);
+    }
+  }
+
+  /** Forwards one attempt; false when the leader did not answer (nothing was sent back yet). */
+  function forwardOnce(target: string, req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<boolean> {
+    const url = new URL(target);
+    return new Promise((resolve) => {
+      const out = httpsRequest(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: req.url,
+          method: req.method,
+          headers: { ...req.headers, host: url.host },
+          ca: options.ca.certPem,
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+          answer.on('error', () => res.destroy());
+          res.on('close', () => answer.destroy());
+          resolve(true);
+        },
+      );
+      out.on('error', () => resolve(false));
+      out.end(body);
+    });
+  }
+
+  /** Appends what is queued to etcd, fenced on this instance's election key. */
+  function flush(): Promise<void> {
+    writing = writing.then(async () => {
+      while (queue.length > 0) {
+        const batch = queue.splice(0, CHANGES_PER_TRANSACTION);
+        // The snapshot of a new cluster is queued ahead of changes made before it was taken: the highest wins.
+        persistedVersion = Math.max(persistedVersion, ...batch.map((change) => change.resourceVersion));
+        const txn = client.if(campaignKey!, 'Create', '>', 0);
+        const ops = batch.map((change) =>
+          change.object === undefined
+            ? client.delete().key(change.key)
+            : client.put(change.key).value(JSON.stringify(change.object)),
+        );
+        const result = await txn
+          .then(...ops, client.put(ETCD_RESOURCE_VERSION_KEY).value(String(persistedVersion)))
+          .commit();
+        if (!result.succeeded) {
+          options.log('lost the lead while writing to etcd: exiting (a restart campaigns again)');
+          process.exit(1);
+        }
+      }
+    });
+    return writing;
+  }
+
+  async function lead(campaign: Campaign): Promise<void> {
+    campaignKey = await campaign.getCampaignKey();
+    const snapshot = await readDatastore(client);
+    const server = await options.startApiServer(snapshot);
+    server.store.subscribe((event: StoreEvent) => {
+      queue.push({
+        key: registryKey(event.object),
+        ...(event.type === 'DELETED' ? {} : { object: event.object }),
+        resourceVersion: event.resourceVersion,
+      });
+      void flush();
+    });
+    if (snapshot === undefined) {
+      // A new cluster: what the API server made at start-up goes to etcd first (later changes, queued
+      // since, come after and are newer).
+      const { resourceVersion, objects } = server.store.snapshot();
+      queue.unshift(...objects.map((object) => ({ key: registryKey(object), object, resourceVersion })));
+      if (queue.length === 0) await client.put(ETCD_RESOURCE_VERSION_KEY).value(String(resourceVersion));
+      await flush();
+    }
+    apiServer = server;
+    leader = ownUrl;
+    options.log(`leads: serving the API from etcd at ${ownUrl} (resourceVersion ${server.store.resourceVersion})`);
+  }
+
+  const election = client.election(ELECTION, LEADER_LEASE_TTL_S);
+  const observer: ElectionObserver = await election.observe();
+  leader = observer.leader();
+  observer.on('change', (value: string | undefined) => {
+    if (apiServer === undefined) leader = value;
+  });
+  observer.on('error', (error: Error) => options.log(`watching the leader: ${error.message}`));
+  const campaign = election.campaign(ownUrl);
+  campaign.on('elected', () => {
+    lead(campaign).catch((error: unknown) => {
+      options.log(`could not lead: ${(error as Error).message}; exiting`);
+      process.exit(1);
+    });
+  });
+  campaign.on('error', (error: Error) => {
+    if (isStopping) return;
+    options.log(`the campaign failed (${error.message}): exiting (a restart campaigns again)`);
+    process.exit(1);
+  });
+
+  const ready = (async () => {
+    while (leader === undefined) await sleep(FORWARD_RETRY_INTERVAL_MS);
+  })();
+
+  return {
+    ready,
+    isLeading: () => apiServer !== undefined,
+    async stop() {
+      isStopping = true;
+      listener.close();
+      front.close();
+      if (apiServer !== undefined) {
+        await apiServer.stop();
+        await flush();
+      }
+      await campaign.resign().catch(() => undefined);
+      await observer.cancel().catch(() => undefined);
+      client.close();
+    },
+  };
+}
