@@ -131,7 +131,9 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
       await withTimeout(client.get(ETCD_RESOURCE_VERSION_KEY).string(), QUORUM_READ_TIMEOUT_MS);
       break;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`etcd at ${options.etcdEndpoint}: ${(error as Error).message}`);
+      if (Date.now() > deadline) {
+        throw new Error(`etcd at ${options.etcdEndpoint}: ${(error as Error).message}`, { cause: error });
+      }
       await sleep(200);
     }
   }

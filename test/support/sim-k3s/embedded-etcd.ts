@@ -103,7 +103,9 @@ export async function startEmbeddedEtcd(input: {
     if (input.join === undefined) {
       args.push(`--initial-cluster=${name}=${peerUrl}`, '--initial-cluster-state=new');
     } else {
-      args.push(`--initial-cluster=${await addSelf(input.join, name, input.nodeName, input.address, peerUrl, input.log)}`);
+      args.push(
+        `--initial-cluster=${await addSelf(input.join, name, input.nodeName, input.address, peerUrl, input.log)}`,
+      );
       args.push('--initial-cluster-state=existing');
     }
   }
@@ -171,7 +173,8 @@ async function addSelf(
       const memberName = member.name === '' && host === address ? name : member.name;
       if (memberName === name && host === address) isAdded = true;
       if (peer !== undefined) cluster.push(`${memberName}=${peer}`);
-      const memberNode = memberName.lastIndexOf('-') > 1 ? memberName.slice(0, memberName.lastIndexOf('-')) : memberName;
+      const memberNode =
+        memberName.lastIndexOf('-') > 1 ? memberName.slice(0, memberName.lastIndexOf('-')) : memberName;
       if (memberName !== name && memberNode === nodeName) {
         throw new Error('duplicate node name found, please use a unique name for this node');
       }

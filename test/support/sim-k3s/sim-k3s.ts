@@ -51,12 +51,7 @@ import {
   writeAtomically,
 } from '../sim-node.js';
 import { runPodSource } from '../sim-kubelet-pods.js';
-import {
-  ETCD_CLIENT_PORT,
-  isEtcdInitialized,
-  startEmbeddedEtcd,
-  type EmbeddedEtcd,
-} from './embedded-etcd.js';
+import { ETCD_CLIENT_PORT, isEtcdInitialized, startEmbeddedEtcd, type EmbeddedEtcd } from './embedded-etcd.js';
 
 /** Where k3s reads its configuration. */
 export const K3S_CONFIG_PATH = '/etc/rancher/k3s/config.yaml';
