@@ -73,6 +73,12 @@ export interface EtcdBackedOptions {
   /** Starts the API server on `internalPort` from `snapshot` (undefined: etcd is empty, a new cluster). */
   startApiServer(snapshot: StoreSnapshot | undefined): Promise<SimApiServer>;
   log(line: string): void;
+  /**
+   * Called when this instance can no longer serve as it must (it lost the
+   * lead, or its etcd refused a write): default, exit 1 (a restart
+   * campaigns again). Tests in one process record it instead.
+   */
+  onFatal?(reason: string): void;
 }
 
 /** A running instance. */
@@ -242,6 +248,15 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
     });
   }
 
+  /** This instance cannot go on (see {@link EtcdBackedOptions.onFatal}). */
+  function fatal(reason: string): void {
+    if (isStopping) return;
+    isStopping = true;
+    options.log(`${reason}: stopping (a restart campaigns again)`);
+    if (options.onFatal) options.onFatal(reason);
+    else process.exit(1);
+  }
+
   /** Appends what is queued to etcd, fenced on this instance's election key. */
   function flush(): Promise<void> {
     writing = writing.then(async () => {
@@ -258,12 +273,10 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
         const result = await txn
           .then(...ops, client.put(ETCD_RESOURCE_VERSION_KEY).value(String(persistedVersion)))
           .commit();
-        if (!result.succeeded) {
-          options.log('lost the lead while writing to etcd: exiting (a restart campaigns again)');
-          process.exit(1);
-        }
+        if (!result.succeeded) fatal('lost the lead while writing to etcd');
       }
     });
+    writing = writing.catch((error: unknown) => fatal(`etcd refused a write: ${(error as Error).message}`));
     return writing;
   }
 
@@ -301,15 +314,10 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
   observer.on('error', (error: Error) => options.log(`watching the leader: ${error.message}`));
   const campaign = election.campaign(ownUrl);
   campaign.on('elected', () => {
-    lead(campaign).catch((error: unknown) => {
-      options.log(`could not lead: ${(error as Error).message}; exiting`);
-      process.exit(1);
-    });
+    lead(campaign).catch((error: unknown) => fatal(`could not lead: ${(error as Error).message}`));
   });
   campaign.on('error', (error: Error) => {
-    if (isStopping) return;
-    options.log(`the campaign failed (${error.message}): exiting (a restart campaigns again)`);
-    process.exit(1);
+    if (!isStopping) fatal(`the campaign failed: ${error.message}`);
   });
 
   const ready = (async () => {

@@ -78,6 +78,8 @@ export async function startEmbeddedEtcd(input: {
   nodeName: string;
   address: string;
   join?: string;
+  /** Ports other than etcd's own (a test running members on one address). */
+  ports?: { client: number; peer: number };
   log(line: string): void;
 }): Promise<EmbeddedEtcd> {
   const dataDir = etcdDataDir(input.serverDir);
@@ -87,8 +89,8 @@ export async function startEmbeddedEtcd(input: {
     ? (await readFile(nameFile, 'utf8')).trim()
     : `${input.nodeName}-${randomBytes(4).toString('hex')}`;
   await writeFile(nameFile, name, { mode: 0o600 });
-  const clientUrl = `http://${input.address}:${ETCD_CLIENT_PORT}`;
-  const peerUrl = `http://${input.address}:${ETCD_PEER_PORT}`;
+  const clientUrl = `http://${input.address}:${input.ports?.client ?? ETCD_CLIENT_PORT}`;
+  const peerUrl = `http://${input.address}:${input.ports?.peer ?? ETCD_PEER_PORT}`;
   const args = [
     `--name=${name}`,
     `--data-dir=${dataDir}`,
