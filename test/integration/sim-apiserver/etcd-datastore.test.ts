@@ -6,8 +6,8 @@
  * reach it; a leader that stops hands over to another with every object and
  * one resourceVersion sequence; requests through a follower are held across
  * that change, not failed; a restarted instance follows and serves the same
- * objects with its own version; a follower whose etcd member is gone says
- * it is not ready.
+ * objects with its own version; a client certificate through a follower
+ * acts as itself; a follower whose etcd member is gone says it is not ready.
  */
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -55,6 +55,7 @@ interface Instance {
 describe('the simulated API server on a real etcd', () => {
   let etcd: EmbeddedEtcd;
   let ca: { certPem: string; keyPem: string };
+  let authority: SimCertificateAuthority;
   const running: Instance[] = [];
 
   beforeAll(async () => {
@@ -66,7 +67,7 @@ describe('the simulated API server on a real etcd', () => {
       ports: { client: await freePort(), peer: await freePort() },
       log: () => {},
     });
-    const authority = await SimCertificateAuthority.generate();
+    authority = await SimCertificateAuthority.generate();
     ca = { certPem: authority.certPem, keyPem: authority.keyPem };
   }, WAIT_MS);
 
@@ -136,6 +137,23 @@ describe('the simulated API server on a real etcd', () => {
     }
     expect((await through(a, { path: '/version' })).json.gitVersion).toBe('v1.31.0+a');
     expect((await through(b, { path: '/version' })).json.gitVersion).toBe('v1.31.0+b');
+  });
+
+  it('a client certificate reaches the leader through a follower as its own identity; one the CA did not sign is refused', async () => {
+    const follower = running.find((instance) => !instance.handle.isLeading())!;
+    const byCertificate = (cert: { certPem: string; keyPem: string }): Promise<HttpResponse> =>
+      call({ url: `https://${HOST}:${follower.port}`, caPem: ca.certPem }, { path: CONFIGMAPS, cert });
+    const admin = await authority.issueClient({ user: 'cert-admin', groups: ['system:masters'] });
+    expect((await byCertificate(admin)).status).toBe(200);
+    const nobody = await authority.issueClient({ user: 'nobody', groups: [] });
+    expect((await byCertificate(nobody)).status).toBe(403);
+    const stranger = await (
+      await SimCertificateAuthority.generate()
+    ).issueClient({
+      user: 'cert-admin',
+      groups: ['system:masters'],
+    });
+    expect((await byCertificate(stranger)).status).toBe(401);
   });
 
   it('the leader stops: requests through the follower are held, not failed, and it leads with every object and one resourceVersion sequence; the stopped one restarts as a follower', async () => {

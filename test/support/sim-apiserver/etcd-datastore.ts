@@ -15,7 +15,11 @@
  * reach it unchanged), and otherwise to a front that answers `/version` with
  * its own binary's version, `/readyz` only while its etcd member answers a
  * quorum read, and forwards everything else to the leader, holding a request
- * across a change of leader for a bounded time.
+ * across a change of leader for a bounded time. A client certificate
+ * verified against the CA is forwarded as impersonation of its user and
+ * groups (the front authenticates to the leader with a `system:masters`
+ * certificate of its own), upgraded connections included, so a node's
+ * kubelet certificate works through any instance.
  *
  * Why this shape rather than an API server per instance over etcd (what
  * kube-apiserver is: each instance stateless, reads from its own watch
@@ -30,7 +34,9 @@
  */
 import { connect, createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { createServer as createHttpsServer, request as httpsRequest } from 'node:https';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import type { Duplex } from 'node:stream';
 import { Etcd3, type Campaign, type ElectionObserver } from 'etcd3';
 import { SimCertificateAuthority } from './pki.js';
 import type { SimApiServer } from './sim-apiserver.js';
@@ -146,6 +152,32 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
   const ca = await SimCertificateAuthority.load(options.ca.certPem, options.ca.keyPem);
   const serving = await ca.issueServing([options.host, 'localhost', '127.0.0.1', ...options.sans]);
   const ownUrl = `https://${options.host}:${options.internalPort}`;
+  const forwarder = await ca.issueClient({ user: 'sim-apiserver:front', groups: ['system:masters'] });
+
+  /**
+   * The headers and client credential a request is forwarded with: the
+   * caller's own headers (impersonation headers it sent are dropped), plus,
+   * for a verified client certificate, impersonation of its subject.
+   * Undefined: a certificate the CA did not sign (401).
+   */
+  function forwardedAs(
+    req: IncomingMessage,
+    host: string,
+  ): { headers: IncomingHttpHeaders; credential?: { cert: string; key: string } } | undefined {
+    const socket = req.socket as TLSSocket;
+    const peer = socket.getPeerCertificate();
+    const hasCertificate = peer !== null && Object.keys(peer).length > 0;
+    if (hasCertificate && !socket.authorized) return undefined;
+    const headers: IncomingHttpHeaders = { ...req.headers, host };
+    for (const name of Object.keys(headers)) if (name.startsWith('impersonate-')) delete headers[name];
+    if (!hasCertificate) return { headers };
+    const subject = peer.subject as unknown as Record<string, string | string[] | undefined>;
+    const names = (value: string | string[] | undefined): string[] =>
+      value === undefined ? [] : Array.isArray(value) ? value : [value];
+    headers['impersonate-user'] = names(subject.CN)[0] ?? '';
+    headers['impersonate-group'] = names(subject.O);
+    return { headers, credential: { cert: forwarder.certPem, key: forwarder.keyPem } };
+  }
 
   let leader: string | undefined;
   let apiServer: SimApiServer | undefined;
@@ -156,8 +188,20 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
   let campaignKey: string | undefined;
   let persistedVersion = 0;
 
-  const front = createHttpsServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
-    void serveFront(req, res);
+  const front = createHttpsServer(
+    {
+      cert: serving.certPem,
+      key: serving.keyPem,
+      ca: options.ca.certPem,
+      requestCert: true,
+      rejectUnauthorized: false,
+    },
+    (req, res) => {
+      void serveFront(req, res);
+    },
+  );
+  front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    void forwardUpgrade(req, socket, head);
   });
   const listener: TcpServer = createTcpServer((socket: Socket) => {
     if (apiServer !== undefined) {
@@ -198,6 +242,11 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
       res.end('[-]etcd failed: the local member has no quorum\n');
       return;
     }
+    if (forwardedAs(req, '') === undefined) {
+      res.writeHead(401, { 'Content-Type': 'application/json' });
+      res.end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}');
+      return;
+    }
     const chunks: Buffer[] = [];
     let length = 0;
     for await (const chunk of req) {
@@ -225,6 +274,7 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
   /** Forwards one attempt; false when the leader did not answer (nothing was sent back yet). */
   function forwardOnce(target: string, req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<boolean> {
     const url = new URL(target);
+    const as = forwardedAs(req, url.host)!;
     return new Promise((resolve) => {
       const out = httpsRequest(
         {
@@ -232,8 +282,10 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
           port: url.port,
           path: req.url,
           method: req.method,
-          headers: { ...req.headers, host: url.host },
+          headers: as.headers,
           ca: options.ca.certPem,
+          agent: false,
+          ...as.credential,
         },
         (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -255,6 +307,60 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
     options.log(`${reason}: stopping (a restart campaigns again)`);
     if (options.onFatal) options.onFatal(reason);
     else process.exit(1);
+  }
+
+  /**
+   * An upgraded connection (exec, port-forward, a node's tunnel): its
+   * request head written to the leader as received (with the identity of
+   * {@link forwardedAs}), then both ways piped. Held across a change of
+   * leader like any request, until one accepts the connection.
+   */
+  async function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    socket.on('error', () => socket.destroy());
+    const until = Date.now() + FORWARD_RETRY_MS;
+    for (;;) {
+      const target = leader;
+      if (target !== undefined) {
+        const url = new URL(target);
+        const as = forwardedAs(req, url.host);
+        if (as === undefined) {
+          socket.end('HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+          return;
+        }
+        const upstream = await new Promise<TLSSocket | undefined>((resolve) => {
+          const out = tlsConnect(
+            {
+              host: url.hostname,
+              port: Number(url.port),
+              ca: options.ca.certPem,
+              servername: url.hostname,
+              ...as.credential,
+            },
+            () => resolve(out),
+          );
+          out.once('error', () => resolve(undefined));
+        });
+        if (upstream !== undefined) {
+          const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1`];
+          for (const [name, value] of Object.entries(as.headers)) {
+            for (const one of Array.isArray(value) ? value : [value])
+              if (one !== undefined) lines.push(`${name}: ${one}`);
+          }
+          upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+          if (head.length > 0) upstream.write(head);
+          upstream.on('error', () => socket.destroy());
+          socket.on('close', () => upstream.destroy());
+          upstream.on('close', () => socket.destroy());
+          upstream.pipe(socket).pipe(upstream);
+          return;
+        }
+      }
+      if (Date.now() > until || socket.destroyed) {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+        return;
+      }
+      await sleep(FORWARD_RETRY_INTERVAL_MS);
+    }
   }
 
   /** Appends what is queued to etcd, fenced on this instance's election key. */
