@@ -60,6 +60,8 @@ const QUORUM_READ_TIMEOUT_MS = 1_000;
 const ETCD_READY_TIMEOUT_MS = 60_000;
 /** Changes in one transaction (etcd's default --max-txn-ops is 128; one more op carries the version). */
 const CHANGES_PER_TRANSACTION = 100;
+/** How long each step of stopping (the last writes, resigning) may wait for etcd. */
+const STOP_STEP_TIMEOUT_MS = 2_000;
 /** A bound on a request body the front holds to forward it again after a change of leader. */
 const MAX_FORWARDED_BODY_BYTES = 3 * 1024 * 1024;
 
@@ -437,12 +439,14 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
       isStopping = true;
       listener.close();
       front.close();
+      // Bounded: the last member of a cluster whose others are gone has no quorum, and nothing it
+      // writes or resigns would be answered; the service manager gives a stopping service 10 s.
       if (apiServer !== undefined) {
         await apiServer.stop();
-        await flush();
+        await withTimeout(flush(), STOP_STEP_TIMEOUT_MS).catch(() => options.log('stopped with changes not in etcd'));
       }
-      await campaign.resign().catch(() => undefined);
-      await observer.cancel().catch(() => undefined);
+      await withTimeout(campaign.resign(), STOP_STEP_TIMEOUT_MS).catch(() => undefined);
+      await withTimeout(observer.cancel(), STOP_STEP_TIMEOUT_MS).catch(() => undefined);
       client.close();
     },
   };
