@@ -48,8 +48,8 @@ export const ETCD_REGISTRY_PREFIX = '/sim-apiserver/registry/';
 export const ETCD_RESOURCE_VERSION_KEY = '/sim-apiserver/resource-version';
 /** The election every instance campaigns in. */
 const ELECTION = 'sim-apiserver-leader';
-/** The leader's lease: how long others wait for a leader that died without resigning. */
-const LEADER_LEASE_TTL_S = 5;
+/** The leader's lease: how long others wait for a leader that died without resigning (long enough for a loaded test machine). */
+const LEADER_LEASE_TTL_S = 15;
 /** How long a forwarded request waits for a leader (a change of leader included) before 503. */
 const FORWARD_RETRY_MS = 15_000;
 /** Pause between forwarding attempts while no leader answers. */
