@@ -420,13 +420,29 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
     if (apiServer === undefined) leader = value;
   });
   observer.on('error', (error: Error) => options.log(`watching the leader: ${error.message}`));
-  const campaign = election.campaign(ownUrl);
-  campaign.on('elected', () => {
-    lead(campaign).catch((error: unknown) => fatal(`could not lead: ${(error as Error).message}`));
-  });
-  campaign.on('error', (error: Error) => {
-    if (!isStopping) fatal(`the campaign failed: ${error.message}`);
-  });
+  let campaign: Campaign;
+  /**
+   * Campaigns. A follower whose campaign fails (its lease lapsed: a busy
+   * machine, its member without quorum for a while) campaigns again; a
+   * leader's failing means another may lead, and its store may no longer be
+   * the datastore's: it stops.
+   */
+  const campaignAgain = (): void => {
+    campaign = election.campaign(ownUrl);
+    campaign.on('elected', () => {
+      lead(campaign).catch((error: unknown) => fatal(`could not lead: ${(error as Error).message}`));
+    });
+    campaign.on('error', (error: Error) => {
+      if (isStopping) return;
+      if (apiServer !== undefined) {
+        fatal(`the campaign failed: ${error.message}`);
+        return;
+      }
+      options.log(`the campaign failed (${error.message}): campaigning again`);
+      setTimeout(campaignAgain, FORWARD_RETRY_INTERVAL_MS);
+    });
+  };
+  campaignAgain();
 
   const ready = (async () => {
     while (leader === undefined) await sleep(FORWARD_RETRY_INTERVAL_MS);
