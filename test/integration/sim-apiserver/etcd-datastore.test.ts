@@ -15,7 +15,9 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, type HttpResponse } from '../../support/https-client.js';
-import { startEtcdBacked, type EtcdBackedInstance } from '../../support/sim-apiserver/etcd-datastore.js';
+import { Etcd3 } from 'etcd3';
+import { readDatastore, startEtcdBacked, type EtcdBackedInstance } from '../../support/sim-apiserver/etcd-datastore.js';
+import type { SimApiServer } from '../../support/sim-apiserver/sim-apiserver.js';
 import { SimCertificateAuthority } from '../../support/sim-apiserver/pki.js';
 import { startSimApiServer } from '../../support/sim-apiserver/sim-apiserver.js';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from '../../support/sim-k3s/embedded-etcd.js';
@@ -50,6 +52,8 @@ interface Instance {
   port: number;
   handle: EtcdBackedInstance;
   fatal: string[];
+  /** Its API server, while it leads. */
+  apiServer?: SimApiServer;
 }
 
 describe('the simulated API server on a real etcd', () => {
@@ -81,6 +85,7 @@ describe('the simulated API server on a real etcd', () => {
     const internalPort = await freePort();
     const fatal: string[] = [];
     const gitVersion = `v1.31.0+${name}`;
+    const started: { apiServer?: SimApiServer } = {};
     const handle = await startEtcdBacked({
       host: HOST,
       port: publicPort,
@@ -91,18 +96,28 @@ describe('the simulated API server on a real etcd', () => {
       gitVersion,
       log: () => {},
       onFatal: (reason) => fatal.push(reason),
-      startApiServer: (snapshot) =>
-        startSimApiServer({
+      startApiServer: async (snapshot) => {
+        started.apiServer = await startSimApiServer({
           host: HOST,
           port: internalPort,
           adminToken: ADMIN_TOKEN,
           ca,
           gitVersion,
           ...(snapshot ? { snapshot } : {}),
-        }),
+        });
+        return started.apiServer;
+      },
     });
     await handle.ready;
-    const instance = { name, port: publicPort, handle, fatal };
+    const instance = {
+      name,
+      port: publicPort,
+      handle,
+      fatal,
+      get apiServer() {
+        return started.apiServer;
+      },
+    };
     running.push(instance);
     return instance;
   }
@@ -154,6 +169,27 @@ describe('the simulated API server on a real etcd', () => {
       groups: ['system:masters'],
     });
     expect((await byCertificate(stranger)).status).toBe(401);
+  });
+
+  it('changes of one object made at once reach etcd as the last of them (etcd refuses a key twice in a transaction)', async () => {
+    const leader = running.find((instance) => instance.handle.isLeading())!;
+    const ref = { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name: 'burst' };
+    for (const value of ['1', '2', '3']) {
+      leader.apiServer!.setObject({ ...ref, metadata: { name: 'burst', namespace: 'default' }, data: { value } });
+    }
+    const client = new Etcd3({ hosts: etcd.clientUrl });
+    try {
+      const stored = leader.apiServer!.getObject(ref)!;
+      await until('the last change is in etcd', async () => {
+        const objects = (await readDatastore(client))?.objects ?? [];
+        return objects.some((o) => o.metadata.resourceVersion === stored.metadata.resourceVersion);
+      });
+      const inEtcd = (await readDatastore(client))!.objects.find((o) => o.metadata.name === 'burst')!;
+      expect(inEtcd['data']).toEqual({ value: '3' });
+    } finally {
+      client.close();
+    }
+    expect(leader.fatal).toEqual([]);
   });
 
   it('the leader stops: requests through the follower are held, not failed, and it leads with every object and one resourceVersion sequence; the stopped one restarts as a follower', async () => {

@@ -373,7 +373,10 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
         // The snapshot of a new cluster is queued ahead of changes made before it was taken: the highest wins.
         persistedVersion = Math.max(persistedVersion, ...batch.map((change) => change.resourceVersion));
         const txn = client.if(campaignKey!, 'Create', '>', 0);
-        const ops = batch.map((change) =>
+        // etcd refuses a transaction that names a key twice; within one transaction the last change of a
+        // key is the one that counts (an object created and patched at once, the snapshot of a new cluster).
+        const latest = new Map(batch.map((change) => [change.key, change]));
+        const ops = [...latest.values()].map((change) =>
           change.object === undefined
             ? client.delete().key(change.key)
             : client.put(change.key).value(JSON.stringify(change.object)),
