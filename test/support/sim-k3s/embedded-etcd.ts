@@ -34,10 +34,12 @@ export const ETCD_CLIENT_PORT = 2379;
 export const ETCD_PEER_PORT = 2380;
 /** How long stopping waits for etcd to exit after SIGTERM before SIGKILL. */
 const ETCD_STOP_TIMEOUT_MS = 10_000;
-/** How long a joining member waits for the member list and its add. */
-const JOIN_TIMEOUT_MS = 20_000;
-/** Pause between refused member adds. */
-const JOIN_RETRY_INTERVAL_MS = 500;
+/** How long a joining member keeps trying to be added (within edgeadm's 180 s wait for the new server). */
+const JOIN_TIMEOUT_MS = 90_000;
+/** How long one attempt waits to reach a member. */
+const JOIN_DIAL_TIMEOUT_MS = 5_000;
+/** Pause between attempts. */
+const JOIN_RETRY_INTERVAL_MS = 1_000;
 
 /** A running member. */
 export interface EmbeddedEtcd {
@@ -106,7 +108,7 @@ export async function startEmbeddedEtcd(input: {
       args.push(`--initial-cluster=${name}=${peerUrl}`, '--initial-cluster-state=new');
     } else {
       args.push(
-        `--initial-cluster=${await addSelf(input.join, name, input.nodeName, input.address, peerUrl, input.log)}`,
+        `--initial-cluster=${await addSelfRetrying(input.join, name, input.nodeName, input.address, peerUrl, input.log)}`,
       );
       args.push('--initial-cluster-state=existing');
     }
@@ -135,20 +137,30 @@ export async function startEmbeddedEtcd(input: {
 }
 
 /**
- * `MemberAdd`, retried while etcd refuses it as "unhealthy cluster": etcd
- * adds a voter only once every member has been connected for a while (its
- * strict reconfiguration check), and the previous server may have joined
- * seconds ago. k3s adds a learner, which that check does not hold back.
+ * {@link addSelf}, the member list read again each time, until it succeeds
+ * or the join's time is up: etcd adds a voter only once every member has
+ * been connected for a while (its strict reconfiguration check: "unhealthy
+ * cluster"), and the previous server may have joined seconds ago on a busy
+ * machine. k3s adds a learner, which that check does not hold back, and a
+ * k3s whose join fails exits for its service manager to start it again.
+ * An attempt whose add went through is seen as added by the next.
  */
-async function addMember(client: Etcd3, peerUrl: string, log: (line: string) => void): Promise<void> {
+async function addSelfRetrying(
+  joinUrl: string,
+  name: string,
+  nodeName: string,
+  address: string,
+  peerUrl: string,
+  log: (line: string) => void,
+): Promise<string> {
   const deadline = Date.now() + JOIN_TIMEOUT_MS;
   for (;;) {
     try {
-      await client.cluster.memberAdd({ peerURLs: [peerUrl] });
-      return;
+      return await addSelf(joinUrl, name, nodeName, address, peerUrl, log);
     } catch (error) {
-      if (!/unhealthy cluster/.test((error as Error).message) || Date.now() > deadline) throw error;
-      log(`etcd refused the member for now (${(error as Error).message}); retrying`);
+      const message = (error as Error).message;
+      if (/duplicate node name/.test(message) || Date.now() > deadline) throw error;
+      log(`etcd did not add the member yet (${message}); retrying`);
       await new Promise((resolve) => setTimeout(resolve, JOIN_RETRY_INTERVAL_MS));
     }
   }
@@ -163,7 +175,7 @@ async function addSelf(
   peerUrl: string,
   log: (line: string) => void,
 ): Promise<string> {
-  const client = new Etcd3({ hosts: joinUrl, dialTimeout: JOIN_TIMEOUT_MS });
+  const client = new Etcd3({ hosts: joinUrl, dialTimeout: JOIN_DIAL_TIMEOUT_MS });
   try {
     const { members = [] } = await client.cluster.memberList({});
     let isAdded = false;
@@ -183,7 +195,7 @@ async function addSelf(
     }
     if (!isAdded) {
       log(`Adding member ${name}=${peerUrl} to etcd cluster [${cluster.join(' ')}]`);
-      await addMember(client, peerUrl, log);
+      await client.cluster.memberAdd({ peerURLs: [peerUrl] });
       cluster.push(`${name}=${peerUrl}`);
     }
     return cluster.join(',');
