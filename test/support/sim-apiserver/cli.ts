@@ -7,6 +7,10 @@
  *
  * DIR layout: ca.crt, ca.key, admin-token, admin.kubeconfig, state.json
  * (the objects, rewritten shortly after each change), ready (the URL).
+ *
+ * With `--etcd-endpoint URL --internal-port N` the objects are etcd's, not
+ * state.json's (etcd-datastore.ts: the instance that leads serves them on
+ * N, every instance's public port reaches it): a simulated HA control plane.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -21,11 +25,13 @@ import type { SimApiServer } from './sim-apiserver.js';
 import type { KubeObject, StoreSnapshot } from './store.js';
 import type { NodeLifecycleOptions } from './node-lifecycle.js';
 import type { TokenIdentity } from './authn.js';
+import { startEtcdBacked } from './etcd-datastore.js';
+import type { SimApiServerOptions } from './sim-apiserver.js';
 
 /** Delay between a change and the snapshot that records it (batches bursts of writes). */
 export const SNAPSHOT_DELAY_MS = 100;
 
-const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]... [--anonymous-auth=false] [--cacerts-file FILE] [--k3s-agent-certificates] [--csr-controllers] [--node-lifecycle]
+const USAGE = `usage: main.ts --listen HOST:PORT --data-dir DIR [--token TOKEN=USER[:GROUP,...]]... [--objects FILE.yaml] [--version vX.Y.Z+sim] [--san NAME]... [--anonymous-auth=false] [--cacerts-file FILE] [--k3s-agent-certificates] [--csr-controllers] [--node-lifecycle] [--etcd-endpoint URL --internal-port PORT]
 
 A SIMULATED Kubernetes API server for edgeadm's tests (not kube-apiserver).`;
 
@@ -84,6 +90,8 @@ export async function runCli(argv: string[], options: { stop?: Promise<void> } =
         'k3s-agent-certificates': { type: 'boolean' },
         'csr-controllers': { type: 'boolean' },
         'node-lifecycle': { type: 'boolean' },
+        'etcd-endpoint': { type: 'string' },
+        'internal-port': { type: 'string' },
         help: { type: 'boolean' },
       },
     }));
@@ -119,11 +127,41 @@ export async function runCli(argv: string[], options: { stop?: Promise<void> } =
     await writeAtomically(join(dataDir, 'ca.crt'), caCert, 0o644);
   }
   const adminToken = (await readIfExists(join(dataDir, 'admin-token')))?.trim() || randomBytes(24).toString('hex');
-  const stateText = await readIfExists(join(dataDir, 'state.json'));
-  const snapshot = stateText ? (JSON.parse(stateText) as StoreSnapshot) : undefined;
   const objects = values.objects
     ? (loadAllYaml(await readFile(values.objects, 'utf8')) as KubeObject[]).filter(Boolean)
     : [];
+  /** What every way of running starts the API server with (not where it listens, nor its objects). */
+  const common: SimApiServerOptions = {
+    adminToken,
+    ...(values.san ? { sans: values.san } : {}),
+    ca: { certPem: caCert, keyPem: caKey },
+    ...(values.version ? { gitVersion: values.version } : {}),
+    ...(anonymousAuth === undefined ? {} : { anonymousAuth: anonymousAuth === 'true' }),
+    ...(values['cacerts-file'] ? { caCertsFile: values['cacerts-file'] } : {}),
+    ...(values['k3s-agent-certificates'] ? { k3sAgentCertificates: true } : {}),
+    ...(values['csr-controllers'] ? { csrControllers: true } : {}),
+    ...(values['node-lifecycle'] ? { nodeLifecycle: nodeLifecycleFromTiming() } : {}),
+    tokens: Object.fromEntries((values.token ?? []).map(parseToken)),
+  };
+  if (values['etcd-endpoint'] !== undefined) {
+    const internalPort = Number(values['internal-port']);
+    if (!Number.isInteger(internalPort) || internalPort <= 0) {
+      process.stderr.write(`--etcd-endpoint needs --internal-port\n${USAGE}\n`);
+      return 2;
+    }
+    return runOnEtcd({
+      host,
+      port,
+      internalPort,
+      dataDir,
+      etcdEndpoint: values['etcd-endpoint'],
+      common,
+      objects,
+      ...(options.stop ? { stop: options.stop } : {}),
+    });
+  }
+  const stateText = await readIfExists(join(dataDir, 'state.json'));
+  const snapshot = stateText ? (JSON.parse(stateText) as StoreSnapshot) : undefined;
 
   let snapshotTimer: NodeJS.Timeout | undefined;
   let pendingWrite: Promise<void> = Promise.resolve();
@@ -135,19 +173,10 @@ export async function runCli(argv: string[], options: { stop?: Promise<void> } =
   };
 
   const server: SimApiServer = await startSimApiServer({
+    ...common,
     host,
     port,
-    adminToken,
-    ...(values.san ? { sans: values.san } : {}),
-    ca: { certPem: caCert, keyPem: caKey },
     ...(snapshot ? { snapshot } : { objects }),
-    ...(values.version ? { gitVersion: values.version } : {}),
-    ...(anonymousAuth === undefined ? {} : { anonymousAuth: anonymousAuth === 'true' }),
-    ...(values['cacerts-file'] ? { caCertsFile: values['cacerts-file'] } : {}),
-    ...(values['k3s-agent-certificates'] ? { k3sAgentCertificates: true } : {}),
-    ...(values['csr-controllers'] ? { csrControllers: true } : {}),
-    ...(values['node-lifecycle'] ? { nodeLifecycle: nodeLifecycleFromTiming() } : {}),
-    tokens: Object.fromEntries((values.token ?? []).map(parseToken)),
     onChange: () => {
       if (snapshotTimer) return;
       snapshotTimer = setTimeout(() => {
@@ -172,6 +201,71 @@ export async function runCli(argv: string[], options: { stop?: Promise<void> } =
   if (snapshotTimer) clearTimeout(snapshotTimer);
   await server.stop();
   await saveSnapshot(server);
+  await rm(join(dataDir, 'ready'), { force: true });
+  return 0;
+}
+
+/**
+ * Runs an instance on etcd (etcd-datastore.ts) until a signal arrives: no
+ * state.json, the CA and admin token in DIR as always (a joining control
+ * plane writes the cluster's there first).
+ */
+async function runOnEtcd(input: {
+  host: string;
+  port: number;
+  internalPort: number;
+  dataDir: string;
+  etcdEndpoint: string;
+  common: SimApiServerOptions;
+  objects: KubeObject[];
+  stop?: Promise<void>;
+}): Promise<number> {
+  const { dataDir, common } = input;
+  const url = `https://${input.host.includes(':') ? `[${input.host}]` : input.host}:${input.port}`;
+  const instance = await startEtcdBacked({
+    host: input.host,
+    port: input.port,
+    internalPort: input.internalPort,
+    etcdEndpoint: input.etcdEndpoint,
+    ca: common.ca!,
+    sans: common.sans ?? [],
+    gitVersion: common.gitVersion ?? 'v0.0.0',
+    log: (line) => process.stderr.write(`sim-apiserver (a simulation for tests, on etcd): ${line}\n`),
+    async startApiServer(snapshot) {
+      const server = await startSimApiServer({
+        ...common,
+        host: input.host,
+        port: input.internalPort,
+        ...(snapshot ? { snapshot } : { objects: input.objects }),
+      });
+      if (snapshot) for (const object of input.objects) server.setObject(object);
+      return server;
+    },
+  });
+  await instance.ready;
+  await writeAtomically(join(dataDir, 'admin-token'), `${common.adminToken!}\n`, 0o600);
+  await writeAtomically(
+    join(dataDir, 'admin.kubeconfig'),
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      `- name: sim\n  cluster:\n    server: ${url}\n    certificate-authority-data: ${Buffer.from(common.ca!.certPem).toString('base64')}`,
+      `users:\n- name: admin\n  user:\n    token: ${common.adminToken!}`,
+      'contexts:\n- name: sim\n  context:\n    cluster: sim\n    user: admin',
+      'current-context: sim',
+      '',
+    ].join('\n'),
+    0o600,
+  );
+  await writeAtomically(join(dataDir, 'ready'), `${url}\n`, 0o644);
+  process.stderr.write(`sim-apiserver (a simulation for tests, not kube-apiserver) serving at ${url}, on etcd\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+    void input.stop?.then(resolve);
+  });
+  await instance.stop();
   await rm(join(dataDir, 'ready'), { force: true });
   return 0;
 }

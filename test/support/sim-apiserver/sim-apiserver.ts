@@ -1277,7 +1277,8 @@ class SimApiServerImpl implements SimApiServer {
    * remotedialer frames (nothing in the simulation dials through a node).
    */
   #acceptK3sTunnel(req: IncomingMessage, socket: Duplex): void {
-    const user = this.#authenticator.authenticate(req);
+    // As impersonated: a node's tunnel reaching this server through another (etcd-datastore.ts) is that node's.
+    const user = impersonate(req, this.#authenticator.authenticate(req), this.#authorizer).effective;
     if (!user.groups.includes('system:nodes')) throw forbidden(undefined, 'forbidden');
     const key = req.headers['sec-websocket-key'];
     if (req.headers.upgrade?.toLowerCase() !== 'websocket' || typeof key !== 'string' || key === '') {

@@ -54,6 +54,7 @@ import {
 } from '../sim-node.js';
 import { runPodSource } from '../sim-kubelet-pods.js';
 import { readSimTiming } from '../sim-apiserver/sim-timing.js';
+import { ETCD_CLIENT_PORT, isEtcdInitialized, startEmbeddedEtcd, type EmbeddedEtcd } from './embedded-etcd.js';
 
 /** Where k3s reads its configuration. */
 export const K3S_CONFIG_PATH = '/etc/rancher/k3s/config.yaml';
@@ -181,15 +182,16 @@ function serverKubeletKubeconfig(server: string, caPem: string, token: string): 
   });
 }
 
-async function runServer(configPath: string): Promise<number> {
-  const config = await readConfig(configPath);
-  const joinServer = stringOf(config, 'server');
-  if (joinServer) return runJoiningServer(config, joinServer);
-  const address =
-    stringOf(config, 'advertise-address') ?? stringOf(config, 'node-ip') ?? stringOf(config, 'bind-address');
-  const listenHost = address ?? '127.0.0.1';
-  const nodeName = stringOf(config, 'node-name') ?? hostname();
-  const dataDir = join(K3S_SERVER_DIR, 'sim-apiserver');
+/** The port the API server listens on behind the supervisor while its server leads (k3s: kube-apiserver on 6444). */
+export const SIM_K3S_INTERNAL_PORT = 6444;
+/** Where a server's simulated API server keeps its CA, admin token and (single server) objects. */
+const API_SERVER_DATA_DIR = join(K3S_SERVER_DIR, 'sim-apiserver');
+
+/**
+ * The simulated API server's arguments, the same on every server (any
+ * server of an HA control plane may come to lead and serve for all).
+ */
+async function apiServerArgs(listenHost: string, password: string, config: K3sConfig): Promise<string[]> {
   const objectsFile = join(K3S_SERVER_DIR, 'sim-objects.yaml');
   await writeAtomically(
     objectsFile,
@@ -199,17 +201,11 @@ async function runServer(configPath: string): Promise<number> {
       .join('---\n'),
     0o600,
   );
-  const tokenFile = join(K3S_SERVER_DIR, 'token');
-  const password = existsSync(tokenFile)
-    ? serverPasswordOf(await readFile(tokenFile, 'utf8'))
-    : randomBytes(16).toString('hex');
-  const sans = listOf(config, 'tls-san');
-  const { runCli } = await import('../sim-apiserver/cli.js');
-  const serving = runCli([
+  return [
     '--listen',
     `${listenHost}:${SIM_K3S_PORT}`,
     '--data-dir',
-    dataDir,
+    API_SERVER_DATA_DIR,
     '--objects',
     objectsFile,
     '--version',
@@ -226,14 +222,51 @@ async function runServer(configPath: string): Promise<number> {
     // Stands in for the k3s supervisor accepting the server token from joining servers.
     '--token',
     `${password}=${SUPERVISOR_USER}:system:masters`,
-    ...sans.flatMap((san) => ['--san', san]),
-  ]);
-  const readyFile = join(dataDir, 'ready');
+    ...listOf(config, 'tls-san').flatMap((san) => ['--san', san]),
+  ];
+}
+
+/** Waits for the simulated API server's `ready` file. */
+async function waitForApiServer(): Promise<void> {
+  const readyFile = join(API_SERVER_DATA_DIR, 'ready');
   const deadline = Date.now() + API_READY_TIMEOUT_MS;
   while (!existsSync(readyFile)) {
     if (Date.now() > deadline) throw new Error(`the simulated API server did not start in ${API_READY_TIMEOUT_MS} ms`);
     await sleep(50);
   }
+}
+
+/** Runs `serving` to its end, then stops the server's etcd member (after the API server has resigned). */
+async function thenStop(serving: Promise<number>, etcd: EmbeddedEtcd | undefined): Promise<number> {
+  const code = await serving;
+  await etcd?.stop();
+  return code;
+}
+
+async function runServer(configPath: string): Promise<number> {
+  const config = await readConfig(configPath);
+  const joinServer = stringOf(config, 'server');
+  if (joinServer) return runJoiningServer(config, joinServer);
+  const address =
+    stringOf(config, 'advertise-address') ?? stringOf(config, 'node-ip') ?? stringOf(config, 'bind-address');
+  const listenHost = address ?? '127.0.0.1';
+  const nodeName = stringOf(config, 'node-name') ?? hostname();
+  const dataDir = API_SERVER_DATA_DIR;
+  const isClusterInit = config['cluster-init'] === true;
+  const tokenFile = join(K3S_SERVER_DIR, 'token');
+  const password = existsSync(tokenFile)
+    ? serverPasswordOf(await readFile(tokenFile, 'utf8'))
+    : randomBytes(16).toString('hex');
+  // cluster-init: k3s's embedded etcd, a cluster of one that servers join (pkg/etcd/etcd.go, newCluster).
+  const etcd = isClusterInit
+    ? await startEmbeddedEtcd({ serverDir: K3S_SERVER_DIR, nodeName, address: listenHost, log })
+    : undefined;
+  const { runCli } = await import('../sim-apiserver/cli.js');
+  const serving = runCli([
+    ...(await apiServerArgs(listenHost, password, config)),
+    ...(etcd ? ['--etcd-endpoint', etcd.clientUrl, '--internal-port', String(SIM_K3S_INTERNAL_PORT)] : []),
+  ]);
+  await waitForApiServer();
   const caPem = await readFile(join(dataDir, 'ca.crt'), 'utf8');
   const adminToken = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
   const server = `https://${listenHost}:${SIM_K3S_PORT}`;
@@ -271,7 +304,7 @@ async function runServer(configPath: string): Promise<number> {
           'ca.key': Buffer.from(await readFile(join(dataDir, 'ca.key'), 'utf8')).toString('base64'),
           'admin-token': Buffer.from(adminToken).toString('base64'),
           // Real k3s can join servers only to a cluster whose first server runs embedded etcd.
-          'cluster-init': Buffer.from(String(config['cluster-init'] === true)).toString('base64'),
+          'cluster-init': Buffer.from(String(isClusterInit)).toString('base64'),
         },
       },
     },
@@ -283,19 +316,33 @@ async function runServer(configPath: string): Promise<number> {
     ...labelsOf(config),
   };
   const node = { server, token: adminToken, caPem, name: nodeName, version: VERSION };
-  await registerNode({ ...node, labels });
-  log(`server ${nodeName} ready at ${server}${config['cluster-init'] === true ? ' (cluster-init)' : ''}`);
+  await registerNodeRetrying({ ...node, labels });
+  log(`server ${nodeName} ready at ${server}${isClusterInit ? ' (cluster-init)' : ''}`);
   void keepReady(node, log);
-  return serving;
+  return thenStop(serving, etcd);
+}
+
+/** Registers a server's Node, retried while the API is not there yet (a change of leader). */
+async function registerNodeRetrying(node: Parameters<typeof registerNode>[0]): Promise<void> {
+  for (;;) {
+    try {
+      await registerNode(node);
+      return;
+    } catch (error) {
+      log(`registering Node ${node.name}: ${(error as Error).message}`);
+      await sleep(RETRY_INTERVAL_MS);
+    }
+  }
 }
 
 /**
- * Another server joining the first. The simulation has one API server and
- * one store (the first server's): the joining server checks the CA hash of
- * its token, takes the bootstrap data with the server token, and then
- * serves the API on its own address by forwarding every request to the
- * first server, with a serving certificate of its own signed by the
- * cluster CA. Real k3s servers each run an API server on a shared etcd.
+ * Another server joining the first, as k3s's embedded etcd joins: the
+ * server checks the CA hash of its token, takes the bootstrap data with the
+ * server token, adds its own etcd member (embedded-etcd.ts) and runs the
+ * simulated API server on etcd like every server (../sim-apiserver,
+ * etcd-datastore.ts). Restarted on data it has (its etcd member was started
+ * before), it asks the server it joined nothing: it rejoins its peers, as
+ * k3s starts an initialized member on its own data.
  */
 async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<number> {
   const tokenText = stringOf(config, 'token');
@@ -303,56 +350,54 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
     log('a joining server needs token (the server token)');
     return 1;
   }
-  const { caHash } = parseK10(tokenText);
   const password = serverPasswordOf(tokenText);
   const address = stringOf(config, 'advertise-address') ?? stringOf(config, 'node-ip') ?? '127.0.0.1';
   const nodeName = stringOf(config, 'node-name') ?? hostname();
-  const caPem = await fetchCaCerts(joinServer);
-  const actualHash = k3sHashCa(caPem);
-  if (actualHash !== caHash) {
-    log(`token CA hash does not match the Cluster CA certificate hash: ${caHash} != ${actualHash}`);
-    return 1;
-  }
-  const secret = (await expectOk('take the bootstrap data with the server token', {
-    method: 'GET',
-    url: `${joinServer}/api/v1/namespaces/kube-system/secrets/${BOOTSTRAP_SECRET}`,
-    token: password,
-    caPem,
-  })) as { data: Record<string, string> };
-  const field = (name: string): string => Buffer.from(secret.data[name] ?? '', 'base64').toString('utf8');
-  if (field('cluster-init') !== 'true') {
-    log('the first server does not run embedded etcd (cluster-init): servers cannot join it');
-    return 1;
-  }
-  const adminToken = field('admin-token');
-  const { SimCertificateAuthority } = await import('../sim-apiserver/pki.js');
-  const ca = await SimCertificateAuthority.load(field('ca.crt'), field('ca.key'));
-  const serving = await ca.issueServing([address, '127.0.0.1', 'localhost', ...listOf(config, 'tls-san')]);
-  const { createServer, request: forward } = await import('node:https');
-  const upstream = new URL(joinServer);
-  const proxy = createServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
-    if (req.method === 'GET' && (req.url === '/version' || req.url === '/version/')) {
-      // This server's own version, as each k3s server's kube-apiserver answers (its binary's).
-      const [, major = '1', minor = '0'] = /^v(\d+)\.(\d+)/.exec(VERSION) ?? [];
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ major, minor, gitVersion: VERSION, platform: 'linux/amd64' }));
-      return;
+  const dataDir = API_SERVER_DATA_DIR;
+  const isRestart =
+    isEtcdInitialized(K3S_SERVER_DIR) && ['ca.crt', 'ca.key', 'admin-token'].every((f) => existsSync(join(dataDir, f)));
+  if (!isRestart) {
+    const { caHash } = parseK10(tokenText);
+    const caPem = await fetchCaCerts(joinServer);
+    const actualHash = k3sHashCa(caPem);
+    if (actualHash !== caHash) {
+      log(`token CA hash does not match the Cluster CA certificate hash: ${caHash} != ${actualHash}`);
+      return 1;
     }
-    const headers = { ...req.headers, host: upstream.host };
-    const out = forward(
-      { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers, ca: caPem },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    out.on('error', () => res.destroy());
-    req.pipe(out);
+    const secret = (await expectOk('take the bootstrap data with the server token', {
+      method: 'GET',
+      url: `${joinServer}/api/v1/namespaces/kube-system/secrets/${BOOTSTRAP_SECRET}`,
+      token: password,
+      caPem,
+    })) as { data: Record<string, string> };
+    const field = (name: string): string => Buffer.from(secret.data[name] ?? '', 'base64').toString('utf8');
+    if (field('cluster-init') !== 'true') {
+      log('the first server does not run embedded etcd (cluster-init): servers cannot join it');
+      return 1;
+    }
+    // The cluster's CA and admin credential, where this server's API server reads its own.
+    await writeAtomically(join(dataDir, 'ca.crt'), field('ca.crt'), 0o644);
+    await writeAtomically(join(dataDir, 'ca.key'), field('ca.key'), 0o600);
+    await writeAtomically(join(dataDir, 'admin-token'), `${field('admin-token')}\n`, 0o600);
+  }
+  const etcd = await startEmbeddedEtcd({
+    serverDir: K3S_SERVER_DIR,
+    nodeName,
+    address,
+    join: `http://${new URL(joinServer).hostname}:${ETCD_CLIENT_PORT}`,
+    log,
   });
-  await new Promise<void>((resolve, reject) => {
-    proxy.once('error', reject);
-    proxy.listen(SIM_K3S_PORT, address, () => resolve());
-  });
+  const { runCli } = await import('../sim-apiserver/cli.js');
+  const serving = runCli([
+    ...(await apiServerArgs(address, password, config)),
+    '--etcd-endpoint',
+    etcd.clientUrl,
+    '--internal-port',
+    String(SIM_K3S_INTERNAL_PORT),
+  ]);
+  await waitForApiServer();
+  const caPem = await readFile(join(dataDir, 'ca.crt'), 'utf8');
+  const adminToken = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
   const own = `https://${address}:${SIM_K3S_PORT}`;
   await writeAtomically(join(K3S_SERVER_DIR, 'tls', 'server-ca.crt'), caPem, 0o644);
   await writeAtomically(join(K3S_SERVER_DIR, 'token'), `${tokenText.trim()}\n`, 0o600);
@@ -385,23 +430,10 @@ async function runJoiningServer(config: K3sConfig, joinServer: string): Promise<
     'node-role.kubernetes.io/etcd': 'true',
     ...labelsOf(config),
   };
-  for (;;) {
-    try {
-      await registerNode({ server: own, token: adminToken, caPem, name: nodeName, version: VERSION, labels });
-      break;
-    } catch (error) {
-      log(`registering Node ${nodeName}: ${(error as Error).message}`);
-      await sleep(RETRY_INTERVAL_MS);
-    }
-  }
-  log(`server ${nodeName} joined ${joinServer}; serving at ${own} (forwarded to the first server: a simulation)`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGTERM', resolve);
-    process.once('SIGINT', resolve);
-    void keepReady({ server: own, token: adminToken, caPem, name: nodeName, version: VERSION }, log);
-  });
-  proxy.close();
-  return 0;
+  await registerNodeRetrying({ server: own, token: adminToken, caPem, name: nodeName, version: VERSION, labels });
+  log(`server ${nodeName} joined ${joinServer}; serving at ${own} (its own etcd member; the API on etcd)`);
+  void keepReady({ server: own, token: adminToken, caPem, name: nodeName, version: VERSION }, log);
+  return thenStop(serving, etcd);
 }
 
 /**
