@@ -67,6 +67,8 @@ const VERSIONS = {
 
 interface Run {
   exitCode: number;
+  /** Everything the run printed on stdout. */
+  stdout: string;
   wallMs: number;
   /** When each jsonl event arrived (ms after the start), with the event. */
   events: Array<{ atMs: number; event: { type: string; phase?: string } }>;
@@ -89,7 +91,9 @@ function edgeadm(home: string, args: string[]): Promise<Run> {
   });
   const events: Run['events'] = [];
   let pending = '';
+  let stdout = '';
   child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString('utf8');
     pending += chunk.toString('utf8');
     let at: number;
     while ((at = pending.indexOf('\n')) >= 0) {
@@ -109,7 +113,7 @@ function edgeadm(home: string, args: string[]): Promise<Run> {
     child.on('exit', (code) => {
       clearTimeout(timer);
       if (code !== 0 && !args.includes('upgrade')) process.stderr.write(stderr);
-      resolve({ exitCode: code ?? 1, wallMs: performance.now() - started, events });
+      resolve({ exitCode: code ?? 1, stdout, wallMs: performance.now() - started, events });
     });
   });
 }
@@ -281,13 +285,13 @@ async function haRound(distribution: 'k3s' | 'kubeadm', index: number): Promise<
       CERTIFICATE_KEY,
       '--kubeconfig-out',
       kubeconfig,
-      '--output',
-      'jsonl',
+      '--json',
     ]);
-    const joinCommand = (
-      init.events.find((e) => e.event.type === 'result') as
-        { event: { result?: { controlPlaneJoinCommand?: string } } } | undefined
-    )?.event.result?.controlPlaneJoinCommand;
+    // --json prints the join command whole; the jsonl events mask its token.
+    const joinCommand =
+      init.exitCode === 0
+        ? (JSON.parse(init.stdout) as { controlPlaneJoinCommand?: string }).controlPlaneJoinCommand
+        : undefined;
     if (init.exitCode !== 0 || joinCommand === undefined) throw new Error(`HA init failed (${distribution})`);
     const words = joinCommand.split(' ');
     const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
