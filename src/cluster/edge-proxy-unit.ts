@@ -100,9 +100,9 @@ SystemCallErrorNumber=EPERM
 # starts and runs under this (and aborts under it without --jitless).
 MemoryDenyWriteExecute=yes
 #
-# Memory: 57-60 MiB RSS at start and 64-70 MiB under offline load with
-# 1,000 cached objects, as deployed (bench/edge-proxy/RESULTS.md,
-# 2026-11-24 evening), and up to
+# Memory: 72-73 MiB RSS at start and 82-83 MiB under offline load with
+# 1,000 cached objects, as deployed (BENCHMARKS.md, edge-proxy,
+# 2026-11-24 22:09 UTC), and up to
 # 282 MB measured under 12 concurrent 16 MiB LISTs being buffered for
 # the cache. Past MemoryHigh the kernel reclaims (the cache's page cache
 # first) and slows the proxy; MemoryMax is the hard stop (killed and
