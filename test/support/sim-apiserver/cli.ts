@@ -208,7 +208,8 @@ export async function runCli(argv: string[], options: { stop?: Promise<void> } =
 /**
  * Runs an instance on etcd (etcd-datastore.ts) until a signal arrives: no
  * state.json, the CA and admin token in DIR as always (a joining control
- * plane writes the cluster's there first).
+ * plane writes the cluster's there first). A state.json left in DIR by an
+ * earlier run without etcd seeds an etcd that is still empty.
  */
 async function runOnEtcd(input: {
   host: string;
@@ -222,6 +223,8 @@ async function runOnEtcd(input: {
 }): Promise<number> {
   const { dataDir, common } = input;
   const url = `https://${input.host.includes(':') ? `[${input.host}]` : input.host}:${input.port}`;
+  const earlierText = await readIfExists(join(dataDir, 'state.json'));
+  const earlier = earlierText ? (JSON.parse(earlierText) as StoreSnapshot) : undefined;
   const instance = await startEtcdBacked({
     host: input.host,
     port: input.port,
@@ -232,6 +235,9 @@ async function runOnEtcd(input: {
     gitVersion: common.gitVersion ?? 'v0.0.0',
     log: (line) => process.stderr.write(`sim-apiserver (a simulation for tests, on etcd): ${line}\n`),
     async startApiServer(snapshot) {
+      // An empty etcd under an instance that kept its objects in DIR before (a simulated kubeadm control plane
+      // put on stacked etcd when it became one that others join): those objects go to etcd.
+      snapshot ??= earlier;
       const server = await startSimApiServer({
         ...common,
         host: input.host,

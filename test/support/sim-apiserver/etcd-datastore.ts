@@ -205,7 +205,16 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
   front.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     void forwardUpgrade(req, socket, head);
   });
+  /**
+   * Every connection accepted, closed at stop: a client's keep-alive
+   * connection would otherwise go on reaching this stopped instance's front
+   * (answering its old version at /version) after a new instance took the
+   * port, as a restarted kube-apiserver's clients reconnect.
+   */
+  const accepted = new Set<Socket>();
   const listener: TcpServer = createTcpServer((socket: Socket) => {
+    accepted.add(socket);
+    socket.once('close', () => accepted.delete(socket));
     if (apiServer !== undefined) {
       const local = connect(options.internalPort, options.host);
       socket.pipe(local).pipe(socket);
@@ -458,6 +467,7 @@ export async function startEtcdBacked(options: EtcdBackedOptions): Promise<EtcdB
       isStopping = true;
       listener.close();
       front.close();
+      for (const socket of accepted) socket.destroy();
       // Bounded: the last member of a cluster whose others are gone has no quorum, and nothing it
       // writes or resigns would be answered; the service manager gives a stopping service 10 s.
       if (apiServer !== undefined) {

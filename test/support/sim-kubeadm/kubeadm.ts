@@ -33,19 +33,26 @@
  *   waits for that API server and marks the control plane.
  * - `upgrade plan|apply|node`: see ./upgrade.ts.
  * - `version`: this binary's version (its package's, see simExecutableScript).
- * - `reset -f`: empties /etc/kubernetes/manifests, /etc/kubernetes/pki,
- *   /var/lib/kubelet and /var/lib/etcd and removes the kubeconfigs.
+ * - `reset -f`: on a control plane with stacked etcd, removes its member
+ *   from the etcd cluster first; empties /etc/kubernetes/manifests,
+ *   /etc/kubernetes/pki, /var/lib/kubelet and /var/lib/etcd and removes the
+ *   kubeconfigs.
+ * - `init phase upload-certs` (an HA control plane) puts the first control
+ *   plane on stacked etcd
+ *   and a joining control plane adds its member (./stacked-etcd.ts,
+ *   README.md "HA on etcd").
  *
  * Differences on purpose: no systemd in the test hosts, so starting and
  * stopping the kubelet is left to edgeadm's service manager (real kubeadm
  * prints the same warning without systemd); admin.conf's user is in
- * system:masters; no etcd, controller-manager or scheduler run; a joining
- * control plane's API server forwards to the first one's (see
- * SHARED_STORE_ANNOTATION in layout.ts) instead of sharing an etcd cluster.
+ * system:masters; no controller-manager or scheduler run, and etcd only for
+ * an HA control plane; a control plane joining a cluster without stacked
+ * etcd gets an API server that forwards to the first one's (see
+ * SHARED_STORE_ANNOTATION in layout.ts).
  */
 import { createHash, createHmac, randomBytes, X509Certificate } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { dump as dumpYaml, load as loadYaml, loadAll as loadAllYaml } from 'js-yaml';
@@ -53,6 +60,14 @@ import { SimCertificateAuthority } from '../sim-apiserver/pki.js';
 import { call, expectOk, simLogger, simReportedVersion, sleep, writeAtomically } from '../sim-node.js';
 import { runUpgrade } from './upgrade.js';
 import { NODE_BOOTSTRAP_GROUP, downloadCerts, uploadCerts } from './certs-upload.js';
+import {
+  addStackedMember,
+  etcdClientUrl,
+  etcdManifest,
+  etcdPeerUrl,
+  ETCD_CLIENT_PORT,
+  removeStackedMember,
+} from './stacked-etcd.js';
 import {
   ADMIN_CONF,
   APISERVER_MANIFEST,
@@ -62,6 +77,7 @@ import {
   CONTROLLER_MANAGER_CONF,
   DEFAULT_CRI_SOCKET,
   ETCD_DIR,
+  ETCD_MANIFEST,
   KUBELET_CONF,
   KUBELET_CONFIG,
   KUBELET_DIR,
@@ -237,6 +253,68 @@ function certificateKeyOf(initConfig: Doc, argv: string[]): string {
   return key;
 }
 
+/**
+ * Puts this (first) control plane on stacked etcd (README.md, "HA on
+ * etcd"): real kubeadm's `init` always writes the etcd manifest; the
+ * simulation writes it when the control plane's certificates are uploaded
+ * for others to join (nothing in `init`'s configuration tells an HA control
+ * plane from a single one), so that single control planes keep the quicker
+ * store of their own. The etcd manifest of a cluster of one, the
+ * kube-apiserver manifest with `--etcd-servers` (the kubelet starts etcd and
+ * recreates the API server, which takes the objects it had into etcd), and
+ * ClusterConfiguration.etcd.local in kubeadm-config (kubeadm's defaulting),
+ * which a joining control plane reads to join etcd.
+ */
+async function stackOnEtcd(initConfig: Doc): Promise<void> {
+  const apiServerText = await readFile(APISERVER_MANIFEST, 'utf8');
+  const pod = loadYaml(apiServerText) as Doc;
+  const command = (pod.spec?.containers?.[0]?.command ?? []) as string[];
+  const address = command.find((c) => c.startsWith('--advertise-address='))?.slice('--advertise-address='.length);
+  if (address === undefined) throw new KubeadmError(`${APISERVER_MANIFEST} has no --advertise-address`);
+  const nodeName = (initConfig.nodeRegistration?.name as string | undefined) ?? hostname();
+  const etcd = etcdManifest({
+    nodeName,
+    address,
+    dataDir: ETCD_DIR,
+    initialCluster: `${nodeName}=${etcdPeerUrl(address)}`,
+    state: 'new',
+  });
+  await writeAtomically(ETCD_MANIFEST, dumpYaml(etcd), 0o600);
+  say(`[etcd] Creating static Pod manifest for local etcd in "${MANIFESTS_DIR}"`);
+  command.push(`--etcd-servers=http://127.0.0.1:${ETCD_CLIENT_PORT}`);
+  const written = Date.now();
+  await writeAtomically(APISERVER_MANIFEST, dumpYaml(pod), 0o600);
+  // The API server the kubelet recreated on etcd (its ready mark is newer than the manifest), then answering.
+  const readyMark = join(ETCD_DIR, 'sim-apiserver', 'ready');
+  const deadline = Date.now() + CONTROL_PLANE_TIMEOUT_MS;
+  while (!existsSync(readyMark) || (await stat(readyMark)).mtimeMs < written) {
+    if (Date.now() > deadline) throw new KubeadmError('[etcd] the API server did not come back on etcd in time');
+    await sleep(POLL_INTERVAL_MS);
+  }
+  const admin = await readKubeconfig(ADMIN_CONF);
+  await waitForApi(admin);
+  const current = await call({
+    ...admin,
+    method: 'GET',
+    url: `${admin.server}/api/v1/namespaces/kube-system/configmaps/kubeadm-config`,
+  });
+  const data = (JSON.parse(current.body) as { data?: Record<string, string> }).data ?? {};
+  const cluster = (loadYaml(data.ClusterConfiguration ?? '') ?? {}) as Doc;
+  cluster.etcd = { ...(cluster.etcd as Doc | undefined), local: { dataDir: ETCD_DIR, ...cluster.etcd?.local } };
+  await expectOk('record stacked etcd in kubeadm-config', {
+    ...admin,
+    method: 'PATCH',
+    url: `${admin.server}/api/v1/namespaces/kube-system/configmaps/kubeadm-config?fieldManager=kubeadm&force=true`,
+    contentType: 'application/apply-patch+yaml',
+    body: {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'kubeadm-config', namespace: 'kube-system' },
+      data: { ClusterConfiguration: dumpYaml(cluster) },
+    },
+  });
+}
+
 /** `kubeadm init phase upload-certs --upload-certs --config FILE`. */
 async function uploadCertsPhase(configPath: string, argv: string[]): Promise<void> {
   if (!argv.includes('--upload-certs')) {
@@ -244,6 +322,8 @@ async function uploadCertsPhase(configPath: string, argv: string[]): Promise<voi
     return;
   }
   const docs = await loadConfig(configPath, ['InitConfiguration']);
+  // The control plane becomes one that others join: on stacked etcd from now on (see stackOnEtcd).
+  if (existsSync(APISERVER_MANIFEST) && !existsSync(ETCD_MANIFEST)) await stackOnEtcd(docs.InitConfiguration!);
   await uploadCerts(await readKubeconfig(ADMIN_CONF), certificateKeyOf(docs.InitConfiguration!, argv));
 }
 
@@ -257,8 +337,10 @@ function apiServerManifest(input: {
   sans: string[];
   cluster: Doc;
   sharedStoreServer?: string;
+  /** Stacked etcd's client URL (an HA control plane: stacked-etcd.ts). */
+  etcdServers?: string;
 }): Doc {
-  const { address, port, sans, cluster, sharedStoreServer } = input;
+  const { address, port, sans, cluster, sharedStoreServer, etcdServers } = input;
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -283,6 +365,7 @@ function apiServerManifest(input: {
             `--secure-port=${port}`,
             `--client-ca-file=${CA_CERT}`,
             '--enable-bootstrap-token-auth=true',
+            ...(etcdServers === undefined ? [] : [`--etcd-servers=${etcdServers}`]),
             ...(sharedStoreServer === undefined
               ? [`--service-cluster-ip-range=${cluster.networking?.serviceSubnet ?? '10.96.0.0/12'}`]
               : []),
@@ -351,7 +434,10 @@ async function init(configPath: string, argv: string[]): Promise<void> {
   });
   await applyNodesKubeadmConfigRbac(admin);
   say('[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace');
-  if (argv.includes('--upload-certs')) await uploadCerts(admin, certificateKeyOf(initConfig, argv));
+  if (argv.includes('--upload-certs')) {
+    await stackOnEtcd(initConfig);
+    await uploadCerts(admin, certificateKeyOf(initConfig, argv));
+  }
   const isSkipped = (phase: string): boolean => {
     if (isPhaseSkipped(skip, phase)) {
       say(`[${phase}] skipped (skipPhases)`);
@@ -664,6 +750,16 @@ async function joinControlPlane(docs: Record<string, Doc>, bootstrap: Doc): Prom
       leftovers([APISERVER_MANIFEST]),
       `${APISERVER_MANIFEST} already exists`,
     ],
+    [
+      'FileAvailable--etc-kubernetes-manifests-etcd.yaml',
+      leftovers([ETCD_MANIFEST]),
+      `${ETCD_MANIFEST} already exists`,
+    ],
+    [
+      'DirAvailable--var-lib-etcd',
+      async () => !existsSync(ETCD_DIR) || (await readdir(ETCD_DIR)).length === 0,
+      `${ETCD_DIR} is not empty`,
+    ],
   ]);
   const { server, caPem } = await discover(bootstrap);
   const token = String(bootstrap.token);
@@ -700,7 +796,22 @@ async function joinControlPlane(docs: Record<string, Doc>, bootstrap: Doc): Prom
   });
   await issueKubeconfig(ca, caPem, endpointServer, SCHEDULER_CONF, { user: 'system:kube-scheduler', groups: [] });
   const sans = [...((cluster.apiServer?.certSANs ?? []) as string[]), endpoint.replace(/:\d+$/, ''), address];
-  const manifest = apiServerManifest({ address, port, sans, cluster, sharedStoreServer: server });
+  // A cluster on stacked etcd (kubeadm-config's etcd.local): this control plane's member joins it first
+  // (CreateStackedEtcdStaticPodManifestFile); else the simulation's API server forwards to the first one.
+  const isStacked = cluster.etcd?.local !== undefined;
+  if (isStacked) {
+    const initialCluster = await addStackedMember(etcdClientUrl(new URL(server).hostname), nodeName, address, say);
+    const etcd = etcdManifest({ nodeName, address, dataDir: ETCD_DIR, initialCluster, state: 'existing' });
+    await writeAtomically(ETCD_MANIFEST, dumpYaml(etcd), 0o600);
+    say(`[etcd] Creating static Pod manifest for local etcd in "${MANIFESTS_DIR}"`);
+  }
+  const manifest = apiServerManifest({
+    address,
+    port,
+    sans,
+    cluster,
+    ...(isStacked ? { etcdServers: `http://127.0.0.1:${ETCD_CLIENT_PORT}` } : { sharedStoreServer: server }),
+  });
   await writeAtomically(APISERVER_MANIFEST, dumpYaml(manifest), 0o600);
   say(`[control-plane] Creating static Pod manifest for "kube-apiserver" in "${MANIFESTS_DIR}"`);
   await startKubelet(docs, nodeRegistration, bootstrapAccess);
@@ -722,6 +833,7 @@ async function reset(argv: string[]): Promise<void> {
     throw new KubeadmError('reset needs -f in this simulation (it cannot ask for confirmation)');
   }
   say('[reset] WARNING: no systemd on this host (SIMULATED kubeadm): the kubelet is left to edgeadm to stop');
+  if (existsSync(ETCD_MANIFEST)) await removeOwnEtcdMember();
   const dirs = [MANIFESTS_DIR, KUBELET_DIR, PKI_DIR, ETCD_DIR];
   for (const dir of dirs) await emptyDirectory(dir);
   say(`[reset] Deleting contents of directories: [${dirs.join(' ')}]`);
@@ -735,6 +847,33 @@ async function reset(argv: string[]): Promise<void> {
   ];
   for (const file of files) await rm(file, { force: true });
   say(`[reset] Deleting files: [${files.join(' ')}]`);
+}
+
+/**
+ * kubeadm reset's RemoveStackedEtcdMemberFromCluster: this control plane's
+ * member removed through the cluster (its own member if it still runs, else
+ * one it started with, else the control-plane endpoint's host); a warning
+ * when none answers, as kubeadm warns and goes on.
+ */
+async function removeOwnEtcdMember(): Promise<void> {
+  const pod = loadYaml(await readFile(ETCD_MANIFEST, 'utf8')) as Doc;
+  const command = (pod.spec?.containers?.[0]?.command ?? []) as string[];
+  const arg = (name: string): string | undefined =>
+    command.find((c) => c.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const peerUrl = arg('initial-advertise-peer-urls');
+  if (peerUrl === undefined) return;
+  const hosts = [new URL(peerUrl).hostname];
+  for (const entry of (arg('initial-cluster') ?? '').split(',')) {
+    const peer = entry.slice(entry.indexOf('=') + 1);
+    if (URL.canParse(peer)) hosts.push(new URL(peer).hostname);
+  }
+  if (existsSync(ADMIN_CONF)) hosts.push(new URL((await readKubeconfig(ADMIN_CONF)).server).hostname);
+  const urls = [...new Set(hosts)].map(etcdClientUrl);
+  if (!(await removeStackedMember(urls, peerUrl, say))) {
+    say(
+      '[reset] WARNING: failed to remove the etcd member: no member answered. Remove it by hand (etcdctl member remove)',
+    );
+  }
 }
 
 function configArg(argv: string[]): string {

@@ -12,7 +12,11 @@
  *    the manifest's `--advertise-address` and `--secure-port`, with the CA
  *    kubeadm wrote in /etc/kubernetes/pki and its objects under
  *    /var/lib/etcd/sim-apiserver (where stacked etcd keeps a real cluster's);
- *    on a joining control plane (the manifest names the first API server in
+ *    with `--etcd-servers` (an HA control plane's stacked etcd, which it runs
+ *    from /etc/kubernetes/manifests/etcd.yaml first: ./etcd-pod.ts) the
+ *    simulated API server keeps its objects in etcd, one instance leading
+ *    (../sim-apiserver/README.md, "HA on etcd");
+ *    on a control plane joining a cluster without stacked etcd (the manifest names the first API server in
  *    SHARED_STORE_ANNOTATION) it instead serves on its own address with a
  *    serving certificate from the downloaded CA and forwards every request
  *    to the first API server (the simulated cluster's one store): bearer
@@ -68,6 +72,7 @@ import {
 } from '../sim-node.js';
 import { runPodSource } from '../sim-kubelet-pods.js';
 import { simImportedImageRefs } from './containerd.js';
+import { runEtcdStaticPod } from './etcd-pod.js';
 import {
   APISERVER_MANIFEST,
   BOOTSTRAP_KUBELET_CONF,
@@ -75,6 +80,7 @@ import {
   CA_CERT,
   CA_KEY,
   DEFAULT_CRI_SOCKET,
+  ETCD_APISERVER_INTERNAL_PORT,
   ETCD_DIR,
   KUBELET_CONF,
   KUBELET_CONFIG,
@@ -99,9 +105,19 @@ const API_START_TIMEOUT_MS = 60_000;
 /** How long to wait between attempts while the API server is not reachable. */
 const RETRY_INTERVAL_MS = 1_000;
 
-async function waitFor(what: string, isThere: () => Promise<boolean> | boolean): Promise<void> {
+/** How long a manifest change waits for the API server to stop before it stops etcd under it. */
+const ETCD_STOP_WAIT_MS = 15_000;
+/** Whether the static kube-apiserver runs now (etcd is stopped only after it). */
+let isApiServerRunning = false;
+
+async function waitFor(
+  what: string,
+  isThere: () => Promise<boolean> | boolean,
+  timeoutMs = Number.POSITIVE_INFINITY,
+): Promise<void> {
   let isLogged = false;
-  while (!(await isThere())) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await isThere()) && Date.now() < deadline) {
     if (!isLogged) log(`waiting for ${what}`);
     isLogged = true;
     await sleep(POLL_INTERVAL_MS);
@@ -137,6 +153,14 @@ async function runStaticApiServer(stop: Promise<void>): Promise<{ serving: Promi
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await copyFile(CA_CERT, join(dataDir, 'ca.crt'));
   await copyFile(CA_KEY, join(dataDir, 'ca.key'));
+  const etcdServers = argOf(command, 'etcd-servers');
+  if (etcdServers !== undefined) {
+    // Every API server of the cluster the same admin token (the simulated API server's own; kube-apiserver has
+    // none): derived from the cluster's CA key, which each control plane has.
+    const caKey = await readFile(CA_KEY);
+    const adminToken = createHash('sha256').update(caKey).update('sim-kubeadm admin token').digest('hex');
+    await writeAtomically(join(dataDir, 'admin-token'), `${adminToken}\n`, 0o600);
+  }
   const objectsFile = join(ETCD_DIR, 'sim-objects.yaml');
   // Node writes for nodes only (a stand-in for the Node authorizer): a bootstrap token gets none.
   const objects = [
@@ -160,6 +184,10 @@ async function runStaticApiServer(stop: Promise<void>): Promise<{ serving: Promi
       // kubeadm's kube-controller-manager (node lifecycle, taint eviction) and the default admission plugins.
       '--node-lifecycle',
       ...sans.flatMap((san) => ['--san', san]),
+      // On stacked etcd (an HA control plane): the objects in etcd, one API server leading (../sim-apiserver).
+      ...(etcdServers === undefined
+        ? []
+        : ['--etcd-endpoint', etcdServers, '--internal-port', String(ETCD_APISERVER_INTERNAL_PORT)]),
     ],
     { stop },
   );
@@ -368,6 +396,7 @@ async function runStaticPod(isStopping: () => boolean): Promise<{ stopped: Promi
   let image = await manifestImage();
   let stopCurrent!: () => void;
   let current = await runStaticApiServer(new Promise<void>((resolve) => (stopCurrent = resolve)));
+  isApiServerRunning = true;
   const stopped = (async (): Promise<number> => {
     for (;;) {
       await sleep(POLL_INTERVAL_MS);
@@ -377,6 +406,7 @@ async function runStaticPod(isStopping: () => boolean): Promise<{ stopped: Promi
       log(`${APISERVER_MANIFEST} changed: recreating the static pod kube-apiserver`);
       stopCurrent();
       await current.serving;
+      isApiServerRunning = false;
       digest = now;
       if (now === undefined) {
         // No manifest, no static Pod; wait for one to come back.
@@ -403,6 +433,7 @@ async function runStaticPod(isStopping: () => boolean): Promise<{ stopped: Promi
         image = next;
       }
       current = await runStaticApiServer(new Promise<void>((resolve) => (stopCurrent = resolve)));
+      isApiServerRunning = true;
     }
   })();
   return { stopped };
@@ -507,6 +538,12 @@ export async function runSimKubelet(argv: string[]): Promise<number> {
     const flags = await readKubeletFlags();
     const endpoint = flags['container-runtime-endpoint'] ?? DEFAULT_CRI_SOCKET;
     await waitFor(`the container runtime at ${endpoint}`, async () => isStopping || (await isSocketServing(endpoint)));
+    // Stacked etcd first: the API server on it reads its objects there.
+    const etcdPod = runEtcdStaticPod(
+      () => isStopping,
+      log,
+      () => waitFor('the static pod kube-apiserver to stop before etcd', () => !isApiServerRunning, ETCD_STOP_WAIT_MS),
+    );
     const staticPod = existsSync(APISERVER_MANIFEST) ? await runStaticPod(() => isStopping) : undefined;
     await waitFor(
       `${KUBELET_CONF} or ${BOOTSTRAP_KUBELET_CONF}`,
@@ -554,8 +591,10 @@ export async function runSimKubelet(argv: string[]): Promise<number> {
     void keepReady(node, log);
     if (staticPod) void keepMirrorPod(node, () => isStopping);
     await stopped;
-    // The static API server stops on the same signal.
-    return staticPod ? await staticPod.stopped : 0;
+    // The static API server stops on the same signal; etcd once it has (it writes its last changes there).
+    const code = staticPod ? await staticPod.stopped : 0;
+    await etcdPod.stopNow();
+    return code;
   } catch (error) {
     log(`failed: ${(error as Error).stack ?? String(error)}`);
     return 1;

@@ -44,6 +44,14 @@ export const CA_CERT = `${PKI_DIR}/ca.crt`;
 export const CA_KEY = `${PKI_DIR}/ca.key`;
 export const MANIFESTS_DIR = `${KUBERNETES_DIR}/manifests`;
 export const APISERVER_MANIFEST = `${MANIFESTS_DIR}/kube-apiserver.yaml`;
+/** Stacked etcd's static Pod (HA control planes only in this simulation: stacked-etcd.ts). */
+export const ETCD_MANIFEST = `${MANIFESTS_DIR}/etcd.yaml`;
+/**
+ * Where an API server on stacked etcd serves when it leads (the simulated
+ * API server on etcd: ../sim-apiserver/etcd-datastore.ts); its public port
+ * forwards there.
+ */
+export const ETCD_APISERVER_INTERNAL_PORT = 6446;
 export const ADMIN_CONF = `${KUBERNETES_DIR}/admin.conf`;
 export const KUBELET_CONF = `${KUBERNETES_DIR}/kubelet.conf`;
 export const BOOTSTRAP_KUBELET_CONF = `${KUBERNETES_DIR}/bootstrap-kubelet.conf`;
