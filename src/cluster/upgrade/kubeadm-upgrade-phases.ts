@@ -101,8 +101,13 @@ function restoreStoppedManifestsScript(): string {
 
 /**
  * Moves the static Pod manifests aside and waits until nothing answers on the
- * API server's port (its address from the manifest) or etcd's, so that the
- * kubelet has stopped the Pods.
+ * API server's port (its address from the manifest) or etcd's, and until no
+ * etcd process is left in the host's network namespace (stacked etcd runs with
+ * the host's network): etcd closes its client port at SIGTERM and goes on
+ * writing its WAL for a moment, so a closed port alone does not mean its data
+ * directory is still, and the backup archives that directory next. Processes
+ * of other network namespaces are left out (a test host shares the machine's
+ * process table; a real host has only its own).
  */
 function stopStaticPodsScript(): string {
   const s = STOPPED_MANIFESTS_DIR;
@@ -113,7 +118,10 @@ function stopStaticPodsScript(): string {
     `addr=$(grep -ho -- '--advertise-address=[^" ]*' ${s}/kube-apiserver.yaml 2>/dev/null | head -n 1 | cut -d= -f2)`,
     'addr=${addr:-127.0.0.1}',
     'i=0',
-    `while bash -c "exec 3<>/dev/tcp/$addr/6443" 2>/dev/null || bash -c 'exec 3<>/dev/tcp/127.0.0.1/${ETCD_CLIENT_PORT}' 2>/dev/null; do`,
+    'own_net=$(readlink /proc/self/ns/net)',
+    // One read per process, by the shell itself; readlink only for an etcd.
+    `etcd_runs() { for p in /proc/[0-9]*; do c=; read -r c 2>/dev/null <"$p/comm"; if [ "$c" = etcd ] && [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$own_net" ]; then return 0; fi; done; return 1; }`,
+    `while bash -c "exec 3<>/dev/tcp/$addr/6443" 2>/dev/null || bash -c 'exec 3<>/dev/tcp/127.0.0.1/${ETCD_CLIENT_PORT}' 2>/dev/null || etcd_runs; do`,
     `  i=$((i+1)); if [ $i -gt ${tries} ]; then echo 'the static Pods did not stop within ${STATIC_POD_STOP_TIMEOUT_MS / 1000} s of their manifests being moved aside' >&2; exit 1; fi`,
     '  sleep 0.1',
     'done',

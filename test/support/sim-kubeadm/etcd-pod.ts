@@ -73,17 +73,15 @@ async function start(text: string, log: (line: string) => void): Promise<Running
 }
 
 /**
- * Stops etcd: SIGKILL, where a kubelet sends SIGTERM and waits for the
- * grace period. etcd closes its client port at SIGTERM and goes on writing
- * its WAL for a moment; edgeadm's backup takes a closed port for a stopped
- * etcd and archives the data directory then, and tar fails on the WAL
- * changing under it. Killed, etcd's port closes only once it has exited
- * (its WAL is synced at each write: nothing acknowledged is lost).
+ * Stops etcd as a kubelet does: SIGTERM, then SIGKILL after the grace period.
+ * etcd closes its client port at SIGTERM and goes on writing its WAL for a
+ * moment, so whoever waits for it to stop must wait for the process, not only
+ * for the port (edgeadm's upgrade backup does, then archives the data).
  */
 async function stop(running: Running, log: (line: string) => void): Promise<void> {
   const { child } = running;
   if (child.exitCode === null && child.signalCode === null) {
-    child.kill('SIGKILL');
+    child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
     await running.exited;
     clearTimeout(timer);
