@@ -39,6 +39,7 @@ import { KubeClient } from '../../src/kube/client.js';
 import { kubeCredentialsOf } from '../../src/kube/kubeconfig.js';
 import type { BuiltPackage } from '../../src/packages/build.js';
 import { REPO_ROOT } from '../../test/support/cli.js';
+import { printedJoinArgs } from '../../test/support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../test/support/sim-k3s/fixture.js';
 import { buildSimKubeadmPackage } from '../../test/support/sim-kubeadm/fixture.js';
 import { startTestHosts, type TestHosts } from '../../test/support/test-hosts.js';
@@ -293,17 +294,9 @@ async function haRound(distribution: 'k3s' | 'kubeadm', index: number): Promise<
         ? (JSON.parse(init.stdout) as { controlPlaneJoinCommand?: string }).controlPlaneJoinCommand
         : undefined;
     if (init.exitCode !== 0 || joinCommand === undefined) throw new Error(`HA init failed (${distribution})`);
-    const words = joinCommand.split(' ');
-    const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
     for (const i of [1, 2]) {
       const joined = await edgeadm(home, [
-        'join',
-        words[2]!,
-        '--token',
-        at('--token'),
-        '--discovery-token-ca-cert-hash',
-        at('--discovery-token-ca-cert-hash'),
-        ...(words.includes('--distribution') ? ['--distribution', at('--distribution')] : []),
+        ...printedJoinArgs(joinCommand, { isDistributionKept: true }),
         '--install-pkg-path',
         packages.old.file,
         '--control-plane',

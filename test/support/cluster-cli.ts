@@ -81,3 +81,23 @@ export function clusterCliFor(env: TestHosts, home: string, timeoutMs: number): 
     json,
   };
 }
+
+/**
+ * The first words of a join command an init printed, as an operator runs
+ * them: `join SERVER --token T --discovery-token-ca-cert-hash H`, and the
+ * printed `--distribution` too when `isDistributionKept` and it has one.
+ * Callers add the package, the host and their own flags.
+ */
+export function printedJoinArgs(printed: string, options: { isDistributionKept?: boolean } = {}): string[] {
+  const words = printed.split(' ');
+  const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
+  return [
+    'join',
+    words[2]!,
+    '--token',
+    at('--token'),
+    '--discovery-token-ca-cert-hash',
+    at('--discovery-token-ca-cert-hash'),
+    ...(options.isDistributionKept && words.includes('--distribution') ? ['--distribution', at('--distribution')] : []),
+  ];
+}

@@ -34,7 +34,7 @@ import { KubeClient } from '../../../src/kube/client.js';
 import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import type { CliResult } from '../../support/cli.js';
-import { clusterCliFor, processesIn, type ClusterCli } from '../../support/cluster-cli.js';
+import { clusterCliFor, printedJoinArgs, processesIn, type ClusterCli } from '../../support/cluster-cli.js';
 import { DISTRIBUTIONS, type DistributionName, type TestDistribution } from '../../support/distributions.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 
@@ -292,18 +292,10 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
 
   /** The printed join command as the operator runs it (plus the package): as a control plane with `key`. */
   function joinArgs(host: TestHost, options: { key?: string } = {}): string[] {
-    const words = (options.key ? controlPlaneJoinCommand : joinCommand).split(' ');
-    const at = (flag: string) => words[words.indexOf(flag) + 1]!;
     return [
-      'join',
-      words[2]!,
-      '--token',
-      at('--token'),
-      '--discovery-token-ca-cert-hash',
-      at('--discovery-token-ca-cert-hash'),
+      ...printedJoinArgs(options.key ? controlPlaneJoinCommand : joinCommand, { isDistributionKept: true }),
       '--install-pkg-path',
       pkg,
-      ...(words.includes('--distribution') ? ['--distribution', at('--distribution')] : []),
       ...(options.key ? ['--control-plane', '--certificate-key', options.key] : []),
       '--json',
       ...sshArgs(host),

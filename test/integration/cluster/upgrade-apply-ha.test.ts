@@ -43,7 +43,7 @@ import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import type { BuiltPackage } from '../../../src/packages/build.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import type { CliResult } from '../../support/cli.js';
-import { clusterCli, json, sshArgs } from '../../support/cluster-cli.js';
+import { clusterCli, json, printedJoinArgs, sshArgs } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
@@ -216,18 +216,10 @@ describe.each(FLAVOURS)('edgeadm upgrade apply on a simulated $distribution HA c
         '--json',
       ]),
     );
-    const words = init.controlPlaneJoinCommand.split(' ');
-    const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
     for (const host of [server(1), server(2)]) {
       json(
         await edgeadm([
-          'join',
-          words[2]!,
-          '--token',
-          at('--token'),
-          '--discovery-token-ca-cert-hash',
-          at('--discovery-token-ca-cert-hash'),
-          ...(words.includes('--distribution') ? ['--distribution', at('--distribution')] : []),
+          ...printedJoinArgs(init.controlPlaneJoinCommand, { isDistributionKept: true }),
           '--install-pkg-path',
           packages.get(flavour.old)!.file,
           '--control-plane',

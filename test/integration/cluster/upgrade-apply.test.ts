@@ -20,7 +20,7 @@ import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import type { BuiltPackage } from '../../../src/packages/build.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli, type CliResult } from '../../support/cli.js';
-import { clusterCli, json, sshArgs } from '../../support/cluster-cli.js';
+import { clusterCli, json, printedJoinArgs, sshArgs } from '../../support/cluster-cli.js';
 import { BROKEN_SERVER_MARKER, buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 import { printedBy } from '../../support/run-output.js';
@@ -138,16 +138,9 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
         '--json',
       ]),
     );
-    const words = init.joinCommand.split(' ');
-    const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
     json(
       await edgeadm([
-        'join',
-        words[2]!,
-        '--token',
-        at('--token'),
-        '--discovery-token-ca-cert-hash',
-        at('--discovery-token-ca-cert-hash'),
+        ...printedJoinArgs(init.joinCommand),
         '--install-pkg-path',
         packages.get(old)!.file,
         ...sshArgs(env, env.targets[1]!),

@@ -26,7 +26,7 @@ import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import type { BuiltPackage } from '../../../src/packages/build.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import type { CliResult } from '../../support/cli.js';
-import { clusterCli, json, sshArgs } from '../../support/cluster-cli.js';
+import { clusterCli, json, printedJoinArgs, sshArgs } from '../../support/cluster-cli.js';
 import { DISTRIBUTIONS, type TestDistribution } from '../../support/distributions.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
@@ -135,8 +135,6 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
         '--json',
       ]),
     );
-    const words = init.joinCommand.split(' ');
-    const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
     // The two nodes join at once, as an operator's fleet join does.
     const joins = await Promise.all(
       (
@@ -146,12 +144,7 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
         ] as const
       ).map(([node, isEdge]) =>
         edgeadm([
-          'join',
-          words[2]!,
-          '--token',
-          at('--token'),
-          '--discovery-token-ca-cert-hash',
-          at('--discovery-token-ca-cert-hash'),
+          ...printedJoinArgs(init.joinCommand),
           ...distribution.initFlags,
           '--install-pkg-path',
           packages.get(versions.old)!.file,

@@ -21,7 +21,7 @@ import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import type { BuiltPackage } from '../../../src/packages/build.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import type { CliResult } from '../../support/cli.js';
-import { clusterCli, json, sshArgs } from '../../support/cluster-cli.js';
+import { clusterCli, json, printedJoinArgs, sshArgs } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 
@@ -64,16 +64,9 @@ async function waitForNodes(count: number): Promise<void> {
 }
 
 async function joinServer(host: TestHost, version: string): Promise<void> {
-  const words = joinCommand.split(' ');
-  const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
   json(
     await edgeadm([
-      'join',
-      words[2]!,
-      '--token',
-      at('--token'),
-      '--discovery-token-ca-cert-hash',
-      at('--discovery-token-ca-cert-hash'),
+      ...printedJoinArgs(joinCommand),
       '--install-pkg-path',
       packages.get(version)!.file,
       '--control-plane',

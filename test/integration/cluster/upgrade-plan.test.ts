@@ -23,7 +23,7 @@ import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import type { BuiltPackage } from '../../../src/packages/build.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import type { CliResult } from '../../support/cli.js';
-import { clusterCli, json, listing, sshArgs } from '../../support/cluster-cli.js';
+import { clusterCli, json, listing, printedJoinArgs, sshArgs } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
@@ -142,17 +142,10 @@ describe.each(FLAVOURS)('edgeadm upgrade plan on a simulated $distribution clust
         '--json',
       ]),
     );
-    const words = init.joinCommand.split(' ');
-    const at = (flag: string): string => words[words.indexOf(flag) + 1]!;
     for (const node of nodes()) {
       json(
         await edgeadm([
-          'join',
-          words[2]!,
-          '--token',
-          at('--token'),
-          '--discovery-token-ca-cert-hash',
-          at('--discovery-token-ca-cert-hash'),
+          ...printedJoinArgs(init.joinCommand),
           '--install-pkg-path',
           packages.get(old)!.file,
           '--distribution',
