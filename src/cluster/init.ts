@@ -31,7 +31,7 @@ import {
 } from './bootstrap-tokens.js';
 import { waitForApiReady } from './api-ready.js';
 import { uploadCertsPhase } from './control-plane-join.js';
-import type { ServerConfigInput } from './distributions/distribution.js';
+import { cgroupDriverOf, type ServerConfigInput } from './distributions/distribution.js';
 import { edgeAddonsPhase } from './edge-addons-phase.js';
 import { edgeAutonomyPhase } from './edge-autonomy-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
@@ -119,6 +119,7 @@ export function serverConfigOf(ctx: InitData): ServerConfigInput {
   return {
     nodeName: nodeNameOf(ctx),
     nodeLabels: ctx.nodeLabels,
+    cgroupDriver: cgroupDriverOf(ctx.serviceManager.kind),
     advertiseAddress: advertiseAddressOf(ctx),
     certSans: ctx.controlPlaneEndpoint
       ? [...ctx.certSans, ctx.controlPlaneEndpoint.replace(/:\d+$/, '')]

@@ -18,6 +18,7 @@ import { waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
 import { hostPackagePaths, installPackageFiles } from './package-phase.js';
 import { serviceFilesOf } from '../hosts/service-manager.js';
+import { cgroupDriverOf } from './distributions/distribution.js';
 
 /** How long the runtime may take to open its socket after it starts. */
 export const RUNTIME_SOCKET_TIMEOUT_MS = 60_000;
@@ -52,10 +53,11 @@ export function runtimePhase<C extends NodeData>(): Phase<C> {
       await state.save();
 
       let isChanged = await installPackageFiles(ctx, { from: 'cni/', to: runtime.cniBinDir });
-      const config = await host.put(Buffer.from(runtime.renderConfig()), runtime.configPath, {
+      const cgroupDriver = cgroupDriverOf(serviceManager.kind);
+      const config = await host.put(Buffer.from(runtime.renderConfig({ cgroupDriver })), runtime.configPath, {
         mode: 0o644,
         sudo: true,
-        description: `write the ${runtime.name} configuration ${runtime.configPath} (systemd cgroups)`,
+        description: `write the ${runtime.name} configuration ${runtime.configPath} (${cgroupDriver} cgroups)`,
       });
       ctx.say(config.skipped ? `${runtime.configPath} unchanged` : `wrote ${runtime.configPath}`);
       const isUnitChanged = await serviceManager.install(host, unit);

@@ -9,13 +9,16 @@
  *   integration suite (network namespaces whose PID 1 is not systemd). It is
  *   never chosen silently: the operator (or the test harness) asks for it
  *   with {@link SERVICE_MANAGER_ENV}`=direct`. The unit file is still
- *   written, and its `ExecStart` is started detached (`setsid nohup`) with a
- *   pid file and a log under {@link DIRECT_SERVICE_DIR}, as the unit's
- *   `User=`/`Group=` when it names them (with `setpriv`). Nothing restarts
- *   the service if it dies or the host reboots, and the unit's sandboxing
- *   is not applied.
+ *   written, merged with its drop-ins as systemd merges them
+ *   (`ExecStart=`, `Environment=`, `EnvironmentFile=`, `User=`/`Group=`,
+ *   `Restart=`: ./direct-unit.ts), and started detached (`setsid nohup`) by a
+ *   small launcher script, with a pid file and a log under
+ *   {@link DIRECT_SERVICE_DIR}. The launcher starts the service again when
+ *   the unit says `Restart=`; nothing starts it after the host reboots, and
+ *   the unit's sandboxing is not applied.
  */
 import { EdgeadmError, PreflightError } from '../errors.js';
+import { effectiveUnitOf, renderDirectLauncher } from './direct-unit.js';
 import { execOrThrow, type Host } from './host.js';
 
 /** The environment variable that selects the service manager. */
@@ -91,31 +94,6 @@ export interface ServiceManager {
   isActive(host: Host, unitName: string): Promise<boolean>;
   /** Stops and disables the service; a missing service is fine. */
   stop(host: Host, unitName: string): Promise<void>;
-}
-
-/**
- * The `ExecStart=` command of a unit, with systemd's line continuations
- * joined. Only what edgeadm's own units use is understood.
- */
-export function execStartOf(unitText: string): string {
-  const joined = unitText.replace(/[ \t]*\\\n\s*/g, ' ');
-  const line = joined.split('\n').find((l) => l.startsWith('ExecStart='));
-  if (!line) throw new EdgeadmError('the unit has no ExecStart= line', { code: 'E_SERVICE_UNIT_INVALID' });
-  return line.slice('ExecStart='.length).trim();
-}
-
-/** The unit's `User=` and `Group=` (the group defaults to the user's), when it sets `User=`. */
-export function runAsOf(unitText: string): { user: string; group?: string } | undefined {
-  const value = (key: string): string | undefined =>
-    unitText
-      .split('\n')
-      .find((l) => l.startsWith(`${key}=`))
-      ?.slice(key.length + 1)
-      .trim() || undefined;
-  const user = value('User');
-  if (user === undefined) return undefined;
-  const group = value('Group');
-  return group === undefined ? { user } : { user, group };
 }
 
 /**
@@ -204,7 +182,16 @@ export class DirectServiceManager implements ServiceManager {
   readonly kind = 'direct';
 
   filesOf(unitName: string): string[] {
-    return [`${SYSTEMD_UNIT_DIR}/${unitName}`, this.#pidFile(unitName), this.#logFile(unitName)];
+    return [
+      `${SYSTEMD_UNIT_DIR}/${unitName}`,
+      this.#pidFile(unitName),
+      this.#logFile(unitName),
+      this.#launcherFile(unitName),
+    ];
+  }
+
+  #launcherFile(unitName: string): string {
+    return `${DIRECT_SERVICE_DIR}/${unitName}.sh`;
   }
 
   #pidFile(unitName: string): string {
@@ -228,12 +215,14 @@ export class DirectServiceManager implements ServiceManager {
   async ensureRunning(host: Host, unit: ServiceUnit, options: { isRestartNeeded: boolean }): Promise<StartOutcome> {
     const isActive = await this.isActive(host, unit.name);
     if (isActive && !options.isRestartNeeded) return 'already-running';
+    const effective = effectiveUnitOf(unit);
     if (isActive) await this.stop(host, unit.name);
-    const runAs = runAsOf(unit.content);
-    const command =
-      runAs === undefined
-        ? execStartOf(unit.content)
-        : `setpriv --reuid=${quote(runAs.user)} --regid=${quote(runAs.group ?? runAs.user)} --init-groups -- ${execStartOf(unit.content)}`;
+    const launcher = this.#launcherFile(unit.name);
+    await host.put(Buffer.from(renderDirectLauncher(unit.name, effective)), launcher, {
+      mode: 0o700,
+      sudo: true,
+      description: `write the launcher of ${unit.name} (its unit and drop-ins, started without systemd)`,
+    });
     const pidFile = this.#pidFile(unit.name);
     // setsid: a session of its own, so the SSH session ending does not take it along;
     // every descriptor is redirected so the channel can close.
@@ -241,10 +230,10 @@ export class DirectServiceManager implements ServiceManager {
       host,
       [
         `mkdir -p ${DIRECT_SERVICE_DIR}`,
-        `setsid nohup ${command} </dev/null >>${quote(this.#logFile(unit.name))} 2>&1 &`,
+        `setsid nohup /bin/sh ${quote(launcher)} </dev/null >>${quote(this.#logFile(unit.name))} 2>&1 &`,
         `echo $! > ${quote(pidFile)}`,
       ].join('\n'),
-      { sudo: true, description: `start ${unit.name} directly, without systemd: ${command}` },
+      { sudo: true, description: `start ${unit.name} directly, without systemd: ${effective.execStart}` },
     );
     return isActive ? 'restarted' : 'started';
   }
@@ -296,7 +285,7 @@ export function selectServiceManager(options: {
     {
       code: 'E_NO_SYSTEMD',
       hints: [
-        `On hosts without systemd (containers, test namespaces) set ${SERVICE_MANAGER_ENV}=direct: the service is then started as a detached process with a pid file, and nothing restarts it.`,
+        `On hosts without systemd (containers, test namespaces) set ${SERVICE_MANAGER_ENV}=direct: the unit and its drop-ins are then run by a launcher script with a pid file (Restart= honoured; nothing starts it after a reboot).`,
       ],
     },
   );

@@ -27,7 +27,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { DIRECT_SERVICE_DIR, SYSTEMD_UNIT_DIR, execStartOf, runAsOf } from '../../src/hosts/service-manager.js';
+import { DIRECT_SERVICE_DIR, SYSTEMD_UNIT_DIR } from '../../src/hosts/service-manager.js';
 import type { TestHost, TestHosts } from './test-hosts.js';
 
 const execFileAsync = promisify(execFile);
@@ -168,12 +168,8 @@ export async function rebootHost(
 
   const started = bootOrder(units);
   for (const name of started) {
-    const text = units.get(name)!;
-    const runAs = runAsOf(text);
-    const command =
-      runAs === undefined
-        ? execStartOf(text)
-        : `setpriv --reuid=${quote(runAs.user)} --regid=${quote(runAs.group ?? runAs.user)} --init-groups -- ${execStartOf(text)}`;
+    // The launcher edgeadm's direct service manager wrote (the unit and its drop-ins), as systemd would start them at boot.
+    const command = `/bin/sh ${quote(`${DIRECT_SERVICE_DIR}/${name}.sh`)}`;
     await env.run(
       host,
       [

@@ -7,7 +7,7 @@
  */
 import type { KubeObject } from '../../kube/client.js';
 import type { BootstrapToken } from '../../trust/bootstrap-token.js';
-import type { ServiceUnit } from '../../hosts/service-manager.js';
+import type { ServiceManagerKind, ServiceUnit } from '../../hosts/service-manager.js';
 
 /** The distributions edgeadm knows. */
 export type DistributionName = 'k3s' | 'kubeadm';
@@ -15,6 +15,8 @@ export type DistributionName = 'k3s' | 'kubeadm';
 /** What a control plane's configuration says. */
 export interface ServerConfigInput {
   nodeName: string;
+  /** How the kubelet and the runtime manage cgroups (kubeadm); {@link cgroupDriverOf}. Default `systemd`. */
+  cgroupDriver?: CgroupDriver;
   nodeLabels: Record<string, string>;
   advertiseAddress: string;
   /** Extra subject alternative names of the API server certificate. */
@@ -39,6 +41,19 @@ export interface ServerConfigInput {
   certificateKey?: string;
   /** The CA bundle discovery verified, for another control plane (kubeadm pins it again in its own discovery). */
   caPem?: string;
+}
+
+/** How the kubelet and the container runtime create cgroups. */
+export type CgroupDriver = 'systemd' | 'cgroupfs';
+
+/**
+ * The cgroup driver for a host: systemd's where systemd runs the services
+ * (what kubeadm recommends), cgroupfs where there is no systemd to ask
+ * (EDGEADM_SERVICE_MANAGER=direct). The kubelet and containerd must agree,
+ * and both follow the host's service manager.
+ */
+export function cgroupDriverOf(serviceManager: ServiceManagerKind): CgroupDriver {
+  return serviceManager === 'systemd' ? 'systemd' : 'cgroupfs';
 }
 
 /** What a joining node's configuration says. */
@@ -77,7 +92,7 @@ export interface ContainerRuntime {
   readonly requiredBinaries: readonly string[];
   /** Its configuration file and text. */
   readonly configPath: string;
-  renderConfig(): string;
+  renderConfig(options: { cgroupDriver: CgroupDriver }): string;
   readonly serviceUnit: ServiceUnit;
   /** The socket that answers once the runtime is up. */
   readonly socketPath: string;

@@ -36,7 +36,13 @@ import type { KubeObject } from '../../kube/client.js';
 import { DEFAULT_BOOTSTRAP_TOKEN_GROUP, formatBootstrapToken } from '../../trust/bootstrap-token.js';
 import { caPinsOfPem } from '../../trust/ca-pin.js';
 import { KUBEADM_CA_PATH } from '../../trust/local-ca.js';
-import type { AgentConfigInput, ContainerRuntime, Distribution, ServerConfigInput } from './distribution.js';
+import type {
+  AgentConfigInput,
+  CgroupDriver,
+  ContainerRuntime,
+  Distribution,
+  ServerConfigInput,
+} from './distribution.js';
 import {
   CONTAINERD_UNIT,
   KUBELET_EDGE_DROP_IN_NAME,
@@ -143,7 +149,7 @@ function documents(header: string, docs: Array<Record<string, unknown>>): string
 
 /**
  * `kubeadm init --config` input: InitConfiguration, ClusterConfiguration and
- * KubeletConfiguration (systemd cgroups, as containerd is configured). Pure.
+ * KubeletConfiguration (the host's cgroup driver, as containerd is configured). Pure.
  */
 export function renderKubeadmInitConfig(input: ServerConfigInput): string {
   const port = kubeadmDistribution.apiPort;
@@ -167,7 +173,12 @@ export function renderKubeadmInitConfig(input: ServerConfigInput): string {
     apiServer: { certSANs: [...new Set([input.advertiseAddress, ...input.certSans])] },
     ...(Object.keys(networking).length > 0 ? { networking } : {}),
   };
-  const kubelet = { apiVersion: KUBELET_CONFIG_API_VERSION, kind: 'KubeletConfiguration', cgroupDriver: 'systemd' };
+  const kubelet = {
+    apiVersion: KUBELET_CONFIG_API_VERSION,
+    kind: 'KubeletConfiguration',
+    // The same driver containerd uses on this host (renderContainerdConfig); the cluster's other kubelets get it too.
+    cgroupDriver: input.cgroupDriver ?? 'systemd',
+  };
   return documents('# Written by edgeadm init for kubeadm init; edgeadm reset removes it.', [init, cluster, kubelet]);
 }
 
@@ -246,8 +257,8 @@ export function renderKubeadmJoinConfig(input: AgentConfigInput): string {
   return documents('# Written by edgeadm join for kubeadm join; edgeadm reset removes it.', [join]);
 }
 
-/** containerd's config.toml: the CRI plugin with runc under systemd cgroups, CNI from the package. */
-export function renderContainerdConfig(): string {
+/** containerd's config.toml: the CRI plugin with runc under the host's cgroup driver, CNI from the package. */
+export function renderContainerdConfig(options: { cgroupDriver: CgroupDriver } = { cgroupDriver: 'systemd' }): string {
   return [
     '# Written by edgeadm for kubeadm; edgeadm reset removes it.',
     'version = 2',
@@ -264,7 +275,7 @@ export function renderContainerdConfig(): string {
     '    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]',
     '      runtime_type = "io.containerd.runc.v2"',
     '      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]',
-    '        SystemdCgroup = true',
+    `        SystemdCgroup = ${options.cgroupDriver === 'systemd'}`,
     '  [plugins."io.containerd.grpc.v1.cri".cni]',
     `    bin_dir = "${CNI_BIN_DIR}"`,
     '    conf_dir = "/etc/cni/net.d"',

@@ -10,7 +10,9 @@ import {
   resolveEdgeadmBinary,
 } from '../../../src/cluster/edge-node-phase.js';
 import { EDGE_PROXY_UNIT_TEMPLATE, renderEdgeProxyUnit } from '../../../src/cluster/edge-proxy-unit.js';
-import { execStartOf } from '../../../src/hosts/service-manager.js';
+import { effectiveUnitOf } from '../../../src/hosts/direct-unit.js';
+
+const execStartOf = (content: string): string => effectiveUnitOf({ name: 'unit.service', content }).execStart;
 
 const k3sKubeletKubeconfig = `apiVersion: v1
 kind: Config

@@ -18,11 +18,23 @@ function initData(overrides: Partial<InitData>): InitData {
     podCidr: '10.42.0.0/16',
     serviceCidr: '10.43.0.0/16',
     package: { manifest: { kubernetesVersion: 'v1.30.4' } },
+    serviceManager: { kind: 'systemd' },
     ...overrides,
   } as unknown as InitData;
 }
 
 describe("init's control-plane configuration", () => {
+  it("gives the kubelet the cgroup driver of the host's service manager: systemd's, or cgroupfs without systemd", () => {
+    const driverOf = (kind: string): unknown =>
+      (
+        loadAll(
+          kubeadmDistribution.renderServerConfig(serverConfigOf(initData({ serviceManager: { kind } } as never))),
+        ) as Doc[]
+      )[2]!.cgroupDriver;
+    expect(driverOf('systemd')).toBe('systemd');
+    expect(driverOf('direct')).toBe('cgroupfs');
+  });
+
   it('with --control-plane-endpoint gives kubeadm the endpoint (default port) and the certificate its name', () => {
     const ctx = initData({ controlPlaneEndpoint: 'lb.example.com' });
     const [, cluster] = loadAll(kubeadmDistribution.renderServerConfig(serverConfigOf(ctx))) as Doc[];

@@ -5,7 +5,6 @@ import {
   DirectServiceManager,
   SystemdServiceManager,
   environmentOf,
-  execStartOf,
   requestedServiceManager,
   selectServiceManager,
   serviceFilesOf,
@@ -31,15 +30,6 @@ describe('choosing a service manager', () => {
     expect(() => requestedServiceManager({ EDGEADM_SERVICE_MANAGER: 'openrc' })).toThrow(
       expect.objectContaining({ code: 'E_SERVICE_MANAGER_INVALID' }),
     );
-  });
-});
-
-describe('execStartOf', () => {
-  it('joins continuation lines and refuses a unit without ExecStart', () => {
-    expect(execStartOf('[Service]\nExecStart=/usr/local/bin/k3s \\\n    server --debug\n')).toBe(
-      '/usr/local/bin/k3s server --debug',
-    );
-    expect(() => execStartOf('[Service]\n')).toThrow(expect.objectContaining({ code: 'E_SERVICE_UNIT_INVALID' }));
   });
 });
 
@@ -80,30 +70,23 @@ describe('units with drop-ins', () => {
   });
 });
 
-describe('the direct service manager and User=', () => {
-  it('starts a unit that names a User= as that user and group, and one without as root', async () => {
+describe('the direct service manager', () => {
+  it('writes a launcher for the unit and starts it detached, as its own process group', async () => {
     const manager = new DirectServiceManager();
-    const asUser = new DryRunHost({ name: 'plan' });
+    const host = new DryRunHost({ name: 'plan' });
     await manager.ensureRunning(
-      asUser,
+      host,
       {
         name: 'a.service',
         content: '[Service]\nUser=edgeadm-agent\nGroup=edgeadm-agent\nExecStart=/usr/local/bin/edgeadm agent tunnel\n',
       },
       { isRestartNeeded: false },
     );
-    const started = asUser.plan.map((step) => step.command ?? '').find((command) => command.includes('setsid'));
-    expect(started).toContain(
-      "setsid nohup setpriv --reuid='edgeadm-agent' --regid='edgeadm-agent' --init-groups -- /usr/local/bin/edgeadm agent tunnel <",
-    );
-    const asRoot = new DryRunHost({ name: 'plan' });
-    await manager.ensureRunning(
-      asRoot,
-      { name: 'b.service', content: '[Service]\nExecStart=/usr/local/bin/edgeadm agent edge-proxy\n' },
-      { isRestartNeeded: false },
-    );
-    const plain = asRoot.plan.map((step) => step.command ?? '').find((command) => command.includes('setsid'));
-    expect(plain).toContain('setsid nohup /usr/local/bin/edgeadm agent edge-proxy <');
+    const launcher = host.plan.find((step) => step.path === '/var/lib/edgeadm/services/a.service.sh');
+    expect(launcher?.mode).toBe('0700');
+    const started = host.plan.map((step) => step.command ?? '').find((command) => command.includes('setsid'));
+    expect(started).toContain("setsid nohup /bin/sh '/var/lib/edgeadm/services/a.service.sh' <");
+    expect(manager.filesOf('a.service')).toContain('/var/lib/edgeadm/services/a.service.sh');
   });
 });
 

@@ -8,7 +8,9 @@ import {
 } from '../../../../src/cluster/distributions/k3s.js';
 import { K3S_AGENT_UNIT, K3S_SERVER_UNIT } from '../../../../src/cluster/distributions/k3s-units.js';
 import { distributionFor } from '../../../../src/cluster/distributions/index.js';
-import { execStartOf } from '../../../../src/hosts/service-manager.js';
+import { effectiveUnitOf } from '../../../../src/hosts/direct-unit.js';
+
+const execStartOf = (content: string): string => effectiveUnitOf({ name: 'unit.service', content }).execStart;
 import { parseK3sToken } from '../../../../src/trust/k3s-token.js';
 import { createCa } from '../../../../src/trust/pki.js';
 

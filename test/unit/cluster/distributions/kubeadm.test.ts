@@ -18,7 +18,9 @@ import {
   KUBELET_UNIT,
   renderKubeletEdgeDropIn,
 } from '../../../../src/cluster/distributions/kubeadm-units.js';
-import { execStartOf } from '../../../../src/hosts/service-manager.js';
+import { effectiveUnitOf } from '../../../../src/hosts/direct-unit.js';
+
+const execStartOf = (content: string): string => effectiveUnitOf({ name: 'unit.service', content }).execStart;
 import { caPinsOfPem } from '../../../../src/trust/ca-pin.js';
 import { createCa } from '../../../../src/trust/pki.js';
 
@@ -124,6 +126,10 @@ describe('containerd', () => {
     );
     expect(text).toContain(`address = "${kubeadmDistribution.runtime!.socketPath}"`);
     expect(text).toContain(`bin_dir = "${kubeadmDistribution.runtime!.cniBinDir}"`);
+  });
+
+  it('runs runc with cgroupfs on a host without systemd, as the kubelet there is told to', () => {
+    expect(renderContainerdConfig({ cgroupDriver: 'cgroupfs' })).toMatch(/\n\s+SystemdCgroup = false\n/);
   });
 
   it('imports airgap images into the namespace the kubelet takes images from, quoting the path', () => {
