@@ -32,6 +32,7 @@ import {
   mkdirSync,
   readFileSync,
   readdirSync,
+  rmdirSync,
   renameSync,
   rmSync,
   statSync,
@@ -164,6 +165,15 @@ export interface StartTestHostsOptions {
    * The other hosts behind the bastion stay reachable only through it.
    */
   dualHomed?: number[];
+  /**
+   * Give each host its own cgroup subtree and cgroup namespace, with the
+   * cgroup v1 hierarchies mounted at /sys/fs/cgroup, as a container runtime
+   * gives a node: a real kubelet and containerd on the host then see their
+   * own subtree as the root (`/kubepods` of three kubelets never meet).
+   * Teardown kills every process of a host's subtree (pods too, which live
+   * in network namespaces of their own) and removes it.
+   */
+  cgroups?: boolean;
 }
 
 interface SlotOwner {
@@ -347,6 +357,7 @@ export function sweepStaleTestHosts(): void {
 function destroySlotSync(slot: number): void {
   const owner = readOwner(slot);
   const names = listTestNetns().filter((name) => slotOfName(name) === slot);
+  destroySlotCgroupsSync(slot);
   for (const netns of names) killNetnsProcessesSync(netns);
   for (const netns of names) {
     try {
@@ -405,6 +416,113 @@ async function sh(file: string, args: string[]): Promise<string> {
   } catch (error) {
     const err = error as Error & { stderr?: string };
     throw new Error(`${file} ${args.join(' ')} failed: ${err.stderr?.trim() || err.message}`, { cause: error });
+  }
+}
+
+/** The cgroup v1 hierarchies of this machine: mount point under /sys/fs/cgroup and mount options (`cpu`, `name=systemd`). */
+function cgroupHierarchies(): Array<{ dir: string; options: string; controller: string }> {
+  const out: Array<{ dir: string; options: string; controller: string }> = [];
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (!left || !right) continue;
+    const mountPoint = left.split(' ')[4] ?? '';
+    const [fstype, , superOptions = ''] = right.split(' ');
+    if (fstype !== 'cgroup' || !mountPoint.startsWith('/sys/fs/cgroup/')) continue;
+    const options = superOptions
+      .split(',')
+      .filter((o) => o !== 'rw' && o !== 'ro')
+      .join(',');
+    out.push({ dir: mountPoint, options, controller: options });
+  }
+  return out;
+}
+
+/** This process's cgroup in the hierarchy mounted with `options` (`/` at the root). */
+function ownCgroup(options: string): string {
+  for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
+    const [, controllers, path] = line.split(':');
+    if (controllers !== undefined && controllers.split(',').sort().join(',') === options.split(',').sort().join(','))
+      return path ?? '/';
+  }
+  return '/';
+}
+
+/** Where the test hosts' cgroups live in a hierarchy: below this process's own cgroup, so its accounting holds. */
+function testCgroupsBase(hierarchy: { dir: string; options: string }): string {
+  return join(hierarchy.dir, ownCgroup(hierarchy.options), 'edgeadm-test');
+}
+
+/**
+ * A shell script (run with the command to exec as its arguments) that makes
+ * the host's cgroup in every hierarchy, moves itself there, and execs the
+ * rest; `unshare --cgroup` in the rest then roots the host's cgroup
+ * namespace at that cgroup.
+ */
+function joinHostCgroupsScript(slot: number, hostName: string): string {
+  const lines = ['set -eu'];
+  for (const hierarchy of cgroupHierarchies()) {
+    const base = testCgroupsBase(hierarchy);
+    const dir = join(base, `${TEST_HOSTS_PREFIX}${slot}`, hostName);
+    lines.push(`mkdir -p ${quote(dir)}`);
+    if (hierarchy.options.split(',').includes('cpuset')) {
+      // A new cpuset cgroup has no CPUs or memory nodes until given its parent's.
+      for (const level of [join(base), join(base, `${TEST_HOSTS_PREFIX}${slot}`), dir]) {
+        lines.push(`cat ${quote(join(level, '..', 'cpuset.cpus'))} > ${quote(join(level, 'cpuset.cpus'))}`);
+        lines.push(`cat ${quote(join(level, '..', 'cpuset.mems'))} > ${quote(join(level, 'cpuset.mems'))}`);
+      }
+    }
+    lines.push(`echo $$ > ${quote(join(dir, 'cgroup.procs'))}`);
+  }
+  lines.push('exec "$@"');
+  return lines.join('\n');
+}
+
+/** Mounts the cgroup v1 hierarchies inside a host's mount and cgroup namespaces (ip netns exec hid them). */
+function mountCgroupsScript(): string {
+  return [
+    'mount -t tmpfs -o mode=0755 cgroup /sys/fs/cgroup',
+    ...cgroupHierarchies().map(
+      (h) => `mkdir -p ${quote(h.dir)} && mount -t cgroup -o ${quote(h.options)} cgroup ${quote(h.dir)}`,
+    ),
+  ].join('\n');
+}
+
+/**
+ * Kills every process in a slot's cgroups (a host's pods run in network
+ * namespaces of their own, so the network namespace does not find them) and
+ * removes the cgroups, deepest first.
+ */
+function destroySlotCgroupsSync(slot: number): void {
+  const hierarchies = cgroupHierarchies();
+  const slotDirs = hierarchies
+    .map((h) => join(testCgroupsBase(h), `${TEST_HOSTS_PREFIX}${slot}`))
+    .filter((dir) => existsSync(dir));
+  if (slotDirs.length === 0) return;
+  const pidsOf = (): number[] => {
+    const pids = new Set<number>();
+    for (const dir of slotDirs) {
+      for (const procs of execFileSync('find', [dir, '-name', 'cgroup.procs'], { encoding: 'utf8' }).split('\n')) {
+        if (!procs) continue;
+        for (const pid of readFileSync(procs, 'utf8').split('\n')) if (pid) pids.add(Number(pid));
+      }
+    }
+    return [...pids];
+  };
+  for (let round = 0; round < 50; round++) {
+    const pids = pidsOf();
+    if (pids.length === 0) break;
+    for (const pid of pids) killQuietly(pid);
+    execFileSync('sleep', ['0.1']);
+  }
+  for (const dir of slotDirs) {
+    const dirs = execFileSync('find', [dir, '-depth', '-type', 'd'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    for (const cgroup of dirs) {
+      try {
+        rmdirSync(cgroup);
+      } catch {
+        // A process that would not die keeps it; the next sweep tries again.
+      }
+    }
   }
 }
 
@@ -666,11 +784,27 @@ class Harness {
       `printf '127.0.1.1 %s\\n' ${plan.name} >> /etc/hosts`,
       `exec ${SSHD} -D -e -f /etc/ssh/edgeadm-test/sshd_config`,
     ].join('\n');
-    const child = spawn(
-      'ip',
-      ['netns', 'exec', plan.netns, 'unshare', '--mount', '--uts', '--propagation', 'private', 'sh', '-c', script],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const namespaces = ['netns', 'exec', plan.netns, 'unshare', '--mount', '--uts', '--propagation', 'private'];
+    const child =
+      this.#options.cgroups === true
+        ? spawn(
+            'sh',
+            [
+              '-c',
+              joinHostCgroupsScript(this.#slot, plan.name),
+              'sh',
+              'ip',
+              ...namespaces,
+              '--cgroup',
+              'sh',
+              '-c',
+              `${mountCgroupsScript()}\n${script}`,
+            ],
+            {
+              stdio: ['ignore', 'ignore', 'pipe'],
+            },
+          )
+        : spawn('ip', [...namespaces, 'sh', '-c', script], { stdio: ['ignore', 'ignore', 'pipe'] });
     const running: RunningHost = { plan, child, logTail: '', hostPublicKey };
     this.#running.push(running);
     await new Promise<void>((resolve, reject) => {
@@ -745,7 +879,11 @@ class Harness {
 
   /** Runs a script in the host's network and mount namespaces, via the sshd's own namespaces. */
   async #run(host: TestHost, script: string): Promise<string> {
-    return sh('nsenter', ['--target', String(host.sshdPid), '--net', '--mount', '--uts', 'sh', '-c', script]);
+    const namespaces = ['--target', String(host.sshdPid), '--net', '--mount', '--uts'];
+    if (this.#options.cgroups !== true) return sh('nsenter', [...namespaces, 'sh', '-c', script]);
+    // Into the host's cgroups too, so that what the script starts belongs to the host (and to its teardown).
+    const joinHost = 'for procs in /sys/fs/cgroup/*/cgroup.procs; do echo $$ > "$procs"; done';
+    return sh('nsenter', [...namespaces, '--cgroup', 'sh', '-c', `${joinHost}\n${script}`]);
   }
 
   async teardown(): Promise<void> {
