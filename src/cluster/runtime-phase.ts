@@ -27,6 +27,21 @@ export const IMAGE_IMPORT_TIMEOUT_MS = 10 * 60_000;
 /** Airgap image archives in a package that the runtime imports. */
 const IMAGE_ARCHIVE = /^images\/[^/]+\.tar$/;
 
+/** CAP_SYS_RESOURCE, the capability that lowering an OOM score needs (capability(7)). */
+const CAP_SYS_RESOURCE = 24n;
+
+/**
+ * Whether processes on the host may lower their OOM score: its bounding set
+ * holds CAP_SYS_RESOURCE. Read from /proc/self/status of a root shell; a
+ * host that cannot say (no /proc) is taken to be able to.
+ */
+export async function canLowerOomScores(host: NodeData['host']): Promise<boolean> {
+  const result = await host.exec("awk '/^CapBnd:/ { print $2 }' /proc/self/status", { sudo: true, readOnly: true });
+  const mask = result.stdout.trim();
+  if (result.exitCode !== 0 || !/^[0-9a-f]+$/i.test(mask)) return true;
+  return ((BigInt(`0x${mask}`) >> CAP_SYS_RESOURCE) & 1n) === 1n;
+}
+
 /** Makes the runtime phase. */
 export function runtimePhase<C extends NodeData>(): Phase<C> {
   return {
@@ -54,7 +69,14 @@ export function runtimePhase<C extends NodeData>(): Phase<C> {
 
       let isChanged = await installPackageFiles(ctx, { from: 'cni/', to: runtime.cniBinDir });
       const cgroupDriver = cgroupDriverOf(serviceManager.kind);
-      const config = await host.put(Buffer.from(runtime.renderConfig({ cgroupDriver })), runtime.configPath, {
+      const isOomScoreRestricted = !(await canLowerOomScores(host));
+      if (isOomScoreRestricted) {
+        ctx.say(
+          `${host.name} cannot lower OOM scores (no CAP_SYS_RESOURCE, as in a container): ${runtime.name} keeps pods' OOM scores at or above its own (restrict_oom_score_adj)`,
+        );
+      }
+      const runtimeConfig = runtime.renderConfig({ cgroupDriver, isOomScoreRestricted });
+      const config = await host.put(Buffer.from(runtimeConfig), runtime.configPath, {
         mode: 0o644,
         sudo: true,
         description: `write the ${runtime.name} configuration ${runtime.configPath} (${cgroupDriver} cgroups)`,

@@ -43,6 +43,18 @@ export interface ServerConfigInput {
   caPem?: string;
 }
 
+/** What a container runtime's configuration depends on beyond the distribution. */
+export interface RuntimeConfigOptions {
+  cgroupDriver: CgroupDriver;
+  /**
+   * The host cannot lower OOM scores (it lacks CAP_SYS_RESOURCE, as a host
+   * that is itself a container does): the runtime keeps every container's
+   * OOM score at or above its own instead of failing to start pods whose
+   * score the kubelet set below zero.
+   */
+  isOomScoreRestricted: boolean;
+}
+
 /** How the kubelet and the container runtime create cgroups. */
 export type CgroupDriver = 'systemd' | 'cgroupfs';
 
@@ -92,7 +104,7 @@ export interface ContainerRuntime {
   readonly requiredBinaries: readonly string[];
   /** Its configuration file and text. */
   readonly configPath: string;
-  renderConfig(options: { cgroupDriver: CgroupDriver }): string;
+  renderConfig(options: RuntimeConfigOptions): string;
   readonly serviceUnit: ServiceUnit;
   /** The socket that answers once the runtime is up. */
   readonly socketPath: string;

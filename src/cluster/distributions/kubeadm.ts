@@ -38,8 +38,8 @@ import { caPinsOfPem } from '../../trust/ca-pin.js';
 import { KUBEADM_CA_PATH } from '../../trust/local-ca.js';
 import type {
   AgentConfigInput,
-  CgroupDriver,
   ContainerRuntime,
+  RuntimeConfigOptions,
   Distribution,
   ServerConfigInput,
 } from './distribution.js';
@@ -258,7 +258,9 @@ export function renderKubeadmJoinConfig(input: AgentConfigInput): string {
 }
 
 /** containerd's config.toml: the CRI plugin with runc under the host's cgroup driver, CNI from the package. */
-export function renderContainerdConfig(options: { cgroupDriver: CgroupDriver } = { cgroupDriver: 'systemd' }): string {
+export function renderContainerdConfig(
+  options: RuntimeConfigOptions = { cgroupDriver: 'systemd', isOomScoreRestricted: false },
+): string {
   return [
     '# Written by edgeadm for kubeadm; edgeadm reset removes it.',
     'version = 2',
@@ -270,6 +272,8 @@ export function renderContainerdConfig(options: { cgroupDriver: CgroupDriver } =
     '',
     '[plugins."io.containerd.grpc.v1.cri"]',
     `  sandbox_image = "${SANDBOX_IMAGE}"`,
+    // Only on a host that cannot lower OOM scores (see RuntimeConfigOptions); the runtime phase says so.
+    ...(options.isOomScoreRestricted ? ['  restrict_oom_score_adj = true'] : []),
     '  [plugins."io.containerd.grpc.v1.cri".containerd]',
     '    default_runtime_name = "runc"',
     '    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]',

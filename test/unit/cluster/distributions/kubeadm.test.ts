@@ -129,7 +129,16 @@ describe('containerd', () => {
   });
 
   it('runs runc with cgroupfs on a host without systemd, as the kubelet there is told to', () => {
-    expect(renderContainerdConfig({ cgroupDriver: 'cgroupfs' })).toMatch(/\n\s+SystemdCgroup = false\n/);
+    expect(renderContainerdConfig({ cgroupDriver: 'cgroupfs', isOomScoreRestricted: false })).toMatch(
+      /\n\s+SystemdCgroup = false\n/,
+    );
+  });
+
+  it('keeps OOM scores at or above its own only on a host that cannot lower them', () => {
+    expect(renderContainerdConfig({ cgroupDriver: 'systemd', isOomScoreRestricted: true })).toContain(
+      '\n  restrict_oom_score_adj = true\n',
+    );
+    expect(renderContainerdConfig()).not.toContain('restrict_oom_score_adj');
   });
 
   it('imports airgap images into the namespace the kubelet takes images from, quoting the path', () => {
