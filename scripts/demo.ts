@@ -16,6 +16,8 @@
  *
  *   npm run build && npm run demo                     # as root
  *   npm run demo -- --binary dist/edgeadm-linux-x64   # the single binary instead of bin/run.js
+ *   npm run demo -- --binary dist/edgeadm-linux-x64 --real
+ *                     # the same job on real Kubernetes (kubeadm) built from its module: test/real/README.md
  *
  * Needs root and the Debian packages openssh-server, openssh-client,
  * iproute2 and sudo (the harness names any that is missing).
@@ -27,10 +29,12 @@ import { execa } from 'execa';
 import { REPO_ROOT } from '../test/support/cli.js';
 import { ensurePinnedKubectl, PINNED_KUBECTL_VERSION } from '../test/support/pinned-kubectl.js';
 import { buildSimK3sPackage } from '../test/support/sim-k3s/fixture.js';
+import { runRealMainJob } from '../test/support/real/main-job.js';
+import { rigUnavailableReason } from '../test/support/real/rig.js';
 import { TMPFS_DIRS, startTestHosts, type TestHost, type TestHosts } from '../test/support/test-hosts.js';
 
 const { values: flags } = parseArgs({
-  options: { binary: { type: 'string' } },
+  options: { binary: { type: 'string' }, real: { type: 'boolean' }, distribution: { type: 'string' } },
 });
 
 /** The edgeadm the demo runs: the single binary if given, else this tree's bin/run.js on Node 24. */
@@ -65,10 +69,54 @@ async function runAndRead(env: Record<string, string>, title: string, args: stri
 }
 
 async function main(): Promise<void> {
+  if (flags.real) return realDemo();
   process.stdout.write('Starting three local SSH hosts (network namespaces) ...\n');
   const hosts: TestHosts = await startTestHosts({ count: 3 });
   try {
     await demo(hosts);
+  } finally {
+    await hosts.teardown();
+  }
+}
+
+/**
+ * `--real`: the main job on real upstream Kubernetes built from its own Go
+ * module (test/real), with Debian's containerd and runc running real pods.
+ * kubeadm only: k3s is not served by the Go module proxy these machines
+ * reach (test/real/README.md).
+ */
+async function realDemo(): Promise<void> {
+  const distribution = flags.distribution ?? 'kubeadm';
+  if (distribution !== 'kubeadm') {
+    throw new Error(
+      `--real runs kubeadm only: k3s cannot be built here (the Go module proxy refuses github.com/k3s-io/k3s; see test/real/README.md). Run: npm run demo -- --real --distribution kubeadm`,
+    );
+  }
+  const unavailable = rigUnavailableReason();
+  if (unavailable) throw new Error(`the real rig cannot run: ${unavailable}`);
+  process.stdout.write('Starting three local SSH hosts (network namespaces, each with its own cgroups) ...\n');
+  const hosts = await startTestHosts({ count: 3, cgroups: true });
+  try {
+    const result = await runRealMainJob({
+      hosts,
+      edgeadm,
+      reporter: {
+        step: (title, commandLine) => process.stdout.write(`\n=== ${title}\n$ ${commandLine}\n`),
+        output: (text) => process.stdout.write(text.endsWith('\n') || text === '' ? text : `${text}\n`),
+      },
+    });
+    const problems: string[] = [];
+    const notReady = result.nodes.filter((n) => !n.isReady || n.kubeletVersion !== result.kubernetesVersion);
+    if (result.nodes.length !== 3 || notReady.length > 0)
+      problems.push(`nodes not Ready at ${result.kubernetesVersion}: ${JSON.stringify(result.nodes)}`);
+    if (!/written from inside/.test(result.execOutput)) problems.push('no line from inside a pod');
+    for (const [host, lines] of Object.entries(result.leftovers)) {
+      if (lines.length > 0) problems.push(`${host} is not as before init:\n  ${lines.join('\n  ')}`);
+    }
+    if (problems.length > 0) throw new Error(problems.join('\n'));
+    process.stdout.write(
+      `\nDone on real Kubernetes ${result.kubernetesVersion}: three nodes Ready, pods ran on the edge nodes, and every host (files, mounts, processes, links, cgroups) is as before init. ${result.seconds.total.toFixed(0)} s.\n`,
+    );
   } finally {
     await hosts.teardown();
   }

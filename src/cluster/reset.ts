@@ -1,8 +1,8 @@
 /**
  * The reset workflow: take a host back to how it was before init or join.
  *
- * distribution-reset → stop-services → remove-files → cleanup-network →
- * remove-state
+ * distribution-reset → stop-services → stop-workloads → remove-files →
+ * cleanup-network → remove-state
  *
  * What goes comes from the install state (/var/lib/edgeadm/state), which
  * init and join fill as they write. Without a state, reset refuses unless
@@ -59,6 +59,47 @@ function removeCommand(path: string): string {
   return `if mountpoint -q ${p} 2>/dev/null; then find ${p} -mindepth 1 -maxdepth 1 -exec rm -rf {} +; else rm -rf ${p}; fi`;
 }
 
+/**
+ * Where the container runtime and the kubelet mount things that outlive
+ * their services, beyond the directories the install state records: pod
+ * network namespaces (/run/netns/cni-*) and the runtimes' state.
+ */
+export const WORKLOAD_MOUNT_ROOTS = ['/run/netns', '/run/containerd', '/run/k3s', '/var/lib/kubelet'] as const;
+
+/**
+ * The shell script of the stop-workloads phase. Stopping the kubelet and
+ * containerd leaves their pods running (containerd's unit says
+ * KillMode=process, so that a runtime restart keeps the pods): their
+ * processes stay in the kubelet's cgroups (`kubepods`, `kubepods.slice`) and
+ * are parented by `containerd-shim` processes of the `k8s.io` namespace, and
+ * their volumes and root file systems stay mounted under /var/lib/kubelet
+ * and /run/containerd, which `rm` then cannot remove. Only those processes
+ * and mounts are touched: another container engine's (other namespaces,
+ * other cgroups) is left alone. Prints the numbers of processes killed and
+ * mounts unmounted. Pure.
+ */
+export function stopWorkloadsScript(mountRoots: readonly string[]): string {
+  const roots = mountRoots.map((root) => root.replace(/[^A-Za-z0-9_./-]/g, '')).join('|');
+  return [
+    'killed=0',
+    // The pods' processes, by the kubelet's cgroups (cgroup v1 and v2, systemd and cgroupfs drivers).
+    'for procs in $(find /sys/fs/cgroup -maxdepth 3 -type d -name \'kubepods*\' 2>/dev/null | while read -r dir; do find "$dir" -name cgroup.procs; done); do',
+    '  for pid in $(cat "$procs" 2>/dev/null); do kill -9 "$pid" 2>/dev/null && killed=$((killed+1)); done',
+    'done',
+    // The shims of the namespace the CRI plugin uses (k3s and containerd alike).
+    'for pid in $(pgrep -f \'containerd-shim.* -namespace k8s\.io\' 2>/dev/null); do kill -9 "$pid" 2>/dev/null && killed=$((killed+1)); done',
+    'unmounted=0',
+    // Deepest first; mountinfo escapes spaces as \\040.
+    `for mount in $(awk '{ print $5 }' /proc/self/mountinfo | grep -E '^(${roots})(/|$)' | sort -r); do`,
+    '  umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || continue',
+    '  unmounted=$((unmounted+1))',
+    'done',
+    // The kubelet's cgroups, emptied above, deepest first.
+    'find /sys/fs/cgroup -maxdepth 3 -type d -name \'kubepods*\' 2>/dev/null | while read -r dir; do find "$dir" -depth -type d -exec rmdir {} \\; 2>/dev/null; done',
+    'echo "$killed $unmounted"',
+  ].join('\n');
+}
+
 /** The reset phase tree. */
 export function resetPhases(): Phase<ResetData>[] {
   return [
@@ -95,6 +136,23 @@ export function resetPhases(): Phase<ResetData>[] {
           isChanged = true;
         }
         return isChanged ? 'changed' : 'unchanged';
+      },
+    },
+    {
+      name: 'stop-workloads',
+      summary:
+        "Stop what the services leave running (pods' processes and container shims) and unmount what they mounted",
+      async run(ctx) {
+        const mountRoots = [...new Set([...ctx.state.directories, ...WORKLOAD_MOUNT_ROOTS])];
+        const result = await execOrThrow(ctx.host, stopWorkloadsScript(mountRoots), {
+          sudo: true,
+          description:
+            "stop the pods' processes and container shims, unmount their volumes, root file systems and network namespaces",
+        });
+        const [killed = '0', unmounted = '0'] = result.stdout.trim().split(/\s+/);
+        if (killed === '0' && unmounted === '0') return 'unchanged';
+        ctx.say(`stopped ${killed} processes of pods and containers, unmounted ${unmounted} mounts`);
+        return 'changed';
       },
     },
     {

@@ -11,6 +11,10 @@
  *   share `/kubepods`;
  * - `net.ipv4.ip_forward=1` and `net.bridge.bridge-nf-call-iptables=1` in the
  *   host's network namespace (kubeadm's preflight requires both);
+ * - a default route (through this machine's end of the hosts' network), as
+ *   a site's router gives a host: the kubelet takes its node address from
+ *   the default route's interface, and without one a Node has no address
+ *   (the API server then cannot reach its kubelet for logs and exec);
  * - a CNI configuration: the `bridge` plugin with `host-local` addresses from
  *   the host's own /24 of the pod network, and routes to the other hosts'
  *   /24s (what a flannel host-gw backend would do), so pods on different
@@ -45,7 +49,11 @@ export async function prepareRigHosts(hosts: TestHosts): Promise<void> {
             isGateway: true,
             ipMasq: true,
             hairpinMode: true,
-            ipam: { type: 'host-local', ranges: [[{ subnet: podSubnetOf(hosts, host) }]], routes: [{ dst: '0.0.0.0/0' }] },
+            ipam: {
+              type: 'host-local',
+              ranges: [[{ subnet: podSubnetOf(hosts, host) }]],
+              routes: [{ dst: '0.0.0.0/0' }],
+            },
           },
           { type: 'portmap', capabilities: { portMappings: true } },
         ],
@@ -53,6 +61,8 @@ export async function prepareRigHosts(hosts: TestHosts): Promise<void> {
       const routes = hosts.targets
         .filter((other) => other !== host)
         .map((other) => `ip route replace ${podSubnetOf(hosts, other)} via ${other.address}`);
+      // The root namespace's end of the hosts' network (.1), as a site's router.
+      const gateway = host.address.replace(/\.\d+$/, '.1');
       return hosts.run(
         host,
         [
@@ -61,6 +71,7 @@ export async function prepareRigHosts(hosts: TestHosts): Promise<void> {
           'sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true',
           'mkdir -p /etc/cni/net.d',
           `printf '%s\\n' '${JSON.stringify(conflist)}' > /etc/cni/net.d/10-edgeadm-rig.conflist`,
+          `ip route replace default via ${gateway}`,
           ...routes,
         ].join('\n'),
       );
@@ -74,15 +85,17 @@ export async function prepareRigHosts(hosts: TestHosts): Promise<void> {
  * network links and its cgroups. Two equal snapshots mean "as before".
  */
 export async function hostSnapshot(hosts: TestHosts, host: TestHost): Promise<Record<string, string>> {
-  const section = (name: string, script: string): string =>
-    `echo "@@ ${name}"; { ${script}; } 2>/dev/null | sort`;
+  const section = (name: string, script: string): string => `echo "@@ ${name}"; { ${script}; } 2>/dev/null | sort`;
   const out = await hosts.run(
     host,
     [
       section('files', `find ${[...TMPFS_DIRS, '/etc/cni', '/run'].join(' ')} -xdev -printf '%p %y %m\\n'`),
       // Mount points by path and type (ids and options change from mount to mount).
       section('mounts', "awk '{ print $5, $(NF-2) }' /proc/self/mountinfo"),
-      section('processes', "for p in $(cat /sys/fs/cgroup/pids/cgroup.procs); do [ \"$p\" = $$ ] || cat /proc/$p/comm 2>/dev/null; done | grep -vx -e sshd -e sh -e cat -e sort -e awk -e find"),
+      section(
+        'processes',
+        'for p in $(cat /sys/fs/cgroup/pids/cgroup.procs); do [ "$p" = $$ ] || cat /proc/$p/comm 2>/dev/null; done | grep -vx -e sshd -e sh -e cat -e sort -e awk -e find',
+      ),
       section('links', "ip -o link show | awk -F': ' '{ print $2 }' | sed 's/@.*//'"),
       section('cgroups', 'cd /sys/fs/cgroup && find . -mindepth 2 -type d'),
     ].join('\n'),

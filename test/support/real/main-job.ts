@@ -1,0 +1,211 @@
+/**
+ * The main job on the real rig: `init` a kubeadm control plane, `join` two
+ * edge nodes with `--enable-edge`, a Deployment whose pods run real
+ * containers on the edge nodes, `kubectl logs` and `kubectl exec` into them,
+ * then `reset` every host and check each is as before. Run by the edgeadm
+ * CLI (bin/run.js or the single binary) over real SSH, exactly as an
+ * operator types it; the cluster is upstream Kubernetes built from its own
+ * module (./rig.ts). Shared by the real suite and `npm run demo -- --real`.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import type { TestHost, TestHosts } from '../test-hosts.js';
+import { hostSnapshot, prepareRigHosts, snapshotDifference } from './cluster-hosts.js';
+import { builtSet, RIG_WORKLOAD_IMAGE, rigKubeadmPackage } from './rig.js';
+
+/** How the main job reports what it does: a heading and the command, then the command's output. */
+export interface MainJobReporter {
+  step(title: string, commandLine: string): void;
+  output(text: string): void;
+}
+
+/** What the real main job saw, for a test to assert on. */
+export interface RealMainJobResult {
+  kubernetesVersion: string;
+  /** `kubectl get nodes -o wide` as printed. */
+  nodesWide: string;
+  nodes: Array<{ name: string; isReady: boolean; kubeletVersion: string; isEdge: boolean }>;
+  /** The pods of the test Deployment: name and node. */
+  pods: Array<{ name: string; node: string }>;
+  /** What `kubectl logs` printed of the first pod. */
+  logs: string;
+  /** What `kubectl exec` printed from inside the first pod. */
+  execOutput: string;
+  /** Per host, what differs from before init once reset ran (empty: as before). */
+  leftovers: Record<string, string[]>;
+  /** Seconds: init, each join (to node Ready), the whole job. */
+  seconds: { init: number; joins: number[]; total: number };
+}
+
+/** The test workload: busybox printing a line with its node's name, then ticking. */
+export function edgeWorkload(name: string): object {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: 'default' },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: {
+          nodeSelector: { 'edgeadm.io/edge': 'true' },
+          tolerations: [{ key: 'edgeadm.io/edge', operator: 'Exists', effect: 'NoSchedule' }],
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              whenUnsatisfiable: 'DoNotSchedule',
+              labelSelector: { matchLabels: { app: name } },
+            },
+          ],
+          terminationGracePeriodSeconds: 2,
+          containers: [
+            {
+              name: 'main',
+              image: RIG_WORKLOAD_IMAGE,
+              imagePullPolicy: 'Never',
+              env: [{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }],
+              command: [
+                '/bin/sh',
+                '-c',
+                'echo "hello from pod $(hostname) on node $NODE_NAME"; while :; do sleep 5; done',
+              ],
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/** Runs the main job; throws with the command's output when a step fails. */
+export async function runRealMainJob(options: {
+  hosts: TestHosts;
+  /** The edgeadm to run: a program and its leading arguments (`node bin/run.js`, or the single binary). */
+  edgeadm: [string, string[]];
+  reporter?: MainJobReporter;
+}): Promise<RealMainJobResult> {
+  const { hosts } = options;
+  const reporter = options.reporter ?? { step: () => undefined, output: () => undefined };
+  const started = Date.now();
+  const [controlPlane, ...edges] = hosts.targets as [TestHost, ...TestHost[]];
+  const home = mkdtempSync(join(hosts.dir, 'operator-'));
+  const env = {
+    HOME: home,
+    EDGEADM_HOME: join(home, '.edgeadm'),
+    EDGEADM_SERVICE_MANAGER: 'direct',
+    SSH_AUTH_SOCK: '',
+  };
+  const kubeconfig = join(home, 'admin.yaml');
+  const kubectlProgram = join(builtSet('kubernetes').dir, 'kubectl');
+  const ssh = (host: TestHost): string[] => [
+    '--host',
+    `root@${host.address}`,
+    '--ssh-key',
+    hosts.keys.root,
+    '--ssh-known-hosts',
+    hosts.knownHostsFile,
+  ];
+  const edgeadm = async (title: string, args: string[]): Promise<string> => {
+    reporter.step(title, `edgeadm ${args.join(' ')}`);
+    const result = await execa(options.edgeadm[0], [...options.edgeadm[1], ...args], { env, all: true, reject: false });
+    reporter.output(result.all ?? '');
+    if (result.exitCode !== 0) throw new Error(`edgeadm ${args[0]} failed (${result.exitCode}):\n${result.all}`);
+    return result.stdout;
+  };
+  const kubectl = async (args: string[], title?: string): Promise<string> => {
+    if (title) reporter.step(title, `kubectl ${args.join(' ')}`);
+    const result = await execa(kubectlProgram, ['--kubeconfig', kubeconfig, ...args], { all: true, reject: false });
+    if (title) reporter.output(result.all ?? '');
+    if (result.exitCode !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${result.exitCode}):\n${result.all}`);
+    return result.stdout;
+  };
+
+  const pkg = await rigKubeadmPackage();
+  await prepareRigHosts(hosts);
+  const before = new Map<string, Record<string, string>>();
+  for (const host of hosts.targets) before.set(host.name, await hostSnapshot(hosts, host));
+
+  const initStarted = Date.now();
+  const printed = await edgeadm('init the control plane (kubeadm)', [
+    'init',
+    ...ssh(controlPlane),
+    '--distribution',
+    'kubeadm',
+    '--enable-edge',
+    '--install-pkg-path',
+    pkg.file,
+    '--kubeconfig-out',
+    kubeconfig,
+  ]);
+  const initSeconds = (Date.now() - initStarted) / 1000;
+  const joinLine = /^\s*(edgeadm join \S.*)$/m.exec(printed)?.[1];
+  if (joinLine === undefined) throw new Error(`init printed no join command:\n${printed}`);
+  const joinArgs = joinLine.trim().split(/\s+/).slice(1);
+  const joins: number[] = [];
+  for (const node of edges) {
+    const joinStarted = Date.now();
+    // The printed command names the package and --enable-edge when init had them; they are added only if not.
+    const args = [...joinArgs, ...ssh(node)];
+    if (!args.includes('--install-pkg-path')) args.push('--install-pkg-path', pkg.file);
+    if (!args.includes('--enable-edge')) args.push('--enable-edge');
+    await edgeadm(`join ${node.name} as an edge node`, args);
+    joins.push((Date.now() - joinStarted) / 1000);
+  }
+
+  const nodesWide = await kubectl(['get', 'nodes', '-o', 'wide'], 'the nodes, through the real kubectl');
+  const nodeList = JSON.parse(await kubectl(['get', 'nodes', '-o', 'json'])) as {
+    items: Array<{
+      metadata: { name: string; labels?: Record<string, string> };
+      status: { nodeInfo: { kubeletVersion: string }; conditions: Array<{ type: string; status: string }> };
+    }>;
+  };
+  const nodes = nodeList.items.map((node) => ({
+    name: node.metadata.name,
+    isReady: node.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True'),
+    kubeletVersion: node.status.nodeInfo.kubeletVersion,
+    isEdge: node.metadata.labels?.['edgeadm.io/edge'] === 'true',
+  }));
+
+  const workload = join(home, 'workload.json');
+  writeFileSync(workload, JSON.stringify(edgeWorkload('hello-edge')));
+  await kubectl(['apply', '-f', workload], 'a Deployment whose pods run on the edge nodes');
+  await kubectl(['rollout', 'status', 'deployment/hello-edge', '--timeout=300s'], 'wait until its pods run');
+  const podList = JSON.parse(await kubectl(['get', 'pods', '-l', 'app=hello-edge', '-o', 'json'])) as {
+    items: Array<{ metadata: { name: string }; spec: { nodeName: string } }>;
+  };
+  const pods = podList.items.map((pod) => ({ name: pod.metadata.name, node: pod.spec.nodeName }));
+  const first = pods[0]?.name ?? 'none';
+  await kubectl(['get', 'pods', '-l', 'app=hello-edge', '-o', 'wide'], 'where they run');
+  const logs = await kubectl(['logs', first], 'a line the pod wrote (kubectl logs)');
+  const execOutput = await kubectl(
+    [
+      'exec',
+      first,
+      '--',
+      '/bin/sh',
+      '-c',
+      'echo "written from inside $(hostname): $(cat /proc/1/cmdline | head -c 20)"',
+    ],
+    'a line from inside the running pod (kubectl exec)',
+  );
+
+  for (const host of [...edges].reverse()) await edgeadm(`reset ${host.name}`, ['reset', ...ssh(host), '--force']);
+  await edgeadm(`reset ${controlPlane.name}`, ['reset', ...ssh(controlPlane), '--force']);
+  const leftovers: Record<string, string[]> = {};
+  for (const host of hosts.targets) {
+    leftovers[host.name] = snapshotDifference(before.get(host.name)!, await hostSnapshot(hosts, host));
+  }
+  return {
+    kubernetesVersion: pkg.kubernetesVersion,
+    nodesWide,
+    nodes,
+    pods,
+    logs,
+    execOutput,
+    leftovers,
+    seconds: { init: initSeconds, joins, total: (Date.now() - started) / 1000 },
+  };
+}
