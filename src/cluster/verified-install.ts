@@ -60,7 +60,8 @@ function dirOf(path: string): string {
 
 /**
  * The host script for `installs`, in order: a target that already has its
- * SHA-256 is kept; otherwise the staged copy is checked before the rename.
+ * SHA-256 is kept (and a staged copy left beside it by an interrupted run
+ * removed); otherwise the staged copy is checked before the rename.
  * At the first mismatch it prints what it found and stops (exit 0, so that
  * the caller reads which file and raises a typed error); files after it are
  * not touched. Other failures (no space, no source) exit non-zero.
@@ -73,9 +74,11 @@ export function verifiedInstallScript(installs: readonly VerifiedInstall[]): str
       const target = quote(install.target);
       const staged = quote(`${install.target}${STAGED_SUFFIX}`);
       return [
-        `if [ -f ${target} ] && [ "$(${sha256OfFile(target)})" = ${install.sha256} ]; then echo '${MARK.kept} ${index}'; else`,
+        // Kept: a staged copy an interrupted run left beside it goes.
+        `if [ -f ${target} ] && [ "$(${sha256OfFile(target)})" = ${install.sha256} ]; then ${t.rm} -f -- ${staged}; echo '${MARK.kept} ${index}'; else`,
         `${t.rm} -f -- ${staged}`,
-        `${t.cp} -- ${quote(install.source)} ${staged}`,
+        // No `--`: both paths are absolute.
+        `${t.cp} ${quote(install.source)} ${staged}`,
         `${t.chmod} ${install.mode.toString(8)} ${staged}`,
         `${t.sync} ${staged}`,
         `s=$(${sha256OfFile(staged)})`,

@@ -39,9 +39,15 @@ export async function plantLyingTool(
       `mountpoint -q /usr/bin/${tool} || mount --bind ${lying} /usr/bin/${tool}`,
     ].join('\n'),
   );
-  return async () => {
-    await env.run(host, `umount /usr/bin/${tool}`);
-  };
+  return () => liftLyingTool(env, host, tool);
+}
+
+/**
+ * Uncovers the system's `tool` on `host` again, if a lying one covers it.
+ * Lazily: a lying tool still running (a stalled copy) keeps its file open.
+ */
+export async function liftLyingTool(env: TestHosts, host: TestHost, tool: string): Promise<void> {
+  await env.run(host, `if mountpoint -q /usr/bin/${tool}; then umount -l /usr/bin/${tool}; fi`);
 }
 
 /**
