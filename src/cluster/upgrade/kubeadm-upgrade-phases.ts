@@ -271,7 +271,9 @@ async function swapBinaries(ctx: UpgradeApplyData, names: string[]): Promise<boo
   const { installed } = await installVerified(
     ctx.host,
     names.map((name) => packageBinaryInstall(ctx.package, name, binPath(ctx, name))),
-    { description: `install ${names.join(', ')} from ${ctx.package.manifest.name}, atomically, each checked` },
+    {
+      description: `install ${names.map((name) => binPath(ctx, name)).join(', ')} from ${ctx.package.manifest.name}, atomically, each checked`,
+    },
   );
   return installed.length > 0;
 }
