@@ -18,7 +18,7 @@ import type { ProbeResult } from './upstream-client.js';
 
 /** What the log says to do when the server's certificate does not verify. */
 export const CERTIFICATE_REJECTED_HINT =
-  "if the cluster's CA was rotated, give this node the new CA: run edgeadm join for it again with the new --discovery-token-ca-cert-hash (it rewrites the edge-proxy's upstream.kubeconfig); if not, find out what answers at the API server's address";
+  "if the cluster's CA was rotated, give this node the new CA: edgeadm reset on the node, then edgeadm join again with the new --discovery-token-ca-cert-hash (join writes the edge-proxy's upstream.kubeconfig from the CA it verified); if not, find out what answers at the API server's address";
 
 /** What the request paths need to know about the proxy's upstream state. */
 export interface UpstreamState {
