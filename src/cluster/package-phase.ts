@@ -103,22 +103,27 @@ export async function installPackageGroups(ctx: NodeData, groups: readonly Packa
   }
   const missingDirs = await state.prepareDirectories({ ensure: toCreate, isCreatedByCaller: true });
   await state.save();
-  if (missingDirs.length > 0) {
-    await execOrThrow(ctx.host, `${SYSTEM_TOOLS.mkdir} -p ${missingDirs.map(quote).join(' ')}`, {
-      sudo: true,
-      description: `create ${missingDirs.join(', ')}`,
-    });
+  const mkdirs = missingDirs.length > 0 ? `${SYSTEM_TOOLS.mkdir} -p ${missingDirs.map(quote).join(' ')}` : undefined;
+  if (installs.length === 0) {
+    if (mkdirs !== undefined) {
+      await execOrThrow(ctx.host, mkdirs, { sudo: true, description: `create ${missingDirs.join(', ')}` });
+    }
+    return false;
   }
-  if (installs.length === 0) return false;
   // The one install primitive of every path (verified-install.ts): each staged copy checked before its rename.
+  // One command with the directories it needs: a round trip per host saved on every join of a fleet.
   const verified = installs.map(({ file, target }) => verifiedInstall(ctx, file, target));
-  const result = await execOrThrow(ctx.host, verifiedInstallScript(verified), {
-    sudo: true,
-    description:
-      installs.length === 1
-        ? installDescription(installs[0]!.target, installs[0]!.file.sha256)
-        : `install ${installs.length} files from the package and check their SHA-256`,
-  });
+  const result = await execOrThrow(
+    ctx.host,
+    [...(mkdirs === undefined ? [] : ['set -e', mkdirs]), verifiedInstallScript(verified)].join('\n'),
+    {
+      sudo: true,
+      description:
+        installs.length === 1
+          ? installDescription(installs[0]!.target, installs[0]!.file.sha256)
+          : `install ${installs.length} files from the package and check their SHA-256`,
+    },
+  );
   const { installed } = readVerifiedInstall(verified, result.stdout, ctx.host.name);
   for (const target of installed) ctx.say(`installed ${target}`);
   return installed.length > 0;
@@ -189,7 +194,7 @@ async function changeUnless(
  * stages a new package with it before it swaps the binaries itself.
  */
 export async function stagePackage(
-  ctx: Pick<NodeData, 'host' | 'state' | 'package' | 'isDryRun' | 'say'>,
+  ctx: Pick<NodeData, 'host' | 'state' | 'package' | 'isDryRun' | 'say'> & Partial<Pick<NodeData, 'facts'>>,
 ): Promise<boolean> {
   const { host, state } = ctx;
   const pkg = ctx.package;
@@ -307,7 +312,9 @@ export async function stagePackage(
  *
  * @throws {PackageError} `E_PACKAGE_UNEXPECTED_BINARY`, `E_PACKAGE_ARCH`.
  */
-export async function refuseForeignPackage(ctx: Pick<NodeData, 'host' | 'package' | 'isDryRun'>): Promise<void> {
+export async function refuseForeignPackage(
+  ctx: Pick<NodeData, 'host' | 'package' | 'isDryRun'> & Partial<Pick<NodeData, 'facts'>>,
+): Promise<void> {
   const { manifest } = ctx.package;
   const unexpected = unexpectedBinaries(manifest);
   if (unexpected.length > 0) {
@@ -317,11 +324,14 @@ export async function refuseForeignPackage(ctx: Pick<NodeData, 'host' | 'package
       { entry: unexpected[0]!, details: { unexpected } },
     );
   }
+  // The facts preflight collected when it ran (init, join): no second run of the facts script.
   // A dry run with no host to read has no facts to compare with.
-  const facts = await ctx.host.facts().catch((error: unknown) => {
-    if (ctx.isDryRun) return undefined;
-    throw error;
-  });
+  const facts =
+    ctx.facts ??
+    (await ctx.host.facts().catch((error: unknown) => {
+      if (ctx.isDryRun) return undefined;
+      throw error;
+    }));
   if (facts !== undefined && facts.arch !== manifest.arch) {
     throw new PackageError(
       PackageErrorCode.Arch,
