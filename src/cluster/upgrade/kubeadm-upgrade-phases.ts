@@ -34,7 +34,7 @@ import type { Phase } from '../../workflow/phase.js';
 import { KUBEADM_API_VERSION, KUBEADM_BIN } from '../distributions/kubeadm.js';
 import { hostPackagePaths, stagePackage } from '../package-phase.js';
 import { installVerified } from '../verified-install.js';
-import { SYSTEM_TOOLS } from '../../hosts/system-tools.js';
+import { SYSTEM_TOOLS, sha256OfFile } from '../../hosts/system-tools.js';
 import { apiReadyGate, nodeReadyGate } from './health-gates.js';
 import {
   CLUSTER_OBJECTS_BACKUP,
@@ -106,7 +106,8 @@ function requireBinary(ctx: UpgradeApplyData, name: string): string {
 /** Puts manifests moved aside back (a run cut while the static Pods were stopped leaves them there). */
 function restoreStoppedManifestsScript(): string {
   const s = STOPPED_MANIFESTS_DIR;
-  return `if [ -d ${s} ]; then for f in ${s}/*; do if [ -e "$f" ]; then mv -f "$f" ${MANIFESTS_DIR}/; fi; done; rmdir ${s}; fi`;
+  const t = SYSTEM_TOOLS;
+  return `if [ -d ${s} ]; then for f in ${s}/*; do if [ -e "$f" ]; then ${t.mv} -f "$f" ${MANIFESTS_DIR}/; fi; done; ${t.rmdir} ${s}; fi`;
 }
 
 /**
@@ -123,8 +124,8 @@ function stopStaticPodsScript(): string {
   const s = STOPPED_MANIFESTS_DIR;
   const tries = Math.ceil(STATIC_POD_STOP_TIMEOUT_MS / 100);
   return [
-    `mkdir -p -m 700 ${s}`,
-    `for f in ${MANIFESTS_DIR}/*; do if [ -e "$f" ]; then mv -f "$f" ${s}/; fi; done`,
+    `${SYSTEM_TOOLS.mkdir} -p -m 700 ${s}`,
+    `for f in ${MANIFESTS_DIR}/*; do if [ -e "$f" ]; then ${SYSTEM_TOOLS.mv} -f "$f" ${s}/; fi; done`,
     `addr=$(grep -ho -- '--advertise-address=[^" ]*' ${s}/kube-apiserver.yaml 2>/dev/null | head -n 1 | cut -d= -f2)`,
     'addr=${addr:-127.0.0.1}',
     'i=0',
@@ -335,7 +336,7 @@ function kubeletPhase(): Phase<UpgradeApplyData> {
       requireBinary(ctx, 'kubelet');
       const target = binPath(ctx, 'kubelet');
       const sha256 = requireBinary(ctx, 'kubelet');
-      const current = await ctx.host.exec(`sha256sum < ${shellQuote(target)} | cut -c1-64`, {
+      const current = await ctx.host.exec(sha256OfFile(shellQuote(target)), {
         sudo: true,
         readOnly: true,
       });
@@ -406,17 +407,17 @@ export function kubeadmRollbackPhase(): Phase<UpgradeApplyData> {
           'set -e',
           `${SYSTEM_TOOLS.rm} -rf ${restoring} && ${SYSTEM_TOOLS.mkdir} -m 700 ${restoring}`,
           `${SYSTEM_TOOLS.tar} -C ${restoring} -xpf ${backup}/kubernetes.tar`,
-          `for e in $(ls -A ${restoring}); do rm -rf ${KUBERNETES_DIR}/"$e"; mv ${restoring}/"$e" ${KUBERNETES_DIR}/"$e"; done`,
-          `rmdir ${restoring}`,
-          `rm -rf ${STOPPED_MANIFESTS_DIR}`,
+          `for e in $(${SYSTEM_TOOLS.ls} -A ${restoring}); do ${SYSTEM_TOOLS.rm} -rf ${KUBERNETES_DIR}/"$e"; ${SYSTEM_TOOLS.mv} ${restoring}/"$e" ${KUBERNETES_DIR}/"$e"; done`,
+          `${SYSTEM_TOOLS.rmdir} ${restoring}`,
+          `${SYSTEM_TOOLS.rm} -rf ${STOPPED_MANIFESTS_DIR}`,
           `${SYSTEM_TOOLS.tar} -C ${KUBELET_DIR} -xpf ${backup}/kubelet.tar`,
           ...(ctx.upgrade.isHa === true
             ? []
             : [
-                `find ${ETCD_DATA_DIR} -mindepth 1 -maxdepth 1 -exec rm -rf {} +`,
+                `${SYSTEM_TOOLS.find} ${ETCD_DATA_DIR} -mindepth 1 -maxdepth 1 -exec ${SYSTEM_TOOLS.rm} -rf {} +`,
                 `${SYSTEM_TOOLS.tar} -C ${ETCD_DATA_DIR} -xpf ${backup}/etcd.tar`,
               ]),
-          'sync',
+          SYSTEM_TOOLS.sync,
         ].join('\n'),
         {
           sudo: true,
