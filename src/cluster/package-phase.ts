@@ -16,11 +16,19 @@
  */
 import { EdgeadmError } from '../errors.js';
 import { execOrThrow } from '../hosts/host.js';
+import { SYSTEM_TOOLS, sha256OfFile } from '../hosts/system-tools.js';
 import { PackageError, PackageErrorCode } from '../packages/errors.js';
-import { AIRGAP_IMAGES_DIR, isAirgapImage, modeBits } from '../packages/manifest.js';
+import {
+  ALLOWED_PACKAGE_BINARIES,
+  AIRGAP_IMAGES_DIR,
+  isAirgapImage,
+  modeBits,
+  unexpectedBinaries,
+} from '../packages/manifest.js';
 import { compareUnpackedTree, throwOnTreeProblems, unpackedTreeListingCommand } from '../packages/unpacked-tree.js';
 import type { Phase } from '../workflow/phase.js';
 import type { NodeData } from './node-context.js';
+import { readVerifiedInstall, verifiedInstallScript, type VerifiedInstall } from './verified-install.js';
 
 /** Where packages are kept on a host. */
 export const HOST_PACKAGE_DIR = '/var/lib/edgeadm/packages';
@@ -70,7 +78,6 @@ export async function installPackageFiles(ctx: NodeData, options: { from: string
  */
 export async function installPackageGroups(ctx: NodeData, groups: readonly PackageFileGroup[]): Promise<boolean> {
   const { state } = ctx;
-  const { dir } = hostPackagePaths(ctx.package.manifest.name);
   const installs = groups.flatMap((group) =>
     ctx.package.manifest.files
       .filter((file) => file.path.startsWith(group.from) && !file.path.slice(group.from.length).includes('/'))
@@ -85,7 +92,7 @@ export async function installPackageGroups(ctx: NodeData, groups: readonly Packa
     for (const { file, target } of installs) {
       const isInstalled = await changeUnless(ctx, {
         isDone: isInstalledTest(target, file.sha256),
-        change: installCommand(`${dir}/${file.path}`, target, file.mode),
+        change: verifiedInstallScript([verifiedInstall(ctx, file, target)]),
         description: installDescription(target, file.sha256),
       });
       if (!isInstalled) continue;
@@ -96,26 +103,19 @@ export async function installPackageGroups(ctx: NodeData, groups: readonly Packa
   }
   const missingDirs = await state.prepareDirectories({ ensure: toCreate, isCreatedByCaller: true });
   await state.save();
+  const mkdirs = missingDirs.length > 0 ? `${SYSTEM_TOOLS.mkdir} -p ${missingDirs.map(quote).join(' ')}` : undefined;
   if (installs.length === 0) {
-    if (missingDirs.length > 0) {
-      await execOrThrow(ctx.host, `mkdir -p ${missingDirs.map(quote).join(' ')}`, {
-        sudo: true,
-        description: `create ${missingDirs.join(', ')}`,
-      });
+    if (mkdirs !== undefined) {
+      await execOrThrow(ctx.host, mkdirs, { sudo: true, description: `create ${missingDirs.join(', ')}` });
     }
     return false;
   }
+  // The one install primitive of every path (verified-install.ts): each staged copy checked before its rename.
+  // One command with the directories it needs: a round trip per host saved on every join of a fleet.
+  const verified = installs.map(({ file, target }) => verifiedInstall(ctx, file, target));
   const result = await execOrThrow(
     ctx.host,
-    [
-      'set -e',
-      ...(missingDirs.length > 0 ? [`mkdir -p ${missingDirs.map(quote).join(' ')}`] : []),
-      ...installs.map(
-        ({ file, target }, index) =>
-          `if ${isInstalledTest(target, file.sha256)}; then :; else ${installCommand(`${dir}/${file.path}`, target, file.mode)}; echo '${INSTALLED_MARK} ${index}'; fi`,
-      ),
-      `sha256sum -- ${installs.map(({ target }) => quote(target)).join(' ')}`,
-    ].join('\n'),
+    [...(mkdirs === undefined ? [] : ['set -e', mkdirs]), verifiedInstallScript(verified)].join('\n'),
     {
       sudo: true,
       description:
@@ -124,58 +124,31 @@ export async function installPackageGroups(ctx: NodeData, groups: readonly Packa
           : `install ${installs.length} files from the package and check their SHA-256`,
     },
   );
-  const installed = new Set(
-    result.stdout
-      .split('\n')
-      .filter((line) => line.startsWith(`${INSTALLED_MARK} `))
-      .map((line) => Number(line.slice(INSTALLED_MARK.length + 1))),
-  );
-  checkInstalledFiles(ctx, installs, result.stdout);
-  for (const [index, { target }] of installs.entries()) if (installed.has(index)) ctx.say(`installed ${target}`);
-  return installed.size > 0;
+  const { installed } = readVerifiedInstall(verified, result.stdout, ctx.host.name);
+  for (const target of installed) ctx.say(`installed ${target}`);
+  return installed.length > 0;
 }
 
-/** What the install command prints for each file it installed (then the file's index). */
-const INSTALLED_MARK = 'edgeadm: installed';
+function verifiedInstall(
+  ctx: Pick<NodeData, 'package'>,
+  file: { path: string; sha256: string; mode: string },
+  target: string,
+): VerifiedInstall {
+  return {
+    source: `${hostPackagePaths(ctx.package.manifest.name).dir}/${file.path}`,
+    target,
+    mode: modeBits(file.mode),
+    sha256: file.sha256,
+    what: `${file.path} of the package ${ctx.package.manifest.name}`,
+  };
+}
 
 function isInstalledTest(target: string, sha256: string): string {
-  return `[ -f ${quote(target)} ] && [ "$(sha256sum < ${quote(target)} | cut -c1-64)" = ${sha256} ]`;
-}
-
-function installCommand(source: string, target: string, mode: string): string {
-  return `install -m ${modeBits(mode).toString(8)} ${quote(source)} ${quote(target)}`;
+  return `[ -f ${quote(target)} ] && [ "$(${sha256OfFile(quote(target))})" = ${sha256} ]`;
 }
 
 function installDescription(target: string, sha256: string): string {
   return `install ${target} from the package (sha256 ${sha256.slice(0, 12)}…)`;
-}
-
-/**
- * The installed files, hashed on the host by the install command itself
- * (`sha256sum` of every target after every install), must have the
- * manifest's SHA-256: whatever happened between the check of the unpacked
- * tree and now (a full disk, another writer), a mismatch stops the run.
- */
-function checkInstalledFiles(
-  ctx: NodeData,
-  installed: ReadonlyArray<{ file: { path: string; sha256: string }; target: string }>,
-  stdout: string,
-): void {
-  const found = new Map<string, string>();
-  for (const line of stdout.split('\n')) {
-    const match = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
-    if (match) found.set(match[2] ?? '', match[1] ?? '');
-  }
-  for (const { file, target } of installed) {
-    const sha256 = found.get(target);
-    if (sha256 !== file.sha256) {
-      throw new PackageError(
-        PackageErrorCode.InstalledMismatch,
-        `${target} on ${ctx.host.name}, installed from ${file.path} of the package ${ctx.package.manifest.name}, has SHA-256 ${sha256 ?? '(none)'}; the manifest says ${file.sha256}`,
-        { entry: file.path, details: { host: ctx.host.name, target, sha256, expectedSha256: file.sha256 } },
-      );
-    }
-  }
 }
 
 /** What the unpack command prints first: whether it unpacked or found the package already there. */
@@ -221,12 +194,13 @@ async function changeUnless(
  * stages a new package with it before it swaps the binaries itself.
  */
 export async function stagePackage(
-  ctx: Pick<NodeData, 'host' | 'state' | 'package' | 'isDryRun' | 'say'>,
+  ctx: Pick<NodeData, 'host' | 'state' | 'package' | 'isDryRun' | 'say'> & Partial<Pick<NodeData, 'facts'>>,
 ): Promise<boolean> {
   const { host, state } = ctx;
   const pkg = ctx.package;
   const { archive, dir } = hostPackagePaths(pkg.manifest.name);
   let isChanged = false;
+  await refuseForeignPackage(ctx);
 
   // Recorded first, so that the save before the package directory is
   // created records the archive and its unpacked tree too.
@@ -261,11 +235,11 @@ export async function stagePackage(
       { entry: UNPACKED_MARKER },
     );
   }
-  const isMarked = `[ "$(cat ${quote(`${dir}/${UNPACKED_MARKER}`)} 2>/dev/null)" = ${pkg.archiveSha256} ]`;
+  const isMarked = `[ "$(${SYSTEM_TOOLS.cat} ${quote(`${dir}/${UNPACKED_MARKER}`)} 2>/dev/null)" = ${pkg.archiveSha256} ]`;
   if (ctx.isDryRun) {
     const isUnpacked = await changeUnless(ctx, {
       isDone: isMarked,
-      change: `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
+      change: `${SYSTEM_TOOLS.tar} -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
       description: `unpack ${archive} into ${dir}, check every file against the manifest`,
     });
     if (isUnpacked) isChanged = true;
@@ -276,9 +250,9 @@ export async function stagePackage(
       [
         'set -e',
         `if ${isMarked}; then echo '${ALREADY_UNPACKED}'; cd ${quote(dir)}; else`,
-        `rm -rf ${quote(staging)}`,
-        `mkdir -m 700 ${quote(staging)}`,
-        `tar -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
+        `${SYSTEM_TOOLS.rm} -rf ${quote(staging)}`,
+        `${SYSTEM_TOOLS.mkdir} -m 700 ${quote(staging)}`,
+        `${SYSTEM_TOOLS.tar} -xzf ${quote(archive)} -C ${quote(staging)} --no-same-owner`,
         `echo '${FRESHLY_UNPACKED}'; cd ${quote(staging)}; fi`,
         unpackedTreeListingCommand(),
       ].join('\n'),
@@ -298,7 +272,10 @@ export async function stagePackage(
     if (problems.length > 0) {
       // The refused tree goes, so that a re-run unpacks the verified archive afresh.
       const refused = isFresh ? staging : dir;
-      await host.exec(`rm -rf ${quote(refused)}`, { sudo: true, description: `remove the refused ${refused}` });
+      await host.exec(`${SYSTEM_TOOLS.rm} -rf ${quote(refused)}`, {
+        sudo: true,
+        description: `remove the refused ${refused}`,
+      });
     }
     throwOnTreeProblems(problems, {
       packageName: pkg.manifest.name,
@@ -312,8 +289,8 @@ export async function stagePackage(
         [
           'set -e',
           `printf '%s\\n' ${pkg.archiveSha256} > ${quote(`${staging}/${UNPACKED_MARKER}`)}`,
-          `rm -rf ${quote(dir)}`,
-          `mv ${quote(staging)} ${quote(dir)}`,
+          `${SYSTEM_TOOLS.rm} -rf ${quote(dir)}`,
+          `${SYSTEM_TOOLS.mv} ${quote(staging)} ${quote(dir)}`,
         ].join('\n'),
         { sudo: true, description: `move the checked package into ${dir}` },
       );
@@ -322,6 +299,46 @@ export async function stagePackage(
     ctx.say(isFresh ? `unpacked into ${dir}` : `${dir} already unpacked`);
   }
   return isChanged;
+}
+
+/**
+ * Refuses, before anything reaches the host, a package that must not be
+ * installed there: names under bin/ its distribution does not use (they
+ * would shadow host tools in /usr/local/bin), and another architecture than
+ * the host's. Called by the staging every install path runs first (init,
+ * join, upgrade apply, upgrade node), so that no path can skip it; the
+ * upgrades also call it before their first phase, so that the refusal
+ * comes before the upgrade has begun (and nothing is rolled back).
+ *
+ * @throws {PackageError} `E_PACKAGE_UNEXPECTED_BINARY`, `E_PACKAGE_ARCH`.
+ */
+export async function refuseForeignPackage(
+  ctx: Pick<NodeData, 'host' | 'package' | 'isDryRun'> & Partial<Pick<NodeData, 'facts'>>,
+): Promise<void> {
+  const { manifest } = ctx.package;
+  const unexpected = unexpectedBinaries(manifest);
+  if (unexpected.length > 0) {
+    throw new PackageError(
+      PackageErrorCode.UnexpectedBinary,
+      `the install package ${manifest.name} holds ${unexpected.join(', ')}; a ${manifest.distribution} package installs only bin/{${ALLOWED_PACKAGE_BINARIES[manifest.distribution].join(',')}} (any other name in /usr/local/bin could shadow a tool of the host)`,
+      { entry: unexpected[0]!, details: { unexpected } },
+    );
+  }
+  // The facts preflight collected when it ran (init, join): no second run of the facts script.
+  // A dry run with no host to read has no facts to compare with.
+  const facts =
+    ctx.facts ??
+    (await ctx.host.facts().catch((error: unknown) => {
+      if (ctx.isDryRun) return undefined;
+      throw error;
+    }));
+  if (facts !== undefined && facts.arch !== manifest.arch) {
+    throw new PackageError(
+      PackageErrorCode.Arch,
+      `the install package ${manifest.name} is built for ${manifest.arch}, and ${ctx.host.name} is ${facts.arch} (${facts.machine}); nothing was installed`,
+      { entry: 'arch', details: { host: ctx.host.name, arch: facts.arch, packageArch: manifest.arch } },
+    );
+  }
 }
 
 /** Makes the package phase. */

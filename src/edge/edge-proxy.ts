@@ -220,6 +220,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
   const metrics = (): string =>
     renderMetrics({
       isOnline: state.isOnline,
+      isCertificateRejected: state.isCertificateRejected,
       cacheEntries: cache.entryCount,
       cacheBytes: cache.byteCount,
       corruptEntriesDropped: counters.corruptEntriesDropped,

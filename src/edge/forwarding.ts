@@ -18,7 +18,12 @@ import { forwardHeaders, responseHeaders, upgradeResponseHead } from './forward-
 import { MAX_CACHED_BODY_BYTES, UPSTREAM_RESPONSE_TIMEOUT_MS } from './limits.js';
 import type { RequestCounters } from './metrics.js';
 import { offlineRefusal } from './offline-writes.js';
-import { isUnreachableError, timeoutError, type UpstreamClient } from './upstream-client.js';
+import {
+  isCertificateRejectedError,
+  isUnreachableError,
+  timeoutError,
+  type UpstreamClient,
+} from './upstream-client.js';
 import type { UpstreamState } from './upstream-state.js';
 
 /** What forwarding works with. */
@@ -105,6 +110,8 @@ export class Forwarder {
         }
         return;
       }
+      // Not an outage: the server answers with a certificate the proxy's CA does not sign (see upstream-state.ts).
+      if (isCertificateRejectedError(error)) state.markCertificateRejected(error.message);
       counters.count('upstream_error');
       logger.warn(`edge-proxy: ${req.method} ${classified.path} failed upstream: ${error.message}`);
       sendStatus(
@@ -218,6 +225,7 @@ export class Forwarder {
     });
     request.on('error', (error) => {
       if (isUnreachableError(error)) state.markUnreachable(error.message);
+      else if (isCertificateRejectedError(error)) state.markCertificateRejected(error.message);
       counters.count('upstream_error');
       socket.end(
         rawStatusResponse(

@@ -26,10 +26,12 @@
  *
  * The proxy answers itself, online and offline:
  *
- * - `/v1-k3s/apiservers` with its own address, to an authenticated caller:
- *   the agent's load balancer switches to the addresses it gets there, and
- *   would leave the proxy for the real servers (k3s `pkg/agent/config`,
- *   `APIServers`; `pkg/agent/tunnel`, `getAPIServersRequester`).
+ * - `/v1-k3s/apiservers` with its own address, to a caller the server
+ *   accepts (online: the server's answer to the caller's credentials;
+ *   offline: an identity it accepted before, or the node's kubelet
+ *   certificate): the agent's load balancer switches to the addresses it
+ *   gets there, and would leave the proxy for the real servers (k3s
+ *   `pkg/agent/config`, `APIServers`; `pkg/agent/tunnel`, `getAPIServersRequester`).
  *
  * And, offline only, to the node's own kubelet certificate (a mapped
  * `system:node:` CN; {@link isNodeCertificate}):
@@ -168,16 +170,7 @@ export class K3sSupervisorAnswers {
     const { identityKey, clientCertCn } = caller;
     const method = req.method ?? 'GET';
     if (method === 'GET' && target.path === K3S_APISERVERS_PATH) {
-      req.resume();
-      if (!caller.isAuthenticated) {
-        this.parts.counters.count('unauthorized');
-        sendStatus(res, apiStatus(401, 'Unauthorized', 'edge-proxy: /v1-k3s/apiservers needs credentials'));
-        return;
-      }
-      this.parts.counters.count('answered_by_proxy');
-      const body = apiServersAnswer(this.parts.ownAddress());
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) });
-      res.end(body);
+      await this.#answerApiServers(req, res, target, caller);
       return;
     }
     // A query the key does not hold makes the request one that is only forwarded.
@@ -303,6 +296,79 @@ export class K3sSupervisorAnswers {
       if (isKept) out.end();
       else req.pipe(out);
     });
+  }
+
+  /**
+   * `/v1-k3s/apiservers`, answered with the proxy's own address to a caller
+   * the server accepts, as its neighbours are: online the request is
+   * forwarded with the caller's credentials, the server's refusal is passed
+   * on, and its 200 is kept (for this identity) and answered with the
+   * proxy's address instead of the server's; offline it is answered to an
+   * identity the server accepted before, or to the node's own kubelet
+   * certificate (issue #40: any Authorization value got the answer).
+   */
+  async #answerApiServers(req: IncomingMessage, res: ServerResponse, target: ApiPath, caller: K3sCaller) {
+    const ownAnswer = (): void => {
+      this.parts.counters.count('answered_by_proxy');
+      const body = apiServersAnswer(this.parts.ownAddress());
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) });
+      res.end(body);
+    };
+    if (!caller.isAuthenticated) {
+      req.resume();
+      this.parts.counters.count('unauthorized');
+      sendStatus(res, apiStatus(401, 'Unauthorized', 'edge-proxy: /v1-k3s/apiservers needs credentials'));
+      return;
+    }
+    const key = `${caller.identityKey} k3s-supervisor ${K3S_APISERVERS_PATH}`;
+    if (this.parts.state.isOnline) {
+      let answer: { status: number; headers: IncomingMessage['headers']; body: Buffer } | undefined;
+      try {
+        answer = await this.#forward(req, target.target, caller.clientCertCn, true);
+      } catch (error) {
+        if (!isUnreachableError(error)) throw error;
+        this.parts.state.markUnreachable(`${target.path}: ${(error as Error).message}`);
+      }
+      if (answer !== undefined) {
+        if (answer.status !== 200) {
+          // The server's refusal (401 for credentials it does not accept), as the server gave it.
+          this.parts.counters.count('forwarded');
+          const headers: Record<string, string> = { 'Content-Length': String(answer.body.length) };
+          const contentType = singleHeader(answer.headers['content-type']);
+          if (contentType) headers['Content-Type'] = contentType;
+          res.writeHead(answer.status, headers);
+          res.end(answer.body);
+          return;
+        }
+        await this.parts.cache.put({
+          meta: {
+            key,
+            identityKey: caller.identityKey,
+            path: target.path,
+            contentType: 'application/json',
+            storedAt: new Date().toISOString(),
+          },
+          body: Buffer.from(apiServersAnswer(this.parts.ownAddress())),
+        });
+        ownAnswer();
+        return;
+      }
+      if (this.parts.state.isOnline) return void res.destroy();
+    }
+    req.resume();
+    if (isNodeCertificate(caller.clientCertCn) || (await this.parts.cache.get(key)) !== undefined) {
+      ownAnswer();
+      return;
+    }
+    this.parts.counters.count('cache_miss_offline');
+    sendStatus(
+      res,
+      apiStatus(
+        503,
+        'ServiceUnavailable',
+        `edge-proxy: the k3s server is unreachable and ${K3S_APISERVERS_PATH} was never answered to these credentials`,
+      ),
+    );
   }
 
   async #answerOffline(

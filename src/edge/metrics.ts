@@ -26,6 +26,8 @@ export type RequestOutcome =
 /** What {@link renderMetrics} reads. */
 export interface MetricsSnapshot {
   isOnline: boolean;
+  /** Offline because the server's certificate does not verify against the proxy's CA (not an outage). */
+  isCertificateRejected: boolean;
   cacheEntries: number;
   cacheBytes: number;
   corruptEntriesDropped: number;
@@ -51,6 +53,9 @@ export function renderMetrics(snapshot: MetricsSnapshot): string {
     '# HELP edgeadm_edge_proxy_online Whether the upstream API server is reachable (1) or the proxy serves from its cache (0).',
     '# TYPE edgeadm_edge_proxy_online gauge',
     `edgeadm_edge_proxy_online ${snapshot.isOnline ? 1 : 0}`,
+    '# HELP edgeadm_edge_proxy_upstream_certificate_rejected Whether the API server answers with a certificate the CA in the upstream kubeconfig does not verify (1): its CA changed; not an outage.',
+    '# TYPE edgeadm_edge_proxy_upstream_certificate_rejected gauge',
+    `edgeadm_edge_proxy_upstream_certificate_rejected ${snapshot.isCertificateRejected ? 1 : 0}`,
     '# HELP edgeadm_edge_proxy_cache_entries Entries in the on-disk cache.',
     '# TYPE edgeadm_edge_proxy_cache_entries gauge',
     `edgeadm_edge_proxy_cache_entries ${snapshot.cacheEntries}`,

@@ -39,6 +39,43 @@ export function isUnreachableError(error: unknown): boolean {
   return error instanceof Error && /socket hang up|aborted/i.test(error.message);
 }
 
+/**
+ * TLS error codes that mean the upstream answered, but its certificate does
+ * not verify against the CA in the proxy's upstream kubeconfig: the
+ * server's CA changed (a rotation the node has not followed), or another
+ * server answers at that address. Told apart from an outage (issue #40):
+ * waiting does not bring such a server back.
+ */
+export const CERTIFICATE_REJECTED_ERROR_CODES: ReadonlySet<string> = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** Whether an error from a request to the upstream means its certificate did not verify (see {@link CERTIFICATE_REJECTED_ERROR_CODES}). */
+export function isCertificateRejectedError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CERTIFICATE_REJECTED_ERROR_CODES.has(code);
+}
+
+/** What one readiness probe found: an answer below 500, no answer, or a server whose certificate does not verify. */
+export type ProbeOutcome = 'online' | 'unreachable' | 'certificate-rejected';
+
+/** One readiness probe's result. */
+export interface ProbeResult {
+  outcome: ProbeOutcome;
+  /** Why, for the log: the status or the error. */
+  reason: string;
+}
+
 /** Makes an error that {@link isUnreachableError} recognises, for timeouts the proxy enforces itself. */
 export function timeoutError(what: string): Error {
   return Object.assign(new Error(`${what} timed out`), { code: 'ETIMEDOUT' });
@@ -59,8 +96,8 @@ export interface UpstreamClient {
   readonly server: URL;
   /** Starts a request (the caller writes the body and ends it); connect time is bounded. */
   request(options: UpstreamRequestOptions): ClientRequest;
-  /** One `/readyz` probe: true when the upstream answers below 500. */
-  probe(): Promise<boolean>;
+  /** One `/readyz` probe: online when the upstream answers below 500. */
+  probe(): Promise<ProbeResult>;
   /** Closes idle connections. */
   close(): void;
 }
@@ -127,7 +164,7 @@ export async function createUpstreamClient(options: {
       );
     },
     probe() {
-      return new Promise<boolean>((resolve) => {
+      return new Promise<ProbeResult>((resolve) => {
         const headers: Record<string, string> = { accept: 'text/plain', host: server.host };
         if (credentials.token) headers['authorization'] = `Bearer ${credentials.token}`;
         const request = start({ method: 'GET', path: `${prefix}/readyz`, headers }, probeAgent);
@@ -135,11 +172,15 @@ export async function createUpstreamClient(options: {
         request.on('response', (response: IncomingMessage) => {
           clearTimeout(timer);
           response.resume();
-          resolve((response.statusCode ?? 500) < 500);
+          const status = response.statusCode ?? 500;
+          resolve({ outcome: status < 500 ? 'online' : 'unreachable', reason: `/readyz answered ${status}` });
         });
-        request.on('error', () => {
+        request.on('error', (error) => {
           clearTimeout(timer);
-          resolve(false);
+          resolve({
+            outcome: isCertificateRejectedError(error) ? 'certificate-rejected' : 'unreachable',
+            reason: error.message,
+          });
         });
         request.end();
       });

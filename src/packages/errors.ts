@@ -45,6 +45,12 @@ export const PackageErrorCode = {
   HostMismatch: 'E_PACKAGE_HOST_MISMATCH',
   /** A file installed from the package on a host does not have the manifest's SHA-256. */
   InstalledMismatch: 'E_PACKAGE_INSTALLED_MISMATCH',
+  /** The copy of a package's file staged beside its target on a host does not have the expected SHA-256 (nothing replaced). */
+  StagedMismatch: 'E_PACKAGE_STAGED_MISMATCH',
+  /** A package's bin/ holds a name its distribution does not install (it could shadow a host tool). */
+  UnexpectedBinary: 'E_PACKAGE_UNEXPECTED_BINARY',
+  /** The package's architecture is not the host's. */
+  Arch: 'E_PACKAGE_ARCH',
   /** `package build`: the source lacks a file its distribution needs. */
   Incomplete: 'E_PACKAGE_INCOMPLETE',
 } as const;
@@ -77,6 +83,12 @@ const DEFAULT_HINTS: Record<PackageErrorCodeValue, string> = {
     "The host's tar unpacked something other than what edgeadm verified. Check the host's tar and disk, and do not use this package there until the cause is known.",
   E_PACKAGE_INSTALLED_MISMATCH:
     'Something changed the installed file, or the disk is failing. Check the host, then run the command again to reinstall it.',
+  E_PACKAGE_STAGED_MISMATCH:
+    "The host's cp, its disk, or another writer changed the copy before it was installed; the installed file was left as it was. Check the host's coreutils and disk, then run the command again.",
+  E_PACKAGE_UNEXPECTED_BINARY:
+    'A package installs only the binaries its distribution uses (SECURITY.md, "What a package may install"). Rebuild the package without the other files under bin/.',
+  E_PACKAGE_ARCH:
+    "Use the install package built for the host's architecture (edgeadm package inspect shows a package's arch).",
   E_PACKAGE_INCOMPLETE: 'Add the missing files to the source directory and run "edgeadm package build" again.',
 };
 

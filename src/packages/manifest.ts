@@ -36,6 +36,38 @@ export const REQUIRED_PACKAGE_FILES: Readonly<Record<Distribution, readonly stri
   kubeadm: ['bin/kubeadm', 'bin/kubelet', 'bin/containerd', 'bin/containerd-shim-runc-v2', 'bin/runc'],
 };
 
+/**
+ * The names a package may carry under `bin/`, per distribution: its own
+ * binaries, the runtime's, kubectl and crictl, and `edgeadm` for edge nodes.
+ * Everything under bin/ is installed into /usr/local/bin, which comes before
+ * /usr/bin on root's PATH, so any other name (`sha256sum`, `tar`, `cp`,
+ * `sudo`) could shadow a host tool for every later command as root. Init,
+ * join, `upgrade apply` and `upgrade node` refuse such a package before
+ * anything reaches the host (issue #40); SECURITY.md lists these names.
+ */
+export const ALLOWED_PACKAGE_BINARIES: Readonly<Record<Distribution, readonly string[]>> = {
+  k3s: ['k3s', 'kubectl', 'crictl', 'ctr', 'edgeadm'],
+  kubeadm: [
+    'kubeadm',
+    'kubelet',
+    'kubectl',
+    'containerd',
+    'containerd-shim-runc-v2',
+    'runc',
+    'ctr',
+    'crictl',
+    'edgeadm',
+  ],
+};
+
+/** The files under `bin/` of `manifest` that its distribution does not install (see {@link ALLOWED_PACKAGE_BINARIES}). */
+export function unexpectedBinaries(manifest: Pick<PackageManifest, 'distribution' | 'files'>): string[] {
+  const allowed = ALLOWED_PACKAGE_BINARIES[manifest.distribution];
+  return manifest.files
+    .map((file) => file.path)
+    .filter((path) => path.startsWith('bin/') && !allowed.includes(path.slice('bin/'.length)));
+}
+
 /** Where a package keeps its airgap image archives. */
 export const AIRGAP_IMAGES_DIR = 'images/';
 

@@ -11,6 +11,7 @@
  * only where a listed file needs them, and nothing else. Pure: the caller
  * runs the command and throws the error.
  */
+import { SYSTEM_TOOLS } from '../hosts/system-tools.js';
 import { PackageError, PackageErrorCode, quoteEntry } from './errors.js';
 import { MANIFEST_PATH, modeBits, modeString, type PackageManifest } from './manifest.js';
 import { parentDirectories } from './package-path.js';
@@ -26,13 +27,14 @@ const MAX_REPORTED_PROBLEMS = 50;
  * `<type> <octal mode> <path>` NUL-terminated (GNU find; NUL because a name
  * may hold anything, even a newline), then two NULs, then `sha256sum` of
  * every regular file (lines `<hash>  ./<path>`; a name sha256sum has to
- * escape is refused anyway, since no package path needs escaping).
+ * escape is refused anyway, since no package path needs escaping). The
+ * host's own find and sha256sum, by absolute path (hosts/system-tools.ts).
  */
 export function unpackedTreeListingCommand(): string {
   return [
-    `find . -mindepth 1 -printf '%y %m %P\\0'`,
+    `${SYSTEM_TOOLS.find} . -mindepth 1 -printf '%y %m %P\\0'`,
     `printf '\\0'`,
-    `find . -mindepth 1 -type f -exec sha256sum -- {} +`,
+    `${SYSTEM_TOOLS.find} . -mindepth 1 -type f -exec ${SYSTEM_TOOLS.sha256sum} -- {} +`,
   ].join(' && ');
 }
 

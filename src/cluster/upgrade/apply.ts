@@ -12,7 +12,8 @@
  * `sqlite3` on the host; the service has to stop for the swap anyway, so the
  * stop costs only the time of the archive. The binary and config.yaml are
  * copied beside it and every file's SHA-256 is listed in the backup's
- * manifest, checked before a rollback restores anything.
+ * manifest and in the state file, which a rollback checks the backup
+ * against before it restores anything (backup-hashes.ts).
  *
  * Idempotence: the step reached is kept on the host (upgrade-state.ts). A
  * re-run that finds an unfinished upgrade of the same package resumes it
@@ -20,7 +21,7 @@
  * rollback under way finishes it; one that finds the upgrade done says so.
  */
 import { join } from 'node:path';
-import { EdgeadmError, PreflightError, ValidationError } from '../../errors.js';
+import { EdgeadmError, PreflightError, ValidationError, isEdgeadmError } from '../../errors.js';
 import { connectHost } from '../../hosts/connect.js';
 import { DryRunHost } from '../../hosts/dry-run-host.js';
 import { execOrThrow, type Host } from '../../hosts/host.js';
@@ -31,7 +32,9 @@ import type { WorkflowEventSink } from '../../workflow/events.js';
 import type { Phase } from '../../workflow/phase.js';
 import type { DistributionName } from '../distributions/distribution.js';
 import { K3S_CONFIG_PATH } from '../distributions/k3s.js';
-import { hostPackagePaths, stagePackage } from '../package-phase.js';
+import { refuseForeignPackage, stagePackage } from '../package-phase.js';
+import { installVerified } from '../verified-install.js';
+import { SYSTEM_TOOLS } from '../../hosts/system-tools.js';
 import { runClusterWorkflow } from '../run-workflow.js';
 import { StateRecorder, emptyState, loadState } from '../state.js';
 import type { UpgradeApplyRequest } from './apply-request.js';
@@ -48,39 +51,29 @@ import {
 } from './kubeadm-upgrade-phases.js';
 import { checkUpgrade } from './skew.js';
 import {
-  atomicInstallScript,
+  backupHashesScript,
+  backupRestoreInstall,
+  checkBackup,
+  parseBackupHashes,
+  privateBackupDirScript,
+  restoreHashes,
+} from './backup-hashes.js';
+import {
   diskSpacePreflight,
   gateTarget,
   isPastBackup,
+  packageBinaryInstall,
   setStep,
   shellQuote,
   type UpgradeApplyData,
 } from './upgrade-steps.js';
-import {
-  BACKUP_MANIFEST,
-  UPGRADE_BACKUP_DIR,
-  UPGRADE_DIR,
-  isUnfinished,
-  readUpgradeState,
-  type UpgradeState,
-} from './upgrade-state.js';
+import { UPGRADE_BACKUP_DIR, UPGRADE_DIR, isUnfinished, readUpgradeState, type UpgradeState } from './upgrade-state.js';
 
 /** The k3s server directory: the datastore and what belongs with it. */
 export const K3S_SERVER_DIR = '/var/lib/rancher/k3s/server';
 
 function binaryPath(ctx: UpgradeApplyData): string {
   return `${ctx.distribution.binDir}/k3s`;
-}
-
-function newBinarySha256(ctx: UpgradeApplyData): string {
-  const file = ctx.package.manifest.files.find((f) => f.path === 'bin/k3s');
-  if (file === undefined) {
-    throw new EdgeadmError(`the install package ${ctx.package.manifest.name} has no bin/k3s`, {
-      code: 'E_PACKAGE_INCOMPLETE',
-      exitCode: 3,
-    });
-  }
-  return file.sha256;
 }
 
 function unit(ctx: UpgradeApplyData): { name: string; content: string } {
@@ -109,20 +102,21 @@ function backupPhase(): Phase<UpgradeApplyData> {
       await setStep(ctx, 'backing-up');
       await ctx.serviceManager.stop(ctx.host, unit(ctx).name);
       const partial = `${UPGRADE_BACKUP_DIR}.partial`;
-      await execOrThrow(
+      const t = SYSTEM_TOOLS;
+      const backup = await execOrThrow(
         ctx.host,
         [
           'set -e',
-          `rm -rf ${partial}`,
-          `mkdir -p -m 700 ${partial}`,
-          `cp -p ${shellQuote(binaryPath(ctx))} ${partial}/k3s`,
-          `cp -p ${K3S_CONFIG_PATH} ${partial}/config.yaml`,
-          `tar -C ${shellQuote(K3S_SERVER_DIR.slice(0, K3S_SERVER_DIR.lastIndexOf('/')))} -cf ${partial}/server.tar server`,
-          `(cd ${partial} && sha256sum k3s config.yaml server.tar > ${BACKUP_MANIFEST})`,
-          `sync ${partial}/*`,
-          `rm -rf ${UPGRADE_BACKUP_DIR}`,
-          `mv ${partial} ${UPGRADE_BACKUP_DIR}`,
-          `sync ${UPGRADE_DIR}`,
+          `${t.rm} -rf ${partial}`,
+          privateBackupDirScript([UPGRADE_DIR, partial]),
+          `${t.cp} -p ${shellQuote(binaryPath(ctx))} ${partial}/k3s`,
+          `${t.cp} -p ${K3S_CONFIG_PATH} ${partial}/config.yaml`,
+          `${t.tar} -C ${shellQuote(K3S_SERVER_DIR.slice(0, K3S_SERVER_DIR.lastIndexOf('/')))} -cf ${partial}/server.tar server`,
+          backupHashesScript(partial, 'k3s config.yaml server.tar'),
+          `${t.sync} ${partial}/*`,
+          `${t.rm} -rf ${UPGRADE_BACKUP_DIR}`,
+          `${t.mv} ${partial} ${UPGRADE_BACKUP_DIR}`,
+          `${t.sync} ${UPGRADE_DIR}`,
         ].join('\n'),
         {
           sudo: true,
@@ -130,6 +124,7 @@ function backupPhase(): Phase<UpgradeApplyData> {
           description: `back up ${K3S_SERVER_DIR}, ${binaryPath(ctx)} and ${K3S_CONFIG_PATH} into ${UPGRADE_BACKUP_DIR}`,
         },
       );
+      ctx.upgrade = { ...ctx.upgrade, backupSha256: parseBackupHashes(backup.stdout) };
       await setStep(ctx, 'backed-up');
       ctx.say(`backed up ${ctx.upgrade.from} into ${UPGRADE_BACKUP_DIR}`);
       return 'changed';
@@ -141,21 +136,15 @@ function backupPhase(): Phase<UpgradeApplyData> {
 function swapPhase(): Phase<UpgradeApplyData> {
   return {
     name: 'swap',
-    summary: "Install the package's k3s binary atomically (written beside the old one, flushed, renamed)",
+    summary:
+      "Install the package's k3s binary atomically (written beside the old one, flushed, checked against the manifest, renamed, checked again)",
     async run(ctx) {
-      const { dir } = hostPackagePaths(ctx.package.manifest.name);
       const target = binaryPath(ctx);
-      const result = await execOrThrow(
-        ctx.host,
-        [
-          'set -e',
-          `if [ "$(sha256sum < ${shellQuote(target)} | cut -c1-64)" = ${newBinarySha256(ctx)} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
-          atomicInstallScript(`${dir}/bin/k3s`, target, '755'),
-        ].join('\n'),
-        { sudo: true, description: `install ${target} from ${ctx.package.manifest.name}, atomically` },
-      );
+      const { installed } = await installVerified(ctx.host, [packageBinaryInstall(ctx.package, 'k3s', target)], {
+        description: `install ${target} from ${ctx.package.manifest.name}, atomically, checked before and after the rename`,
+      });
       await setStep(ctx, 'swapped');
-      return result.stdout.includes('edgeadm: already swapped') ? 'unchanged' : 'changed';
+      return installed.length > 0 ? 'changed' : 'unchanged';
     },
   };
 }
@@ -250,33 +239,39 @@ function k3sRollbackPhase(): Phase<UpgradeApplyData> {
       const server = K3S_SERVER_DIR;
       const restoring = `${server}.edgeadm-restore`;
       const old = `${server}.edgeadm-replaced`;
-      await execOrThrow(
+      await checkBackup(ctx.host, UPGRADE_BACKUP_DIR, ctx.upgrade.backupSha256);
+      const hashes = await restoreHashes(ctx.host, UPGRADE_BACKUP_DIR, ctx.upgrade.backupSha256);
+      const t = SYSTEM_TOOLS;
+      await installVerified(
         ctx.host,
         [
-          'set -e',
-          `cd ${UPGRADE_BACKUP_DIR}`,
-          `sha256sum -c --quiet ${BACKUP_MANIFEST}`,
-          atomicInstallScript(`${UPGRADE_BACKUP_DIR}/k3s`, binaryPath(ctx), '755'),
-          atomicInstallScript(`${UPGRADE_BACKUP_DIR}/config.yaml`, K3S_CONFIG_PATH, '600'),
-          ...(ctx.upgrade.isHa === true
-            ? []
-            : [
-                `rm -rf ${restoring} ${old}`,
-                `mkdir -p -m 700 ${restoring}`,
-                `tar -C ${restoring} -xpf server.tar`,
-                `sync ${restoring}`,
-                `if [ -e ${server} ]; then mv ${server} ${old}; fi`,
-                `mv ${restoring}/server ${server}`,
-                `rm -rf ${restoring} ${old}`,
-                `sync ${server.slice(0, server.lastIndexOf('/'))}`,
-              ]),
-        ].join('\n'),
-        {
-          sudo: true,
-          timeoutMs: BACKUP_TIMEOUT_MS,
-          description: `check ${UPGRADE_BACKUP_DIR} against its manifest and restore it`,
-        },
+          backupRestoreInstall(UPGRADE_BACKUP_DIR, 'k3s', binaryPath(ctx), 0o755, hashes),
+          backupRestoreInstall(UPGRADE_BACKUP_DIR, 'config.yaml', K3S_CONFIG_PATH, 0o600, hashes),
+        ].filter((install) => install !== undefined),
+        { description: `restore ${binaryPath(ctx)} and ${K3S_CONFIG_PATH} from ${UPGRADE_BACKUP_DIR}, checked` },
       );
+      if (ctx.upgrade.isHa !== true) {
+        await execOrThrow(
+          ctx.host,
+          [
+            'set -e',
+            `cd ${UPGRADE_BACKUP_DIR}`,
+            `${t.rm} -rf ${restoring} ${old}`,
+            `${t.mkdir} -p -m 700 ${restoring}`,
+            `${t.tar} -C ${restoring} -xpf server.tar`,
+            `${t.sync} ${restoring}`,
+            `if [ -e ${server} ]; then ${t.mv} ${server} ${old}; fi`,
+            `${t.mv} ${restoring}/server ${server}`,
+            `${t.rm} -rf ${restoring} ${old}`,
+            `${t.sync} ${server.slice(0, server.lastIndexOf('/'))}`,
+          ].join('\n'),
+          {
+            sudo: true,
+            timeoutMs: BACKUP_TIMEOUT_MS,
+            description: `restore ${server} from ${UPGRADE_BACKUP_DIR}`,
+          },
+        );
+      }
       await ctx.serviceManager.ensureRunning(ctx.host, unit(ctx), { isRestartNeeded: true });
       ctx.say(`restored ${ctx.upgrade.from} from ${UPGRADE_BACKUP_DIR}; started it`);
       return 'changed';
@@ -370,6 +365,8 @@ export async function applyUpgrade(
         { code: 'E_PACKAGE_DISTRIBUTION' },
       );
     }
+    // Before the upgrade begins: a refusal here changes nothing and rolls nothing back.
+    await refuseForeignPackage({ host: real, package: pkg, isDryRun: false });
     const saved = await readUpgradeState(real);
     const base = { host: real.name, to: target.text, backupDir: UPGRADE_BACKUP_DIR, isDryRun: request.isDryRun };
     let upgrade: UpgradeState;
@@ -459,7 +456,7 @@ export async function applyUpgrade(
           },
         );
       }
-      throw rolledBack(ctx, failure);
+      throw rolledBack(ctx, failure, error);
     }
   } finally {
     await host.close();
@@ -470,7 +467,7 @@ function optionalApiServer(url: string | undefined): { apiServerUrl?: string } {
   return url === undefined ? {} : { apiServerUrl: url };
 }
 
-function rolledBack(ctx: UpgradeApplyData, failure: string): EdgeadmError {
+function rolledBack(ctx: UpgradeApplyData, failure: string, cause?: unknown): EdgeadmError {
   return new EdgeadmError(
     `the upgrade of ${ctx.host.name} to ${ctx.upgrade.to} failed and was rolled back: ${failure}. ${ctx.upgrade.from} runs again, ${
       // In an HA control plane the datastore is the peers' and is not restored (see the rollback phases).
@@ -481,7 +478,13 @@ function rolledBack(ctx: UpgradeApplyData, failure: string): EdgeadmError {
       hints: [
         `The backup stays in ${UPGRADE_BACKUP_DIR}. Look at the new binary's log on the host before trying again.`,
       ],
-      details: { from: ctx.upgrade.from, to: ctx.upgrade.to, failure },
+      // The failure's own code (E_PACKAGE_STAGED_MISMATCH, a gate's) for scripts that tell them apart.
+      details: { from: ctx.upgrade.from, to: ctx.upgrade.to, failure, ...failureCodeOf(cause) },
+      ...(cause === undefined ? {} : { cause }),
     },
   );
+}
+
+function failureCodeOf(cause: unknown): { failureCode?: string } {
+  return isEdgeadmError(cause) ? { failureCode: cause.code } : {};
 }

@@ -33,6 +33,8 @@ import { EdgeadmError } from '../../errors.js';
 import type { Phase } from '../../workflow/phase.js';
 import { KUBEADM_API_VERSION, KUBEADM_BIN } from '../distributions/kubeadm.js';
 import { hostPackagePaths, stagePackage } from '../package-phase.js';
+import { installVerified } from '../verified-install.js';
+import { SYSTEM_TOOLS, sha256OfFile } from '../../hosts/system-tools.js';
 import { apiReadyGate, nodeReadyGate } from './health-gates.js';
 import {
   CLUSTER_OBJECTS_BACKUP,
@@ -47,16 +49,24 @@ import {
   STATIC_POD_STOP_TIMEOUT_MS,
 } from './limits.js';
 import {
-  atomicInstallScript,
   diskSpacePreflight,
   gateTarget,
   isPastBackup,
+  packageBinaryInstall,
   packageFileSha256,
   setStep,
   shellQuote,
   type UpgradeApplyData,
 } from './upgrade-steps.js';
-import { BACKUP_MANIFEST, UPGRADE_BACKUP_DIR, UPGRADE_DIR } from './upgrade-state.js';
+import { UPGRADE_BACKUP_DIR, UPGRADE_DIR } from './upgrade-state.js';
+import {
+  backupHashesScript,
+  backupRestoreInstall,
+  checkBackup,
+  parseBackupHashes,
+  privateBackupDirScript,
+  restoreHashes,
+} from './backup-hashes.js';
 
 /** The binaries an upgrade replaces, those the package carries. */
 export const KUBEADM_UPGRADED_BINARIES = ['kubeadm', 'kubelet', 'kubectl'] as const;
@@ -96,7 +106,8 @@ function requireBinary(ctx: UpgradeApplyData, name: string): string {
 /** Puts manifests moved aside back (a run cut while the static Pods were stopped leaves them there). */
 function restoreStoppedManifestsScript(): string {
   const s = STOPPED_MANIFESTS_DIR;
-  return `if [ -d ${s} ]; then for f in ${s}/*; do if [ -e "$f" ]; then mv -f "$f" ${MANIFESTS_DIR}/; fi; done; rmdir ${s}; fi`;
+  const t = SYSTEM_TOOLS;
+  return `if [ -d ${s} ]; then for f in ${s}/*; do if [ -e "$f" ]; then ${t.mv} -f "$f" ${MANIFESTS_DIR}/; fi; done; ${t.rmdir} ${s}; fi`;
 }
 
 /**
@@ -113,8 +124,8 @@ function stopStaticPodsScript(): string {
   const s = STOPPED_MANIFESTS_DIR;
   const tries = Math.ceil(STATIC_POD_STOP_TIMEOUT_MS / 100);
   return [
-    `mkdir -p -m 700 ${s}`,
-    `for f in ${MANIFESTS_DIR}/*; do if [ -e "$f" ]; then mv -f "$f" ${s}/; fi; done`,
+    `${SYSTEM_TOOLS.mkdir} -p -m 700 ${s}`,
+    `for f in ${MANIFESTS_DIR}/*; do if [ -e "$f" ]; then ${SYSTEM_TOOLS.mv} -f "$f" ${s}/; fi; done`,
     `addr=$(grep -ho -- '--advertise-address=[^" ]*' ${s}/kube-apiserver.yaml 2>/dev/null | head -n 1 | cut -d= -f2)`,
     'addr=${addr:-127.0.0.1}',
     'i=0',
@@ -212,29 +223,30 @@ function backupPhase(): Phase<UpgradeApplyData> {
     async run(ctx) {
       await setStep(ctx, 'backing-up');
       const partial = `${UPGRADE_BACKUP_DIR}.partial`;
+      const t = SYSTEM_TOOLS;
       const binaries = KUBEADM_UPGRADED_BINARIES.map(
         (name) =>
-          `if [ -f ${shellQuote(binPath(ctx, name))} ]; then cp -p ${shellQuote(binPath(ctx, name))} ${partial}/bin/${name}; fi`,
+          `if [ -f ${shellQuote(binPath(ctx, name))} ]; then ${t.cp} -p ${shellQuote(binPath(ctx, name))} ${partial}/bin/${name}; fi`,
       );
-      await execOrThrow(
+      const backup = await execOrThrow(
         ctx.host,
         [
           'set -e',
           restoreStoppedManifestsScript(),
-          `rm -rf ${partial}`,
-          `mkdir -p -m 700 ${partial}/bin`,
+          `${t.rm} -rf ${partial}`,
+          privateBackupDirScript([UPGRADE_DIR, partial, `${partial}/bin`]),
           ...binaries,
-          `cd ${KUBERNETES_DIR} && tar -cf ${partial}/kubernetes.tar $(ls -d manifests pki *.conf 2>/dev/null)`,
-          `cd ${KUBELET_DIR} && tar -cf ${partial}/kubelet.tar $(ls -d config.yaml kubeadm-flags.env 2>/dev/null)`,
+          `cd ${KUBERNETES_DIR} && ${t.tar} -cf ${partial}/kubernetes.tar $(ls -d manifests pki *.conf 2>/dev/null)`,
+          `cd ${KUBELET_DIR} && ${t.tar} -cf ${partial}/kubelet.tar $(ls -d config.yaml kubeadm-flags.env 2>/dev/null)`,
           // The datastore: with etcd (and the API server) stopped, its data directory is a consistent snapshot.
           stopStaticPodsScript(),
-          `tar -C ${ETCD_DATA_DIR} -cf ${partial}/etcd.tar .`,
+          `${t.tar} -C ${ETCD_DATA_DIR} -cf ${partial}/etcd.tar .`,
           restoreStoppedManifestsScript(),
-          `(cd ${partial} && sha256sum bin/* kubernetes.tar kubelet.tar etcd.tar > ${BACKUP_MANIFEST})`,
-          `sync ${partial}/* ${partial}/bin/*`,
-          `rm -rf ${UPGRADE_BACKUP_DIR}`,
-          `mv ${partial} ${UPGRADE_BACKUP_DIR}`,
-          `sync ${UPGRADE_DIR}`,
+          backupHashesScript(partial, 'bin/* kubernetes.tar kubelet.tar etcd.tar'),
+          `${t.sync} ${partial}/* ${partial}/bin/*`,
+          `${t.rm} -rf ${UPGRADE_BACKUP_DIR}`,
+          `${t.mv} ${partial} ${UPGRADE_BACKUP_DIR}`,
+          `${t.sync} ${UPGRADE_DIR}`,
         ].join('\n'),
         {
           sudo: true,
@@ -242,6 +254,7 @@ function backupPhase(): Phase<UpgradeApplyData> {
           description: `back up the kubeadm control plane (binaries, ${KUBERNETES_DIR}, ${KUBELET_DIR} configuration, ${ETCD_DATA_DIR}) into ${UPGRADE_BACKUP_DIR}`,
         },
       );
+      ctx.upgrade = { ...ctx.upgrade, backupSha256: parseBackupHashes(backup.stdout) };
       await setStep(ctx, 'backed-up');
       ctx.say(`backed up ${ctx.upgrade.from} into ${UPGRADE_BACKUP_DIR}`);
       return 'changed';
@@ -249,24 +262,21 @@ function backupPhase(): Phase<UpgradeApplyData> {
   };
 }
 
-/** Installs each of `names` from the package atomically, unless it is already the package's. */
+/**
+ * Installs each of `names` from the package atomically, unless it is already
+ * the package's, through the one install primitive: a staged copy that is not
+ * the manifest's bytes is refused before it replaces the binary that runs
+ * next as root (`kubeadm upgrade apply`).
+ */
 async function swapBinaries(ctx: UpgradeApplyData, names: string[]): Promise<boolean> {
-  const { dir } = hostPackagePaths(ctx.package.manifest.name);
-  let isChanged = false;
-  for (const name of names) {
-    const target = binPath(ctx, name);
-    const result = await execOrThrow(
-      ctx.host,
-      [
-        'set -e',
-        `if [ "$(sha256sum < ${shellQuote(target)} | cut -c1-64)" = ${requireBinary(ctx, name)} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
-        atomicInstallScript(`${dir}/bin/${name}`, target, '755'),
-      ].join('\n'),
-      { sudo: true, description: `install ${target} from ${ctx.package.manifest.name}, atomically` },
-    );
-    if (!result.stdout.includes('edgeadm: already swapped')) isChanged = true;
-  }
-  return isChanged;
+  const { installed } = await installVerified(
+    ctx.host,
+    names.map((name) => packageBinaryInstall(ctx.package, name, binPath(ctx, name))),
+    {
+      description: `install ${names.map((name) => binPath(ctx, name)).join(', ')} from ${ctx.package.manifest.name}, atomically, each checked`,
+    },
+  );
+  return installed.length > 0;
 }
 
 function kubeadmSwapPhase(): Phase<UpgradeApplyData> {
@@ -326,7 +336,7 @@ function kubeletPhase(): Phase<UpgradeApplyData> {
       requireBinary(ctx, 'kubelet');
       const target = binPath(ctx, 'kubelet');
       const sha256 = requireBinary(ctx, 'kubelet');
-      const current = await ctx.host.exec(`sha256sum < ${shellQuote(target)} | cut -c1-64`, {
+      const current = await ctx.host.exec(sha256OfFile(shellQuote(target)), {
         sudo: true,
         readOnly: true,
       });
@@ -373,44 +383,46 @@ export function kubeadmRollbackPhase(): Phase<UpgradeApplyData> {
     async run(ctx) {
       await setStep(ctx, 'rolling-back');
       const backup = UPGRADE_BACKUP_DIR;
-      await execOrThrow(
-        ctx.host,
-        ['set -e', `cd ${backup}`, `sha256sum -c --quiet ${BACKUP_MANIFEST}`, stopStaticPodsScript()].join('\n'),
-        {
-          sudo: true,
-          timeoutMs: STATIC_POD_STOP_TIMEOUT_MS + 60_000,
-          description: `check ${backup} and stop the static Pods`,
-        },
-      );
+      await checkBackup(ctx.host, backup, ctx.upgrade.backupSha256);
+      const hashes = await restoreHashes(ctx.host, backup, ctx.upgrade.backupSha256);
+      await execOrThrow(ctx.host, ['set -e', stopStaticPodsScript()].join('\n'), {
+        sudo: true,
+        timeoutMs: STATIC_POD_STOP_TIMEOUT_MS + 60_000,
+        description: 'stop the static Pods',
+      });
       const unit = kubeletUnit(ctx);
       await ctx.serviceManager.stop(ctx.host, unit.name);
       const restoring = `${KUBERNETES_DIR}/.edgeadm-restore`;
+      // Each binary the backup holds, checked against the hashes recorded when it was taken.
+      await installVerified(
+        ctx.host,
+        KUBEADM_UPGRADED_BINARIES.map((name) =>
+          backupRestoreInstall(backup, `bin/${name}`, binPath(ctx, name), 0o755, hashes),
+        ).filter((install) => install !== undefined),
+        { description: `restore the binaries from ${backup}, checked` },
+      );
       await execOrThrow(
         ctx.host,
         [
           'set -e',
-          ...KUBEADM_UPGRADED_BINARIES.map(
-            (name) =>
-              `if [ -f ${backup}/bin/${name} ]; then\n${atomicInstallScript(`${backup}/bin/${name}`, binPath(ctx, name), '755')}\nfi`,
-          ),
-          `rm -rf ${restoring} && mkdir -m 700 ${restoring}`,
-          `tar -C ${restoring} -xpf ${backup}/kubernetes.tar`,
-          `for e in $(ls -A ${restoring}); do rm -rf ${KUBERNETES_DIR}/"$e"; mv ${restoring}/"$e" ${KUBERNETES_DIR}/"$e"; done`,
-          `rmdir ${restoring}`,
-          `rm -rf ${STOPPED_MANIFESTS_DIR}`,
-          `tar -C ${KUBELET_DIR} -xpf ${backup}/kubelet.tar`,
+          `${SYSTEM_TOOLS.rm} -rf ${restoring} && ${SYSTEM_TOOLS.mkdir} -m 700 ${restoring}`,
+          `${SYSTEM_TOOLS.tar} -C ${restoring} -xpf ${backup}/kubernetes.tar`,
+          `for e in $(${SYSTEM_TOOLS.ls} -A ${restoring}); do ${SYSTEM_TOOLS.rm} -rf ${KUBERNETES_DIR}/"$e"; ${SYSTEM_TOOLS.mv} ${restoring}/"$e" ${KUBERNETES_DIR}/"$e"; done`,
+          `${SYSTEM_TOOLS.rmdir} ${restoring}`,
+          `${SYSTEM_TOOLS.rm} -rf ${STOPPED_MANIFESTS_DIR}`,
+          `${SYSTEM_TOOLS.tar} -C ${KUBELET_DIR} -xpf ${backup}/kubelet.tar`,
           ...(ctx.upgrade.isHa === true
             ? []
             : [
-                `find ${ETCD_DATA_DIR} -mindepth 1 -maxdepth 1 -exec rm -rf {} +`,
-                `tar -C ${ETCD_DATA_DIR} -xpf ${backup}/etcd.tar`,
+                `${SYSTEM_TOOLS.find} ${ETCD_DATA_DIR} -mindepth 1 -maxdepth 1 -exec ${SYSTEM_TOOLS.rm} -rf {} +`,
+                `${SYSTEM_TOOLS.tar} -C ${ETCD_DATA_DIR} -xpf ${backup}/etcd.tar`,
               ]),
-          'sync',
+          SYSTEM_TOOLS.sync,
         ].join('\n'),
         {
           sudo: true,
           timeoutMs: BACKUP_TIMEOUT_MS,
-          description: `restore the binaries, ${KUBERNETES_DIR}, the kubelet configuration${ctx.upgrade.isHa === true ? '' : ` and ${ETCD_DATA_DIR}`} from ${backup}`,
+          description: `restore ${KUBERNETES_DIR}, the kubelet configuration${ctx.upgrade.isHa === true ? '' : ` and ${ETCD_DATA_DIR}`} from ${backup}`,
         },
       );
       await ctx.serviceManager.ensureRunning(ctx.host, unit, { isRestartNeeded: true });

@@ -4,7 +4,6 @@
  * narrow context ({@link UpgradeNodeData}); node.ts decides where to start
  * and runs them. See node.ts for what is swapped and why.
  */
-import { EdgeadmError } from '../../errors.js';
 import { execOrThrow, type Host } from '../../hosts/host.js';
 import { SYSTEMD_UNIT_DIR, type ServiceManager, type ServiceUnit } from '../../hosts/service-manager.js';
 import type { KubeClient } from '../../kube/client.js';
@@ -16,15 +15,25 @@ import { K3S_CONFIG_PATH } from '../distributions/k3s.js';
 import { EDGE_PROXY_UNIT_NAME } from '../edge-proxy-unit.js';
 import type { EdgeadmBinary } from '../edge-node-phase.js';
 import { readHostFile } from '../host-files.js';
-import { hostPackagePaths, stagePackage } from '../package-phase.js';
+import { stagePackage } from '../package-phase.js';
 import type { StateRecorder } from '../state.js';
 import { cordonNode, drainNode, uncordonNode } from './drain.js';
 import { nodeReadyGate, type GateTarget } from './health-gates.js';
 import { BACKUP_TIMEOUT_MS } from './limits.js';
 import { KUBEADM_UPGRADE_NODE_TIMEOUT_MS } from './node-limits.js';
 import { NODE_UPGRADE_BACKUP_DIR, writeNodeUpgradeState, type NodeUpgradeState } from './node-state.js';
-import { BACKUP_MANIFEST } from './upgrade-state.js';
-import { atomicInstallScript, shellQuote } from './upgrade-steps.js';
+import { SYSTEM_TOOLS } from '../../hosts/system-tools.js';
+import { installVerified } from '../verified-install.js';
+import {
+  backupHashesScript,
+  backupRestoreInstall,
+  checkBackup,
+  parseBackupHashes,
+  privateBackupDirScript,
+  restoreHashes,
+} from './backup-hashes.js';
+import { UPGRADE_DIR } from './upgrade-state.js';
+import { packageBinaryInstall, shellQuote } from './upgrade-steps.js';
 
 /** The kubelet configuration `kubeadm upgrade node` rewrites on a node (backed up and restored with the binaries). */
 export const KUBEADM_KUBELET_CONFIG_PATH = '/var/lib/kubelet/config.yaml';
@@ -36,7 +45,7 @@ interface SwappedBinary {
   /** Where it is installed. */
   target: string;
   /** Where the new one comes from on the node: the staged package, or (edgeadm) an upload of this binary. */
-  source: { kind: 'package'; path: string; sha256: string } | { kind: 'upload'; from: string };
+  source: { kind: 'package'; name: string } | { kind: 'upload'; from: string };
 }
 
 /** What the phases depend on. */
@@ -69,24 +78,13 @@ export async function setStep(ctx: UpgradeNodeData, step: NodeUpgradeState['step
   await writeNodeUpgradeState(ctx.host, ctx.upgrade);
 }
 
-function packageFile(ctx: UpgradeNodeData, path: string): { path: string; sha256: string } {
-  const file = ctx.package.manifest.files.find((f) => f.path === path);
-  if (file === undefined) {
-    throw new EdgeadmError(`the install package ${ctx.package.manifest.name} has no ${path}`, {
-      code: 'E_PACKAGE_INCOMPLETE',
-      exitCode: 3,
-    });
-  }
-  return { path: `${hostPackagePaths(ctx.package.manifest.name).dir}/${path}`, sha256: file.sha256 };
-}
-
 /** The binaries replaced, in swap order (kubeadm before the kubelet: `kubeadm upgrade node` runs between). */
 function swappedBinaries(ctx: UpgradeNodeData): SwappedBinary[] {
   const bin = ctx.distribution.binDir;
   const fromPackage = (name: string): SwappedBinary => ({
     name,
     target: `${bin}/${name}`,
-    source: { kind: 'package', ...packageFile(ctx, `bin/${name}`) },
+    source: { kind: 'package', name },
   });
   const binaries =
     ctx.distribution.name === 'k3s' ? [fromPackage('k3s')] : [fromPackage('kubeadm'), fromPackage('kubelet')];
@@ -95,7 +93,7 @@ function swappedBinaries(ctx: UpgradeNodeData): SwappedBinary[] {
     binaries.push({
       name: 'edgeadm',
       target: edge.path,
-      source: edge.kind === 'package' ? { kind: 'package', ...packageFile(ctx, 'bin/edgeadm') } : edge,
+      source: edge.kind === 'package' ? { kind: 'package', name: 'edgeadm' } : edge,
     });
   }
   return binaries;
@@ -193,18 +191,19 @@ function backupPhase(): Phase<UpgradeNodeData> {
       const partial = `${NODE_UPGRADE_BACKUP_DIR}.partial`;
       const names = swappedBinaries(ctx).map((b) => b.name);
       const config = configFile(ctx);
-      await execOrThrow(
+      const t = SYSTEM_TOOLS;
+      const backup = await execOrThrow(
         ctx.host,
         [
           'set -e',
-          `rm -rf ${partial}`,
-          `mkdir -p -m 700 ${partial}`,
-          ...swappedBinaries(ctx).map((b) => `cp -p ${shellQuote(b.target)} ${partial}/${b.name}`),
-          `if [ -f ${shellQuote(config)} ]; then cp -p ${shellQuote(config)} ${partial}/config; fi`,
-          `(cd ${partial} && sha256sum ${names.join(' ')} $( [ -f config ] && echo config ) > ${BACKUP_MANIFEST})`,
-          `sync ${partial}/*`,
-          `rm -rf ${NODE_UPGRADE_BACKUP_DIR}`,
-          `mv ${partial} ${NODE_UPGRADE_BACKUP_DIR}`,
+          `${t.rm} -rf ${partial}`,
+          privateBackupDirScript([UPGRADE_DIR, partial]),
+          ...swappedBinaries(ctx).map((b) => `${t.cp} -p ${shellQuote(b.target)} ${partial}/${b.name}`),
+          `if [ -f ${shellQuote(config)} ]; then ${t.cp} -p ${shellQuote(config)} ${partial}/config; fi`,
+          backupHashesScript(partial, `${names.join(' ')} $( [ -f ${partial}/config ] && echo config )`),
+          `${t.sync} ${partial}/*`,
+          `${t.rm} -rf ${NODE_UPGRADE_BACKUP_DIR}`,
+          `${t.mv} ${partial} ${NODE_UPGRADE_BACKUP_DIR}`,
         ].join('\n'),
         {
           sudo: true,
@@ -212,6 +211,7 @@ function backupPhase(): Phase<UpgradeNodeData> {
           description: `back up ${[...swappedBinaries(ctx).map((b) => b.target), config].join(', ')} into ${NODE_UPGRADE_BACKUP_DIR}`,
         },
       );
+      ctx.upgrade = { ...ctx.upgrade, backupSha256: parseBackupHashes(backup.stdout) };
       await setStep(ctx, 'backed-up');
       ctx.say(`backed up ${ctx.upgrade.from} into ${NODE_UPGRADE_BACKUP_DIR}`);
       return 'changed';
@@ -229,16 +229,12 @@ async function swapBinary(ctx: UpgradeNodeData, binary: SwappedBinary): Promise<
     });
     return !upload.skipped;
   }
-  const result = await execOrThrow(
+  const { installed } = await installVerified(
     ctx.host,
-    [
-      'set -e',
-      `if [ "$(sha256sum < ${shellQuote(binary.target)} | cut -c1-64)" = ${binary.source.sha256} ]; then echo 'edgeadm: already swapped'; exit 0; fi`,
-      atomicInstallScript(binary.source.path, binary.target, '755'),
-    ].join('\n'),
-    { sudo: true, description: `install ${binary.target} from ${ctx.package.manifest.name}, atomically` },
+    [packageBinaryInstall(ctx.package, binary.source.name, binary.target)],
+    { description: `install ${binary.target} from ${ctx.package.manifest.name}, atomically, checked` },
   );
-  return !result.stdout.includes('edgeadm: already swapped');
+  return installed.length > 0;
 }
 
 function swapPhase(): Phase<UpgradeNodeData> {
@@ -323,23 +319,16 @@ export function upgradeNodeRollbackPhases(): Phase<UpgradeNodeData>[] {
       summary: 'Restore the backed-up binaries and configuration, and restart the old version',
       async run(ctx) {
         await setStep(ctx, 'rolling-back');
-        const config = configFile(ctx);
-        await execOrThrow(
+        const dir = NODE_UPGRADE_BACKUP_DIR;
+        await checkBackup(ctx.host, dir, ctx.upgrade.backupSha256);
+        const hashes = await restoreHashes(ctx.host, dir, ctx.upgrade.backupSha256);
+        await installVerified(
           ctx.host,
           [
-            'set -e',
-            `cd ${NODE_UPGRADE_BACKUP_DIR}`,
-            `sha256sum -c --quiet ${BACKUP_MANIFEST}`,
-            ...swappedBinaries(ctx).map((b) =>
-              atomicInstallScript(`${NODE_UPGRADE_BACKUP_DIR}/${b.name}`, b.target, '755'),
-            ),
-            `if [ -f config ]; then ${atomicInstallScript(`${NODE_UPGRADE_BACKUP_DIR}/config`, config, '600').split('\n').join('; ')}; fi`,
-          ].join('\n'),
-          {
-            sudo: true,
-            timeoutMs: BACKUP_TIMEOUT_MS,
-            description: `check ${NODE_UPGRADE_BACKUP_DIR} against its manifest and restore it`,
-          },
+            ...swappedBinaries(ctx).map((b) => backupRestoreInstall(dir, b.name, b.target, 0o755, hashes)),
+            backupRestoreInstall(dir, 'config', configFile(ctx), 0o600, hashes),
+          ].filter((install) => install !== undefined),
+          { description: `restore the binaries and configuration from ${dir}, checked`, timeoutMs: BACKUP_TIMEOUT_MS },
         );
         await restartServices(ctx);
         ctx.say(`restored ${ctx.upgrade.from} from ${NODE_UPGRADE_BACKUP_DIR}; restarted it`);

@@ -11,6 +11,8 @@
  */
 import { EdgeadmError } from '../../errors.js';
 import { execOrThrow, type Host } from '../../hosts/host.js';
+import { SYSTEM_TOOLS } from '../../hosts/system-tools.js';
+import { isBackupHashes, type BackupHashes } from './backup-hashes.js';
 import { UPGRADE_DIR } from './upgrade-state.js';
 
 /** The state file. */
@@ -46,6 +48,8 @@ export interface NodeUpgradeState {
   wasUnschedulable: boolean;
   /** Why a rollback began, when it did. */
   failure?: string;
+  /** The SHA-256 of every file of the backup, recorded when it was taken, checked before a rollback restores it. */
+  backupSha256?: BackupHashes;
 }
 
 /** Whether a run that finds this step has an upgrade (or a rollback) to finish. */
@@ -71,7 +75,8 @@ export function parseNodeUpgradeState(text: string, where: string): NodeUpgradeS
     typeof v.to !== 'string' ||
     typeof v.package !== 'string' ||
     typeof v.nodeName !== 'string' ||
-    typeof v.wasUnschedulable !== 'boolean'
+    typeof v.wasUnschedulable !== 'boolean' ||
+    (v.backupSha256 !== undefined && !isBackupHashes(v.backupSha256))
   ) {
     throw corrupt(where, 'not a node upgrade state edgeadm wrote');
   }
@@ -96,7 +101,15 @@ export async function readNodeUpgradeState(host: Host): Promise<NodeUpgradeState
 
 /** Writes the state (renamed into place by `put`, so a cut leaves the old state or the new one). */
 export async function writeNodeUpgradeState(host: Host, state: NodeUpgradeState): Promise<void> {
-  await execOrThrow(host, `mkdir -p -m 700 ${UPGRADE_DIR}`, { sudo: true, description: `create ${UPGRADE_DIR}` });
+  // chmod too: `mkdir -m` leaves the mode of a directory that exists alone.
+  await execOrThrow(
+    host,
+    `${SYSTEM_TOOLS.mkdir} -p -m 700 ${UPGRADE_DIR} && ${SYSTEM_TOOLS.chmod} 700 ${UPGRADE_DIR}`,
+    {
+      sudo: true,
+      description: `create ${UPGRADE_DIR} (0700)`,
+    },
+  );
   await host.put(Buffer.from(`${JSON.stringify(state, null, 2)}\n`), NODE_UPGRADE_STATE_FILE, {
     mode: 0o600,
     sudo: true,

@@ -25,7 +25,7 @@
  * that this upgrade cordoned.
  */
 import { join } from 'node:path';
-import { EdgeadmError, PreflightError, ValidationError } from '../../errors.js';
+import { EdgeadmError, PreflightError, ValidationError, isEdgeadmError } from '../../errors.js';
 import { connectHost } from '../../hosts/connect.js';
 import type { Host } from '../../hosts/host.js';
 import { selectServiceManager, type ServiceManagerKind } from '../../hosts/service-manager.js';
@@ -38,6 +38,7 @@ import type { Phase } from '../../workflow/phase.js';
 import type { Distribution } from '../distributions/distribution.js';
 import { resolveEdgeadmBinary, runningEdgeadm } from '../edge-node-phase.js';
 import { readHostFile } from '../host-files.js';
+import { refuseForeignPackage } from '../package-phase.js';
 import { runClusterWorkflow } from '../run-workflow.js';
 import { StateRecorder, emptyState, loadState } from '../state.js';
 import type { ClusterHost, ClusterSnapshot } from './cluster-versions.js';
@@ -174,6 +175,8 @@ export async function upgradeNode(
       );
     }
     host = await connectHost({ ...request.connect, logger: options.logger });
+    // Before the node is cordoned: a refusal here changes nothing.
+    await refuseForeignPackage({ host, package: pkg, isDryRun: false });
     const facts = await host.facts();
     const snapshot = await readCluster(controlPlane);
     const me = snapshot.hosts.find((h) => h.name === facts.hostname);
@@ -258,7 +261,7 @@ export async function upgradeNode(
           },
         );
       }
-      throw rolledBack(ctx, failure);
+      throw rolledBack(ctx, failure, error);
     }
     return {
       ...base,
@@ -272,7 +275,7 @@ export async function upgradeNode(
   }
 }
 
-function rolledBack(ctx: UpgradeNodeData, failure: string): EdgeadmError {
+function rolledBack(ctx: UpgradeNodeData, failure: string, cause?: unknown): EdgeadmError {
   return new EdgeadmError(
     `the upgrade of ${ctx.host.name} to ${ctx.upgrade.to} failed and was rolled back: ${failure}. ${ctx.upgrade.from} runs again, and the Node is ${ctx.upgrade.wasUnschedulable ? 'still cordoned, as before' : 'uncordoned'}`,
     {
@@ -280,7 +283,13 @@ function rolledBack(ctx: UpgradeNodeData, failure: string): EdgeadmError {
       hints: [
         `The backup stays in ${NODE_UPGRADE_BACKUP_DIR}. Look at the new binary's log on the node before trying again.`,
       ],
-      details: { from: ctx.upgrade.from, to: ctx.upgrade.to, failure },
+      // The failure's own code (E_PACKAGE_STAGED_MISMATCH, a gate's) for scripts that tell them apart.
+      details: { from: ctx.upgrade.from, to: ctx.upgrade.to, failure, ...failureCodeOf(cause) },
+      ...(cause === undefined ? {} : { cause }),
     },
   );
+}
+
+function failureCodeOf(cause: unknown): { failureCode?: string } {
+  return isEdgeadmError(cause) ? { failureCode: cause.code } : {};
 }

@@ -11,6 +11,8 @@
  */
 import { EdgeadmError } from '../../errors.js';
 import { execOrThrow, type Host } from '../../hosts/host.js';
+import { SYSTEM_TOOLS } from '../../hosts/system-tools.js';
+import { isBackupHashes, type BackupHashes } from './backup-hashes.js';
 
 /** Where `upgrade apply` keeps its state and backup on the host. */
 export const UPGRADE_DIR = '/var/lib/edgeadm/upgrade';
@@ -18,8 +20,8 @@ export const UPGRADE_DIR = '/var/lib/edgeadm/upgrade';
 export const UPGRADE_STATE_FILE = `${UPGRADE_DIR}/state.json`;
 /** The backup of the version being replaced (the last upgrade's; the next one replaces it). */
 export const UPGRADE_BACKUP_DIR = `${UPGRADE_DIR}/backup`;
-/** The list of the backup's files with their SHA-256, checked before a rollback restores them. */
-export const BACKUP_MANIFEST = 'MANIFEST.sha256';
+/** The list of the backup's files with their SHA-256 (kept for older state files; the state file holds them too). */
+export { BACKUP_MANIFEST } from './backup-hashes.js';
 
 /**
  * The step reached, in order:
@@ -54,6 +56,12 @@ export interface UpgradeState {
    * its peers hold (one member's data restored alone would not rejoin them).
    */
   isHa?: boolean;
+  /**
+   * The SHA-256 of every file of the backup, recorded when it was taken. The
+   * rollback checks the backup against these, kept here, outside the backup
+   * directory, and not only against its MANIFEST.sha256 beside it.
+   */
+  backupSha256?: BackupHashes;
 }
 
 /** Whether a run that finds this step has an upgrade to finish (or a rollback). */
@@ -79,7 +87,8 @@ export function parseUpgradeState(text: string, where: string): UpgradeState {
     typeof v.to !== 'string' ||
     typeof v.package !== 'string' ||
     typeof v.nodeName !== 'string' ||
-    (v.isHa !== undefined && typeof v.isHa !== 'boolean')
+    (v.isHa !== undefined && typeof v.isHa !== 'boolean') ||
+    (v.backupSha256 !== undefined && !isBackupHashes(v.backupSha256))
   ) {
     throw corrupt(where, 'not an upgrade state edgeadm wrote');
   }
@@ -104,7 +113,15 @@ export async function readUpgradeState(host: Host): Promise<UpgradeState | undef
 
 /** Writes the state (renamed into place, so a cut leaves the old state or the new one). */
 export async function writeUpgradeState(host: Host, state: UpgradeState): Promise<void> {
-  await execOrThrow(host, `mkdir -p -m 700 ${UPGRADE_DIR}`, { sudo: true, description: `create ${UPGRADE_DIR}` });
+  // chmod too: `mkdir -m` leaves the mode of a directory that exists alone.
+  await execOrThrow(
+    host,
+    `${SYSTEM_TOOLS.mkdir} -p -m 700 ${UPGRADE_DIR} && ${SYSTEM_TOOLS.chmod} 700 ${UPGRADE_DIR}`,
+    {
+      sudo: true,
+      description: `create ${UPGRADE_DIR} (0700)`,
+    },
+  );
   await host.put(Buffer.from(`${JSON.stringify(state, null, 2)}\n`), UPGRADE_STATE_FILE, {
     mode: 0o600,
     sudo: true,

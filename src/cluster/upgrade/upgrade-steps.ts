@@ -2,8 +2,9 @@
  * What the phases of `upgrade apply` share, whatever the distribution: the
  * data they depend on, the step record on the host, the atomic install of
  * one file, the health gate's target. The k3s phases (apply.ts) and the
- * kubeadm phases (kubeadm-upgrade-phases.ts) are built on these; node-level
- * upgrades can use {@link atomicInstallScript} for their binary swap.
+ * kubeadm phases (kubeadm-upgrade-phases.ts) are built on these, and so
+ * are the node-level upgrades (node-phases.ts): every file they put into
+ * place goes through verified-install.ts, the one install primitive.
  */
 import { EdgeadmError, PreflightError } from '../../errors.js';
 import { execOrThrow, type Host } from '../../hosts/host.js';
@@ -12,7 +13,9 @@ import type { ServiceManager } from '../../hosts/service-manager.js';
 import type { Logger } from '../../log/run-log.js';
 import type { ResolvedPackage } from '../../packages/source.js';
 import type { Distribution } from '../distributions/distribution.js';
+import { hostPackagePaths } from '../package-phase.js';
 import type { StateRecorder } from '../state.js';
+import type { VerifiedInstall } from '../verified-install.js';
 import type { GateTarget } from './health-gates.js';
 import { DISK_HEADROOM_KIB } from './limits.js';
 import { UPGRADE_DIR, writeUpgradeState, type UpgradeState } from './upgrade-state.js';
@@ -63,20 +66,27 @@ export function gateTarget(ctx: UpgradeApplyData, version: string): GateTarget {
 }
 
 /**
- * A script that installs `source` as `target` atomically: copied beside it,
- * flushed to disk, renamed over it, and the directory flushed, so that a cut
- * at any moment leaves the old file or the new one, whole.
+ * The install of the package's `bin/<name>` as `target`, for the one
+ * install primitive (verified-install.ts): the staged copy must have the
+ * manifest's SHA-256 before it replaces the running binary.
+ *
+ * @throws {EdgeadmError} `E_PACKAGE_INCOMPLETE` when the package has no such binary.
  */
-export function atomicInstallScript(source: string, target: string, mode: string): string {
-  const temporary = `${target}.edgeadm-new`;
-  const dir = target.slice(0, target.lastIndexOf('/')) || '/';
-  return [
-    `cp ${shellQuote(source)} ${shellQuote(temporary)}`,
-    `chmod ${mode} ${shellQuote(temporary)}`,
-    `sync ${shellQuote(temporary)}`,
-    `mv -f ${shellQuote(temporary)} ${shellQuote(target)}`,
-    `sync ${shellQuote(dir)}`,
-  ].join('\n');
+export function packageBinaryInstall(pkg: ResolvedPackage, name: string, target: string): VerifiedInstall {
+  const file = pkg.manifest.files.find((f) => f.path === `bin/${name}`);
+  if (file === undefined) {
+    throw new EdgeadmError(`the install package ${pkg.manifest.name} has no bin/${name}`, {
+      code: 'E_PACKAGE_INCOMPLETE',
+      exitCode: 3,
+    });
+  }
+  return {
+    source: `${hostPackagePaths(pkg.manifest.name).dir}/bin/${name}`,
+    target,
+    mode: 0o755,
+    sha256: file.sha256,
+    what: `bin/${name} of the package ${pkg.manifest.name}`,
+  };
 }
 
 /** The SHA-256 the package's manifest gives for `path`, or undefined when the package has no such file. */

@@ -30,6 +30,7 @@ import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli, type CliResult } from '../../support/cli.js';
 import { clusterCli, json, sshArgs } from '../../support/cluster-cli.js';
 import { BROKEN_KUBELET_MARKER, buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
+import { liftLyingTool, plantLyingTool, realTool } from '../../support/lying-tools.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 import { printedBy } from '../../support/run-output.js';
 
@@ -81,24 +82,23 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
   };
 
   /**
-   * Puts a `tool` (cp, tar) before the real one on the host's PATH: when its
-   * arguments match `pattern` (a shell case pattern on all of them), it runs
-   * `action` first; with {@link STALL}, it writes 100 bytes into its last
-   * argument and stalls (its pid in /opt/stalled-cp.pid).
+   * Covers the host's own `tool` (cp, tar; edgeadm calls them by absolute
+   * path) with a wrapper: when its arguments match `pattern` (a shell case
+   * pattern on all of them), it runs `action` first; with {@link STALL}, it
+   * writes 100 bytes into its last argument and stalls (its pid in
+   * /opt/stalled-cp.pid).
    */
   async function wrapTool(host: TestHost, tool: 'cp' | 'tar', pattern: string, action: string): Promise<void> {
-    await env.run(
+    await plantLyingTool(
+      env,
       host,
+      tool,
       [
-        `cat > /usr/local/bin/${tool} <<'EOS'`,
-        '#!/bin/sh',
         'for last; do :; done',
         'case "$*" in',
         `  ${pattern}) ${action} ;;`,
         'esac',
-        `exec /usr/bin/${tool} "$@"`,
-        'EOS',
-        `chmod 755 /usr/local/bin/${tool}`,
+        `exec ${realTool(tool)} "$@"`,
       ].join('\n'),
     );
   }
@@ -275,7 +275,7 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       const dropped = isDone ? 0 : env.dropConnections(host);
-      await env.run(host, 'rm -f /usr/local/bin/cp');
+      await liftLyingTool(env, host, 'cp');
       const cut = await first;
       expect(dropped).toBeGreaterThan(0);
       expect(cut.exitCode).toBe(1);
@@ -319,7 +319,7 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
           'dd if=/dev/zero of=/var/lib/edgeadm/upgrade/filler bs=1M 2>/dev/null || true',
         );
         const full = await apply(fourth, ['--gate-timeout', '90s']);
-        await env.run(host, 'rm -f /usr/local/bin/tar');
+        await liftLyingTool(env, host, 'tar');
         expect(full.exitCode).toBe(1);
         // The backup failed for want of room; the old version was started again (whether the state file could be
         // written on the full file system or not).
@@ -338,10 +338,9 @@ describe('edgeadm upgrade apply on a simulated kubeadm control plane', () => {
         for (const line of binariesOf(fourth)) expect(sums).toContain(line);
         expect(await version()).toBe(fourth);
       } finally {
-        await env.run(
-          host,
-          'rm -f /usr/local/bin/cp /usr/local/bin/tar; umount /var/lib/edgeadm/upgrade 2>/dev/null || true',
-        );
+        await liftLyingTool(env, host, 'cp');
+        await liftLyingTool(env, host, 'tar');
+        await env.run(host, 'umount /var/lib/edgeadm/upgrade 2>/dev/null || true');
       }
     },
     TEST_TIMEOUT_MS,

@@ -22,6 +22,7 @@ import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli, type CliResult } from '../../support/cli.js';
 import { clusterCli, json, printedJoinArgs, sshArgs } from '../../support/cluster-cli.js';
 import { BROKEN_SERVER_MARKER, buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
+import { liftLyingTool, plantLyingTool, realTool } from '../../support/lying-tools.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 import { printedBy } from '../../support/run-output.js';
 
@@ -71,23 +72,22 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
   }
 
   /**
-   * Puts a `cp` before the real one on the host's PATH that, when it writes
-   * the new k3s binary beside the old one, writes 100 bytes and stalls (its
-   * pid in /opt/stalled-cp.pid), so that a fault lands in the middle of the swap.
+   * Covers the host's own `cp` (edgeadm calls it by absolute path) with one
+   * that, when it writes the new k3s binary beside the old one, writes 100
+   * bytes and stalls (its pid in /opt/stalled-cp.pid), so that a fault lands
+   * in the middle of the swap.
    */
   async function stallTheSwap(host: TestHost): Promise<void> {
-    await env.run(
+    await plantLyingTool(
+      env,
       host,
+      'cp',
       [
-        "cat > /usr/local/bin/cp <<'EOS'",
-        '#!/bin/sh',
         'for last; do :; done',
         'case "$last" in',
         '  *k3s.edgeadm-new) echo $$ > /opt/stalled-cp.pid; head -c 100 "$1" > "$last"; sleep 30; exit 1 ;;',
         'esac',
-        'exec /bin/cp "$@"',
-        'EOS',
-        'chmod 755 /usr/local/bin/cp',
+        `exec ${realTool('cp')} "$@"`,
       ].join('\n'),
     );
   }
@@ -261,7 +261,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
         isDone = true;
       });
       const dropped = (await untilSwapping(host, () => isDone)) ? env.dropConnections(host) : 0;
-      await env.run(host, 'rm -f /usr/local/bin/cp');
+      await liftLyingTool(env, host, 'cp');
       const cut = await first;
       expect(dropped).toBeGreaterThan(0);
       expect(cut.exitCode).toBe(1);
@@ -319,7 +319,8 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       const killed = await first;
       expect(killed.exitCode).not.toBe(0);
       // The stalled copy on the host ends, and with it the swap's script (set -e): no rename happens.
-      await env.run(host, 'kill "$(cat /opt/stalled-cp.pid)" 2>/dev/null; rm -f /usr/local/bin/cp /opt/stalled-cp.pid');
+      await env.run(host, 'kill "$(cat /opt/stalled-cp.pid)" 2>/dev/null; rm -f /opt/stalled-cp.pid');
+      await liftLyingTool(env, host, 'cp');
       expect(await binarySha()).toBe(before);
       const state = JSON.parse(await env.run(host, 'cat /var/lib/edgeadm/upgrade/state.json')) as { step: string };
       expect(state.step).toBe('backed-up');
@@ -356,22 +357,20 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       );
       try {
         const before = await installed();
-        await env.run(
+        await plantLyingTool(
+          env,
           host,
+          'cp',
           [
-            "cat > /usr/local/bin/cp <<'EOS'",
-            '#!/bin/sh',
             'for last; do :; done',
             'case "$last" in',
             '  */backup.partial/*) dd if=/dev/zero of=/var/lib/edgeadm/upgrade/filler bs=1M 2>/dev/null || true ;;',
             'esac',
-            'exec /bin/cp "$@"',
-            'EOS',
-            'chmod 755 /usr/local/bin/cp',
+            `exec ${realTool('cp')} "$@"`,
           ].join('\n'),
         );
         const full = await apply(beyond, ['--gate-timeout', '90s']);
-        await env.run(host, 'rm -f /usr/local/bin/cp');
+        await liftLyingTool(env, host, 'cp');
         expect(full.exitCode, full.stdout).toBe(1);
         // The backup failed for want of room; k3s was started again (whether the state file could be written or not).
         expect(['E_UPGRADE_ROLLED_BACK', 'E_UPGRADE_INTERRUPTED']).toContain(errorOf(full).code);
@@ -386,7 +385,8 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
         expect((await env.run(host, 'sha256sum < /usr/local/bin/k3s')).slice(0, 64)).toBe(after);
         expect((await (await admin()).request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(beyond);
       } finally {
-        await env.run(host, 'rm -f /usr/local/bin/cp; umount /var/lib/edgeadm/upgrade 2>/dev/null || true');
+        await liftLyingTool(env, host, 'cp');
+        await env.run(host, 'umount /var/lib/edgeadm/upgrade 2>/dev/null || true');
       }
     },
     TEST_TIMEOUT_MS,

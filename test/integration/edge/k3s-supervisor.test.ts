@@ -184,8 +184,12 @@ describe('the k3s supervisor start-up answers through the edge-proxy', () => {
     // The server's own answer names the server: forwarding it would send the agent away from the proxy.
     const direct = await call({ url: sim.url, caPem: sim.caPem }, { path: '/v1-k3s/apiservers', token: TOKEN });
     expect(direct.json).toEqual([`127.0.0.1:${sim.port}`]);
-    // Not to a caller without credentials.
+    // Not to a caller without credentials, nor to credentials the server refuses (issue #40: `Basic Zm9v` got 200).
     expect((await call(target, { path: '/v1-k3s/apiservers' })).status).toBe(401);
+    const refused = await call(target, { path: '/v1-k3s/apiservers', headers: { Authorization: 'Basic Zm9v' } });
+    expect(refused.status).toBe(401);
+    expect(refused.text).not.toContain(`127.0.0.1:${proxy.port}`);
+    expect((await call(target, { path: '/v1-k3s/apiservers', token: `nobody.${SECRET}` })).status).toBe(401);
   });
 
   it("online: the node's tunnel is the server's, forwarded, not held by the proxy", async () => {
@@ -246,6 +250,16 @@ describe('the k3s supervisor start-up answers through the edge-proxy', () => {
     ];
     for (const headers of partial) {
       expect((await call(target, { path: '/v1-k3s/client-kubelet.crt', token: TOKEN, headers })).status).toBe(503);
+    }
+  });
+
+  it('offline: /v1-k3s/apiservers names the proxy to credentials the server accepted, and to no one else', async () => {
+    const kept = await call(target, { path: '/v1-k3s/apiservers', token: TOKEN });
+    expect(kept.status).toBe(200);
+    expect(kept.json).toEqual([`127.0.0.1:${proxy.port}`]);
+    expect((await call(target, { path: '/v1-k3s/apiservers', cert: nodeCert })).status).toBe(200);
+    for (const headers of [{ Authorization: 'Basic Zm9v' }, { Authorization: `Bearer ${OTHER_TOKEN}` }]) {
+      expect((await call(target, { path: '/v1-k3s/apiservers', headers })).status, headers.Authorization).toBe(503);
     }
   });
 

@@ -1,17 +1,22 @@
 /**
  * The package phase on a real test host (netns + sshd) whose tools disagree
  * with what edgeadm verified: a `tar` that unpacks other bytes into bin/k3s,
- * then an `install` that writes other bytes. Both are planted in the host's
- * own /usr/local/bin (a tmpfs of that host only), ahead of the real tools on
- * root's PATH. init must stop with a typed error naming the file, expected
- * against found, and install nothing from the tree it refused; a tree
- * changed after unpacking is refused and removed, and the next run recovers.
+ * then a `cp` and an `install` that write other bytes, and a `sha256sum` in
+ * /usr/local/bin that says every file is the manifest's. The lying tar, cp
+ * and install are bind-mounted over the system's own in the host's private
+ * mount namespace (test/support/lying-tools.ts), so that edgeadm meets them
+ * however it calls them. init must stop with a typed error naming the file,
+ * expected against found, and install nothing from the tree it refused nor
+ * any copy it refused (the target is never written); a tree changed after
+ * unpacking is refused and removed, and the next run recovers. A package
+ * that carries bin/sha256sum is refused before it reaches the host.
  */
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyPackage } from '../../../src/packages/verify.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
+import { plantLyingTool, realTool, toolThatTampersPackageCopies } from '../../support/lying-tools.js';
 import type { CliResult } from '../../support/cli.js';
 import { clusterCli, sshArgs } from '../../support/cluster-cli.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
@@ -46,18 +51,16 @@ function errorOf(run: CliResult): { code: string; message: string } {
 describe('the package phase checks what the host unpacked and installed', () => {
   it('a tar that unpacks other bytes into bin/k3s: E_PACKAGE_HOST_MISMATCH, nothing installed, the tree removed', async () => {
     // Unpacks like GNU tar, then changes bin/k3s in the target directory (the argument after -C).
-    await env.run(
+    const restore = await plantLyingTool(
+      env,
       host,
+      'tar',
       [
-        "cat > /usr/local/bin/tar <<'SH'",
-        '#!/bin/sh',
-        '/usr/bin/tar "$@" || exit $?',
+        `${realTool('tar')} "$@" || exit $?`,
         'while [ $# -gt 0 ]; do if [ "$1" = -C ]; then printf "echo tampered\\n" >> "$2/bin/k3s"; fi; shift; done',
-        'SH',
-        'chmod 755 /usr/local/bin/tar',
       ].join('\n'),
     );
-    const run = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']);
+    const run = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']).finally(restore);
     expect(run.exitCode, printedBy(run)).toBe(3);
     const error = errorOf(run);
     expect(error.code).toBe('E_PACKAGE_HOST_MISMATCH');
@@ -65,32 +68,47 @@ describe('the package phase checks what the host unpacked and installed', () => 
     expect(await env.run(host, 'ls /usr/local/bin; ls /var/lib/edgeadm/packages')).not.toMatch(/k3s\n|\.partial/);
   });
 
-  it('an install that writes other bytes: E_PACKAGE_INSTALLED_MISMATCH naming the target', async () => {
+  it('a cp or install that writes other bytes, a sha256sum in /usr/local/bin that agrees: E_PACKAGE_STAGED_MISMATCH, the target never written', async () => {
+    const restores = [
+      await plantLyingTool(env, host, 'cp', toolThatTampersPackageCopies('cp')),
+      await plantLyingTool(env, host, 'install', toolThatTampersPackageCopies('install')),
+    ];
+    const sha256 = (await verifyPackage(pkg)).manifest.files.find((file) => file.path === 'bin/k3s')!.sha256;
+    // First on root's PATH, and it says every file is the manifest's bin/k3s.
     await env.run(
       host,
-      [
-        'rm /usr/local/bin/tar',
-        "cat > /usr/local/bin/install <<'SH'",
-        '#!/bin/sh',
-        '/usr/bin/install "$@" || exit $?',
-        'for last; do :; done',
-        'printf "echo tampered\\n" >> "$last"',
-        'SH',
-        'chmod 755 /usr/local/bin/install',
-      ].join('\n'),
+      `printf '#!/bin/sh\\necho "${sha256}  -"\\n' > /usr/local/bin/sha256sum && chmod 755 /usr/local/bin/sha256sum`,
     );
-    const run = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']);
+    let run: CliResult;
+    try {
+      run = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']);
+    } finally {
+      for (const restore of restores) await restore();
+      await env.run(host, 'rm -f /usr/local/bin/sha256sum');
+    }
     expect(run.exitCode, printedBy(run)).toBe(3);
     const error = errorOf(run);
-    expect(error.code).toBe('E_PACKAGE_INSTALLED_MISMATCH');
-    expect(error.message).toMatch(/\/usr\/local\/bin\/k3s .*has SHA-256 [0-9a-f]{64}; the manifest says [0-9a-f]{64}/);
+    expect(error.code).toBe('E_PACKAGE_STAGED_MISMATCH');
+    expect(error.message).toMatch(
+      /staged as \/usr\/local\/bin\/k3s\.edgeadm-new .*has SHA-256 [0-9a-f]{64}; it must be [0-9a-f]{64}\. It was removed, and \/usr\/local\/bin\/k3s was left as it was/,
+    );
+    expect(await env.run(host, 'ls /usr/local/bin')).not.toMatch(/k3s/);
+  });
+
+  it('a package that carries bin/sha256sum: E_PACKAGE_UNEXPECTED_BINARY before anything reaches the host', async () => {
+    const shadowing = await buildSimK3sPackage(mkdtempSync(join(env.dir, 'pkg-')), {
+      tag: 'shadow',
+      extraBinaries: { sha256sum: '#!/bin/sh\necho 0000\n' },
+    });
+    const run = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', shadowing.file, '--json']);
+    expect(run.exitCode, printedBy(run)).toBe(3);
+    expect(errorOf(run).code).toBe('E_PACKAGE_UNEXPECTED_BINARY');
+    expect(errorOf(run).message).toContain('bin/sha256sum');
+    expect(await env.run(host, 'ls /var/lib/edgeadm/packages')).not.toMatch(/shadow/);
   });
 
   it('a tree changed after it was unpacked: refused on the next run and removed, and the run after unpacks it afresh', async () => {
-    await env.run(
-      host,
-      'rm /usr/local/bin/install && for f in /var/lib/edgeadm/packages/*/bin/k3s; do printf "echo changed\\n" >> "$f"; done',
-    );
+    await env.run(host, 'for f in /var/lib/edgeadm/packages/*/bin/k3s; do printf "echo changed\\n" >> "$f"; done');
     const refused = await edgeadm(['init', ...sshArgs(env, host), '--install-pkg-path', pkg, '--json']);
     expect(refused.exitCode, printedBy(refused)).toBe(3);
     expect(errorOf(refused).code).toBe('E_PACKAGE_HOST_MISMATCH');

@@ -13,6 +13,7 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildPackage, type BuiltPackage } from '../../../src/packages/build.js';
+import type { Architecture } from '../../../src/packages/manifest.js';
 import { SIM_VERSION_ENV } from '../sim-node.js';
 
 /** The marker line in the stand-in, so that nobody mistakes it for k3s. */
@@ -103,6 +104,10 @@ export interface SimK3sPackageOptions {
   isServerBroken?: boolean;
   /** A broken release for nodes: `k3s agent` exits 1 without registering (for `upgrade node`'s rollback tests). */
   isAgentBroken?: boolean;
+  /** The architecture the manifest names (amd64 by default), for tests of a package built for another host. */
+  arch?: Architecture;
+  /** More executables under bin/, by name and content (for tests of what a package must not install). */
+  extraBinaries?: Readonly<Record<string, string>>;
 }
 
 /** The file a broken fixture's `k3s server` leaves in the datastore directory before it fails. */
@@ -139,6 +144,10 @@ export async function buildSimK3sPackage(workDir: string, options: SimK3sPackage
     await writeFile(join(source, 'bin', 'edgeadm'), edgeadmFromSourceScript(version));
     await chmod(join(source, 'bin', 'edgeadm'), 0o755);
   }
+  for (const [binary, content] of Object.entries(options.extraBinaries ?? {})) {
+    await writeFile(join(source, 'bin', binary), content);
+    await chmod(join(source, 'bin', binary), 0o755);
+  }
   await mkdir(join(source, 'assets'), { recursive: true });
   await writeFile(join(source, 'assets', 'README'), `${SIM_K3S_MARKER}: a simulated k3s, not k3s.\n`);
   const images: Record<string, Buffer> = { ...options.images };
@@ -154,7 +163,7 @@ export async function buildSimK3sPackage(workDir: string, options: SimK3sPackage
     from: source,
     distribution: 'k3s',
     kubernetesVersion: manifestVersion,
-    arch: 'amd64',
+    arch: options.arch ?? 'amd64',
     name,
     output: join(workDir, `sim-k3s${options.withEdgeadm ? '-edgeadm' : ''}${tag}.tar.gz`),
     createdAt: new Date('2024-05-01T12:00:00Z'),

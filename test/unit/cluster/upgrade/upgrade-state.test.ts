@@ -13,6 +13,8 @@ const stateArb: fc.Arbitrary<UpgradeState> = fc.record({
   nodeName: fc.string(),
 });
 
+const sha256Arb = fc.stringMatching(/^[0-9a-f]{64}$/);
+
 describe('the upgrade state file', () => {
   it('reads back every state edgeadm writes', () => {
     fc.assert(
@@ -49,5 +51,20 @@ describe('the upgrade state file', () => {
 
   it('counts the steps between stopping k3s and the end of the gates or the rollback as unfinished', () => {
     expect(steps.filter(isUnfinished)).toEqual(['backing-up', 'backed-up', 'swapped', 'rolling-back']);
+  });
+
+  it("keeps the backup's hashes, and refuses a state whose hashes are not SHA-256 (a rollback checks against them)", () => {
+    fc.assert(
+      fc.property(stateArb, fc.dictionary(fc.string({ minLength: 1 }), sha256Arb), (state, backupSha256) => {
+        const withHashes = { ...state, backupSha256 };
+        expect(parseUpgradeState(JSON.stringify(withHashes), 'h:/s')).toEqual(withHashes);
+      }),
+    );
+    const base = { version: 1, step: 'backed-up', from: 'a', to: 'b', package: 'p', nodeName: 'n' };
+    for (const backupSha256 of [{ k3s: 'not-a-hash' }, ['x'], 'x', { '': 'a'.repeat(64) }]) {
+      expect(() => parseUpgradeState(JSON.stringify({ ...base, backupSha256 }), 'h:/s')).toThrow(
+        expect.objectContaining({ code: 'E_UPGRADE_STATE_INVALID' }),
+      );
+    }
   });
 });
