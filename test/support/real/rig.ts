@@ -268,3 +268,17 @@ export async function rigKubeadmPackage(
     images: specs.map((s) => s.reference),
   };
 }
+
+/**
+ * The edgeadm the real suites run: the single binary named by EDGEADM_BIN
+ * (`--enable-edge` uploads it to the nodes), as `.ci/run` builds it.
+ */
+export function realEdgeadm(): [string, string[]] {
+  const binary = process.env.EDGEADM_BIN;
+  if (!binary || !existsSync(binary)) {
+    throw new Error(
+      'the real suites run the single binary: build it (npm run build:binary) and set EDGEADM_BIN=dist/edgeadm-linux-x64',
+    );
+  }
+  return [binary, []];
+}
