@@ -101,7 +101,10 @@ export class AnsibleInventoryBuilder {
   readonly groups = new Map<string, AnsibleGroup>();
   readonly hosts = new Map<string, AnsibleHost>();
 
-  constructor(private readonly source: InventorySource) {
+  private readonly source: InventorySource;
+
+  constructor(source: InventorySource) {
+    this.source = source;
     this.addGroup('all', [], source);
     this.addGroup('ungrouped', [], source);
     this.addChild('all', 'ungrouped', [], source);
@@ -205,7 +208,8 @@ export function resolveAnsibleInventory(
     for (const file of files ?? []) {
       if (file.document === null || file.document === undefined) continue;
       if (!isMapping(file.document)) throw inventoryError(file.source, [], 'expected a mapping of variables');
-      for (const [key, value] of Object.entries(file.document)) vars.set(key, { value, path: [key], source: file.source });
+      for (const [key, value] of Object.entries(file.document))
+        vars.set(key, { value, path: [key], source: file.source });
     }
     return vars;
   };
@@ -218,7 +222,10 @@ export function resolveAnsibleInventory(
       for (const ancestor of builder.ancestorsOf(group)) memberOf.add(ancestor);
     }
     memberOf.delete('all');
-    const ordered = sortGroups([...memberOf].map((name) => groups.get(name)!), depthOf);
+    const ordered = sortGroups(
+      [...memberOf].map((name) => groups.get(name)!),
+      depthOf,
+    );
     const vars = new Map<string, SourcedValue>();
     const apply = (from: Map<string, SourcedValue>): void => {
       for (const [key, entry] of from) vars.set(key, entry);
@@ -266,9 +273,7 @@ export function resolveAnsibleInventory(
 function sortGroups(list: AnsibleGroup[], depthOf: (name: string) => number): AnsibleGroup[] {
   return list.sort(
     (a, b) =>
-      depthOf(a.name) - depthOf(b.name) ||
-      a.priority - b.priority ||
-      (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+      depthOf(a.name) - depthOf(b.name) || a.priority - b.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
   );
 }
 
@@ -303,7 +308,8 @@ function warnUnknownVariables(builder: AnsibleInventoryBuilder, varsFiles: Ansib
     const problem = unknownAnsibleVariable(key);
     if (problem !== undefined) warnings.push(`${fieldLocation(source, path)}: ${problem}`);
   };
-  for (const group of builder.groups.values()) for (const [key, entry] of group.vars) check(key, entry.source, entry.path);
+  for (const group of builder.groups.values())
+    for (const [key, entry] of group.vars) check(key, entry.source, entry.path);
   for (const host of builder.hosts.values()) for (const [key, entry] of host.vars) check(key, entry.source, entry.path);
   for (const files of [...varsFiles.groupVars.values(), ...varsFiles.hostVars.values()]) {
     for (const file of files) {
@@ -322,14 +328,23 @@ function usable(entry: SourcedValue): unknown {
   if (value instanceof VaultValue) {
     throw new ValidationError(
       `${fieldLocation(entry.source, entry.path)}: is encrypted with Ansible Vault (!vault), which edgeadm does not decrypt`,
-      { code: 'E_INVENTORY_VAULT', hints: VAULT_HINTS, details: { file: entry.source.file, field: entry.path.join('.') } },
+      {
+        code: 'E_INVENTORY_VAULT',
+        hints: VAULT_HINTS,
+        details: { file: entry.source.file, field: entry.path.join('.') },
+      },
     );
   }
   if (typeof value === 'string' && /\{\{|\{%/.test(value)) {
-    throw inventoryError(entry.source, entry.path, 'holds a Jinja template ({{ … }} or {% … %}), which edgeadm does not evaluate', [
-      'Write the value itself here,',
-      'or let Ansible render it: "ansible-inventory -i FILE --list --yaml --output inventory.yml" keeps templates, so set the plain value in that file.',
-    ]);
+    throw inventoryError(
+      entry.source,
+      entry.path,
+      'holds a Jinja template ({{ … }} or {% … %}), which edgeadm does not evaluate',
+      [
+        'Write the value itself here,',
+        'or let Ansible render it: "ansible-inventory -i FILE --list --yaml --output inventory.yml" keeps templates, so set the plain value in that file.',
+      ],
+    );
   }
   return value;
 }
@@ -430,7 +445,11 @@ function ansiblePort(entry: SourcedValue): number {
   const value = usable(entry);
   if (typeof value === 'string' && /^\d+$/.test(value)) return portField(Number(value), entry.path, entry.source);
   if (typeof value === 'boolean' || typeof value === 'string') {
-    throw inventoryError(entry.source, entry.path, `expected a port number between 1 and 65535, found ${JSON.stringify(value)}`);
+    throw inventoryError(
+      entry.source,
+      entry.path,
+      `expected a port number between 1 and 65535, found ${JSON.stringify(value)}`,
+    );
   }
   return portField(value, entry.path, entry.source);
 }

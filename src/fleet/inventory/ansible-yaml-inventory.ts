@@ -36,11 +36,13 @@ export function readAnsibleYamlInventory(document: unknown, source: InventorySou
     if (!isMapping(body)) throw inventoryError(source, path, 'expected a group: a mapping of hosts, vars and children');
     for (const [key, rawSection] of Object.entries(body)) {
       const sectionPath = [...path, key];
-      if (!GROUP_KEYS.has(key)) throw inventoryError(source, sectionPath, 'unknown field (expected hosts, vars or children)');
+      if (!GROUP_KEYS.has(key))
+        throw inventoryError(source, sectionPath, 'unknown field (expected hosts, vars or children)');
       // Ansible takes a lone name for a mapping with one empty entry.
       const section = typeof rawSection === 'string' ? { [rawSection]: null } : rawSection;
       if (section === null || section === undefined) continue;
-      if (!isMapping(section)) throw inventoryError(source, sectionPath, `expected a mapping of ${key === 'vars' ? 'variables' : key}`);
+      if (!isMapping(section))
+        throw inventoryError(source, sectionPath, `expected a mapping of ${key === 'vars' ? 'variables' : key}`);
       if (key === 'vars') {
         for (const [variable, value] of Object.entries(section)) {
           builder.setGroupVar(name, variable, { value, path: [...sectionPath, variable], source });

@@ -25,7 +25,11 @@ const unsafeText = defineScalarTag<string>('!unsafe', { resolve: (source) => sou
 
 /** Marks a `!vault` value; the inventory reader refuses it where edgeadm needs it. */
 export class VaultValue {
-  constructor(readonly ciphertext: string) {}
+  readonly ciphertext: string;
+
+  constructor(ciphertext: string) {
+    this.ciphertext = ciphertext;
+  }
 }
 const vaultValue = defineScalarTag<VaultValue>('!vault', {
   resolve: (source) => new VaultValue(source),

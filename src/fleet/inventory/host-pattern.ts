@@ -93,7 +93,8 @@ function expandRanges(name: string): string[] {
   const end = bounds[1]!;
   const stepText = bounds[2] ?? '1';
   if (end === '') throw new HostPatternError('a host range must give its end');
-  if (!/^\d+$/.test(stepText) || Number(stepText) === 0) throw new HostPatternError('a host range step must be a positive number');
+  if (!/^\d+$/.test(stepText) || Number(stepText) === 0)
+    throw new HostPatternError('a host range step must be a positive number');
   const step = Number(stepText);
   const width = begin.startsWith('0') && begin.length > 1 ? begin.length : 0;
   if (width > 0 && width !== end.length) {
@@ -123,7 +124,8 @@ function expandRanges(name: string): string[] {
   for (const item of items) {
     const expanded = `${head}${item}${tail}`;
     hosts.push(...(expanded.includes('[') ? expandRanges(expanded) : [expanded]));
-    if (hosts.length > MAX_RANGE_HOSTS) throw new HostPatternError(`the pattern expands to more than ${MAX_RANGE_HOSTS} hosts`);
+    if (hosts.length > MAX_RANGE_HOSTS)
+      throw new HostPatternError(`the pattern expands to more than ${MAX_RANGE_HOSTS} hosts`);
   }
   return hosts;
 }

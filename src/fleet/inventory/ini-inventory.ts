@@ -74,11 +74,15 @@ export function readIniInventory(text: string, file: string): AnsibleInventoryBu
       group = section[1]!;
       state = section[2] ?? 'hosts';
       if (!['hosts', 'children', 'vars'].includes(state)) {
-        fail(lineNumber, `section [${group}:${state}] has an unknown type: use [${group}], [${group}:vars] or [${group}:children]`);
+        fail(
+          lineNumber,
+          `section [${group}:${state}] has an unknown type: use [${group}], [${group}:vars] or [${group}:children]`,
+        );
       }
       checkHostName(group, 'group', at([group], lineNumber), source);
       if (!builder.groups.has(group)) {
-        if (state === 'vars' && !pending.has(group)) pending.set(group, { line: lineNumber, state: 'vars', parents: [] });
+        if (state === 'vars' && !pending.has(group))
+          pending.set(group, { line: lineNumber, state: 'vars', parents: [] });
         builder.addGroup(group, [group], source);
       }
       const waiting = pending.get(group);
@@ -89,7 +93,10 @@ export function readIniInventory(text: string, file: string): AnsibleInventoryBu
       return;
     }
     if (line.startsWith('[') && line.endsWith(']')) {
-      fail(lineNumber, `invalid section ${line}: a section is [group], [group:vars] or [group:children], with no spaces`);
+      fail(
+        lineNumber,
+        `invalid section ${line}: a section is [group], [group:vars] or [group:children], with no spaces`,
+      );
     }
     if (state === 'hosts') {
       const words = shellWords(line, () => fail(lineNumber, 'unbalanced quotes in a host line'));
@@ -108,7 +115,8 @@ export function readIniInventory(text: string, file: string): AnsibleInventoryBu
       for (const host of expanded.hosts) {
         checkHostName(host, 'host', path, source);
         builder.addHost(host, group, expanded.port, path, source);
-        for (const [key, value] of vars) builder.setHostVar(host, key, { value, path: at([...path, key], lineNumber), source });
+        for (const [key, value] of vars)
+          builder.setHostVar(host, key, { value, path: at([...path, key], lineNumber), source });
       }
     } else if (state === 'vars') {
       const equals = line.indexOf('=');
@@ -118,7 +126,8 @@ export function readIniInventory(text: string, file: string): AnsibleInventoryBu
       builder.setGroupVar(group, key, { value, path: at([group, 'vars', key], lineNumber), source });
     } else {
       const child = GROUP_NAME.exec(line)?.[1];
-      if (child === undefined) fail(lineNumber, `expected a group name in [${group}:children], found ${JSON.stringify(line)}`);
+      if (child === undefined)
+        fail(lineNumber, `expected a group name in [${group}:children], found ${JSON.stringify(line)}`);
       const path = at([group, 'children', child!], lineNumber);
       checkHostName(child!, 'group', path, source);
       if (!builder.groups.has(child!)) {

@@ -25,7 +25,8 @@ const YAML_EXTENSIONS = ['.yml', '.yaml', '.json'];
 export const MAX_VARS_FILES = 10_000;
 
 /** The way forward for what only Ansible can run. */
-const WRITE_IT_OUT = 'Write it out as a YAML inventory and pass that: ansible-inventory -i FILE --list --yaml --output inventory.yml';
+const WRITE_IT_OUT =
+  'Write it out as a YAML inventory and pass that: ansible-inventory -i FILE --list --yaml --output inventory.yml';
 
 /** Parses inventory text; `file` is only used in messages. Pure. */
 export function parseInventory(text: string, file: string, varsFiles?: AnsibleVarsFiles): FleetInventory {
@@ -38,7 +39,8 @@ export function parseInventory(text: string, file: string, varsFiles?: AnsibleVa
   }
   const extension = extname(file).toLowerCase();
   const isYamlName = YAML_EXTENSIONS.includes(extension);
-  if (!isYamlName && looksLikeIniInventory(text)) return resolveAnsibleInventory(readIniInventory(text, file), varsFiles);
+  if (!isYamlName && looksLikeIniInventory(text))
+    return resolveAnsibleInventory(readIniInventory(text, file), varsFiles);
   let document: unknown;
   try {
     document = loadAnsibleYaml(text, file);
@@ -63,7 +65,8 @@ export function parseInventory(text: string, file: string, varsFiles?: AnsibleVa
       { code: 'E_INVENTORY_PLUGIN', hints: [WRITE_IT_OUT], details: { file, plugin: document.plugin } },
     );
   }
-  if (looksLikeAnsibleInventory(document)) return resolveAnsibleInventory(readAnsibleYamlInventory(document, source), varsFiles);
+  if (looksLikeAnsibleInventory(document))
+    return resolveAnsibleInventory(readAnsibleYamlInventory(document, source), varsFiles);
   throw inventoryError(
     source,
     [],
@@ -99,11 +102,14 @@ export async function loadInventory(file: string): Promise<FleetInventory> {
     });
   }
   if (await isExecutable(file)) {
-    throw new ValidationError(`${file}: is executable, so Ansible would run it as an inventory script; edgeadm does not`, {
-      code: 'E_INVENTORY_SCRIPT',
-      hints: [WRITE_IT_OUT, 'If it is a plain inventory file, clear its executable bit: chmod -x FILE'],
-      details: { file },
-    });
+    throw new ValidationError(
+      `${file}: is executable, so Ansible would run it as an inventory script; edgeadm does not`,
+      {
+        code: 'E_INVENTORY_SCRIPT',
+        hints: [WRITE_IT_OUT, 'If it is a plain inventory file, clear its executable bit: chmod -x FILE'],
+        details: { file },
+      },
+    );
   }
   const base = dirname(file);
   const varsFiles: AnsibleVarsFiles = {
@@ -136,7 +142,9 @@ export async function readVarsDirectory(directory: string): Promise<Map<string, 
   } catch {
     return result;
   }
-  const names = new Set(entries.map((entry) => (YAML_EXTENSIONS.includes(extname(entry)) ? entry.slice(0, -extname(entry).length) : entry)));
+  const names = new Set(
+    entries.map((entry) => (YAML_EXTENSIONS.includes(extname(entry)) ? entry.slice(0, -extname(entry).length) : entry)),
+  );
   let count = 0;
   for (const name of names) {
     for (const candidate of [name, ...YAML_EXTENSIONS.map((extension) => `${name}${extension}`)]) {
@@ -146,7 +154,9 @@ export async function readVarsDirectory(directory: string): Promise<Map<string, 
       const parsed: AnsibleVarsFile[] = [];
       for (const vars of files) {
         if (++count > MAX_VARS_FILES) {
-          throw new ValidationError(`${directory}: more than ${MAX_VARS_FILES} vars files`, { code: 'E_INVENTORY_READ' });
+          throw new ValidationError(`${directory}: more than ${MAX_VARS_FILES} vars files`, {
+            code: 'E_INVENTORY_READ',
+          });
         }
         const text = await readFile(vars, 'utf8');
         parsed.push({ document: loadAnsibleYaml(text, vars), source: { file: vars, lines: buildLineMap(text) } });

@@ -35,7 +35,11 @@ const FLOAT = new RegExp(
 
 class LiteralParser {
   private index = 0;
-  constructor(private readonly text: string) {}
+  private readonly text: string;
+
+  constructor(text: string) {
+    this.text = text;
+  }
 
   isAtEnd(): boolean {
     return this.index >= this.text.length;
