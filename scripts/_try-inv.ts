@@ -1,0 +1,11 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ansiblePython, runInventoryDifferential, formatInventoryFailure } from '../test/support/differential/ansible-inventory-differential.js';
+const python = (await ansiblePython())!;
+const work = await mkdtemp(join(tmpdir(), 'inv-diff-'));
+const t = Date.now();
+const report = await runInventoryDifferential({ python, first: Number(process.argv[2] ?? 1), cases: Number(process.argv[3] ?? 200), workDir: work, maxShrunk: 3 });
+console.log(report.cases, report.hosts, report.refusals, report.failures.length, (Date.now()-t)/1000, work);
+for (const f of report.failures.slice(0, 3)) console.log(formatInventoryFailure(f));
+console.log(report.failures.slice(3, 40).map(f => f.seed + ': ' + f.problem.slice(0, 200)).join('\n'));
