@@ -76,8 +76,10 @@ export interface ResolvedHop {
   /** The host as written (`--host`, `--ssh-jump` or a ProxyJump entry). */
   name: string;
   endpoint: SshEndpoint;
-  /** From --ssh-key or IdentityFile, in order; empty means the default key files. */
+  /** From --ssh-key or IdentityFile, in order. */
   keyFiles: string[];
+  /** No key file is named: the default ones (~/.ssh/id_ed25519, …) are tried. */
+  usesDefaultKeys: boolean;
 }
 
 /** The target and the bastions before it, resolved. */
@@ -99,12 +101,12 @@ export function resolveSshChain(
   configFile: string | undefined,
   env: SshConfigEnvironment,
 ): ResolvedChain {
-  const keyFilesOf = (config: ResolvedSshConfig): string[] =>
-    options.keyFiles && options.keyFiles.length > 0 ? options.keyFiles : config.identityFiles;
+  const isKeyFlag = options.keyFiles !== undefined && options.keyFiles.length > 0;
   const hopOf = (name: string, config: ResolvedSshConfig): ResolvedHop => ({
     name,
     endpoint: { user: config.user, host: config.hostName, port: config.port },
-    keyFiles: keyFilesOf(config),
+    keyFiles: isKeyFlag ? options.keyFiles! : config.identityFiles,
+    usesDefaultKeys: !isKeyFlag && config.usesDefaultKeys,
   });
   const typed = parseSshTarget(options.host, 'SSH target (--host)');
   const flagJumps = options.jumps && options.jumps.length > 0 ? options.jumps : undefined;
@@ -206,7 +208,8 @@ export async function openSshHost(options: HostConnectOptions & { host: string }
       {
         ...(agentSocket ? { agentSocket } : {}),
         keyFiles: hop.keyFiles,
-        homeDir,
+        // Without a home, loadSshCredentials tries no default key (IdentityFile none).
+        ...(hop.usesDefaultKeys ? { homeDir } : {}),
         ...(options.keyPassphrase === undefined ? {} : { keyPassphrase: options.keyPassphrase }),
         ...(password === undefined ? {} : { password }),
       },

@@ -37,7 +37,7 @@ export function sshConfigEnvironment(local: {
 /** TCP service names and aliases to ports, from /etc/services (empty when it is missing). */
 function readServices(): Map<string, number> {
   const services = new Map<string, number>();
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(SERVICES_FILE, 'utf8');
   } catch {

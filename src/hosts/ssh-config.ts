@@ -9,7 +9,8 @@
  *   keyword wins (IdentityFile accumulates); what was typed (`user@host:port`,
  *   `-J`) comes before the file;
  * - `Host` patterns match the name as typed, case-sensitively; `Match`
- *   evaluates `all`, `host`, `originalhost`, `user` and `localuser`;
+ *   evaluates `all`, `host`, `originalhost` (both lower-cased, as
+ *   match_hostname does), `user` and `localuser`;
  * - `Include` inside a block that does not apply is still read (and its
  *   errors still count), but nothing in it applies;
  * - the whole file is refused for an unknown keyword (unless IgnoreUnknown
@@ -83,8 +84,10 @@ export interface ResolvedSshConfig {
   /** Whether User or Port came from the file (not a default). */
   isUserSet: boolean;
   isPortSet: boolean;
-  /** IdentityFile entries, expanded, in order; empty when the file names none (ssh then tries its defaults). */
+  /** IdentityFile entries, expanded, in order (`none` left out). */
   identityFiles: string[];
+  /** True when no IdentityFile applies, so ssh tries its default keys; `IdentityFile none` alone means no key file. */
+  usesDefaultKeys: boolean;
   /** ProxyJump hops in order; empty for none. */
   proxyJump: string[];
 }
@@ -190,6 +193,7 @@ export function resolveSshConfig(
     isUserSet: collected.user !== undefined,
     isPortSet: collected.port !== undefined,
     identityFiles,
+    usesDefaultKeys: collected.identityFiles.length === 0,
     proxyJump: collected.proxyJump === undefined || isNone(collected.proxyJump) ? [] : collected.proxyJump,
   };
 }
@@ -203,7 +207,11 @@ function expandHostName(value: string, typed: string): string {
   return value.replace(/%(.)/g, (match, token: string) => (token === 'h' ? typed : token === '%' ? '%' : match));
 }
 
-function expandIdentityFile(path: string, tokens: Record<string, string | undefined>, env: SshConfigEnvironment): string {
+function expandIdentityFile(
+  path: string,
+  tokens: Record<string, string | undefined>,
+  env: SshConfigEnvironment,
+): string {
   const expanded = path.replace(/%(.?)/g, (_match, token: string) => {
     const value = tokens[token];
     if (value === undefined) {
@@ -499,8 +507,8 @@ function matchLine(reading: Reading, rest: string, where: string): boolean {
       throw configError(where, `Missing Match criteria for ${attribute}`);
     }
     let isMatched: boolean;
-    if (attribute === 'host') isMatched = matchPatternList(host, argument, true) === 1;
-    else if (attribute === 'originalhost') isMatched = matchPatternList(original, argument, true) === 1;
+    if (attribute === 'host') isMatched = matchPatternList(host.toLowerCase(), argument, true) === 1;
+    else if (attribute === 'originalhost') isMatched = matchPatternList(original.toLowerCase(), argument, true) === 1;
     else if (attribute === 'user') isMatched = matchPatternList(remoteUser, argument, false) === 1;
     else if (attribute === 'localuser') isMatched = matchPatternList(env.localUser, argument, false) === 1;
     else if (attribute === 'exec') {
@@ -530,7 +538,7 @@ export function matchPatternList(text: string, list: string, isLowered: boolean)
   let found = 0;
   for (const raw of list.split(',')) {
     const isNegated = raw.startsWith('!');
-    const pattern = (isNegated ? raw.slice(1) : raw);
+    const pattern = isNegated ? raw.slice(1) : raw;
     if (matchPattern(text, isLowered ? pattern.toLowerCase() : pattern)) {
       if (isNegated) return -1;
       found = 1;

@@ -3,30 +3,35 @@ import { resolveSshChain } from '../../../src/hosts/connect.js';
 import { memoryEnvironment } from './ssh-config-environment.js';
 
 const CONFIG = [
-    'Host edge-bastion',
-    '  HostName 203.0.113.10',
-    '  User jump',
-    'Host inner-bastion',
-    '  HostName 10.0.0.2',
-    '  ProxyJump edge-bastion',
-    'Host store-*',
-    '  ProxyJump inner-bastion',
-    '  IdentityFile ~/.ssh/stores',
-    'Host loop-a',
-    '  ProxyJump loop-b',
-    'Host loop-b',
-    '  ProxyJump loop-a',
-    'Host chain',
-    '  ProxyJump edge-bastion,inner-bastion',
-    '',
-  ].join('\n');
+  'Host edge-bastion',
+  '  HostName 203.0.113.10',
+  '  User jump',
+  'Host inner-bastion',
+  '  HostName 10.0.0.2',
+  '  ProxyJump edge-bastion',
+  'Host store-*',
+  '  ProxyJump inner-bastion',
+  '  IdentityFile ~/.ssh/stores',
+  'Host loop-a',
+  '  ProxyJump loop-b',
+  'Host loop-b',
+  '  ProxyJump loop-a',
+  'Host chain',
+  '  ProxyJump edge-bastion,inner-bastion',
+  '',
+].join('\n');
 const env = memoryEnvironment({ '/cfg': CONFIG });
 const resolveSshChainOf = (options: Parameters<typeof resolveSshChain>[0]) => resolveSshChain(options, '/cfg', env);
 
 describe('resolveSshChain', () => {
   it('fills the target from the config and defaults (local user, port 22)', () => {
     expect(resolveSshChainOf({ host: '10.9.9.9' })).toEqual({
-      target: { name: '10.9.9.9', endpoint: { user: 'ops', host: '10.9.9.9', port: 22 }, keyFiles: [] },
+      target: {
+        name: '10.9.9.9',
+        endpoint: { user: 'ops', host: '10.9.9.9', port: 22 },
+        keyFiles: [],
+        usesDefaultKeys: true,
+      },
       jumps: [],
     });
   });
@@ -37,6 +42,7 @@ describe('resolveSshChain', () => {
       name: 'admin@store-1:2201',
       endpoint: { user: 'admin', host: 'store-1', port: 2201 },
       keyFiles: ['/k'],
+      usesDefaultKeys: false,
     });
     expect(resolveSshChainOf({ host: 'store-1', port: 2202 }).target.endpoint.port).toBe(2202);
   });
@@ -58,7 +64,7 @@ describe('resolveSshChain', () => {
     ]);
   });
 
-  it('runs a ProxyJump list as ssh does: a later hop\'s own ProxyJump is replaced by the hops before it', () => {
+  it("runs a ProxyJump list as ssh does: a later hop's own ProxyJump is replaced by the hops before it", () => {
     // ssh -J edge-bastion inner-bastion: inner-bastion's ProxyJump edge-bastion is not followed a second time.
     const chain = resolveSshChainOf({ host: 'chain' });
     expect(chain.jumps.map((hop) => hop.name)).toEqual(['edge-bastion', 'inner-bastion']);

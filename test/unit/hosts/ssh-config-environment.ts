@@ -10,7 +10,10 @@ export function memoryEnvironment(files: Record<string, string> = {}): SshConfig
     localHostName: 'laptop.example.com',
     readFile: (path) => files[path],
     glob: (pattern) => {
-      const source = pattern.replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]');
+      const source = pattern
+        .replace(/[.+^${}()|\\]/g, '\\$&')
+        .replace(/\*/g, '[^/]*')
+        .replace(/\?/g, '[^/]');
       return Object.keys(files)
         .filter((path) => new RegExp(`^${source}$`).test(path))
         .sort();

@@ -47,12 +47,18 @@ Host *
       isUserSet: true,
       isPortSet: true,
       identityFiles: ['/home/ops/.ssh/stores', '/home/ops/.ssh/id_root'],
+      usesDefaultKeys: false,
       proxyJump: ['bastion-eu'],
     });
   });
 
   it('honours negated patterns, and defaults to the local user and port 22', () => {
-    expect(resolve(config, 'store-lab')).toMatchObject({ hostName: 'store-lab', user: 'fallback', port: 22, proxyJump: [] });
+    expect(resolve(config, 'store-lab')).toMatchObject({
+      hostName: 'store-lab',
+      user: 'fallback',
+      port: 22,
+      proxyJump: [],
+    });
     expect(resolve('', 'x')).toMatchObject({ user: 'ops', port: 22, isUserSet: false, identityFiles: [] });
   });
 
