@@ -111,16 +111,7 @@ export function resolveSshChain(
   const typed = parseSshTarget(options.host, 'SSH target (--host)');
   const flagJumps = options.jumps && options.jumps.length > 0 ? options.jumps : undefined;
   const port = typed.port ?? options.port;
-  const target = resolveSshConfig(
-    configFile,
-    {
-      host: typed.host,
-      ...(typed.user === undefined ? {} : { user: typed.user }),
-      ...(port === undefined ? {} : { port }),
-      ...(flagJumps === undefined ? {} : { jumps: flagJumps }),
-    },
-    env,
-  );
+  const target = resolveSshConfig(configFile, { host: typed.host, user: typed.user, port, jumps: flagJumps }, env);
   let hops = 0;
   const chainThrough = (list: string[]): ResolvedHop[] => {
     if (list.length === 0) return [];
@@ -133,16 +124,7 @@ export function resolveSshChain(
     const spec = list.at(-1)!;
     const before = list.slice(0, -1);
     const hop = jumpTarget(spec);
-    const config = resolveSshConfig(
-      configFile,
-      {
-        host: hop.host,
-        ...(hop.user === undefined ? {} : { user: hop.user }),
-        ...(hop.port === undefined ? {} : { port: hop.port }),
-        ...(before.length === 0 ? {} : { jumps: before }),
-      },
-      env,
-    );
+    const config = resolveSshConfig(configFile, { host: hop.host, user: hop.user, port: hop.port, jumps: before }, env);
     return [...chainThrough(before.length === 0 ? config.proxyJump : before), hopOf(spec, config)];
   };
   return { target: hopOf(options.host, target), jumps: chainThrough(target.proxyJump) };

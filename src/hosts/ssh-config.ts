@@ -136,7 +136,7 @@ export function resolveSshConfig(
   env: SshConfigEnvironment,
 ): ResolvedSshConfig {
   const reading: Reading = {
-    query: query.user === undefined ? query : { ...query },
+    query,
     env,
     collected: { identityFiles: [] },
   };
