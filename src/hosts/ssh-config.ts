@@ -183,6 +183,17 @@ export function resolveSshConfig(
     r: user,
     u: env.localUser,
   };
+  const proxyJump = collected.proxyJump === undefined || isNone(collected.proxyJump) ? [] : collected.proxyJump;
+  const lastHop = proxyJump.length === 0 ? undefined : parseJumpHop(proxyJump.at(-1)!);
+  // ssh's own guard: the last jump host is the host itself (same name, port and user).
+  if (
+    lastHop !== undefined &&
+    lastHop.host === hostName &&
+    (lastHop.port ?? DEFAULT_PORT) === port &&
+    (lastHop.user ?? user) === user
+  ) {
+    throw configError(file ?? 'ssh config', `jumphost loop via ${lastHop.host} (for ${query.host})`);
+  }
   const identityFiles = collected.identityFiles
     .filter((path) => path.toLowerCase() !== 'none')
     .map((path) => expandIdentityFile(path, tokens, env));
@@ -194,7 +205,7 @@ export function resolveSshConfig(
     isPortSet: collected.port !== undefined,
     identityFiles,
     usesDefaultKeys: collected.identityFiles.length === 0,
-    proxyJump: collected.proxyJump === undefined || isNone(collected.proxyJump) ? [] : collected.proxyJump,
+    proxyJump,
   };
 }
 
@@ -347,8 +358,12 @@ function processLine(
       break;
     }
     case 'proxycommand':
-      // The rest of the line is the command.
-      if (isActive && collected.proxyCommand === undefined && collected.proxyJump === undefined) {
+      // The rest of the line is the command. `ProxyJump none` before it does not rule it out; another ProxyJump does.
+      if (
+        isActive &&
+        collected.proxyCommand === undefined &&
+        (collected.proxyJump === undefined || isNone(collected.proxyJump))
+      ) {
         collected.proxyCommand = rest;
       }
       return;

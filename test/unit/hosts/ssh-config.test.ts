@@ -113,6 +113,16 @@ Host *
     expect(() => resolve('Host y\n  ProxyJump a@\n', 'x')).toThrow(/Invalid ProxyJump/);
   });
 
+  it('refuses a jump host that is the host itself, as ssh does (same name, port and user)', () => {
+    expect(() => resolve('Host x\n  ProxyJump jumpb,x\n', 'x')).toThrow(/jumphost loop via x/);
+    expect(resolve('Host x\n  ProxyJump admin@x\n', 'x').proxyJump).toEqual(['admin@x']);
+  });
+
+  it('lets ProxyCommand follow ProxyJump none, but not another ProxyJump', () => {
+    expect(() => resolve('Host x\n  ProxyJump none\n  ProxyCommand nc %h %p\n', 'x')).toThrow(/ProxyCommand/);
+    expect(resolve('Host x\n  ProxyJump jumpa\n  ProxyCommand nc %h %p\n', 'x').proxyJump).toEqual(['jumpa']);
+  });
+
   it('refuses what edgeadm does not run when it applies: ProxyCommand, Match exec', () => {
     expect(() => resolve('Host x\n  ProxyCommand nc %h %p\n', 'x')).toThrow(/ProxyCommand .* not supported/);
     expect(resolve('Host y\n  ProxyCommand nc %h %p\n', 'x').user).toBe('ops');
