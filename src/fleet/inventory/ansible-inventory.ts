@@ -32,6 +32,7 @@ import { controlPlaneEndpointField } from './control-plane-endpoint.js';
 import { checkAddress, checkJump, checkLabels, checkSshUser } from './host-fields.js';
 import { unknownAnsibleVariable } from './ansible-variables.js';
 import { fieldLocation, inventoryError, isMapping, locationOf, type InventorySource } from './inventory-error.js';
+import { lineOf } from './line-map.js';
 import type { FleetHost, FleetInventory, FleetSshSettings, InventoryLocation } from './types.js';
 
 /** Groups whose hosts are control-plane hosts unless `edgeadm_role` says otherwise. */
@@ -265,7 +266,7 @@ export function resolveAnsibleInventory(
       endpoints[0] === undefined
         ? missingEndpointLocation(firstControlPlane, builder)
         : locationOf(endpoints[0].entry.source, endpoints[0].entry.path),
-    warnings,
+    warnings: [...new Set(warnings)],
   };
 }
 
@@ -381,7 +382,15 @@ function hostFromVars(
     ssh.user = user;
   }
   const port = get(...PORT_VARS);
-  if (port !== undefined) ssh.port = ansiblePort(port);
+  if (port !== undefined) {
+    ssh.port = ansiblePort(port);
+    const written = writtenOctal(port);
+    if (written !== undefined) {
+      warnings.push(
+        `${fieldLocation(port.source, port.path)}: ${written} is the octal number ${ssh.port} in YAML 1.1, as Ansible reads it too; quote it or drop the leading zero if you meant ${Number.parseInt(written.replaceAll('_', ''), 10)}`,
+      );
+    }
+  }
   const keyFile = text(...KEY_FILE_VARS);
   if (keyFile !== undefined) ssh.keyFile = keyFile;
   const become = get('ansible_become');
@@ -452,6 +461,16 @@ function ansiblePort(entry: SourcedValue): number {
     );
   }
   return portField(value, entry.path, entry.source);
+}
+
+/** The text of a YAML value written as a leading-zero (octal) integer, when its line shows one. */
+function writtenOctal(entry: SourcedValue): string | undefined {
+  const line = lineOf(entry.source.lines, entry.path);
+  if (entry.source.text === undefined || line === undefined || typeof entry.value !== 'number') return undefined;
+  const key = entry.path.at(-1)!;
+  const text = entry.source.text.split(/\r?\n/)[line - 1] ?? '';
+  const match = new RegExp(`(?:^|[\\s{,])${key}\\s*:\\s*([-+]?0[0-7_]+)\\s*(?:[,}#]|$)`).exec(text);
+  return match?.[1];
 }
 
 /** Ansible's truthy spellings. */

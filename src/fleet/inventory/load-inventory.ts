@@ -52,7 +52,7 @@ export function parseInventory(text: string, file: string, varsFiles?: AnsibleVa
   if (!isMapping(document) && !isYamlName && document !== null) {
     return resolveAnsibleInventory(readIniInventory(text, file), varsFiles);
   }
-  const source = { file, lines: buildLineMap(text) };
+  const source = { file, lines: buildLineMap(text), text };
   if (
     isMapping(document) &&
     (document.kind === EDGEADM_INVENTORY_KIND || 'nodeGroups' in document || 'controlPlane' in document)
@@ -159,7 +159,7 @@ export async function readVarsDirectory(directory: string): Promise<Map<string, 
           });
         }
         const text = await readFile(vars, 'utf8');
-        parsed.push({ document: loadAnsibleYaml(text, vars), source: { file: vars, lines: buildLineMap(text) } });
+        parsed.push({ document: loadAnsibleYaml(text, vars), source: { file: vars, lines: buildLineMap(text), text } });
       }
       result.set(name, parsed);
       break;

@@ -18,7 +18,7 @@ function failure(text: string, file = 'inv.yml'): ValidationError {
 }
 
 function varsFile(name: string, text: string) {
-  return { document: loadAnsibleYaml(text, name), source: { file: name, lines: buildLineMap(text) } };
+  return { document: loadAnsibleYaml(text, name), source: { file: name, lines: buildLineMap(text), text } };
 }
 
 describe('Ansible variable precedence, as ansible-inventory resolves it', () => {
@@ -43,8 +43,12 @@ describe('Ansible variable precedence, as ansible-inventory resolves it', () => 
       'all:\n  hosts:\n    h1:\n      ansible_host: 10.0.0.1\n      ansible_ssh_host: 10.0.0.2\n      ansible_port: 22\n      ansible_ssh_port: 2222\n      ansible_ssh_user: root\n      ansible_user: deploy\n';
     expect(host(text, 'h1')).toMatchObject({ address: '10.0.0.2', ssh: { port: 2222, user: 'root' } });
   });
-  it('reads YAML 1.1: 02222 is octal (1170), as Ansible connects to it', () => {
-    expect(host('all:\n  hosts:\n    h1: { ansible_port: 02222 }\n', 'h1').ssh.port).toBe(1170);
+  it('reads YAML 1.1: 02222 is octal (1170), as Ansible connects to it, and says so', () => {
+    const inventory = parseInventory('all:\n  hosts:\n    h1:\n      ansible_port: 02222\n', 'inv.yml');
+    expect(inventory.hosts[0]!.ssh.port).toBe(1170);
+    expect(inventory.warnings).toEqual([
+      expect.stringMatching(/ansible_port: 02222 is the octal number 1170 in YAML 1\.1/),
+    ]);
   });
   it('applies YAML merge keys, explicit keys winning', () => {
     const text =
