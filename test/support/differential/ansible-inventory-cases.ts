@@ -176,6 +176,14 @@ export function generateInventoryCase(seed: number): InventoryCase {
   };
   const groups = names.map((name, rank) => makeGroup(name, rank, 0));
   if (format === 'ini') shuffle(random, groups);
+  // Hosts before any section (INI) or under a top-level `ungrouped` (YAML) are Ansible's ungrouped hosts.
+  if (random.chance(0.25)) {
+    const hosts = Array.from({ length: random.int(1, 2) }, () => ({
+      pattern: random.pick(HOST_PATTERNS),
+      vars: someVars(random, false, 2),
+    }));
+    groups.unshift({ name: 'ungrouped', sections: [{ kind: 'hosts', hosts }] });
+  }
   const varsFiles: VarsFileSpec[] = [];
   for (let count = random.int(0, 3); count > 0; count--) {
     const isGroup = random.chance(0.6);
@@ -284,6 +292,13 @@ function renderIni(groups: GroupSpec[]): string {
   const group = (spec: GroupSpec): void => {
     if (spec.isDeclared) lines.push(`[${spec.name}]`);
     for (const section of spec.sections) {
+      // The file's first lines, before any section header, belong to `ungrouped`.
+      if (lines.length === 0 && spec.name === 'ungrouped' && section.kind === 'hosts') {
+        for (const host of section.hosts) {
+          lines.push([host.pattern, ...host.vars.map((entry) => `${entry.key}=${entry.value.ini}`)].join(' '));
+        }
+        continue;
+      }
       if (section.kind === 'vars') {
         lines.push(`[${spec.name}:vars]`, ...section.vars.map((entry) => `${entry.key}=${entry.value.ini}`));
       } else if (section.kind === 'hosts') {
