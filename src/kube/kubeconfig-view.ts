@@ -16,7 +16,8 @@
  *   and as `-data` is refused (kubectl's "cannot have values for both path
  *   and contents").
  *
- * Pure: files are read through the function given.
+ * Pure: files are read through the function given. Fields a file does not
+ * set are undefined.
  */
 import { YAML11_SCHEMA, load } from 'js-yaml';
 import { posix } from 'node:path';
@@ -165,7 +166,7 @@ export function resolveKubeconfigView(
   const clusterName = stringOf(context.value, 'cluster', where);
   const userName = stringOf(context.value, 'user', where);
   const namespace = stringOf(context.value, 'namespace', where);
-  const view: KubeconfigView = { contextName, ...(namespace === undefined ? {} : { namespace }) };
+  const view: KubeconfigView = { contextName, namespace };
   /** A path-or-data field, flattened: the file's text (relative to `origin`), or the decoded data. */
   const flattened = (entry: Mapping, key: string, origin: string, owner: string): string | undefined => {
     const path = stringOf(entry, key, owner);
@@ -188,11 +189,11 @@ export function resolveKubeconfigView(
     const proxyUrl = stringOf(cluster.value, 'proxy-url', owner);
     view.cluster = {
       name: clusterName,
-      ...(server === undefined ? {} : { server }),
-      ...(certificateAuthority === undefined ? {} : { certificateAuthority }),
+      server,
+      certificateAuthority,
       isInsecureSkipTlsVerify: booleanOf(cluster.value, 'insecure-skip-tls-verify', owner),
-      ...(tlsServerName === undefined ? {} : { tlsServerName }),
-      ...(proxyUrl === undefined ? {} : { proxyUrl }),
+      tlsServerName,
+      proxyUrl,
     };
   }
   if (userName !== undefined) {
@@ -205,15 +206,14 @@ export function resolveKubeconfigView(
     const clientKey = flattened(user.value, 'client-key', user.file, owner);
     view.user = {
       name: userName,
-      ...(token === undefined ? {} : { token }),
-      ...(tokenFile === undefined
-        ? {}
-        : {
-            tokenFile,
-            tokenFilePath: posix.isAbsolute(tokenFile) ? tokenFile : posix.join(posix.dirname(user.file), tokenFile),
-          }),
-      ...(clientCertificate === undefined ? {} : { clientCertificate }),
-      ...(clientKey === undefined ? {} : { clientKey }),
+      token,
+      tokenFile,
+      tokenFilePath:
+        tokenFile === undefined || posix.isAbsolute(tokenFile)
+          ? tokenFile
+          : posix.join(posix.dirname(user.file), tokenFile),
+      clientCertificate,
+      clientKey,
       hasExec: isMapping(user.value.exec),
       hasAuthProvider: isMapping(user.value['auth-provider']),
     };
