@@ -16,6 +16,7 @@ import FleetReset from './commands/fleet/reset.js';
 import FleetUp from './commands/fleet/up.js';
 import FleetUpgrade from './commands/fleet/upgrade.js';
 import HostCheck from './commands/host/check.js';
+import HostResolve from './commands/host/resolve.js';
 import Init from './commands/init.js';
 import { initPhaseCommands } from './commands/init/phase/index.js';
 import Join from './commands/join.js';
@@ -64,6 +65,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'agent:autonomy': AgentAutonomy,
   'agent:edge-proxy': AgentEdgeProxy,
   'host:check': HostCheck,
+  'host:resolve': HostResolve,
   'fleet:check': FleetCheck,
   'fleet:plan': FleetPlan,
   'fleet:reset': FleetReset,

@@ -16,10 +16,11 @@ import type { Host } from './host.js';
 import { normalizeFingerprint } from './known-hosts.js';
 import { LocalHost } from './local-host.js';
 import { loadSshCredentials } from './ssh-auth.js';
-import { loadSshConfig, resolveSshConfig, type SshConfigBlock, type SshConfigContext } from './ssh-config.js';
+import { parseJumpHop, resolveSshConfig, type ResolvedSshConfig, type SshConfigEnvironment } from './ssh-config.js';
+import { sshConfigEnvironment } from './ssh-config-files.js';
 import { SshConnection } from './ssh-connection.js';
 import { SshHost, type UploadWorkerOptions } from './ssh-host.js';
-import { DEFAULT_SSH_PORT, formatEndpoint, parseSshTarget, type SshEndpoint } from './ssh-target.js';
+import { formatEndpoint, parseSshTarget, type SshEndpoint, type SshTarget } from './ssh-target.js';
 
 /** Most bastions in one chain (also stops ProxyJump loops in an ssh config). */
 export const MAX_JUMP_HOPS = 8;
@@ -72,65 +73,75 @@ export async function closeSharedJumps(sharedJumps: Map<string, SshConnection>):
 
 /** A resolved endpoint and the key files it uses. */
 export interface ResolvedHop {
+  /** The host as written (`--host`, `--ssh-jump` or a ProxyJump entry). */
+  name: string;
   endpoint: SshEndpoint;
-  /** From --ssh-key or IdentityFile; empty means the default key files. */
+  /** From --ssh-key or IdentityFile, in order. */
   keyFiles: string[];
+  /** No key file is named: the default ones (~/.ssh/id_ed25519, …) are tried. */
+  usesDefaultKeys: boolean;
 }
 
 /** The target and the bastions before it, resolved. */
 export interface ResolvedChain {
   target: ResolvedHop;
+  /** In the order they are connected: the first one is reached directly. */
   jumps: ResolvedHop[];
 }
 
 /**
- * Resolves the target and its jump chain through the ssh config. Pure apart
- * from reading nothing: the config blocks are passed in.
+ * Resolves the target and its jump chain through the ssh config as ssh
+ * does. For `ProxyJump a,b,c` ssh runs `ssh -J a,b c`, which runs
+ * `ssh -J a b`, which runs `ssh a`: only the first hop's own ProxyJump is
+ * followed, and each later hop's is replaced by the hops before it. Pure:
+ * the configuration is read through `env`.
  */
 export function resolveSshChain(
   options: Pick<HostConnectOptions, 'host' | 'jumps' | 'keyFiles' | 'port'> & { host: string },
-  blocks: SshConfigBlock[],
-  context: SshConfigContext,
+  configFile: string | undefined,
+  env: SshConfigEnvironment,
 ): ResolvedChain {
-  const resolveHop = (
-    text: string,
-    what: string,
-    portOverride?: number,
-  ): { hop: ResolvedHop; proxyJump?: string[] } => {
-    const typed = parseSshTarget(text, what);
-    const config = resolveSshConfig(blocks, typed.host, context);
-    const endpoint: SshEndpoint = {
-      user: typed.user ?? config.user ?? context.localUser,
-      host: config.hostName ?? typed.host,
-      port: typed.port ?? portOverride ?? config.port ?? DEFAULT_SSH_PORT,
-    };
-    const keyFiles = options.keyFiles && options.keyFiles.length > 0 ? options.keyFiles : config.identityFiles;
-    return { hop: { endpoint, keyFiles }, ...(config.proxyJump ? { proxyJump: config.proxyJump } : {}) };
-  };
-
-  const target = resolveHop(options.host, 'SSH target (--host)', options.port);
-  const jumps: ResolvedHop[] = [];
-  // Bastions from the flags win over the config; a bastion's own ProxyJump comes before it.
-  const expand = (specs: string[], depth: number): void => {
-    for (const spec of specs) {
-      if (depth + jumps.length >= MAX_JUMP_HOPS) {
-        throw new ValidationError(
-          `more than ${MAX_JUMP_HOPS} SSH jump hosts (is there a ProxyJump loop in the ssh config?)`,
-          {
-            code: 'E_SSH_CONFIG',
-          },
-        );
-      }
-      const resolved = resolveHop(spec, 'jump host (--ssh-jump)');
-      if (resolved.proxyJump && resolved.proxyJump.length > 0) {
-        expand(resolved.proxyJump, depth + 1);
-      }
-      jumps.push(resolved.hop);
-    }
-  };
+  const isKeyFlag = options.keyFiles !== undefined && options.keyFiles.length > 0;
+  const hopOf = (name: string, config: ResolvedSshConfig): ResolvedHop => ({
+    name,
+    endpoint: { user: config.user, host: config.hostName, port: config.port },
+    keyFiles: isKeyFlag ? options.keyFiles! : config.identityFiles,
+    usesDefaultKeys: !isKeyFlag && config.usesDefaultKeys,
+  });
+  const typed = parseSshTarget(options.host, 'SSH target (--host)');
   const flagJumps = options.jumps && options.jumps.length > 0 ? options.jumps : undefined;
-  expand(flagJumps ?? target.proxyJump ?? [], 0);
-  return { target: target.hop, jumps };
+  const port = typed.port ?? options.port;
+  const target = resolveSshConfig(configFile, { host: typed.host, user: typed.user, port, jumps: flagJumps }, env);
+  let hops = 0;
+  const chainThrough = (list: string[]): ResolvedHop[] => {
+    if (list.length === 0) return [];
+    if (++hops > MAX_JUMP_HOPS) {
+      throw new ValidationError(
+        `more than ${MAX_JUMP_HOPS} SSH jump hosts (is there a ProxyJump loop in the ssh config?)`,
+        { code: 'E_SSH_CONFIG' },
+      );
+    }
+    const spec = list.at(-1)!;
+    const before = list.slice(0, -1);
+    const hop = jumpTarget(spec);
+    const config = resolveSshConfig(configFile, { host: hop.host, user: hop.user, port: hop.port, jumps: before }, env);
+    return [...chainThrough(before.length === 0 ? config.proxyJump : before), hopOf(spec, config)];
+  };
+  return { target: hopOf(options.host, target), jumps: chainThrough(target.proxyJump) };
+}
+
+/** A jump host as written: `[user@]host[:port]` (strictly, as --host) or an `ssh://` URI. */
+function jumpTarget(spec: string): SshTarget {
+  if (/^ssh:\/\//i.test(spec)) {
+    const hop = parseJumpHop(spec);
+    if (hop !== undefined) return parseSshTarget(formatJump(hop), 'jump host (--ssh-jump)');
+  }
+  return parseSshTarget(spec, 'jump host (--ssh-jump)');
+}
+
+function formatJump(hop: { user?: string; host: string; port?: number }): string {
+  const host = hop.host.includes(':') ? `[${hop.host}]` : hop.host;
+  return `${hop.user === undefined ? '' : `${hop.user}@`}${host}${hop.port === undefined ? '' : `:${hop.port}`}`;
 }
 
 /**
@@ -159,9 +170,8 @@ export async function connectHost(options: HostConnectOptions): Promise<Host> {
 export async function openSshHost(options: HostConnectOptions & { host: string }): Promise<SshHost> {
   const logger = options.logger ?? silentLogger;
   const homeDir = options.homeDir ?? homedir();
-  const context: SshConfigContext = { homeDir, localUser: options.localUser ?? userInfo().username };
-  const blocks = loadSshConfig(options.sshConfigFile ?? join(homeDir, '.ssh', 'config'), context);
-  const chain = resolveSshChain(options, blocks, context);
+  const env = sshConfigEnvironment({ homeDir, localUser: options.localUser ?? userInfo().username });
+  const chain = resolveSshChain(options, options.sshConfigFile ?? join(homeDir, '.ssh', 'config'), env);
 
   let pinnedFingerprint: string | undefined;
   if (options.hostKeyFingerprint !== undefined) {
@@ -180,7 +190,8 @@ export async function openSshHost(options: HostConnectOptions & { host: string }
       {
         ...(agentSocket ? { agentSocket } : {}),
         keyFiles: hop.keyFiles,
-        homeDir,
+        // Without a home, loadSshCredentials tries no default key (IdentityFile none).
+        ...(hop.usesDefaultKeys ? { homeDir } : {}),
         ...(options.keyPassphrase === undefined ? {} : { keyPassphrase: options.keyPassphrase }),
         ...(password === undefined ? {} : { password }),
       },

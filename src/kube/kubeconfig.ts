@@ -17,6 +17,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { dump, load } from 'js-yaml';
 import { EdgeadmError } from '../errors.js';
 import { MAX_KUBECONFIG_FILE_BYTES } from './limits.js';
+import { resolveKubeconfigView, type KubeconfigView } from './kubeconfig-view.js';
 
 /** How edgeadm reaches one API server. Holds credentials: never log it. */
 export interface KubeCredentials {
@@ -314,10 +315,33 @@ export async function readKubeconfigFile(path: string, options: { context?: stri
       });
     }
   };
-  const sources = contextSources(readLocal(path, 'the kubeconfig'), path, options.context);
-  return resolveSources(sources, path, (file) =>
-    readLocal(isAbsolute(file) ? file : join(base, file), `a file the kubeconfig ${path} refers to:`),
-  );
+  const readReferenced = (file: string): string =>
+    readLocal(isAbsolute(file) ? file : join(base, file), `a file the kubeconfig ${path} refers to:`);
+  const text = readLocal(path, 'the kubeconfig');
+  // kubectl's reading first: the context must exist (no guessing), names and types as kubectl decodes them.
+  const view = resolveKubeconfigView([{ path, text }], { context: options.context, readFile: readReferenced });
+  refuseUnsupported(view, path);
+  const sources = contextSources(text, path, view.contextName);
+  return resolveSources(sources, path, readReferenced);
+}
+
+/** What kubectl honours and edgeadm's clients do not: refused, not ignored. */
+function refuseUnsupported(view: KubeconfigView, path: string): void {
+  const unsupported = (field: string, forward: string): EdgeadmError =>
+    new EdgeadmError(`kubeconfig ${path}: ${field} (cluster ${view.cluster?.name}) is not supported by edgeadm`, {
+      code: 'E_KUBECONFIG_UNSUPPORTED',
+      exitCode: 3,
+      hints: [forward],
+    });
+  if (view.cluster?.proxyUrl !== undefined) {
+    throw unsupported('proxy-url', 'edgeadm connects to the API server directly: use a context without proxy-url.');
+  }
+  if (view.cluster?.tlsServerName !== undefined) {
+    throw unsupported(
+      'tls-server-name',
+      'Point server at a name the API server certificate holds, or use a context without tls-server-name.',
+    );
+  }
 }
 
 /**

@@ -1,19 +1,38 @@
 /**
- * Ansible YAML inventories, read as they are: groups with `hosts`, `vars` and
- * `children`, under `all` or at the top level, with Ansible's variable
- * precedence: `all` < parent group < child group < host (groups of equal
- * depth merge by name, as Ansible does). The connection variables map onto
- * edgeadm's SSH settings; `edgeadm_role`, `edgeadm_labels`, `edgeadm_edge` and
+ * Ansible inventories resolved as Ansible resolves them, whatever file they
+ * came from (YAML, INI, group_vars/ and host_vars/). The readers fill an
+ * {@link AnsibleInventoryBuilder} as Ansible's InventoryData is filled
+ * (groups, children, hosts and variables in the order they are written); then
+ * {@link resolveAnsibleInventory} flattens each host's variables with
+ * Ansible's precedence (VariableManager.get_vars, ansible-core 2.14):
+ *
+ * 1. the `all` group's inventory vars;
+ * 2. the host's other groups' inventory vars, sorted by (depth, then
+ *    `ansible_group_priority`, then name, compared as Python compares text);
+ * 3. group_vars/all, then group_vars/GROUP in that same order;
+ * 4. the host's inventory vars: one set per host, so a host written in
+ *    several groups keeps the value written last;
+ * 5. host_vars/HOST.
+ *
+ * The connection variables map onto edgeadm's SSH settings as Ansible's ssh
+ * plugin reads them: `ansible_ssh_host`, `ansible_ssh_port` and
+ * `ansible_ssh_user` win over `ansible_host`, `ansible_port` and
+ * `ansible_user`. `edgeadm_role`, `edgeadm_labels`, `edgeadm_edge` and
  * `edgeadm_package` carry what Ansible has no word for. A host in a group
  * named like a control plane (`control_plane`, `control-plane`,
  * `kube_control_plane`, `masters`) is a control-plane host, and
- * `control_plane_endpoint` (on those hosts, their group or `all`) is the
- * control planes' shared address.
+ * `control_plane_endpoint` is the control planes' shared address.
+ *
+ * Pure: no I/O.
  */
+import { ValidationError } from '../../errors.js';
+import { VAULT_HINTS, VaultValue } from './ansible-yaml.js';
 import { portField, stringField } from './edgeadm-inventory.js';
 import { controlPlaneEndpointField } from './control-plane-endpoint.js';
-import { checkAddress, checkHostName, checkJump, checkLabels, checkSshUser } from './host-fields.js';
+import { checkAddress, checkJump, checkLabels, checkSshUser } from './host-fields.js';
+import { unknownAnsibleVariable } from './ansible-variables.js';
 import { fieldLocation, inventoryError, isMapping, locationOf, type InventorySource } from './inventory-error.js';
+import { lineOf } from './line-map.js';
 import type { FleetHost, FleetInventory, FleetSshSettings, InventoryLocation } from './types.js';
 
 /** Groups whose hosts are control-plane hosts unless `edgeadm_role` says otherwise. */
@@ -24,117 +43,207 @@ export const CONTROL_PLANE_ENDPOINT_VAR = 'control_plane_endpoint';
 
 /** Groups every host is in implicitly; not reported as the host's groups. */
 const IMPLICIT_GROUPS = new Set(['all', 'ungrouped']);
-const GROUP_KEYS = new Set(['hosts', 'vars', 'children']);
 
-/** A variable and where it was written. */
-interface SourcedValue {
+/** Deepest `children` nesting followed; beyond it the file has a loop. */
+export const MAX_GROUP_NESTING = 32;
+
+/** A variable, and where it was written. */
+export interface SourcedValue {
   value: unknown;
   path: string[];
+  source: InventorySource;
 }
 
-interface Group {
+/** A group as Ansible holds it. */
+interface AnsibleGroup {
   name: string;
   vars: Map<string, SourcedValue>;
-  /** Host name to its host-level vars in this group. */
-  hosts: Map<string, Map<string, SourcedValue>>;
-  parents: Set<string>;
+  children: string[];
+  parents: string[];
+  /** `ansible_group_priority` (Ansible's default is 1). */
+  priority: number;
+  /** Where the group is first written. */
+  path: string[];
+  source: InventorySource;
 }
 
-/** True when a document looks like an Ansible inventory (groups of hosts/vars/children). */
-export function looksLikeAnsibleInventory(document: unknown): boolean {
-  if (!isMapping(document)) return false;
-  const groups = Object.values(document);
-  return (
-    groups.length > 0 &&
-    groups.every((group) => group === null || (isMapping(group) && Object.keys(group).every((k) => GROUP_KEYS.has(k))))
-  );
+/** A host as Ansible holds it: one set of variables, whatever group wrote them. */
+interface AnsibleHost {
+  name: string;
+  vars: Map<string, SourcedValue>;
+  /** The groups it was listed in directly. */
+  groups: string[];
+  path: string[];
+  source: InventorySource;
 }
 
-/** Parses an Ansible YAML inventory document (already loaded from YAML). */
-export function parseAnsibleInventory(document: unknown, source: InventorySource): FleetInventory {
-  if (!isMapping(document)) throw inventoryError(source, [], 'expected a mapping of groups at the top level');
-  const groups = new Map<string, Group>();
-  const hostOrder: string[] = [];
-  /** Where each group and host is first written, for errors about what is missing there. */
-  const groupPaths = new Map<string, string[]>();
-  const hostPaths = new Map<string, string[]>();
-  const groupOf = (name: string): Group => {
-    let group = groups.get(name);
-    if (!group) {
-      group = { name, vars: new Map(), hosts: new Map(), parents: new Set() };
-      groups.set(name, group);
-    }
-    return group;
-  };
-  const walk = (name: string, body: unknown, path: string[], parent: string | undefined, depth: number): void => {
-    if (depth > MAX_GROUP_NESTING) throw inventoryError(source, path, 'groups nest too deeply (a children loop?)');
-    checkHostName(name, 'group', path, source);
-    const group = groupOf(name);
-    if (!groupPaths.has(name)) groupPaths.set(name, path);
-    if (parent !== undefined && parent !== name) group.parents.add(parent);
-    if (body === null || body === undefined) return;
-    if (!isMapping(body)) throw inventoryError(source, path, 'expected a group: a mapping of hosts, vars and children');
-    for (const key of Object.keys(body)) {
-      if (!GROUP_KEYS.has(key))
-        throw inventoryError(source, [...path, key], 'unknown field (expected hosts, vars or children)');
-    }
-    if (body.vars !== undefined && body.vars !== null) {
-      for (const [key, entry] of varsOf(body.vars, [...path, 'vars'], source)) group.vars.set(key, entry);
-    }
-    if (body.hosts !== undefined && body.hosts !== null) {
-      if (!isMapping(body.hosts)) throw inventoryError(source, [...path, 'hosts'], 'expected a mapping of host names');
-      for (const [host, vars] of Object.entries(body.hosts)) {
-        const hostPath = [...path, 'hosts', host];
-        if (/\[.*:.*\]/.test(host))
-          throw inventoryError(source, hostPath, 'host ranges are not supported; list the hosts');
-        checkHostName(host, 'host', hostPath, source);
-        if (!hostOrder.includes(host)) hostOrder.push(host);
-        if (!hostPaths.has(host)) hostPaths.set(host, hostPath);
-        const own = group.hosts.get(host) ?? new Map<string, SourcedValue>();
-        if (vars !== null && vars !== undefined)
-          for (const [key, entry] of varsOf(vars, hostPath, source)) own.set(key, entry);
-        group.hosts.set(host, own);
-      }
-    }
-    if (body.children !== undefined && body.children !== null) {
-      if (!isMapping(body.children))
-        throw inventoryError(source, [...path, 'children'], 'expected a mapping of groups');
-      for (const [child, childBody] of Object.entries(body.children)) {
-        walk(child, childBody, [...path, 'children', child], name, depth + 1);
-      }
-    }
-  };
-  for (const [name, body] of Object.entries(document)) walk(name, body, [name], name === 'all' ? undefined : 'all', 0);
-  groupOf('all');
+/** The variables of one group_vars/ or host_vars/ file, already parsed, in Ansible's file order. */
+export interface AnsibleVarsFile {
+  /** A mapping of variables (or null for an empty file). */
+  document: unknown;
+  source: InventorySource;
+}
 
+/** group_vars/ and host_vars/ beside the inventory, by group or host name. */
+export interface AnsibleVarsFiles {
+  groupVars: ReadonlyMap<string, AnsibleVarsFile[]>;
+  hostVars: ReadonlyMap<string, AnsibleVarsFile[]>;
+}
+
+/** No group_vars/ and no host_vars/. */
+export const NO_VARS_FILES: AnsibleVarsFiles = { groupVars: new Map(), hostVars: new Map() };
+
+/**
+ * An inventory being read, filled as Ansible's InventoryData is: `all` and
+ * `ungrouped` exist from the start, a host keeps one set of variables and the
+ * port of the first pattern that named it.
+ */
+export class AnsibleInventoryBuilder {
+  readonly groups = new Map<string, AnsibleGroup>();
+  readonly hosts = new Map<string, AnsibleHost>();
+
+  private readonly source: InventorySource;
+
+  constructor(source: InventorySource) {
+    this.source = source;
+    this.addGroup('all', [], source);
+    this.addGroup('ungrouped', [], source);
+    this.addChild('all', 'ungrouped', [], source);
+  }
+
+  addGroup(name: string, path: string[], source: InventorySource): void {
+    if (!this.groups.has(name)) {
+      this.groups.set(name, { name, vars: new Map(), children: [], parents: [], priority: 1, path, source });
+    }
+  }
+
+  /** Makes `child` a child of `parent`; a loop is refused, as Ansible refuses it. */
+  addChild(parent: string, child: string, path: string[], source: InventorySource): void {
+    const parentGroup = this.groups.get(parent)!;
+    const childGroup = this.groups.get(child)!;
+    if (parent === child || this.ancestorsOf(parent).has(child)) {
+      throw inventoryError(source, path, `group ${child} as a child of ${parent} makes a loop of groups`);
+    }
+    if (!parentGroup.children.includes(child)) parentGroup.children.push(child);
+    if (!childGroup.parents.includes(parent)) childGroup.parents.push(parent);
+  }
+
+  /** Adds `name` to `group`; `port` (from `host:port`) only counts the first time the host is named. */
+  addHost(name: string, group: string, port: number | undefined, path: string[], source: InventorySource): void {
+    let host = this.hosts.get(name);
+    if (host === undefined) {
+      host = { name, vars: new Map(), groups: [], path, source };
+      this.hosts.set(name, host);
+      if (port !== undefined) host.vars.set('ansible_port', { value: port, path, source });
+    }
+    if (!host.groups.includes(group)) host.groups.push(group);
+  }
+
+  setGroupVar(group: string, key: string, entry: SourcedValue): void {
+    const target = this.groups.get(group)!;
+    if (key === 'ansible_group_priority') {
+      target.priority = groupPriority(entry);
+      return;
+    }
+    target.vars.set(key, entry);
+  }
+
+  setHostVar(host: string, key: string, entry: SourcedValue): void {
+    this.hosts.get(host)!.vars.set(key, entry);
+  }
+
+  /** Every group above `name`. */
+  ancestorsOf(name: string): Set<string> {
+    const seen = new Set<string>();
+    const visit = (group: string): void => {
+      for (const parent of this.groups.get(group)?.parents ?? []) {
+        if (seen.has(parent)) continue;
+        seen.add(parent);
+        visit(parent);
+      }
+    };
+    visit(name);
+    return seen;
+  }
+
+  /** The builder's own source (the inventory file). */
+  get inventorySource(): InventorySource {
+    return this.source;
+  }
+}
+
+/** `ansible_group_priority` is Python's int() of the value. */
+function groupPriority(entry: SourcedValue): number {
+  const { value } = entry;
+  if (typeof value === 'number' && Number.isInteger(value)) return value;
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (typeof value === 'string' && /^\s*[+-]?\d+\s*$/.test(value)) return Number(value);
+  throw inventoryError(entry.source, entry.path, 'ansible_group_priority must be an integer');
+}
+
+/**
+ * Flattens a filled builder into edgeadm's inventory: each host with its
+ * variables resolved by Ansible's precedence (see the module comment).
+ */
+export function resolveAnsibleInventory(
+  builder: AnsibleInventoryBuilder,
+  varsFiles: AnsibleVarsFiles = NO_VARS_FILES,
+): FleetInventory {
+  const source = builder.inventorySource;
+  const { groups } = builder;
+  // Groups no one lists as a child are children of `all`; hosts in no group are `ungrouped`.
+  for (const group of groups.values()) {
+    if (group.name !== 'all' && group.parents.length === 0) builder.addChild('all', group.name, group.path, source);
+  }
+  for (const host of builder.hosts.values()) {
+    if (host.groups.every((group) => IMPLICIT_GROUPS.has(group)) && !host.groups.includes('ungrouped'))
+      host.groups.push('ungrouped');
+    if (host.groups.some((group) => !IMPLICIT_GROUPS.has(group)))
+      host.groups = host.groups.filter((group) => group !== 'ungrouped');
+  }
   const depthOf = depthFunction(groups);
   const warnings: string[] = [];
-  const endpoints: { host: string; value: string; path: string[] }[] = [];
-  const hosts = hostOrder.map((name) => {
-    const direct = [...groups.values()].filter((group) => group.hosts.has(name));
-    const memberOf = new Set<string>(['all']);
-    const addAncestors = (group: Group): void => {
-      if (memberOf.has(group.name)) return;
-      memberOf.add(group.name);
-      for (const parent of group.parents) addAncestors(groups.get(parent)!);
-    };
-    for (const group of direct) addAncestors(group);
-    const ordered = [...memberOf]
-      .map((group) => groups.get(group)!)
-      .sort((a, b) => depthOf(a.name) - depthOf(b.name) || a.name.localeCompare(b.name));
+  warnUnknownVariables(builder, varsFiles, warnings);
+  const fileVars = (files: AnsibleVarsFile[] | undefined): Map<string, SourcedValue> => {
     const vars = new Map<string, SourcedValue>();
-    for (const group of ordered) for (const [key, entry] of group.vars) vars.set(key, entry);
-    for (const group of ordered) for (const [key, entry] of group.hosts.get(name) ?? []) vars.set(key, entry);
-    const host = hostFromVars(name, vars, ordered, hostPaths.get(name)!, source, warnings);
-    const endpoint = vars.get(CONTROL_PLANE_ENDPOINT_VAR);
-    if (host.role === 'control-plane' && endpoint !== undefined && endpoint.value !== null) {
-      endpoints.push({
-        host: name,
-        value: controlPlaneEndpointField(endpoint.value, endpoint.path, source),
-        path: endpoint.path,
-      });
+    for (const file of files ?? []) {
+      if (file.document === null || file.document === undefined) continue;
+      if (!isMapping(file.document)) throw inventoryError(file.source, [], 'expected a mapping of variables');
+      for (const [key, value] of Object.entries(file.document))
+        vars.set(key, { value, path: [key], source: file.source });
     }
-    return host;
+    return vars;
+  };
+
+  const endpoints: { host: string; value: string; entry: SourcedValue }[] = [];
+  const hosts = [...builder.hosts.values()].map((host) => {
+    const memberOf = new Set<string>();
+    for (const group of host.groups) {
+      memberOf.add(group);
+      for (const ancestor of builder.ancestorsOf(group)) memberOf.add(ancestor);
+    }
+    memberOf.delete('all');
+    const ordered = sortGroups(
+      [...memberOf].map((name) => groups.get(name)!),
+      depthOf,
+    );
+    const vars = new Map<string, SourcedValue>();
+    const apply = (from: Map<string, SourcedValue>): void => {
+      for (const [key, entry] of from) vars.set(key, entry);
+    };
+    apply(groups.get('all')!.vars);
+    for (const group of ordered) apply(group.vars);
+    apply(fileVars(varsFiles.groupVars.get('all')));
+    for (const group of ordered) apply(fileVars(varsFiles.groupVars.get(group.name)));
+    apply(host.vars);
+    apply(fileVars(varsFiles.hostVars.get(host.name)));
+    const fleetHost = hostFromVars(host, vars, ordered, warnings);
+    const endpoint = vars.get(CONTROL_PLANE_ENDPOINT_VAR);
+    if (fleetHost.role === 'control-plane' && endpoint !== undefined && endpoint.value !== null) {
+      const value = controlPlaneEndpointField(usable(endpoint), endpoint.path, endpoint.source);
+      endpoints.push({ host: host.name, value, entry: endpoint });
+    }
+    return fleetHost;
   });
   if (hosts.length === 0) throw inventoryError(source, [], 'lists no hosts');
   // Control-plane hosts first: fleet runs bring them up before the nodes.
@@ -142,8 +251,8 @@ export function parseAnsibleInventory(document: unknown, source: InventorySource
   const differing = endpoints.find((entry) => entry.value !== endpoints[0]!.value);
   if (differing !== undefined) {
     throw inventoryError(
-      source,
-      differing.path,
+      differing.entry.source,
+      differing.entry.path,
       `${differing.host} has control-plane endpoint ${differing.value}, ${endpoints[0]!.host} has ${endpoints[0]!.value}: the control planes share one`,
     );
   }
@@ -155,63 +264,105 @@ export function parseAnsibleInventory(document: unknown, source: InventorySource
     ...(endpoints[0] === undefined ? {} : { controlPlaneEndpoint: endpoints[0].value }),
     controlPlaneEndpointLocation:
       endpoints[0] === undefined
-        ? missingEndpointLocation(firstControlPlane, groupPaths, hostPaths, source)
-        : locationOf(source, endpoints[0].path),
-    warnings,
+        ? missingEndpointLocation(firstControlPlane, builder)
+        : locationOf(endpoints[0].entry.source, endpoints[0].entry.path),
+    warnings: [...new Set(warnings)],
   };
 }
 
-/** Where `control_plane_endpoint` belongs: the vars of the first control plane's group (or the host). */
-function missingEndpointLocation(
-  host: FleetHost | undefined,
-  groupPaths: Map<string, string[]>,
-  hostPaths: Map<string, string[]>,
-  source: InventorySource,
-): InventoryLocation {
-  if (host === undefined) return locationOf(source, ['all', 'vars', CONTROL_PLANE_ENDPOINT_VAR]);
-  const group = host.groups.find((name) => CONTROL_PLANE_GROUPS.has(name) && groupPaths.has(name));
-  const path = group === undefined ? [...hostPaths.get(host.name)!] : [...groupPaths.get(group)!, 'vars'];
-  return locationOf(source, [...path, CONTROL_PLANE_ENDPOINT_VAR]);
+/** Ansible's sort_groups: depth, then priority, then name (by code point, as Python compares text). */
+function sortGroups(list: AnsibleGroup[], depthOf: (name: string) => number): AnsibleGroup[] {
+  return list.sort(
+    (a, b) =>
+      depthOf(a.name) - depthOf(b.name) || a.priority - b.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  );
 }
 
-/** Deepest `children` nesting followed; beyond it the file has a loop. */
-export const MAX_GROUP_NESTING = 32;
-
-function varsOf(value: unknown, path: string[], source: InventorySource): Map<string, SourcedValue> {
-  if (!isMapping(value)) throw inventoryError(source, path, 'expected a mapping of variables');
-  const vars = new Map<string, SourcedValue>();
-  for (const [key, entry] of Object.entries(value)) {
-    if (typeof entry === 'string' && entry.includes('{{')) {
-      throw inventoryError(source, [...path, key], 'templates ({{ … }}) are not evaluated by edgeadm; write the value');
-    }
-    vars.set(key, { value: entry, path: [...path, key] });
-  }
-  return vars;
-}
-
-function depthFunction(groups: Map<string, Group>): (name: string) => number {
+/** A group's depth: its longest path from `all`, as Ansible tracks it. */
+function depthFunction(groups: Map<string, AnsibleGroup>): (name: string) => number {
   const cache = new Map<string, number>();
-  const depth = (name: string, seen: Set<string>): number => {
+  const depth = (name: string): number => {
     const cached = cache.get(name);
     if (cached !== undefined) return cached;
-    if (name === 'all' || seen.has(name)) return 0;
-    seen.add(name);
-    const parents = [...(groups.get(name)?.parents ?? [])];
-    const result = parents.length === 0 ? 1 : 1 + Math.max(...parents.map((parent) => depth(parent, seen)));
+    const parents = groups.get(name)?.parents ?? [];
+    const result = name === 'all' || parents.length === 0 ? 0 : 1 + Math.max(...parents.map(depth));
     cache.set(name, result);
     return result;
   };
-  return (name) => depth(name, new Set());
+  return depth;
 }
 
+/** Where `control_plane_endpoint` belongs: the vars of the first control plane's group (or the host). */
+function missingEndpointLocation(host: FleetHost | undefined, builder: AnsibleInventoryBuilder): InventoryLocation {
+  if (host === undefined) return locationOf(builder.inventorySource, ['all', 'vars', CONTROL_PLANE_ENDPOINT_VAR]);
+  const group = host.groups
+    .map((name) => builder.groups.get(name)!)
+    .find((candidate) => CONTROL_PLANE_GROUPS.has(candidate.name) && candidate.path.length > 0);
+  if (group !== undefined) return locationOf(group.source, [...group.path, 'vars', CONTROL_PLANE_ENDPOINT_VAR]);
+  const written = builder.hosts.get(host.name)!;
+  return locationOf(written.source, [...written.path, CONTROL_PLANE_ENDPOINT_VAR]);
+}
+
+/** Warns once per place about an `ansible_*` name Ansible does not know (a typo, most often). */
+function warnUnknownVariables(builder: AnsibleInventoryBuilder, varsFiles: AnsibleVarsFiles, warnings: string[]): void {
+  const check = (key: string, source: InventorySource, path: string[]): void => {
+    const problem = unknownAnsibleVariable(key);
+    if (problem !== undefined) warnings.push(`${fieldLocation(source, path)}: ${problem}`);
+  };
+  for (const group of builder.groups.values())
+    for (const [key, entry] of group.vars) check(key, entry.source, entry.path);
+  for (const host of builder.hosts.values()) for (const [key, entry] of host.vars) check(key, entry.source, entry.path);
+  for (const files of [...varsFiles.groupVars.values(), ...varsFiles.hostVars.values()]) {
+    for (const file of files) {
+      if (isMapping(file.document)) for (const key of Object.keys(file.document)) check(key, file.source, [key]);
+    }
+  }
+}
+
+/**
+ * The value of a variable edgeadm acts on: templates and vault values are
+ * refused here, where they matter, and nowhere else (an inventory may carry
+ * templates for its playbooks).
+ */
+function usable(entry: SourcedValue): unknown {
+  const { value } = entry;
+  if (value instanceof VaultValue) {
+    throw new ValidationError(
+      `${fieldLocation(entry.source, entry.path)}: is encrypted with Ansible Vault (!vault), which edgeadm does not decrypt`,
+      {
+        code: 'E_INVENTORY_VAULT',
+        hints: VAULT_HINTS,
+        details: { file: entry.source.file, field: entry.path.join('.') },
+      },
+    );
+  }
+  if (typeof value === 'string' && /\{\{|\{%/.test(value)) {
+    throw inventoryError(
+      entry.source,
+      entry.path,
+      'holds a Jinja template ({{ … }} or {% … %}), which edgeadm does not evaluate',
+      [
+        'Write the value itself here,',
+        'or let Ansible render it: "ansible-inventory -i FILE --list --yaml --output inventory.yml" keeps templates, so set the plain value in that file.',
+      ],
+    );
+  }
+  return value;
+}
+
+/** The variable names edgeadm reads, first match winning (the ssh plugin's own order: ansible_ssh_* first). */
+const ADDRESS_VARS = ['ansible_ssh_host', 'ansible_host'];
+const PORT_VARS = ['ansible_ssh_port', 'ansible_port'];
+const USER_VARS = ['ansible_ssh_user', 'ansible_user'];
+const KEY_FILE_VARS = ['ansible_ssh_private_key_file', 'ansible_private_key_file'];
+
 function hostFromVars(
-  name: string,
+  host: AnsibleHost,
   vars: Map<string, SourcedValue>,
-  groups: Group[],
-  hostPath: string[],
-  source: InventorySource,
+  groups: AnsibleGroup[],
   warnings: string[],
 ): FleetHost {
+  const { name } = host;
   const get = (...keys: string[]): SourcedValue | undefined => {
     for (const key of keys) {
       const entry = vars.get(key);
@@ -221,29 +372,38 @@ function hostFromVars(
   };
   const text = (...keys: string[]): string | undefined => {
     const entry = get(...keys);
-    return entry === undefined ? undefined : stringField(entry.value, entry.path, source);
+    return entry === undefined ? undefined : stringField(usable(entry), entry.path, entry.source);
   };
   const ssh: FleetSshSettings = {};
-  const user = text('ansible_user', 'ansible_ssh_user');
+  const user = text(...USER_VARS);
   if (user !== undefined) {
-    checkSshUser(name, user, get('ansible_user', 'ansible_ssh_user')!.path, source);
+    const entry = get(...USER_VARS)!;
+    checkSshUser(name, user, entry.path, entry.source);
     ssh.user = user;
   }
-  const port = get('ansible_port', 'ansible_ssh_port');
-  if (port !== undefined) ssh.port = portField(port.value, port.path, source);
-  const keyFile = text('ansible_ssh_private_key_file', 'ansible_private_key_file');
+  const port = get(...PORT_VARS);
+  if (port !== undefined) {
+    ssh.port = ansiblePort(port);
+    const written = writtenOctal(port);
+    if (written !== undefined) {
+      warnings.push(
+        `${fieldLocation(port.source, port.path)}: ${written} is the octal number ${ssh.port} in YAML 1.1, as Ansible reads it too; quote it or drop the leading zero if you meant ${Number.parseInt(written.replaceAll('_', ''), 10)}`,
+      );
+    }
+  }
+  const keyFile = text(...KEY_FILE_VARS);
   if (keyFile !== undefined) ssh.keyFile = keyFile;
   const become = get('ansible_become');
-  if (become !== undefined) ssh.become = booleanVar(become, source);
+  if (become !== undefined) ssh.become = booleanVar(become);
   const jumps: string[] = [];
   for (const key of ['ansible_ssh_common_args', 'ansible_ssh_extra_args']) {
     const entry = get(key);
     if (entry === undefined) continue;
-    const parsed = parseSshArgs(stringField(entry.value, entry.path, source));
-    for (const jump of parsed.jumps) checkJump(name, jump, entry.path, source);
+    const parsed = parseSshArgs(stringField(usable(entry), entry.path, entry.source));
+    for (const jump of parsed.jumps) checkJump(name, jump, entry.path, entry.source);
     jumps.push(...parsed.jumps);
     if (parsed.ignored.length > 0) {
-      warnings.push(`${fieldLocation(source, entry.path)}: ignored ssh options ${parsed.ignored.join(' ')}`);
+      warnings.push(`${fieldLocation(entry.source, entry.path)}: ignored ssh options ${parsed.ignored.join(' ')}`);
     }
   }
   if (jumps.length > 0) ssh.jumps = jumps;
@@ -253,23 +413,25 @@ function hostFromVars(
     ? 'control-plane'
     : 'worker';
   if (roleVar !== undefined) {
-    if (roleVar.value !== 'control-plane' && roleVar.value !== 'worker') {
-      throw inventoryError(source, roleVar.path, 'expected control-plane or worker');
+    const value = usable(roleVar);
+    if (value !== 'control-plane' && value !== 'worker') {
+      throw inventoryError(roleVar.source, roleVar.path, 'expected control-plane or worker');
     }
-    role = roleVar.value;
+    role = value;
   }
   const labels: Record<string, string> = {};
   const labelVar = get('edgeadm_labels');
   if (labelVar !== undefined) {
-    if (!isMapping(labelVar.value)) throw inventoryError(source, labelVar.path, 'expected a mapping of labels');
-    for (const [key, value] of Object.entries(labelVar.value)) labels[key] = String(value);
-    checkLabels(name, labels, labelVar.path, source);
+    const value = usable(labelVar);
+    if (!isMapping(value)) throw inventoryError(labelVar.source, labelVar.path, 'expected a mapping of labels');
+    for (const [key, label] of Object.entries(value)) labels[key] = String(label);
+    checkLabels(name, labels, labelVar.path, labelVar.source);
   }
   const edge = get('edgeadm_edge');
   const packagePath = text('edgeadm_package');
-  const addressVar = get('ansible_host', 'ansible_ssh_host');
-  const address = text('ansible_host', 'ansible_ssh_host') ?? name;
-  checkAddress(name, address, addressVar?.path ?? hostPath, source);
+  const addressVar = get(...ADDRESS_VARS);
+  const address = text(...ADDRESS_VARS) ?? name;
+  checkAddress(name, address, addressVar?.path ?? host.path, addressVar?.source ?? host.source);
   return {
     name,
     address,
@@ -277,18 +439,48 @@ function hostFromVars(
     role,
     groups: groups.map((group) => group.name).filter((group) => !IMPLICIT_GROUPS.has(group)),
     labels,
-    isEdge: edge === undefined ? false : booleanVar(edge, source),
+    isEdge: edge === undefined ? false : booleanVar(edge),
     ...(packagePath === undefined ? {} : { packagePath }),
   };
 }
 
+/**
+ * The port as Ansible's ssh plugin takes it: an integer, or text that
+ * Python's int() reads in base 10. YAML 1.1 has already made `02222` the
+ * octal 1170; that is what Ansible connects to, so edgeadm does the same and
+ * says so.
+ */
+function ansiblePort(entry: SourcedValue): number {
+  const value = usable(entry);
+  if (typeof value === 'string' && /^\d+$/.test(value)) return portField(Number(value), entry.path, entry.source);
+  if (typeof value === 'boolean' || typeof value === 'string') {
+    throw inventoryError(
+      entry.source,
+      entry.path,
+      `expected a port number between 1 and 65535, found ${JSON.stringify(value)}`,
+    );
+  }
+  return portField(value, entry.path, entry.source);
+}
+
+/** The text of a YAML value written as a leading-zero (octal) integer, when its line shows one. */
+function writtenOctal(entry: SourcedValue): string | undefined {
+  const line = lineOf(entry.source.lines, entry.path);
+  if (entry.source.text === undefined || line === undefined || typeof entry.value !== 'number') return undefined;
+  const key = entry.path.at(-1)!;
+  const text = entry.source.text.split(/\r?\n/)[line - 1] ?? '';
+  const match = new RegExp(`(?:^|[\\s{,])${key}\\s*:\\s*([-+]?0[0-7_]+)\\s*(?:[,}#]|$)`).exec(text);
+  return match?.[1];
+}
+
 /** Ansible's truthy spellings. */
-function booleanVar(entry: SourcedValue, source: InventorySource): boolean {
-  if (typeof entry.value === 'boolean') return entry.value;
-  const text = String(entry.value).toLowerCase();
+function booleanVar(entry: SourcedValue): boolean {
+  const value = usable(entry);
+  if (typeof value === 'boolean') return value;
+  const text = String(value).toLowerCase();
   if (['yes', 'true', 'on', '1', 'y'].includes(text)) return true;
   if (['no', 'false', 'off', '0', 'n'].includes(text)) return false;
-  throw inventoryError(source, entry.path, 'expected a boolean (true/false, yes/no)');
+  throw inventoryError(entry.source, entry.path, 'expected a boolean (true/false, yes/no)');
 }
 
 /** The bastions named by `-J`/ProxyJump in ssh arguments, and what else was there. */

@@ -10,6 +10,8 @@ import type { InventoryLocation } from './types.js';
 export interface InventorySource {
   file: string;
   lines: LineMap;
+  /** The YAML text, when a reader wants to see how a value was written (octal ports). */
+  text?: string;
 }
 
 /** A {@link ValidationError} (`E_INVENTORY`) for the field at `path`. */

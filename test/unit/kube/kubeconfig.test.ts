@@ -88,6 +88,32 @@ describe('kubeconfig', () => {
   });
 });
 
+describe('kubeconfig files are read as kubectl reads them', () => {
+  const write = (lines: string[]): string => {
+    const path = join(mkdtempSync(join(tmpdir(), 'kubeconfig-')), 'config');
+    writeFileSync(path, lines.join('\n'));
+    return path;
+  };
+  it('does not guess a context when current-context is unset, as kubectl does not', async () => {
+    const path = write([
+      'clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]',
+      'contexts: [{name: x, context: {cluster: c}}]',
+    ]);
+    await expect(readKubeconfigFile(path)).rejects.toThrow(/current-context must exist/);
+    expect(await readKubeconfigFile(path, { context: 'x' })).toMatchObject({ server: 'https://127.0.0.1:6443' });
+  });
+  it('refuses proxy-url and tls-server-name loudly instead of connecting without them', async () => {
+    for (const field of ['proxy-url: "http://proxy:3128"', 'tls-server-name: api.internal']) {
+      const path = write([
+        `clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", ${field}}}]`,
+        'contexts: [{name: x, context: {cluster: c}}]',
+        'current-context: x',
+      ]);
+      await expect(readKubeconfigFile(path)).rejects.toMatchObject({ code: 'E_KUBECONFIG_UNSUPPORTED' });
+    }
+  });
+});
+
 describe('kubeconfig: credentials are checked where they are read', () => {
   it('reads a client certificate and its key, and a one-line token file with its newline', async () => {
     const path = kubeconfigWith('{client-certificate: c.crt, client-key: c.key}', {

@@ -156,7 +156,9 @@ describe('parseInventory', () => {
       ansible_port: seventy
 `);
     expect(error.code).toBe('E_INVENTORY');
-    expect(error.message).toBe('inv.yaml:5: all.hosts.h1.ansible_port: expected a port number between 1 and 65535');
+    expect(error.message).toBe(
+      'inv.yaml:5: all.hosts.h1.ansible_port: expected a port number between 1 and 65535, found "seventy"',
+    );
     expect(error.details).toMatchObject({ file: 'inv.yaml', line: 5, field: 'all.hosts.h1.ansible_port' });
   });
 
@@ -167,7 +169,7 @@ describe('parseInventory', () => {
 
   it('refuses Jinja templates and duplicate edgeadm hosts with their lines', () => {
     expect(failure(`all:\n  vars:\n    ansible_user: "{{ user }}"\n  hosts:\n    h1:\n`).message).toMatch(
-      /^inv\.yaml:3: all\.vars\.ansible_user: templates/,
+      /^inv\.yaml:3: all\.vars\.ansible_user: holds a Jinja template/,
     );
     const duplicate = `kind: FleetInventory\ncontrolPlane:\n  hosts:\n    a:\nnodeGroups:\n  g:\n    hosts:\n      a:\n`;
     expect(failure(duplicate).message).toMatch(/^inv\.yaml:8: nodeGroups\.g\.hosts\.a: host a is already listed/);
