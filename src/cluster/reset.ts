@@ -87,12 +87,21 @@ export function stopWorkloadsScript(mountRoots: readonly string[]): string {
     '  for pid in $(cat "$procs" 2>/dev/null); do kill -9 "$pid" 2>/dev/null && killed=$((killed+1)); done',
     'done',
     // The shims of the namespace the CRI plugin uses (k3s and containerd alike).
-    'for pid in $(pgrep -f \'containerd-shim.* -namespace k8s\.io\' 2>/dev/null); do kill -9 "$pid" 2>/dev/null && killed=$((killed+1)); done',
+    // [m]: the pattern must not match this script's own command line (sh -c '…'), which pgrep -f reads too.
+    'for pid in $(pgrep -f \'containerd-shi[m].* -namespace k8s\.io\' 2>/dev/null); do kill -9 "$pid" 2>/dev/null && killed=$((killed+1)); done',
     'unmounted=0',
-    // Deepest first; mountinfo escapes spaces as \\040.
-    `for mount in $(awk '{ print $5 }' /proc/self/mountinfo | grep -E '^(${roots})(/|$)' | sort -r); do`,
-    '  umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || continue',
-    '  unmounted=$((unmounted+1))',
+    // Below the roots only (a root may be the operator's own mount, a disk for /var/lib/kubelet, which
+    // remove-files empties). Deepest first; mountinfo escapes spaces as \\040. A path mounted more than once (the kubelet's
+    // shared /var/lib/kubelet propagates its volume mounts) is unmounted again in the next round.
+    'round=0',
+    'while [ $round -lt 5 ]; do',
+    `  mounts=$(awk '{ print $5 }' /proc/self/mountinfo | grep -E '^(${roots})/' | sort -r)`,
+    '  [ -n "$mounts" ] || break',
+    '  for mount in $mounts; do',
+    '    umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || continue',
+    '    unmounted=$((unmounted+1))',
+    '  done',
+    '  round=$((round+1))',
     'done',
     // The kubelet's cgroups, emptied above, deepest first.
     'find /sys/fs/cgroup -maxdepth 3 -type d -name \'kubepods*\' 2>/dev/null | while read -r dir; do find "$dir" -depth -type d -exec rmdir {} \\; 2>/dev/null; done',

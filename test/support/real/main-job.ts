@@ -26,8 +26,8 @@ export interface RealMainJobResult {
   /** `kubectl get nodes -o wide` as printed. */
   nodesWide: string;
   nodes: Array<{ name: string; isReady: boolean; kubeletVersion: string; isEdge: boolean }>;
-  /** The pods of the test Deployment: name and node. */
-  pods: Array<{ name: string; node: string }>;
+  /** The pods of the test Deployment: name, node and UID. */
+  pods: Array<{ name: string; node: string; uid: string }>;
   /** What `kubectl logs` printed of the first pod. */
   logs: string;
   /** What `kubectl exec` printed from inside the first pod. */
@@ -38,8 +38,25 @@ export interface RealMainJobResult {
   seconds: { init: number; joins: number[]; total: number };
 }
 
+/** What the test workload asks of Kubernetes beyond running. */
+export interface WorkloadOptions {
+  /** Evict the pods this long after their node becomes unreachable (Kubernetes' default is 300 s). */
+  unreachableTolerationSeconds?: number;
+}
+
 /** The test workload: busybox printing a line with its node's name, then ticking. */
-export function edgeWorkload(name: string): object {
+export function edgeWorkload(name: string, options: WorkloadOptions = {}): object {
+  const asked =
+    options.unreachableTolerationSeconds === undefined
+      ? []
+      : [
+          {
+            key: 'node.kubernetes.io/unreachable',
+            operator: 'Exists',
+            effect: 'NoExecute',
+            tolerationSeconds: options.unreachableTolerationSeconds,
+          },
+        ];
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -51,7 +68,7 @@ export function edgeWorkload(name: string): object {
         metadata: { labels: { app: name } },
         spec: {
           nodeSelector: { 'edgeadm.io/edge': 'true' },
-          tolerations: [{ key: 'edgeadm.io/edge', operator: 'Exists', effect: 'NoSchedule' }],
+          tolerations: [{ key: 'edgeadm.io/edge', operator: 'Exists', effect: 'NoSchedule' }, ...asked],
           topologySpreadConstraints: [
             {
               maxSkew: 1,
@@ -80,16 +97,39 @@ export function edgeWorkload(name: string): object {
   };
 }
 
-/** Runs the main job; throws with the command's output when a step fails. */
-export async function runRealMainJob(options: {
+/** A real cluster on the rig's hosts, up and joined, with the means to drive it. */
+export interface RealCluster {
+  hosts: TestHosts;
+  controlPlane: TestHost;
+  edges: TestHost[];
+  kubernetesVersion: string;
+  /** The admin kubeconfig init wrote. */
+  kubeconfig: string;
+  /** Runs the rig's kubectl (same version as the cluster); throws on failure. With a title, reported. */
+  kubectl(args: string[], title?: string): Promise<string>;
+  /** Runs edgeadm as the operator; throws with its output on failure. */
+  edgeadm(title: string, args: string[]): Promise<string>;
+  /** The SSH flags that reach `host`. */
+  ssh(host: TestHost): string[];
+  /** Each host as it was before init. */
+  before: Map<string, Record<string, string>>;
+  seconds: { init: number; joins: number[] };
+}
+
+/** Options of {@link startRealCluster}. */
+export interface RealClusterOptions {
   hosts: TestHosts;
   /** The edgeadm to run: a program and its leading arguments (`node bin/run.js`, or the single binary). */
   edgeadm: [string, string[]];
   reporter?: MainJobReporter;
-}): Promise<RealMainJobResult> {
+  /** Extra flags for init (`--autonomy-duration 10m`). */
+  initFlags?: string[];
+}
+
+/** init (kubeadm, --enable-edge) on the first host and join --enable-edge of the others; every node Ready. */
+export async function startRealCluster(options: RealClusterOptions): Promise<RealCluster> {
   const { hosts } = options;
   const reporter = options.reporter ?? { step: () => undefined, output: () => undefined };
-  const started = Date.now();
   const [controlPlane, ...edges] = hosts.targets as [TestHost, ...TestHost[]];
   const home = mkdtempSync(join(hosts.dir, 'operator-'));
   const env = {
@@ -139,6 +179,7 @@ export async function runRealMainJob(options: {
     pkg.file,
     '--kubeconfig-out',
     kubeconfig,
+    ...(options.initFlags ?? []),
   ]);
   const initSeconds = (Date.now() - initStarted) / 1000;
   const joinLine = /^\s*(edgeadm join \S.*)$/m.exec(printed)?.[1];
@@ -154,7 +195,42 @@ export async function runRealMainJob(options: {
     await edgeadm(`join ${node.name} as an edge node`, args);
     joins.push((Date.now() - joinStarted) / 1000);
   }
+  return {
+    hosts,
+    controlPlane,
+    edges,
+    kubernetesVersion: pkg.kubernetesVersion,
+    kubeconfig,
+    kubectl,
+    edgeadm,
+    ssh,
+    before,
+    seconds: { init: initSeconds, joins },
+  };
+}
 
+/** reset of every host (edge nodes first), then what differs on each from before init. */
+export async function resetRealCluster(cluster: RealCluster): Promise<Record<string, string[]>> {
+  for (const host of [...cluster.edges].reverse()) {
+    await cluster.edgeadm(`reset ${host.name}`, ['reset', ...cluster.ssh(host), '--force']);
+  }
+  await cluster.edgeadm(`reset ${cluster.controlPlane.name}`, [
+    'reset',
+    ...cluster.ssh(cluster.controlPlane),
+    '--force',
+  ]);
+  const leftovers: Record<string, string[]> = {};
+  for (const host of cluster.hosts.targets) {
+    leftovers[host.name] = snapshotDifference(cluster.before.get(host.name)!, await hostSnapshot(cluster.hosts, host));
+  }
+  return leftovers;
+}
+
+/** Runs the main job; throws with the command's output when a step fails. */
+export async function runRealMainJob(options: RealClusterOptions): Promise<RealMainJobResult> {
+  const started = Date.now();
+  const cluster = await startRealCluster(options);
+  const { kubectl } = cluster;
   const nodesWide = await kubectl(['get', 'nodes', '-o', 'wide'], 'the nodes, through the real kubectl');
   const nodeList = JSON.parse(await kubectl(['get', 'nodes', '-o', 'json'])) as {
     items: Array<{
@@ -168,17 +244,8 @@ export async function runRealMainJob(options: {
     kubeletVersion: node.status.nodeInfo.kubeletVersion,
     isEdge: node.metadata.labels?.['edgeadm.io/edge'] === 'true',
   }));
-
-  const workload = join(home, 'workload.json');
-  writeFileSync(workload, JSON.stringify(edgeWorkload('hello-edge')));
-  await kubectl(['apply', '-f', workload], 'a Deployment whose pods run on the edge nodes');
-  await kubectl(['rollout', 'status', 'deployment/hello-edge', '--timeout=300s'], 'wait until its pods run');
-  const podList = JSON.parse(await kubectl(['get', 'pods', '-l', 'app=hello-edge', '-o', 'json'])) as {
-    items: Array<{ metadata: { name: string }; spec: { nodeName: string } }>;
-  };
-  const pods = podList.items.map((pod) => ({ name: pod.metadata.name, node: pod.spec.nodeName }));
+  const pods = await runEdgeWorkload(cluster, 'hello-edge');
   const first = pods[0]?.name ?? 'none';
-  await kubectl(['get', 'pods', '-l', 'app=hello-edge', '-o', 'wide'], 'where they run');
   const logs = await kubectl(['logs', first], 'a line the pod wrote (kubectl logs)');
   const execOutput = await kubectl(
     [
@@ -191,21 +258,33 @@ export async function runRealMainJob(options: {
     ],
     'a line from inside the running pod (kubectl exec)',
   );
-
-  for (const host of [...edges].reverse()) await edgeadm(`reset ${host.name}`, ['reset', ...ssh(host), '--force']);
-  await edgeadm(`reset ${controlPlane.name}`, ['reset', ...ssh(controlPlane), '--force']);
-  const leftovers: Record<string, string[]> = {};
-  for (const host of hosts.targets) {
-    leftovers[host.name] = snapshotDifference(before.get(host.name)!, await hostSnapshot(hosts, host));
-  }
+  const leftovers = await resetRealCluster(cluster);
   return {
-    kubernetesVersion: pkg.kubernetesVersion,
+    kubernetesVersion: cluster.kubernetesVersion,
     nodesWide,
     nodes,
     pods,
     logs,
     execOutput,
     leftovers,
-    seconds: { init: initSeconds, joins, total: (Date.now() - started) / 1000 },
+    seconds: { ...cluster.seconds, total: (Date.now() - started) / 1000 },
   };
+}
+
+/** Applies {@link edgeWorkload} and waits until its pods run; their names and nodes. */
+export async function runEdgeWorkload(
+  cluster: RealCluster,
+  name: string,
+  options: WorkloadOptions = {},
+): Promise<Array<{ name: string; node: string; uid: string }>> {
+  const { kubectl } = cluster;
+  const workload = join(cluster.hosts.dir, `${name}.json`);
+  writeFileSync(workload, JSON.stringify(edgeWorkload(name, options)));
+  await kubectl(['apply', '-f', workload], 'a Deployment whose pods run on the edge nodes');
+  await kubectl(['rollout', 'status', `deployment/${name}`, '--timeout=300s'], 'wait until its pods run');
+  await kubectl(['get', 'pods', '-l', `app=${name}`, '-o', 'wide'], 'where they run');
+  const podList = JSON.parse(await kubectl(['get', 'pods', '-l', `app=${name}`, '-o', 'json'])) as {
+    items: Array<{ metadata: { name: string; uid: string }; spec: { nodeName: string } }>;
+  };
+  return podList.items.map((pod) => ({ name: pod.metadata.name, node: pod.spec.nodeName, uid: pod.metadata.uid }));
 }
