@@ -88,7 +88,7 @@ export function stopWorkloadsScript(mountRoots: readonly string[]): string {
     'done',
     // The shims of the namespace the CRI plugin uses (k3s and containerd alike).
     // [m]: the pattern must not match this script's own command line (sh -c '…'), which pgrep -f reads too.
-    'for pid in $(pgrep -f \'containerd-shi[m].* -namespace k8s\.io\' 2>/dev/null); do kill -9 "$pid" 2>/dev/null && killed=$((killed+1)); done',
+    `for pid in $(pgrep -f 'containerd-shi[m].* -namespace k8s[.]io' 2>/dev/null); do kill -9 "$pid" 2>/dev/null && killed=$((killed+1)); done`,
     'unmounted=0',
     // Below the roots only (a root may be the operator's own mount, a disk for /var/lib/kubelet, which
     // remove-files empties). Deepest first; mountinfo escapes spaces as \\040. A path mounted more than once (the kubelet's
