@@ -249,14 +249,16 @@ export class DirectServiceManager implements ServiceManager {
 
   async stop(host: Host, unitName: string): Promise<void> {
     const pidFile = quote(this.#pidFile(unitName));
-    // The service leads its own process group (setsid), so the group is signalled.
+    // The launcher leads its own process group (setsid), with the service in it: the group is signalled,
+    // and waited for as a whole, so that the service's own graceful stop gets its time.
     const script = [
       `[ -f ${pidFile} ] || exit 0`,
       `pid=$(cat ${pidFile})`,
-      'kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true',
+      // `kill -TERM -- -PID` is refused by dash's kill ("Illegal number: -"), which left the group running.
+      'kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true',
       'i=0',
-      `while kill -0 "$pid" 2>/dev/null && [ $i -lt ${SERVICE_STOP_TIMEOUT_SECONDS * 10} ]; do sleep 0.1; i=$((i+1)); done`,
-      'kill -KILL -- "-$pid" 2>/dev/null || true',
+      `while { kill -0 "-$pid" || kill -0 "$pid"; } 2>/dev/null && [ $i -lt ${SERVICE_STOP_TIMEOUT_SECONDS * 10} ]; do sleep 0.1; i=$((i+1)); done`,
+      'kill -KILL "-$pid" 2>/dev/null || true',
       `rm -f ${pidFile}`,
     ].join('\n');
     await execOrThrow(host, script, {

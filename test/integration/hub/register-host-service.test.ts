@@ -167,7 +167,8 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
     const target = env.targets[0]!;
     const user = await env.run(
       target,
-      'ps -o user= -p "$(cat /var/lib/edgeadm/services/edgeadm-tunnel-agent.service.pid)"',
+      // The pid file names the launcher of the direct service manager (root); the agent is its child.
+      'ps -o user= --ppid "$(cat /var/lib/edgeadm/services/edgeadm-tunnel-agent.service.pid)"',
     );
     expect(user.trim()).toBe('edgeadm-agent');
     expect(await env.run(target, 'getent passwd edgeadm-agent | cut -d: -f6,7')).toBe(
