@@ -52,6 +52,10 @@ import { renderCopy, type RenderedCopy } from '../rollout/render.js';
 import { parseRollout, type RolloutSpec } from '../rollout/spec.js';
 import type { CopyMessage, RemoveMessage, ReportMessage, RolloutOwner } from '../rollout/wire.js';
 import { MAX_STORED_ROLLOUT_REVISIONS, ROLLOUT_PASS_INTERVAL_MS } from './limits.js';
+import { refuseRolloutChange, removalIdentity } from './rollout-permissions.js';
+import { loadStoredRollout } from './stored-rollout.js';
+import { checkDocumentLimits } from './document-limits.js';
+import type { QuarantinedRollout } from '../rollout/api.js';
 
 /** What happened to one message sent to an agent. */
 export type DeliveryOutcome =
@@ -152,6 +156,8 @@ export class RolloutController {
   readonly #rollouts = new Map<string, LiveRollout>();
   #clusters = new Map<string, ClusterRecord>();
   readonly #connected = new Set<string>();
+  /** Stored rollouts that could not be loaded at start (stored-rollout.ts): kept out of every pass. */
+  readonly #quarantined = new Map<string, { quarantine: QuarantinedRollout; record: RolloutRecord }>();
   /** Removals owed, by cluster, then rollout. */
   readonly #pendingRemovals = new Map<string, Map<string, PendingRemovalRecord>>();
 
@@ -198,15 +204,18 @@ export class RolloutController {
     const store = this.#store;
     this.#clusters = new Map((await store.listClusters()).map((cluster) => [cluster.name, cluster]));
     for (const record of await store.listRollouts()) {
-      const stored = await store.getRolloutRevision(record.name, record.revision);
-      let spec: RolloutSpec;
-      try {
-        spec = parseRollout(stored?.document);
-      } catch (error) {
-        this.#logger.error(`rollout ${record.name}: its stored document is unusable: ${(error as Error).message}`);
+      const loaded = await loadStoredRollout(store, record);
+      if (!loaded.ok) {
+        // Quarantined, never fatal: one document must not keep the hub from serving everyone else.
+        this.#quarantined.set(record.name, { quarantine: loaded.quarantine, record });
+        this.#logger.error(
+          `rollout ${record.name}: quarantined, its stored revision ${record.revision} cannot be loaded: ` +
+            `${loaded.quarantine.reason} (delete it, or apply a fixed revision after deleting it)`,
+        );
         continue;
       }
-      const reports = new Map((await store.listReportedCopies(record.name)).map((r) => [r.cluster, r]));
+      const { spec, document } = loaded;
+      const reports = new Map(loaded.reports.map((r) => [r.cluster, r]));
       // After a restart no delivery is known to have been accepted: clusters still applying get their copy again.
       const unconfirmed = new Set(
         Object.entries(record.progress.clusters)
@@ -216,7 +225,7 @@ export class RolloutController {
       const live: LiveRollout = {
         record,
         spec,
-        documentText: canonicalJson(stored?.document),
+        documentText: canonicalJson(document),
         reports,
         unconfirmed,
         viewKey: '',
@@ -339,8 +348,42 @@ export class RolloutController {
     }));
   }
 
+  /** Stored rollouts quarantined at start that the actor may see: all for an admin, their own for a user. */
+  quarantined(actor: RolloutActor): QuarantinedRollout[] {
+    return [...this.#quarantined.values()]
+      .map((entry) => entry.quarantine)
+      .filter((quarantine) => actor.isAdmin || quarantine.owner === actor.user)
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  /** How many stored rollouts are quarantined (the hub's metric). */
+  get quarantinedCount(): number {
+    return this.#quarantined.size;
+  }
+
+  #refuseIfQuarantined(name: string, actor: RolloutActor): void {
+    const entry = this.#quarantined.get(name);
+    if (entry === undefined) return;
+    if (!actor.isAdmin && entry.quarantine.owner !== actor.user) {
+      throw new HttpError(404, 'E_ROLLOUT_NOT_FOUND', `no rollout named "${name}"`);
+    }
+    throw new HttpError(
+      409,
+      'E_ROLLOUT_QUARANTINED',
+      `rollout "${name}" is quarantined: the hub could not load it at its start (${entry.quarantine.reason}); ` +
+        `delete it ("edgeadm hub rollout delete ${name}") and apply a fixed document`,
+    );
+  }
+
+  /** Refuses a change of a rollout the actor may see but does not own (rollout-permissions.ts). */
+  #refuseUnlessMayChange(live: LiveRollout, actor: RolloutActor, action: string): void {
+    const reason = refuseRolloutChange(actor, { name: live.record.name, owner: live.record.owner.user }, action);
+    if (reason !== undefined) throw new HttpError(403, 'E_ROLLOUT_NOT_OWNER', reason);
+  }
+
   /** The stored document of a rollout the actor may see. */
   async document(name: string, actor: RolloutActor): Promise<{ revision: number; document: unknown }> {
+    this.#refuseIfQuarantined(name, actor);
     const live = this.#visible(name, actor);
     const stored = await this.#store.getRolloutRevision(name, live.record.revision);
     return { revision: live.record.revision, document: stored?.document };
@@ -348,8 +391,10 @@ export class RolloutController {
 
   /** What {@link RolloutController.apply} would answer, changing nothing (a dry run). */
   preview(document: unknown, spec: RolloutSpec, actor: RolloutActor): ApplyResult {
+    this.#refuseIfQuarantined(spec.name, actor);
     const existing = this.#rollouts.get(spec.name);
     if (existing !== undefined && !this.#isVisible(existing, actor)) throw this.#taken(spec.name);
+    if (existing !== undefined) this.#refuseUnlessMayChange(existing, actor, 'apply a new revision of');
     const isUnchanged = existing !== undefined && existing.documentText === canonicalJson(document);
     const current = existing?.record.revision ?? 0;
     return { name: spec.name, revision: isUnchanged ? current : current + 1, isUnchanged, isCreated: !existing };
@@ -370,8 +415,10 @@ export class RolloutController {
    */
   apply(document: unknown, spec: RolloutSpec, actor: RolloutActor): Promise<ApplyResult> {
     return this.#exclusive(async () => {
+      this.#refuseIfQuarantined(spec.name, actor);
       const existing = this.#rollouts.get(spec.name);
       if (existing !== undefined && !this.#isVisible(existing, actor)) throw this.#taken(spec.name);
+      if (existing !== undefined) this.#refuseUnlessMayChange(existing, actor, 'apply a new revision of');
       const documentText = canonicalJson(document);
       if (existing !== undefined && existing.documentText === documentText) {
         return { name: spec.name, revision: existing.record.revision, isUnchanged: true, isCreated: false };
@@ -424,7 +471,8 @@ export class RolloutController {
     };
     live.viewKey = this.#viewKey(live);
     this.#rollouts.set(spec.name, live);
-    await this.#owe(dropped.map((cluster) => ({ rollout: spec.name, cluster, owner: ownerOf(owner) })));
+    // The applier's revision left these clusters: the removal is theirs, and runs as them.
+    await this.#owe(dropped.map((cluster) => ({ rollout: spec.name, cluster, owner: removalIdentity(actor) })));
     this.#logger.info(`rollout ${spec.name}: revision ${revision} applied by ${actor.user}`);
     this.#wakeWaiters(spec.name);
     this.#mark(spec.name);
@@ -434,7 +482,9 @@ export class RolloutController {
   /** Pause, resume or abort. */
   command(name: string, command: 'pause' | 'resume' | 'abort', actor: RolloutActor): Promise<RolloutStatusView> {
     return this.#exclusive(async () => {
+      this.#refuseIfQuarantined(name, actor);
       const live = this.#visible(name, actor);
+      this.#refuseUnlessMayChange(live, actor, command);
       const progress = live.record.progress;
       const state = progress.state;
       let next: RolloutProgress['state'] = state;
@@ -470,14 +520,27 @@ export class RolloutController {
   /** Applies the revision before the current one again, as a new revision. */
   undo(name: string, actor: RolloutActor): Promise<RolloutStatusView> {
     return this.#exclusive(async () => {
+      this.#refuseIfQuarantined(name, actor);
       const live = this.#visible(name, actor);
+      this.#refuseUnlessMayChange(live, actor, 'undo');
       const revisions = await this.#store.listRolloutRevisions(name);
       const previous = revisions.filter((revision) => revision < live.record.revision).at(-1);
       const stored = previous === undefined ? undefined : await this.#store.getRolloutRevision(name, previous);
       if (stored === undefined) {
         throw new HttpError(409, 'E_ROLLOUT_NO_PREVIOUS', `rollout "${name}" has no earlier revision to go back to`);
       }
-      const spec = parseRollout(stored.document);
+      let spec: RolloutSpec;
+      try {
+        // An earlier revision stored before the hub's document limits is held to them before anything walks it.
+        checkDocumentLimits(stored.document, `revision ${previous}'s document`);
+        spec = parseRollout(stored.document);
+      } catch (error) {
+        throw new HttpError(
+          409,
+          'E_ROLLOUT_NO_PREVIOUS',
+          `cannot undo to revision ${previous}: ${(error as Error).message}`,
+        );
+      }
       const reason = actor.isAdmin ? undefined : this.outsideScope(spec, actor.clustersSelector);
       if (reason !== undefined)
         throw new HttpError(403, 'E_HUB_FORBIDDEN', `cannot undo to revision ${previous}: ${reason}`);
@@ -493,17 +556,27 @@ export class RolloutController {
    */
   async delete(name: string, actor: RolloutActor): Promise<DeleteResult> {
     const owed = await this.#exclusive(async () => {
-      const live = this.#visible(name, actor);
-      const owner = ownerOf(live.record.owner);
+      const quarantined = this.#quarantined.get(name);
+      const record = quarantined?.record ?? this.#visible(name, actor).record;
+      const live = this.#rollouts.get(name);
+      const reason = refuseRolloutChange(actor, { name, owner: record.owner.user }, 'delete');
+      if (reason !== undefined) {
+        // A quarantined rollout of another owner is not shown to a user: nor is its existence told here.
+        if (quarantined !== undefined) throw new HttpError(404, 'E_ROLLOUT_NOT_FOUND', `no rollout named "${name}"`);
+        throw new HttpError(403, 'E_ROLLOUT_NOT_OWNER', reason);
+      }
+      // The removal is the deleter's action: it runs as them, so the cluster's RBAC decides what they may remove.
+      const identity = removalIdentity(actor);
       const reached = new Set(
-        Object.entries(live.record.progress.clusters)
+        Object.entries(record.progress.clusters)
           .filter(([, progress]) => progress.targetRevision !== undefined)
           .map(([cluster]) => cluster),
       );
-      for (const cluster of live.reports.keys()) if (this.#clusters.has(cluster)) reached.add(cluster);
-      const removals = [...reached].sort().map((cluster) => ({ rollout: name, cluster, owner }));
+      for (const cluster of live?.reports.keys() ?? []) if (this.#clusters.has(cluster)) reached.add(cluster);
+      const removals = [...reached].sort().map((cluster) => ({ rollout: name, cluster, owner: identity }));
       await this.#store.deleteRollout(name, removals);
       this.#rollouts.delete(name);
+      this.#quarantined.delete(name);
       // Reports of a deleted rollout are moot: the agent need not send them again.
       for (const waiter of this.#takeUnwritten(name)) waiter.resolve();
       for (const removal of removals) this.#rememberRemoval(removal);
@@ -547,6 +620,7 @@ export class RolloutController {
 
   /** The status of a rollout the actor may see. */
   status(name: string, actor: RolloutActor, withClusters: boolean): RolloutStatusView {
+    this.#refuseIfQuarantined(name, actor);
     const live = this.#visible(name, actor);
     const view = live.view?.statusVersion === live.record.statusVersion ? live.view : this.#statusView(live, true);
     if (withClusters) return view;

@@ -9,7 +9,9 @@
  * - `PUT /hub/v1/rollouts/{name}` body: the Rollout document as JSON, with
  *   file references already read into `spec.resources`; `?dryRun=true`
  *   stores nothing. Answers {@link ApplyResult}.
- * - `GET /hub/v1/rollouts` → `{ rollouts: RolloutListItem[] }`.
+ * - `GET /hub/v1/rollouts` → `{ rollouts: RolloutListItem[], quarantined: QuarantinedRollout[] }`
+ *   (quarantined: stored rollouts the hub could not load at its start; an
+ *   admin sees all of them, a user those they own).
  * - `GET /hub/v1/rollouts/{name}` → {@link RolloutStatusView};
  *   `?clusters=true` adds the per-cluster rows; `?waitForChangeFrom=N`
  *   answers when `statusVersion` differs from N, or after
@@ -60,6 +62,20 @@ export interface RolloutListItem {
   clusters: number;
   counts: PhaseCounts;
   updatedAt: string;
+}
+
+/**
+ * A stored rollout the hub could not load at its start (a document past the
+ * hub's limits, or one that no longer parses). The hub serves everyone else;
+ * the rollout does nothing until its owner or an admin deletes it (its
+ * clusters are then owed a removal as usual).
+ */
+export interface QuarantinedRollout {
+  name: string;
+  revision: number;
+  owner: string;
+  /** Why it could not be loaded. */
+  reason: string;
 }
 
 /** One wave's progress. */

@@ -19,7 +19,7 @@ import { RolloutController, type DeliveryOutcome } from '../../../src/hub/rollou
 import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import type { HubPki } from '../../../src/hub/hub-pki.js';
-import type { CopyMessage } from '../../../src/rollout/wire.js';
+import type { CopyMessage, RemoveMessage } from '../../../src/rollout/wire.js';
 import { rolloutDocument } from '../rollout/fixtures.js';
 
 interface Answer {
@@ -32,6 +32,8 @@ let store: SqliteHubStore;
 let controller: RolloutController;
 let context: HubContext;
 let copies: CopyMessage[];
+/** Every removal sent to an agent, with the identity it runs as. */
+let removals: { cluster: string; message: RemoveMessage }[];
 const adminToken = newUserToken();
 /** A user scoped to the eu shops. */
 const euToken = newUserToken();
@@ -112,12 +114,16 @@ beforeEach(async () => {
   await addCluster('eu-2', { env: 'prod', region: 'eu' });
   await addCluster('us-1', { env: 'prod', region: 'us' });
   copies = [];
+  removals = [];
   const delivery = {
     sendCopy: async (_cluster: string, message: CopyMessage): Promise<DeliveryOutcome> => {
       copies.push(message);
       return { status: 'delivered' };
     },
-    sendRemove: async (): Promise<DeliveryOutcome> => ({ status: 'delivered' }),
+    sendRemove: async (cluster: string, message: RemoveMessage): Promise<DeliveryOutcome> => {
+      removals.push({ cluster, message });
+      return { status: 'delivered' };
+    },
   };
   controller = await RolloutController.start({
     store,
@@ -289,8 +295,9 @@ describe('rollout API: scoped users', () => {
     const takeover = rolloutDocument({ strategy, placement: { clusterSelector: 'env=prod,region=eu' } });
     expect((await call('PUT', '/hub/v1/rollouts/web', { token: euToken, body: takeover })).status).toBe(403);
     expect((await call('GET', '/hub/v1/rollouts/web', { token: adminToken })).json).toMatchObject({ revision: 1 });
+    // Seeing a rollout is not owning it: the admin's rollout in her scope is not hers to change.
     expect((await call('POST', '/hub/v1/rollouts/shop-eu/pause', { token: euToken })).json).toMatchObject({
-      state: 'paused',
+      code: 'E_ROLLOUT_NOT_OWNER',
     });
   });
 });
@@ -304,7 +311,8 @@ describe('rollout API: undo within scope', () => {
     expect((await call('GET', '/hub/v1/rollouts/web', { token: euToken })).status).toBe(200);
     const undo = await call('POST', '/hub/v1/rollouts/web/undo', { token: euToken });
     expect(undo.status).toBe(403);
-    expect(undo.json['message']).toMatch(/revision 1/);
+    // Refused before the scope is even weighed: the rollout is the admin's.
+    expect(undo.json['message']).toMatch(/owned by "edgeadm-hub-admin"/);
     expect((await call('POST', '/hub/v1/rollouts/web/undo', { token: adminToken })).json).toMatchObject({
       revision: 3,
     });
@@ -338,10 +346,13 @@ describe('rollout API: status, commands, delete', () => {
 
 describe('cluster holds and properties', () => {
   it('holds and releases a cluster within the user’s reach, and refuses one outside it', async () => {
-    const held = await call('PUT', '/hub/v1/clusters/eu-1/hold', { token: euToken, body: { reason: 'opening hours' } });
+    const held = await call('PUT', '/hub/v1/clusters/eu-1/hold', {
+      token: adminToken,
+      body: { reason: 'opening hours' },
+    });
     expect(held).toMatchObject({
       status: 200,
-      json: { name: 'eu-1', hold: { reason: 'opening hours', by: 'eve', since: '2026-03-01T10:00:00.000Z' } },
+      json: { name: 'eu-1', hold: { reason: 'opening hours', by: HUB_ADMIN_USER, since: '2026-03-01T10:00:00.000Z' } },
     });
     expect((await call('PUT', '/hub/v1/clusters/us-1/hold', { token: euToken, body: { reason: 'x' } })).status).toBe(
       403,
@@ -352,7 +363,7 @@ describe('cluster holds and properties', () => {
     expect(
       (await call('PUT', '/hub/v1/clusters/nosuch/hold', { token: adminToken, body: { reason: 'x' } })).status,
     ).toBe(404);
-    expect((await call('PUT', '/hub/v1/clusters/eu-1/hold', { token: euToken, body: { reason: '' } })).status).toBe(
+    expect((await call('PUT', '/hub/v1/clusters/eu-1/hold', { token: adminToken, body: { reason: '' } })).status).toBe(
       400,
     );
     expect((await call('PUT', '/hub/v1/clusters/eu-1/hold', { body: { reason: 'x' } })).status).toBe(401);
@@ -362,7 +373,7 @@ describe('cluster holds and properties', () => {
     expect(copies.map((copy) => copy.copy.objects.find((o) => o.kind === 'ConfigMap')?.['data'])).not.toContainEqual(
       expect.objectContaining({ site: 'eu-1' }),
     );
-    const released = await call('DELETE', '/hub/v1/clusters/eu-1/hold', { token: euToken });
+    const released = await call('DELETE', '/hub/v1/clusters/eu-1/hold', { token: adminToken });
     expect(released.json['hold']).toBeUndefined();
     await controller.settled();
     expect(copies.map((copy) => copy.copy.objects.find((o) => o.kind === 'ConfigMap')?.['data'])).toContainEqual(
@@ -390,6 +401,89 @@ describe('cluster holds and properties', () => {
     expect((await call('GET', '/hub/v1/clusters/eu-1', { token: adminToken })).json).toMatchObject({
       properties: { tag: '1.2' },
     });
+  });
+});
+
+describe('rollout API: every write as the user who caused it (issue #30)', () => {
+  const inEu = { strategy, placement: { clusterSelector: 'env=prod,region=eu' } };
+  const eveIdentity = { user: 'eve', groups: ['shops-eu'] };
+  const adminIdentity = { user: HUB_ADMIN_USER, groups: [] };
+
+  function named(name: string, spec: Record<string, unknown>): Record<string, unknown> {
+    const document = rolloutDocument(spec);
+    (document['metadata'] as { name: string }).name = name;
+    return document;
+  }
+
+  it("refuses a scoped user the deletion of an admin's rollout in her scope; a removal runs as whoever deletes", async () => {
+    expect((await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: named('web', inEu) })).status).toBe(
+      201,
+    );
+    await controller.settled();
+    expect((await call('GET', '/hub/v1/rollouts/web', { token: euToken })).status).toBe(200);
+    const refused = await call('DELETE', '/hub/v1/rollouts/web', { token: euToken });
+    expect(refused).toMatchObject({ status: 403, json: { code: 'E_ROLLOUT_NOT_OWNER' } });
+    expect(refused.json['message']).toMatch(/owned by "edgeadm-hub-admin"/);
+    await controller.settled();
+    expect(removals).toEqual([]);
+    expect((await call('GET', '/hub/v1/rollouts/web', { token: adminToken })).json).toMatchObject({ revision: 1 });
+
+    // Her own rollout she removes as herself; the admin's deletion of hers runs as the admin.
+    await call('PUT', '/hub/v1/rollouts/mine', { token: euToken, body: named('mine', inEu) });
+    await call('PUT', '/hub/v1/rollouts/hers', { token: euToken, body: named('hers', inEu) });
+    await controller.settled();
+    expect((await call('DELETE', '/hub/v1/rollouts/mine', { token: euToken })).json).toMatchObject({
+      removed: ['eu-1', 'eu-2'],
+    });
+    expect((await call('DELETE', '/hub/v1/rollouts/hers', { token: adminToken })).status).toBe(200);
+    expect(removals.map(({ cluster, message }) => [message.rollout, cluster, message.owner])).toEqual([
+      ['mine', 'eu-1', eveIdentity],
+      ['mine', 'eu-2', eveIdentity],
+      ['hers', 'eu-1', adminIdentity],
+      ['hers', 'eu-2', adminIdentity],
+    ]);
+  });
+
+  it("refuses a scoped user a takeover, undo, pause, resume or abort of an admin's rollout", async () => {
+    await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: named('web', inEu) });
+    await call('PUT', '/hub/v1/rollouts/web', {
+      token: adminToken,
+      body: named('web', { ...inEu, strategy: { ...strategy, soakSeconds: 1 } }),
+    });
+    await controller.settled();
+    const takeover = await call('PUT', '/hub/v1/rollouts/web', {
+      token: euToken,
+      body: named('web', { ...inEu, strategy: { ...strategy, soakSeconds: 2 } }),
+    });
+    expect(takeover).toMatchObject({ status: 403, json: { code: 'E_ROLLOUT_NOT_OWNER' } });
+    const dryRun = await call('PUT', '/hub/v1/rollouts/web?dryRun=true', { token: euToken, body: named('web', inEu) });
+    expect(dryRun.status).toBe(403);
+    for (const action of ['undo', 'pause', 'resume', 'abort']) {
+      const answer = await call('POST', `/hub/v1/rollouts/web/${action}`, { token: euToken });
+      expect(answer.json, action).toMatchObject({ code: 'E_ROLLOUT_NOT_OWNER' });
+    }
+    expect((await call('GET', '/hub/v1/rollouts/web', { token: adminToken })).json).toMatchObject({
+      revision: 2,
+      state: 'progressing',
+      owner: HUB_ADMIN_USER,
+    });
+    await controller.settled();
+    expect(new Set(copies.map((copy) => copy.owner.user))).toEqual(new Set([HUB_ADMIN_USER]));
+  });
+
+  it('lets only an admin set the properties or the hold of a cluster, even one in a user’s scope', async () => {
+    const properties = await call('PUT', '/hub/v1/clusters/eu-1/properties', {
+      token: euToken,
+      body: { properties: { tag: 'evil' } },
+    });
+    expect(properties).toMatchObject({ status: 403, json: { code: 'E_HUB_FORBIDDEN' } });
+    expect(properties.json['message']).toMatch(/only a hub admin/);
+    const hold = await call('PUT', '/hub/v1/clusters/eu-1/hold', { token: euToken, body: { reason: 'mine' } });
+    expect(hold.status).toBe(403);
+    expect((await call('DELETE', '/hub/v1/clusters/eu-1/hold', { token: euToken })).status).toBe(403);
+    const cluster = (await call('GET', '/hub/v1/clusters/eu-1', { token: adminToken })).json;
+    expect(cluster['properties']).toBeUndefined();
+    expect(cluster['hold']).toBeUndefined();
   });
 });
 
