@@ -90,6 +90,7 @@ async function addCluster(name: string, labels: Record<string, string>): Promise
 }
 
 const strategy = { waves: ['100%'], maxUnavailable: '100%', soakSeconds: 0 };
+const adminActor = { user: HUB_ADMIN_USER, groups: [], clustersSelector: '', isAdmin: true };
 
 beforeEach(async () => {
   store = await SqliteHubStore.open(':memory:');
@@ -484,6 +485,89 @@ describe('rollout API: every write as the user who caused it (issue #30)', () =>
     const cluster = (await call('GET', '/hub/v1/clusters/eu-1', { token: adminToken })).json;
     expect(cluster['properties']).toBeUndefined();
     expect(cluster['hold']).toBeUndefined();
+  });
+});
+
+/** `depth` levels of arrays and objects, one inside the other, built without recursion. */
+function nestedValue(depth: number, isArray: (level: number) => boolean = () => true): unknown {
+  let value: unknown = 'leaf';
+  for (let level = 0; level < depth; level += 1) value = isArray(level) ? [value] : { a: value };
+  return value;
+}
+
+function withDeepResource(spec: unknown): Record<string, unknown> {
+  const document = rolloutDocument({ strategy });
+  (document['spec'] as { resources: unknown[] }).resources.push({
+    apiVersion: 'example.io/v1',
+    kind: 'Deep',
+    metadata: { name: 'deep', namespace: 'shop' },
+    spec,
+  });
+  return document;
+}
+
+describe('rollout API: no document can stop the hub (issue #30)', () => {
+  it('answers a deeply nested Rollout 400 naming the depth limit, and stores nothing', async () => {
+    for (const depth of [3000, 100_000]) {
+      // Written as text: the test's own JSON.stringify could not write it.
+      const body = JSON.stringify(withDeepResource('DEEP')).replace(
+        '"DEEP"',
+        `${'['.repeat(depth)}"leaf"${']'.repeat(depth)}`,
+      );
+      const answer = await call('PUT', '/hub/v1/rollouts/web', { token: euToken, body });
+      expect(answer.crash).toBeUndefined();
+      expect(answer, String(depth)).toMatchObject({ status: 400, json: { code: 'E_HUB_DOCUMENT_LIMIT' } });
+      expect(answer.json['message']).toMatch(
+        /nests deeper than 128 levels \(the hub's depth limit\), at \$\.spec\.resources\[3\]\.spec/,
+      );
+    }
+    // Every other body of the hub is held to the same limits.
+    const properties = await call('PUT', '/hub/v1/clusters/eu-1/properties', {
+      token: adminToken,
+      body: { properties: nestedValue(1000) },
+    });
+    expect(properties).toMatchObject({ status: 400, json: { code: 'E_HUB_DOCUMENT_LIMIT' } });
+    expect(await store.listRollouts()).toEqual([]);
+  });
+
+  it('starts a controller again on the store after any document it accepted, and loads that document', async () => {
+    // Any JSON inside a resource, and nestings of any depth around the limit, arrays and objects mixed.
+    const deep = fc
+      .tuple(fc.integer({ min: 1, max: 400 }), fc.integer({ min: 1, max: 7 }))
+      .map(([depth, period]) => nestedValue(depth, (level) => level % period === 0));
+    const spec = fc.oneof(
+      fc.jsonValue(),
+      deep,
+      fc.jsonValue().map((value) => [value, nestedValue(120)]),
+    );
+    let accepted = 0;
+    await fc.assert(
+      fc.asyncProperty(spec, async (value) => {
+        const answer = await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: withDeepResource(value) });
+        expect(answer.crash).toBeUndefined();
+        expect(answer.status).not.toBe(500);
+        if (answer.status >= 300) return;
+        accepted += 1;
+        await controller.settled();
+        const restarted = await RolloutController.start({
+          store,
+          delivery: {
+            sendCopy: async () => ({ status: 'delivered' }),
+            sendRemove: async () => ({ status: 'delivered' }),
+          },
+          logger: silentLogger,
+          passIntervalMs: 0,
+        });
+        try {
+          expect(restarted.list(adminActor).map((item) => item.name)).toEqual(['web']);
+          expect(restarted.status('web', adminActor, false)).toMatchObject({ name: 'web' });
+        } finally {
+          await restarted.stop();
+        }
+      }),
+      { numRuns: 120 },
+    );
+    expect(accepted).toBeGreaterThan(0);
   });
 });
 
