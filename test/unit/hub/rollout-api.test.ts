@@ -4,29 +4,21 @@
  * controller (with a fake delivery): who may do what, dry runs that store
  * nothing, 400s that name the field, and a 10 MiB Rollout.
  */
-import { EventEmitter } from 'node:events';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HUB_ADMIN_USER, type HubContext } from '../../../src/hub/hub-context.js';
 import { hashUserToken, newUserToken } from '../../../src/hub/hub-tokens.js';
-import { HttpError } from '../../../src/hub/http-replies.js';
 import { MAX_API_BODY_BYTES, MAX_ROLLOUT_BODY_BYTES } from '../../../src/hub/limits.js';
 import { HubMetrics } from '../../../src/hub/metrics.js';
-import { serveApi } from '../../../src/hub/operator-api.js';
 import { RolloutController, type DeliveryOutcome } from '../../../src/hub/rollout-controller.js';
 import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import type { HubPki } from '../../../src/hub/hub-pki.js';
 import type { CopyMessage, RemoveMessage } from '../../../src/rollout/wire.js';
 import { rolloutDocument } from '../rollout/fixtures.js';
+import { callApi, type ApiAnswer } from './operator-api-harness.js';
 
-interface Answer {
-  status: number;
-  json: Record<string, unknown>;
-  crash?: unknown;
-}
+type Answer = ApiAnswer;
 
 let store: SqliteHubStore;
 let controller: RolloutController;
@@ -38,45 +30,8 @@ const adminToken = newUserToken();
 /** A user scoped to the eu shops. */
 const euToken = newUserToken();
 
-async function call(method: string, url: string, options: { token?: string; body?: unknown } = {}): Promise<Answer> {
-  const text =
-    options.body === undefined
-      ? undefined
-      : typeof options.body === 'string'
-        ? options.body
-        : JSON.stringify(options.body);
-  const req = Object.assign(Readable.from(text === undefined ? [] : [Buffer.from(text, 'utf8')]), {
-    method,
-    url,
-    headers: {
-      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
-      ...(text === undefined ? {} : { 'content-length': String(Buffer.byteLength(text)) }),
-    },
-    socket: {},
-  }) as unknown as IncomingMessage;
-  const answer: Answer = { status: 0, json: {} };
-  const res = Object.assign(new EventEmitter(), {
-    headersSent: false,
-    writeHead(status: number) {
-      answer.status = status;
-      return res;
-    },
-    end(body?: string) {
-      answer.json = body ? (JSON.parse(body) as Record<string, unknown>) : {};
-    },
-  }) as unknown as ServerResponse;
-  try {
-    if (!(await serveApi(context, req, res))) answer.status = 404;
-  } catch (error) {
-    if (error instanceof HttpError) {
-      answer.status = error.status;
-      answer.json = { code: error.code, message: error.message };
-    } else {
-      answer.status = 500;
-      answer.crash = error;
-    }
-  }
-  return answer;
+function call(method: string, url: string, options: { token?: string; body?: unknown } = {}): Promise<Answer> {
+  return callApi(context, method, url, options);
 }
 
 async function addCluster(name: string, labels: Record<string, string>): Promise<void> {
