@@ -156,6 +156,8 @@ export class RolloutController {
   readonly #rollouts = new Map<string, LiveRollout>();
   #clusters = new Map<string, ClusterRecord>();
   readonly #connected = new Set<string>();
+  /** Per cluster, how many times it connected: a delivery's outcome speaks only of the tunnel it was sent on. */
+  readonly #connections = new Map<string, number>();
   /** Stored rollouts that could not be loaded at start (stored-rollout.ts): kept out of every pass. */
   readonly #quarantined = new Map<string, { quarantine: QuarantinedRollout; record: RolloutRecord }>();
   /** Removals owed, by cluster, then rollout. */
@@ -243,6 +245,7 @@ export class RolloutController {
   /** A cluster's tunnel was accepted: it gets its current copies and owed removals within the next pass. */
   clusterConnected(cluster: string): void {
     this.#connected.add(cluster);
+    this.#connections.set(cluster, (this.#connections.get(cluster) ?? 0) + 1);
     this.#justConnected.add(cluster);
     this.#markAll();
   }
@@ -900,10 +903,16 @@ export class RolloutController {
     if (facts === undefined || facts.isHeld) return;
     for (const live of this.#rollouts.values()) {
       const progress = live.record.progress.clusters[cluster];
-      if (progress?.phase !== 'applying' || !live.unconfirmed.has(cluster)) continue;
+      if (progress === undefined || !isOwedOnReturn(live, cluster, progress)) continue;
       if (live.record.progress.state === 'aborted') continue;
       const rendered = renderCopy(live.spec, live.record.revision, facts);
       if (rendered.ok && rendered.copy.revision === progress.targetRevision) {
+        if (progress.phase !== 'applying') {
+          // Failed or left pending while away for a copy it never ran: it gets the copy now, with a fresh deadline.
+          const { message: _message, ...rest } = progress;
+          live.record.progress.clusters[cluster] = { ...rest, phase: 'applying', deliveredAt: this.#clock.now() };
+          if (!names.includes(live.record.name)) names.push(live.record.name);
+        }
         this.#deliver(live, { cluster, copy: rendered.copy });
       } else {
         // The cluster's facts changed since: it waits for a fresh copy, in its turn.
@@ -922,6 +931,7 @@ export class RolloutController {
     live.unconfirmed.add(cluster);
     if (!this.#connected.has(cluster)) return;
     this.#enqueue(cluster, async () => {
+      const connection = this.#connections.get(cluster);
       const current = this.#rollouts.get(name);
       // Only the cluster's current target goes out: a newer revision or a deletion since makes this one moot,
       // and a hold since means no change until it is released (the step then hands the copy out again).
@@ -929,6 +939,11 @@ export class RolloutController {
       if (this.#clusters.get(cluster)?.hold !== undefined) return;
       const message: CopyMessage = { rollout: name, owner: ownerOf(current.record.owner), copy };
       const outcome = await this.#delivery.sendCopy(cluster, message);
+      // No tunnel took it, and the cluster has not connected again since: it is offline, whether or not its
+      // tunnel's end was told yet (a draining agent's tunnel refuses new streams before it closes).
+      if (outcome.status === 'disconnected' && this.#connections.get(cluster) === connection) {
+        this.#connected.delete(cluster);
+      }
       this.#onCopyOutcome(name, cluster, copy, outcome);
     });
   }
@@ -937,13 +952,24 @@ export class RolloutController {
     const live = this.#rollouts.get(name);
     if (live === undefined || live.record.progress.clusters[cluster]?.targetRevision !== copy.revision) return;
     if (outcome.status === 'delivered') live.unconfirmed.delete(cluster);
-    else if (outcome.status === 'failed') {
+    else if (outcome.status === 'disconnected') {
+      // The copy never reached the agent (its tunnel closed or began draining first): the cluster waits for its
+      // copy again, offline-pending while away, and is handed the current one when it returns, never failed by
+      // a deadline for a copy it did not get.
+      const progress = live.record.progress.clusters[cluster]!;
+      const { deliveredAt: _at, message: _message, ...rest } = progress;
+      live.record.progress.clusters[cluster] = {
+        ...rest,
+        phase: this.#connected.has(cluster) ? 'waiting' : 'offline-pending',
+      };
+      live.unconfirmed.delete(cluster);
+      this.#mark(name);
+    } else {
       live.unconfirmed.delete(cluster);
       recordOne(live, { cluster, revision: copy.revision, readiness: 'failed', message: outcome.message });
       this.#logger.warn(`rollout ${name}: cluster ${cluster}: ${outcome.message}`);
       this.#mark(name);
     }
-    // Disconnected: the copy stays unconfirmed and goes out again when the cluster returns.
   }
 
   #enqueue(cluster: string, work: () => Promise<void>): void {
@@ -1089,6 +1115,23 @@ function recordOne(live: LiveRollout, report: CopyReport): void {
   if (entry === undefined) return;
   const one = recordReport({ ...live.record.progress, clusters: { [report.cluster]: entry } }, report);
   live.record.progress.clusters[report.cluster] = one.clusters[report.cluster] as ClusterProgress;
+}
+
+/**
+ * Whether a cluster that just connected is sent its current copy again:
+ * one handed out that its agent has not confirmed taking (applying), or
+ * one handed out that it never reported running: its tunnel refused it
+ * (offline-pending, waiting) or a deadline passed while it was away
+ * (failed). A returning cluster gets the current revision whatever state it
+ * was left in, and whatever state the rollout is in but aborted (issue #30).
+ */
+function isOwedOnReturn(live: LiveRollout, cluster: string, progress: ClusterProgress): boolean {
+  if (progress.targetRevision === undefined) return false;
+  if (progress.phase === 'applying') return live.unconfirmed.has(cluster);
+  const isNeverRun = live.reports.get(cluster)?.revision !== progress.targetRevision;
+  return (
+    isNeverRun && (progress.phase === 'failed' || progress.phase === 'offline-pending' || progress.phase === 'waiting')
+  );
 }
 
 function scopeOf(clustersSelector: string): LabelSelector {

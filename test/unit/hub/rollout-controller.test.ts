@@ -366,6 +366,47 @@ describe('rollout controller', () => {
     expect(w.delivery.delivered()).toEqual(['1:a']);
   });
 
+  it('leaves a cluster whose copy its draining tunnel did not take offline-pending, never failed, and sends it on return (issue #30)', async () => {
+    const w = await world(['a', 'b']);
+    // The agent began a graceful stop: its tunnel takes no new stream, the controller is not told yet.
+    w.delivery.connected.delete('a');
+    await apply(w, documentOf({ waves: ['100%'], deadlineSeconds: 30, failureBudget: 0 }));
+    expect(w.delivery.delivered()).toEqual(['1:b']);
+    w.controller.clusterDisconnected('a');
+    await report(w, ['b']);
+    w.clock.advance(31_000);
+    await w.controller.settled();
+    expect(phases(w)).toEqual({ a: 'offline-pending', b: 'ready' });
+    expect(w.controller.status('web', admin, false).counts['offline-pending']).toBe(1);
+    w.delivery.connected.add('a');
+    w.controller.clusterConnected('a');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:b', '1:a']);
+  });
+
+  it('sends the current copy to a returning cluster that failed its deadline while away without ever running it (issue #30)', async () => {
+    const w = await world(['a']);
+    let open: () => void = () => undefined;
+    w.delivery.gate = new Promise((resolve) => (open = resolve));
+    const document = documentOf({ waves: ['100%'], deadlineSeconds: 30 });
+    await w.controller.apply(document, parseRollout(document), admin);
+    await vi.waitFor(() => expect(phases(w)).toEqual({ a: 'applying' })); // The copy is on its way when the tunnel goes; the deadline passes while the cluster is away.
+    w.delivery.connected.delete('a');
+    w.controller.clusterDisconnected('a');
+    w.clock.advance(31_000);
+    await vi.waitFor(() => expect(phases(w)).toEqual({ a: 'failed' }));
+    open();
+    w.delivery.gate = undefined;
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual([]);
+    w.delivery.connected.add('a');
+    w.controller.clusterConnected('a');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    await report(w, ['a']);
+    expect(phases(w)).toEqual({ a: 'ready' });
+  });
+
   it('resumes mid-wave after a restart: nothing delivered twice, the next wave after the soak', async () => {
     const w = await world(['a', 'b', 'c']);
     await apply(w, documentOf());
