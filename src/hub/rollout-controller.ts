@@ -536,7 +536,7 @@ export class RolloutController {
       try {
         // An earlier revision stored before the hub's document limits is held to them before anything walks it.
         checkDocumentLimits(stored.document, `revision ${previous}'s document`);
-        spec = parseRollout(stored.document);
+        spec = parseRollout(stored.document, { isStrict: false });
       } catch (error) {
         throw new HttpError(
           409,

@@ -43,7 +43,8 @@ export async function loadStoredRollout(
     const stored = await store.getRolloutRevision(record.name, record.revision);
     if (stored === undefined) return quarantined(`revision ${record.revision}'s document is missing from the store`);
     checkDocumentLimits(stored.document, `revision ${record.revision}'s document`);
-    const spec = parseRollout(stored.document);
+    // Stored documents are read as they were taken: a field an older hub let through is no reason to quarantine.
+    const spec = parseRollout(stored.document, { isStrict: false });
     const reports = await store.listReportedCopies(record.name);
     for (const report of reports) checkDocumentLimits(report, `the report of cluster ${report.cluster}`);
     return { ok: true, spec, document: stored.document, reports };

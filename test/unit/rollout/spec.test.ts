@@ -83,3 +83,43 @@ describe('cluster counts', () => {
     expect(resolveClusterCount({ count: 50 }, 10)).toBe(10);
   });
 });
+
+describe('parseRollout: unknown fields (issue #30)', () => {
+  it('refuses a typo naming the field and the expected names, at every level a Rollout defines', () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [
+        { strategy: { waves: [1, '100%'], soakSecond: 120 } },
+        /spec\.strategy\.soakSecond: unknown field \(expected one of: waves, maxUnavailable, failureBudget, soakSeconds, deadlineSeconds\)/,
+      ],
+      [
+        { placement: { clusterSelecter: 'env=prod' } },
+        /spec\.placement\.clusterSelecter: unknown field \(expected one of: clusterSelector, clusters\)/,
+      ],
+      [{ strategy: { waves: [{ cluster: 1 }] } }, /spec\.strategy\.waves\[0\]\.cluster: unknown field/],
+      [
+        { customization: { patches: [{ clusterSelector: '', patch: {}, traget: {} }] } },
+        /spec\.customization\.patches\[0\]\.traget: unknown field/,
+      ],
+      [
+        { status: { summaries: [{ name: 'a', reduce: 'count', field: '.a', kindd: 'X' }] } },
+        /spec\.status\.summaries\[0\]\.kindd/,
+      ],
+      [
+        { placment: {} },
+        /spec\.placment: unknown field \(expected one of: resources, placement, customization, strategy, status\)/,
+      ],
+    ];
+    for (const [spec, message] of cases) {
+      expect(() => parseRollout(rolloutDocument(spec)), JSON.stringify(spec)).toThrow(message);
+    }
+    expect(() => parseRollout({ ...rolloutDocument(), spce: {} })).toThrow(/Rollout spce: unknown field/);
+  });
+
+  it('reads a stored document with fields it does not know when told it is not strict, and leaves objects unchecked', () => {
+    const stored = rolloutDocument({ strategy: { soakSecond: 120 } });
+    expect(parseRollout(stored, { isStrict: false }).strategy.soakMs).toBe(30_000);
+    const resources = (rolloutDocument()['spec'] as { resources: Record<string, unknown>[] }).resources;
+    resources[0]!['anything'] = { goes: true };
+    expect(() => parseRollout(rolloutDocument({ resources }))).not.toThrow();
+  });
+});
