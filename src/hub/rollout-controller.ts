@@ -956,7 +956,7 @@ export class RolloutController {
       // The copy never reached the agent (its tunnel closed or began draining first): the cluster waits for its
       // copy again, offline-pending while away, and is handed the current one when it returns, never failed by
       // a deadline for a copy it did not get.
-      const progress = live.record.progress.clusters[cluster]!;
+      const progress = live.record.progress.clusters[cluster];
       const { deliveredAt: _at, message: _message, ...rest } = progress;
       live.record.progress.clusters[cluster] = {
         ...rest,
