@@ -38,6 +38,7 @@ import type {
 import {
   newProgress,
   recordReport,
+  resumeHalted,
   stepRollout,
   type ClusterPhase,
   type ClusterProgress,
@@ -497,10 +498,11 @@ export class RolloutController {
         // released later, then wait until it is resumed (a freeze before a change window).
         if (state === 'progressing' || state === 'complete') next = 'paused';
         else if (state !== 'paused') throw this.#cannot(name, command, state);
-      } else if (state === 'paused') next = 'progressing';
+      } else if (state === 'paused' || state === 'halted') next = 'progressing';
       else if (state !== 'progressing') throw this.#cannot(name, command, state);
       if (next !== state) {
-        live.record.progress = { ...progress, state: next };
+        // A halted rollout resumed tries its failed clusters again: the operator has fixed what failed.
+        live.record.progress = state === 'halted' ? resumeHalted(progress) : { ...progress, state: next };
         delete live.view;
         await this.#save([live]);
         this.#logger.info(`rollout ${name}: ${command} by ${actor.user}`);
@@ -512,11 +514,13 @@ export class RolloutController {
 
   #cannot(name: string, command: string, state: string): HttpError {
     const hint =
-      state === 'halted' || state === 'aborted'
+      state === 'aborted'
         ? ': apply a fixed revision or undo to the previous one'
-        : state === 'complete'
-          ? ': it has nothing left to do'
-          : '';
+        : state === 'halted'
+          ? ': resume it once what failed is fixed, apply a fixed revision, or undo to the previous one'
+          : state === 'complete'
+            ? ': it has nothing left to do'
+            : '';
     return new HttpError(409, 'E_ROLLOUT_STATE', `rollout "${name}" is ${state}; cannot ${command} it${hint}`);
   }
 

@@ -566,6 +566,23 @@ describe('rollout controller', () => {
     expect(phases(w)['a']).toBe('failed');
   });
 
+  it('resumes a halted rollout as its help says: its failed clusters are sent their copy again (issue #30)', async () => {
+    const w = await world(['a', 'b']);
+    w.delivery.failing.set('a', 'the registry is unreachable');
+    await apply(w, documentOf());
+    expect(w.controller.status('web', admin, false).state).toBe('halted');
+    w.delivery.failing.delete('a');
+    const resumed = await w.controller.command('web', 'resume', admin);
+    expect(resumed.state).toBe('progressing');
+    expect(resumed.haltReason).toBeUndefined();
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    await report(w, ['a']);
+    w.clock.advance(SOAK_S * 1000);
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b']);
+  });
+
   it('pauses, resumes, aborts and undoes', async () => {
     const w = await world(['a', 'b']);
     await apply(w, documentOf());
