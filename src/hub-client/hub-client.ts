@@ -5,6 +5,7 @@
  * config; the bearer token comes from it too. The library entry (src/api.ts)
  * hands the same client to scripts.
  */
+import { watchEndOf } from './rollout-watch-end.js';
 import type { ReplicaView } from '../hub/replicas-api.js';
 import type { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -254,7 +255,9 @@ export class HubClient {
    * Every change of a rollout's status, first the current one, as a long
    * poll (`?waitForChangeFrom=`): each call waits up to STATUS_LONG_POLL_MS
    * on the hub, so it crosses proxies and socket deadlines that a stream
-   * would not. Ends after a view whose state is complete, halted or aborted.
+   * would not. Ends after a view whose state is complete, halted or aborted,
+   * or that is done wherever reachable (rollout-watch-end.ts: only offline
+   * clusters are left).
    * When the hub cannot be reached (it restarts), the watch tries again for
    * up to {@link WATCH_RECONNECT_WINDOW_MS} before it gives up with
    * `E_HUB_UNREACHABLE`; any other error ends it at once.
@@ -296,7 +299,7 @@ export class HubClient {
       if (last !== undefined && view.statusVersion === last.statusVersion && view.state === last.state) continue;
       last = view;
       yield view;
-      if (FINAL_ROLLOUT_STATES.has(view.state)) return;
+      if (watchEndOf(view) !== undefined) return;
     }
   }
 

@@ -720,7 +720,7 @@ export class RolloutController {
         if (isReported && !this.#connected.has(cluster)) {
           row.message = `not connected to the hub now; last known ${state.phase}${state.message ? `: ${state.message}` : ''}`;
         }
-        return row;
+        return withClusterFacts(row, this.#clusters.get(cluster), this.#connected.has(cluster));
       });
     }
     return view;
@@ -1136,6 +1136,25 @@ function isOwedOnReturn(live: LiveRollout, cluster: string, progress: ClusterPro
   return (
     isNeverRun && (progress.phase === 'failed' || progress.phase === 'offline-pending' || progress.phase === 'waiting')
   );
+}
+
+/**
+ * Adds what an operator needs to act on a row that waits: the hold (who,
+ * since when, why) of a held cluster, and when a cluster that is not
+ * connected was last seen; both also in the message, which the table and
+ * the web view show.
+ */
+function withClusterFacts(row: ClusterRowView, facts: ClusterRecord | undefined, isConnected: boolean): ClusterRowView {
+  if (row.phase === 'held' && facts?.hold !== undefined) {
+    row.hold = facts.hold;
+    row.message = `held by ${facts.hold.by} since ${facts.hold.since}: ${facts.hold.reason}`;
+  }
+  if (!isConnected) {
+    const seen = facts?.lastSeen === undefined ? 'never seen by the hub' : `last seen ${facts.lastSeen}`;
+    if (facts?.lastSeen !== undefined) row.lastSeen = facts.lastSeen;
+    row.message = row.message === undefined ? seen : `${row.message} (${seen})`;
+  }
+  return row;
 }
 
 function scopeOf(clustersSelector: string): LabelSelector {

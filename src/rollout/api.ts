@@ -94,6 +94,10 @@ export interface ClusterRowView {
   phase: ClusterPhase;
   targetRevision?: string;
   message?: string;
+  /** A held cluster's hold: who, since when, why. */
+  hold?: ClusterHold;
+  /** When a cluster not connected now was last connected (ISO 8601); absent: never, or connected now. */
+  lastSeen?: string;
 }
 
 /** `rollout status`. */

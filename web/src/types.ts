@@ -61,7 +61,15 @@ export interface RolloutView {
   waves: { index: number; clusters: number; counts: PhaseCounts; state: string }[];
   counts: PhaseCounts;
   summaries: { name: string; value?: number; reporting: number }[];
-  clusters: { cluster: string; wave: number; phase: Phase; targetRevision?: string; message?: string }[];
+  clusters: {
+    cluster: string;
+    wave: number;
+    phase: Phase;
+    targetRevision?: string;
+    message?: string;
+    hold?: { reason: string; since: string; by: string };
+    lastSeen?: string;
+  }[];
   updatedAt: string;
   canChange: boolean;
 }

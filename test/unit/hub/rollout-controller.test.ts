@@ -583,6 +583,28 @@ describe('rollout controller', () => {
     expect(w.delivery.delivered()).toEqual(['1:a', '1:b']);
   });
 
+  it('shows a held cluster’s hold and an offline cluster’s last-seen time in its row (issue #30)', async () => {
+    const w = await world(['a', 'b', 'c'], { offline: ['b', 'c'] });
+    await w.store.setClusterHold('a', { reason: 'opening hours', since: '2026-03-01T09:00:00.000Z', by: 'ops' });
+    await w.store.updateClusterStatus('b', { lastSeen: '2026-03-01T08:00:00.000Z' });
+    w.controller.clustersChanged();
+    await apply(w, documentOf({ waves: ['100%'] }));
+    const rows = Object.fromEntries(
+      (w.controller.status('web', admin, true).clusters ?? []).map((row) => [row.cluster, row]),
+    );
+    expect(rows['a']).toMatchObject({
+      phase: 'held',
+      hold: { reason: 'opening hours', by: 'ops' },
+      message: 'held by ops since 2026-03-01T09:00:00.000Z: opening hours',
+    });
+    expect(rows['b']).toMatchObject({
+      phase: 'offline-pending',
+      lastSeen: '2026-03-01T08:00:00.000Z',
+      message: 'last seen 2026-03-01T08:00:00.000Z',
+    });
+    expect(rows['c']).toMatchObject({ phase: 'offline-pending', message: 'never seen by the hub' });
+  });
+
   it('pauses, resumes, aborts and undoes', async () => {
     const w = await world(['a', 'b']);
     await apply(w, documentOf());
