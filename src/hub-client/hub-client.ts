@@ -45,6 +45,8 @@ export interface CreatedHubToken {
   id: string;
   expiresAt?: string;
   usages?: number;
+  /** The labels a cluster registered with it must have (`*`: any value), if limited. */
+  labels?: Record<string, string>;
   hub: string;
   caCertHash: string;
 }
@@ -198,7 +200,7 @@ export class HubClient {
     });
   }
 
-  createToken(options: { ttlMs: number; usages?: number }): Promise<CreatedHubToken> {
+  createToken(options: { ttlMs: number; usages?: number; labels?: Record<string, string> }): Promise<CreatedHubToken> {
     return this.#call('POST', '/hub/v1/tokens', options);
   }
 
