@@ -53,6 +53,9 @@ export function renderRolloutStatus(view: RolloutStatusView): string {
   const lines = [
     `Rollout ${view.name}: revision ${view.revision}, ${view.state}${view.haltReason === undefined ? '' : ` (${view.haltReason})`}`,
     `Owner ${view.owner}, updated ${view.updatedAt}`,
+    ...(view.rollbackOf === undefined
+      ? []
+      : [`Rolled back: revision ${view.rollbackOf.revision} halted (${view.rollbackOf.reason})`]),
     '',
     columns([
       ['WAVE', 'CLUSTERS', 'STATE', ...PHASES.map((phase) => phase.toUpperCase())],

@@ -45,6 +45,7 @@ import {
   type CopyReport,
   type Delivery,
   type ObservedCluster,
+  type RollbackRecord,
   type RolloutProgress,
 } from '../rollout/progress.js';
 import { placedClusters, placementOutsideScope } from '../rollout/placement.js';
@@ -55,6 +56,7 @@ import type { CopyMessage, RemoveMessage, ReportMessage, RolloutOwner } from '..
 import { MAX_STORED_ROLLOUT_REVISIONS, ROLLOUT_PASS_INTERVAL_MS } from './limits.js';
 import { refuseRolloutChange, removalIdentity } from './rollout-permissions.js';
 import { loadStoredRollout } from './stored-rollout.js';
+import { rollbackFor } from '../rollout/rollback.js';
 import { checkDocumentLimits } from './document-limits.js';
 import type { QuarantinedRollout } from '../rollout/api.js';
 
@@ -557,6 +559,44 @@ export class RolloutController {
   }
 
   /**
+   * `onFailure: rollback`: applies the document of the revision before the
+   * halted one again, as a new revision owned (and so written on the
+   * clusters) by the rollout's owner, whose policy it is. Without an earlier
+   * revision, or with one that cannot be read, the rollout stays halted and
+   * says why.
+   */
+  async #rollBack(live: LiveRollout, rollback: RollbackRecord): Promise<void> {
+    const name = live.record.name;
+    const keepHalted = (why: string): void => {
+      live.record.progress.haltReason = `${rollback.reason}; not rolled back: ${why}`;
+      delete live.view;
+      this.#logger.warn(`rollout ${name}: revision ${rollback.revision} halted and cannot be rolled back: ${why}`);
+      this.#mark(name);
+    };
+    const revisions = await this.#store.listRolloutRevisions(name);
+    const previous = revisions.filter((revision) => revision < live.record.revision).at(-1);
+    const stored = previous === undefined ? undefined : await this.#store.getRolloutRevision(name, previous);
+    if (stored === undefined) return keepHalted('there is no earlier revision');
+    let spec: RolloutSpec;
+    try {
+      checkDocumentLimits(stored.document, `revision ${previous}'s document`);
+      spec = parseRollout(stored.document, { isStrict: false });
+    } catch (error) {
+      return keepHalted((error as Error).message);
+    }
+    const { owner } = live.record;
+    const actor: RolloutActor = { ...owner, groups: [...owner.groups], isAdmin: false };
+    const next = await this.#newRevision(live, spec, stored.document, canonicalJson(stored.document), actor);
+    next.record.progress.rollbackOf = rollback;
+    next.viewKey = this.#viewKey(next);
+    await this.#store.putRollouts([next.record]);
+    this.#logger.warn(
+      `rollout ${name}: revision ${rollback.revision} halted (${rollback.reason}); rolled back to revision ` +
+        `${previous}'s document as revision ${next.record.revision}`,
+    );
+  }
+
+  /**
    * Deletes a rollout: every cluster that may hold its copy is owed a
    * removal (stored with the deletion), sent now to the connected ones; the
    * others get it when they return.
@@ -702,6 +742,7 @@ export class RolloutController {
       revision: record.revision,
       state: progress.state,
       ...(progress.haltReason === undefined ? {} : { haltReason: progress.haltReason }),
+      ...(progress.rollbackOf === undefined ? {} : { rollbackOf: progress.rollbackOf }),
       statusVersion: record.statusVersion,
       owner: record.owner.user,
       currentWave: progress.currentWave,
@@ -804,9 +845,11 @@ export class RolloutController {
       // and the removals they are owed; the step below then hands out what is new.
       const observedByName = new Map(observed.map((seen) => [seen.name, seen]));
       for (const cluster of connectedNow) this.#catchUp(cluster, observedByName, names);
+      const rollbacks: { live: LiveRollout; rollback: RollbackRecord }[] = [];
       for (const name of names) {
         const live = this.#rollouts.get(name);
         if (live === undefined) continue;
+        const before = live.record.progress;
         // A step that starts the next wave hands out its copies only in the step after: step again then.
         for (let steps = 0; steps <= live.spec.strategy.waves.length; steps += 1) {
           const wave = live.record.progress.currentWave;
@@ -825,6 +868,8 @@ export class RolloutController {
           }
           if (out.progress.currentWave === wave) break;
         }
+        const rollback = rollbackFor(live.spec, before, live.record.progress);
+        if (rollback !== undefined) rollbacks.push({ live, rollback });
         changed.push(live);
       }
       for (const live of changed) {
@@ -840,6 +885,8 @@ export class RolloutController {
       }
       await this.#save(changed);
       if (owed.length > 0) await this.#owe(owed);
+      // In the same pass as the halt: the updated clusters are sent their previous copy at once.
+      for (const { live, rollback } of rollbacks) await this.#rollBack(live, rollback);
       this.#scheduleWake();
     } finally {
       this.#isPassRunning = false;

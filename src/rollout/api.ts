@@ -106,6 +106,8 @@ export interface RolloutStatusView {
   revision: number;
   state: RolloutState;
   haltReason?: string;
+  /** On a revision the hub applied to roll back a failed one (`onFailure: rollback`): which, and why. */
+  rollbackOf?: { revision: number; reason: string };
   /** Increases at every change of what this view shows. */
   statusVersion: number;
   owner: string;

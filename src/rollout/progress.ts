@@ -63,6 +63,14 @@ export interface RolloutProgress {
   clusters: Record<string, ClusterProgress>;
   /** Why the rollout halted, when it did. */
   haltReason?: string;
+  /** Set on a revision the hub applied to roll back a failed one (`onFailure: rollback`). */
+  rollbackOf?: RollbackRecord;
+}
+
+/** Which revision a rollback undid, and why. */
+export interface RollbackRecord {
+  revision: number;
+  reason: string;
 }
 
 /** What the hub knows of a cluster right now. */

@@ -62,6 +62,13 @@ export interface Strategy {
   soakMs: number;
   /** How long a cluster has to become ready before it counts as failed. */
   deadlineMs: number;
+  /**
+   * What a failed gate (more failures than the budget) does: `halt` stops
+   * and waits for the operator; `rollback` also applies the previous
+   * revision's document again, as a new revision, so the clusters this one
+   * updated return to what they ran.
+   */
+  onFailure: 'halt' | 'rollback';
 }
 
 /** A reduction over the copies' fields. */
@@ -94,6 +101,7 @@ export const DEFAULT_STRATEGY: Strategy = {
   failureBudget: { count: 0 },
   soakMs: 30_000,
   deadlineMs: 10 * 60_000,
+  onFailure: 'halt',
 };
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -122,7 +130,7 @@ const KNOWN_FIELDS = {
   customization: ['patches'],
   patch: ['clusterSelector', 'target', 'patch'],
   target: ['kind', 'name', 'namespace'],
-  strategy: ['waves', 'maxUnavailable', 'failureBudget', 'soakSeconds', 'deadlineSeconds'],
+  strategy: ['waves', 'maxUnavailable', 'failureBudget', 'soakSeconds', 'deadlineSeconds', 'onFailure'],
   wave: ['clusters'],
   status: ['summaries'],
   summary: ['name', 'reduce', 'field', 'kind', 'objectName'],
@@ -310,7 +318,14 @@ function parseStrategy(value: unknown, checkFields: FieldCheck): Strategy {
         : parseClusterCount(strategy['failureBudget'], 'spec.strategy.failureBudget'),
     soakMs: seconds(strategy['soakSeconds'], 'spec.strategy.soakSeconds', DEFAULT_STRATEGY.soakMs),
     deadlineMs: seconds(strategy['deadlineSeconds'], 'spec.strategy.deadlineSeconds', DEFAULT_STRATEGY.deadlineMs),
+    onFailure: onFailureOf(strategy['onFailure']),
   };
+}
+
+function onFailureOf(value: unknown): Strategy['onFailure'] {
+  if (value === undefined) return DEFAULT_STRATEGY.onFailure;
+  if (value !== 'halt' && value !== 'rollback') throw invalid('spec.strategy.onFailure', 'must be halt or rollback');
+  return value;
 }
 
 function parseSummaries(value: unknown, checkFields: FieldCheck): SummarySpec[] {

@@ -56,6 +56,7 @@ export interface RolloutView {
   revision: number;
   state: string;
   haltReason?: string;
+  rollbackOf?: { revision: number; reason: string };
   owner: string;
   currentWave: number;
   waves: { index: number; clusters: number; counts: PhaseCounts; state: string }[];

@@ -605,6 +605,62 @@ describe('rollout controller', () => {
     expect(rows['c']).toMatchObject({ phase: 'offline-pending', message: 'never seen by the hub' });
   });
 
+  it('rolls the clusters a failing canary updated back to the previous revision, in the pass that halts it (onFailure: rollback)', async () => {
+    const w = await world(['a', 'b', 'c']);
+    const strategy = { waves: [1, '100%'], failureBudget: 0, onFailure: 'rollback' };
+    const good = documentOf(strategy);
+    await apply(w, good);
+    await report(w, ['a']);
+    w.clock.advance(SOAK_S * 1000);
+    await w.controller.settled();
+    await report(w, ['b', 'c']);
+    w.clock.advance(SOAK_S * 1000);
+    await w.controller.settled();
+    expect(w.controller.status('web', admin, false).state).toBe('complete');
+
+    const bad = documentOf(strategy, {
+      customization: { patches: [{ clusterSelector: '', patch: { data: { bad: 'yes' } } }] },
+    });
+    await apply(w, bad);
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b', '1:c', '2:a']);
+    const haltedAt = w.clock.now();
+    // The canary fails its gate: no time passes before the rollback's copy goes out.
+    await report(w, ['a'], 'failed');
+    expect(w.clock.now()).toBe(haltedAt);
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b', '1:c', '2:a', '3:a']);
+    const view = w.controller.status('web', admin, true);
+    expect(view).toMatchObject({
+      revision: 3,
+      state: 'progressing',
+      owner: admin.user,
+      rollbackOf: { revision: 2, reason: expect.stringMatching(/1 clusters failed/) },
+    });
+    expect((await w.controller.document('web', admin)).document).toEqual(good);
+    // The copy the canary gets back is the first revision's, and it is written as the owner.
+    const rolledBack = w.delivery.copies.at(-1)!;
+    expect(rolledBack.owner).toEqual({ user: admin.user, groups: [] });
+    expect(rolledBack.copy.objects).toEqual(
+      w.delivery.copies[0]!.copy.objects.map((object) => ({
+        ...object,
+        metadata: { ...object.metadata, annotations: expect.anything() },
+      })),
+    );
+    // A rollback that fails in turn halts; it is not rolled back again.
+    await report(w, ['a'], 'failed');
+    expect(w.controller.status('web', admin, false)).toMatchObject({ revision: 3, state: 'halted' });
+  });
+
+  it('halts and says why when there is nothing to roll back to', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ waves: ['100%'], failureBudget: 0, onFailure: 'rollback' }));
+    await report(w, ['a'], 'failed');
+    expect(w.controller.status('web', admin, false)).toMatchObject({
+      revision: 1,
+      state: 'halted',
+      haltReason: expect.stringMatching(/not rolled back: there is no earlier revision/),
+    });
+  });
+
   it('pauses, resumes, aborts and undoes', async () => {
     const w = await world(['a', 'b']);
     await apply(w, documentOf());

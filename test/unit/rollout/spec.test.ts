@@ -37,6 +37,7 @@ describe('parseRollout', () => {
       failureBudget: { percent: 5 },
       soakMs: 60_000,
       deadlineMs: 300_000,
+      onFailure: 'halt',
     });
   });
 
@@ -89,7 +90,7 @@ describe('parseRollout: unknown fields (issue #30)', () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [
         { strategy: { waves: [1, '100%'], soakSecond: 120 } },
-        /spec\.strategy\.soakSecond: unknown field \(expected one of: waves, maxUnavailable, failureBudget, soakSeconds, deadlineSeconds\)/,
+        /spec\.strategy\.soakSecond: unknown field \(expected one of: waves, maxUnavailable, failureBudget, soakSeconds, deadlineSeconds, onFailure\)/,
       ],
       [
         { placement: { clusterSelecter: 'env=prod' } },
@@ -121,5 +122,15 @@ describe('parseRollout: unknown fields (issue #30)', () => {
     const resources = (rolloutDocument()['spec'] as { resources: Record<string, unknown>[] }).resources;
     resources[0]!['anything'] = { goes: true };
     expect(() => parseRollout(rolloutDocument({ resources }))).not.toThrow();
+  });
+});
+
+describe('parseRollout: onFailure', () => {
+  it('halts by default, takes rollback, and refuses anything else naming the field', () => {
+    expect(rollout().strategy.onFailure).toBe('halt');
+    expect(rollout({ strategy: { onFailure: 'rollback' } }).strategy.onFailure).toBe('rollback');
+    expect(() => rollout({ strategy: { onFailure: 'retry' } })).toThrow(
+      /spec\.strategy\.onFailure: must be halt or rollback/,
+    );
   });
 });
