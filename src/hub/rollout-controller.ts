@@ -55,8 +55,10 @@ import { parseRollout, type RolloutSpec } from '../rollout/spec.js';
 import type { CopyMessage, RemoveMessage, ReportMessage, RolloutOwner } from '../rollout/wire.js';
 import { MAX_STORED_ROLLOUT_REVISIONS, ROLLOUT_PASS_INTERVAL_MS } from './limits.js';
 import { refuseRolloutChange, removalIdentity } from './rollout-permissions.js';
-import { loadStoredRollout } from './stored-rollout.js';
+import { loadStoredRollout, RolloutQuarantine } from './stored-rollout.js';
 import { rollbackFor } from '../rollout/rollback.js';
+import { isOwedOnReturn } from '../rollout/catch-up.js';
+import { withClusterFacts } from './rollout-rows.js';
 import { checkDocumentLimits } from './document-limits.js';
 import type { QuarantinedRollout } from '../rollout/api.js';
 
@@ -162,7 +164,7 @@ export class RolloutController {
   /** Per cluster, how many times it connected: a delivery's outcome speaks only of the tunnel it was sent on. */
   readonly #connections = new Map<string, number>();
   /** Stored rollouts that could not be loaded at start (stored-rollout.ts): kept out of every pass. */
-  readonly #quarantined = new Map<string, { quarantine: QuarantinedRollout; record: RolloutRecord }>();
+  readonly #quarantined = new RolloutQuarantine();
   /** Removals owed, by cluster, then rollout. */
   readonly #pendingRemovals = new Map<string, Map<string, PendingRemovalRecord>>();
 
@@ -212,7 +214,7 @@ export class RolloutController {
       const loaded = await loadStoredRollout(store, record);
       if (!loaded.ok) {
         // Quarantined, never fatal: one document must not keep the hub from serving everyone else.
-        this.#quarantined.set(record.name, { quarantine: loaded.quarantine, record });
+        this.#quarantined.add(record, loaded.quarantine);
         this.#logger.error(
           `rollout ${record.name}: quarantined, its stored revision ${record.revision} cannot be loaded: ` +
             `${loaded.quarantine.reason} (delete it, or apply a fixed revision after deleting it)`,
@@ -356,29 +358,12 @@ export class RolloutController {
 
   /** Stored rollouts quarantined at start that the actor may see: all for an admin, their own for a user. */
   quarantined(actor: RolloutActor): QuarantinedRollout[] {
-    return [...this.#quarantined.values()]
-      .map((entry) => entry.quarantine)
-      .filter((quarantine) => actor.isAdmin || quarantine.owner === actor.user)
-      .sort((a, b) => (a.name < b.name ? -1 : 1));
+    return this.#quarantined.visible(actor);
   }
 
   /** How many stored rollouts are quarantined (the hub's metric). */
   get quarantinedCount(): number {
     return this.#quarantined.size;
-  }
-
-  #refuseIfQuarantined(name: string, actor: RolloutActor): void {
-    const entry = this.#quarantined.get(name);
-    if (entry === undefined) return;
-    if (!actor.isAdmin && entry.quarantine.owner !== actor.user) {
-      throw new HttpError(404, 'E_ROLLOUT_NOT_FOUND', `no rollout named "${name}"`);
-    }
-    throw new HttpError(
-      409,
-      'E_ROLLOUT_QUARANTINED',
-      `rollout "${name}" is quarantined: the hub could not load it at its start (${entry.quarantine.reason}); ` +
-        `delete it ("edgeadm hub rollout delete ${name}") and apply a fixed document`,
-    );
   }
 
   /** Refuses a change of a rollout the actor may see but does not own (rollout-permissions.ts). */
@@ -389,7 +374,7 @@ export class RolloutController {
 
   /** The stored document of a rollout the actor may see. */
   async document(name: string, actor: RolloutActor): Promise<{ revision: number; document: unknown }> {
-    this.#refuseIfQuarantined(name, actor);
+    this.#quarantined.refuse(name, actor);
     const live = this.#visible(name, actor);
     const stored = await this.#store.getRolloutRevision(name, live.record.revision);
     return { revision: live.record.revision, document: stored?.document };
@@ -397,7 +382,7 @@ export class RolloutController {
 
   /** What {@link RolloutController.apply} would answer, changing nothing (a dry run). */
   preview(document: unknown, spec: RolloutSpec, actor: RolloutActor): ApplyResult {
-    this.#refuseIfQuarantined(spec.name, actor);
+    this.#quarantined.refuse(spec.name, actor);
     const existing = this.#rollouts.get(spec.name);
     if (existing !== undefined && !this.#isVisible(existing, actor)) throw this.#taken(spec.name);
     if (existing !== undefined) this.#refuseUnlessMayChange(existing, actor, 'apply a new revision of');
@@ -421,7 +406,7 @@ export class RolloutController {
    */
   apply(document: unknown, spec: RolloutSpec, actor: RolloutActor): Promise<ApplyResult> {
     return this.#exclusive(async () => {
-      this.#refuseIfQuarantined(spec.name, actor);
+      this.#quarantined.refuse(spec.name, actor);
       const existing = this.#rollouts.get(spec.name);
       if (existing !== undefined && !this.#isVisible(existing, actor)) throw this.#taken(spec.name);
       if (existing !== undefined) this.#refuseUnlessMayChange(existing, actor, 'apply a new revision of');
@@ -488,7 +473,7 @@ export class RolloutController {
   /** Pause, resume or abort. */
   command(name: string, command: 'pause' | 'resume' | 'abort', actor: RolloutActor): Promise<RolloutStatusView> {
     return this.#exclusive(async () => {
-      this.#refuseIfQuarantined(name, actor);
+      this.#quarantined.refuse(name, actor);
       const live = this.#visible(name, actor);
       this.#refuseUnlessMayChange(live, actor, command);
       const progress = live.record.progress;
@@ -529,7 +514,7 @@ export class RolloutController {
   /** Applies the revision before the current one again, as a new revision. */
   undo(name: string, actor: RolloutActor): Promise<RolloutStatusView> {
     return this.#exclusive(async () => {
-      this.#refuseIfQuarantined(name, actor);
+      this.#quarantined.refuse(name, actor);
       const live = this.#visible(name, actor);
       this.#refuseUnlessMayChange(live, actor, 'undo');
       const revisions = await this.#store.listRolloutRevisions(name);
@@ -603,8 +588,8 @@ export class RolloutController {
    */
   async delete(name: string, actor: RolloutActor): Promise<DeleteResult> {
     const owed = await this.#exclusive(async () => {
-      const quarantined = this.#quarantined.get(name);
-      const record = quarantined?.record ?? this.#visible(name, actor).record;
+      const quarantined = this.#quarantined.record(name);
+      const record = quarantined ?? this.#visible(name, actor).record;
       const live = this.#rollouts.get(name);
       const reason = refuseRolloutChange(actor, { name, owner: record.owner.user }, 'delete');
       if (reason !== undefined) {
@@ -667,7 +652,7 @@ export class RolloutController {
 
   /** The status of a rollout the actor may see. */
   status(name: string, actor: RolloutActor, withClusters: boolean): RolloutStatusView {
-    this.#refuseIfQuarantined(name, actor);
+    this.#quarantined.refuse(name, actor);
     const live = this.#visible(name, actor);
     const view = live.view?.statusVersion === live.record.statusVersion ? live.view : this.#statusView(live, true);
     if (withClusters) return view;
@@ -954,7 +939,9 @@ export class RolloutController {
     if (facts === undefined || facts.isHeld) return;
     for (const live of this.#rollouts.values()) {
       const progress = live.record.progress.clusters[cluster];
-      if (progress === undefined || !isOwedOnReturn(live, cluster, progress)) continue;
+      if (progress === undefined) continue;
+      const owed = { isUnconfirmed: live.unconfirmed.has(cluster), lastReported: live.reports.get(cluster)?.revision };
+      if (!isOwedOnReturn(progress, owed)) continue;
       if (live.record.progress.state === 'aborted') continue;
       const rendered = renderCopy(live.spec, live.record.revision, facts);
       if (rendered.ok && rendered.copy.revision === progress.targetRevision) {
@@ -1166,42 +1153,6 @@ function recordOne(live: LiveRollout, report: CopyReport): void {
   if (entry === undefined) return;
   const one = recordReport({ ...live.record.progress, clusters: { [report.cluster]: entry } }, report);
   live.record.progress.clusters[report.cluster] = one.clusters[report.cluster] as ClusterProgress;
-}
-
-/**
- * Whether a cluster that just connected is sent its current copy again:
- * one handed out that its agent has not confirmed taking (applying), or
- * one handed out that it never reported running: its tunnel refused it
- * (offline-pending, waiting) or a deadline passed while it was away
- * (failed). A returning cluster gets the current revision whatever state it
- * was left in, and whatever state the rollout is in but aborted (issue #30).
- */
-function isOwedOnReturn(live: LiveRollout, cluster: string, progress: ClusterProgress): boolean {
-  if (progress.targetRevision === undefined) return false;
-  if (progress.phase === 'applying') return live.unconfirmed.has(cluster);
-  const isNeverRun = live.reports.get(cluster)?.revision !== progress.targetRevision;
-  return (
-    isNeverRun && (progress.phase === 'failed' || progress.phase === 'offline-pending' || progress.phase === 'waiting')
-  );
-}
-
-/**
- * Adds what an operator needs to act on a row that waits: the hold (who,
- * since when, why) of a held cluster, and when a cluster that is not
- * connected was last seen; both also in the message, which the table and
- * the web view show.
- */
-function withClusterFacts(row: ClusterRowView, facts: ClusterRecord | undefined, isConnected: boolean): ClusterRowView {
-  if (row.phase === 'held' && facts?.hold !== undefined) {
-    row.hold = facts.hold;
-    row.message = `held by ${facts.hold.by} since ${facts.hold.since}: ${facts.hold.reason}`;
-  }
-  if (!isConnected) {
-    const seen = facts?.lastSeen === undefined ? 'never seen by the hub' : `last seen ${facts.lastSeen}`;
-    if (facts?.lastSeen !== undefined) row.lastSeen = facts.lastSeen;
-    row.message = row.message === undefined ? seen : `${row.message} (${seen})`;
-  }
-  return row;
 }
 
 function scopeOf(clustersSelector: string): LabelSelector {

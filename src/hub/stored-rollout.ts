@@ -8,6 +8,8 @@
  * else, and its owner or an admin deletes it or applies a fixed revision.
  */
 import { checkDocumentLimits } from './document-limits.js';
+import { HttpError } from './http-replies.js';
+import type { RolloutPrincipal } from './rollout-permissions.js';
 import type { HubStore, ReportedCopyRecord, RolloutRecord } from './store.js';
 import { parseRollout, type RolloutSpec } from '../rollout/spec.js';
 import type { QuarantinedRollout } from '../rollout/api.js';
@@ -50,5 +52,55 @@ export async function loadStoredRollout(
     return { ok: true, spec, document: stored.document, reports };
   } catch (error) {
     return quarantined((error as Error).message);
+  }
+}
+
+/**
+ * The rollouts quarantined at the controller's start: kept out of every
+ * pass, listed to an admin and to their owner (others are not told they
+ * exist), answered 409 to everything but their deletion.
+ */
+export class RolloutQuarantine {
+  readonly #entries = new Map<string, { quarantine: QuarantinedRollout; record: RolloutRecord }>();
+
+  add(record: RolloutRecord, quarantine: QuarantinedRollout): void {
+    this.#entries.set(record.name, { quarantine, record });
+  }
+
+  /** How many there are (the hub's metric). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The stored record of a quarantined rollout (its progress says which clusters are owed a removal). */
+  record(name: string): RolloutRecord | undefined {
+    return this.#entries.get(name)?.record;
+  }
+
+  delete(name: string): void {
+    this.#entries.delete(name);
+  }
+
+  /** The quarantined rollouts `actor` may see: all for an admin, their own for a user. */
+  visible(actor: RolloutPrincipal): QuarantinedRollout[] {
+    return [...this.#entries.values()]
+      .map((entry) => entry.quarantine)
+      .filter((quarantine) => actor.isAdmin || quarantine.owner === actor.user)
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  /** Throws the answer to any request but a deletion for a quarantined rollout; returns for any other name. */
+  refuse(name: string, actor: RolloutPrincipal): void {
+    const entry = this.#entries.get(name);
+    if (entry === undefined) return;
+    if (!actor.isAdmin && entry.quarantine.owner !== actor.user) {
+      throw new HttpError(404, 'E_ROLLOUT_NOT_FOUND', `no rollout named "${name}"`);
+    }
+    throw new HttpError(
+      409,
+      'E_ROLLOUT_QUARANTINED',
+      `rollout "${name}" is quarantined: the hub could not load it at its start (${entry.quarantine.reason}); ` +
+        `delete it ("edgeadm hub rollout delete ${name}") and apply a fixed document`,
+    );
   }
 }
