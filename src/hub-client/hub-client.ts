@@ -18,6 +18,7 @@ import {
   type ApplyResult,
   type ClusterHold,
   type DeleteResult,
+  type QuarantinedRollout,
   type RolloutListItem,
   type RolloutStatusView,
 } from '../rollout/api.js';
@@ -245,7 +246,16 @@ export class HubClient {
   }
 
   async listRollouts(): Promise<RolloutListItem[]> {
-    return (await this.#call<{ rollouts: RolloutListItem[] }>('GET', '/hub/v1/rollouts')).rollouts;
+    return (await this.listRolloutsWithQuarantine()).rollouts;
+  }
+
+  /** The rollouts, and the stored ones the hub quarantined at its start (an older hub answers none). */
+  async listRolloutsWithQuarantine(): Promise<{ rollouts: RolloutListItem[]; quarantined: QuarantinedRollout[] }> {
+    const answer = await this.#call<{ rollouts: RolloutListItem[]; quarantined?: QuarantinedRollout[] }>(
+      'GET',
+      '/hub/v1/rollouts',
+    );
+    return { rollouts: answer.rollouts, quarantined: answer.quarantined ?? [] };
   }
 
   /** One rollout's status; with `clusters`, its per-cluster rows. */

@@ -6,7 +6,13 @@
  * Pure: strings in, strings out.
  */
 import { dump } from 'js-yaml';
-import type { ApplyResult, PhaseCounts, RolloutListItem, RolloutStatusView } from '../rollout/api.js';
+import type {
+  ApplyResult,
+  PhaseCounts,
+  QuarantinedRollout,
+  RolloutListItem,
+  RolloutStatusView,
+} from '../rollout/api.js';
 import type { ClusterPhase } from '../rollout/progress.js';
 
 /** The states in the order a column reads them: from not yet started to done. */
@@ -100,6 +106,14 @@ export function renderRolloutStatus(view: RolloutStatusView): string {
 }
 
 /** `hub rollout list`. */
+/** The rollouts the hub quarantined at its start, one line each with the reason. */
+export function renderQuarantined(items: readonly QuarantinedRollout[]): string {
+  return [
+    `Quarantined (the hub could not load them at its start; delete them and apply a fixed document):`,
+    ...items.map((item) => `  ${item.name}  revision ${item.revision}  owner ${item.owner}: ${item.reason}`),
+  ].join('\n');
+}
+
 export function renderRolloutList(items: readonly RolloutListItem[]): string {
   if (items.length === 0) return 'No rollouts.';
   return columns([

@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadHubConfig } from '../../../src/hub/hub-config.js';
 import { HUB_STORE_FILE } from '../../../src/hub/open-store.js';
 import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
+import { runCli } from '../../support/cli.js';
 import { hubRequest, startHubProcess, type HubProcess } from './hub-fixture.js';
 
 const hubs: HubProcess[] = [];
@@ -18,8 +19,9 @@ afterEach(async () => {
   for (const hub of hubs.splice(0)) await hub.stop();
 });
 
-async function startHub(dataDir?: string): Promise<HubProcess> {
-  const hub = await startHubProcess(dataDir === undefined ? {} : { dataDir });
+/** Starts a hub; again on `previous`'s data directory and port, when given (its admin.yaml names that port). */
+async function startHub(previous?: HubProcess): Promise<HubProcess> {
+  const hub = await startHubProcess(previous === undefined ? {} : { dataDir: previous.dataDir, port: previous.port });
   hubs.push(hub);
   return hub;
 }
@@ -91,7 +93,7 @@ describe('hub: no document can stop it', { timeout: 300_000 }, () => {
     expect(accepted.length).toBeGreaterThan(0);
     await stopHub(hub);
 
-    const restarted = await startHub(hub.dataDir);
+    const restarted = await startHub(hub);
     expect(await healthz(restarted)).toBe(200);
     const list = await hubRequest({ hub: restarted, path: '/hub/v1/rollouts', token });
     const body = JSON.parse(list.body) as { rollouts: { name: string }[]; quarantined: unknown[] };
@@ -123,7 +125,7 @@ describe('hub: no document can stop it', { timeout: 300_000 }, () => {
     await store.putRollout(record!, { ...stored!, document });
     await store.close();
 
-    const restarted = await startHub(hub.dataDir);
+    const restarted = await startHub(hub);
     expect(await healthz(restarted)).toBe(200);
     await restarted.waitForOutput(/rollout deep: quarantined/);
     const list = JSON.parse((await hubRequest({ hub: restarted, path: '/hub/v1/rollouts', token })).body) as {
@@ -132,6 +134,10 @@ describe('hub: no document can stop it', { timeout: 300_000 }, () => {
     };
     expect(list.rollouts.map((rollout) => rollout.name)).toEqual(['good']);
     expect(list.quarantined).toMatchObject([{ name: 'deep', reason: expect.stringMatching(/depth limit/) }]);
+    const listed = await runCli(['hub', 'rollout', 'list', '--hub-config', restarted.adminConfig]);
+    expect(listed.stdout, listed.stderr).toMatch(
+      /Quarantined[^\n]*\n {2}deep {2}revision 1 {2}owner edgeadm-hub-admin: .*depth limit/,
+    );
     const metrics = await hubRequest({ hub: restarted, path: '/metrics', token });
     expect(metrics.body).toMatch(/^edgeadm_hub_rollouts_quarantined 1$/m);
     const status = await hubRequest({ hub: restarted, path: '/hub/v1/rollouts/deep', token });
