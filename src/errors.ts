@@ -8,7 +8,8 @@
  * Exit codes follow kubeadm: 1 general, 2 preflight, 3 validation; and 4
  * for a long-running agent the hub refuses for good (a unit must not
  * restart it: RestartPreventExitStatus=4); 5 and 6 end a watched rollout
- * that halted or was aborted.
+ * that halted or was aborted, 7 one done wherever reachable, 8 a watch
+ * whose timeout passed.
  */
 
 /** kubeadm-compatible process exit codes. */
@@ -25,6 +26,14 @@ export const ExitCode = {
   RolloutHalted: 5,
   /** `hub rollout status --watch`: the rollout was aborted. */
   RolloutAborted: 6,
+  /**
+   * `hub rollout status --watch`: done wherever reachable; every cluster is
+   * ready or held except offline ones, which get the revision when they
+   * return (the count is printed).
+   */
+  RolloutPending: 7,
+  /** `hub rollout status --watch --timeout`: the timeout passed while the rollout still moved. */
+  RolloutWatchTimeout: 8,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

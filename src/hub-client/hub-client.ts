@@ -5,6 +5,7 @@
  * config; the bearer token comes from it too. The library entry (src/api.ts)
  * hands the same client to scripts.
  */
+import { watchEndOf } from './rollout-watch-end.js';
 import type { ReplicaView } from '../hub/replicas-api.js';
 import type { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -17,6 +18,7 @@ import {
   type ApplyResult,
   type ClusterHold,
   type DeleteResult,
+  type QuarantinedRollout,
   type RolloutListItem,
   type RolloutStatusView,
 } from '../rollout/api.js';
@@ -44,6 +46,8 @@ export interface CreatedHubToken {
   id: string;
   expiresAt?: string;
   usages?: number;
+  /** The labels a cluster registered with it must have (`*`: any value), if limited. */
+  labels?: Record<string, string>;
   hub: string;
   caCertHash: string;
 }
@@ -197,7 +201,7 @@ export class HubClient {
     });
   }
 
-  createToken(options: { ttlMs: number; usages?: number }): Promise<CreatedHubToken> {
+  createToken(options: { ttlMs: number; usages?: number; labels?: Record<string, string> }): Promise<CreatedHubToken> {
     return this.#call('POST', '/hub/v1/tokens', options);
   }
 
@@ -242,7 +246,16 @@ export class HubClient {
   }
 
   async listRollouts(): Promise<RolloutListItem[]> {
-    return (await this.#call<{ rollouts: RolloutListItem[] }>('GET', '/hub/v1/rollouts')).rollouts;
+    return (await this.listRolloutsWithQuarantine()).rollouts;
+  }
+
+  /** The rollouts, and the stored ones the hub quarantined at its start (an older hub answers none). */
+  async listRolloutsWithQuarantine(): Promise<{ rollouts: RolloutListItem[]; quarantined: QuarantinedRollout[] }> {
+    const answer = await this.#call<{ rollouts: RolloutListItem[]; quarantined?: QuarantinedRollout[] }>(
+      'GET',
+      '/hub/v1/rollouts',
+    );
+    return { rollouts: answer.rollouts, quarantined: answer.quarantined ?? [] };
   }
 
   /** One rollout's status; with `clusters`, its per-cluster rows. */
@@ -254,7 +267,9 @@ export class HubClient {
    * Every change of a rollout's status, first the current one, as a long
    * poll (`?waitForChangeFrom=`): each call waits up to STATUS_LONG_POLL_MS
    * on the hub, so it crosses proxies and socket deadlines that a stream
-   * would not. Ends after a view whose state is complete, halted or aborted.
+   * would not. Ends after a view whose state is complete, halted or aborted,
+   * or that is done wherever reachable (rollout-watch-end.ts: only offline
+   * clusters are left).
    * When the hub cannot be reached (it restarts), the watch tries again for
    * up to {@link WATCH_RECONNECT_WINDOW_MS} before it gives up with
    * `E_HUB_UNREACHABLE`; any other error ends it at once.
@@ -296,7 +311,7 @@ export class HubClient {
       if (last !== undefined && view.statusVersion === last.statusVersion && view.state === last.state) continue;
       last = view;
       yield view;
-      if (FINAL_ROLLOUT_STATES.has(view.state)) return;
+      if (watchEndOf(view) !== undefined) return;
     }
   }
 

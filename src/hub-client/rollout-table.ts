@@ -6,7 +6,13 @@
  * Pure: strings in, strings out.
  */
 import { dump } from 'js-yaml';
-import type { ApplyResult, PhaseCounts, RolloutListItem, RolloutStatusView } from '../rollout/api.js';
+import type {
+  ApplyResult,
+  PhaseCounts,
+  QuarantinedRollout,
+  RolloutListItem,
+  RolloutStatusView,
+} from '../rollout/api.js';
 import type { ClusterPhase } from '../rollout/progress.js';
 
 /** The states in the order a column reads them: from not yet started to done. */
@@ -53,6 +59,9 @@ export function renderRolloutStatus(view: RolloutStatusView): string {
   const lines = [
     `Rollout ${view.name}: revision ${view.revision}, ${view.state}${view.haltReason === undefined ? '' : ` (${view.haltReason})`}`,
     `Owner ${view.owner}, updated ${view.updatedAt}`,
+    ...(view.rollbackOf === undefined
+      ? []
+      : [`Rolled back: revision ${view.rollbackOf.revision} halted (${view.rollbackOf.reason})`]),
     '',
     columns([
       ['WAVE', 'CLUSTERS', 'STATE', ...PHASES.map((phase) => phase.toUpperCase())],
@@ -97,6 +106,14 @@ export function renderRolloutStatus(view: RolloutStatusView): string {
 }
 
 /** `hub rollout list`. */
+/** The rollouts the hub quarantined at its start, one line each with the reason. */
+export function renderQuarantined(items: readonly QuarantinedRollout[]): string {
+  return [
+    `Quarantined (the hub could not load them at its start; delete them and apply a fixed document):`,
+    ...items.map((item) => `  ${item.name}  revision ${item.revision}  owner ${item.owner}: ${item.reason}`),
+  ].join('\n');
+}
+
 export function renderRolloutList(items: readonly RolloutListItem[]): string {
   if (items.length === 0) return 'No rollouts.';
   return columns([

@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { EdgeadmError } from '../errors.js';
+import { checkDocumentLimits, DocumentLimitError } from './document-limits.js';
 import { MAX_REFUSED_BODY_DRAIN_BYTES } from './limits.js';
 
 /** An error the hub turns into an HTTP answer. */
@@ -107,7 +108,11 @@ export function answerAfterBody(req: IncomingMessage, answer: () => void): void 
   req.resume();
 }
 
-/** Reads a JSON body of at most `limit` bytes. */
+/**
+ * Reads a JSON body of at most `limit` bytes, held to the hub's document
+ * limits (document-limits.ts): a body past one is answered 400
+ * `E_HUB_DOCUMENT_LIMIT`, naming the limit and where it was passed.
+ */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit)
@@ -121,13 +126,20 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
     chunks.push(chunk as Buffer);
   }
   if (size === 0) return {};
+  let parsed: unknown;
   try {
-    const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+    parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
-    return parsed as Record<string, unknown>;
   } catch (error) {
     throw new HttpError(400, 'E_HUB_BAD_REQUEST', `the request body is not a JSON object: ${(error as Error).message}`);
   }
+  try {
+    checkDocumentLimits(parsed, 'the request body');
+  } catch (error) {
+    if (error instanceof DocumentLimitError) throw new HttpError(400, 'E_HUB_DOCUMENT_LIMIT', error.message);
+    throw error;
+  }
+  return parsed as Record<string, unknown>;
 }
 
 /** The bearer token of a request, if it has one. */

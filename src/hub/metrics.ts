@@ -22,6 +22,8 @@ export class HubMetrics {
   /** TLS connections that resumed an earlier session (a session ticket) instead of a full handshake. */
   tlsSessionsResumed = 0;
   unauthorizedRequests = 0;
+  /** Stored rollouts quarantined at the controller's start (read at each scrape; none without a controller). */
+  rolloutsQuarantined: () => number = () => 0;
   readonly #buckets = LATENCY_BUCKETS_SECONDS.map(() => 0);
   #latencyCount = 0;
   #latencySum = 0;
@@ -66,6 +68,9 @@ export class HubMetrics {
       '# HELP edgeadm_hub_unauthorized_requests_total Requests refused with 401.',
       '# TYPE edgeadm_hub_unauthorized_requests_total counter',
       `edgeadm_hub_unauthorized_requests_total ${this.unauthorizedRequests}`,
+      '# HELP edgeadm_hub_rollouts_quarantined Stored rollouts the hub could not load at its start (see "hub rollout list").',
+      '# TYPE edgeadm_hub_rollouts_quarantined gauge',
+      `edgeadm_hub_rollouts_quarantined ${this.rolloutsQuarantined()}`,
       '# HELP edgeadm_hub_request_duration_seconds Time from a kube request to its response head.',
       '# TYPE edgeadm_hub_request_duration_seconds histogram',
       ...LATENCY_BUCKETS_SECONDS.map(

@@ -18,6 +18,7 @@ import { renderClusterInfoKubeconfig } from '../trust/kubeconfig.js';
 import { describeCsr, signCsr } from '../trust/pki.js';
 import { isWithinValidity } from './client-certificate.js';
 import { authenticateUser, type HubContext } from './hub-context.js';
+import { formatTokenLabelLimit, labelsOutsideLimit, tokenLabelLimitProblem } from './token-labels.js';
 import { hashUserToken, hubTokenState, newHubToken, newUserToken, secretsEqual, formatHubToken } from './hub-tokens.js';
 import { bearerToken, HttpError, readJsonBody, sendJson } from './http-replies.js';
 import { matchesSelector, parseLabelSelector } from '../kube/label-selector.js';
@@ -164,6 +165,17 @@ function labelsOf(value: unknown): Record<string, string> {
   return { ...(value as Record<string, string>) };
 }
 
+/** A token's label limit from a request (`labels`: keys to values or `*`), if it has one. */
+function tokenLabelLimitOf(value: unknown): Record<string, string> | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' || Array.isArray(value) || Object.keys(value).length === 0) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'labels must be a JSON object of label keys to label values or "*"');
+  }
+  const problem = tokenLabelLimitProblem(value as Record<string, unknown>);
+  if (problem !== undefined) throw new HttpError(400, 'E_LABELS_INVALID', `labels: ${problem}`);
+  return { ...(value as Record<string, string>) };
+}
+
 /**
  * Decodes a percent-encoded path segment. A malformed escape (`%E0%A4%A`)
  * or bytes that are not UTF-8 are the client's mistake: a 400, not a throw.
@@ -268,6 +280,16 @@ async function register(context: HubContext, req: IncomingMessage, res: ServerRe
     throw new HttpError(400, 'E_HUB_CLUSTER_NAME', 'the cluster name must be a DNS label (a-z, 0-9, -; at most 63)');
   }
   const labels = labelsOf(body.labels);
+  const outside = stored.labels === undefined ? undefined : labelsOutsideLimit(labels, stored.labels);
+  if (outside !== undefined) {
+    context.logger.warn(`registration of cluster ${name} with token ${tokenId} refused: ${outside}`);
+    throw new HttpError(
+      403,
+      'E_HUB_TOKEN_LABELS',
+      `hub token "${tokenId}" cannot register cluster "${name}" with these labels: ${outside} ` +
+        `(it allows ${formatTokenLabelLimit(stored.labels ?? {})})`,
+    );
+  }
   if (await context.store.getCluster(name)) {
     throw new HttpError(
       409,
@@ -328,7 +350,9 @@ async function createToken(context: HubContext, req: IncomingMessage, res: Serve
   const body = await readJsonBody(req, MAX_API_BODY_BYTES);
   const ttlMs = optionalInteger(body, 'ttlMs', { min: 0, max: MAX_API_TTL_MS }) ?? 0;
   const usages = optionalInteger(body, 'usages', { min: 1, max: MAX_HUB_TOKEN_USAGES });
+  const labels = tokenLabelLimitOf(body.labels);
   const { record } = newHubToken({ ttlMs, now: context.now(), ...(usages === undefined ? {} : { usages }) });
+  if (labels !== undefined) record.labels = labels;
   await context.store.addToken(record);
   context.logger.info(`created hub token ${record.id}`);
   sendJson(res, 201, {
@@ -336,6 +360,7 @@ async function createToken(context: HubContext, req: IncomingMessage, res: Serve
     id: record.id,
     ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
     ...(record.usagesLeft === undefined ? {} : { usages: record.usagesLeft }),
+    ...(record.labels === undefined ? {} : { labels: record.labels }),
     hub: hubEndpoint(context),
     caCertHash: context.pki.caPin,
   });

@@ -3,8 +3,10 @@
  * src/rollout/api.ts). Any hub user may call it with their bearer token;
  * what they see and change is bounded as the kube proxy bounds them: an
  * admin sees every rollout, a scoped user only rollouts whose placement
- * stays within their clusters selector (placementOutsideScope decides), and
- * holds and properties only of clusters their selector matches. A rollout
+ * stays within their clusters selector (placementOutsideScope decides). Who
+ * may change a rollout, hold a cluster or set its properties, and as whom
+ * the resulting writes run, is rollout-permissions.ts: owners and admins
+ * change rollouts, admins alone hold clusters and set properties. A rollout
  * the user may not see is answered 404, as if it did not exist.
  *
  * Bodies are bounded ({@link MAX_ROLLOUT_BODY_BYTES} for a Rollout, the
@@ -30,6 +32,7 @@ import {
   MAX_ROLLOUT_BODY_BYTES,
 } from './limits.js';
 import type { RolloutActor, RolloutController } from './rollout-controller.js';
+import { refuseClusterFactChange } from './rollout-permissions.js';
 import type { ClusterRecord, UserRecord } from './store.js';
 
 const ROLLOUTS_PREFIX = '/hub/v1/rollouts';
@@ -187,7 +190,8 @@ async function serveRollouts(context: HubContext, req: IncomingMessage, res: Ser
   if (rest === '') {
     if (method !== 'GET') throw new HttpError(405, 'E_HUB_METHOD', 'only GET lists rollouts');
     const actor = actorOf(await requireUser(context, req));
-    sendJson(res, 200, { rollouts: controllerOf(context).list(actor) });
+    const controller = controllerOf(context);
+    sendJson(res, 200, { rollouts: controller.list(actor), quarantined: controller.quarantined(actor) });
     return;
   }
   const [segment = '', action, ...extra] = rest.split('/');
@@ -286,6 +290,8 @@ async function serveClusterFacts(
   if (!isAllowed) throw new HttpError(405, 'E_HUB_METHOD', `${method} is not allowed on a cluster's ${fact}`);
   const user = await requireUser(context, req);
   const cluster = await reachableCluster(context, user, name);
+  const refusal = refuseClusterFactChange(actorOf(user), fact);
+  if (refusal !== undefined) throw new HttpError(403, 'E_HUB_FORBIDDEN', refusal);
   const body = method === 'PUT' ? await readJsonBody(req, MAX_API_BODY_BYTES) : {};
   if (fact === 'properties') {
     await context.store.setClusterProperties(cluster.name, propertiesOf(body));

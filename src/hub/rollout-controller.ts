@@ -38,12 +38,14 @@ import type {
 import {
   newProgress,
   recordReport,
+  resumeHalted,
   stepRollout,
   type ClusterPhase,
   type ClusterProgress,
   type CopyReport,
   type Delivery,
   type ObservedCluster,
+  type RollbackRecord,
   type RolloutProgress,
 } from '../rollout/progress.js';
 import { placedClusters, placementOutsideScope } from '../rollout/placement.js';
@@ -52,6 +54,13 @@ import { renderCopy, type RenderedCopy } from '../rollout/render.js';
 import { parseRollout, type RolloutSpec } from '../rollout/spec.js';
 import type { CopyMessage, RemoveMessage, ReportMessage, RolloutOwner } from '../rollout/wire.js';
 import { MAX_STORED_ROLLOUT_REVISIONS, ROLLOUT_PASS_INTERVAL_MS } from './limits.js';
+import { refuseRolloutChange, removalIdentity } from './rollout-permissions.js';
+import { loadStoredRollout, RolloutQuarantine } from './stored-rollout.js';
+import { rollbackFor } from '../rollout/rollback.js';
+import { isOwedOnReturn } from '../rollout/catch-up.js';
+import { withClusterFacts } from './rollout-rows.js';
+import { checkDocumentLimits } from './document-limits.js';
+import type { QuarantinedRollout } from '../rollout/api.js';
 
 /** What happened to one message sent to an agent. */
 export type DeliveryOutcome =
@@ -152,6 +161,10 @@ export class RolloutController {
   readonly #rollouts = new Map<string, LiveRollout>();
   #clusters = new Map<string, ClusterRecord>();
   readonly #connected = new Set<string>();
+  /** Per cluster, how many times it connected: a delivery's outcome speaks only of the tunnel it was sent on. */
+  readonly #connections = new Map<string, number>();
+  /** Stored rollouts that could not be loaded at start (stored-rollout.ts): kept out of every pass. */
+  readonly #quarantined = new RolloutQuarantine();
   /** Removals owed, by cluster, then rollout. */
   readonly #pendingRemovals = new Map<string, Map<string, PendingRemovalRecord>>();
 
@@ -198,15 +211,18 @@ export class RolloutController {
     const store = this.#store;
     this.#clusters = new Map((await store.listClusters()).map((cluster) => [cluster.name, cluster]));
     for (const record of await store.listRollouts()) {
-      const stored = await store.getRolloutRevision(record.name, record.revision);
-      let spec: RolloutSpec;
-      try {
-        spec = parseRollout(stored?.document);
-      } catch (error) {
-        this.#logger.error(`rollout ${record.name}: its stored document is unusable: ${(error as Error).message}`);
+      const loaded = await loadStoredRollout(store, record);
+      if (!loaded.ok) {
+        // Quarantined, never fatal: one document must not keep the hub from serving everyone else.
+        this.#quarantined.add(record, loaded.quarantine);
+        this.#logger.error(
+          `rollout ${record.name}: quarantined, its stored revision ${record.revision} cannot be loaded: ` +
+            `${loaded.quarantine.reason} (delete it, or apply a fixed revision after deleting it)`,
+        );
         continue;
       }
-      const reports = new Map((await store.listReportedCopies(record.name)).map((r) => [r.cluster, r]));
+      const { spec, document } = loaded;
+      const reports = new Map(loaded.reports.map((r) => [r.cluster, r]));
       // After a restart no delivery is known to have been accepted: clusters still applying get their copy again.
       const unconfirmed = new Set(
         Object.entries(record.progress.clusters)
@@ -216,7 +232,7 @@ export class RolloutController {
       const live: LiveRollout = {
         record,
         spec,
-        documentText: canonicalJson(stored?.document),
+        documentText: canonicalJson(document),
         reports,
         unconfirmed,
         viewKey: '',
@@ -234,6 +250,7 @@ export class RolloutController {
   /** A cluster's tunnel was accepted: it gets its current copies and owed removals within the next pass. */
   clusterConnected(cluster: string): void {
     this.#connected.add(cluster);
+    this.#connections.set(cluster, (this.#connections.get(cluster) ?? 0) + 1);
     this.#justConnected.add(cluster);
     this.#markAll();
   }
@@ -339,8 +356,25 @@ export class RolloutController {
     }));
   }
 
+  /** Stored rollouts quarantined at start that the actor may see: all for an admin, their own for a user. */
+  quarantined(actor: RolloutActor): QuarantinedRollout[] {
+    return this.#quarantined.visible(actor);
+  }
+
+  /** How many stored rollouts are quarantined (the hub's metric). */
+  get quarantinedCount(): number {
+    return this.#quarantined.size;
+  }
+
+  /** Refuses a change of a rollout the actor may see but does not own (rollout-permissions.ts). */
+  #refuseUnlessMayChange(live: LiveRollout, actor: RolloutActor, action: string): void {
+    const reason = refuseRolloutChange(actor, { name: live.record.name, owner: live.record.owner.user }, action);
+    if (reason !== undefined) throw new HttpError(403, 'E_ROLLOUT_NOT_OWNER', reason);
+  }
+
   /** The stored document of a rollout the actor may see. */
   async document(name: string, actor: RolloutActor): Promise<{ revision: number; document: unknown }> {
+    this.#quarantined.refuse(name, actor);
     const live = this.#visible(name, actor);
     const stored = await this.#store.getRolloutRevision(name, live.record.revision);
     return { revision: live.record.revision, document: stored?.document };
@@ -348,8 +382,10 @@ export class RolloutController {
 
   /** What {@link RolloutController.apply} would answer, changing nothing (a dry run). */
   preview(document: unknown, spec: RolloutSpec, actor: RolloutActor): ApplyResult {
+    this.#quarantined.refuse(spec.name, actor);
     const existing = this.#rollouts.get(spec.name);
     if (existing !== undefined && !this.#isVisible(existing, actor)) throw this.#taken(spec.name);
+    if (existing !== undefined) this.#refuseUnlessMayChange(existing, actor, 'apply a new revision of');
     const isUnchanged = existing !== undefined && existing.documentText === canonicalJson(document);
     const current = existing?.record.revision ?? 0;
     return { name: spec.name, revision: isUnchanged ? current : current + 1, isUnchanged, isCreated: !existing };
@@ -370,8 +406,10 @@ export class RolloutController {
    */
   apply(document: unknown, spec: RolloutSpec, actor: RolloutActor): Promise<ApplyResult> {
     return this.#exclusive(async () => {
+      this.#quarantined.refuse(spec.name, actor);
       const existing = this.#rollouts.get(spec.name);
       if (existing !== undefined && !this.#isVisible(existing, actor)) throw this.#taken(spec.name);
+      if (existing !== undefined) this.#refuseUnlessMayChange(existing, actor, 'apply a new revision of');
       const documentText = canonicalJson(document);
       if (existing !== undefined && existing.documentText === documentText) {
         return { name: spec.name, revision: existing.record.revision, isUnchanged: true, isCreated: false };
@@ -424,7 +462,8 @@ export class RolloutController {
     };
     live.viewKey = this.#viewKey(live);
     this.#rollouts.set(spec.name, live);
-    await this.#owe(dropped.map((cluster) => ({ rollout: spec.name, cluster, owner: ownerOf(owner) })));
+    // The applier's revision left these clusters: the removal is theirs, and runs as them.
+    await this.#owe(dropped.map((cluster) => ({ rollout: spec.name, cluster, owner: removalIdentity(actor) })));
     this.#logger.info(`rollout ${spec.name}: revision ${revision} applied by ${actor.user}`);
     this.#wakeWaiters(spec.name);
     this.#mark(spec.name);
@@ -434,7 +473,9 @@ export class RolloutController {
   /** Pause, resume or abort. */
   command(name: string, command: 'pause' | 'resume' | 'abort', actor: RolloutActor): Promise<RolloutStatusView> {
     return this.#exclusive(async () => {
+      this.#quarantined.refuse(name, actor);
       const live = this.#visible(name, actor);
+      this.#refuseUnlessMayChange(live, actor, command);
       const progress = live.record.progress;
       const state = progress.state;
       let next: RolloutProgress['state'] = state;
@@ -444,10 +485,11 @@ export class RolloutController {
         // released later, then wait until it is resumed (a freeze before a change window).
         if (state === 'progressing' || state === 'complete') next = 'paused';
         else if (state !== 'paused') throw this.#cannot(name, command, state);
-      } else if (state === 'paused') next = 'progressing';
+      } else if (state === 'paused' || state === 'halted') next = 'progressing';
       else if (state !== 'progressing') throw this.#cannot(name, command, state);
       if (next !== state) {
-        live.record.progress = { ...progress, state: next };
+        // A halted rollout resumed tries its failed clusters again: the operator has fixed what failed.
+        live.record.progress = state === 'halted' ? resumeHalted(progress) : { ...progress, state: next };
         delete live.view;
         await this.#save([live]);
         this.#logger.info(`rollout ${name}: ${command} by ${actor.user}`);
@@ -459,25 +501,40 @@ export class RolloutController {
 
   #cannot(name: string, command: string, state: string): HttpError {
     const hint =
-      state === 'halted' || state === 'aborted'
+      state === 'aborted'
         ? ': apply a fixed revision or undo to the previous one'
-        : state === 'complete'
-          ? ': it has nothing left to do'
-          : '';
+        : state === 'halted'
+          ? ': resume it once what failed is fixed, apply a fixed revision, or undo to the previous one'
+          : state === 'complete'
+            ? ': it has nothing left to do'
+            : '';
     return new HttpError(409, 'E_ROLLOUT_STATE', `rollout "${name}" is ${state}; cannot ${command} it${hint}`);
   }
 
   /** Applies the revision before the current one again, as a new revision. */
   undo(name: string, actor: RolloutActor): Promise<RolloutStatusView> {
     return this.#exclusive(async () => {
+      this.#quarantined.refuse(name, actor);
       const live = this.#visible(name, actor);
+      this.#refuseUnlessMayChange(live, actor, 'undo');
       const revisions = await this.#store.listRolloutRevisions(name);
       const previous = revisions.filter((revision) => revision < live.record.revision).at(-1);
       const stored = previous === undefined ? undefined : await this.#store.getRolloutRevision(name, previous);
       if (stored === undefined) {
         throw new HttpError(409, 'E_ROLLOUT_NO_PREVIOUS', `rollout "${name}" has no earlier revision to go back to`);
       }
-      const spec = parseRollout(stored.document);
+      let spec: RolloutSpec;
+      try {
+        // An earlier revision stored before the hub's document limits is held to them before anything walks it.
+        checkDocumentLimits(stored.document, `revision ${previous}'s document`);
+        spec = parseRollout(stored.document, { isStrict: false });
+      } catch (error) {
+        throw new HttpError(
+          409,
+          'E_ROLLOUT_NO_PREVIOUS',
+          `cannot undo to revision ${previous}: ${(error as Error).message}`,
+        );
+      }
       const reason = actor.isAdmin ? undefined : this.outsideScope(spec, actor.clustersSelector);
       if (reason !== undefined)
         throw new HttpError(403, 'E_HUB_FORBIDDEN', `cannot undo to revision ${previous}: ${reason}`);
@@ -487,23 +544,71 @@ export class RolloutController {
   }
 
   /**
+   * `onFailure: rollback`: applies the document of the revision before the
+   * halted one again, as a new revision owned (and so written on the
+   * clusters) by the rollout's owner, whose policy it is. Without an earlier
+   * revision, or with one that cannot be read, the rollout stays halted and
+   * says why.
+   */
+  async #rollBack(live: LiveRollout, rollback: RollbackRecord): Promise<void> {
+    const name = live.record.name;
+    const keepHalted = (why: string): void => {
+      live.record.progress.haltReason = `${rollback.reason}; not rolled back: ${why}`;
+      delete live.view;
+      this.#logger.warn(`rollout ${name}: revision ${rollback.revision} halted and cannot be rolled back: ${why}`);
+      this.#mark(name);
+    };
+    const revisions = await this.#store.listRolloutRevisions(name);
+    const previous = revisions.filter((revision) => revision < live.record.revision).at(-1);
+    const stored = previous === undefined ? undefined : await this.#store.getRolloutRevision(name, previous);
+    if (stored === undefined) return keepHalted('there is no earlier revision');
+    let spec: RolloutSpec;
+    try {
+      checkDocumentLimits(stored.document, `revision ${previous}'s document`);
+      spec = parseRollout(stored.document, { isStrict: false });
+    } catch (error) {
+      return keepHalted((error as Error).message);
+    }
+    const { owner } = live.record;
+    const actor: RolloutActor = { ...owner, groups: [...owner.groups], isAdmin: false };
+    const next = await this.#newRevision(live, spec, stored.document, canonicalJson(stored.document), actor);
+    next.record.progress.rollbackOf = rollback;
+    next.viewKey = this.#viewKey(next);
+    await this.#store.putRollouts([next.record]);
+    this.#logger.warn(
+      `rollout ${name}: revision ${rollback.revision} halted (${rollback.reason}); rolled back to revision ` +
+        `${previous}'s document as revision ${next.record.revision}`,
+    );
+  }
+
+  /**
    * Deletes a rollout: every cluster that may hold its copy is owed a
    * removal (stored with the deletion), sent now to the connected ones; the
    * others get it when they return.
    */
   async delete(name: string, actor: RolloutActor): Promise<DeleteResult> {
     const owed = await this.#exclusive(async () => {
-      const live = this.#visible(name, actor);
-      const owner = ownerOf(live.record.owner);
+      const quarantined = this.#quarantined.record(name);
+      const record = quarantined ?? this.#visible(name, actor).record;
+      const live = this.#rollouts.get(name);
+      const reason = refuseRolloutChange(actor, { name, owner: record.owner.user }, 'delete');
+      if (reason !== undefined) {
+        // A quarantined rollout of another owner is not shown to a user: nor is its existence told here.
+        if (quarantined !== undefined) throw new HttpError(404, 'E_ROLLOUT_NOT_FOUND', `no rollout named "${name}"`);
+        throw new HttpError(403, 'E_ROLLOUT_NOT_OWNER', reason);
+      }
+      // The removal is the deleter's action: it runs as them, so the cluster's RBAC decides what they may remove.
+      const identity = removalIdentity(actor);
       const reached = new Set(
-        Object.entries(live.record.progress.clusters)
+        Object.entries(record.progress.clusters)
           .filter(([, progress]) => progress.targetRevision !== undefined)
           .map(([cluster]) => cluster),
       );
-      for (const cluster of live.reports.keys()) if (this.#clusters.has(cluster)) reached.add(cluster);
-      const removals = [...reached].sort().map((cluster) => ({ rollout: name, cluster, owner }));
+      for (const cluster of live?.reports.keys() ?? []) if (this.#clusters.has(cluster)) reached.add(cluster);
+      const removals = [...reached].sort().map((cluster) => ({ rollout: name, cluster, owner: identity }));
       await this.#store.deleteRollout(name, removals);
       this.#rollouts.delete(name);
+      this.#quarantined.delete(name);
       // Reports of a deleted rollout are moot: the agent need not send them again.
       for (const waiter of this.#takeUnwritten(name)) waiter.resolve();
       for (const removal of removals) this.#rememberRemoval(removal);
@@ -547,6 +652,7 @@ export class RolloutController {
 
   /** The status of a rollout the actor may see. */
   status(name: string, actor: RolloutActor, withClusters: boolean): RolloutStatusView {
+    this.#quarantined.refuse(name, actor);
     const live = this.#visible(name, actor);
     const view = live.view?.statusVersion === live.record.statusVersion ? live.view : this.#statusView(live, true);
     if (withClusters) return view;
@@ -621,6 +727,7 @@ export class RolloutController {
       revision: record.revision,
       state: progress.state,
       ...(progress.haltReason === undefined ? {} : { haltReason: progress.haltReason }),
+      ...(progress.rollbackOf === undefined ? {} : { rollbackOf: progress.rollbackOf }),
       statusVersion: record.statusVersion,
       owner: record.owner.user,
       currentWave: progress.currentWave,
@@ -639,7 +746,7 @@ export class RolloutController {
         if (isReported && !this.#connected.has(cluster)) {
           row.message = `not connected to the hub now; last known ${state.phase}${state.message ? `: ${state.message}` : ''}`;
         }
-        return row;
+        return withClusterFacts(row, this.#clusters.get(cluster), this.#connected.has(cluster));
       });
     }
     return view;
@@ -723,9 +830,11 @@ export class RolloutController {
       // and the removals they are owed; the step below then hands out what is new.
       const observedByName = new Map(observed.map((seen) => [seen.name, seen]));
       for (const cluster of connectedNow) this.#catchUp(cluster, observedByName, names);
+      const rollbacks: { live: LiveRollout; rollback: RollbackRecord }[] = [];
       for (const name of names) {
         const live = this.#rollouts.get(name);
         if (live === undefined) continue;
+        const before = live.record.progress;
         // A step that starts the next wave hands out its copies only in the step after: step again then.
         for (let steps = 0; steps <= live.spec.strategy.waves.length; steps += 1) {
           const wave = live.record.progress.currentWave;
@@ -744,6 +853,8 @@ export class RolloutController {
           }
           if (out.progress.currentWave === wave) break;
         }
+        const rollback = rollbackFor(live.spec, before, live.record.progress);
+        if (rollback !== undefined) rollbacks.push({ live, rollback });
         changed.push(live);
       }
       for (const live of changed) {
@@ -759,6 +870,8 @@ export class RolloutController {
       }
       await this.#save(changed);
       if (owed.length > 0) await this.#owe(owed);
+      // In the same pass as the halt: the updated clusters are sent their previous copy at once.
+      for (const { live, rollback } of rollbacks) await this.#rollBack(live, rollback);
       this.#scheduleWake();
     } finally {
       this.#isPassRunning = false;
@@ -826,10 +939,18 @@ export class RolloutController {
     if (facts === undefined || facts.isHeld) return;
     for (const live of this.#rollouts.values()) {
       const progress = live.record.progress.clusters[cluster];
-      if (progress?.phase !== 'applying' || !live.unconfirmed.has(cluster)) continue;
+      if (progress === undefined) continue;
+      const owed = { isUnconfirmed: live.unconfirmed.has(cluster), lastReported: live.reports.get(cluster)?.revision };
+      if (!isOwedOnReturn(progress, owed)) continue;
       if (live.record.progress.state === 'aborted') continue;
       const rendered = renderCopy(live.spec, live.record.revision, facts);
       if (rendered.ok && rendered.copy.revision === progress.targetRevision) {
+        if (progress.phase !== 'applying') {
+          // Failed or left pending while away for a copy it never ran: it gets the copy now, with a fresh deadline.
+          const { message: _message, ...rest } = progress;
+          live.record.progress.clusters[cluster] = { ...rest, phase: 'applying', deliveredAt: this.#clock.now() };
+          if (!names.includes(live.record.name)) names.push(live.record.name);
+        }
         this.#deliver(live, { cluster, copy: rendered.copy });
       } else {
         // The cluster's facts changed since: it waits for a fresh copy, in its turn.
@@ -848,6 +969,7 @@ export class RolloutController {
     live.unconfirmed.add(cluster);
     if (!this.#connected.has(cluster)) return;
     this.#enqueue(cluster, async () => {
+      const connection = this.#connections.get(cluster);
       const current = this.#rollouts.get(name);
       // Only the cluster's current target goes out: a newer revision or a deletion since makes this one moot,
       // and a hold since means no change until it is released (the step then hands the copy out again).
@@ -855,6 +977,11 @@ export class RolloutController {
       if (this.#clusters.get(cluster)?.hold !== undefined) return;
       const message: CopyMessage = { rollout: name, owner: ownerOf(current.record.owner), copy };
       const outcome = await this.#delivery.sendCopy(cluster, message);
+      // No tunnel took it, and the cluster has not connected again since: it is offline, whether or not its
+      // tunnel's end was told yet (a draining agent's tunnel refuses new streams before it closes).
+      if (outcome.status === 'disconnected' && this.#connections.get(cluster) === connection) {
+        this.#connected.delete(cluster);
+      }
       this.#onCopyOutcome(name, cluster, copy, outcome);
     });
   }
@@ -863,13 +990,24 @@ export class RolloutController {
     const live = this.#rollouts.get(name);
     if (live === undefined || live.record.progress.clusters[cluster]?.targetRevision !== copy.revision) return;
     if (outcome.status === 'delivered') live.unconfirmed.delete(cluster);
-    else if (outcome.status === 'failed') {
+    else if (outcome.status === 'disconnected') {
+      // The copy never reached the agent (its tunnel closed or began draining first): the cluster waits for its
+      // copy again, offline-pending while away, and is handed the current one when it returns, never failed by
+      // a deadline for a copy it did not get.
+      const progress = live.record.progress.clusters[cluster];
+      const { deliveredAt: _at, message: _message, ...rest } = progress;
+      live.record.progress.clusters[cluster] = {
+        ...rest,
+        phase: this.#connected.has(cluster) ? 'waiting' : 'offline-pending',
+      };
+      live.unconfirmed.delete(cluster);
+      this.#mark(name);
+    } else {
       live.unconfirmed.delete(cluster);
       recordOne(live, { cluster, revision: copy.revision, readiness: 'failed', message: outcome.message });
       this.#logger.warn(`rollout ${name}: cluster ${cluster}: ${outcome.message}`);
       this.#mark(name);
     }
-    // Disconnected: the copy stays unconfirmed and goes out again when the cluster returns.
   }
 
   #enqueue(cluster: string, work: () => Promise<void>): void {

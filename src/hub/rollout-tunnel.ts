@@ -22,6 +22,7 @@
  *   open tunnel is "disconnected": the controller keeps its copy for its
  *   return.
  */
+import { checkDocumentLimits } from './document-limits.js';
 import type { ClientHttp2Stream } from 'node:http2';
 import type { Logger } from '../log/run-log.js';
 import type { DeliveryOutcome, RolloutDelivery } from './rollout-controller.js';
@@ -367,6 +368,13 @@ export function followReports(
         }
         // Acknowledged once taken, or at once when dropped for good: either way the agent need not send it again.
         const numbered = acks.read(parsed);
+        try {
+          // A report is stored and summarized: past the hub's document limits it is dropped, never walked.
+          checkDocumentLimits(parsed, 'a report line');
+        } catch (error) {
+          logger.warn(`cluster ${cluster}: ${(error as Error).message}; dropped`);
+          continue;
+        }
         const report = reportOf(parsed);
         if (typeof report === 'string') {
           logger.warn(`cluster ${cluster}: a report line was dropped: ${report}`);

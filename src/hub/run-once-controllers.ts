@@ -109,6 +109,7 @@ export class RunOnceControllers {
           return;
         }
         context.rollouts = controller;
+        context.metrics.rolloutsQuarantined = () => controller.quarantinedCount;
         // Clusters that connected or left while it loaded were told to no controller: tell this one.
         const connectedNow = new Set(this.#options.connected());
         for (const cluster of connectedNow) if (!connectedAtStart.has(cluster)) controller.clusterConnected(cluster);
@@ -117,6 +118,7 @@ export class RunOnceControllers {
       } else {
         const controller = context.rollouts;
         context.rollouts = undefined;
+        context.metrics.rolloutsQuarantined = () => 0;
         if (controller !== undefined) {
           await controller.stop();
           logger.info('this replica no longer runs the rollout controller');

@@ -62,6 +62,10 @@ CREATE TABLE IF NOT EXISTS cluster_rollout_facts (
   hold_json TEXT,
   properties_json TEXT
 );
+CREATE TABLE IF NOT EXISTS token_label_limits (
+  id TEXT PRIMARY KEY,
+  labels_json TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS rollouts (
   name TEXT PRIMARY KEY,
   record_json TEXT NOT NULL
@@ -85,6 +89,9 @@ CREATE TABLE IF NOT EXISTS rollout_pending_removals (
   PRIMARY KEY (rollout, cluster)
 );
 `;
+
+/** Tokens with their label limit (kept in their own table, so that older stores need no migration). */
+const SELECT_TOKENS = 'SELECT t.*, l.labels_json FROM tokens t LEFT JOIN token_label_limits l ON l.id = t.id';
 
 /** Clusters with their hold and properties (kept in their own table, so that older stores need no migration). */
 const SELECT_CLUSTERS = `SELECT c.*, f.hold_json, f.properties_json FROM clusters c
@@ -127,6 +134,8 @@ function tokenFromRow(row: Row): HubTokenRecord {
   if (expiresAt !== undefined) token.expiresAt = expiresAt;
   const usagesLeft = optionalNumber(row.usages_left);
   if (usagesLeft !== undefined) token.usagesLeft = usagesLeft;
+  const labels = optionalString(row.labels_json);
+  if (labels !== undefined) token.labels = JSON.parse(labels) as Record<string, string>;
   return token;
 }
 
@@ -339,22 +348,30 @@ export class SqliteHubStore implements HubStore {
   }
 
   async addToken(token: HubTokenRecord): Promise<void> {
-    this.#prepare('INSERT INTO tokens (id, secret, created_at, expires_at, usages_left) VALUES (?, ?, ?, ?, ?)').run(
-      token.id,
-      token.secret,
-      token.createdAt,
-      token.expiresAt ?? null,
-      token.usagesLeft ?? null,
-    );
+    this.#transaction(() => {
+      this.#prepare('INSERT INTO tokens (id, secret, created_at, expires_at, usages_left) VALUES (?, ?, ?, ?, ?)').run(
+        token.id,
+        token.secret,
+        token.createdAt,
+        token.expiresAt ?? null,
+        token.usagesLeft ?? null,
+      );
+      if (token.labels !== undefined) {
+        this.#prepare('INSERT OR REPLACE INTO token_label_limits (id, labels_json) VALUES (?, ?)').run(
+          token.id,
+          JSON.stringify(token.labels),
+        );
+      }
+    });
   }
 
   async getToken(id: string): Promise<HubTokenRecord | undefined> {
-    const row = this.#prepare('SELECT * FROM tokens WHERE id = ?').get(id) as Row | undefined;
+    const row = this.#prepare(`${SELECT_TOKENS} WHERE t.id = ?`).get(id) as Row | undefined;
     return row === undefined ? undefined : tokenFromRow(row);
   }
 
   async listTokens(): Promise<HubTokenRecord[]> {
-    return (this.#prepare('SELECT * FROM tokens ORDER BY created_at').all() as Row[]).map(tokenFromRow);
+    return (this.#prepare(`${SELECT_TOKENS} ORDER BY t.created_at`).all() as Row[]).map(tokenFromRow);
   }
 
   /**

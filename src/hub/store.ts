@@ -44,6 +44,12 @@ export interface HubTokenRecord {
   expiresAt?: string;
   /** Registrations left; absent: unlimited within the TTL. */
   usagesLeft?: number;
+  /**
+   * The labels a cluster registered with this token must have: exactly these
+   * keys, each with this value or any value for `*` (token-labels.ts).
+   * Absent: any labels.
+   */
+  labels?: Record<string, string>;
 }
 
 /** A person (or the hub admin) allowed to use the hub. */

@@ -135,10 +135,12 @@ export class TunnelRegistry {
       .catch((error: Error) => logger.warn(`cannot record the tunnel of cluster ${cluster}: ${error.message}`));
     for (const listener of this.#listeners) listener.opened(tunnel);
     await this.#saveSeen(tunnel);
-    await tunnel.closed;
-    this.#serials.delete(tunnel);
+    // A draining tunnel (the agent's graceful stop) takes no new stream: the cluster is offline from now,
+    // not when its last open stream ends up to TUNNEL_DRAIN_TIMEOUT_MS later.
+    await tunnel.draining;
     if (this.tunnels.get(cluster) === tunnel) {
       this.tunnels.delete(cluster);
+      metrics.connectedAgents = this.tunnels.size;
       await coordination
         .releaseTunnel(cluster)
         .catch((error: Error) => logger.debug(`cannot release the tunnel of cluster ${cluster}: ${error.message}`));
@@ -146,6 +148,8 @@ export class TunnelRegistry {
       logger.info(`cluster ${cluster} disconnected`);
       await this.#saveSeen(tunnel);
     }
+    await tunnel.closed;
+    this.#serials.delete(tunnel);
     metrics.connectedAgents = this.tunnels.size;
   }
 

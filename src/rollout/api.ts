@@ -9,7 +9,9 @@
  * - `PUT /hub/v1/rollouts/{name}` body: the Rollout document as JSON, with
  *   file references already read into `spec.resources`; `?dryRun=true`
  *   stores nothing. Answers {@link ApplyResult}.
- * - `GET /hub/v1/rollouts` → `{ rollouts: RolloutListItem[] }`.
+ * - `GET /hub/v1/rollouts` → `{ rollouts: RolloutListItem[], quarantined: QuarantinedRollout[] }`
+ *   (quarantined: stored rollouts the hub could not load at its start; an
+ *   admin sees all of them, a user those they own).
  * - `GET /hub/v1/rollouts/{name}` → {@link RolloutStatusView};
  *   `?clusters=true` adds the per-cluster rows; `?waitForChangeFrom=N`
  *   answers when `statusVersion` differs from N, or after
@@ -62,6 +64,20 @@ export interface RolloutListItem {
   updatedAt: string;
 }
 
+/**
+ * A stored rollout the hub could not load at its start (a document past the
+ * hub's limits, or one that no longer parses). The hub serves everyone else;
+ * the rollout does nothing until its owner or an admin deletes it (its
+ * clusters are then owed a removal as usual).
+ */
+export interface QuarantinedRollout {
+  name: string;
+  revision: number;
+  owner: string;
+  /** Why it could not be loaded. */
+  reason: string;
+}
+
 /** One wave's progress. */
 export interface WaveView {
   index: number;
@@ -78,6 +94,10 @@ export interface ClusterRowView {
   phase: ClusterPhase;
   targetRevision?: string;
   message?: string;
+  /** A held cluster's hold: who, since when, why. */
+  hold?: ClusterHold;
+  /** When a cluster not connected now was last connected (ISO 8601); absent: never, or connected now. */
+  lastSeen?: string;
 }
 
 /** `rollout status`. */
@@ -86,6 +106,8 @@ export interface RolloutStatusView {
   revision: number;
   state: RolloutState;
   haltReason?: string;
+  /** On a revision the hub applied to roll back a failed one (`onFailure: rollback`): which, and why. */
+  rollbackOf?: { revision: number; reason: string };
   /** Increases at every change of what this view shows. */
   statusVersion: number;
   owner: string;

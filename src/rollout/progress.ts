@@ -24,7 +24,8 @@
  * - A cluster not ready within `deadlineMs` of its delivery, or whose copy
  *   cannot be rendered, or that reports failure, has failed; more failures
  *   than `failureBudget` halt the rollout.
- * - Paused and halted rollouts deliver nothing new and start no wave;
+ * - Paused and halted rollouts deliver nothing new and start no wave until
+ *   resumed (a halted one's failed clusters are then tried again);
  *   aborted ones stop for good; reports are still recorded.
  */
 import { resolveClusterCount, type RolloutSpec } from './spec.js';
@@ -62,6 +63,14 @@ export interface RolloutProgress {
   clusters: Record<string, ClusterProgress>;
   /** Why the rollout halted, when it did. */
   haltReason?: string;
+  /** Set on a revision the hub applied to roll back a failed one (`onFailure: rollback`). */
+  rollbackOf?: RollbackRecord;
+}
+
+/** Which revision a rollback undid, and why. */
+export interface RollbackRecord {
+  revision: number;
+  reason: string;
 }
 
 /** What the hub knows of a cluster right now. */
@@ -108,6 +117,21 @@ export interface StepOutput {
 export function newProgress(revision: number, previous?: RolloutProgress): RolloutProgress {
   const state: RolloutState = previous?.state === 'paused' ? 'paused' : 'progressing';
   return { revision, state, currentWave: 0, clusters: {} };
+}
+
+/**
+ * Resumes a halted rollout: its failed clusters wait for their copy again
+ * (rendered afresh and delivered within `maxUnavailable`, each with a new
+ * deadline), so the failure budget counts anew. What `hub rollout resume`
+ * promises once the operator has fixed what failed.
+ */
+export function resumeHalted(progress: RolloutProgress): RolloutProgress {
+  const clusters: Record<string, ClusterProgress> = {};
+  for (const [name, cluster] of Object.entries(progress.clusters)) {
+    clusters[name] = cluster.phase === 'failed' ? { wave: cluster.wave, phase: 'waiting' } : cluster;
+  }
+  const { haltReason: _reason, ...rest } = progress;
+  return { ...rest, state: 'progressing', clusters };
 }
 
 /** Records a cluster's report; reports for another copy revision than its target are ignored. */

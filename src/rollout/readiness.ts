@@ -35,6 +35,9 @@ function isObserved(object: Json, status: Json): boolean {
 }
 
 function deploymentReadiness(object: Json, status: Json): Readiness {
+  // Observed first, as kubectl rollout status does: until the controller has seen the new spec, its conditions
+  // (a ProgressDeadlineExceeded left by the revision before, which a fix or a rollback replaces) are about the old one.
+  if (!isObserved(object, status)) return progressing('waiting for the deployment spec update to be observed');
   const progressingCondition = conditionOf(status, 'Progressing');
   if (progressingCondition?.['reason'] === 'ProgressDeadlineExceeded') {
     return {
@@ -42,7 +45,6 @@ function deploymentReadiness(object: Json, status: Json): Readiness {
       message: `deployment exceeded its progress deadline: ${String(progressingCondition['message'] ?? '')}`,
     };
   }
-  if (!isObserved(object, status)) return progressing('waiting for the deployment spec update to be observed');
   const wanted = num(record(object['spec'])['replicas'], 1);
   const updated = num(status['updatedReplicas']);
   const available = num(status['availableReplicas']);

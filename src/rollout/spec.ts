@@ -62,6 +62,13 @@ export interface Strategy {
   soakMs: number;
   /** How long a cluster has to become ready before it counts as failed. */
   deadlineMs: number;
+  /**
+   * What a failed gate (more failures than the budget) does: `halt` stops
+   * and waits for the operator; `rollback` also applies the previous
+   * revision's document again, as a new revision, so the clusters this one
+   * updated return to what they ran.
+   */
+  onFailure: 'halt' | 'rollback';
 }
 
 /** A reduction over the copies' fields. */
@@ -94,6 +101,7 @@ export const DEFAULT_STRATEGY: Strategy = {
   failureBudget: { count: 0 },
   soakMs: 30_000,
   deadlineMs: 10 * 60_000,
+  onFailure: 'halt',
 };
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -105,6 +113,52 @@ function invalid(field: string, why: string): ValidationError {
     hints: ['"edgeadm hub rollout apply --help" shows a complete Rollout document.'],
   });
 }
+
+/**
+ * The fields each mapping of a Rollout may have. A typo (`soakSecond`,
+ * `clusterSelecter`) is refused naming the field and the expected names, as
+ * the inventory reader does, instead of being dropped (the canary then had
+ * no soak; issue #30). Kubernetes objects in `spec.resources` and the
+ * `patch` of a customization are not checked: their schema is the
+ * cluster's.
+ */
+const KNOWN_FIELDS = {
+  document: ['apiVersion', 'kind', 'metadata', 'spec'],
+  metadata: ['name', 'labels', 'annotations'],
+  spec: ['resources', 'placement', 'customization', 'strategy', 'status'],
+  placement: ['clusterSelector', 'clusters'],
+  customization: ['patches'],
+  patch: ['clusterSelector', 'target', 'patch'],
+  target: ['kind', 'name', 'namespace'],
+  strategy: ['waves', 'maxUnavailable', 'failureBudget', 'soakSeconds', 'deadlineSeconds', 'onFailure'],
+  wave: ['clusters'],
+  status: ['summaries'],
+  summary: ['name', 'reduce', 'field', 'kind', 'objectName'],
+} as const satisfies Record<string, readonly string[]>;
+
+/** Options of {@link parseRollout}. */
+export interface ParseRolloutOptions {
+  /**
+   * Refuse fields a Rollout does not have (the default: every document a
+   * user sends). Off only for documents already stored, which a hub that
+   * did not check them may have taken.
+   */
+  isStrict?: boolean;
+}
+
+/** Checks a mapping's fields against the names it may have (or, for stored documents, not at all). */
+type FieldCheck = (record: Record<string, unknown>, field: string, known: readonly string[]) => void;
+
+const ignoreFields: FieldCheck = () => undefined;
+
+const refuseUnknownFields: FieldCheck = (record, field, known) => {
+  for (const key of Object.keys(record)) {
+    if (!known.includes(key)) {
+      const at = field === 'document' ? key : `${field}.${key}`;
+      throw invalid(at, `unknown field (expected one of: ${known.join(', ')})`);
+    }
+  }
+};
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -185,8 +239,9 @@ export function resourceKeyOf(resource: RolloutResource): string {
   return `${group}/${resource.kind}/${resource.metadata.namespace ?? ''}/${resource.metadata.name}`;
 }
 
-function parsePlacement(value: unknown): Placement {
+function parsePlacement(value: unknown, checkFields: FieldCheck): Placement {
   const placement = requireRecord(value, 'spec.placement');
+  checkFields(placement, 'spec.placement', KNOWN_FIELDS.placement);
   const result: Placement = {};
   if (placement['clusterSelector'] !== undefined) {
     const { selector, text } = selectorOf(placement['clusterSelector'], 'spec.placement.clusterSelector');
@@ -206,17 +261,20 @@ function parsePlacement(value: unknown): Placement {
   return result;
 }
 
-function parseCustomization(value: unknown): Customization {
+function parseCustomization(value: unknown, checkFields: FieldCheck): Customization {
   if (value === undefined) return { patches: [] };
   const customization = requireRecord(value, 'spec.customization');
+  checkFields(customization, 'spec.customization', KNOWN_FIELDS.customization);
   const patches = customization['patches'] ?? [];
   if (!Array.isArray(patches)) throw invalid('spec.customization.patches', 'must be a list');
   return {
     patches: patches.map((raw, index) => {
       const field = `spec.customization.patches[${index}]`;
       const entry = requireRecord(raw, field);
+      checkFields(entry, field, KNOWN_FIELDS.patch);
       const { selector, text } = selectorOf(entry['clusterSelector'] ?? '', `${field}.clusterSelector`);
       const target = entry['target'] === undefined ? {} : requireRecord(entry['target'], `${field}.target`);
+      checkFields(target, `${field}.target`, KNOWN_FIELDS.target);
       const kind = optionalString(target['kind'], `${field}.target.kind`);
       const name = optionalString(target['name'], `${field}.target.name`);
       const namespace = optionalString(target['namespace'], `${field}.target.namespace`);
@@ -230,21 +288,23 @@ function parseCustomization(value: unknown): Customization {
   };
 }
 
-function parseStrategy(value: unknown): Strategy {
+function parseStrategy(value: unknown, checkFields: FieldCheck): Strategy {
   if (value === undefined) return DEFAULT_STRATEGY;
   const strategy = requireRecord(value, 'spec.strategy');
+  checkFields(strategy, 'spec.strategy', KNOWN_FIELDS.strategy);
   let waves = DEFAULT_STRATEGY.waves;
   if (strategy['waves'] !== undefined) {
     const raw = strategy['waves'];
     if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_WAVES) {
       throw invalid('spec.strategy.waves', `must be a list of 1 to ${MAX_WAVES} waves`);
     }
-    waves = raw.map((wave, index) =>
-      parseClusterCount(
+    waves = raw.map((wave, index) => {
+      if (isRecord(wave)) checkFields(wave, `spec.strategy.waves[${index}]`, KNOWN_FIELDS.wave);
+      return parseClusterCount(
         isRecord(wave) ? wave['clusters'] : wave,
         `spec.strategy.waves[${index}]${isRecord(wave) ? '.clusters' : ''}`,
-      ),
-    );
+      );
+    });
   }
   return {
     waves,
@@ -258,18 +318,27 @@ function parseStrategy(value: unknown): Strategy {
         : parseClusterCount(strategy['failureBudget'], 'spec.strategy.failureBudget'),
     soakMs: seconds(strategy['soakSeconds'], 'spec.strategy.soakSeconds', DEFAULT_STRATEGY.soakMs),
     deadlineMs: seconds(strategy['deadlineSeconds'], 'spec.strategy.deadlineSeconds', DEFAULT_STRATEGY.deadlineMs),
+    onFailure: onFailureOf(strategy['onFailure']),
   };
 }
 
-function parseSummaries(value: unknown): SummarySpec[] {
+function onFailureOf(value: unknown): Strategy['onFailure'] {
+  if (value === undefined) return DEFAULT_STRATEGY.onFailure;
+  if (value !== 'halt' && value !== 'rollback') throw invalid('spec.strategy.onFailure', 'must be halt or rollback');
+  return value;
+}
+
+function parseSummaries(value: unknown, checkFields: FieldCheck): SummarySpec[] {
   if (value === undefined) return [];
   const status = requireRecord(value, 'spec.status');
+  checkFields(status, 'spec.status', KNOWN_FIELDS.status);
   const summaries = status['summaries'] ?? [];
   if (!Array.isArray(summaries)) throw invalid('spec.status.summaries', 'must be a list');
   const names = new Set<string>();
   return summaries.map((raw, index) => {
     const field = `spec.status.summaries[${index}]`;
     const entry = requireRecord(raw, field);
+    checkFields(entry, field, KNOWN_FIELDS.summary);
     const name = optionalString(entry['name'], `${field}.name`);
     if (name === undefined) throw invalid(`${field}.name`, 'is missing');
     if (names.has(name)) throw invalid(`${field}.name`, `"${name}" is declared twice`);
@@ -290,19 +359,24 @@ function parseSummaries(value: unknown): SummarySpec[] {
 
 /**
  * Parses and checks a Rollout document (already read from YAML or JSON).
+ * Unknown fields are refused unless `options.isStrict` is false.
  *
  * @throws {ValidationError} `E_ROLLOUT_INVALID`, naming the field.
  */
-export function parseRollout(document: unknown): RolloutSpec {
+export function parseRollout(document: unknown, options: ParseRolloutOptions = {}): RolloutSpec {
+  const checkFields = options.isStrict === false ? ignoreFields : refuseUnknownFields;
   const top = requireRecord(document, 'document');
+  checkFields(top, 'document', KNOWN_FIELDS.document);
   if (top['apiVersion'] !== ROLLOUT_API_VERSION) throw invalid('apiVersion', `must be ${ROLLOUT_API_VERSION}`);
   if (top['kind'] !== 'Rollout') throw invalid('kind', 'must be Rollout');
   const metadata = requireRecord(top['metadata'], 'metadata');
+  checkFields(metadata, 'metadata', KNOWN_FIELDS.metadata);
   const name = metadata['name'];
   if (typeof name !== 'string' || name.length > MAX_ROLLOUT_NAME_LENGTH || !DNS_LABEL.test(name)) {
     throw invalid('metadata.name', 'must be a DNS-1123 label (lowercase letters, digits and "-", at most 63)');
   }
   const spec = requireRecord(top['spec'], 'spec');
+  checkFields(spec, 'spec', KNOWN_FIELDS.spec);
   const rawResources = spec['resources'];
   if (!Array.isArray(rawResources) || rawResources.length === 0) {
     throw invalid('spec.resources', 'must list at least one Kubernetes object');
@@ -323,9 +397,9 @@ export function parseRollout(document: unknown): RolloutSpec {
   return {
     name,
     resources,
-    placement: parsePlacement(spec['placement']),
-    customization: parseCustomization(spec['customization']),
-    strategy: parseStrategy(spec['strategy']),
-    summaries: parseSummaries(spec['status']),
+    placement: parsePlacement(spec['placement'], checkFields),
+    customization: parseCustomization(spec['customization'], checkFields),
+    strategy: parseStrategy(spec['strategy'], checkFields),
+    summaries: parseSummaries(spec['status'], checkFields),
   };
 }

@@ -40,6 +40,14 @@ export class HubTunnel {
   readonly hello: AgentHello;
   /** Resolves when the tunnel is gone. */
   readonly closed: Promise<void>;
+  /**
+   * Resolves as soon as the tunnel takes no new streams: the agent began a
+   * graceful stop (its GOAWAY; SIGTERM drains for up to
+   * TUNNEL_DRAIN_TIMEOUT_MS while open streams finish) or the tunnel closed.
+   * From then on the cluster is offline for everything new (issue #30: a
+   * wave handed out during an agent's drain never reached it).
+   */
+  readonly draining: Promise<void>;
   readonly #session: ClientHttp2Session;
   readonly #socket: TLSSocket;
   #bytesReadSeen = 0;
@@ -59,6 +67,11 @@ export class HubTunnel {
     this.closed = new Promise((resolve) => {
       if (options.session.destroyed) resolve();
       options.session.once('close', () => resolve());
+    });
+    this.draining = new Promise((resolve) => {
+      if (options.session.closed || options.session.destroyed) resolve();
+      options.session.once('goaway', () => resolve());
+      void this.closed.then(resolve);
     });
   }
 

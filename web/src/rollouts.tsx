@@ -91,6 +91,11 @@ export function RolloutPageView({ name }: { name: string }) {
               Halted: {view.haltReason}
             </p>
           )}
+          {view.rollbackOf && (
+            <p role="status">
+              Rolled back: revision {view.rollbackOf.revision} halted ({view.rollbackOf.reason})
+            </p>
+          )}
           {view.canChange && (
             <div class="actions" role="group" aria-label="Rollout commands">
               {(view.state === 'progressing' || view.state === 'complete') && (

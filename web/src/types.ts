@@ -56,12 +56,21 @@ export interface RolloutView {
   revision: number;
   state: string;
   haltReason?: string;
+  rollbackOf?: { revision: number; reason: string };
   owner: string;
   currentWave: number;
   waves: { index: number; clusters: number; counts: PhaseCounts; state: string }[];
   counts: PhaseCounts;
   summaries: { name: string; value?: number; reporting: number }[];
-  clusters: { cluster: string; wave: number; phase: Phase; targetRevision?: string; message?: string }[];
+  clusters: {
+    cluster: string;
+    wave: number;
+    phase: Phase;
+    targetRevision?: string;
+    message?: string;
+    hold?: { reason: string; since: string; by: string };
+    lastSeen?: string;
+  }[];
   updatedAt: string;
   canChange: boolean;
 }

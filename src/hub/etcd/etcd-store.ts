@@ -14,8 +14,9 @@
  *   user-tokens/HASH              NAME (the index findUserByTokenHash reads)
  *   revoked/SERIAL                { reason, revokedAt }
  *   rollouts/NAME                 RolloutRecord
- *   rollout-revisions/NAME/REV    RolloutRevisionRecord (REV zero-padded, so key order is number order)
- *   rollout-reports/NAME/CLUSTER  ReportedCopyRecord
+ *   rollout-revisions/NAME/REV    RolloutRevisionRecord, its document encrypted (REV zero-padded, so key
+ *                                 order is number order)
+ *   rollout-reports/NAME/CLUSTER  ReportedCopyRecord, its objects (and their status) encrypted
  *   pending-removals/NAME/CLUSTER PendingRemovalRecord
  *   identity/…, replicas/…, tunnels/…, leaders/…  (etcd-identity.ts, etcd-coordination.ts)
  *
@@ -80,6 +81,11 @@ function revisionKey(revision: number): string {
 
 /** An operation of a transaction (an etcd3 builder, run by the transaction). */
 type TxnOp = Parameters<ReturnType<EtcdConnection['client']['if']>['then']>[number];
+
+/** A {@link RolloutRevisionRecord} as stored: the document sealed. */
+type SealedRevisionRecord = Omit<RolloutRevisionRecord, 'document'> & { sealedDocument: string };
+/** A {@link ReportedCopyRecord} as stored: the objects sealed. */
+type SealedReportRecord = Omit<ReportedCopyRecord, 'objects'> & { sealedObjects: string };
 
 /** The etcd implementation of {@link HubStore}. */
 export class EtcdHubStore implements HubStore {
@@ -460,12 +466,41 @@ export class EtcdHubStore implements HubStore {
 
   // Rollouts.
 
+  /**
+   * A revision as etcd holds it: the document sealed, as token secrets are
+   * (a Rollout may carry Secret objects; issue #30), the rest in clear.
+   */
+  #sealRevision(relative: string, revision: RolloutRevisionRecord): SealedRevisionRecord {
+    const { document, ...rest } = revision;
+    return { ...rest, sealedDocument: this.#keys.seal(JSON.stringify(document), this.#key(relative)) };
+  }
+
+  /** A stored revision read back; one written before documents were sealed is read as it is. */
+  #openRevision(stored: SealedRevisionRecord | RolloutRevisionRecord, etcdKey: string): RolloutRevisionRecord {
+    if (!('sealedDocument' in stored)) return stored;
+    const { sealedDocument, ...rest } = stored;
+    return { ...rest, document: JSON.parse(this.#keys.open(sealedDocument, etcdKey)) as unknown };
+  }
+
+  /** A report as etcd holds it: the objects and their status sealed. */
+  #sealReport(relative: string, report: ReportedCopyRecord): SealedReportRecord {
+    const { objects, ...rest } = report;
+    return { ...rest, sealedObjects: this.#keys.seal(JSON.stringify(objects), this.#key(relative)) };
+  }
+
+  #openReport(stored: SealedReportRecord | ReportedCopyRecord, etcdKey: string): ReportedCopyRecord {
+    if (!('sealedObjects' in stored)) return stored;
+    const { sealedObjects, ...rest } = stored;
+    return { ...rest, objects: JSON.parse(this.#keys.open(sealedObjects, etcdKey)) as ReportedCopyRecord['objects'] };
+  }
+
   async putRollout(record: RolloutRecord, revision?: RolloutRevisionRecord, keepRevisions?: number): Promise<void> {
     this.#checkOpen();
     const ops = [this.#put(`${ETCD_KEYS.rollouts}${record.name}`, record)];
     if (revision !== undefined) {
       const revisionsPrefix = `${ETCD_KEYS.rolloutRevisions}${revision.name}/`;
-      ops.push(this.#put(`${revisionsPrefix}${revisionKey(revision.revision)}`, revision));
+      const relative = `${revisionsPrefix}${revisionKey(revision.revision)}`;
+      ops.push(this.#put(relative, this.#sealRevision(relative, revision)));
       if (keepRevisions !== undefined) {
         const stored = await this.listRolloutRevisions(revision.name);
         const all = [...new Set([...stored, revision.revision])].sort((a, b) => b - a);
@@ -490,8 +525,10 @@ export class EtcdHubStore implements HubStore {
   }
 
   async getRolloutRevision(name: string, revision: number): Promise<RolloutRevisionRecord | undefined> {
-    return (await this.#get<RolloutRevisionRecord>(`${ETCD_KEYS.rolloutRevisions}${name}/${revisionKey(revision)}`))
-      ?.record;
+    const found = await this.#get<SealedRevisionRecord | RolloutRevisionRecord>(
+      `${ETCD_KEYS.rolloutRevisions}${name}/${revisionKey(revision)}`,
+    );
+    return found === undefined ? undefined : this.#openRevision(found.record, found.entry.key);
   }
 
   async listRolloutRevisions(name: string): Promise<number[]> {
@@ -528,12 +565,19 @@ export class EtcdHubStore implements HubStore {
 
   async putReportedCopies(reports: readonly ReportedCopyRecord[]): Promise<void> {
     await this.#commitInChunks(
-      reports.map((report) => this.#put(`${ETCD_KEYS.rolloutReports}${report.rollout}/${report.cluster}`, report)),
+      reports.map((report) => {
+        const relative = `${ETCD_KEYS.rolloutReports}${report.rollout}/${report.cluster}`;
+        return this.#put(relative, this.#sealReport(relative, report));
+      }),
     );
   }
 
   async listReportedCopies(rollout: string): Promise<ReportedCopyRecord[]> {
-    return this.#list<ReportedCopyRecord>(`${ETCD_KEYS.rolloutReports}${rollout}/`);
+    this.#checkOpen();
+    const entries = await this.#etcd.list(this.#key(`${ETCD_KEYS.rolloutReports}${rollout}/`));
+    return entries.map((entry) =>
+      this.#openReport(parseStoredRecord<SealedReportRecord | ReportedCopyRecord>(entry), entry.key),
+    );
   }
 
   async deleteReportedCopy(rollout: string, cluster: string): Promise<void> {

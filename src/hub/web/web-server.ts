@@ -17,6 +17,7 @@ import { HttpError } from '../http-replies.js';
 import { clusterReach, mayReachCluster } from '../kube-proxy.js';
 import { clustersHeldElsewhere, isHeldElsewhere, viewOf, type ClusterView } from '../operator-api.js';
 import type { RolloutActor, RolloutController } from '../rollout-controller.js';
+import { refuseRolloutChange } from '../rollout-permissions.js';
 import type { ClusterRecord, UserRecord } from '../store.js';
 import { SECURITY_HEADERS, WebAssets } from './assets.js';
 import { ClusterListCache } from './cluster-cache.js';
@@ -265,8 +266,9 @@ function rolloutView(controller: RolloutController, name: string, user: UserReco
   const rows = [...(status.clusters ?? [])].sort(
     (a, b) => (FAILING_FIRST[a.phase] ?? 9) - (FAILING_FIRST[b.phase] ?? 9) || (a.cluster < b.cluster ? -1 : 1),
   );
-  // Any user the operator API shows a rollout to may also pause, resume and abort it (the controller's rule).
-  return { ...status, clusters: rows, canChange: true };
+  // Its owner or an admin may pause, resume and abort it (rollout-permissions.ts, the controller's rule).
+  const canChange = refuseRolloutChange(actorOf(user), { name, owner: status.owner }, 'change') === undefined;
+  return { ...status, clusters: rows, canChange };
 }
 
 /** `/ui/api/clusters/NAME[/nodes]`. */

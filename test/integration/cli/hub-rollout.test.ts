@@ -216,6 +216,35 @@ describe('edgeadm hub rollout status', () => {
     }
   });
 
+  it('--watch exits 7 when the rollout is done wherever reachable, naming how many offline clusters wait (issue #30)', async () => {
+    await hub(['hub', 'rollout', 'apply', '-f', rolloutFile('watch-offline')]);
+    const watching = hub(['hub', 'rollout', 'status', 'watch-offline', '--watch']);
+    await waitForLongPoll('watch-offline');
+    const counts = { ...zeroCounts(), ready: 3, held: 1, 'offline-pending': 2 };
+    fake.setStatus('watch-offline', {
+      currentWave: 1,
+      counts,
+      waves: [
+        { index: 0, clusters: 1, counts: { ...zeroCounts(), ready: 1 }, state: 'done' },
+        { index: 1, clusters: 5, counts: { ...counts, ready: 2 }, state: 'soaking' },
+      ],
+    });
+    const result = await watching;
+    expect(result.exitCode, result.stderr).toBe(7);
+    expect(result.stderr).toContain(
+      'rollout watch-offline is done wherever reachable; 2 clusters pending (offline), sent the revision when they return',
+    );
+  });
+
+  it('--watch --timeout ends a watch of a rollout that still moves with exit 8', async () => {
+    await hub(['hub', 'rollout', 'apply', '-f', rolloutFile('watch-timeout')]);
+    const result = await hub(['hub', 'rollout', 'status', 'watch-timeout', '--watch', '--timeout', '1s']);
+    expect(result.exitCode, result.stderr).toBe(8);
+    expect(result.stderr).toContain('rollout watch-timeout is still progressing after 1s');
+    const bad = await hub(['hub', 'rollout', 'status', 'watch-timeout', '--watch', '--timeout', 'soon']);
+    expect(bad.exitCode).toBe(3);
+  });
+
   it('--watch --json prints one document, the last view, also when it halts', async () => {
     await hub(['hub', 'rollout', 'apply', '-f', rolloutFile('watch-json')]);
     const watching = hub(['hub', 'rollout', 'status', 'watch-json', '--watch', '--json']);

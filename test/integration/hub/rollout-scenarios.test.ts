@@ -119,6 +119,7 @@ function rolloutOf(
     image?: string;
     version?: string;
     extra?: Record<string, unknown>[];
+    onFailure?: 'halt' | 'rollback';
   },
 ): Record<string, unknown> {
   return {
@@ -164,6 +165,7 @@ function rolloutOf(
         failureBudget: options.failureBudget ?? 0,
         soakSeconds: options.soakSeconds ?? 0,
         deadlineSeconds: 60,
+        ...(options.onFailure === undefined ? {} : { onFailure: options.onFailure }),
       },
       status: {
         summaries: [
@@ -217,6 +219,22 @@ async function deploymentRevision(clusterName: string, rollout: string): Promise
   if (result.exitCode !== 0) return undefined;
   const object = JSON.parse(result.stdout) as { metadata: { annotations?: Record<string, string> } };
   return object.metadata.annotations?.['edgeadm.io/rollout-revision'];
+}
+
+/** The image a rollout's Deployment runs on a cluster, read with kubectl. */
+async function deploymentImage(clusterName: string, rollout: string): Promise<string | undefined> {
+  const result = await kubectlVia(hub.adminConfig, clusterName, [
+    'get',
+    'deployment',
+    rollout,
+    '-n',
+    NAMESPACE,
+    '-o',
+    'json',
+  ]);
+  if (result.exitCode !== 0) return undefined;
+  const object = JSON.parse(result.stdout) as { spec: { template: { spec: { containers: { image: string }[] } } } };
+  return object.spec.template.spec.containers[0]?.image;
 }
 
 /** Restarts a cluster's agent from its data directory (it registered already). */
@@ -330,6 +348,24 @@ describe('rollouts through the hub, the real CLI and the real kubectl', () => {
     });
     const watch = await cli(['hub', 'rollout', 'status', 'canary', '--watch', '--json']);
     expect(watch.exitCode).toBe(WATCH_HALTED);
+  });
+
+  it('rolls the clusters a failing canary updated back to the previous revision (onFailure: rollback)', async () => {
+    const options = { selector: 'env=test', waves: [1, '100%'], onFailure: 'rollback' as const };
+    await apply(rolloutOf('fallback', options));
+    const first = await statusUntil('fallback', 'complete', (view) => view.state === 'complete');
+    const names = Object.keys(CLUSTER_LABELS);
+    // Revision 2 cannot pull its image: the canary fails its gate, and the hub applies revision 1's document again.
+    const failed = await apply(rolloutOf('fallback', { ...options, image: `${UNPULLABLE_IMAGE_REGISTRY}/web:2` }));
+    expect(failed).toBe(first.revision + 1);
+    const back = await statusUntil(
+      'fallback',
+      'rolled back and complete',
+      (view) => view.revision === failed + 1 && view.state === 'complete',
+    );
+    expect(back.rollbackOf).toMatchObject({ revision: failed, reason: expect.stringMatching(/failure budget/) });
+    const images = await Promise.all(names.map((name) => deploymentImage(name, 'fallback')));
+    expect(images).toEqual(names.map(() => 'registry.example/web:1'));
   });
 
   it('pauses, resumes, prunes a removed object, undoes to the previous revision, and aborts', async () => {

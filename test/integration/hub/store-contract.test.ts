@@ -181,6 +181,16 @@ describe.each(kinds)('HubStore contract on $name', (kind) => {
       expect(await other.useToken('once', now)).toBe('spent');
       expect((await other.getToken('once'))?.usagesLeft).toBe(0);
       expect((await other.getToken('late'))?.usagesLeft).toBeUndefined();
+      // A token's label limit is kept with it.
+      await store.addToken({
+        id: 'dev',
+        secret: 's-dev',
+        createdAt: now.toISOString(),
+        labels: { env: 'dev', site: '*' },
+      });
+      expect((await other.getToken('dev'))?.labels).toEqual({ env: 'dev', site: '*' });
+      expect((await other.listTokens()).find((t) => t.id === 'dev')?.labels).toEqual({ env: 'dev', site: '*' });
+      expect((await other.getToken('late'))?.labels).toBeUndefined();
     }));
 
   it('takes a limited token no more often than allowed when two replicas race for it', () =>

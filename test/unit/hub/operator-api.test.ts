@@ -188,6 +188,44 @@ describe('operator API: numbers and encodings', () => {
     expect(await store.getCluster('labelled')).toBeUndefined();
   });
 
+  it('registers with a label-limited token only clusters whose labels are within its limit (issue #30)', async () => {
+    const created = await call('POST', '/hub/v1/tokens', {
+      token: adminToken,
+      body: JSON.stringify({ ttlMs: 60_000, labels: { env: 'dev', site: '*' } }),
+    });
+    expect(created.status).toBe(201);
+    expect(JSON.parse(created.body)).toMatchObject({ labels: { env: 'dev', site: '*' } });
+    const token = (JSON.parse(created.body) as { token: string }).token;
+    const refusals: [Record<string, string>, RegExp][] = [
+      [{ env: 'prod', site: 'a' }, /label env="prod" is not allowed \(this token allows env=dev\)/],
+      [{ env: 'dev' }, /label "site" is required by this token/],
+      [{ env: 'dev', site: 'a', team: 'payments' }, /label "team" is not one this token allows/],
+    ];
+    for (const [labels, message] of refusals) {
+      const answer = await call('POST', '/hub/v1/register', {
+        token,
+        body: JSON.stringify({ name: 'limited', labels, csr: await csrFor('limited') }),
+      });
+      expect(answer.status, JSON.stringify(labels)).toBe(403);
+      expect(JSON.parse(answer.body)).toMatchObject({
+        code: 'E_HUB_TOKEN_LABELS',
+        message: expect.stringMatching(message),
+      });
+    }
+    expect(await store.getCluster('limited')).toBeUndefined();
+    const within = await call('POST', '/hub/v1/register', {
+      token,
+      body: JSON.stringify({ name: 'limited', labels: { env: 'dev', site: 'shop-7' }, csr: await csrFor('limited') }),
+    });
+    expect(within.status).toBe(201);
+    expect((await store.getCluster('limited'))?.labels).toEqual({ env: 'dev', site: 'shop-7' });
+    const bad = await call('POST', '/hub/v1/tokens', {
+      token: adminToken,
+      body: JSON.stringify({ ttlMs: 60_000, labels: { env: 'a b' } }),
+    });
+    expect(bad.status).toBe(400);
+  });
+
   it('answers random JSON bodies and paths with anything but a 500', async () => {
     const token = await hubToken({ usages: MAX_HUB_TOKEN_USAGES });
     const routes = ['/hub/v1/tokens', '/hub/v1/users', '/hub/v1/register', '/hub/v1/renew'];

@@ -4,77 +4,34 @@
  * controller (with a fake delivery): who may do what, dry runs that store
  * nothing, 400s that name the field, and a 10 MiB Rollout.
  */
-import { EventEmitter } from 'node:events';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HUB_ADMIN_USER, type HubContext } from '../../../src/hub/hub-context.js';
 import { hashUserToken, newUserToken } from '../../../src/hub/hub-tokens.js';
-import { HttpError } from '../../../src/hub/http-replies.js';
 import { MAX_API_BODY_BYTES, MAX_ROLLOUT_BODY_BYTES } from '../../../src/hub/limits.js';
 import { HubMetrics } from '../../../src/hub/metrics.js';
-import { serveApi } from '../../../src/hub/operator-api.js';
 import { RolloutController, type DeliveryOutcome } from '../../../src/hub/rollout-controller.js';
 import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import type { HubPki } from '../../../src/hub/hub-pki.js';
-import type { CopyMessage } from '../../../src/rollout/wire.js';
+import type { CopyMessage, RemoveMessage } from '../../../src/rollout/wire.js';
 import { rolloutDocument } from '../rollout/fixtures.js';
+import { callApi, type ApiAnswer } from './operator-api-harness.js';
 
-interface Answer {
-  status: number;
-  json: Record<string, unknown>;
-  crash?: unknown;
-}
+type Answer = ApiAnswer;
 
 let store: SqliteHubStore;
 let controller: RolloutController;
 let context: HubContext;
 let copies: CopyMessage[];
+/** Every removal sent to an agent, with the identity it runs as. */
+let removals: { cluster: string; message: RemoveMessage }[];
 const adminToken = newUserToken();
 /** A user scoped to the eu shops. */
 const euToken = newUserToken();
 
-async function call(method: string, url: string, options: { token?: string; body?: unknown } = {}): Promise<Answer> {
-  const text =
-    options.body === undefined
-      ? undefined
-      : typeof options.body === 'string'
-        ? options.body
-        : JSON.stringify(options.body);
-  const req = Object.assign(Readable.from(text === undefined ? [] : [Buffer.from(text, 'utf8')]), {
-    method,
-    url,
-    headers: {
-      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
-      ...(text === undefined ? {} : { 'content-length': String(Buffer.byteLength(text)) }),
-    },
-    socket: {},
-  }) as unknown as IncomingMessage;
-  const answer: Answer = { status: 0, json: {} };
-  const res = Object.assign(new EventEmitter(), {
-    headersSent: false,
-    writeHead(status: number) {
-      answer.status = status;
-      return res;
-    },
-    end(body?: string) {
-      answer.json = body ? (JSON.parse(body) as Record<string, unknown>) : {};
-    },
-  }) as unknown as ServerResponse;
-  try {
-    if (!(await serveApi(context, req, res))) answer.status = 404;
-  } catch (error) {
-    if (error instanceof HttpError) {
-      answer.status = error.status;
-      answer.json = { code: error.code, message: error.message };
-    } else {
-      answer.status = 500;
-      answer.crash = error;
-    }
-  }
-  return answer;
+function call(method: string, url: string, options: { token?: string; body?: unknown } = {}): Promise<Answer> {
+  return callApi(context, method, url, options);
 }
 
 async function addCluster(name: string, labels: Record<string, string>): Promise<void> {
@@ -88,6 +45,7 @@ async function addCluster(name: string, labels: Record<string, string>): Promise
 }
 
 const strategy = { waves: ['100%'], maxUnavailable: '100%', soakSeconds: 0 };
+const adminActor = { user: HUB_ADMIN_USER, groups: [], clustersSelector: '', isAdmin: true };
 
 beforeEach(async () => {
   store = await SqliteHubStore.open(':memory:');
@@ -112,12 +70,16 @@ beforeEach(async () => {
   await addCluster('eu-2', { env: 'prod', region: 'eu' });
   await addCluster('us-1', { env: 'prod', region: 'us' });
   copies = [];
+  removals = [];
   const delivery = {
     sendCopy: async (_cluster: string, message: CopyMessage): Promise<DeliveryOutcome> => {
       copies.push(message);
       return { status: 'delivered' };
     },
-    sendRemove: async (): Promise<DeliveryOutcome> => ({ status: 'delivered' }),
+    sendRemove: async (cluster: string, message: RemoveMessage): Promise<DeliveryOutcome> => {
+      removals.push({ cluster, message });
+      return { status: 'delivered' };
+    },
   };
   controller = await RolloutController.start({
     store,
@@ -289,8 +251,9 @@ describe('rollout API: scoped users', () => {
     const takeover = rolloutDocument({ strategy, placement: { clusterSelector: 'env=prod,region=eu' } });
     expect((await call('PUT', '/hub/v1/rollouts/web', { token: euToken, body: takeover })).status).toBe(403);
     expect((await call('GET', '/hub/v1/rollouts/web', { token: adminToken })).json).toMatchObject({ revision: 1 });
+    // Seeing a rollout is not owning it: the admin's rollout in her scope is not hers to change.
     expect((await call('POST', '/hub/v1/rollouts/shop-eu/pause', { token: euToken })).json).toMatchObject({
-      state: 'paused',
+      code: 'E_ROLLOUT_NOT_OWNER',
     });
   });
 });
@@ -304,7 +267,8 @@ describe('rollout API: undo within scope', () => {
     expect((await call('GET', '/hub/v1/rollouts/web', { token: euToken })).status).toBe(200);
     const undo = await call('POST', '/hub/v1/rollouts/web/undo', { token: euToken });
     expect(undo.status).toBe(403);
-    expect(undo.json['message']).toMatch(/revision 1/);
+    // Refused before the scope is even weighed: the rollout is the admin's.
+    expect(undo.json['message']).toMatch(/owned by "edgeadm-hub-admin"/);
     expect((await call('POST', '/hub/v1/rollouts/web/undo', { token: adminToken })).json).toMatchObject({
       revision: 3,
     });
@@ -338,10 +302,13 @@ describe('rollout API: status, commands, delete', () => {
 
 describe('cluster holds and properties', () => {
   it('holds and releases a cluster within the user’s reach, and refuses one outside it', async () => {
-    const held = await call('PUT', '/hub/v1/clusters/eu-1/hold', { token: euToken, body: { reason: 'opening hours' } });
+    const held = await call('PUT', '/hub/v1/clusters/eu-1/hold', {
+      token: adminToken,
+      body: { reason: 'opening hours' },
+    });
     expect(held).toMatchObject({
       status: 200,
-      json: { name: 'eu-1', hold: { reason: 'opening hours', by: 'eve', since: '2026-03-01T10:00:00.000Z' } },
+      json: { name: 'eu-1', hold: { reason: 'opening hours', by: HUB_ADMIN_USER, since: '2026-03-01T10:00:00.000Z' } },
     });
     expect((await call('PUT', '/hub/v1/clusters/us-1/hold', { token: euToken, body: { reason: 'x' } })).status).toBe(
       403,
@@ -352,7 +319,7 @@ describe('cluster holds and properties', () => {
     expect(
       (await call('PUT', '/hub/v1/clusters/nosuch/hold', { token: adminToken, body: { reason: 'x' } })).status,
     ).toBe(404);
-    expect((await call('PUT', '/hub/v1/clusters/eu-1/hold', { token: euToken, body: { reason: '' } })).status).toBe(
+    expect((await call('PUT', '/hub/v1/clusters/eu-1/hold', { token: adminToken, body: { reason: '' } })).status).toBe(
       400,
     );
     expect((await call('PUT', '/hub/v1/clusters/eu-1/hold', { body: { reason: 'x' } })).status).toBe(401);
@@ -362,7 +329,7 @@ describe('cluster holds and properties', () => {
     expect(copies.map((copy) => copy.copy.objects.find((o) => o.kind === 'ConfigMap')?.['data'])).not.toContainEqual(
       expect.objectContaining({ site: 'eu-1' }),
     );
-    const released = await call('DELETE', '/hub/v1/clusters/eu-1/hold', { token: euToken });
+    const released = await call('DELETE', '/hub/v1/clusters/eu-1/hold', { token: adminToken });
     expect(released.json['hold']).toBeUndefined();
     await controller.settled();
     expect(copies.map((copy) => copy.copy.objects.find((o) => o.kind === 'ConfigMap')?.['data'])).toContainEqual(
@@ -390,6 +357,172 @@ describe('cluster holds and properties', () => {
     expect((await call('GET', '/hub/v1/clusters/eu-1', { token: adminToken })).json).toMatchObject({
       properties: { tag: '1.2' },
     });
+  });
+});
+
+describe('rollout API: every write as the user who caused it (issue #30)', () => {
+  const inEu = { strategy, placement: { clusterSelector: 'env=prod,region=eu' } };
+  const eveIdentity = { user: 'eve', groups: ['shops-eu'] };
+  const adminIdentity = { user: HUB_ADMIN_USER, groups: [] };
+
+  function named(name: string, spec: Record<string, unknown>): Record<string, unknown> {
+    const document = rolloutDocument(spec);
+    (document['metadata'] as { name: string }).name = name;
+    return document;
+  }
+
+  it("refuses a scoped user the deletion of an admin's rollout in her scope; a removal runs as whoever deletes", async () => {
+    expect((await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: named('web', inEu) })).status).toBe(
+      201,
+    );
+    await controller.settled();
+    expect((await call('GET', '/hub/v1/rollouts/web', { token: euToken })).status).toBe(200);
+    const refused = await call('DELETE', '/hub/v1/rollouts/web', { token: euToken });
+    expect(refused).toMatchObject({ status: 403, json: { code: 'E_ROLLOUT_NOT_OWNER' } });
+    expect(refused.json['message']).toMatch(/owned by "edgeadm-hub-admin"/);
+    await controller.settled();
+    expect(removals).toEqual([]);
+    expect((await call('GET', '/hub/v1/rollouts/web', { token: adminToken })).json).toMatchObject({ revision: 1 });
+
+    // Her own rollout she removes as herself; the admin's deletion of hers runs as the admin.
+    await call('PUT', '/hub/v1/rollouts/mine', { token: euToken, body: named('mine', inEu) });
+    await call('PUT', '/hub/v1/rollouts/hers', { token: euToken, body: named('hers', inEu) });
+    await controller.settled();
+    expect((await call('DELETE', '/hub/v1/rollouts/mine', { token: euToken })).json).toMatchObject({
+      removed: ['eu-1', 'eu-2'],
+    });
+    expect((await call('DELETE', '/hub/v1/rollouts/hers', { token: adminToken })).status).toBe(200);
+    expect(removals.map(({ cluster, message }) => [message.rollout, cluster, message.owner])).toEqual([
+      ['mine', 'eu-1', eveIdentity],
+      ['mine', 'eu-2', eveIdentity],
+      ['hers', 'eu-1', adminIdentity],
+      ['hers', 'eu-2', adminIdentity],
+    ]);
+  });
+
+  it("refuses a scoped user a takeover, undo, pause, resume or abort of an admin's rollout", async () => {
+    await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: named('web', inEu) });
+    await call('PUT', '/hub/v1/rollouts/web', {
+      token: adminToken,
+      body: named('web', { ...inEu, strategy: { ...strategy, soakSeconds: 1 } }),
+    });
+    await controller.settled();
+    const takeover = await call('PUT', '/hub/v1/rollouts/web', {
+      token: euToken,
+      body: named('web', { ...inEu, strategy: { ...strategy, soakSeconds: 2 } }),
+    });
+    expect(takeover).toMatchObject({ status: 403, json: { code: 'E_ROLLOUT_NOT_OWNER' } });
+    const dryRun = await call('PUT', '/hub/v1/rollouts/web?dryRun=true', { token: euToken, body: named('web', inEu) });
+    expect(dryRun.status).toBe(403);
+    for (const action of ['undo', 'pause', 'resume', 'abort']) {
+      const answer = await call('POST', `/hub/v1/rollouts/web/${action}`, { token: euToken });
+      expect(answer.json, action).toMatchObject({ code: 'E_ROLLOUT_NOT_OWNER' });
+    }
+    expect((await call('GET', '/hub/v1/rollouts/web', { token: adminToken })).json).toMatchObject({
+      revision: 2,
+      state: 'progressing',
+      owner: HUB_ADMIN_USER,
+    });
+    await controller.settled();
+    expect(new Set(copies.map((copy) => copy.owner.user))).toEqual(new Set([HUB_ADMIN_USER]));
+  });
+
+  it('lets only an admin set the properties or the hold of a cluster, even one in a user’s scope', async () => {
+    const properties = await call('PUT', '/hub/v1/clusters/eu-1/properties', {
+      token: euToken,
+      body: { properties: { tag: 'evil' } },
+    });
+    expect(properties).toMatchObject({ status: 403, json: { code: 'E_HUB_FORBIDDEN' } });
+    expect(properties.json['message']).toMatch(/only a hub admin/);
+    const hold = await call('PUT', '/hub/v1/clusters/eu-1/hold', { token: euToken, body: { reason: 'mine' } });
+    expect(hold.status).toBe(403);
+    expect((await call('DELETE', '/hub/v1/clusters/eu-1/hold', { token: euToken })).status).toBe(403);
+    const cluster = (await call('GET', '/hub/v1/clusters/eu-1', { token: adminToken })).json;
+    expect(cluster['properties']).toBeUndefined();
+    expect(cluster['hold']).toBeUndefined();
+  });
+});
+
+/** `depth` levels of arrays and objects, one inside the other, built without recursion. */
+function nestedValue(depth: number, isArray: (level: number) => boolean = () => true): unknown {
+  let value: unknown = 'leaf';
+  for (let level = 0; level < depth; level += 1) value = isArray(level) ? [value] : { a: value };
+  return value;
+}
+
+function withDeepResource(spec: unknown): Record<string, unknown> {
+  const document = rolloutDocument({ strategy });
+  (document['spec'] as { resources: unknown[] }).resources.push({
+    apiVersion: 'example.io/v1',
+    kind: 'Deep',
+    metadata: { name: 'deep', namespace: 'shop' },
+    spec,
+  });
+  return document;
+}
+
+describe('rollout API: no document can stop the hub (issue #30)', () => {
+  it('answers a deeply nested Rollout 400 naming the depth limit, and stores nothing', async () => {
+    for (const depth of [3000, 100_000]) {
+      // Written as text: the test's own JSON.stringify could not write it.
+      const body = JSON.stringify(withDeepResource('DEEP')).replace(
+        '"DEEP"',
+        `${'['.repeat(depth)}"leaf"${']'.repeat(depth)}`,
+      );
+      const answer = await call('PUT', '/hub/v1/rollouts/web', { token: euToken, body });
+      expect(answer.crash).toBeUndefined();
+      expect(answer, String(depth)).toMatchObject({ status: 400, json: { code: 'E_HUB_DOCUMENT_LIMIT' } });
+      expect(answer.json['message']).toMatch(
+        /nests deeper than 128 levels \(the hub's depth limit\), at \$\.spec\.resources\[3\]\.spec/,
+      );
+    }
+    // Every other body of the hub is held to the same limits.
+    const properties = await call('PUT', '/hub/v1/clusters/eu-1/properties', {
+      token: adminToken,
+      body: { properties: nestedValue(1000) },
+    });
+    expect(properties).toMatchObject({ status: 400, json: { code: 'E_HUB_DOCUMENT_LIMIT' } });
+    expect(await store.listRollouts()).toEqual([]);
+  });
+
+  it('starts a controller again on the store after any document it accepted, and loads that document', async () => {
+    // Any JSON inside a resource, and nestings of any depth around the limit, arrays and objects mixed.
+    const deep = fc
+      .tuple(fc.integer({ min: 1, max: 400 }), fc.integer({ min: 1, max: 7 }))
+      .map(([depth, period]) => nestedValue(depth, (level) => level % period === 0));
+    const spec = fc.oneof(
+      fc.jsonValue(),
+      deep,
+      fc.jsonValue().map((value) => [value, nestedValue(120)]),
+    );
+    let accepted = 0;
+    await fc.assert(
+      fc.asyncProperty(spec, async (value) => {
+        const answer = await call('PUT', '/hub/v1/rollouts/web', { token: adminToken, body: withDeepResource(value) });
+        expect(answer.crash).toBeUndefined();
+        expect(answer.status).not.toBe(500);
+        if (answer.status >= 300) return;
+        accepted += 1;
+        await controller.settled();
+        const restarted = await RolloutController.start({
+          store,
+          delivery: {
+            sendCopy: async () => ({ status: 'delivered' }),
+            sendRemove: async () => ({ status: 'delivered' }),
+          },
+          logger: silentLogger,
+          passIntervalMs: 0,
+        });
+        try {
+          expect(restarted.list(adminActor).map((item) => item.name)).toEqual(['web']);
+          expect(restarted.status('web', adminActor, false)).toMatchObject({ name: 'web' });
+        } finally {
+          await restarted.stop();
+        }
+      }),
+      { numRuns: 120 },
+    );
+    expect(accepted).toBeGreaterThan(0);
   });
 });
 

@@ -366,6 +366,47 @@ describe('rollout controller', () => {
     expect(w.delivery.delivered()).toEqual(['1:a']);
   });
 
+  it('leaves a cluster whose copy its draining tunnel did not take offline-pending, never failed, and sends it on return (issue #30)', async () => {
+    const w = await world(['a', 'b']);
+    // The agent began a graceful stop: its tunnel takes no new stream, the controller is not told yet.
+    w.delivery.connected.delete('a');
+    await apply(w, documentOf({ waves: ['100%'], deadlineSeconds: 30, failureBudget: 0 }));
+    expect(w.delivery.delivered()).toEqual(['1:b']);
+    w.controller.clusterDisconnected('a');
+    await report(w, ['b']);
+    w.clock.advance(31_000);
+    await w.controller.settled();
+    expect(phases(w)).toEqual({ a: 'offline-pending', b: 'ready' });
+    expect(w.controller.status('web', admin, false).counts['offline-pending']).toBe(1);
+    w.delivery.connected.add('a');
+    w.controller.clusterConnected('a');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:b', '1:a']);
+  });
+
+  it('sends the current copy to a returning cluster that failed its deadline while away without ever running it (issue #30)', async () => {
+    const w = await world(['a']);
+    let open: () => void = () => undefined;
+    w.delivery.gate = new Promise((resolve) => (open = resolve));
+    const document = documentOf({ waves: ['100%'], deadlineSeconds: 30 });
+    await w.controller.apply(document, parseRollout(document), admin);
+    await vi.waitFor(() => expect(phases(w)).toEqual({ a: 'applying' })); // The copy is on its way when the tunnel goes; the deadline passes while the cluster is away.
+    w.delivery.connected.delete('a');
+    w.controller.clusterDisconnected('a');
+    w.clock.advance(31_000);
+    await vi.waitFor(() => expect(phases(w)).toEqual({ a: 'failed' }));
+    open();
+    w.delivery.gate = undefined;
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual([]);
+    w.delivery.connected.add('a');
+    w.controller.clusterConnected('a');
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    await report(w, ['a']);
+    expect(phases(w)).toEqual({ a: 'ready' });
+  });
+
   it('resumes mid-wave after a restart: nothing delivered twice, the next wave after the soak', async () => {
     const w = await world(['a', 'b', 'c']);
     await apply(w, documentOf());
@@ -523,6 +564,101 @@ describe('rollout controller', () => {
     w.clock.advance(1);
     await w.controller.settled();
     expect(phases(w)['a']).toBe('failed');
+  });
+
+  it('resumes a halted rollout as its help says: its failed clusters are sent their copy again (issue #30)', async () => {
+    const w = await world(['a', 'b']);
+    w.delivery.failing.set('a', 'the registry is unreachable');
+    await apply(w, documentOf());
+    expect(w.controller.status('web', admin, false).state).toBe('halted');
+    w.delivery.failing.delete('a');
+    const resumed = await w.controller.command('web', 'resume', admin);
+    expect(resumed.state).toBe('progressing');
+    expect(resumed.haltReason).toBeUndefined();
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a']);
+    await report(w, ['a']);
+    w.clock.advance(SOAK_S * 1000);
+    await w.controller.settled();
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b']);
+  });
+
+  it('shows a held cluster’s hold and an offline cluster’s last-seen time in its row (issue #30)', async () => {
+    const w = await world(['a', 'b', 'c'], { offline: ['b', 'c'] });
+    await w.store.setClusterHold('a', { reason: 'opening hours', since: '2026-03-01T09:00:00.000Z', by: 'ops' });
+    await w.store.updateClusterStatus('b', { lastSeen: '2026-03-01T08:00:00.000Z' });
+    w.controller.clustersChanged();
+    await apply(w, documentOf({ waves: ['100%'] }));
+    const rows = Object.fromEntries(
+      (w.controller.status('web', admin, true).clusters ?? []).map((row) => [row.cluster, row]),
+    );
+    expect(rows['a']).toMatchObject({
+      phase: 'held',
+      hold: { reason: 'opening hours', by: 'ops' },
+      message: 'held by ops since 2026-03-01T09:00:00.000Z: opening hours',
+    });
+    expect(rows['b']).toMatchObject({
+      phase: 'offline-pending',
+      lastSeen: '2026-03-01T08:00:00.000Z',
+      message: 'last seen 2026-03-01T08:00:00.000Z',
+    });
+    expect(rows['c']).toMatchObject({ phase: 'offline-pending', message: 'never seen by the hub' });
+  });
+
+  it('rolls the clusters a failing canary updated back to the previous revision, in the pass that halts it (onFailure: rollback)', async () => {
+    const w = await world(['a', 'b', 'c']);
+    const strategy = { waves: [1, '100%'], failureBudget: 0, onFailure: 'rollback' };
+    const good = documentOf(strategy);
+    await apply(w, good);
+    await report(w, ['a']);
+    w.clock.advance(SOAK_S * 1000);
+    await w.controller.settled();
+    await report(w, ['b', 'c']);
+    w.clock.advance(SOAK_S * 1000);
+    await w.controller.settled();
+    expect(w.controller.status('web', admin, false).state).toBe('complete');
+
+    const bad = documentOf(strategy, {
+      customization: { patches: [{ clusterSelector: '', patch: { data: { bad: 'yes' } } }] },
+    });
+    await apply(w, bad);
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b', '1:c', '2:a']);
+    const haltedAt = w.clock.now();
+    // The canary fails its gate: no time passes before the rollback's copy goes out.
+    await report(w, ['a'], 'failed');
+    expect(w.clock.now()).toBe(haltedAt);
+    expect(w.delivery.delivered()).toEqual(['1:a', '1:b', '1:c', '2:a', '3:a']);
+    const view = w.controller.status('web', admin, true);
+    expect(view).toMatchObject({
+      revision: 3,
+      state: 'progressing',
+      owner: admin.user,
+      rollbackOf: { revision: 2, reason: expect.stringMatching(/1 clusters failed/) },
+    });
+    expect((await w.controller.document('web', admin)).document).toEqual(good);
+    // The copy the canary gets back is the first revision's, and it is written as the owner.
+    const rolledBack = w.delivery.copies.at(-1)!;
+    expect(rolledBack.owner).toEqual({ user: admin.user, groups: [] });
+    expect(rolledBack.copy.objects).toEqual(
+      w.delivery.copies[0]!.copy.objects.map((object) => ({
+        ...object,
+        metadata: { ...object.metadata, annotations: expect.anything() },
+      })),
+    );
+    // A rollback that fails in turn halts; it is not rolled back again.
+    await report(w, ['a'], 'failed');
+    expect(w.controller.status('web', admin, false)).toMatchObject({ revision: 3, state: 'halted' });
+  });
+
+  it('halts and says why when there is nothing to roll back to', async () => {
+    const w = await world(['a']);
+    await apply(w, documentOf({ waves: ['100%'], failureBudget: 0, onFailure: 'rollback' }));
+    await report(w, ['a'], 'failed');
+    expect(w.controller.status('web', admin, false)).toMatchObject({
+      revision: 1,
+      state: 'halted',
+      haltReason: expect.stringMatching(/not rolled back: there is no earlier revision/),
+    });
   });
 
   it('pauses, resumes, aborts and undoes', async () => {

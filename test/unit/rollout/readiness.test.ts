@@ -31,6 +31,21 @@ describe('readinessOf', () => {
     expect(readinessOf(deployment({ replicas: 3 }, stuck))).toMatchObject({ state: 'failed' });
   });
 
+  it('does not fail a new spec on the progress deadline the previous one exceeded, before it is observed', () => {
+    // A fixed revision (or a rollback) of a Deployment stuck on an unpullable image: generation 3, status still of 2.
+    const stuckBefore = {
+      observedGeneration: 2,
+      replicas: 3,
+      updatedReplicas: 1,
+      availableReplicas: 2,
+      conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }],
+    };
+    expect(readinessOf(deployment({ replicas: 3 }, stuckBefore, 3))).toMatchObject({
+      state: 'progressing',
+      message: 'waiting for the deployment spec update to be observed',
+    });
+  });
+
   it('reads StatefulSets, DaemonSets, Jobs and conditions', () => {
     expect(
       readinessOf({

@@ -37,6 +37,7 @@ describe('parseRollout', () => {
       failureBudget: { percent: 5 },
       soakMs: 60_000,
       deadlineMs: 300_000,
+      onFailure: 'halt',
     });
   });
 
@@ -81,5 +82,55 @@ describe('cluster counts', () => {
     expect(resolveClusterCount({ percent: 1 }, 10)).toBe(1);
     expect(resolveClusterCount({ percent: 10 }, 2000)).toBe(200);
     expect(resolveClusterCount({ count: 50 }, 10)).toBe(10);
+  });
+});
+
+describe('parseRollout: unknown fields (issue #30)', () => {
+  it('refuses a typo naming the field and the expected names, at every level a Rollout defines', () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [
+        { strategy: { waves: [1, '100%'], soakSecond: 120 } },
+        /spec\.strategy\.soakSecond: unknown field \(expected one of: waves, maxUnavailable, failureBudget, soakSeconds, deadlineSeconds, onFailure\)/,
+      ],
+      [
+        { placement: { clusterSelecter: 'env=prod' } },
+        /spec\.placement\.clusterSelecter: unknown field \(expected one of: clusterSelector, clusters\)/,
+      ],
+      [{ strategy: { waves: [{ cluster: 1 }] } }, /spec\.strategy\.waves\[0\]\.cluster: unknown field/],
+      [
+        { customization: { patches: [{ clusterSelector: '', patch: {}, traget: {} }] } },
+        /spec\.customization\.patches\[0\]\.traget: unknown field/,
+      ],
+      [
+        { status: { summaries: [{ name: 'a', reduce: 'count', field: '.a', kindd: 'X' }] } },
+        /spec\.status\.summaries\[0\]\.kindd/,
+      ],
+      [
+        { placment: {} },
+        /spec\.placment: unknown field \(expected one of: resources, placement, customization, strategy, status\)/,
+      ],
+    ];
+    for (const [spec, message] of cases) {
+      expect(() => parseRollout(rolloutDocument(spec)), JSON.stringify(spec)).toThrow(message);
+    }
+    expect(() => parseRollout({ ...rolloutDocument(), spce: {} })).toThrow(/Rollout spce: unknown field/);
+  });
+
+  it('reads a stored document with fields it does not know when told it is not strict, and leaves objects unchecked', () => {
+    const stored = rolloutDocument({ strategy: { soakSecond: 120 } });
+    expect(parseRollout(stored, { isStrict: false }).strategy.soakMs).toBe(30_000);
+    const resources = (rolloutDocument()['spec'] as { resources: Record<string, unknown>[] }).resources;
+    resources[0]!['anything'] = { goes: true };
+    expect(() => parseRollout(rolloutDocument({ resources }))).not.toThrow();
+  });
+});
+
+describe('parseRollout: onFailure', () => {
+  it('halts by default, takes rollback, and refuses anything else naming the field', () => {
+    expect(rollout().strategy.onFailure).toBe('halt');
+    expect(rollout({ strategy: { onFailure: 'rollback' } }).strategy.onFailure).toBe('rollback');
+    expect(() => rollout({ strategy: { onFailure: 'retry' } })).toThrow(
+      /spec\.strategy\.onFailure: must be halt or rollback/,
+    );
   });
 });

@@ -5,7 +5,7 @@ import { HubClient, type HeldClusterView } from '../../../hub-client/hub-client.
 import { loadHubConfig } from '../../../hub/hub-config.js';
 
 export default class HubClustersHold extends BaseCommand<typeof HubClustersHold> {
-  static override summary = 'Hold a cluster: no rollout changes it until it is released.';
+  static override summary = 'Hold a cluster: no rollout changes it until it is released (hub admins only).';
   static override description =
     'For maintenance windows or opening hours. Rollouts show the cluster as held, and a hold never counts as a ' +
     'failure; a wave does not wait for a held cluster. Release it with "hub clusters release".';

@@ -5,7 +5,7 @@ import { HubClient, type HeldClusterView } from '../../../hub-client/hub-client.
 import { loadHubConfig } from '../../../hub/hub-config.js';
 
 export default class HubClustersRelease extends BaseCommand<typeof HubClustersRelease> {
-  static override summary = "Release a cluster's hold: rollouts change it again.";
+  static override summary = "Release a cluster's hold: rollouts change it again (hub admins only).";
   static override examples = ['<%= config.bin %> hub clusters release store-042'];
   static override args = { name: Args.string({ required: true, description: 'Cluster name.' }) };
   static override flags = { ...hubConfigFlags };

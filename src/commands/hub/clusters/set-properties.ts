@@ -6,7 +6,7 @@ import { HubClient, type HeldClusterView } from '../../../hub-client/hub-client.
 import { loadHubConfig } from '../../../hub/hub-config.js';
 
 export default class HubClustersSetProperties extends BaseCommand<typeof HubClustersSetProperties> {
-  static override summary = "Set a cluster's properties, which rollouts read as ${property:KEY}.";
+  static override summary = "Set a cluster's properties, which rollouts read as ${property:KEY} (hub admins only).";
   static override description =
     "The given KEY=VALUE pairs become the cluster's properties (they replace the previous set). Unlike labels, " +
     'properties do not place rollouts: they are values for customization, such as an image tag or a site code.';

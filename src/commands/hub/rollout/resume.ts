@@ -8,6 +8,9 @@ import type { RolloutStatusView } from '../../../rollout/api.js';
 
 export default class HubRolloutResume extends BaseCommand<typeof HubRolloutResume> {
   static override summary = 'Resume a paused or halted rollout where it stopped.';
+  static override description =
+    'A paused rollout goes on where it stopped. A halted one (more clusters failed than its failure budget) goes on ' +
+    'too, and its failed clusters are sent their copy again: resume it once what made them fail is fixed.';
   static override examples = ['<%= config.bin %> hub rollout resume web'];
   static override args = { name: Args.string({ required: true, description: 'Rollout name.' }) };
   static override flags = { ...hubConfigFlags };

@@ -3,6 +3,7 @@ import { BaseCommand } from '../../../cli/base-command.js';
 import { HubClient, type CreatedHubToken } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/hub-config.js';
 import { DEFAULT_HUB_TOKEN_TTL_MS } from '../../../hub/hub-tokens.js';
+import { parseTokenLabelLimit } from '../../../hub/token-labels.js';
 import { formatGoDuration, parseGoDuration } from '../../../trust/duration.js';
 import { hubConfigFlags } from '../../../cli/hub-flags.js';
 
@@ -16,6 +17,7 @@ export default class HubTokenCreate extends BaseCommand<typeof HubTokenCreate> {
   static override examples = [
     '<%= config.bin %> hub token create --ttl 1h',
     '<%= config.bin %> hub token create --usages 1 --json',
+    '<%= config.bin %> hub token create --labels env=dev,site=*',
   ];
   static override flags = {
     ...hubConfigFlags,
@@ -27,6 +29,13 @@ export default class HubTokenCreate extends BaseCommand<typeof HubTokenCreate> {
       summary: 'How many clusters the token may register (default: any number within the TTL).',
       min: 1,
     }),
+    labels: Flags.string({
+      summary: 'Limit the labels a cluster may register with: exactly these keys, each k=v or k=* (any value).',
+      description:
+        'A registration with another label, without one of these, or with another value is refused ' +
+        '(E_HUB_TOKEN_LABELS). Without it, a token registers clusters with any labels, and so into any ' +
+        "user's scope.",
+    }),
   };
 
   async run(): Promise<HubTokenCreateResult> {
@@ -34,6 +43,7 @@ export default class HubTokenCreate extends BaseCommand<typeof HubTokenCreate> {
     const created = await client.createToken({
       ttlMs: parseGoDuration(this.flags.ttl),
       ...(this.flags.usages === undefined ? {} : { usages: this.flags.usages }),
+      ...(this.flags.labels === undefined ? {} : { labels: parseTokenLabelLimit(this.flags.labels) }),
     });
     this.redactor.addSecret(created.token);
     const command = `edgeadm register-cloud ${created.hub} --token ${created.token} --hub-ca-cert-hash ${created.caCertHash}`;

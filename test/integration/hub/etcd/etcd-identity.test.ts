@@ -49,7 +49,7 @@ async function closeReplica(replica: OpenedHub): Promise<void> {
 }
 
 describe('hub identity on etcd', () => {
-  it('keeps no secret in clear in etcd: token secrets, the CA key, the ticket key, the admin token', async () => {
+  it('keeps no secret in clear in etcd: token secrets, the CA key, the ticket key, the admin token, rollout documents and reports', async () => {
     const prefix = freshEtcdPrefix();
     const replica = await openReplica(prefix, keyFile());
     const tokenSecret = `secret-${randomBytes(12).toString('hex')}`;
@@ -62,6 +62,34 @@ describe('hub identity on etcd', () => {
     ).toBe(true);
     const adminToken = parseHubConfig(readFileSync(adminPath, 'utf8'), adminPath).token;
     expect((await replica.store.getToken('abcdef'))?.secret).toBe(tokenSecret);
+    // A Rollout may carry Secret objects, and reports carry what clusters say of them (issue #30).
+    const secretData = `rollout-secret-${randomBytes(12).toString('hex')}`;
+    const statusText = `reported-status-${randomBytes(12).toString('hex')}`;
+    const document = {
+      apiVersion: 'edgeadm.io/v1alpha1',
+      kind: 'Rollout',
+      metadata: { name: 'web' },
+      spec: {
+        resources: [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, stringData: { k: secretData } }],
+      },
+    };
+    const at = new Date().toISOString();
+    await replica.store.putRollout(
+      {
+        name: 'web',
+        owner: { user: 'admin', groups: [], clustersSelector: '' },
+        revision: 1,
+        progress: { revision: 1, state: 'progressing', currentWave: 0, clusters: {} },
+        statusVersion: 1,
+        createdAt: at,
+        updatedAt: at,
+      },
+      { name: 'web', revision: 1, document, appliedBy: 'admin', appliedAt: at },
+    );
+    const objects = [{ apiVersion: 'v1', kind: 'Secret', name: 's', status: { note: statusText } }];
+    await replica.store.putReportedCopies([{ rollout: 'web', cluster: 'shop-1', revision: '1-a', objects }]);
+    expect((await replica.store.getRolloutRevision('web', 1))?.document).toEqual(document);
+    expect((await replica.store.listReportedCopies('web'))[0]?.objects).toEqual(objects);
     await closeReplica(replica);
 
     // Everything under the prefix, as etcd holds it.
@@ -80,6 +108,9 @@ describe('hub identity on etcd', () => {
     expect(everything).not.toContain(ticket.key.toString('base64'));
     expect(everything).not.toContain(ticket.key.toString('hex'));
     expect(everything).not.toContain(adminToken);
+    expect(everything).toContain(`${prefix}rollout-revisions/web/`);
+    expect(everything).not.toContain(secretData);
+    expect(everything).not.toContain(statusText);
   });
 
   it('gives replicas that start together one CA, one ticket key and one admin credential', async () => {
