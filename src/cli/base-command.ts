@@ -18,7 +18,7 @@ import { ValidationError, type EdgeadmError } from '../errors.js';
 import { Redactor } from '../log/redact.js';
 import { RunLog, silentLogger, type Logger } from '../log/run-log.js';
 import { openCommandRunLog } from './command-run-log.js';
-import { errorDocument, renderErrorText, toEdgeadmError } from './render-error.js';
+import { displayId, errorDocument, renderErrorText, toEdgeadmError, usageError } from './render-error.js';
 import { styleFor } from './style.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
 
@@ -113,12 +113,16 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   public override async init(): Promise<void> {
     await super.init();
     const ctor = this.ctor as typeof BaseCommand;
+    // Whatever the flag parser throws is a usage error, also its plain
+    // Errors ("Flag --host expects a value"), never an internal one.
     const { args, flags } = await this.parse({
       flags: ctor.flags,
       baseFlags: ctor.baseFlags,
       enableJsonFlag: ctor.enableJsonFlag,
       args: ctor.args,
       strict: ctor.strict,
+    }).catch((error: unknown) => {
+      throw usageError(error, this.id);
     });
     this.flags = flags as BaseFlags<T>;
     this.args = args as BaseArgs<T>;
@@ -171,14 +175,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   #openRunLog(file: string | undefined, verbose: boolean): void {
     this.#runLog = openCommandRunLog({ commandId: this.id ?? 'edgeadm', file, verbose, redactor: this.redactor });
-    this.#runLog.info(`edgeadm ${this.config.version} ${this.id ?? ''} ${this.argv.join(' ')}`.trim());
+    this.#runLog.info(`edgeadm ${this.config.version} ${displayId(this.id ?? '')} ${this.argv.join(' ')}`.trim());
   }
 
   /** For failures before init() finished (bad flags): log if we can, never fail again. */
   #openRunLogQuietly(): void {
     try {
       this.#runLog = RunLog.open({ commandId: this.id ?? 'edgeadm', redactor: this.redactor });
-      this.#runLog.info(`edgeadm ${this.config.version} ${this.id ?? ''} ${this.argv.join(' ')}`.trim());
+      this.#runLog.info(`edgeadm ${this.config.version} ${displayId(this.id ?? '')} ${this.argv.join(' ')}`.trim());
     } catch {
       this.#runLog = undefined;
     }
