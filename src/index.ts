@@ -32,6 +32,7 @@ import TokenList from './commands/token/list.js';
 import UpgradeApply from './commands/upgrade/apply.js';
 import UpgradePlan from './commands/upgrade/plan.js';
 import UpgradeNode from './commands/upgrade/node.js';
+import Completion from './commands/completion.js';
 import Version from './commands/version.js';
 import HubServe from './commands/hub/serve.js';
 import HubMigrate from './commands/hub/migrate.js';
@@ -60,6 +61,7 @@ import Kubectl from './commands/kubectl.js';
 import AgentTunnel from './commands/agent/tunnel.js';
 
 const BUILT_COMMANDS: Record<string, Command.Class> = {
+  completion: Completion,
   version: Version,
   'agent:autonomy': AgentAutonomy,
   'agent:edge-proxy': AgentEdgeProxy,
