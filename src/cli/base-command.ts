@@ -30,19 +30,36 @@ export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args
 /** Flag names whose values are secrets: registered with the redactor on parse. */
 const SECRET_FLAG = /(password|passphrase|secret|token)$/i;
 
+/** oclif's own --json says only "Format output as json."; this one says what the document is. */
+const jsonBaseFlag = {
+  json: Flags.boolean({
+    summary: 'Print exactly one JSON document on stdout: the result, or {"error": {code, message, hints}}.',
+    helpGroup: 'GLOBAL',
+  }),
+};
+
+/** --verbose and --log-file, which every command takes. */
+const commonBaseFlags = {
+  verbose: Flags.boolean({
+    summary: 'Print debug detail on stderr as the command runs.',
+    helpGroup: 'GLOBAL',
+  }),
+  'log-file': Flags.string({
+    summary: 'Write the run log to this file instead of $EDGEADM_HOME/logs.',
+    helpGroup: 'GLOBAL',
+  }),
+};
+
 export abstract class BaseCommand<T extends typeof Command> extends Command {
   static override enableJsonFlag = true;
 
-  static override baseFlags = {
-    verbose: Flags.boolean({
-      summary: 'Print debug detail on stderr as the command runs.',
-      helpGroup: 'GLOBAL',
-    }),
-    'log-file': Flags.string({
-      summary: 'Write the run log to this file instead of $EDGEADM_HOME/logs.',
-      helpGroup: 'GLOBAL',
-    }),
+  static override baseFlags: typeof commonBaseFlags & Partial<typeof jsonBaseFlag> = {
+    ...jsonBaseFlag,
+    ...commonBaseFlags,
   };
+
+  /** For commands with `enableJsonFlag = false` (their output is not a document): the global flags without --json. */
+  static readonly baseFlagsWithoutJson = commonBaseFlags;
 
   protected flags!: BaseFlags<T>;
   protected args!: BaseArgs<T>;

@@ -12,6 +12,7 @@ export default class Completion extends BaseCommand<typeof Completion> {
     '<%= config.bin %> completion zsh > "${fpath[1]}/_edgeadm"',
   ];
   static override enableJsonFlag = false;
+  static override baseFlags = BaseCommand.baseFlagsWithoutJson;
   static override args = {
     shell: Args.string({ description: 'The shell: bash or zsh.', options: [...COMPLETION_SHELLS], required: true }),
   };

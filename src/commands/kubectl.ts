@@ -17,6 +17,7 @@ export default class Kubectl extends BaseCommand<typeof Kubectl> {
   ];
   static override strict = false;
   static override enableJsonFlag = false;
+  static override baseFlags = BaseCommand.baseFlagsWithoutJson;
   static override flags = {
     ...hubConfigFlags,
     ...hubClusterFlags,

@@ -46,7 +46,7 @@ export const inventoryFlags = {
 /** The rollout flags, and the SSH flags (less --host: the inventory names the hosts). */
 export const rolloutFlags = {
   concurrency: Flags.integer({
-    summary: `Hosts worked on at once. Default: ${DEFAULT_FLEET_CONCURRENCY}.`,
+    summary: 'Hosts worked on at once.',
     min: 1,
     default: DEFAULT_FLEET_CONCURRENCY,
   }),
