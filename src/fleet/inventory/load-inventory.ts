@@ -57,7 +57,7 @@ export async function loadInventory(file: string): Promise<FleetInventory> {
       cause: error,
       hints: [
         "Pass -i with an inventory file: edgeadm's YAML (kind: FleetInventory) or an Ansible YAML inventory.",
-        '"edgeadm fleet up --help" shows a small inventory; README.md ("Fleet") shows both formats.',
+        '"edgeadm fleet up --help" shows a small inventory; docs/guides/fleet.md shows both formats.',
       ],
     });
   }
