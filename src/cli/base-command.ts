@@ -38,8 +38,11 @@ const jsonBaseFlag = {
   }),
 };
 
-/** --verbose and --log-file, which every command takes. */
-const commonBaseFlags = {
+/**
+ * --verbose and --log-file, which every command takes: the global flags of
+ * commands with `enableJsonFlag = false`, whose output is not a document.
+ */
+export const baseFlagsWithoutJson = {
   verbose: Flags.boolean({
     summary: 'Print debug detail on stderr as the command runs.',
     helpGroup: 'GLOBAL',
@@ -53,13 +56,10 @@ const commonBaseFlags = {
 export abstract class BaseCommand<T extends typeof Command> extends Command {
   static override enableJsonFlag = true;
 
-  static override baseFlags: typeof commonBaseFlags & Partial<typeof jsonBaseFlag> = {
+  static override baseFlags: typeof baseFlagsWithoutJson & Partial<typeof jsonBaseFlag> = {
     ...jsonBaseFlag,
-    ...commonBaseFlags,
+    ...baseFlagsWithoutJson,
   };
-
-  /** For commands with `enableJsonFlag = false` (their output is not a document): the global flags without --json. */
-  static readonly baseFlagsWithoutJson = commonBaseFlags;
 
   protected flags!: BaseFlags<T>;
   protected args!: BaseArgs<T>;

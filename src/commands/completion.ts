@@ -1,5 +1,5 @@
 import { Args } from '@oclif/core';
-import { BaseCommand } from '../cli/base-command.js';
+import { BaseCommand, baseFlagsWithoutJson } from '../cli/base-command.js';
 import { COMPLETION_SHELLS, completionScript, type CompletionShell } from '../cli/completion.js';
 
 export default class Completion extends BaseCommand<typeof Completion> {
@@ -12,7 +12,7 @@ export default class Completion extends BaseCommand<typeof Completion> {
     '<%= config.bin %> completion zsh > "${fpath[1]}/_edgeadm"',
   ];
   static override enableJsonFlag = false;
-  static override baseFlags = BaseCommand.baseFlagsWithoutJson;
+  static override baseFlags = baseFlagsWithoutJson;
   static override args = {
     shell: Args.string({ description: 'The shell: bash or zsh.', options: [...COMPLETION_SHELLS], required: true }),
   };

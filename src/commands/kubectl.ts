@@ -1,5 +1,5 @@
 import { Errors } from '@oclif/core';
-import { BaseCommand } from '../cli/base-command.js';
+import { BaseCommand, baseFlagsWithoutJson } from '../cli/base-command.js';
 import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
 import { loadHubConfig } from '../hub/hub-config.js';
 import { hubClusterFlags, hubConfigFlags } from '../cli/hub-flags.js';
@@ -17,7 +17,7 @@ export default class Kubectl extends BaseCommand<typeof Kubectl> {
   ];
   static override strict = false;
   static override enableJsonFlag = false;
-  static override baseFlags = BaseCommand.baseFlagsWithoutJson;
+  static override baseFlags = baseFlagsWithoutJson;
   static override flags = {
     ...hubConfigFlags,
     ...hubClusterFlags,
