@@ -16,6 +16,7 @@
  *
  *   npm run build && npm run demo                     # as root
  *   npm run demo -- --binary dist/edgeadm-linux-x64   # the single binary instead of bin/run.js
+ *   npm run demo -- --keep                            # stop before the resets, until Enter
  *
  * Needs root and the Debian packages openssh-server, openssh-client,
  * iproute2 and sudo (the harness names any that is missing).
@@ -30,7 +31,7 @@ import { buildSimK3sPackage } from '../test/support/sim-k3s/fixture.js';
 import { TMPFS_DIRS, startTestHosts, type TestHost, type TestHosts } from '../test/support/test-hosts.js';
 
 const { values: flags } = parseArgs({
-  options: { binary: { type: 'string' } },
+  options: { binary: { type: 'string' }, keep: { type: 'boolean' } },
 });
 
 /** The edgeadm the demo runs: the single binary if given, else this tree's bin/run.js on Node 24. */
@@ -128,6 +129,8 @@ async function demo(hosts: TestHosts): Promise<void> {
   await execa(ensurePinnedKubectl(), kubectlArgs, { stdio: 'inherit' });
   await run(env, 'list the bootstrap tokens', ['token', 'list', '--kubeconfig', kubeconfig]);
 
+  if (flags.keep) await keepUntilEnter(env, ssh(controlPlane), kubeconfig);
+
   for (const host of [edge2, edge1, controlPlane]) {
     await run(env, `reset ${host.name}`, ['reset', ...ssh(host), '--force']);
   }
@@ -137,6 +140,29 @@ async function demo(hosts: TestHosts): Promise<void> {
     }
   }
   process.stdout.write(`\nDone: every host's install directories (${TMPFS_DIRS.join(', ')}) are as before init.\n`);
+}
+
+/**
+ * `--keep`: the cluster stays up for the operator to try commands on, until
+ * Enter; the hosts live only as long as this process, so it waits here.
+ */
+async function keepUntilEnter(env: Record<string, string>, sshArgs: string[], kubeconfig: string): Promise<void> {
+  const exports = Object.entries(env)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(' ');
+  process.stdout.write(
+    [
+      '',
+      '=== the cluster stays up (--keep); in another terminal, as root:',
+      `  ${exports} ${edgeadm[0]} ${[...edgeadm[1], 'host', 'check', ...sshArgs].join(' ')}`,
+      `  ${ensurePinnedKubectl()} --kubeconfig ${kubeconfig} get pods -A`,
+      'Press Enter to reset the hosts and end the demo.',
+      '',
+    ].join('\n'),
+  );
+  process.stdin.resume();
+  await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
+  process.stdin.pause();
 }
 
 await main();
