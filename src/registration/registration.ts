@@ -13,6 +13,7 @@ import { callHub } from '../hub-client/hub-client.js';
 import { AGENT_CERT_ORGANIZATION } from '../hub/limits.js';
 import type { Logger } from '../log/run-log.js';
 import { discoverClusterInfo } from '../trust/discovery.js';
+import { hubDiscoveryError } from './hub-words.js';
 import { renderKubeconfig } from '../kube/kubeconfig.js';
 import { createCsr } from '../trust/pki.js';
 import { writeSecretFileAtomic } from '../trust/secret-file.js';
@@ -162,6 +163,8 @@ export async function registerCluster(options: RegisterOptions): Promise<Registr
     caCertHashes: options.caCertHashes,
     timeoutMs: options.discoveryTimeoutMs,
     logger: options.logger,
+  }).catch((error: unknown) => {
+    throw hubDiscoveryError(error);
   });
   const csr = await createCsr({ commonName: options.cluster, organizations: [AGENT_CERT_ORGANIZATION] });
   const answer = await callHub<{ certPem: string; caPem: string; server: string }>({
