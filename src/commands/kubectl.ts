@@ -4,6 +4,7 @@ import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
 import { loadHubConfig } from '../hub/hub-config.js';
 import { hubClusterFlags, hubConfigFlags } from '../cli/hub-flags.js';
 import { runKubectlThroughHub } from '../hub-client/kubectl-runner.js';
+import { assertClusterReachable } from '../hub-client/cluster-probe.js';
 import { isClusterName } from '../kube/names.js';
 import { ValidationError } from '../errors.js';
 
@@ -37,7 +38,9 @@ export default class Kubectl extends BaseCommand<typeof Kubectl> {
         hints: ['For example: edgeadm kubectl --cluster store-042 -- get pods -A'],
       });
     }
-    const kubeconfig = renderClusterKubeconfig(loadHubConfig(this.flags['hub-config']), this.flags.cluster);
+    const hubConfig = loadHubConfig(this.flags['hub-config']);
+    await assertClusterReachable(hubConfig, this.flags.cluster);
+    const kubeconfig = renderClusterKubeconfig(hubConfig, this.flags.cluster);
     const exitCode = await runKubectlThroughHub({ kubeconfig, args });
     if (exitCode !== 0) throw new Errors.ExitError(exitCode);
   }
