@@ -220,6 +220,9 @@ function labelsPhase(): Phase<JoinData> {
   return {
     name: 'labels',
     summary: 'Make sure the Node carries the labels asked for (and, with --enable-edge, its autonomy duration)',
+    // Nothing to check when nothing was asked for: "already done" would claim work that was never requested.
+    runIf: (ctx) => ctx.enableEdge || Object.keys(ctx.nodeLabels).length > 0,
+    skipReason: () => 'no --node-labels given',
     async run(ctx) {
       await ensureFacts(ctx);
       const wanted = await labelsOf(ctx);
