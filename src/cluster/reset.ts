@@ -59,6 +59,16 @@ function removeCommand(path: string): string {
   return `if mountpoint -q ${p} 2>/dev/null; then find ${p} -mindepth 1 -maxdepth 1 -exec rm -rf {} +; else rm -rf ${p}; fi`;
 }
 
+/**
+ * Where `upgrade apply` and `upgrade node` keep their step and their backup
+ * (the old binaries, configuration and datastore, with the CA key and
+ * tokens): not recorded in the install state, yet part of the cluster, so
+ * reset removes it too. The same path as `UPGRADE_DIR` in
+ * upgrade/upgrade-state.ts (a test holds them equal; reset does not import
+ * the upgrade workflow).
+ */
+export const UPGRADE_STATE_DIR = '/var/lib/edgeadm/upgrade';
+
 /** The reset phase tree. */
 export function resetPhases(): Phase<ResetData>[] {
   return [
@@ -99,11 +109,13 @@ export function resetPhases(): Phase<ResetData>[] {
     },
     {
       name: 'remove-files',
-      summary: 'Remove every file and directory recorded in the install state',
+      summary: 'Remove every file and directory recorded in the install state, and what upgrades left',
       async run(ctx) {
         const files = ctx.state.files.filter((file) => file !== STATE_FILE);
         // Directories holding the state go last (remove-state), so that an interrupted reset can be re-run.
-        const directories = directoriesToRemove(ctx.state.directories).filter((dir) => !holdsState(dir));
+        const recorded = directoriesToRemove(ctx.state.directories);
+        const directories = recorded.filter((dir) => !holdsState(dir));
+        if (!recorded.some((dir) => UPGRADE_STATE_DIR.startsWith(`${dir}/`))) directories.push(UPGRADE_STATE_DIR);
         const existing: string[] = [];
         for (const path of [...files, ...directories]) {
           if (ctx.isDryRun || (await ctx.host.exists(path, { sudo: true }))) existing.push(path);
@@ -113,7 +125,7 @@ export function resetPhases(): Phase<ResetData>[] {
           await execOrThrow(ctx.host, removeCommand(path), { sudo: true, description: `remove ${path}` });
           ctx.removed.push(path);
         }
-        ctx.say(`removed ${existing.length} paths`);
+        if (!ctx.isDryRun) ctx.say(`removed ${existing.length} paths`);
         return 'changed';
       },
     },
