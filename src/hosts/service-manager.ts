@@ -11,7 +11,8 @@
  *   with {@link SERVICE_MANAGER_ENV}`=direct`. The unit file is still
  *   written, and its `ExecStart` is started detached (`setsid nohup`) with a
  *   pid file and a log under {@link DIRECT_SERVICE_DIR}, as the unit's
- *   `User=`/`Group=` when it names them (with `setpriv`). Nothing restarts
+ *   `User=`/`Group=` when it names them (with `setpriv`), and with its
+ *   `Environment=`. Nothing restarts
  *   the service if it dies or the host reboots, and the unit's sandboxing
  *   is not applied.
  */
@@ -230,10 +231,13 @@ export class DirectServiceManager implements ServiceManager {
     if (isActive && !options.isRestartNeeded) return 'already-running';
     if (isActive) await this.stop(host, unit.name);
     const runAs = runAsOf(unit.content);
+    // The unit's Environment= too, as systemd gives it (the agent's EDGEADM_HOME: without it the agent cannot write its log).
+    const assignments = Object.entries(environmentOf(unit.content)).map(([name, value]) => quote(`${name}=${value}`));
+    const program = `${assignments.length === 0 ? '' : `env ${assignments.join(' ')} `}${execStartOf(unit.content)}`;
     const command =
       runAs === undefined
-        ? execStartOf(unit.content)
-        : `setpriv --reuid=${quote(runAs.user)} --regid=${quote(runAs.group ?? runAs.user)} --init-groups -- ${execStartOf(unit.content)}`;
+        ? program
+        : `setpriv --reuid=${quote(runAs.user)} --regid=${quote(runAs.group ?? runAs.user)} --init-groups -- ${program}`;
     const pidFile = this.#pidFile(unit.name);
     // setsid: a session of its own, so the SSH session ending does not take it along;
     // every descriptor is redirected so the channel can close.

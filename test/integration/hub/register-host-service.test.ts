@@ -112,8 +112,7 @@ beforeAll(async () => {
     [
       '#!/bin/sh',
       '# TEST LAUNCHER (not the edgeadm single binary): runs the CLI built from the repository.',
-      // As the unit's Environment= sets it (the direct service manager applies User= only).
-      `export EDGEADM_HOME=${DATA_DIR}`,
+      // EDGEADM_HOME comes from the unit's Environment=, which the direct service manager applies as systemd does.
       `exec ${process.execPath} ${join(REPO_ROOT, 'bin/run.js')} "$@"`,
       '',
     ].join('\n'),
@@ -211,6 +210,10 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
     const failed = await register(target, 'site-2', broken);
     expect(failed.exitCode).not.toBe(0);
     expect(JSON.parse(failed.stdout)).toMatchObject({ error: { code: 'E_AGENT_INSTALL' } });
+    // What the agent said before it stopped is in the error: its log went with the undo.
+    expect((JSON.parse(failed.stdout) as { error: { hints: string[] } }).error.hints.join('\n')).toContain(
+      'this edgeadm cannot run',
+    );
     expect(await listing(target)).toBe(before);
     // The user the failed run made went with it.
     expect(await env.run(target, 'getent passwd edgeadm-agent || echo none'), failed.stderr).toBe('none\n');

@@ -107,6 +107,26 @@ describe('the direct service manager and User=', () => {
   });
 });
 
+describe('the direct service manager and Environment= (newcomer point 1)', () => {
+  it('starts the unit with its Environment=, as systemd would, also under User=', async () => {
+    const manager = new DirectServiceManager();
+    const host = new DryRunHost({ name: 'plan' });
+    await manager.ensureRunning(
+      host,
+      {
+        name: 'a.service',
+        content:
+          '[Service]\nUser=edgeadm-agent\nEnvironment=MALLOC_ARENA_MAX=2\nEnvironment=EDGEADM_HOME=/var/lib/edgeadm/agent\nExecStart=/usr/local/bin/edgeadm agent tunnel\n',
+      },
+      { isRestartNeeded: false },
+    );
+    const started = host.plan.map((step) => step.command ?? '').find((command) => command.includes('setsid'));
+    expect(started).toContain(
+      "--init-groups -- env 'MALLOC_ARENA_MAX=2' 'EDGEADM_HOME=/var/lib/edgeadm/agent' /usr/local/bin/edgeadm agent tunnel <",
+    );
+  });
+});
+
 describe('environmentOf', () => {
   it('reads Environment= as systemd does: quoted assignments keep their spaces, later ones win, an empty line resets', () => {
     const unit = [
