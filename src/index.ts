@@ -59,6 +59,7 @@ import RegisterCloud from './commands/register-cloud.js';
 import Kubeconfig from './commands/kubeconfig.js';
 import Kubectl from './commands/kubectl.js';
 import AgentTunnel from './commands/agent/tunnel.js';
+import AgentUninstall from './commands/agent/uninstall.js';
 
 const BUILT_COMMANDS: Record<string, Command.Class> = {
   completion: Completion,
@@ -103,6 +104,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   kubeconfig: Kubeconfig,
   kubectl: Kubectl,
   'agent:tunnel': AgentTunnel,
+  'agent:uninstall': AgentUninstall,
   init: Init,
   ...initPhaseCommands(),
   join: Join,

@@ -36,6 +36,8 @@ let api: SimApiServer;
 let kubeconfig: string;
 let launcher: string;
 let broken: string;
+/** The second host's listing before any agent was installed there. */
+let pristine = '';
 
 /** Every path (with type and mode) under the directories a test host has on tmpfs. */
 function listing(host: TestHost): Promise<string> {
@@ -207,6 +209,7 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
   it('leaves nothing behind when the agent cannot start, and a re-run then installs it', async () => {
     const target = env.targets[1]!;
     const before = await listing(target);
+    pristine = before;
     const failed = await register(target, 'site-2', broken);
     expect(failed.exitCode).not.toBe(0);
     expect(JSON.parse(failed.stdout)).toMatchObject({ error: { code: 'E_AGENT_INSTALL' } });
@@ -226,5 +229,45 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
       const version = await kubectlVia(hub.adminConfig, 'site-2', ['version', '-o', 'json']);
       return version.exitCode === 0 ? true : undefined;
     });
+  });
+
+  it('agent uninstall takes the agent off the host, all but the edgeadm binary, and says the hub still has it (newcomer point 12)', async () => {
+    const target = env.targets[1]!;
+    const uninstall = (): Promise<CliResult> =>
+      runCli(
+        [
+          'agent',
+          'uninstall',
+          '--host',
+          `root@${target.address}`,
+          '--ssh-key',
+          env.keys.root,
+          '--ssh-known-hosts',
+          env.knownHostsFile,
+        ],
+        {
+          env: {
+            HOME: home,
+            EDGEADM_HOME: join(home, '.edgeadm'),
+            SSH_AUTH_SOCK: '',
+            EDGEADM_SERVICE_MANAGER: 'direct',
+          },
+          timeoutMs: CLI_TIMEOUT_MS,
+        },
+      );
+    const first = await uninstall();
+    expect(first.exitCode, printedBy(first)).toBe(0);
+    expect(first.stdout).toContain('edgeadm hub clusters delete site-2');
+    await waitForState(hub, 'site-2', 'Disconnected');
+    const withoutBinary = (text: string): string =>
+      text
+        .split('\n')
+        .filter((line) => !line.startsWith('/usr/local/bin/edgeadm '))
+        .join('\n');
+    expect(withoutBinary(await listing(target))).toBe(withoutBinary(pristine));
+    expect(await env.run(target, 'getent passwd edgeadm-agent || echo none')).toBe('none\n');
+    const second = await uninstall();
+    expect(second.exitCode, printedBy(second)).toBe(0);
+    expect(second.stdout).toContain('no tunnel agent on');
   });
 });
