@@ -183,6 +183,21 @@ export interface ResetResult {
   phases: PhaseResult[];
   removed: string[];
   plan?: string[];
+  /** The role the install state named. */
+  role?: 'control-plane' | 'worker';
+}
+
+/**
+ * What is left to do after a reset, for people: the cluster still holds a
+ * reset node's Node object (reset reaches the host, not the cluster), and a
+ * node joined again under that name would find it, with its old taints.
+ */
+export function afterReset(result: ResetResult): string[] {
+  if (result.isDryRun || result.role !== 'worker') return [];
+  return [
+    'Its Node object stays in the cluster (upgrade plan still counts it): delete it on a control plane with "kubectl delete node NAME",',
+    'before this host joins again; a node that joins under the name of an existing Node keeps that Node as it was (its taints too).',
+  ];
 }
 
 /** Runs reset. */
@@ -247,6 +262,7 @@ export async function runReset(options: ResetOptions): Promise<ResetResult> {
     phases: report.phases,
     removed: options.isDryRun ? [] : ctx.removed,
     ...(options.isDryRun ? { plan: report.plan } : {}),
+    ...(loaded?.role === undefined ? {} : { role: loaded.role }),
   };
 }
 

@@ -1,6 +1,6 @@
 /** Reset removes what upgrades left on the host (newcomer point 28). */
 import { describe, expect, it } from 'vitest';
-import { UPGRADE_STATE_DIR, resetPhases, type ResetData } from '../../../src/cluster/reset.js';
+import { UPGRADE_STATE_DIR, afterReset, resetPhases, type ResetData } from '../../../src/cluster/reset.js';
 import { emptyState } from '../../../src/cluster/state.js';
 import { UPGRADE_DIR } from '../../../src/cluster/upgrade/upgrade-state.js';
 import { DryRunHost } from '../../../src/hosts/dry-run-host.js';
@@ -26,5 +26,15 @@ describe('reset remove-files', () => {
   it('leaves it to a recorded directory that holds it (removed with the state, last)', async () => {
     const { removed } = await removeFiles({ ...emptyState(), directories: ['/var/lib/edgeadm'] });
     expect(removed).toEqual([]);
+  });
+});
+
+describe('after a reset (newcomer point 6)', () => {
+  const reset = { host: 'root@10.1.0.1:22', isDryRun: false, hadState: true, phases: [], removed: [] };
+
+  it('says that a worker’s Node object stays in the cluster, and how to delete it before joining again', () => {
+    expect(afterReset({ ...reset, role: 'worker' }).join(' ')).toContain('kubectl delete node NAME');
+    expect(afterReset({ ...reset, role: 'control-plane' })).toEqual([]);
+    expect(afterReset({ ...reset, role: 'worker', isDryRun: true })).toEqual([]);
   });
 });
