@@ -131,6 +131,8 @@ function discoveryPhase(): Phase<JoinData> {
     async run(ctx) {
       const result = await ensureDiscovery(ctx);
       await verifyControlPlaneJoin(ctx, result);
+      // An --enable-edge join of a cluster without edge settings fails here, before the package reaches the host.
+      if (ctx.enableEdge) await ensureEdgeSettings(ctx, result);
       ctx.say(
         `verified ${result.server}${result.isCaVerified ? ` (CA pin ${result.matchedPin})` : ' (CA NOT verified: --discovery-token-unsafe-skip-ca-verification)'}`,
       );
