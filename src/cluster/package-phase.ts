@@ -15,12 +15,13 @@
  * can change it between the check and the install.
  */
 import { EdgeadmError } from '../errors.js';
-import { execOrThrow } from '../hosts/host.js';
+import { execOrThrow, type TransferProgress } from '../hosts/host.js';
 import { PackageError, PackageErrorCode } from '../packages/errors.js';
 import { AIRGAP_IMAGES_DIR, isAirgapImage, modeBits } from '../packages/manifest.js';
 import { compareUnpackedTree, throwOnTreeProblems, unpackedTreeListingCommand } from '../packages/unpacked-tree.js';
 import type { Phase } from '../workflow/phase.js';
 import type { NodeData } from './node-context.js';
+import { uploadProgressLines } from './upload-progress.js';
 
 /** Where packages are kept on a host. */
 export const HOST_PACKAGE_DIR = '/var/lib/edgeadm/packages';
@@ -244,6 +245,7 @@ export async function stagePackage(
     mode: 0o600,
     sudo: true,
     description: `upload the install package ${pkg.manifest.name} to ${archive} (${pkg.archiveBytes} bytes)`,
+    ...progressOption(uploadProgressLines(pkg.manifest.name, pkg.archiveBytes, (line) => ctx.say(line))),
   });
   if (!upload.skipped) isChanged = true;
   if (upload.skipped) ctx.say(`${archive} already on the host`);
@@ -354,4 +356,11 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
       return isChanged ? 'changed' : 'unchanged';
     },
   };
+}
+
+/** `onProgress` for `host.put` when there is a sink (large files only). */
+function progressOption(onProgress: ((progress: TransferProgress) => void) | undefined): {
+  onProgress?: (progress: TransferProgress) => void;
+} {
+  return onProgress === undefined ? {} : { onProgress };
 }
