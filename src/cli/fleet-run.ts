@@ -87,6 +87,8 @@ export function initHostEvents(
   return (event) => {
     if (event.host === host && !isStarted) {
       isStarted = true;
+      // Wave 1, as fleet plan numbers it; the rollout's waves follow from 2.
+      command.emitEvent({ type: 'fleet-wave', wave: 1, hosts: [host] });
       command.emitEvent({ type: 'host-started', host, attempt: 1 });
     }
     command.emitEvent({ ...event });

