@@ -124,7 +124,8 @@ async function demo(hosts: TestHosts): Promise<void> {
     await run(env, `join ${node.name}`, [...joinArgs, ...ssh(node)]);
   }
 
-  const kubectlArgs = ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'wide'];
+  // Not -o wide: the simulated API server's tables have the default columns only, and the demo shows what it prints.
+  const kubectlArgs = ['--kubeconfig', kubeconfig, 'get', 'nodes'];
   show(`the cluster, through the real kubectl (${PINNED_KUBECTL_VERSION})`, kubectlArgs, 'kubectl');
   await execa(ensurePinnedKubectl(), kubectlArgs, { stdio: 'inherit' });
   await run(env, 'list the bootstrap tokens', ['token', 'list', '--kubeconfig', kubeconfig]);
