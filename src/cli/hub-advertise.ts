@@ -1,8 +1,10 @@
 /**
- * What `hub serve` warns about the address it advertises: the address in
+ * What `hub serve` says about the address it advertises: the address in
  * admin.yaml, in user configs and in printed `register-cloud` commands.
- * Pure.
+ * {@link advertiseWarnings} is pure; {@link reconcileAdminServer} also puts
+ * a new `--advertise-address` into admin.yaml.
  */
+import { loadHubConfig, writeHubConfig } from '../hub/hub-config.js';
 
 /** What the warnings are made from. */
 export interface AdvertiseFacts {
@@ -33,4 +35,47 @@ export function advertiseWarnings(facts: AdvertiseFacts): string[] {
     );
   }
   return warnings;
+}
+
+/** What {@link reconcileAdminServer} works on. */
+export interface AdminServerOptions {
+  adminConfigPath: string;
+  listen: string;
+  advertiseAddress?: string;
+  url: string;
+  /** Replicas on etcd share one admin credential while each advertises itself: admin.yaml is left alone. */
+  isSharedStore: boolean;
+}
+
+/**
+ * Points admin.yaml at the advertised URL when `--advertise-address` is
+ * given and admin.yaml still names another server (written at an earlier
+ * start, before the flag); returns what to tell the operator: `info` lines
+ * and `warnings`.
+ */
+export function reconcileAdminServer(options: AdminServerOptions): { info: string[]; warnings: string[] } {
+  let admin;
+  try {
+    admin = loadHubConfig(options.adminConfigPath);
+  } catch {
+    admin = undefined;
+  }
+  const info: string[] = [];
+  if (
+    admin !== undefined &&
+    !options.isSharedStore &&
+    options.advertiseAddress !== undefined &&
+    admin.server !== options.url
+  ) {
+    writeHubConfig(options.adminConfigPath, { ...admin, server: options.url });
+    info.push(`admin config now names ${options.url} (it named ${admin.server}); hand out user configs again`);
+    admin = { ...admin, server: options.url };
+  }
+  const warnings = advertiseWarnings({
+    listen: options.listen,
+    ...(options.advertiseAddress === undefined ? {} : { advertiseAddress: options.advertiseAddress }),
+    url: options.url,
+    ...(admin === undefined || options.isSharedStore ? {} : { adminServer: admin.server }),
+  });
+  return { info, warnings };
 }
