@@ -18,6 +18,7 @@
  *   npm run demo -- --binary dist/edgeadm-linux-x64   # the single binary instead of bin/run.js
  *   npm run demo -- --binary dist/edgeadm-linux-x64 --real
  *                     # the same job on real Kubernetes (kubeadm) built from its module: test/real/README.md
+ *   npm run demo -- --keep                            # stop before the resets, until Enter
  *
  * Needs root and the Debian packages openssh-server, openssh-client,
  * iproute2 and sudo (the harness names any that is missing).
@@ -34,7 +35,12 @@ import { rigUnavailableReason } from '../test/support/real/rig.js';
 import { TMPFS_DIRS, startTestHosts, type TestHost, type TestHosts } from '../test/support/test-hosts.js';
 
 const { values: flags } = parseArgs({
-  options: { binary: { type: 'string' }, real: { type: 'boolean' }, distribution: { type: 'string' } },
+  options: {
+    binary: { type: 'string' },
+    keep: { type: 'boolean' },
+    real: { type: 'boolean' },
+    distribution: { type: 'string' },
+  },
 });
 
 /** The edgeadm the demo runs: the single binary if given, else this tree's bin/run.js on Node 24. */
@@ -172,10 +178,13 @@ async function demo(hosts: TestHosts): Promise<void> {
     await run(env, `join ${node.name}`, [...joinArgs, ...ssh(node)]);
   }
 
-  const kubectlArgs = ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'wide'];
+  // Not -o wide: the simulated API server's tables have the default columns only, and the demo shows what it prints.
+  const kubectlArgs = ['--kubeconfig', kubeconfig, 'get', 'nodes'];
   show(`the cluster, through the real kubectl (${PINNED_KUBECTL_VERSION})`, kubectlArgs, 'kubectl');
   await execa(ensurePinnedKubectl(), kubectlArgs, { stdio: 'inherit' });
   await run(env, 'list the bootstrap tokens', ['token', 'list', '--kubeconfig', kubeconfig]);
+
+  if (flags.keep) await keepUntilEnter(env, ssh(controlPlane), kubeconfig);
 
   for (const host of [edge2, edge1, controlPlane]) {
     await run(env, `reset ${host.name}`, ['reset', ...ssh(host), '--force']);
@@ -186,6 +195,29 @@ async function demo(hosts: TestHosts): Promise<void> {
     }
   }
   process.stdout.write(`\nDone: every host's install directories (${TMPFS_DIRS.join(', ')}) are as before init.\n`);
+}
+
+/**
+ * `--keep`: the cluster stays up for the operator to try commands on, until
+ * Enter; the hosts live only as long as this process, so it waits here.
+ */
+async function keepUntilEnter(env: Record<string, string>, sshArgs: string[], kubeconfig: string): Promise<void> {
+  const exports = Object.entries(env)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(' ');
+  process.stdout.write(
+    [
+      '',
+      '=== the cluster stays up (--keep); in another terminal, as root:',
+      `  ${exports} ${edgeadm[0]} ${[...edgeadm[1], 'host', 'check', ...sshArgs].join(' ')}`,
+      `  ${ensurePinnedKubectl()} --kubeconfig ${kubeconfig} get pods -A`,
+      'Press Enter to reset the hosts and end the demo.',
+      '',
+    ].join('\n'),
+  );
+  process.stdin.resume();
+  await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
+  process.stdin.pause();
 }
 
 await main();

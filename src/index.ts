@@ -33,6 +33,7 @@ import TokenList from './commands/token/list.js';
 import UpgradeApply from './commands/upgrade/apply.js';
 import UpgradePlan from './commands/upgrade/plan.js';
 import UpgradeNode from './commands/upgrade/node.js';
+import Completion from './commands/completion.js';
 import Version from './commands/version.js';
 import HubServe from './commands/hub/serve.js';
 import HubMigrate from './commands/hub/migrate.js';
@@ -59,8 +60,10 @@ import RegisterCloud from './commands/register-cloud.js';
 import Kubeconfig from './commands/kubeconfig.js';
 import Kubectl from './commands/kubectl.js';
 import AgentTunnel from './commands/agent/tunnel.js';
+import AgentUninstall from './commands/agent/uninstall.js';
 
 const BUILT_COMMANDS: Record<string, Command.Class> = {
+  completion: Completion,
   version: Version,
   'agent:autonomy': AgentAutonomy,
   'agent:edge-proxy': AgentEdgeProxy,
@@ -103,6 +106,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   kubeconfig: Kubeconfig,
   kubectl: Kubectl,
   'agent:tunnel': AgentTunnel,
+  'agent:uninstall': AgentUninstall,
   init: Init,
   ...initPhaseCommands(),
   join: Join,

@@ -18,7 +18,7 @@ import { ValidationError, type EdgeadmError } from '../errors.js';
 import { Redactor } from '../log/redact.js';
 import { RunLog, silentLogger, type Logger } from '../log/run-log.js';
 import { openCommandRunLog } from './command-run-log.js';
-import { errorDocument, renderErrorText, toEdgeadmError } from './render-error.js';
+import { displayId, errorDocument, renderErrorText, toEdgeadmError, usageError } from './render-error.js';
 import { styleFor } from './style.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
 
@@ -30,18 +30,35 @@ export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args
 /** Flag names whose values are secrets: registered with the redactor on parse. */
 const SECRET_FLAG = /(password|passphrase|secret|token)$/i;
 
+/** oclif's own --json says only "Format output as json."; this one says what the document is. */
+const jsonBaseFlag = {
+  json: Flags.boolean({
+    summary: 'Print exactly one JSON document on stdout: the result, or {"error": {code, message, hints}}.',
+    helpGroup: 'GLOBAL',
+  }),
+};
+
+/**
+ * --verbose and --log-file, which every command takes: the global flags of
+ * commands with `enableJsonFlag = false`, whose output is not a document.
+ */
+export const baseFlagsWithoutJson = {
+  verbose: Flags.boolean({
+    summary: 'Print debug detail on stderr as the command runs.',
+    helpGroup: 'GLOBAL',
+  }),
+  'log-file': Flags.string({
+    summary: 'Write the run log to this file instead of $EDGEADM_HOME/logs.',
+    helpGroup: 'GLOBAL',
+  }),
+};
+
 export abstract class BaseCommand<T extends typeof Command> extends Command {
   static override enableJsonFlag = true;
 
-  static override baseFlags = {
-    verbose: Flags.boolean({
-      summary: 'Print debug detail on stderr as the command runs.',
-      helpGroup: 'GLOBAL',
-    }),
-    'log-file': Flags.string({
-      summary: 'Write the run log to this file instead of $EDGEADM_HOME/logs.',
-      helpGroup: 'GLOBAL',
-    }),
+  static override baseFlags: typeof baseFlagsWithoutJson & Partial<typeof jsonBaseFlag> = {
+    ...jsonBaseFlag,
+    ...baseFlagsWithoutJson,
   };
 
   protected flags!: BaseFlags<T>;
@@ -113,12 +130,16 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   public override async init(): Promise<void> {
     await super.init();
     const ctor = this.ctor as typeof BaseCommand;
+    // Whatever the flag parser throws is a usage error, also its plain
+    // Errors ("Flag --host expects a value"), never an internal one.
     const { args, flags } = await this.parse({
       flags: ctor.flags,
       baseFlags: ctor.baseFlags,
       enableJsonFlag: ctor.enableJsonFlag,
       args: ctor.args,
       strict: ctor.strict,
+    }).catch((error: unknown) => {
+      throw usageError(error, this.id);
     });
     this.flags = flags as BaseFlags<T>;
     this.args = args as BaseArgs<T>;
@@ -171,14 +192,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   #openRunLog(file: string | undefined, verbose: boolean): void {
     this.#runLog = openCommandRunLog({ commandId: this.id ?? 'edgeadm', file, verbose, redactor: this.redactor });
-    this.#runLog.info(`edgeadm ${this.config.version} ${this.id ?? ''} ${this.argv.join(' ')}`.trim());
+    this.#runLog.info(`edgeadm ${this.config.version} ${displayId(this.id ?? '')} ${this.argv.join(' ')}`.trim());
   }
 
   /** For failures before init() finished (bad flags): log if we can, never fail again. */
   #openRunLogQuietly(): void {
     try {
       this.#runLog = RunLog.open({ commandId: this.id ?? 'edgeadm', redactor: this.redactor });
-      this.#runLog.info(`edgeadm ${this.config.version} ${this.id ?? ''} ${this.argv.join(' ')}`.trim());
+      this.#runLog.info(`edgeadm ${this.config.version} ${displayId(this.id ?? '')} ${this.argv.join(' ')}`.trim());
     } catch {
       this.#runLog = undefined;
     }

@@ -8,6 +8,7 @@
  */
 import { plainProgress, ttyProgress, type FleetProgress } from '../fleet/fleet-progress.js';
 import type { RolloutEvent } from '../fleet/rollout.js';
+import type { WorkflowEvent } from '../workflow/events.js';
 
 /** The parts of a command the fleet run needs. */
 export interface FleetRunCommand {
@@ -68,4 +69,33 @@ export async function runFleetWithProgress<T>(
   } finally {
     process.removeListener('SIGINT', onInterrupt);
   }
+}
+
+/**
+ * The `host-…` events of the control plane `fleet up` inits before its
+ * rollout (which reports the other hosts): `host-started` before its first
+ * phase event, `host-failed` when a phase fails, and `host-done` when its
+ * last phase (`lastPhase`) ends, so every host of the run has the same
+ * events in `--output jsonl`.
+ */
+export function initHostEvents(
+  command: Pick<FleetRunCommand, 'emitEvent'>,
+  options: { host: string; lastPhase: string },
+): (event: WorkflowEvent) => void {
+  const { host, lastPhase } = options;
+  let isStarted = false;
+  return (event) => {
+    if (event.host === host && !isStarted) {
+      isStarted = true;
+      // Wave 1, as fleet plan numbers it; the rollout's waves follow from 2.
+      command.emitEvent({ type: 'fleet-wave', wave: 1, hosts: [host] });
+      command.emitEvent({ type: 'host-started', host, attempt: 1 });
+    }
+    command.emitEvent({ ...event });
+    if (event.host !== host) return;
+    if (event.type === 'phase-failed') command.emitEvent({ type: 'host-failed', host, attempt: 1, error: event.error });
+    else if (event.type !== 'phase-started' && event.phase === lastPhase) {
+      command.emitEvent({ type: 'host-done', host, attempt: 1 });
+    }
+  };
 }

@@ -5,7 +5,9 @@
  * the same way BaseCommand renders the rest.
  */
 import { Config, Errors, Plugin, flush, run, type Command, type Interfaces } from '@oclif/core';
+import { EdgeadmError } from '../errors.js';
 import { Redactor } from '../log/redact.js';
+import { suggestCommands } from './suggest.js';
 import { errorDocument, renderErrorText, toEdgeadmError } from './render-error.js';
 import { styleFor } from './style.js';
 
@@ -21,17 +23,18 @@ export interface MainOptions {
 
 /** Runs edgeadm with `argv` and returns the process exit code. */
 export async function main(argv: string[], options: MainOptions): Promise<number> {
+  let config: Config | undefined;
   try {
     const plugin = options.bundledPlugin;
-    const config = plugin
+    config = plugin
       ? await Config.load({ root: options.root, pjson: plugin.pjson, plugins: new Map([[plugin.name, plugin]]) })
       : await Config.load(options.root);
-    await run(argv, config);
+    await run(helpAsFlag(argv), config);
     await flush();
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {
     if (error instanceof Errors.ExitError) return error.oclif.exit ?? 1;
-    const failure = toEdgeadmError(error);
+    const failure = withSuggestions(toEdgeadmError(error), error, config);
     const redactor = new Redactor();
     if (argv.includes('--json')) {
       process.stdout.write(`${JSON.stringify(errorDocument(failure, redactor), null, 2)}\n`);
@@ -40,6 +43,33 @@ export async function main(argv: string[], options: MainOptions): Promise<number
     }
     return failure.exitCode;
   }
+}
+
+/**
+ * `edgeadm help init` as `edgeadm init --help`, the way kubeadm and kubectl
+ * take it (oclif's help command is a plugin edgeadm does not bundle).
+ */
+export function helpAsFlag(argv: readonly string[]): string[] {
+  if (argv[0] !== 'help') return [...argv];
+  return [...argv.slice(1), '--help'];
+}
+
+/** An unknown command's error, with the closest commands as "did you mean" hints. */
+function withSuggestions(failure: EdgeadmError, error: unknown, config: Config | undefined): EdgeadmError {
+  if (failure.code !== 'E_UNKNOWN_COMMAND' || config === undefined) return failure;
+  const typed = /command (.*) not found/i.exec(error instanceof Error ? error.message : '')?.[1] ?? '';
+  const ids = [
+    ...config.commands.filter((command) => !command.hidden).map((command) => command.id),
+    ...config.topics.filter((topic) => !topic.hidden).map((topic) => topic.name),
+  ];
+  const suggestions = suggestCommands(typed, ids);
+  if (suggestions.length === 0) return failure;
+  return new EdgeadmError(failure.message, {
+    code: failure.code,
+    exitCode: failure.exitCode,
+    hints: [`Did you mean ${suggestions.map((id) => `"edgeadm ${id}"`).join(' or ')}?`, ...failure.hints],
+    cause: failure.cause,
+  });
 }
 
 /**

@@ -33,17 +33,9 @@ interface OclifLikeError extends Error {
 export function toEdgeadmError(error: unknown, commandId?: string): EdgeadmError {
   if (isEdgeadmError(error)) return error;
   const err = error instanceof Error ? (error as OclifLikeError) : new Error(String(error));
-  const helpHint = commandId ? `Run "edgeadm ${commandId} --help" for usage.` : 'Run "edgeadm --help" for usage.';
-  if ('parse' in err || (err as OclifLikeError).code === 'ERR_PARSE') {
-    return new EdgeadmError(firstLine(stripAnsi(err.message)), {
-      code: 'E_USAGE',
-      exitCode: ExitCode.Validation,
-      hints: [helpHint],
-      cause: err,
-    });
-  }
+  if ('parse' in err || (err as OclifLikeError).code === 'ERR_PARSE') return usageError(err, commandId);
   if (/command .* not found/i.test(err.message)) {
-    return new EdgeadmError(firstLine(stripAnsi(err.message)), {
+    return new EdgeadmError(`unknown command "${displayId(/command (.*) not found/i.exec(err.message)?.[1] ?? '')}"`, {
       code: 'E_UNKNOWN_COMMAND',
       exitCode: ExitCode.Validation,
       hints: ['Run "edgeadm --help" to list the commands.'],
@@ -56,6 +48,39 @@ export function toEdgeadmError(error: unknown, commandId?: string): EdgeadmError
     hints: ['This is unexpected. The run log has the full stack trace; please include it in a bug report.'],
     cause: err,
   });
+}
+
+/**
+ * An error of the flag parser as a usage error (exit 3): every problem it
+ * found in one line (oclif puts them under "The following errors occurred:",
+ * which alone says nothing), flags named as they are typed, and the help
+ * command as it runs. An {@link EdgeadmError} from a flag's own parser is
+ * kept as it is.
+ */
+export function usageError(error: unknown, commandId?: string): EdgeadmError {
+  if (isEdgeadmError(error)) return error;
+  const err = error instanceof Error ? error : new Error(String(error));
+  const problems = stripAnsi(err.message)
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(
+      (line) => line !== '' && !/^The following errors? occurred:?$/i.test(line) && !/^See more help with/i.test(line),
+    )
+    .map((line) => line.replace(/^Missing required flag (?!-)(\S+)/i, 'missing required flag --$1'));
+  const helpHint = commandId
+    ? `Run "edgeadm ${displayId(commandId)} --help" for usage.`
+    : 'Run "edgeadm --help" for usage.';
+  return new EdgeadmError(problems.length > 0 ? problems.join('; ') : 'invalid command line', {
+    code: 'E_USAGE',
+    exitCode: ExitCode.Validation,
+    hints: [helpHint],
+    cause: err,
+  });
+}
+
+/** A command id as it is typed (`hub serve`), not as oclif keeps it (`hub:serve`). */
+export function displayId(commandId: string): string {
+  return commandId.replaceAll(':', ' ');
 }
 
 /** The JSON document for a failure, redacted. */
@@ -85,15 +110,6 @@ export function renderErrorText(
   for (const hint of error.hints) lines.push(`  ${style.cyan('hint:')} ${redactor.redact(hint)}`);
   if (logFile) lines.push(style.dim(`  log:  ${logFile}`));
   return lines.join('\n');
-}
-
-function firstLine(text: string): string {
-  return (
-    text
-      .split('\n')
-      .find((line) => line.trim() !== '')
-      ?.trim() ?? text
-  );
 }
 
 function stripAnsi(text: string): string {

@@ -147,7 +147,7 @@ export async function readEdgeSettings(client: KubeClient): Promise<EdgeSettings
       {
         code: 'E_EDGE_NOT_ENABLED',
         hints: [
-          'Run "edgeadm init phase edge-addons --enable-edge" against the control plane, then join again.',
+          'Make it an edge cluster: run init again on the control plane with --enable-edge (what is done stays done; it adds the edge addons and the autonomy controller): "edgeadm init --enable-edge --host CONTROL_PLANE --install-pkg-path PACKAGE", with the host and package it was made with. Then join again.',
           'Or join without --enable-edge.',
         ],
       },

@@ -37,6 +37,13 @@ export interface JoinCommandInput {
   isEdge: boolean;
 }
 
+/**
+ * What stands for the install package in a join command printed by `token
+ * create` without --install-pkg-path: join needs one, and the cluster does
+ * not record which. A command run as printed stops at "cannot read" it.
+ */
+export const INSTALL_PACKAGE_PLACEHOLDER = './PACKAGE.tar.gz';
+
 /** The join command for a worker. Pure. */
 export function renderJoinCommand(input: JoinCommandInput): string {
   const words = [

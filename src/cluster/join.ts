@@ -13,7 +13,9 @@
  * discovery verified.
  */
 import { AUTONOMY_DURATION_ANNOTATION, formatAutonomyDuration, type AutonomyDuration } from '../edge/autonomy.js';
-import { EdgeadmError } from '../errors.js';
+import { EdgeadmError, ValidationError } from '../errors.js';
+import { EDGE_PROXY_UNIT_NAME } from './edge-proxy-unit.js';
+import type { InstallState } from './state.js';
 import { KubeClient, corePath, type KubeObject } from '../kube/client.js';
 import { kubeCredentialsOf } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
@@ -129,6 +131,8 @@ function discoveryPhase(): Phase<JoinData> {
     async run(ctx) {
       const result = await ensureDiscovery(ctx);
       await verifyControlPlaneJoin(ctx, result);
+      // An --enable-edge join of a cluster without edge settings fails here, before the package reaches the host.
+      if (ctx.enableEdge) await ensureEdgeSettings(ctx, result);
       ctx.say(
         `verified ${result.server}${result.isCaVerified ? ` (CA pin ${result.matchedPin})` : ' (CA NOT verified: --discovery-token-unsafe-skip-ca-verification)'}`,
       );
@@ -220,6 +224,9 @@ function labelsPhase(): Phase<JoinData> {
   return {
     name: 'labels',
     summary: 'Make sure the Node carries the labels asked for (and, with --enable-edge, its autonomy duration)',
+    // Nothing to check when nothing was asked for: "already done" would claim work that was never requested.
+    runIf: (ctx) => ctx.enableEdge || Object.keys(ctx.nodeLabels).length > 0,
+    skipReason: () => 'no --node-labels given',
     async run(ctx) {
       await ensureFacts(ctx);
       const wanted = await labelsOf(ctx);
@@ -296,9 +303,30 @@ export interface JoinResult {
   plan?: string[];
 }
 
+/**
+ * Refuses a join without --enable-edge on a node joined with it: the join
+ * would make it a plain node and leave its edge-proxy running orphaned.
+ *
+ * @throws {ValidationError} `E_EDGE_JOIN_MISMATCH`.
+ */
+export function checkEdgeJoinMatches(state: InstallState, isEdge: boolean, hostName: string): void {
+  if (isEdge || !state.services.includes(EDGE_PROXY_UNIT_NAME)) return;
+  throw new ValidationError(
+    `${hostName} was joined with --enable-edge (it runs ${EDGE_PROXY_UNIT_NAME}); joining it again without --enable-edge would make it a plain node and orphan its edge-proxy`,
+    {
+      code: 'E_EDGE_JOIN_MISMATCH',
+      hints: [
+        'Join it with --enable-edge, as before (in an inventory: edge: true on its group, or edgeadm_edge: true in an Ansible one).',
+        'To make it a plain node, reset it first (edgeadm reset --host … --force), then join it without --enable-edge.',
+      ],
+    },
+  );
+}
+
 /** Runs join on a prepared host. */
 export async function runJoin(options: JoinOptions): Promise<JoinResult> {
   const { request, node } = options;
+  checkEdgeJoinMatches(node.state.state, request.enableEdge, node.host.name);
   const ctx: JoinData = {
     host: node.host,
     isDryRun: request.run.isDryRun,

@@ -109,6 +109,16 @@ export function stopWorkloadsScript(mountRoots: readonly string[]): string {
   ].join('\n');
 }
 
+/**
+ * Where `upgrade apply` and `upgrade node` keep their step and their backup
+ * (the old binaries, configuration and datastore, with the CA key and
+ * tokens): not recorded in the install state, yet part of the cluster, so
+ * reset removes it too. The same path as `UPGRADE_DIR` in
+ * upgrade/upgrade-state.ts (a test holds them equal; reset does not import
+ * the upgrade workflow).
+ */
+export const UPGRADE_STATE_DIR = '/var/lib/edgeadm/upgrade';
+
 /** The reset phase tree. */
 export function resetPhases(): Phase<ResetData>[] {
   return [
@@ -166,11 +176,13 @@ export function resetPhases(): Phase<ResetData>[] {
     },
     {
       name: 'remove-files',
-      summary: 'Remove every file and directory recorded in the install state',
+      summary: 'Remove every file and directory recorded in the install state, and what upgrades left',
       async run(ctx) {
         const files = ctx.state.files.filter((file) => file !== STATE_FILE);
         // Directories holding the state go last (remove-state), so that an interrupted reset can be re-run.
-        const directories = directoriesToRemove(ctx.state.directories).filter((dir) => !holdsState(dir));
+        const recorded = directoriesToRemove(ctx.state.directories);
+        const directories = recorded.filter((dir) => !holdsState(dir));
+        if (!recorded.some((dir) => UPGRADE_STATE_DIR.startsWith(`${dir}/`))) directories.push(UPGRADE_STATE_DIR);
         const existing: string[] = [];
         for (const path of [...files, ...directories]) {
           if (ctx.isDryRun || (await ctx.host.exists(path, { sudo: true }))) existing.push(path);
@@ -180,7 +192,7 @@ export function resetPhases(): Phase<ResetData>[] {
           await execOrThrow(ctx.host, removeCommand(path), { sudo: true, description: `remove ${path}` });
           ctx.removed.push(path);
         }
-        ctx.say(`removed ${existing.length} paths`);
+        if (!ctx.isDryRun) ctx.say(`removed ${existing.length} paths`);
         return 'changed';
       },
     },
@@ -238,6 +250,21 @@ export interface ResetResult {
   phases: PhaseResult[];
   removed: string[];
   plan?: string[];
+  /** The role the install state named. */
+  role?: 'control-plane' | 'worker';
+}
+
+/**
+ * What is left to do after a reset, for people: the cluster still holds a
+ * reset node's Node object (reset reaches the host, not the cluster), and a
+ * node joined again under that name would find it, with its old taints.
+ */
+export function afterReset(result: ResetResult): string[] {
+  if (result.isDryRun || result.role !== 'worker') return [];
+  return [
+    'Its Node object stays in the cluster (upgrade plan still counts it): delete it on a control plane with "kubectl delete node NAME",',
+    'before this host joins again; a node that joins under the name of an existing Node keeps that Node as it was (its taints too).',
+  ];
 }
 
 /** Runs reset. */
@@ -302,6 +329,7 @@ export async function runReset(options: ResetOptions): Promise<ResetResult> {
     phases: report.phases,
     removed: options.isDryRun ? [] : ctx.removed,
     ...(options.isDryRun ? { plan: report.plan } : {}),
+    ...(loaded?.role === undefined ? {} : { role: loaded.role }),
   };
 }
 

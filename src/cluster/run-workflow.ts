@@ -2,7 +2,8 @@
  * Runs a cluster workflow's phase tree with output for people: every line a
  * phase says is prefixed with its path (`[package] uploaded …`), each phase
  * ends with "done" or "already done", and under --dry-run the host actions
- * the phase would have taken are printed as "Would …" lines under it.
+ * the phase would have taken are printed as "Would …" lines under it, and a
+ * phase that would take any ends with "would be done".
  *
  * The lines are rendered from the runner's events (workflow/events.ts), which
  * also go to the caller's `onEvent` as they are: the fleet and `--output
@@ -45,6 +46,7 @@ function describeEnd(event: Exclude<WorkflowEvent, { type: 'phase-started' }>): 
   if (event.type === 'phase-failed') return `[${path}] FAILED after ${time}`;
   if (event.outcome === 'checked') return `[${path}] checked (${time})`;
   if (event.outcome === 'already-done') return `[${path}] already done (unchanged, ${time})`;
+  if (event.outcome === 'would-do') return `[${path}] would be done (dry run, ${time})`;
   return `[${path}] done (${time})`;
 }
 
@@ -58,6 +60,7 @@ export async function runClusterWorkflow<C extends SayingData>(
   const plan: string[] = [];
   const dryRun = ctx.host instanceof DryRunHost ? ctx.host : undefined;
   let seenSteps = 0;
+  let planAtStart = 0;
   ctx.say = (line: string) => {
     const text = `[${current}] ${line}`;
     // What a phase says it would do (API calls under --dry-run) belongs to the plan too.
@@ -79,12 +82,23 @@ export async function runClusterWorkflow<C extends SayingData>(
     ...(options.only ? { only: options.only } : {}),
     host: ctx.host.name,
     isDryRun: dryRun !== undefined || ctx.isDryRun === true,
-    onEvent: (event) => {
+    onEvent: (started) => {
+      let event = started;
       if (event.type === 'phase-started') {
         current = event.phase;
+        planAtStart = plan.length;
         options.onLine(`[${event.phase}] ${event.summary}`);
       } else {
         flushPlan(event.phase);
+        // A dry-run phase that planned anything would do it: not "already done", also in jsonl.
+        if (
+          event.type === 'phase-finished' &&
+          event.outcome === 'already-done' &&
+          dryRun &&
+          plan.length > planAtStart
+        ) {
+          event = { ...event, outcome: 'would-do' };
+        }
         options.onLine(describeEnd(event));
       }
       options.onEvent?.(event);

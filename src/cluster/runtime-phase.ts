@@ -81,14 +81,18 @@ export function runtimePhase<C extends NodeData>(): Phase<C> {
         sudo: true,
         description: `write the ${runtime.name} configuration ${runtime.configPath} (${cgroupDriver} cgroups)`,
       });
-      ctx.say(config.skipped ? `${runtime.configPath} unchanged` : `wrote ${runtime.configPath}`);
+      // Under --dry-run the host's plan says what would be written and started ("Would …").
+      const tell = (line: string): void => {
+        if (!ctx.isDryRun) ctx.say(line);
+      };
+      tell(config.skipped ? `${runtime.configPath} unchanged` : `wrote ${runtime.configPath}`);
       const isUnitChanged = await serviceManager.install(host, unit);
-      ctx.say(isUnitChanged ? `wrote the unit ${unit.name}` : `unit ${unit.name} unchanged`);
+      tell(isUnitChanged ? `wrote the unit ${unit.name}` : `unit ${unit.name} unchanged`);
       const outcome = await serviceManager.ensureRunning(host, unit, {
         isRestartNeeded: !config.skipped || isUnitChanged,
       });
       if (!config.skipped || isUnitChanged || outcome !== 'already-running') isChanged = true;
-      ctx.say(outcome === 'already-running' ? `${unit.name} already running` : `${unit.name} ${outcome}`);
+      tell(outcome === 'already-running' ? `${unit.name} already running` : `${unit.name} ${outcome}`);
 
       if (ctx.isDryRun) {
         ctx.say(`Would wait for the ${runtime.name} socket ${runtime.socketPath}`);

@@ -51,13 +51,17 @@ export async function configureAndStartService(
         sudo: true,
         description: `write the ${distribution.name} configuration ${configPath}`,
       });
-  ctx.say(config.skipped ? `${configPath} unchanged` : `wrote ${configPath}`);
+  // Under --dry-run the host's plan says what would be written and started ("Would …"); these lines would claim it was.
+  const tell = (line: string): void => {
+    if (!ctx.isDryRun) ctx.say(line);
+  };
+  tell(config.skipped ? `${configPath} unchanged` : `wrote ${configPath}`);
   const isUnitChanged = await serviceManager.install(host, unit);
-  ctx.say(isUnitChanged ? `wrote the unit ${unit.name}` : `unit ${unit.name} unchanged`);
+  tell(isUnitChanged ? `wrote the unit ${unit.name}` : `unit ${unit.name} unchanged`);
   const outcome = await serviceManager.ensureRunning(host, unit, {
     isRestartNeeded: !config.skipped || isUnitChanged,
   });
-  ctx.say(
+  tell(
     outcome === 'already-running' ? `${unit.name} already running` : `${unit.name} ${outcome} (${serviceManager.kind})`,
   );
   const isSetUp = await runSetupOnce(ctx, configText, isDone);

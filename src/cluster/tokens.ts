@@ -28,7 +28,7 @@ import {
   listBootstrapTokens,
   signClusterInfo,
 } from './bootstrap-tokens.js';
-import { clusterJoinTraits, renderJoinCommand } from './join-command.js';
+import { INSTALL_PACKAGE_PLACEHOLDER, clusterJoinTraits, renderJoinCommand } from './join-command.js';
 
 /** The kubeconfig used when none is given: $KUBECONFIG's first file, else ~/.kube/config. */
 export function defaultKubeconfigPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -59,6 +59,8 @@ export interface CreateTokenOptions {
   description?: string;
   groups?: string[];
   printJoinCommand: boolean;
+  /** The package the printed join command names; without it, {@link INSTALL_PACKAGE_PLACEHOLDER}. */
+  installPackagePath?: string;
 }
 
 /** What `token create` reports. The token is a credential. */
@@ -82,7 +84,9 @@ export async function createToken(client: KubeClient, options: CreateTokenOption
   await signClusterInfo(client);
   const result: CreatedToken = { token: formatBootstrapToken(token), id: token.id };
   if (ttlMs > 0) result.expires = new Date(Date.now() + ttlMs).toISOString();
-  if (options.printJoinCommand) result.joinCommand = await joinCommandFor(client, result.token);
+  if (options.printJoinCommand) {
+    result.joinCommand = await joinCommandFor(client, result.token, options.installPackagePath);
+  }
   return result;
 }
 
@@ -91,7 +95,7 @@ export async function createToken(client: KubeClient, options: CreateTokenOption
  * cluster-info, with the cluster's distribution and --enable-edge as the
  * cluster shows them (see clusterJoinTraits).
  */
-async function joinCommandFor(client: KubeClient, token: string): Promise<string> {
+async function joinCommandFor(client: KubeClient, token: string, installPackagePath?: string): Promise<string> {
   const configMap = await client.get<{ data?: Record<string, string> }>(
     corePath('configmaps', { namespace: CLUSTER_INFO_NAMESPACE, name: CLUSTER_INFO_NAME }),
   );
@@ -105,7 +109,13 @@ async function joinCommandFor(client: KubeClient, token: string): Promise<string
   const cluster = readKubeconfigCluster(kubeconfig, 'cluster-info');
   const address = new URL(cluster.server).host;
   const pin = caPinsOfPem(cluster.caPem, 'the cluster CA')[0];
-  return renderJoinCommand({ address, token, caPin: pin ?? '', ...(await clusterJoinTraits(client)) });
+  return renderJoinCommand({
+    address,
+    token,
+    caPin: pin ?? '',
+    installPackagePath: installPackagePath ?? INSTALL_PACKAGE_PLACEHOLDER,
+    ...(await clusterJoinTraits(client)),
+  });
 }
 
 /** One row of `token list` (no secret). */

@@ -1,9 +1,10 @@
 import { Errors } from '@oclif/core';
-import { BaseCommand } from '../cli/base-command.js';
+import { BaseCommand, baseFlagsWithoutJson } from '../cli/base-command.js';
 import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
 import { loadHubConfig } from '../hub/hub-config.js';
 import { hubClusterFlags, hubConfigFlags } from '../cli/hub-flags.js';
 import { runKubectlThroughHub } from '../hub-client/kubectl-runner.js';
+import { assertClusterReachable } from '../hub-client/cluster-probe.js';
 import { isClusterName } from '../kube/names.js';
 import { ValidationError } from '../errors.js';
 
@@ -17,6 +18,7 @@ export default class Kubectl extends BaseCommand<typeof Kubectl> {
   ];
   static override strict = false;
   static override enableJsonFlag = false;
+  static override baseFlags = baseFlagsWithoutJson;
   static override flags = {
     ...hubConfigFlags,
     ...hubClusterFlags,
@@ -36,7 +38,9 @@ export default class Kubectl extends BaseCommand<typeof Kubectl> {
         hints: ['For example: edgeadm kubectl --cluster store-042 -- get pods -A'],
       });
     }
-    const kubeconfig = renderClusterKubeconfig(loadHubConfig(this.flags['hub-config']), this.flags.cluster);
+    const hubConfig = loadHubConfig(this.flags['hub-config']);
+    await assertClusterReachable(hubConfig, this.flags.cluster);
+    const kubeconfig = renderClusterKubeconfig(hubConfig, this.flags.cluster);
     const exitCode = await runKubectlThroughHub({ kubeconfig, args });
     if (exitCode !== 0) throw new Errors.ExitError(exitCode);
   }

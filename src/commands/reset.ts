@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
 import { outputFlags } from '../cli/output-flag.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
-import { resetHost, resetPhases, type ResetResult } from '../cluster/reset.js';
+import { afterReset, resetHost, resetPhases, type ResetResult } from '../cluster/reset.js';
 import { parseResetRequest } from '../cluster/reset-request.js';
 import { requestedServiceManager } from '../hosts/service-manager.js';
 import { describePhases } from '../workflow/phase.js';
@@ -38,6 +38,7 @@ export default class Reset extends BaseCommand<typeof Reset> {
     });
     if (!this.jsonEnabled()) {
       this.log(result.isDryRun ? `Dry run: nothing was changed on ${result.host}.` : `${result.host} is reset.`);
+      for (const line of afterReset(result)) this.log(line);
     }
     return result;
   }

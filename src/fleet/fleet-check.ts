@@ -6,7 +6,8 @@
  */
 import { PreflightError } from '../errors.js';
 import { closeSharedJumps, connectHost, type HostConnectOptions } from '../hosts/connect.js';
-import { checkHost, type HostCheckReport } from '../hosts/host-check.js';
+import { checkClusterHost } from '../cluster/installed-host-check.js';
+import type { HostCheckReport } from '../hosts/host-check.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';
 import type { Logger } from '../log/run-log.js';
 import {
@@ -59,7 +60,7 @@ export async function fleetCheck(options: FleetCheckOptions): Promise<FleetCheck
         try {
           context.log(`connected to ${host.name}`);
           context.setPhase('check');
-          const report = await checkHost(host, { role: fleetHost.role });
+          const report = await checkClusterHost(host, { role: fleetHost.role });
           reports.set(fleetHost.name, report);
           const failing = report.checks.filter((check) => check.status === 'fail');
           for (const check of failing) context.log(`check ${check.id} failed: ${check.reason}`);

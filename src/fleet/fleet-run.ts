@@ -59,6 +59,8 @@ export interface FleetRunOptions {
   rollout: FleetRolloutSettings;
   /** Stages in order, each with its own rollout settings; absent: one stage of every host with `rollout`. */
   stages?: FleetStage[];
+  /** The number of the run's first wave; `fleet up`'s is 2, its init being wave 1, as `fleet plan` counts. */
+  firstWave?: number;
   task: (host: FleetHost, context: FleetTaskContext) => Promise<void>;
   onEvent?: (event: RolloutEvent, state: RunState) => void;
   /** Applied to every host log line (secrets out). */
@@ -114,7 +116,7 @@ export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult
     const now = new Date();
     enqueue(() => appendHostLog(runDir, host, redact(line), now));
   };
-  let lastWave = 0;
+  let lastWave = (options.firstWave ?? 1) - 1;
   const onEvent = (event: RolloutEvent, current: RunState): void => {
     if (event.type === 'wave') lastWave = event.wave;
     const snapshot = redactedState(current, redact);

@@ -170,6 +170,8 @@ async function upWith(
     isUnsafeSkipCaVerification: false,
     ...(certificateKey === undefined ? {} : { certificateKey }),
     stages: upStages(options.rollout),
+    // Wave 1 was the init of the first control plane (planFleet counts it so).
+    firstWave: 2,
     packages,
     sharedJumps,
   });
@@ -247,6 +249,8 @@ export function upStages(rollout: FleetUpOptions['rollout']): FleetStage[] {
       rollout: {
         ...common,
         concurrency: 1,
+        // A wave each, as fleet plan shows them: they join one at a time.
+        waveSize: { count: 1 },
         maxFailures: { count: 0 },
         budgetStop: {
           reason: 'control-plane-failed',

@@ -128,7 +128,7 @@ export async function callHub<T>(options: HubCallOptions): Promise<T> {
           const text = Buffer.concat(chunks).toString('utf8');
           const status = res.statusCode ?? 0;
           if (status < 200 || status >= 300) {
-            reject(errorFromApi(status, text));
+            reject(withScopedUserHints(errorFromApi(status, text)));
             return;
           }
           try {
@@ -150,6 +150,23 @@ export async function callHub<T>(options: HubCallOptions): Promise<T> {
       ),
     );
     req.end(payload);
+  });
+}
+
+/**
+ * An admin-only operation refused to a scoped user, with where that user
+ * finds their clusters instead (the web view, kubectl through the hub).
+ */
+export function withScopedUserHints(error: EdgeadmError): EdgeadmError {
+  if (error.code !== 'E_HUB_FORBIDDEN' || !/is not a hub admin/.test(error.message)) return error;
+  return new EdgeadmError(error.message, {
+    code: error.code,
+    exitCode: error.exitCode,
+    ...(error.details === undefined ? {} : { details: error.details }),
+    hints: [
+      ...error.hints,
+      'This is for hub admins. A user made with "hub user create --clusters-selector" sees their clusters in the web view (https://HUB/ui/) and reaches each with "edgeadm kubectl --cluster NAME" or "edgeadm kubeconfig --cluster NAME".',
+    ],
   });
 }
 

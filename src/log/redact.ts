@@ -49,8 +49,13 @@ const RULES: Rule[] = [
   },
   // YAML / JSON / env style assignments: token: x, "password": "x", PASSWORD=x.
   // A name that ends a path (`/etc/passwd: not gzip`) is a file, not a key.
+  // An unquoted name needs a space after its colon, as YAML does: a colon
+  // with none joins words (`hub:token:create`, a command id), it assigns nothing.
   {
-    pattern: new RegExp(String.raw`(["']?(?<![/.\\])\b${SECRET_NAME}["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,}]+)`, 'gi'),
+    pattern: new RegExp(
+      String.raw`((?:["']${SECRET_NAME}["']\s*[:=]|(?<![/.\\])\b${SECRET_NAME}\s*(?:=|:(?=\s)))\s*)("[^"]*"|'[^']*'|[^\s,}]+)`,
+      'gi',
+    ),
     replace: (_m, lhs: string, value: string) => {
       const quote = value.startsWith('"') || value.startsWith("'") ? value[0] : '';
       return `${lhs}${quote}${REDACTED}${quote}`;

@@ -268,6 +268,8 @@ export async function installAgentService(options: AgentInstallOptions): Promise
     );
     return { host: host.name, changed: written.map((w) => w.path), service };
   } catch (error) {
+    // The direct manager's log goes with the undo: keep what the agent said for the error.
+    const agentOutput = serviceManager.kind === 'direct' && hasStarted ? await lastLogLines(host, serviceManager) : '';
     await undo({
       host,
       serviceManager,
@@ -287,7 +289,9 @@ export async function installAgentService(options: AgentInstallOptions): Promise
         cause: error,
         hints: [
           serviceManager.kind === 'direct'
-            ? `The service log is under /var/lib/edgeadm/services/${AGENT_UNIT_NAME}.log on the host.`
+            ? agentOutput === ''
+              ? 'The agent printed nothing before it stopped.'
+              : `The agent's last output (its log went with the undo):\n${agentOutput}`
             : `See "journalctl -u ${AGENT_UNIT_NAME}" on the host.`,
           'Fix the cause and run the same command again; the registration with the hub is kept for the re-run.',
         ],
@@ -296,6 +300,14 @@ export async function installAgentService(options: AgentInstallOptions): Promise
   } finally {
     rmSync(stage, { recursive: true, force: true });
   }
+}
+
+/** The last lines of the direct service manager's log of the agent, or '' when there is none. */
+async function lastLogLines(host: Host, serviceManager: ServiceManager): Promise<string> {
+  const log = serviceManager.filesOf(AGENT_UNIT_NAME)[2];
+  if (log === undefined) return '';
+  const result = await host.exec(`tail -n 20 ${quote(log)}`, { sudo: true, readOnly: true }).catch(() => undefined);
+  return result?.exitCode === 0 ? result.stdout.trim() : '';
 }
 
 async function undo(options: {

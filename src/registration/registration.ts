@@ -8,11 +8,12 @@ import { X509Certificate } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
-import { ValidationError } from '../errors.js';
+import { EdgeadmError, ValidationError } from '../errors.js';
 import { callHub } from '../hub-client/hub-client.js';
 import { AGENT_CERT_ORGANIZATION } from '../hub/limits.js';
 import type { Logger } from '../log/run-log.js';
 import { discoverClusterInfo } from '../trust/discovery.js';
+import { hubDiscoveryError } from './hub-words.js';
 import { renderKubeconfig } from '../kube/kubeconfig.js';
 import { createCsr } from '../trust/pki.js';
 import { writeSecretFileAtomic } from '../trust/secret-file.js';
@@ -162,6 +163,8 @@ export async function registerCluster(options: RegisterOptions): Promise<Registr
     caCertHashes: options.caCertHashes,
     timeoutMs: options.discoveryTimeoutMs,
     logger: options.logger,
+  }).catch((error: unknown) => {
+    throw hubDiscoveryError(error);
   });
   const csr = await createCsr({ commonName: options.cluster, organizations: [AGENT_CERT_ORGANIZATION] });
   const answer = await callHub<{ certPem: string; caPem: string; server: string }>({
@@ -172,6 +175,8 @@ export async function registerCluster(options: RegisterOptions): Promise<Registr
     token: options.token,
     ...(route.agent === undefined ? {} : { agent: route.agent }),
     body: { name: options.cluster, labels: options.labels, csr: csr.csrPem },
+  }).catch((error: unknown) => {
+    throw withNameTakenHints(error, options.cluster);
   });
   writeAgentKubeconfig();
   const servers = otherHubServers(discovered.server, hubAddresses);
@@ -267,4 +272,24 @@ export async function renewAgentCertificate(
   writeAgentCredentials(dataDir, { certPem: answer.certPem, keyPem: csr.keyPem });
   logger.info(`renewed the hub certificate of cluster ${state.cluster}`);
   return { ...state, certPem: answer.certPem, keyPem: csr.keyPem };
+}
+
+/**
+ * The hub's "already registered" with what to do about it: most often the
+ * name is held by this operator's own earlier attempt (a failed `--host`
+ * install keeps its registration for a re-run of the same command).
+ */
+export function withNameTakenHints(error: unknown, cluster: string): unknown {
+  if (!(error instanceof EdgeadmError) || error.code !== 'E_HUB_CLUSTER_EXISTS') return error;
+  return new EdgeadmError(error.message, {
+    code: error.code,
+    exitCode: error.exitCode,
+    ...(error.details === undefined ? {} : { details: error.details }),
+    cause: error,
+    hints: [
+      `If an earlier register-cloud of ${cluster} failed (its registration is kept in $EDGEADM_HOME/register-cloud/${cluster}), run that same command again: it installs the kept registration without asking the hub.`,
+      `To register ${cluster} anew in another way, remove the old registration first: edgeadm hub clusters delete ${cluster}`,
+      'If another cluster already has this name, choose another --name.',
+    ],
+  });
 }

@@ -428,7 +428,8 @@ async function pollUntil<T>(
               };
       }
     }
-    logger.debug(`[discovery] Retrying due to error: ${last.message}`);
+    // On the terminal (a warning), as kubeadm prints it: a wrong or expired token must not wait out the timeout in silence.
+    logger.warn(`[discovery] Retrying due to error: ${last.message}`);
     const wait = Math.min(intervalMs, deadline - Date.now());
     if (wait <= 0) break;
     await sleep(wait);

@@ -2,7 +2,9 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { ExitCode } from '../../errors.js';
-import { runFleetWithProgress } from '../../cli/fleet-run.js';
+import { initHostEvents, runFleetWithProgress } from '../../cli/fleet-run.js';
+import { initPhases } from '../../cluster/init.js';
+import { flattenPhases } from '../../workflow/phase.js';
 import { outputFlags } from '../../cli/output-flag.js';
 import { planFleet, type FleetPlanEntry } from '../../fleet/fleet-plan.js';
 import { renderFleetReport } from '../../fleet/fleet-report.js';
@@ -71,6 +73,10 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
       return { isDryRun: true, hosts };
     }
     const joining = controlPlanes.joining.length;
+    const onInitEvent = initHostEvents(this, {
+      host: controlPlanes.first.name,
+      lastPhase: flattenPhases(initPhases()).at(-1)!.path,
+    });
     const result: FleetUpResult = await runFleetWithProgress(
       this,
       {
@@ -101,7 +107,7 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
           ...(flags['kubeconfig-out'] === undefined ? {} : { kubeconfigOut: flags['kubeconfig-out'] }),
           onControlPlaneLine: (line) => this.logToStderr(`${controlPlanes.first.name}: ${line}`),
           onEvent: (event, state) => progress.onEvent(event, state),
-          onWorkflowEvent: (event) => this.emitEvent({ ...event }),
+          onWorkflowEvent: onInitEvent,
         }),
     );
     // Error messages of the hosts may quote a command line; the token and certificate key never reach the output.

@@ -4,7 +4,8 @@ import { renderHostCheck } from '../../cli/render-host-check.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/ssh-flags.js';
 import { ExitCode } from '../../errors.js';
 import { connectHost } from '../../hosts/connect.js';
-import { checkHost, type HostCheckReport } from '../../hosts/host-check.js';
+import { checkClusterHost } from '../../cluster/installed-host-check.js';
+import type { HostCheckReport } from '../../hosts/host-check.js';
 
 export default class HostCheck extends BaseCommand<typeof HostCheck> {
   static override summary = 'Print the facts and preflight results of a host.';
@@ -33,7 +34,7 @@ export default class HostCheck extends BaseCommand<typeof HostCheck> {
     const host = await connectHost(options);
     let report: HostCheckReport;
     try {
-      report = await checkHost(host, {
+      report = await checkClusterHost(host, {
         role: this.flags.role,
         ...(this.flags.arch ? { expectedArch: this.flags.arch } : {}),
       });

@@ -1,3 +1,4 @@
+import { reconcileAdminServer } from '../../cli/hub-advertise.js';
 import { resolve } from 'node:path';
 import { MAX_PENDING_HANDSHAKES } from '../../hub/limits.js';
 import { Flags } from '@oclif/core';
@@ -64,6 +65,15 @@ export default class HubServe extends BaseCommand<typeof HubServe> {
     this.log(`hub listening on ${hub.url}`);
     this.log(`hub CA pin: ${hub.caPin}`);
     this.log(`admin config: ${hub.adminConfigPath}${hub.isFirstStart ? ' (new)' : ''}`);
+    const advertised = reconcileAdminServer({
+      adminConfigPath: hub.adminConfigPath,
+      listen: flags.listen,
+      ...(flags['advertise-address'] === undefined ? {} : { advertiseAddress: flags['advertise-address'] }),
+      url: hub.url,
+      isSharedStore: etcd !== undefined,
+    });
+    for (const line of advertised.info) this.log(line);
+    for (const warning of advertised.warnings) this.logger.warn(warning);
     await new Promise<void>((done) => signal.addEventListener('abort', () => done(), { once: true }));
     await hub.close();
     return { url: hub.url, caCertHash: hub.caPin, adminConfig: hub.adminConfigPath };

@@ -5,7 +5,7 @@ import { clientFromKubeconfig, createToken, defaultKubeconfigPath, type CreatedT
 export default class TokenCreate extends BaseCommand<typeof TokenCreate> {
   static override summary = 'Create a bootstrap token on the cluster (and sign cluster-info with it).';
   static override examples = [
-    '<%= config.bin %> token create --ttl 2h --print-join-command',
+    '<%= config.bin %> token create --ttl 2h --print-join-command --install-pkg-path ./edge-k3s-v1.30.4-amd64.tar.gz',
     '<%= config.bin %> token create abcdef.0123456789abcdef --description "store 42"',
   ];
   static override args = {
@@ -18,6 +18,10 @@ export default class TokenCreate extends BaseCommand<typeof TokenCreate> {
     description: Flags.string({ summary: 'Shown by token list.' }),
     groups: Flags.string({ summary: 'Extra groups (system:bootstrappers:…), repeatable.', multiple: true }),
     'print-join-command': Flags.boolean({ summary: 'Print the whole join command instead of only the token.' }),
+    'install-pkg-path': Flags.string({
+      summary:
+        'With --print-join-command: the install package the nodes join with (default: ./PACKAGE.tar.gz, to replace).',
+    }),
   };
 
   async run(): Promise<CreatedToken> {
@@ -29,6 +33,7 @@ export default class TokenCreate extends BaseCommand<typeof TokenCreate> {
       ...(flags.description ? { description: flags.description } : {}),
       ...(flags.groups ? { groups: flags.groups } : {}),
       printJoinCommand: flags['print-join-command'],
+      ...(flags['install-pkg-path'] ? { installPackagePath: flags['install-pkg-path'] } : {}),
     });
     this.log(result.joinCommand ?? result.token);
     return result;

@@ -97,7 +97,7 @@ export async function loadInventory(file: string): Promise<FleetInventory> {
       cause: error,
       hints: [
         "Pass -i with an inventory file: edgeadm's YAML (kind: FleetInventory) or an Ansible inventory (YAML or INI).",
-        '"edgeadm fleet up --help" shows a small inventory; README.md ("Fleet") shows both formats.',
+        '"edgeadm fleet up --help" shows a small inventory; docs/guides/fleet.md shows both formats.',
       ],
     });
   }

@@ -161,15 +161,23 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       );
       expect(config?.data.autonomyDuration).toBe('24h0m0s');
 
-      const token = await cli.edgeadm(['token', 'create', '--kubeconfig', adminKubeconfig, '--print-join-command']);
+      const token = await cli.edgeadm([
+        'token',
+        'create',
+        '--kubeconfig',
+        adminKubeconfig,
+        '--print-join-command',
+        '--install-pkg-path',
+        pkg,
+      ]);
       expect(token.exitCode, printedBy(token)).toBe(0);
       joinCommand = token.stdout.trim();
       const [, , ...rest] = joinCommand.split(' ');
       const plain = rest.filter((word) => word !== '--enable-edge');
       // The edge node and the worker join at once, as an operator's fleet join does.
       const [edgeRun, plainRun] = await Promise.all([
-        cli.edgeadm(['join', ...rest, '--install-pkg-path', pkg, '--json', ...cli.sshArgs(edgeNode())]),
-        cli.edgeadm(['join', ...plain, '--install-pkg-path', pkg, '--json', ...cli.sshArgs(worker())]),
+        cli.edgeadm(['join', ...rest, '--json', ...cli.sshArgs(edgeNode())]),
+        cli.edgeadm(['join', ...plain, '--json', ...cli.sshArgs(worker())]),
       ]);
       const edge = cli.json<JoinResult>(edgeRun);
       expect(edge.phases.find((p) => p.path === 'labels')?.status).toBe('changed');
@@ -233,16 +241,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
     async () => {
       const [, , ...rest] = joinCommand.split(' ');
       const rejoin = cli.json<JoinResult>(
-        await cli.edgeadm([
-          'join',
-          ...rest,
-          '--install-pkg-path',
-          pkg,
-          '--autonomy-duration',
-          '1m',
-          '--json',
-          ...cli.sshArgs(edgeNode()),
-        ]),
+        await cli.edgeadm(['join', ...rest, '--autonomy-duration', '1m', '--json', ...cli.sshArgs(edgeNode())]),
       );
       expect(rejoin.phases.find((p) => p.path === 'labels')?.status).toBe('changed');
       expect((await getNode(edgeNode())).metadata.annotations?.['edgeadm.io/autonomy-duration']).toBe('1m0s');
@@ -272,7 +271,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
       [[...plain, '--autonomy-duration', '1h'], 'E_FLAG_MISSING'],
       [[...rest, '--autonomy-duration', '-5m'], 'E_DURATION_INVALID'],
     ] as const) {
-      const run = await cli.edgeadm(['join', ...args, '--install-pkg-path', pkg, '--json', ...cli.sshArgs(worker())]);
+      const run = await cli.edgeadm(['join', ...args, '--json', ...cli.sshArgs(worker())]);
       expect(run.exitCode).toBe(3);
       expect((JSON.parse(run.stdout) as { error: { code: string } }).error.code).toBe(code);
     }

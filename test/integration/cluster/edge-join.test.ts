@@ -187,11 +187,14 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
     }
   }
 
-  /** The join command `token create --print-join-command` printed, as the operator runs it (plus the package). */
+  /** The join command `token create --print-join-command --install-pkg-path` printed, as the operator runs it (another package if given). */
   function joinArgs(packagePath = pkg): string[] {
     const [edgeadmWord, joinWord, ...rest] = tokenJoinCommand.split(' ');
     expect(`${edgeadmWord} ${joinWord}`).toBe('edgeadm join');
-    return ['join', ...rest, '--install-pkg-path', packagePath, '--json', ...sshArgs(edgeNode())];
+    const packageAt = rest.indexOf('--install-pkg-path') + 1;
+    expect(packageAt).toBeGreaterThan(0);
+    rest[packageAt] = packagePath;
+    return ['join', ...rest, '--json', ...sshArgs(edgeNode())];
   }
 
   describe(specifics.titles.suite, () => {
@@ -243,12 +246,20 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
     it(
       specifics.titles.token,
       async () => {
-        const run = await edgeadm(['token', 'create', '--kubeconfig', adminKubeconfig, '--print-join-command']);
+        const run = await edgeadm([
+          'token',
+          'create',
+          '--kubeconfig',
+          adminKubeconfig,
+          '--print-join-command',
+          '--install-pkg-path',
+          pkg,
+        ]);
         expect(run.exitCode, printedBy(run)).toBe(0);
         tokenJoinCommand = run.stdout.trim();
         expect(tokenJoinCommand).toMatch(
           new RegExp(
-            `^edgeadm join \\S+:6443 --token [a-z0-9]{6}\\.[a-z0-9]{16} --discovery-token-ca-cert-hash sha256:[0-9a-f]{64}${distribution.joinCommandDistributionWords} --enable-edge$`,
+            `^edgeadm join \\S+:6443 --token [a-z0-9]{6}\\.[a-z0-9]{16} --discovery-token-ca-cert-hash sha256:[0-9a-f]{64} --install-pkg-path \\S+${distribution.joinCommandDistributionWords} --enable-edge$`,
           ),
         );
         // The same cluster and CA as init printed; a token of its own.

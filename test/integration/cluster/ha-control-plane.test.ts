@@ -422,7 +422,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
             'control-plane-join:changed',
             'edge:skipped',
             'wait-ready:unchanged',
-            'labels:unchanged',
+            'labels:skipped',
           ]);
           expect(result.node).toEqual({ name: host.name, isReady: true });
           await specifics.expectJoinedControlPlane(suite, host, freshKey);

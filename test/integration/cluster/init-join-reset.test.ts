@@ -497,7 +497,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
         expect(printed.exitCode, printedBy(printed)).toBe(0);
         expect(printed.stdout.trim()).toMatch(
           new RegExp(
-            `^edgeadm join \\S+:6443 --token [a-z0-9]{6}\\.[a-z0-9]{16} --discovery-token-ca-cert-hash sha256:[0-9a-f]{64}${distribution.joinCommandDistributionWords} --enable-edge$`,
+            `^edgeadm join \\S+:6443 --token [a-z0-9]{6}\\.[a-z0-9]{16} --discovery-token-ca-cert-hash sha256:[0-9a-f]{64} --install-pkg-path \\./PACKAGE\\.tar\\.gz${distribution.joinCommandDistributionWords} --enable-edge$`,
           ),
         );
         const words = created.joinCommand.split(' ');

@@ -175,11 +175,19 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
         '--json',
       ]),
     );
-    const printed = await cli.edgeadm(['token', 'create', '--kubeconfig', adminKubeconfig, '--print-join-command']);
+    const printed = await cli.edgeadm([
+      'token',
+      'create',
+      '--kubeconfig',
+      adminKubeconfig,
+      '--print-join-command',
+      '--install-pkg-path',
+      pkg,
+    ]);
     expect(printed.exitCode, printedBy(printed)).toBe(0);
     const [, , ...joinWords] = printed.stdout.trim().split(' ');
     const joined = cli.json<JoinResult>(
-      await cli.edgeadm(['join', ...joinWords, '--install-pkg-path', pkg, '--json', ...cli.sshArgs(edgeNode())]),
+      await cli.edgeadm(['join', ...joinWords, '--json', ...cli.sshArgs(edgeNode())]),
     );
     expect(joined.node).toEqual({ name: edgeNode().name, isReady: true });
     // A workload's pods, bound to the edge node as a controller binds them (the simulated API server runs no scheduler).

@@ -36,6 +36,8 @@ let api: SimApiServer;
 let kubeconfig: string;
 let launcher: string;
 let broken: string;
+/** The second host's listing before any agent was installed there. */
+let pristine = '';
 
 /** Every path (with type and mode) under the directories a test host has on tmpfs. */
 function listing(host: TestHost): Promise<string> {
@@ -112,8 +114,7 @@ beforeAll(async () => {
     [
       '#!/bin/sh',
       '# TEST LAUNCHER (not the edgeadm single binary): runs the CLI built from the repository.',
-      // As the unit's Environment= sets it (the direct service manager applies User= only).
-      `export EDGEADM_HOME=${DATA_DIR}`,
+      // EDGEADM_HOME comes from the unit's Environment=, which the direct service manager applies as systemd does.
       `exec ${process.execPath} ${join(REPO_ROOT, 'bin/run.js')} "$@"`,
       '',
     ].join('\n'),
@@ -209,9 +210,14 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
   it('leaves nothing behind when the agent cannot start, and a re-run then installs it', async () => {
     const target = env.targets[1]!;
     const before = await listing(target);
+    pristine = before;
     const failed = await register(target, 'site-2', broken);
     expect(failed.exitCode).not.toBe(0);
     expect(JSON.parse(failed.stdout)).toMatchObject({ error: { code: 'E_AGENT_INSTALL' } });
+    // What the agent said before it stopped is in the error: its log went with the undo.
+    expect((JSON.parse(failed.stdout) as { error: { hints: string[] } }).error.hints.join('\n')).toContain(
+      'this edgeadm cannot run',
+    );
     expect(await listing(target)).toBe(before);
     // The user the failed run made went with it.
     expect(await env.run(target, 'getent passwd edgeadm-agent || echo none'), failed.stderr).toBe('none\n');
@@ -224,5 +230,45 @@ describe('register-cloud --host (agent installed as a service on a test host)', 
       const version = await kubectlVia(hub.adminConfig, 'site-2', ['version', '-o', 'json']);
       return version.exitCode === 0 ? true : undefined;
     });
+  });
+
+  it('agent uninstall takes the agent off the host, all but the edgeadm binary, and says the hub still has it (newcomer point 12)', async () => {
+    const target = env.targets[1]!;
+    const uninstall = (): Promise<CliResult> =>
+      runCli(
+        [
+          'agent',
+          'uninstall',
+          '--host',
+          `root@${target.address}`,
+          '--ssh-key',
+          env.keys.root,
+          '--ssh-known-hosts',
+          env.knownHostsFile,
+        ],
+        {
+          env: {
+            HOME: home,
+            EDGEADM_HOME: join(home, '.edgeadm'),
+            SSH_AUTH_SOCK: '',
+            EDGEADM_SERVICE_MANAGER: 'direct',
+          },
+          timeoutMs: CLI_TIMEOUT_MS,
+        },
+      );
+    const first = await uninstall();
+    expect(first.exitCode, printedBy(first)).toBe(0);
+    expect(first.stdout).toContain('edgeadm hub clusters delete site-2');
+    await waitForState(hub, 'site-2', 'Disconnected');
+    const withoutBinary = (text: string): string =>
+      text
+        .split('\n')
+        .filter((line) => !line.startsWith('/usr/local/bin/edgeadm '))
+        .join('\n');
+    expect(withoutBinary(await listing(target))).toBe(withoutBinary(pristine));
+    expect(await env.run(target, 'getent passwd edgeadm-agent || echo none')).toBe('none\n');
+    const second = await uninstall();
+    expect(second.exitCode, printedBy(second)).toBe(0);
+    expect(second.stdout).toContain('no tunnel agent on');
   });
 });

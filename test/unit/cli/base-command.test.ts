@@ -115,6 +115,48 @@ describe('--json', () => {
   });
 });
 
+class NeedsFlags extends BaseCommand<typeof NeedsFlags> {
+  static override id = 'hub:serve';
+  static override flags = {
+    listen: Flags.string({ required: true }),
+    'data-dir': Flags.string({ required: true }),
+    host: Flags.string(),
+  };
+  async run(): Promise<void> {}
+}
+
+describe('usage errors', () => {
+  it('names every missing required flag, in text and in --json (newcomer point 2)', async () => {
+    const code = await runCommand(NeedsFlags as unknown as typeof BaseCommand, ['--json']);
+    expect(code).toBe(3);
+    const doc = JSON.parse(stdout) as { error: { code: string; message: string; hints: string[] } };
+    expect(doc.error.code).toBe('E_USAGE');
+    expect(doc.error.message).toContain('missing required flag --listen');
+    expect(doc.error.message).toContain('missing required flag --data-dir');
+    expect(doc.error.message).not.toMatch(/following error/i);
+    expect(doc.error.hints).toEqual(['Run "edgeadm hub serve --help" for usage.']);
+
+    stdout = '';
+    await runCommand(NeedsFlags as unknown as typeof BaseCommand, []);
+    expect(stderr).toMatch(/error: .*missing required flag --listen/);
+    expect(stderr).not.toContain('hub:serve');
+  });
+
+  it('takes a flag with no value for a usage error, not an internal one (newcomer point 17)', async () => {
+    const code = await runCommand(NeedsFlags as unknown as typeof BaseCommand, [
+      '--listen',
+      'x',
+      '--data-dir',
+      'y',
+      '--host',
+    ]);
+    expect(code).toBe(3);
+    expect(stderr).toContain('Flag --host expects a value');
+    expect(stderr).toContain('code: E_USAGE');
+    expect(stderr).not.toContain('unexpected');
+  });
+});
+
 describe('exit codes per error class', () => {
   const cases: Array<[string, unknown, number, string]> = [
     ['validation', new ValidationError('bad input', { code: 'E_BAD' }), 3, 'E_BAD'],

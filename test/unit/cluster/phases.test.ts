@@ -55,6 +55,14 @@ describe('phase trees', () => {
     expect(phase.runIf?.({ distribution: kubeadmDistribution } as never)).toBe(true);
   });
 
+  it('labels runs only when labels were asked for or the node is an edge node (newcomer point 27)', () => {
+    const phase = joinPhases().find((p) => p.name === 'labels')!;
+    expect(phase.runIf?.({ enableEdge: false, nodeLabels: {} } as never)).toBe(false);
+    expect(phase.skipReason?.({} as never)).toBe('no --node-labels given');
+    expect(phase.runIf?.({ enableEdge: false, nodeLabels: { zone: 'a' } } as never)).toBe(true);
+    expect(phase.runIf?.({ enableEdge: true, nodeLabels: {} } as never)).toBe(true);
+  });
+
   it('edge-addons runs only with --enable-edge', () => {
     const phase = initPhases().find((p) => p.name === 'edge-addons')!;
     expect(phase.runIf?.({ enableEdge: false } as never)).toBe(false);

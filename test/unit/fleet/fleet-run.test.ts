@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runFleet, type FleetStage } from '../../../src/fleet/fleet-run.js';
+import { upStages } from '../../../src/fleet/fleet-up.js';
 import { parseInventory } from '../../../src/fleet/inventory/load-inventory.js';
 import { hostLogPath, type RunState } from '../../../src/fleet/run-state.js';
 
@@ -91,5 +92,26 @@ describe('runFleet in stages', () => {
         task: async () => undefined,
       }),
     ).rejects.toThrow(/was a fleet up run, not fleet reset/);
+  });
+});
+
+describe('runFleet wave numbers (newcomer point 23)', () => {
+  it('numbers the waves from firstWave on, as fleet plan numbers them after fleet up’s init', async () => {
+    const waves: number[] = [];
+    await runFleet({
+      command: 'up',
+      inventoryFile: 'inv.yaml',
+      hosts,
+      edgeadmHome: mkdtempSync(join(tmpdir(), 'fleet-run-')),
+      rollout: { concurrency: 10 },
+      stages: upStages({ concurrency: 10 }),
+      firstWave: 2,
+      onEvent: (event) => {
+        if (event.type === 'wave') waves.push(event.wave);
+      },
+      task: async () => undefined,
+    });
+    // cp2 and cp3 a wave each, then the three nodes in one wave.
+    expect(waves).toEqual([2, 3, 4]);
   });
 });

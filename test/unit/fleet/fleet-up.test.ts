@@ -89,7 +89,8 @@ describe('upStages', () => {
   it('joins control planes one at a time, with the retries, and stops at the first that fails', () => {
     expect(controlPlanes!.rollout).toMatchObject({ concurrency: 1, retries: 2, maxFailures: { count: 0 } });
     expect(controlPlanes!.rollout.canary).toBeUndefined();
-    expect(controlPlanes!.rollout.waveSize).toBeUndefined();
+    // A wave each (newcomer point 23: as fleet plan numbers them), whatever --wave-size says for the nodes.
+    expect(controlPlanes!.rollout.waveSize).toEqual({ count: 1 });
     expect(controlPlanes!.rollout.budgetStop?.reason).toBe('control-plane-failed');
     expect(controlPlanes!.blocksLaterStages?.message(['cp2'])).toMatch(/^not started: control plane cp2 did not join/);
   });

@@ -10,6 +10,7 @@ import {
   serviceFilesOf,
 } from '../../../src/hosts/service-manager.js';
 import { DryRunHost } from '../../../src/hosts/dry-run-host.js';
+import { effectiveUnitOf, renderDirectLauncher } from '../../../src/hosts/direct-unit.js';
 
 describe('choosing a service manager', () => {
   it('uses systemd where it runs and refuses a host without it unless direct is asked for', () => {
@@ -87,6 +88,24 @@ describe('the direct service manager', () => {
     const started = host.plan.map((step) => step.command ?? '').find((command) => command.includes('setsid'));
     expect(started).toContain("setsid nohup /bin/sh '/var/lib/edgeadm/services/a.service.sh' <");
     expect(manager.filesOf('a.service')).toContain('/var/lib/edgeadm/services/a.service.sh');
+  });
+});
+
+describe('the direct service manager and Environment= (newcomer point 1)', () => {
+  it('starts the unit with its Environment=, as systemd would, also under User=', () => {
+    const launcher = renderDirectLauncher(
+      'a.service',
+      effectiveUnitOf({
+        name: 'a.service',
+        content:
+          '[Service]\nUser=edgeadm-agent\nEnvironment=MALLOC_ARENA_MAX=2\nEnvironment=EDGEADM_HOME=/var/lib/edgeadm/agent\nExecStart=/usr/local/bin/edgeadm agent tunnel\n',
+      }),
+    );
+    expect(launcher).toContain("export MALLOC_ARENA_MAX='2'");
+    expect(launcher).toContain("export EDGEADM_HOME='/var/lib/edgeadm/agent'");
+    expect(launcher).toContain(
+      "exec setpriv --reuid='edgeadm-agent' --regid='edgeadm-agent' --init-groups -- /usr/local/bin/edgeadm agent tunnel",
+    );
   });
 });
 

@@ -89,6 +89,12 @@ describe('Redactor on text that holds no secret', () => {
     expect(redact('cannot read ./keys/token: no such file')).toBe('cannot read ./keys/token: no such file');
   });
 
+  it('keeps command ids whose words are secret-like names (newcomer point 20)', () => {
+    expect(redact('edgeadm 0.1.0 token:create --verbose')).toBe('edgeadm 0.1.0 token:create --verbose');
+    expect(redact('edgeadm 0.1.0 hub:token:create --ttl 2h')).toBe('edgeadm 0.1.0 hub:token:create --ttl 2h');
+    expect(redact('{"token":"s3cr3tvalue"}')).toBe(`{"token":"${REDACTED}"}`);
+  });
+
   it('still hides a secret-named assignment', () => {
     expect(redact('passwd: hunter22')).toBe(`passwd: ${REDACTED}`);
     expect(redact('db_password=hunter22 user=x')).toBe(`db_password=${REDACTED} user=x`);

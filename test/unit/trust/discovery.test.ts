@@ -309,6 +309,8 @@ describe('discovery against an API server that answers anonymous requests (kubea
     expect(result.isCaVerified).toBe(true);
     expect(started.requests).toHaveLength(4);
     const retries = logger.lines.filter((line) => line.message.startsWith('[discovery] Retrying due to error: '));
+    // Warnings reach the terminal: each retry is shown as it happens (newcomer point 4).
+    expect(retries.map((line) => line.level)).toEqual(['warn', 'warn']);
     expect(retries.map((line) => line.message)).toEqual([
       '[discovery] Retrying due to error: failed to request the cluster-info ConfigMap: configmaps "cluster-info" not found',
       '[discovery] Retrying due to error: could not find a JWS signature in the cluster-info ConfigMap for token ID "abcdef"',

@@ -6,6 +6,7 @@ import { DEFAULT_HUB_TOKEN_TTL_MS } from '../../../hub/hub-tokens.js';
 import { parseTokenLabelLimit } from '../../../hub/token-labels.js';
 import { formatGoDuration, parseGoDuration } from '../../../trust/duration.js';
 import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { CLUSTER_NAME_PLACEHOLDER, renderRegisterCloudCommand } from '../../../hub-client/register-command.js';
 
 /** What `hub token create --json` prints. The token is a credential. */
 export interface HubTokenCreateResult extends CreatedHubToken {
@@ -16,6 +17,7 @@ export default class HubTokenCreate extends BaseCommand<typeof HubTokenCreate> {
   static override summary = 'Create a hub token and print the register-cloud command.';
   static override examples = [
     '<%= config.bin %> hub token create --ttl 1h',
+    '<%= config.bin %> hub token create --usages 1 --name store-042',
     '<%= config.bin %> hub token create --usages 1 --json',
     '<%= config.bin %> hub token create --labels env=dev,site=*',
   ];
@@ -36,6 +38,9 @@ export default class HubTokenCreate extends BaseCommand<typeof HubTokenCreate> {
         '(E_HUB_TOKEN_LABELS). Without it, a token registers clusters with any labels, and so into any ' +
         "user's scope.",
     }),
+    name: Flags.string({
+      summary: `The cluster name to print in the register-cloud command (default: ${CLUSTER_NAME_PLACEHOLDER}, to replace); the token is not tied to it.`,
+    }),
   };
 
   async run(): Promise<HubTokenCreateResult> {
@@ -46,8 +51,13 @@ export default class HubTokenCreate extends BaseCommand<typeof HubTokenCreate> {
       ...(this.flags.labels === undefined ? {} : { labels: parseTokenLabelLimit(this.flags.labels) }),
     });
     this.redactor.addSecret(created.token);
-    const command = `edgeadm register-cloud ${created.hub} --token ${created.token} --hub-ca-cert-hash ${created.caCertHash}`;
+    const command = renderRegisterCloudCommand(created, this.flags.name);
     this.log(command);
+    if (this.flags.name === undefined) {
+      this.logToStderr(
+        `Replace ${CLUSTER_NAME_PLACEHOLDER} with the cluster's name (a lower-case DNS label), or pass --name.`,
+      );
+    }
     return { ...created, command };
   }
 }

@@ -54,6 +54,11 @@ export default class HubUserCreate extends BaseCommand<typeof HubUserCreate> {
       ttlMs: parseGoDuration(flags.ttl),
     });
     this.redactor.addSecret(created.token);
+    if (!this.jsonEnabled()) {
+      this.logToStderr(
+        `user ${created.name}: its hub config holds a new token; a user of this name made before is replaced, and its old token no longer works`,
+      );
+    }
     const config = { server: created.server, caPem: created.caPem, user: created.name, token: created.token };
     const result: HubUserCreateResult = {
       name: created.name,

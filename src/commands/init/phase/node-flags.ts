@@ -9,6 +9,7 @@ import { ValidationError } from '../../../errors.js';
 /** Splits repeatable, comma-separated flag values (the fleet commands' too). */
 export { listFlag } from '../../../cluster/run-request.js';
 
+/** The Node's own settings; what the run takes (package, config, phases) stays with the main flags. */
 const helpGroup = 'NODE';
 
 /** Reads `--config FILE`. */
@@ -25,22 +26,19 @@ export function readConfigFile(path: string | undefined): { configText?: string;
 
 /** Flags of both init and join. */
 export const nodeFlags = {
-  config: Flags.string({ summary: 'An edgeadm configuration file (YAML); flags given win over it.', helpGroup }),
-  distribution: Flags.string({ summary: 'k3s (default) or kubeadm; the install package must be for it.', helpGroup }),
+  config: Flags.string({ summary: 'An edgeadm configuration file (YAML); flags given win over it.' }),
+  distribution: Flags.string({ summary: 'k3s (default) or kubeadm; the install package must be for it.' }),
   'install-pkg-path': Flags.string({
     summary: 'The offline install package: a .tar.gz file or an http(s) URL (edgeadm fetches it itself).',
-    helpGroup,
   }),
-  'dry-run': Flags.boolean({ summary: 'Print every file and command per phase; change nothing.', helpGroup }),
+  'dry-run': Flags.boolean({ summary: 'Print every file and command per phase; change nothing.' }),
   'ignore-preflight-errors': Flags.string({
     summary: 'Preflight check ids whose failure is only a warning (comma-separated; "all" for every one).',
     multiple: true,
-    helpGroup,
   }),
   'skip-phases': Flags.string({
     summary: 'Phases to skip, comma-separated (see the phase list below).',
     multiple: true,
-    helpGroup,
   }),
   'node-name': Flags.string({ summary: "The Node's name; default: the host's hostname.", helpGroup }),
   'node-labels': Flags.string({ summary: 'Labels for the Node: key=value,key=value.', helpGroup }),
