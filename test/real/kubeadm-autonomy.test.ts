@@ -53,6 +53,24 @@ describe('edge autonomy on real kubeadm, kubelet and containerd', () => {
   const podsOf = async (): Promise<Pod[]> =>
     (JSON.parse(await cluster.kubectl(['get', 'pods', '-l', 'app=autonomous', '-o', 'json'])) as { items: Pod[] })
       .items;
+  /** The containers of the test workload's pods on `host` (by the CRI's pod UID label), running or not. */
+  const workloadContainers = async (host: TestHost, uids: string[]): Promise<string[]> =>
+    (
+      await hosts.run(
+        host,
+        [
+          `ctr --address /run/containerd/containerd.sock -n k8s.io containers ls -q | while read -r id; do`,
+          `  info=$(ctr --address /run/containerd/containerd.sock -n k8s.io containers info "$id")`,
+          `  for uid in ${uids.join(' ')}; do`,
+          `    if echo "$info" | grep -q '"io.kubernetes.pod.uid": "'"$uid"'"' && echo "$info" | grep -q '"io.kubernetes.container.name": "main"'; then echo "$id"; fi`,
+          '  done',
+          'done',
+        ].join('\n'),
+      )
+    )
+      .split('\n')
+      .filter(Boolean)
+      .sort();
   const runningTasks = async (host: TestHost): Promise<string[]> =>
     (
       await hosts.run(
@@ -86,7 +104,9 @@ describe('edge autonomy on real kubeadm, kubelet and containerd', () => {
   });
 
   it('cut off past the eviction window its pods asked for, the node keeps them bound and running', async () => {
-    const before = await runningTasks(edge);
+    const uids = pods.filter((pod) => pod.node === edge.name).map((pod) => pod.uid);
+    const containers = await workloadContainers(edge, uids);
+    expect(containers.length).toBeGreaterThan(0);
     await hosts.run(edge, `ip route add unreachable ${cluster.controlPlane.address}/32`);
     const taintedAt = await waitFor('the real node lifecycle controller to taint the node unreachable', async () => {
       const node = JSON.parse(await cluster.kubectl(['get', 'node', edge.name, '-o', 'json'])) as {
@@ -109,7 +129,10 @@ describe('edge autonomy on real kubeadm, kubelet and containerd', () => {
         .sort(),
     );
     expect(onEdge.filter((pod) => pod.metadata.deletionTimestamp !== undefined)).toEqual([]);
-    expect(await runningTasks(edge)).toEqual(before);
+    // The same containers, still running: nothing was stopped or replaced on the node.
+    expect(await workloadContainers(edge, uids)).toEqual(containers);
+    const running = await runningTasks(edge);
+    expect(containers.filter((id) => !running.includes(id))).toEqual([]);
   });
 
   it('restarted while cut off, the kubelet gets its pods from the edge-proxy and starts their killed container again', async () => {
