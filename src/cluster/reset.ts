@@ -86,9 +86,14 @@ export function stopWorkloadsScript(mountRoots: readonly string[]): string {
     'for procs in $(find /sys/fs/cgroup -maxdepth 3 -type d -name \'kubepods*\' 2>/dev/null | while read -r dir; do find "$dir" -name cgroup.procs; done); do',
     '  for pid in $(cat "$procs" 2>/dev/null); do kill -9 "$pid" 2>/dev/null && killed=$((killed+1)); done',
     'done',
-    // The shims of the namespace the CRI plugin uses (k3s and containerd alike).
-    // [m]: the pattern must not match this script's own command line (sh -c '…'), which pgrep -f reads too.
-    `for pid in $(pgrep -f 'containerd-shi[m].* -namespace k8s[.]io' 2>/dev/null); do kill -9 "$pid" 2>/dev/null && killed=$((killed+1)); done`,
+    // The shims of the namespace the CRI plugin uses (k3s and containerd alike), of this host only: those in
+    // this shell's mount namespace (a machine running several nodes, kind's or a test rig's, shares one PID
+    // namespace). [m]: the pattern must not match this script's own command line, which pgrep -f reads too.
+    'own=$(readlink /proc/self/ns/mnt)',
+    `for pid in $(pgrep -f 'containerd-shi[m].* -namespace k8s[.]io' 2>/dev/null); do`,
+    '  [ "$(readlink /proc/$pid/ns/mnt 2>/dev/null)" = "$own" ] || continue',
+    '  kill -9 "$pid" 2>/dev/null && killed=$((killed+1))',
+    'done',
     'unmounted=0',
     // Below the roots only (a root may be the operator's own mount, a disk for /var/lib/kubelet, which
     // remove-files empties). Deepest first; mountinfo escapes spaces as \\040. A path mounted more than once (the kubelet's
