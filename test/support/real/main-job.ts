@@ -42,6 +42,12 @@ export interface RealMainJobResult {
 export interface WorkloadOptions {
   /** Evict the pods this long after their node becomes unreachable (Kubernetes' default is 300 s). */
   unreachableTolerationSeconds?: number;
+  /**
+   * No service account token volume. A kubelet restarted while its node is
+   * cut off cannot mount one: it asks the API server for a new token
+   * (TokenRequest), which the edge-proxy cannot answer offline (test/real/README.md).
+   */
+  isWithoutServiceAccountToken?: boolean;
 }
 
 /** The test workload: busybox printing a line with its node's name, then ticking. */
@@ -78,6 +84,7 @@ export function edgeWorkload(name: string, options: WorkloadOptions = {}): objec
             },
           ],
           terminationGracePeriodSeconds: 2,
+          ...(options.isWithoutServiceAccountToken ? { automountServiceAccountToken: false } : {}),
           containers: [
             {
               name: 'main',
