@@ -64,7 +64,14 @@ function removeCommand(path: string): string {
  * their services, beyond the directories the install state records: pod
  * network namespaces (/run/netns/cni-*) and the runtimes' state.
  */
-export const WORKLOAD_MOUNT_ROOTS = ['/run/netns', '/run/containerd', '/run/k3s', '/var/lib/kubelet'] as const;
+export const WORKLOAD_MOUNT_ROOTS = ['/run/containerd', '/run/k3s', '/var/lib/kubelet'] as const;
+
+/**
+ * The pods' network namespaces, as containerd's CNI setup names them
+ * (/run/netns/cni-<uuid>). Only those: /run/netns also holds the host's own
+ * named namespaces (`ip netns add`), which are not the cluster's.
+ */
+const POD_NETNS_PREFIX = '/run/netns/cni-';
 
 /**
  * The shell script of the stop-workloads phase. Stopping the kubelet and
@@ -100,7 +107,7 @@ export function stopWorkloadsScript(mountRoots: readonly string[]): string {
     // shared /var/lib/kubelet propagates its volume mounts) is unmounted again in the next round.
     'round=0',
     'while [ $round -lt 5 ]; do',
-    `  mounts=$(awk '{ print $5 }' /proc/self/mountinfo | grep -E '^(${roots})/' | sort -r)`,
+    `  mounts=$(awk '{ print $5 }' /proc/self/mountinfo | grep -E '^((${roots})/|${POD_NETNS_PREFIX})' | sort -r)`,
     '  [ -n "$mounts" ] || break',
     '  for mount in $mounts; do',
     '    umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || continue',
@@ -108,6 +115,9 @@ export function stopWorkloadsScript(mountRoots: readonly string[]): string {
     '  done',
     '  round=$((round+1))',
     'done',
+    // The files the pods' namespaces were mounted on, and /run/netns if nothing else is left in it.
+    `rm -f ${POD_NETNS_PREFIX}*`,
+    'rmdir /run/netns 2>/dev/null || true',
     // The kubelet's cgroups, emptied above, deepest first.
     'find /sys/fs/cgroup -maxdepth 3 -type d -name \'kubepods*\' 2>/dev/null | while read -r dir; do find "$dir" -depth -type d -exec rmdir {} \\; 2>/dev/null; done',
     'echo "$killed $unmounted"',

@@ -296,7 +296,8 @@ export const containerdRuntime: ContainerRuntime = {
   serviceUnit: { name: 'containerd.service', content: CONTAINERD_UNIT },
   socketPath: CONTAINERD_SOCKET_PATH,
   cniBinDir: CNI_BIN_DIR,
-  ownedDirectories: ['/var/lib/containerd', '/run/containerd'],
+  // /opt/containerd: containerd's `opt` plugin makes it at its first start.
+  ownedDirectories: ['/var/lib/containerd', '/run/containerd', '/opt/containerd'],
   imageImportBinary: 'ctr',
   // k8s.io is the namespace the CRI plugin (and so the kubelet) takes images from.
   imageImportCommand: (archive) =>

@@ -89,7 +89,13 @@ export async function hostSnapshot(hosts: TestHosts, host: TestHost): Promise<Re
   const out = await hosts.run(
     host,
     [
-      section('files', `find ${[...TMPFS_DIRS, '/etc/cni', '/run'].join(' ')} -xdev -printf '%p %y %m\\n'`),
+      // The install directories' own modes are left out: they are the harness's tmpfs mount points (a host has
+      // none of them before init; reset empties a mount point rather than removing it). /run/xtables.lock is the
+      // lock file any iptables command makes, reset's own network cleanup included.
+      section(
+        'files',
+        `find ${[...TMPFS_DIRS, '/etc/cni', '/run'].join(' ')} -xdev -mindepth 1 ! -path /run/xtables.lock -printf '%p %y %m\\n'`,
+      ),
       // Mount points by path and type (ids and options change from mount to mount).
       section('mounts', "awk '{ print $5, $(NF-2) }' /proc/self/mountinfo"),
       section(
