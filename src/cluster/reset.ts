@@ -164,8 +164,10 @@ export function resetPhases(): Phase<ResetData>[] {
         ]);
         let isChanged = false;
         for (const unit of units) {
-          if (!ctx.isDryRun && !(await ctx.serviceManager.isActive(ctx.host, unit))) continue;
+          const wasActive = ctx.isDryRun || (await ctx.serviceManager.isActive(ctx.host, unit));
+          // Stopped whether or not it runs: a failing service may be between two starts (Restart=).
           await ctx.serviceManager.stop(ctx.host, unit);
+          if (!wasActive) continue;
           ctx.say(`stopped ${unit}`);
           isChanged = true;
         }

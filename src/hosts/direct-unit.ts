@@ -179,34 +179,46 @@ function quote(value: string): string {
  * The shell script that runs an effective unit: its environment, its
  * environment files read at every start, its command as its user, started
  * again after it exits as `Restart=` says. The script is the service's
- * process group leader, so stopping the group stops both.
+ * process group leader, so stopping the group stops both. With
+ * `mainPidFile`, the running service's own pid is kept there (and removed
+ * while it is down), as systemd's MainPID: "active" means the service runs,
+ * not merely its launcher waiting to start it again.
  */
-export function renderDirectLauncher(unitName: string, unit: EffectiveUnit): string {
+export function renderDirectLauncher(unitName: string, unit: EffectiveUnit, mainPidFile?: string): string {
   const command =
     unit.user === undefined
       ? unit.execStart
       : `setpriv --reuid=${quote(unit.user)} --regid=${quote(unit.group ?? unit.user)} --init-groups -- ${unit.execStart}`;
-  const start = [
-    '(',
-    ...Object.entries(unit.environment).map(([name, value]) => `  export ${name}=${quote(value)}`),
+  const run = [
+    'run_service() {',
+    '  (',
+    ...Object.entries(unit.environment).map(([name, value]) => `    export ${name}=${quote(value)}`),
     ...unit.environmentFiles.map((file) =>
       file.isOptional
-        ? `  if [ -r ${quote(file.path)} ]; then set -a; . ${quote(file.path)}; set +a; fi`
-        : `  set -a; . ${quote(file.path)} || exit 1; set +a`,
+        ? `    if [ -r ${quote(file.path)} ]; then set -a; . ${quote(file.path)}; set +a; fi`
+        : `    set -a; . ${quote(file.path)} || exit 1; set +a`,
     ),
-    `  exec ${command}`,
-    ')',
+    `    exec ${command}`,
+    '  ) &',
+    '  main=$!',
+    ...(mainPidFile ? [`  echo "$main" > ${quote(mainPidFile)}`] : []),
+    '  wait "$main"',
+    '  status=$?',
+    ...(mainPidFile ? [`  rm -f ${quote(mainPidFile)}`] : []),
+    '  return "$status"',
+    '}',
   ];
   const header = [
     '#!/bin/sh',
     `# ${unitName}, started by edgeadm's direct service manager (EDGEADM_SERVICE_MANAGER=direct): the unit and`,
     '# its drop-ins as systemd would merge them, without systemd. Written at every start; edgeadm reset removes it.',
+    ...run,
   ];
-  if (unit.restart === 'no') return [...header, ...start, ''].join('\n');
+  if (unit.restart === 'no') return [...header, 'run_service', ''].join('\n');
   return [
     ...header,
     'while :; do',
-    ...start.map((line) => `  ${line}`),
+    '  run_service',
     '  status=$?',
     ...(unit.restart === 'on-failure' ? ['  if [ "$status" -eq 0 ]; then exit 0; fi'] : []),
     `  echo "${unitName} exited ($status); starting it again in ${unit.restartSeconds} s (Restart=${unit.restart})" >&2`,

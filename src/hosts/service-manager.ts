@@ -187,7 +187,13 @@ export class DirectServiceManager implements ServiceManager {
       this.#pidFile(unitName),
       this.#logFile(unitName),
       this.#launcherFile(unitName),
+      this.#mainPidFile(unitName),
     ];
+  }
+
+  /** The running service's own pid (the launcher's child), absent while it is down. */
+  #mainPidFile(unitName: string): string {
+    return `${DIRECT_SERVICE_DIR}/${unitName}.main.pid`;
   }
 
   #launcherFile(unitName: string): string {
@@ -216,9 +222,10 @@ export class DirectServiceManager implements ServiceManager {
     const isActive = await this.isActive(host, unit.name);
     if (isActive && !options.isRestartNeeded) return 'already-running';
     const effective = effectiveUnitOf(unit);
-    if (isActive) await this.stop(host, unit.name);
+    // Also when not active: a launcher may be waiting to start a failing service again.
+    await this.stop(host, unit.name);
     const launcher = this.#launcherFile(unit.name);
-    await host.put(Buffer.from(renderDirectLauncher(unit.name, effective)), launcher, {
+    await host.put(Buffer.from(renderDirectLauncher(unit.name, effective, this.#mainPidFile(unit.name))), launcher, {
       mode: 0o700,
       sudo: true,
       description: `write the launcher of ${unit.name} (its unit and drop-ins, started without systemd)`,
@@ -238,9 +245,12 @@ export class DirectServiceManager implements ServiceManager {
     return isActive ? 'restarted' : 'started';
   }
 
+  /** The launcher runs and so does the service (not a launcher between two starts of a failing service). */
   async isActive(host: Host, unitName: string): Promise<boolean> {
     const pidFile = quote(this.#pidFile(unitName));
-    const result = await host.exec(`[ -f ${pidFile} ] && kill -0 "$(cat ${pidFile})" 2>/dev/null`, {
+    const mainPidFile = quote(this.#mainPidFile(unitName));
+    const isRunning = (file: string): string => `[ -f ${file} ] && kill -0 "$(cat ${file})" 2>/dev/null`;
+    const result = await host.exec(`${isRunning(pidFile)} && ${isRunning(mainPidFile)}`, {
       sudo: true,
       readOnly: true,
     });
@@ -259,7 +269,7 @@ export class DirectServiceManager implements ServiceManager {
       'i=0',
       `while { kill -0 "-$pid" || kill -0 "$pid"; } 2>/dev/null && [ $i -lt ${SERVICE_STOP_TIMEOUT_SECONDS * 10} ]; do sleep 0.1; i=$((i+1)); done`,
       'kill -KILL "-$pid" 2>/dev/null || true',
-      `rm -f ${pidFile}`,
+      `rm -f ${pidFile} ${quote(this.#mainPidFile(unitName))}`,
     ].join('\n');
     await execOrThrow(host, script, {
       sudo: true,

@@ -142,7 +142,7 @@ const SPECIFICS: Record<DistributionName, Specifics> = {
         fieldSelector: 'type=bootstrap.kubernetes.io/token',
       });
       expect(tokens).toHaveLength(1);
-      expect(await env.run(controlPlane(), 'cat /etc/containerd/config.toml')).toMatch(/SystemdCgroup = true/);
+      expect(await env.run(controlPlane(), 'cat /etc/containerd/config.toml')).toMatch(/SystemdCgroup = false/);
       expect(await env.run(controlPlane(), `cat ${SIM_IMPORTED_IMAGES_LIST}`)).toMatch(
         /^k8s\.io \S+\/images\/sim-pause\.tar [0-9a-f]{64}\n$/,
       );

@@ -118,7 +118,8 @@ describe('hub: security', { timeout: 120_000 }, () => {
     dev.api.clearRequests();
     const refused = await kubectlVia(devUserConfig, 'prod-1', ['get', 'pods']);
     expect(refused.exitCode).not.toBe(0);
-    expect(refused.stderr).toMatch(/Forbidden/);
+    // edgeadm kubectl asks the hub first and prints its refusal (E_HUB_FORBIDDEN) instead of running kubectl.
+    expect(refused.stderr).toMatch(/E_HUB_FORBIDDEN|Forbidden/);
     expect(prod.api.requests).toEqual([]);
     const allowed = await kubectlVia(devUserConfig, 'dev-1', ['get', 'pods', '-o', 'name']);
     expect(allowed.exitCode, printedBy(allowed)).toBe(0);
