@@ -134,7 +134,8 @@ export async function rebootHost(
 ): Promise<RebootResult> {
   const listed = await env.run(
     host,
-    `for f in ${DIRECT_SERVICE_DIR}/*.pid; do [ -f "$f" ] && basename "$f" .pid; done; true`,
+    // <unit>.pid is the launcher's; <unit>.main.pid, beside it, its service's own.
+    `for f in ${DIRECT_SERVICE_DIR}/*.pid; do case "$f" in *.main.pid) continue ;; esac; [ -f "$f" ] && basename "$f" .pid; done; true`,
   );
   const units = new Map<string, string>();
   for (const name of listed.split('\n').filter(Boolean)) {

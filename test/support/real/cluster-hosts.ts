@@ -97,7 +97,9 @@ export async function hostSnapshot(hosts: TestHosts, host: TestHost): Promise<Re
         `find ${[...TMPFS_DIRS, '/etc/cni', '/run'].join(' ')} -xdev -mindepth 1 ! -path /run/xtables.lock -printf '%p %y %m\\n'`,
       ),
       // Mount points by path and type (ids and options change from mount to mount).
-      section('mounts', "awk '{ print $5, $(NF-2) }' /proc/self/mountinfo"),
+      // Other test harnesses' network namespaces, seen below the host's own /run, come and go with those
+      // harnesses: left out.
+      section('mounts', "awk '{ print $5, $(NF-2) }' /proc/self/mountinfo | grep -v '^/run/netns/eadmt'"),
       section(
         'processes',
         'for p in $(cat /sys/fs/cgroup/pids/cgroup.procs); do [ "$p" = $$ ] || cat /proc/$p/comm 2>/dev/null; done | grep -vx -e sshd -e sh -e cat -e sort -e awk -e find',
