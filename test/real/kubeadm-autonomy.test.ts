@@ -160,7 +160,7 @@ describe('edge autonomy on real kubeadm, kubelet and containerd', () => {
       async () => {
         const log = await hosts.run(
           edge,
-          `ctr --address /run/containerd/containerd.sock -n k8s.io containers ls -q | while read -r id; do ctr --address /run/containerd/containerd.sock -n k8s.io containers info "$id" | grep -q '"io.kubernetes.pod.uid": "${workload.uid}"' && ctr --address /run/containerd/containerd.sock -n k8s.io containers info "$id" | grep -q '"io.kubernetes.container.name": "main"' && echo "$id"; done`,
+          `ctr --address /run/containerd/containerd.sock -n k8s.io containers ls -q | while read -r id; do ctr --address /run/containerd/containerd.sock -n k8s.io containers info "$id" | grep -q '"io.kubernetes.pod.uid": "${workload.uid}"' && ctr --address /run/containerd/containerd.sock -n k8s.io containers info "$id" | grep -q '"io.kubernetes.container.name": "main"' && echo "$id"; done; true`,
         );
         const containers = log.split('\n').filter(Boolean);
         const running = await runningTasks(edge);

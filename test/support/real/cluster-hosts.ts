@@ -102,7 +102,7 @@ export async function hostSnapshot(hosts: TestHosts, host: TestHost): Promise<Re
       section('mounts', "awk '{ print $5, $(NF-2) }' /proc/self/mountinfo | grep -v '^/run/netns/eadmt'"),
       section(
         'processes',
-        'for p in $(cat /sys/fs/cgroup/pids/cgroup.procs); do [ "$p" = $$ ] || cat /proc/$p/comm 2>/dev/null; done | grep -vx -e sshd -e sh -e cat -e sort -e awk -e find',
+        'for p in $(cat /sys/fs/cgroup/pids/cgroup.procs); do [ "$p" = $$ ] || cat /proc/$p/comm 2>/dev/null; done | grep -vx -e sshd -e sh -e cat -e sort -e awk -e find -e grep',
       ),
       section('links', "ip -o link show | awk -F': ' '{ print $2 }' | sed 's/@.*//'"),
       section('cgroups', 'cd /sys/fs/cgroup && find . -mindepth 2 -type d'),
