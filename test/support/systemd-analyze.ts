@@ -36,13 +36,13 @@ export function unitExposure(name: string, text: string): { exposure: number; re
 }
 
 /**
- * The exposure level the README records for a unit, in the table of its
- * "Units" section (`| edgeadm-….service | 1.3 | …`).
+ * The exposure level the agent units guide records for a unit, in its
+ * table (`| edgeadm-….service | 1.3 | …`).
  */
 export function recordedExposure(name: string): number {
-  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+  const readme = readFileSync(join(REPO_ROOT, 'docs', 'guides', 'agent-units.md'), 'utf8');
   const escaped = name.replace(/[.]/g, '\\.');
   const match = new RegExp(`^\\| \`${escaped}\`\\s*\\| (\\d+\\.\\d) `, 'm').exec(readme);
-  if (match === null) throw new Error(`README.md records no exposure level for ${name}`);
+  if (match === null) throw new Error(`docs/guides/agent-units.md records no exposure level for ${name}`);
   return Number(match[1]);
 }
