@@ -1,0 +1,431 @@
+/**
+ * The hub and rollouts on real Kubernetes (kubeadm v1.34 built from its
+ * module, real kubelet, containerd and runc): `edgeadm hub serve` on the
+ * operator's machine, `register-cloud --host` installs the tunnel agent on
+ * the control plane over SSH with a ServiceAccount that may only
+ * impersonate, and then, through the hub:
+ *
+ * - `edgeadm kubectl` reaches the real API server; a hub user is
+ *   impersonated there, so the cluster's own RBAC decides (403 without a
+ *   RoleBinding), and a user whose selector does not match never reaches it;
+ * - a Rollout runs a real Deployment's pods on the edge node; a scoped user
+ *   cannot delete the admin's rollout;
+ * - a revision whose image cannot be pulled fails its gate, and
+ *   `onFailure: rollback` brings the cluster back to the previous revision
+ *   without restarting the pod that kept running (the time is printed for
+ *   BENCHMARKS.md);
+ * - deleting the rollout removes its objects from the real cluster; reset
+ *   leaves every host as before.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { dump } from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resetRealCluster, startRealCluster, type RealCluster } from '../support/real/main-job.js';
+import { builtSet, realEdgeadm, RIG_WORKLOAD_IMAGE } from '../support/real/rig.js';
+import { startTestHosts, type TestHosts } from '../support/test-hosts.js';
+
+const CLUSTER = 'site-real';
+const NAMESPACE = 'shop';
+/** An image no registry can serve here (the machine has no registry): its pull fails. */
+const UNPULLABLE_IMAGE = 'registry.invalid/web:2';
+/** The gate's deadline of the rollout: a copy not ready this long after its apply fails. */
+const DEADLINE_SECONDS = 20;
+const EVENT_TIMEOUT_MS = 5 * 60_000;
+
+interface StatusView {
+  revision: number;
+  state: string;
+  rollbackOf?: { revision: number; reason: string };
+  counts?: Record<string, number>;
+  clusters?: Array<{ phase: string; message?: string }>;
+}
+
+async function waitFor<T>(what: string, check: () => Promise<T | undefined>, intervalMs = 1_000): Promise<T> {
+  const deadline = Date.now() + EVENT_TIMEOUT_MS;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+async function freePort(address: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, address, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A Rollout of a Namespace, a per-cluster ConfigMap and a Deployment on the edge node. */
+function rolloutDocument(image: string, onFailure: 'rollback' | 'halt' = 'rollback'): Record<string, unknown> {
+  return {
+    apiVersion: 'edgeadm.io/v1alpha1',
+    kind: 'Rollout',
+    metadata: { name: 'web' },
+    spec: {
+      placement: { clusterSelector: 'env=real' },
+      resources: [
+        { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } },
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'web-site', namespace: NAMESPACE },
+          data: { site: '${cluster.name}' },
+        },
+        {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: 'web', namespace: NAMESPACE },
+          spec: {
+            replicas: 1,
+            selector: { matchLabels: { app: 'web' } },
+            template: {
+              metadata: { labels: { app: 'web' } },
+              spec: {
+                nodeSelector: { 'edgeadm.io/edge': 'true' },
+                tolerations: [{ key: 'edgeadm.io/edge', operator: 'Exists', effect: 'NoSchedule' }],
+                terminationGracePeriodSeconds: 2,
+                automountServiceAccountToken: false,
+                containers: [
+                  {
+                    name: 'web',
+                    image,
+                    imagePullPolicy: 'IfNotPresent',
+                    command: ['/bin/sh', '-c', 'while :; do sleep 5; done'],
+                  },
+                ],
+              },
+            },
+          },
+        },
+      ],
+      strategy: {
+        waves: ['100%'],
+        maxUnavailable: '100%',
+        failureBudget: 0,
+        // No soak: "complete" is when the copy reads back ready (a soak would add its own wait to the rollback's time).
+        soakSeconds: 0,
+        deadlineSeconds: DEADLINE_SECONDS,
+        onFailure,
+      },
+    },
+  };
+}
+
+describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
+  let hosts: TestHosts;
+  let cluster: RealCluster;
+  let hub: ResultPromise | undefined;
+  let hubOutput = '';
+  let adminConfig: string;
+  let work: string;
+  const binary = realEdgeadm()[0];
+  /** PATH with the rig's kubectl first: `edgeadm kubectl` runs the kubectl on PATH. */
+  const env = (): Record<string, string> => ({
+    PATH: `${builtSet('kubernetes').dir}:${process.env.PATH ?? ''}`,
+    HOME: work,
+    EDGEADM_HOME: join(work, '.edgeadm'),
+    KUBECACHEDIR: join(work, 'kube-cache'),
+  });
+  /** Runs edgeadm on the operator's machine; the result, whatever its exit code. */
+  const edgeadm = (args: string[]) => execa(binary, args, { env: env(), all: true, reject: false });
+  const edgeadmOk = async (args: string[]): Promise<string> => {
+    const result = await edgeadm(args);
+    if (result.exitCode !== 0) throw new Error(`edgeadm ${args.join(' ')} (${result.exitCode}):\n${result.all}`);
+    return result.stdout;
+  };
+  const viaHub = (args: string[], config = adminConfig) =>
+    edgeadm(['kubectl', '--hub-config', config, '--cluster', CLUSTER, '--', ...args]);
+  const status = async (): Promise<StatusView> =>
+    JSON.parse(
+      await edgeadmOk(['hub', 'rollout', 'status', 'web', '--clusters', '--json', '--hub-config', adminConfig]),
+    ) as StatusView;
+  const apply = async (document: Record<string, unknown>, config = adminConfig): Promise<number> => {
+    const file = join(work, `rollout-${Date.now()}.yaml`);
+    writeFileSync(file, dump(document));
+    const printed = await edgeadmOk(['hub', 'rollout', 'apply', '-f', file, '--json', '--hub-config', config]);
+    return (JSON.parse(printed) as { revision: number }).revision;
+  };
+  const webPods = async (): Promise<Array<{ uid: string; image: string; phase: string; deleting: boolean }>> => {
+    const list = JSON.parse(await cluster.kubectl(['get', 'pods', '-n', NAMESPACE, '-l', 'app=web', '-o', 'json'])) as {
+      items: Array<{
+        metadata: { uid: string; deletionTimestamp?: string };
+        spec: { containers: Array<{ image: string }> };
+        status: { phase: string };
+      }>;
+    };
+    return list.items.map((pod) => ({
+      uid: pod.metadata.uid,
+      image: pod.spec.containers[0]!.image,
+      phase: pod.status.phase,
+      deleting: pod.metadata.deletionTimestamp !== undefined,
+    }));
+  };
+
+  beforeAll(async () => {
+    hosts = await startTestHosts({ count: 2, cgroups: true });
+    cluster = await startRealCluster({ hosts, edgeadm: realEdgeadm() });
+    work = mkdtempSync(join(hosts.dir, 'hub-operator-'));
+    // The hub listens on the operator machine's end of the hosts' network, which the hosts route to.
+    const address = cluster.controlPlane.address.replace(/\.\d+$/, '.1');
+    const port = await freePort(address);
+    const dataDir = join(work, 'hub-data');
+    adminConfig = join(dataDir, 'admin.yaml');
+    hub = execa(binary, ['hub', 'serve', '--listen', `${address}:${port}`, '--data-dir', dataDir], {
+      env: env(),
+      all: true,
+      reject: false,
+    });
+    hub.all?.on('data', (chunk: Buffer) => (hubOutput += chunk.toString()));
+    const pin = await waitFor(
+      'the hub to print its CA pin',
+      async () => {
+        if (hub?.exitCode !== undefined && hub.exitCode !== null) throw new Error(`hub serve exited:\n${hubOutput}`);
+        return /hub CA pin: (sha256:[0-9a-f]{64})/.exec(hubOutput)?.[1];
+      },
+      200,
+    );
+    const token = (
+      JSON.parse(await edgeadmOk(['hub', 'token', 'create', '--json', '--hub-config', adminConfig])) as {
+        token: string;
+      }
+    ).token;
+    await cluster.edgeadm('register the cluster with the hub (agent installed over SSH)', [
+      'register-cloud',
+      `${address}:${port}`,
+      '--token',
+      token,
+      '--hub-ca-cert-hash',
+      pin,
+      '--name',
+      CLUSTER,
+      '--labels',
+      'env=real',
+      '--kubeconfig',
+      cluster.kubeconfig,
+      '--create-service-account',
+      ...cluster.ssh(cluster.controlPlane),
+    ]);
+  });
+  afterAll(async () => {
+    hub?.kill('SIGTERM');
+    await hub?.catch(() => undefined);
+    await hosts?.teardown();
+  });
+
+  it('reaches the real API server through the tunnel: the nodes kubectl sees directly', async () => {
+    const connected = await waitFor('the cluster to be Connected at the hub', async () => {
+      const printed = await edgeadmOk(['hub', 'clusters', 'get', CLUSTER, '--json', '--hub-config', adminConfig]);
+      const view = JSON.parse(printed) as { state?: string; kubernetesVersion?: string };
+      return view.state === 'Connected' ? view : undefined;
+    });
+    expect(connected.state).toBe('Connected');
+    // The hub admin is impersonated too: the cluster's RBAC refuses it until it is bound (docs/guides/rollouts.md).
+    const unbound = await viaHub(['get', 'nodes']);
+    expect(unbound.exitCode).not.toBe(0);
+    expect(unbound.all).toMatch(/User "edgeadm-hub-admin" cannot list resource "nodes"/);
+    await cluster.kubectl([
+      'create',
+      'clusterrolebinding',
+      'edgeadm-hub-admin',
+      '--clusterrole=cluster-admin',
+      '--user=edgeadm-hub-admin',
+    ]);
+    const through = await waitFor('the ClusterRoleBinding to take effect', async () => {
+      const result = await viaHub(['get', 'nodes', '-o', 'jsonpath={.items[*].metadata.name}']);
+      return result.exitCode === 0 ? result : undefined;
+    });
+    const direct = await cluster.kubectl(['get', 'nodes', '-o', 'jsonpath={.items[*].metadata.name}']);
+    expect(through.stdout.split(' ').sort()).toEqual(direct.split(' ').sort());
+    expect(direct.split(' ')).toHaveLength(2);
+  });
+
+  it('impersonates a hub user on the cluster, so the real RBAC decides; a user of other clusters never reaches it', async () => {
+    const alice = join(work, 'alice.yaml');
+    await edgeadmOk([
+      'hub',
+      'user',
+      'create',
+      'alice',
+      '--clusters-selector',
+      'env=real',
+      '-o',
+      alice,
+      '--hub-config',
+      adminConfig,
+    ]);
+    const refused = await viaHub(['get', 'nodes'], alice);
+    expect(refused.exitCode).not.toBe(0);
+    expect(refused.all).toMatch(/User "alice" cannot list resource "nodes"/);
+    // A Role of this cluster's own lets her read ConfigMaps, and only that.
+    await cluster.kubectl([
+      'create',
+      'role',
+      'cm-reader',
+      '--verb=get,list,watch',
+      '--resource=configmaps',
+      '-n',
+      'default',
+    ]);
+    await cluster.kubectl(['create', 'rolebinding', 'alice-cm', '--role=cm-reader', '--user=alice', '-n', 'default']);
+    const allowed = await waitFor('the RoleBinding to take effect', async () => {
+      const result = await viaHub(['get', 'configmaps', '-n', 'default', '-o', 'name'], alice);
+      return result.exitCode === 0 ? result : undefined;
+    });
+    expect(allowed.stdout).toMatch(/configmap\/kube-root-ca\.crt/);
+
+    const bob = join(work, 'bob.yaml');
+    await edgeadmOk([
+      'hub',
+      'user',
+      'create',
+      'bob',
+      '--clusters-selector',
+      'env=other',
+      '-o',
+      bob,
+      '--hub-config',
+      adminConfig,
+    ]);
+    const outside = await viaHub(['get', 'configmaps', '-n', 'default'], bob);
+    expect(outside.exitCode).not.toBe(0);
+    expect(outside.all).not.toMatch(/kube-root-ca/);
+  });
+
+  it("runs a rollout's Deployment as real pods on the edge node; a scoped user cannot delete the admin's rollout", async () => {
+    const revision = await apply(rolloutDocument(RIG_WORKLOAD_IMAGE));
+    const done = await waitFor('the rollout to complete', async () => {
+      const view = await status();
+      return view.revision === revision && view.state === 'complete' ? view : undefined;
+    });
+    expect(done.state).toBe('complete');
+    const pods = await webPods();
+    expect(pods).toEqual([expect.objectContaining({ image: RIG_WORKLOAD_IMAGE, phase: 'Running', deleting: false })]);
+    const site = JSON.parse(await cluster.kubectl(['get', 'configmap', 'web-site', '-n', NAMESPACE, '-o', 'json'])) as {
+      data: Record<string, string>;
+    };
+    expect(site.data).toEqual({ site: CLUSTER });
+
+    const alice = join(work, 'alice.yaml');
+    const deleted = await edgeadm(['hub', 'rollout', 'delete', 'web', '--hub-config', alice]);
+    expect(deleted.exitCode).not.toBe(0);
+    expect(await cluster.kubectl(['get', 'deployment', 'web', '-n', NAMESPACE, '-o', 'name'])).toBe(
+      'deployment.apps/web',
+    );
+  });
+
+  it('rolls a revision whose image cannot be pulled back to the previous one, the running pod untouched', async () => {
+    const [before] = await webPods();
+    const failed = await apply(rolloutDocument(UNPULLABLE_IMAGE));
+    const appliedAt = Date.now();
+    // The gate fails at its deadline; the hub then applies the previous revision's document as a new revision.
+    const rollback = await waitFor(
+      'the hub to roll the failed revision back',
+      async () => {
+        const view = await status();
+        return view.revision === failed + 1 ? view : undefined;
+      },
+      250,
+    );
+    const rollbackStartedAt = Date.now();
+    const timeline: Array<{ at: number; seen: string }> = [];
+    expect(rollback.rollbackOf).toMatchObject({ revision: failed });
+    const back = await waitFor(
+      'the rolled-back revision to complete',
+      async () => {
+        const view = await status();
+        const row = view.clusters?.[0];
+        const seen = `r${view.revision} ${view.state}: ${row?.phase ?? JSON.stringify(view.counts)} ${row?.message ?? ''}`;
+        if (timeline.at(-1)?.seen !== seen) timeline.push({ at: (Date.now() - rollbackStartedAt) / 1000, seen });
+        return view.revision === failed + 1 && view.state === 'complete' ? view : undefined;
+      },
+      250,
+    );
+    const completedAt = Date.now();
+    console.log(timeline.map(({ at, seen }) => `  +${at.toFixed(1)} s ${seen}`).join('\n'));
+    expect(back.state).toBe('complete');
+    const deployment = JSON.parse(
+      await cluster.kubectl(['get', 'deployment', 'web', '-n', NAMESPACE, '-o', 'json']),
+    ) as {
+      spec: { template: { spec: { containers: Array<{ image: string }> } } };
+    };
+    expect(deployment.spec.template.spec.containers[0]!.image).toBe(RIG_WORKLOAD_IMAGE);
+    const running = await waitFor("only the first revision's pod", async () => {
+      const pods = await webPods();
+      return pods.length === 1 && !pods[0]!.deleting ? pods : undefined;
+    });
+    expect(running).toEqual([{ ...before!, phase: 'Running' }]);
+    console.log(
+      `rollback on real kubeadm: gate failed ${((rollbackStartedAt - appliedAt) / 1000).toFixed(1)} s after apply ` +
+        `(deadline ${DEADLINE_SECONDS} s); rolled back and complete ${((completedAt - rollbackStartedAt) / 1000).toFixed(1)} s after the gate failed`,
+    );
+  });
+
+  it("the baseline: with onFailure: halt, an operator's undo as soon as the watch reports the halt", async () => {
+    const [before] = await webPods();
+    const failed = await apply(rolloutDocument(UNPULLABLE_IMAGE, 'halt'));
+    const watched = await edgeadm([
+      'hub',
+      'rollout',
+      'status',
+      'web',
+      '--watch',
+      '--timeout',
+      '5m',
+      '--json',
+      '--hub-config',
+      adminConfig,
+    ]);
+    const haltedAt = Date.now();
+    expect(watched.exitCode, watched.all).toBe(5);
+    expect(JSON.parse(watched.stdout)).toMatchObject({ revision: failed, state: 'halted' });
+    const undone = JSON.parse(
+      await edgeadmOk(['hub', 'rollout', 'undo', 'web', '--json', '--hub-config', adminConfig]),
+    ) as {
+      revision: number;
+    };
+    expect(undone.revision).toBe(failed + 1);
+    await waitFor(
+      'the undone revision to complete',
+      async () => {
+        const view = await status();
+        return view.revision === undone.revision && view.state === 'complete' ? view : undefined;
+      },
+      250,
+    );
+    const completedAt = Date.now();
+    expect(await webPods()).toEqual([{ ...before!, phase: 'Running' }]);
+    console.log(
+      `halt + operator undo on real kubeadm: complete ${((completedAt - haltedAt) / 1000).toFixed(1)} s after the watch reported the halt`,
+    );
+  });
+
+  it("removes the rollout's objects from the real cluster when the admin deletes it", async () => {
+    await edgeadmOk(['hub', 'rollout', 'delete', 'web', '--hub-config', adminConfig]);
+    await waitFor('the Deployment and ConfigMap to be gone', async () => {
+      const left = await cluster.kubectl(['get', 'deployment,configmap', '-n', NAMESPACE, '-o', 'name']);
+      return left.split('\n').filter((line) => line.startsWith('deployment') || line.includes('web-site')).length === 0
+        ? true
+        : undefined;
+    });
+  });
+
+  it('leaves every host as it was before init once the agent is uninstalled and the hosts reset', async () => {
+    await cluster.edgeadm('uninstall the tunnel agent', ['agent', 'uninstall', ...cluster.ssh(cluster.controlPlane)]);
+    await edgeadmOk(['hub', 'clusters', 'delete', CLUSTER, '--hub-config', adminConfig]);
+    expect(await resetRealCluster(cluster)).toEqual(Object.fromEntries(hosts.targets.map((host) => [host.name, []])));
+  });
+});
