@@ -13,7 +13,6 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { pipeline } from 'node:stream';
 import { isClusterName } from '../kube/names.js';
 import { parseApiPath } from '../kube/api-path.js';
 import { forwardBody } from '../tunnel/forward-body.js';
@@ -34,7 +33,9 @@ import {
 import { authenticateUser, type HubContext } from './hub-context.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendStatus } from './http-replies.js';
 import { matchesSelector, parseLabelSelector } from '../kube/label-selector.js';
-import { HTTP_STREAM_IDLE_TIMEOUT_MS, MAX_PROXY_REQUEST_BODY_BYTES, UPGRADE_FLUSH_GRACE_MS } from './limits.js';
+import { HTTP_STREAM_IDLE_TIMEOUT_MS, MAX_PROXY_REQUEST_BODY_BYTES } from './limits.js';
+import { closeAfterFlush, relayBothWays } from '../tunnel/relay.js';
+import { UPGRADE_FLUSH_GRACE_MS } from '../tunnel/limits.js';
 import type { TLSSocket } from 'node:tls';
 import {
   forwardRequest,
@@ -346,27 +347,6 @@ export async function proxyRequest(
   else req.resume();
 }
 
-/**
- * Closes a client socket once the tunnel stream feeding it has closed. A
- * stream that ended normally has already ended the socket (the pipeline
- * does), but its last bytes may still wait in the socket's write buffer: an
- * exec's exit status is the last frame, and destroying the socket now would
- * drop it (the client then reports exit code 1, whatever the command
- * returned). Such a socket closes by itself once flushed; it is destroyed
- * only if that takes longer than `graceMs`. A socket not ended (the stream
- * was reset) is destroyed at once.
- */
-export function closeAfterFlush(socket: Duplex, graceMs: number): void {
-  if (socket.destroyed) return;
-  if (!socket.writableEnded) {
-    socket.destroy();
-    return;
-  }
-  const grace = setTimeout(() => socket.destroy(), graceMs);
-  grace.unref();
-  socket.once('close', () => clearTimeout(grace));
-}
-
 /** Serves one upgrade (exec, attach, port-forward). */
 export async function proxyUpgrade(
   context: HubContext,
@@ -423,8 +403,7 @@ export async function proxyUpgrade(
     if (head.length > 0) stream.write(head);
     stream.on('data', (chunk: Buffer) => (context.metrics.bytesFromAgents += chunk.length));
     socket.on('data', (chunk: Buffer) => (context.metrics.bytesToAgents += chunk.length));
-    pipeline(socket, stream, () => {});
-    pipeline(stream, socket, () => {});
+    relayBothWays(socket, stream);
   });
   stream.on('error', () => socket.destroy());
   stream.on('close', () => {

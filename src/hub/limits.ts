@@ -75,12 +75,6 @@ export const HTTP_STREAM_IDLE_TIMEOUT_MS = 4 * 3600_000;
 /** How long a graceful shutdown waits before closing what is left. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 /**
- * How long an upgraded connection (exec, attach, port-forward) whose tunnel
- * stream has ended may take to hand its last bytes to the client (an exec's
- * exit status is the last frame) before the socket is destroyed.
- */
-export const UPGRADE_FLUSH_GRACE_MS = 10_000;
-/**
  * Most listeners an upgraded connection's socket (exec, attach,
  * port-forward) may carry before Node warns of a leak. Each such socket
  * legitimately holds more than Node's default of 10 'close' listeners: TLS,

@@ -110,3 +110,10 @@ export const TUNNEL_REFUSALS_BEFORE_STOP = 3;
  * each is a place to dial.
  */
 export const HUB_ADDRESS_LOOKUP_TIMEOUT_MS = 5_000;
+/**
+ * How long one end of an upgraded connection (exec, attach, port-forward)
+ * whose other end has closed may take to hand over its last bytes (an exec's
+ * exit status is the last frame; stdin's last bytes go the other way) before
+ * it is destroyed.
+ */
+export const UPGRADE_FLUSH_GRACE_MS = 10_000;

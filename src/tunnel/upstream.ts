@@ -25,7 +25,8 @@ import { parseApiPath, type ApiPath } from '../kube/api-path.js';
 import { readKubeconfigFile, type KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
 import { forwardBody } from './forward-body.js';
-import { UPSTREAM_ANSWER_SWEEP_MS, UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
+import { UPGRADE_FLUSH_GRACE_MS, UPSTREAM_ANSWER_SWEEP_MS, UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
+import { closeAfterFlush, relayBothWays } from './relay.js';
 import {
   decodeUpgradeRequest,
   forwardableRequestHeaderList,
@@ -469,15 +470,15 @@ export class Upstream {
       }
       socket.write(head);
       stream.respond({ ':status': 200 });
-      pipeline(stream, socket, () => {});
-      pipeline(socket, stream, () => {});
+      relayBothWays(stream, socket);
     });
     socket.once('error', (error) => {
       clearTimeout(timer);
       this.#logger.debug(`upstream upgrade failed: ${error.message}`);
       this.#refuse(stream, 502, 'BadGateway', describeUpstreamFailure(error), UPSTREAM_UNREACHABLE_CODE);
     });
-    stream.on('close', () => socket.destroy());
+    // The hub's end: what the API server still has to be sent goes first (stdin's last bytes).
+    stream.on('close', () => closeAfterFlush(socket, UPGRADE_FLUSH_GRACE_MS));
   }
 
   /** Appends the agent's credentials and the impersonation headers for `identity` to a flat header list. */

@@ -24,7 +24,7 @@ import { execa, type ResultPromise } from 'execa';
 import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resetRealCluster, startRealCluster, type RealCluster } from '../support/real/main-job.js';
-import { builtSet, realEdgeadm, RIG_WORKLOAD_IMAGE } from '../support/real/rig.js';
+import { builtSet, realEdgeadm, rigKubeadmPackage, RIG_WORKLOAD_IMAGE } from '../support/real/rig.js';
 import { startTestHosts, type TestHosts } from '../support/test-hosts.js';
 
 const CLUSTER = 'site-real';
@@ -104,7 +104,12 @@ function rolloutDocument(image: string, onFailure: 'rollback' | 'halt' = 'rollba
                     name: 'web',
                     image,
                     imagePullPolicy: 'IfNotPresent',
-                    command: ['/bin/sh', '-c', 'while :; do sleep 5; done'],
+                    command: [
+                      '/bin/sh',
+                      '-c',
+                      'echo "served by $(hostname)" > /tmp/index.html; httpd -p 8080 -h /tmp; ' +
+                        'while :; do echo "tick $(date +%s)"; sleep 1; done',
+                    ],
                   },
                 ],
               },
@@ -325,6 +330,120 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
     expect(await cluster.kubectl(['get', 'deployment', 'web', '-n', NAMESPACE, '-o', 'name'])).toBe(
       'deployment.apps/web',
     );
+  });
+
+  it("reaches the rollout's pod through the tunnel: kubectl logs -f, exec and port-forward", async () => {
+    const pod = (
+      await cluster.kubectl([
+        'get',
+        'pods',
+        '-n',
+        NAMESPACE,
+        '-l',
+        'app=web',
+        '-o',
+        'jsonpath={.items[0].metadata.name}',
+      ])
+    ).trim();
+    const hubKubectl = (args: string[]) =>
+      execa(binary, ['kubectl', '--hub-config', adminConfig, '--cluster', CLUSTER, '--', ...args], {
+        env: env(),
+        all: true,
+        reject: false,
+      });
+
+    const follow = hubKubectl(['logs', '-f', '-n', NAMESPACE, pod]);
+    let followed = '';
+    follow.all?.on('data', (chunk: Buffer) => (followed += chunk.toString()));
+    // Lines written after the stream opened: the follow is live, not one read of the log.
+    const firstSeen = await waitFor(
+      'kubectl logs -f to print a tick',
+      async () => /tick (\d+)/.exec(followed)?.[1],
+      250,
+    );
+    await waitFor(
+      'kubectl logs -f to print a later tick',
+      async () =>
+        [...followed.matchAll(/tick (\d+)/g)].some((m) => Number(m[1]) >= Number(firstSeen) + 2) ? true : undefined,
+      250,
+    );
+    follow.kill('SIGTERM');
+    await follow.catch(() => undefined);
+
+    const exec = await hubKubectl(['exec', '-n', NAMESPACE, pod, '--', 'cat', '/tmp/index.html']);
+    expect(exec.exitCode, exec.all).toBe(0);
+    expect(exec.stdout.trim()).toBe(`served by ${pod}`);
+
+    const localPort = await freePort('127.0.0.1');
+    const forward = hubKubectl(['port-forward', '-n', NAMESPACE, `pod/${pod}`, `${localPort}:8080`]);
+    let forwarded = '';
+    forward.all?.on('data', (chunk: Buffer) => (forwarded += chunk.toString()));
+    try {
+      await waitFor(
+        'kubectl port-forward to listen',
+        async () => (/Forwarding from 127\.0\.0\.1/.test(forwarded) ? true : undefined),
+        250,
+      );
+      const page = await fetch(`http://127.0.0.1:${localPort}/index.html`);
+      expect(page.status).toBe(200);
+      expect((await page.text()).trim()).toBe(`served by ${pod}`);
+    } finally {
+      forward.kill('SIGTERM');
+      await forward.catch(() => undefined);
+    }
+  });
+
+  it('reads the real cluster for upgrade plan, and host check reports the running control plane', async () => {
+    const plan = JSON.parse(
+      await cluster.edgeadm('upgrade plan', ['upgrade', 'plan', ...cluster.ssh(cluster.controlPlane), '--json']),
+    ) as { distribution: string; controlPlanes: number; nodes: number; edgeNodes: number; apiServerVersion: string };
+    expect(plan).toMatchObject({
+      distribution: 'kubeadm',
+      controlPlanes: 1,
+      // The nodes besides the control planes.
+      nodes: 1,
+      edgeNodes: 1,
+      apiServerVersion: cluster.kubernetesVersion,
+    });
+    const pkg = await rigKubeadmPackage();
+    const same = await edgeadm([
+      'upgrade',
+      'plan',
+      ...cluster.ssh(cluster.controlPlane),
+      '--install-pkg-path',
+      pkg.file,
+      '--json',
+    ]);
+    expect(same.exitCode).not.toBe(0);
+    expect(JSON.parse(same.stdout)).toMatchObject({ error: { code: 'E_UPGRADE_SAME_VERSION' } });
+
+    const checked = await edgeadm([
+      'host',
+      'check',
+      ...cluster.ssh(cluster.controlPlane),
+      '--role',
+      'control-plane',
+      '--json',
+    ]);
+    const report = JSON.parse(checked.stdout) as {
+      isFit: boolean;
+      checks: Array<{ id?: string; status: string; reason?: string }>;
+    };
+    console.log(
+      `host check on the running control plane (exit ${checked.exitCode}):\n` +
+        report.checks
+          .filter((check) => check.status !== 'pass')
+          .map((check) => `  ${JSON.stringify(check)}`)
+          .join('\n'),
+    );
+    // The ports the running control plane holds count as its own, by the state edgeadm keeps and the live service.
+    expect(checked.exitCode, checked.all).toBe(0);
+    expect(report.isFit).toBe(true);
+    const ports = report.checks.filter((check) => check.id?.startsWith('port-'));
+    expect(ports.length).toBeGreaterThan(0);
+    expect(
+      ports.filter((check) => check.status === 'pass' && /which edgeadm installed/.test(check.reason ?? '')),
+    ).not.toEqual([]);
   });
 
   it('rolls a revision whose image cannot be pulled back to the previous one, the running pod untouched', async () => {
