@@ -17,6 +17,7 @@ import { DryRunHost } from '../hosts/dry-run-host.js';
 import { execOrThrow, type Host } from '../hosts/host.js';
 import type { Logger } from '../log/run-log.js';
 import type { Phase } from '../workflow/phase.js';
+import { AGENT_UNIT_NAME } from '../registration/agent-install.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import type { Distribution } from './distributions/distribution.js';
 import { DEFAULT_DISTRIBUTION, distributionFor } from './distributions/index.js';
@@ -221,6 +222,22 @@ export function resetPhases(): Phase<ResetData>[] {
           sudo: true,
           description: `remove ${ctx.distribution.name}'s network interfaces (cni0, flannel.1) and iptables rules, if any`,
         });
+        return 'unchanged';
+      },
+    },
+    {
+      name: 'check-tunnel-agent',
+      summary:
+        'Say whether a tunnel agent register-cloud installed still runs here (reset leaves it to agent uninstall)',
+      async run(ctx) {
+        const unitFile = ctx.serviceManager.filesOf(AGENT_UNIT_NAME)[0];
+        if (unitFile === undefined || ctx.isDryRun || !(await ctx.host.exists(unitFile, { sudo: true }))) {
+          return 'unchanged';
+        }
+        ctx.say(
+          `warning: ${AGENT_UNIT_NAME} (register-cloud's tunnel agent) is still installed: the cluster it serves is gone. ` +
+            'Remove it with "edgeadm agent uninstall" (same --host), and revoke it at the hub with "edgeadm hub clusters delete NAME".',
+        );
         return 'unchanged';
       },
     },

@@ -23,7 +23,8 @@ import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resetRealCluster, startRealCluster, type RealCluster } from '../support/real/main-job.js';
+import { hostSnapshot, snapshotDifference } from '../support/real/cluster-hosts.js';
+import { startRealCluster, type RealCluster } from '../support/real/main-job.js';
 import { builtSet, realEdgeadm, rigKubeadmPackage, RIG_WORKLOAD_IMAGE } from '../support/real/rig.js';
 import { startTestHosts, type TestHosts } from '../support/test-hosts.js';
 
@@ -542,9 +543,21 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
     });
   });
 
-  it('leaves every host as it was before init once the agent is uninstalled and the hosts reset', async () => {
+  it('says at reset that the tunnel agent is still installed; agent uninstall then leaves every host as before', async () => {
+    const [edge] = cluster.edges;
+    await cluster.edgeadm(`reset ${edge!.name}`, ['reset', ...cluster.ssh(edge!), '--force']);
+    const printed = await cluster.edgeadm(`reset ${cluster.controlPlane.name}`, [
+      'reset',
+      ...cluster.ssh(cluster.controlPlane),
+      '--force',
+    ]);
+    expect(printed).toMatch(/edgeadm-tunnel-agent\.service .* is still installed.*edgeadm agent uninstall/s);
     await cluster.edgeadm('uninstall the tunnel agent', ['agent', 'uninstall', ...cluster.ssh(cluster.controlPlane)]);
     await edgeadmOk(['hub', 'clusters', 'delete', CLUSTER, '--hub-config', adminConfig]);
-    expect(await resetRealCluster(cluster)).toEqual(Object.fromEntries(hosts.targets.map((host) => [host.name, []])));
+    const leftovers: Record<string, string[]> = {};
+    for (const host of hosts.targets) {
+      leftovers[host.name] = snapshotDifference(cluster.before.get(host.name)!, await hostSnapshot(hosts, host));
+    }
+    expect(leftovers).toEqual(Object.fromEntries(hosts.targets.map((host) => [host.name, []])));
   });
 });
