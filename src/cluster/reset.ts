@@ -25,6 +25,7 @@ import { EDGE_KUBELET_KUBECONFIG } from './edge-node-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
 import {
+  DIRECT_SERVICE_DIR,
   DirectServiceManager,
   SystemdServiceManager,
   serviceFilesOf,
@@ -52,6 +53,23 @@ function quote(value: string): string {
 
 function holdsState(dir: string): boolean {
   return STATE_FILE.startsWith(`${dir}/`);
+}
+
+/**
+ * Whether a directory init created is shared with services init did not
+ * start: the direct service manager's directory and its parents
+ * (register-cloud's tunnel agent keeps its launcher and pid file there, and
+ * its data beside them). Such a directory is never removed whole: init's own
+ * files in it are recorded and removed one by one, and the directory goes
+ * only once empty.
+ */
+function isShared(dir: string): boolean {
+  return dir === DIRECT_SERVICE_DIR || DIRECT_SERVICE_DIR.startsWith(`${dir}/`);
+}
+
+/** The recorded directories reset removes whole (the outermost of each tree), deepest first; none shared. */
+function ownedDirectories(state: InstallState): string[] {
+  return directoriesToRemove(state.directories.filter((dir) => !isShared(dir)));
 }
 
 /** Removes a path; a directory that is a mount point is emptied instead. */
@@ -135,6 +153,23 @@ export function stopWorkloadsScript(mountRoots: readonly string[]): string {
  */
 export const UPGRADE_STATE_DIR = '/var/lib/edgeadm/upgrade';
 
+/** Says whether register-cloud's tunnel agent is still installed: it is not init's to remove. */
+const checkTunnelAgentPhase: Phase<ResetData> = {
+  name: 'check-tunnel-agent',
+  summary: 'Say whether a tunnel agent register-cloud installed still runs here (reset leaves it to agent uninstall)',
+  async run(ctx) {
+    const unitFile = ctx.serviceManager.filesOf(AGENT_UNIT_NAME)[0];
+    if (unitFile === undefined || ctx.isDryRun || !(await ctx.host.exists(unitFile, { sudo: true }))) {
+      return 'unchanged';
+    }
+    ctx.say(
+      `warning: ${AGENT_UNIT_NAME} (register-cloud's tunnel agent) is still installed: the cluster it serves is gone. ` +
+        'Remove it with "edgeadm agent uninstall" (same --host), and revoke it at the hub with "edgeadm hub clusters delete NAME".',
+    );
+    return 'unchanged';
+  },
+};
+
 /** The reset phase tree. */
 export function resetPhases(): Phase<ResetData>[] {
   return [
@@ -198,7 +233,7 @@ export function resetPhases(): Phase<ResetData>[] {
       async run(ctx) {
         const files = ctx.state.files.filter((file) => file !== STATE_FILE);
         // Directories holding the state go last (remove-state), so that an interrupted reset can be re-run.
-        const recorded = directoriesToRemove(ctx.state.directories);
+        const recorded = ownedDirectories(ctx.state);
         const directories = recorded.filter((dir) => !holdsState(dir));
         if (!recorded.some((dir) => UPGRADE_STATE_DIR.startsWith(`${dir}/`))) directories.push(UPGRADE_STATE_DIR);
         const existing: string[] = [];
@@ -225,31 +260,24 @@ export function resetPhases(): Phase<ResetData>[] {
         return 'unchanged';
       },
     },
-    {
-      name: 'check-tunnel-agent',
-      summary:
-        'Say whether a tunnel agent register-cloud installed still runs here (reset leaves it to agent uninstall)',
-      async run(ctx) {
-        const unitFile = ctx.serviceManager.filesOf(AGENT_UNIT_NAME)[0];
-        if (unitFile === undefined || ctx.isDryRun || !(await ctx.host.exists(unitFile, { sudo: true }))) {
-          return 'unchanged';
-        }
-        ctx.say(
-          `warning: ${AGENT_UNIT_NAME} (register-cloud's tunnel agent) is still installed: the cluster it serves is gone. ` +
-            'Remove it with "edgeadm agent uninstall" (same --host), and revoke it at the hub with "edgeadm hub clusters delete NAME".',
-        );
-        return 'unchanged';
-      },
-    },
+    checkTunnelAgentPhase,
     {
       name: 'remove-state',
       summary: 'Remove the install state',
       async run(ctx) {
         if (!ctx.isDryRun && !(await ctx.host.exists(STATE_FILE, { sudo: true }))) return 'unchanged';
-        const paths = [STATE_FILE, ...directoriesToRemove(ctx.state.directories).filter(holdsState)];
+        const paths = [STATE_FILE, ...ownedDirectories(ctx.state).filter(holdsState)];
         for (const path of paths) {
           await execOrThrow(ctx.host, `rm -rf ${quote(path)}`, { sudo: true, description: `remove ${path}` });
           ctx.removed.push(path);
+        }
+        // Shared directories last, deepest first, each only if nothing but init's own files was in it.
+        const shared = [...new Set(ctx.state.directories.filter(isShared))].sort((a, b) => b.length - a.length);
+        for (const dir of shared) {
+          const removed = await ctx.host.exec(`rmdir ${quote(dir)} 2>/dev/null && echo removed || true`, {
+            sudo: true,
+          });
+          if (removed.stdout.trim() === 'removed') ctx.removed.push(dir);
         }
         return 'changed';
       },

@@ -546,11 +546,11 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
   it('says at reset that the tunnel agent is still installed; agent uninstall then leaves every host as before', async () => {
     const [edge] = cluster.edges;
     await cluster.edgeadm(`reset ${edge!.name}`, ['reset', ...cluster.ssh(edge!), '--force']);
-    const printed = await cluster.edgeadm(`reset ${cluster.controlPlane.name}`, [
-      'reset',
-      ...cluster.ssh(cluster.controlPlane),
-      '--force',
-    ]);
+    const printed = await cluster.edgeadm(
+      `reset ${cluster.controlPlane.name}`,
+      ['reset', ...cluster.ssh(cluster.controlPlane), '--force'],
+      { all: true },
+    );
     expect(printed).toMatch(/edgeadm-tunnel-agent\.service .* is still installed.*edgeadm agent uninstall/s);
     await cluster.edgeadm('uninstall the tunnel agent', ['agent', 'uninstall', ...cluster.ssh(cluster.controlPlane)]);
     await edgeadmOk(['hub', 'clusters', 'delete', CLUSTER, '--hub-config', adminConfig]);

@@ -114,8 +114,8 @@ export interface RealCluster {
   kubeconfig: string;
   /** Runs the rig's kubectl (same version as the cluster); throws on failure. With a title, reported. */
   kubectl(args: string[], title?: string): Promise<string>;
-  /** Runs edgeadm as the operator; throws with its output on failure. */
-  edgeadm(title: string, args: string[]): Promise<string>;
+  /** Runs edgeadm as the operator: its stdout (with `all`, stdout and stderr as printed); throws with its output on failure. */
+  edgeadm(title: string, args: string[], options?: { all?: boolean }): Promise<string>;
   /** The SSH flags that reach `host`. */
   ssh(host: TestHost): string[];
   /** Each host as it was before init. */
@@ -155,12 +155,12 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     '--ssh-known-hosts',
     hosts.knownHostsFile,
   ];
-  const edgeadm = async (title: string, args: string[]): Promise<string> => {
+  const edgeadm = async (title: string, args: string[], printed: { all?: boolean } = {}): Promise<string> => {
     reporter.step(title, `edgeadm ${args.join(' ')}`);
     const result = await execa(options.edgeadm[0], [...options.edgeadm[1], ...args], { env, all: true, reject: false });
     reporter.output(result.all ?? '');
     if (result.exitCode !== 0) throw new Error(`edgeadm ${args[0]} failed (${result.exitCode}):\n${result.all}`);
-    return result.stdout;
+    return printed.all ? (result.all ?? '') : result.stdout;
   };
   const kubectl = async (args: string[], title?: string): Promise<string> => {
     if (title) reporter.step(title, `kubectl ${args.join(' ')}`);
