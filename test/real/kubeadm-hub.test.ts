@@ -26,12 +26,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostSnapshot, snapshotDifference } from '../support/real/cluster-hosts.js';
 import { startRealCluster, type RealCluster } from '../support/real/main-job.js';
 import { builtSet, realEdgeadm, rigKubeadmPackage, RIG_WORKLOAD_IMAGE } from '../support/real/rig.js';
+import { startSimApiServer, UNPULLABLE_IMAGE_REGISTRY } from '../support/sim-apiserver/index.js';
 import { startTestHosts, type TestHosts } from '../support/test-hosts.js';
+import { readinessOf } from '../../src/rollout/readiness.js';
 
 const CLUSTER = 'site-real';
 const NAMESPACE = 'shop';
-/** An image no registry can serve here (the machine has no registry): its pull fails. */
-const UNPULLABLE_IMAGE = 'registry.invalid/web:2';
+/** An image no registry serves (`.invalid` never resolves): its pull fails, and the simulated API server says so too. */
+const UNPULLABLE_IMAGE = `${UNPULLABLE_IMAGE_REGISTRY}/web:2`;
 /** The gate's deadline of the rollout: a copy not ready this long after its apply fails. */
 const DEADLINE_SECONDS = 20;
 const EVENT_TIMEOUT_MS = 5 * 60_000;
@@ -129,6 +131,47 @@ function rolloutDocument(image: string, onFailure: 'rollback' | 'halt' = 'rollba
       },
     },
   };
+}
+
+/** The differential's Deployment: one replica on the edge node, a short progress deadline. */
+function differentialDeployment(image: string): Record<string, unknown> {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'diff', namespace: 'default' },
+    spec: {
+      replicas: 1,
+      progressDeadlineSeconds: 15,
+      selector: { matchLabels: { app: 'diff' } },
+      template: {
+        metadata: { labels: { app: 'diff' } },
+        spec: {
+          nodeSelector: { 'edgeadm.io/edge': 'true' },
+          tolerations: [{ key: 'edgeadm.io/edge', operator: 'Exists', effect: 'NoSchedule' }],
+          terminationGracePeriodSeconds: 2,
+          automountServiceAccountToken: false,
+          containers: [
+            {
+              name: 'main',
+              image,
+              imagePullPolicy: 'IfNotPresent',
+              command: ['/bin/sh', '-c', 'while :; do sleep 5; done'],
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/** The rig's kubectl with another kubeconfig. */
+async function kubectlWith(kubeconfig: string, args: string[]): Promise<string> {
+  const result = await execa(join(builtSet('kubernetes').dir, 'kubectl'), ['--kubeconfig', kubeconfig, ...args], {
+    all: true,
+    reject: false,
+  });
+  if (result.exitCode !== 0) throw new Error(`kubectl ${args.join(' ')} (${result.exitCode}):\n${result.all}`);
+  return result.stdout;
 }
 
 describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
@@ -541,6 +584,49 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
         ? true
         : undefined;
     });
+  });
+
+  it("differential: the simulated API server's Deployment status gives the verdicts the real controllers give", async () => {
+    // The rollout suites read workload readiness from the simulated controllers; here one Deployment goes through
+    // ready → an image that cannot be pulled → fixed, on the real cluster and on the simulation, and edgeadm's
+    // readiness verdict (what a rollout's gate sees) is compared at each settled state.
+    const sim = await startSimApiServer({ workloadControllers: { stepMs: 200, progressDeadlineMs: 3_000 } });
+    try {
+      const simConfig = join(work, 'sim.kubeconfig');
+      writeFileSync(simConfig, sim.kubeconfig(), { mode: 0o600 });
+      const kubectlOn = async (config: string | undefined, args: string[]): Promise<string> =>
+        config === undefined ? cluster.kubectl(args) : kubectlWith(config, args);
+      const sides = { real: undefined, simulated: simConfig } as const;
+      const verdicts: Record<string, Record<string, string>> = { real: {}, simulated: {} };
+      for (const [step, image] of [
+        ['ready', RIG_WORKLOAD_IMAGE],
+        ['unpullable', `${UNPULLABLE_IMAGE_REGISTRY}/web:2`],
+        ['fixed', RIG_WORKLOAD_IMAGE],
+      ] as const) {
+        const file = join(work, `diff-${step}.json`);
+        writeFileSync(file, JSON.stringify(differentialDeployment(image)));
+        for (const [side, config] of Object.entries(sides)) {
+          await kubectlOn(config, ['apply', '--server-side', '--field-manager', 'edgeadm-rollout', '-f', file]);
+          const wanted = step === 'unpullable' ? 'failed' : 'ready';
+          const settled = await waitFor(`${side}: the Deployment to settle as ${wanted} (${step})`, async () => {
+            const object = JSON.parse(
+              await kubectlOn(config, ['get', 'deployment', 'diff', '-n', 'default', '-o', 'json']),
+            );
+            const verdict = readinessOf(object as Record<string, unknown>);
+            return verdict.state === wanted ? verdict : undefined;
+          });
+          verdicts[side]![step] =
+            settled.state === 'ready'
+              ? 'ready'
+              : `${settled.state}: ${/progress deadline/.test(settled.message) ? 'progress deadline' : settled.message}`;
+        }
+      }
+      expect(verdicts.simulated).toEqual(verdicts.real);
+      expect(verdicts.real).toEqual({ ready: 'ready', unpullable: 'failed: progress deadline', fixed: 'ready' });
+    } finally {
+      await sim.stop();
+      await cluster.kubectl(['delete', 'deployment', 'diff', '-n', 'default', '--ignore-not-found']);
+    }
   });
 
   it('says at reset that the tunnel agent is still installed; agent uninstall then leaves every host as before', async () => {
