@@ -256,7 +256,12 @@ function validateFile(value: unknown, field: string, limits: PackageLimits): Pac
   }
   // The signature cannot be listed in what it signs.
   if (path === SIGNATURE_ENTRY_PATH || path.startsWith(`${SIGNATURE_ENTRY_PATH}/`)) {
-    throw manifestError(`${field}.path`, `${SIGNATURE_ENTRY_PATH} is reserved for the package's signature`, undefined, path);
+    throw manifestError(
+      `${field}.path`,
+      `${SIGNATURE_ENTRY_PATH} is reserved for the package's signature`,
+      undefined,
+      path,
+    );
   }
   const sha256 = requireString(file, 'sha256', SHA256, '64 lowercase hex digits', `${field}.`, path);
   const size = file.size;

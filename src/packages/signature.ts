@@ -65,7 +65,9 @@ export type SignerCheck =
 /** The line every command prints when no key is pinned: loud, since the package could come from anyone. */
 export function uncheckedOriginWarning(packageName: string, signer: SignerCheck): string | undefined {
   if (signer.isChecked) return undefined;
-  const what = signer.isSigned ? 'is signed, but no trusted key is pinned' : 'is not signed and no trusted key is pinned';
+  const what = signer.isSigned
+    ? 'is signed, but no trusted key is pinned'
+    : 'is not signed and no trusted key is pinned';
   return (
     `WARNING: the origin of package ${packageName} is NOT checked: it ${what}. ` +
     'Anyone who could write the package could have replaced its files and manifest. ' +

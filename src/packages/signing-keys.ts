@@ -249,14 +249,21 @@ function readKeyFile(file: string, what: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (error) {
-    throw keyError(`cannot read ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, undefined, error);
+    throw keyError(
+      `cannot read ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+      undefined,
+      error,
+    );
   }
 }
 
 function requireP256(key: KeyObject, source: string): void {
   const curve = key.asymmetricKeyType === 'ec' ? key.asymmetricKeyDetails?.namedCurve : undefined;
   if (curve !== CURVE) {
-    const what = key.asymmetricKeyType === 'ec' ? `an EC key on ${curve ?? 'an unknown curve'}` : `a ${key.asymmetricKeyType ?? 'unknown'} key`;
+    const what =
+      key.asymmetricKeyType === 'ec'
+        ? `an EC key on ${curve ?? 'an unknown curve'}`
+        : `a ${key.asymmetricKeyType ?? 'unknown'} key`;
     throw keyError(`${source} is ${what}; package signatures use ECDSA P-256 keys only`, [
       'Make a key pair with "edgeadm package keygen" (or "cosign generate-key-pair", whose keys are P-256 too).',
     ]);
