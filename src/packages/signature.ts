@@ -42,7 +42,7 @@ export interface PackageTrust {
 }
 
 /** No key pinned. */
-export const UNPINNED_TRUST: PackageTrust = Object.freeze({ keys: [] }) as PackageTrust;
+export const UNPINNED_TRUST: PackageTrust = Object.freeze({ keys: [] });
 
 /** What is known about who made a package. */
 export type SignerCheck =

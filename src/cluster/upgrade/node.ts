@@ -32,7 +32,8 @@ import { selectServiceManager, type ServiceManagerKind } from '../../hosts/servi
 import { KubeClient } from '../../kube/client.js';
 import { kubeCredentialsOf } from '../../kube/kubeconfig.js';
 import { edgeadmHome, type Logger } from '../../log/run-log.js';
-import { resolvePackageSource, type ResolvedPackage } from '../../packages/source.js';
+import type { ResolvedPackage } from '../../packages/source.js';
+import { resolveTrustedPackage } from '../../packages/package-trust.js';
 import type { WorkflowEventSink } from '../../workflow/events.js';
 import type { Phase } from '../../workflow/phase.js';
 import type { Distribution } from '../distributions/distribution.js';
@@ -161,7 +162,11 @@ export async function upgradeNode(
 ): Promise<UpgradeNodeResult> {
   const pkg =
     options.resolvedPackage ??
-    (await resolvePackageSource(request.packageSource, { cacheDir: join(edgeadmHome(), 'packages') }));
+    (await resolveTrustedPackage(request.packageSource, {
+      cacheDir: join(edgeadmHome(), 'packages'),
+      trustedKeyFiles: request.trustedKeyFiles,
+      warn: options.onLine,
+    }));
   const target = parseKubeVersion(pkg.manifest.kubernetesVersion, `package ${pkg.manifest.name}`);
   const controlPlane =
     options.controlPlaneHost ?? (await connectHost({ ...request.controlPlane, logger: options.logger }));
