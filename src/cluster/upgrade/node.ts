@@ -86,6 +86,15 @@ export interface UpgradeNodeOptions {
   resolvedPackage?: ResolvedPackage;
 }
 
+/** The request's package, verified against its trusted keys on this machine. */
+function verifiedPackageOf(request: UpgradeNodeRequest, options: UpgradeNodeOptions): Promise<ResolvedPackage> {
+  return resolveTrustedPackage(request.packageSource, {
+    cacheDir: join(edgeadmHome(), 'packages'),
+    trustedKeyFiles: request.trustedKeyFiles,
+    warn: options.onLine,
+  });
+}
+
 /** The admin client of the control plane, reachable from this machine. */
 async function adminClient(controlPlane: Host, distribution: Distribution): Promise<KubeClient> {
   const text = await readHostFile(controlPlane, distribution.adminKubeconfigPath);
@@ -160,13 +169,7 @@ export async function upgradeNode(
   request: UpgradeNodeRequest,
   options: UpgradeNodeOptions,
 ): Promise<UpgradeNodeResult> {
-  const pkg =
-    options.resolvedPackage ??
-    (await resolveTrustedPackage(request.packageSource, {
-      cacheDir: join(edgeadmHome(), 'packages'),
-      trustedKeyFiles: request.trustedKeyFiles,
-      warn: options.onLine,
-    }));
+  const pkg = options.resolvedPackage ?? (await verifiedPackageOf(request, options));
   const target = parseKubeVersion(pkg.manifest.kubernetesVersion, `package ${pkg.manifest.name}`);
   const controlPlane =
     options.controlPlaneHost ?? (await connectHost({ ...request.controlPlane, logger: options.logger }));
