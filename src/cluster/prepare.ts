@@ -33,8 +33,8 @@ export interface PrepareNodeOptions {
   resolvedPackage?: ResolvedPackage;
   /** Public key files allowed to sign the package (read here, before any host); none: its origin is not checked. */
   trustedKeyFiles?: readonly string[];
-  /** Where the loud line goes when the package's origin is not checked. */
-  onLine?: (line: string) => void;
+  /** Where the loud line goes when the package's origin is not checked (besides the run log). */
+  onWarning?: ((line: string) => void) | undefined;
   requestedServiceManager: ServiceManagerKind | undefined;
   logger: Logger;
 }
@@ -63,8 +63,8 @@ export async function prepareNode(options: PrepareNodeOptions): Promise<Prepared
       cacheDir: join(edgeadmHome(), 'packages'),
       trustedKeyFiles: options.trustedKeyFiles,
       warn: (line) => {
-        options.logger.warn(line);
-        options.onLine?.(line);
+        if (options.onWarning) options.onWarning(line);
+        else options.logger.warn(line);
       },
     }));
   if (pkg.manifest.distribution !== distribution.name) {
@@ -96,6 +96,8 @@ export interface NodeHostOptions {
   requestedServiceManager: ServiceManagerKind | undefined;
   logger: Logger;
   onLine: (line: string) => void;
+  /** Warnings a person must see whatever the output mode (the package's unchecked origin); `onLine` when absent. */
+  onWarning?: (line: string) => void;
   onEvent?: WorkflowEventSink;
 }
 
@@ -114,7 +116,7 @@ export async function withPreparedNode<R>(
     distribution: request.distribution,
     installPackage: request.installPackage,
     trustedKeyFiles: request.trustedKeyFiles,
-    onLine: options.onLine,
+    onWarning: options.onWarning ?? options.onLine,
     requestedServiceManager: options.requestedServiceManager,
     logger: options.logger,
   });

@@ -300,6 +300,8 @@ export interface ApplyUpgradeOptions {
   logger: Logger;
   requestedServiceManager: ServiceManagerKind | undefined;
   onLine: (line: string) => void;
+  /** Warnings a person must see whatever the output mode (the package's unchecked origin); `onLine` when absent. */
+  onWarning?: (line: string) => void;
   onEvent?: WorkflowEventSink;
 }
 
@@ -356,7 +358,7 @@ export async function applyUpgrade(
   const pkg = await resolveTrustedPackage(request.packageSource, {
     cacheDir: join(edgeadmHome(), 'packages'),
     trustedKeyFiles: request.trustedKeyFiles,
-    warn: options.onLine,
+    warn: options.onWarning ?? options.onLine,
   });
   const target = parseKubeVersion(pkg.manifest.kubernetesVersion, `package ${pkg.manifest.name}`);
   const real = await connectHost({ ...request.connect, logger: options.logger });

@@ -79,6 +79,8 @@ export interface UpgradeNodeOptions {
   logger: Logger;
   requestedServiceManager: ServiceManagerKind | undefined;
   onLine: (line: string) => void;
+  /** Warnings a person must see whatever the output mode (the package's unchecked origin); `onLine` when absent. */
+  onWarning?: (line: string) => void;
   onEvent?: WorkflowEventSink;
   /** A connection to the control plane to use (not closed here): `fleet upgrade` shares one. */
   controlPlaneHost?: Host;
@@ -91,7 +93,7 @@ function verifiedPackageOf(request: UpgradeNodeRequest, options: UpgradeNodeOpti
   return resolveTrustedPackage(request.packageSource, {
     cacheDir: join(edgeadmHome(), 'packages'),
     trustedKeyFiles: request.trustedKeyFiles,
-    warn: options.onLine,
+    warn: options.onWarning ?? options.onLine,
   });
 }
 

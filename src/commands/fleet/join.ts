@@ -77,7 +77,7 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
           ...(flags.distribution === undefined ? {} : { distribution: flags.distribution }),
           installPackage: flags['install-pkg-path'],
           trustedKeyFiles: flags['trusted-key'] ?? [],
-          onPackageWarning: (line) => this.logToStderr(line),
+          onPackageWarning: (line) => this.warnAlways(line),
           requestedServiceManager: requestedServiceManager(process.env),
           endpoint: flags.endpoint,
           token: flags.token,

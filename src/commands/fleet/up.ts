@@ -103,7 +103,7 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
           ...(flags.distribution === undefined ? {} : { distribution: flags.distribution }),
           installPackage: flags['install-pkg-path'],
           trustedKeyFiles: flags['trusted-key'] ?? [],
-          onPackageWarning: (line) => this.logToStderr(line),
+          onPackageWarning: (line) => this.warnAlways(line),
           requestedServiceManager: requestedServiceManager(process.env),
           addSecret: (secret) => this.redactor.addSecret(secret),
           discoveryTimeout: DISCOVERY_TIMEOUT,

@@ -79,7 +79,7 @@ export default class FleetUpgrade extends BaseCommand<typeof FleetUpgrade> {
           redact: (text) => this.redactor.redact(text),
           installPackage: flags['install-pkg-path'],
           trustedKeyFiles: flags['trusted-key'] ?? [],
-          onPackageWarning: (line) => this.logToStderr(line),
+          onPackageWarning: (line) => this.warnAlways(line),
           requestedServiceManager: requestedServiceManager(process.env),
           isForced: flags.force,
           ...(flags['drain-timeout'] === undefined ? {} : { drainTimeout: flags['drain-timeout'] }),

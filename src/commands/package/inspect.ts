@@ -30,7 +30,7 @@ export default class PackageInspect extends BaseCommand<typeof PackageInspect> {
     if (this.flags.sbom) {
       const { verified, sbom } = await readPackageSbom(this.args.file, { trust });
       const warning = uncheckedOriginWarning(verified.manifest.name, verified.signer);
-      if (warning !== undefined) this.logToStderr(warning);
+      if (warning !== undefined) this.warnAlways(warning);
       // The document as the package carries it, byte for byte (its hash is in the signed manifest).
       if (!this.jsonEnabled()) process.stdout.write(sbom);
       return JSON.parse(sbom.toString('utf8')) as Record<string, unknown>;

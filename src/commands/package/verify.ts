@@ -37,7 +37,7 @@ export default class PackageVerify extends BaseCommand<typeof PackageVerify> {
     const { files: _files, ...summary } = summarizePackage(verified);
     this.logger.info(`verified ${verified.file}: sha256 ${verified.archiveSha256}`);
     const warning = uncheckedOriginWarning(summary.name, verified.signer);
-    if (warning !== undefined) this.logToStderr(warning);
+    if (warning !== undefined) this.warnAlways(warning);
     this.log(
       `package ${summary.name} verified: ${counted(summary.fileCount, 'file')}, ${formatMiB(summary.totalBytes)} ` +
         `(${summary.file}, sha256 ${summary.archiveSha256})` +

@@ -43,7 +43,7 @@ export default class UpgradePlan extends BaseCommand<typeof UpgradePlan> {
       installPkgPath: this.flags['install-pkg-path'],
       trustedKeys: this.flags['trusted-key'],
     });
-    const result = await planUpgrade(request, { logger: this.logger, warn: (line) => this.logToStderr(line) });
+    const result = await planUpgrade(request, { logger: this.logger, warn: (line) => this.warnAlways(line) });
     if (!this.jsonEnabled()) for (const line of formatUpgradePlan(result)) this.log(line);
     return result;
   }
