@@ -144,6 +144,7 @@ describe('edgeadm package verify and inspect on a good package', () => {
       'bin/k3s',
       'cni/bridge',
       'images/k3s-airgap-images-amd64.tar.zst',
+      'sbom.cdx.json',
     ]);
     const k3s = await readFile(join(source, 'bin/k3s'));
     expect(doc.files[1]).toEqual({
