@@ -121,14 +121,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   /**
-   * A warning a person must see whatever the output mode: to the run log and
-   * to stderr, also under `--json` and `--output jsonl` (which own stdout
-   * only). Used for what weakens a guarantee, such as an install package
+   * A warning a person must see whatever the output mode: the run log echoes
+   * warnings on stderr (`warning: …`), also under `--json` and `--output
+   * jsonl`, which own stdout only; progress lines (`onLine`) are not shown
+   * there. Used for what weakens a guarantee, such as an install package
    * whose origin is not checked.
    */
   public warnAlways(line: string): void {
     this.logger.warn(line);
-    process.stderr.write(`${this.redactor.redact(line)}\n`);
   }
 
   /** Text for people: stdout, or stderr when stdout carries events. */

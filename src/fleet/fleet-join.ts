@@ -173,9 +173,6 @@ export function fleetPackageTrust(options: {
 }): FleetPackageTrust {
   return {
     trustedKeyFiles: options.trustedKeyFiles,
-    warn: (line) => {
-      options.logger.warn(line);
-      options.onPackageWarning?.(line);
-    },
+    warn: options.onPackageWarning ?? ((line) => options.logger.warn(line)),
   };
 }

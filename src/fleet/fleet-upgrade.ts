@@ -111,10 +111,7 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
   const pkg = await resolveTrustedPackage(options.installPackage, {
     cacheDir: join(options.edgeadmHome, 'packages'),
     trustedKeyFiles: options.trustedKeyFiles,
-    warn: (line) => {
-      options.logger.warn(line);
-      options.onPackageWarning?.(line);
-    },
+    warn: options.onPackageWarning ?? ((line) => options.logger.warn(line)),
   });
   const target = parseKubeVersion(pkg.manifest.kubernetesVersion, `package ${pkg.manifest.name}`);
   const sharedJumps = new Map<string, SshConnection>();

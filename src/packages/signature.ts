@@ -69,7 +69,7 @@ export function uncheckedOriginWarning(packageName: string, signer: SignerCheck)
     ? 'is signed, but no trusted key is pinned'
     : 'is not signed and no trusted key is pinned';
   return (
-    `WARNING: the origin of package ${packageName} is NOT checked: it ${what}. ` +
+    `the origin of package ${packageName} is NOT checked: it ${what}. ` +
     'Anyone who could write the package could have replaced its files and manifest. ' +
     'Pin the signing public key with --trusted-key FILE to refuse packages that are unsigned or signed by anyone else.'
   );

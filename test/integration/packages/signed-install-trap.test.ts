@@ -215,7 +215,7 @@ describe('without a pinned key', () => {
       for (const name of ['package verify', 'init', 'upgrade plan', 'fleet upgrade']) {
         const command = COMMANDS.find((c) => c.name === name)!;
         const result = await run(command.argv(unsigned));
-        expect(result.stderr, name).toContain('WARNING: the origin of package');
+        expect(result.stderr, name).toContain('warning: the origin of package');
         expect(result.stderr, name).toContain('is NOT checked');
         if (name !== 'package verify') expect(result.connections, name).toBeGreaterThan(0);
         else expect(result.exitCode).toBe(0);

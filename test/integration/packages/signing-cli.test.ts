@@ -124,7 +124,7 @@ describe('the examples of --help, run as printed, in the order of the walk-throu
 
     const unpinned = runExample(`${verifyUnpinned!} 2>&1`);
     expect(unpinned.exitCode).toBe(0);
-    expect(unpinned.stdout).toContain('WARNING: the origin of package edge-k3s-v1.30.4-amd64 is NOT checked');
+    expect(unpinned.stdout).toContain('warning: the origin of package edge-k3s-v1.30.4-amd64 is NOT checked');
 
     const [inspectPlain, inspectJson, inspectSbom] = examples('package:inspect');
     expect(runExample(inspectPlain!).stdout).toContain('Signature:     present, NOT checked (no --trusted-key pinned)');

@@ -100,7 +100,7 @@ describe('checkPackageOrigin with no key pinned', () => {
       isSigned: true,
     });
     expect(uncheckedOriginWarning('edge-k3s', unsigned)).toMatch(
-      /^WARNING: the origin of package edge-k3s is NOT checked: .*--trusted-key/,
+      /^the origin of package edge-k3s is NOT checked: .*--trusted-key/,
     );
     expect(uncheckedOriginWarning('edge-k3s', checkPackageOrigin(manifest, signed, trustA))).toBeUndefined();
   });
