@@ -126,7 +126,7 @@ async function* copyWithSignature(tar: AsyncIterable<Buffer>, signature: Buffer)
     if (state === 'manifest') {
       const entry = wholeEntry(pending);
       if (entry === undefined) continue;
-      if (entry.header.path !== MANIFEST_PATH) throw notSignable(`its first entry is not ${MANIFEST_PATH}`);
+      if (entryName(entry.header) !== MANIFEST_PATH) throw notSignable(`its first entry is not ${MANIFEST_PATH}`);
       mtime = entry.header.mtime ?? mtime;
       yield pending.subarray(0, entry.length);
       pending = pending.subarray(entry.length);
@@ -135,7 +135,7 @@ async function* copyWithSignature(tar: AsyncIterable<Buffer>, signature: Buffer)
     if (state === 'second') {
       if (pending.length < TAR_BLOCK) continue;
       const header = new Header(pending.subarray(0, TAR_BLOCK));
-      if (header.path === SIGNATURE_PATH) {
+      if (entryName(header) === SIGNATURE_PATH) {
         const entry = wholeEntry(pending);
         if (entry === undefined) continue;
         pending = pending.subarray(entry.length);
@@ -149,6 +149,11 @@ async function* copyWithSignature(tar: AsyncIterable<Buffer>, signature: Buffer)
     }
   }
   if (state !== 'rest') throw notSignable('the archive ends inside its first entries');
+}
+
+/** An entry's package path: GNU tar writes `./manifest.json` for `tar -czf PKG ./manifest.json …`, which verify accepts. */
+function entryName(header: Header): string {
+  return (header.path ?? '').replace(/^\.\//, '');
 }
 
 /** The first entry of `bytes` when all of it (header, content, padding) is there. */

@@ -10,6 +10,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPackageError } from '../../../src/packages/errors.js';
 import { loadPackageTrust } from '../../../src/packages/package-trust.js';
@@ -103,6 +104,30 @@ describe('signPackage', () => {
     await expect(verifyPackage(built.file)).resolves.toMatchObject({ signer: { isSigned: false } });
     await signPackage({ file: built.file, signature: made, trust: trusted() });
     await expect(verifyPackage(built.file, { trust: trusted() })).resolves.toBeTruthy();
+  });
+
+  it('signs a package that GNU tar made (./ prefixes, directory entries, record padding), which verify accepts', async () => {
+    const built = await buildSignedPackage(dir, { name: 'for-gnu-tar' });
+    const tree = await mkdtemp(join(dir, 'gnu-tree-'));
+    await execa('tar', ['-xzf', built.file, '-C', tree]);
+    const file = join(dir, 'gnu-made.tar.gz');
+    await execa('tar', [
+      '-czf',
+      file,
+      '-C',
+      tree,
+      '--owner=0',
+      '--group=0',
+      './manifest.json',
+      './assets',
+      './bin',
+      './cni',
+      './images',
+      './sbom.cdx.json',
+    ]);
+    await signPackage({ file, signingKey: keys.trusted.key });
+    const verified = await verifyPackage(file, { trust: trusted() });
+    expect(verified.manifestSha256).toBe(createHash('sha256').update(built.manifestBytes).digest('hex'));
   });
 
   it('refuses to sign a package that does not verify', async () => {
