@@ -7,6 +7,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isMainThread } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   generateSigningKeyPair,
@@ -29,7 +30,8 @@ afterAll(async () => {
 
 describe('writeKeyPair', () => {
   it('writes a PKCS#8 private key with mode 0600 and a PKIX public key with mode 0644, even under a permissive umask', async () => {
-    const previous = process.umask(0o000);
+    // Worker threads (the mutation runner's pool) cannot set the umask; the modes are checked there all the same.
+    const previous = isMainThread ? process.umask(0o000) : undefined;
     try {
       const pair = generateSigningKeyPair();
       const written = await writeKeyPair(pair, {
@@ -45,7 +47,7 @@ describe('writeKeyPair', () => {
       expect(readPublicSigningKey(written.publicKeyFile).fingerprint).toBe(pair.fingerprint);
       expect(pair.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/);
     } finally {
-      process.umask(previous);
+      if (previous !== undefined) process.umask(previous);
     }
   });
 
