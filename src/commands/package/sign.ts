@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
 import { ValidationError } from '../../errors.js';
 import { loadPackageTrust } from '../../packages/package-trust.js';
 import { MAX_SIGNATURE_BYTES } from '../../packages/signature.js';
@@ -43,7 +42,11 @@ export default class PackageSign extends BaseCommand<typeof PackageSign> {
       summary: "A signature made elsewhere over the package's manifest.json (base64), to attach.",
     }),
     output: Flags.string({ char: 'o', summary: 'Write the signed package here instead of replacing PKG.' }),
-    ...trustedKeyFlags,
+    'trusted-key': Flags.string({
+      summary:
+        'Check the new signature with this public key (repeatable) before anything is written; refused if it does not verify.',
+      multiple: true,
+    }),
   };
 
   async run(): Promise<SignReport> {
