@@ -56,15 +56,35 @@ describe('checkPackageOrigin with a key pinned', () => {
     });
   });
 
-  it('refuses an unsigned package: E_PACKAGE_UNSIGNED', () => {
+  it('refuses an unsigned package: E_PACKAGE_UNSIGNED, naming the signature entry and the pinned keys', () => {
     expect(() => checkPackageOrigin(manifest, undefined, trustA)).toThrow(
-      expect.objectContaining({ code: 'E_PACKAGE_UNSIGNED', exitCode: 3 }),
+      expect.objectContaining({
+        code: 'E_PACKAGE_UNSIGNED',
+        exitCode: 3,
+        entry: 'manifest.json.sig',
+        message: `the package is not signed (it has no manifest.json.sig), and a trusted key is pinned (${publicA.fingerprint})`,
+        details: { entry: 'manifest.json.sig', trustedKeys: [publicA.fingerprint] },
+      }),
     );
   });
 
-  it('refuses a signature by another key: E_PACKAGE_SIGNATURE, naming the pinned key', () => {
+  it('says how many keys it tried when several are pinned', () => {
+    expect(() => checkPackageOrigin(manifest, signed, { keys: [publicB, publicB] })).toThrow(
+      expect.objectContaining({
+        message: expect.stringMatching(/^the signature does not verify with any of the 2 trusted keys \(/),
+        details: { entry: 'manifest.json.sig', trustedKeys: [publicB.fingerprint, publicB.fingerprint] },
+      }),
+    );
+  });
+
+  it('refuses a signature by another key: E_PACKAGE_SIGNATURE, naming the pinned key and the likely causes', () => {
     expect(() => checkPackageOrigin(manifest, signed, { keys: [publicB] })).toThrow(
-      expect.objectContaining({ code: 'E_PACKAGE_SIGNATURE', message: expect.stringContaining(publicB.fingerprint) }),
+      expect.objectContaining({
+        code: 'E_PACKAGE_SIGNATURE',
+        message:
+          `the signature does not verify with the trusted key (${publicB.fingerprint}): manifest.json was changed after it was signed, ` +
+          'the package was signed by a key that is not trusted, or the signature belongs to another package',
+      }),
     );
   });
 
@@ -75,12 +95,23 @@ describe('checkPackageOrigin with a key pinned', () => {
     );
   });
 
-  it('refuses a signature entry that is not base64, or too long', () => {
-    for (const bad of [Buffer.from('not base64!'), Buffer.from(''), Buffer.alloc(MAX_SIGNATURE_BYTES + 1, 0x41)]) {
-      expect(() => checkPackageOrigin(manifest, bad, trustA)).toThrow(
-        expect.objectContaining({ code: 'E_PACKAGE_SIGNATURE' }),
+  it('refuses a signature entry that is not base64 (saying so, not that the key differs), or too long', () => {
+    for (const bad of ['not base64!', '', 'QUJD!', 'QUJDRA=', '  \n']) {
+      expect(() => checkPackageOrigin(manifest, Buffer.from(bad), trustA)).toThrow(
+        expect.objectContaining({
+          code: 'E_PACKAGE_SIGNATURE',
+          message: 'manifest.json.sig is not a base64 signature',
+        }),
       );
     }
+    // Base64 that decodes, but longer than any signature: refused on its size.
+    const long = Buffer.alloc(MAX_SIGNATURE_BYTES + 4, 0x41);
+    expect(() => checkPackageOrigin(manifest, long, trustA)).toThrow(
+      expect.objectContaining({
+        message: `manifest.json.sig is ${MAX_SIGNATURE_BYTES + 4} bytes; a signature is at most ${MAX_SIGNATURE_BYTES}`,
+      }),
+    );
+    expect(decodeSignature(Buffer.alloc(MAX_SIGNATURE_BYTES, 0x41)).length).toBe((MAX_SIGNATURE_BYTES / 4) * 3);
   });
 });
 
@@ -99,8 +130,13 @@ describe('checkPackageOrigin with no key pinned', () => {
       isChecked: false,
       isSigned: true,
     });
-    expect(uncheckedOriginWarning('edge-k3s', unsigned)).toMatch(
-      /^the origin of package edge-k3s is NOT checked: .*--trusted-key/,
+    expect(uncheckedOriginWarning('edge-k3s', unsigned)).toBe(
+      'the origin of package edge-k3s is NOT checked: it is not signed and no trusted key is pinned. ' +
+        'Anyone who could write the package could have replaced its files and manifest. ' +
+        'Pin the signing public key with --trusted-key FILE to refuse packages that are unsigned or signed by anyone else.',
+    );
+    expect(uncheckedOriginWarning('edge-k3s', { isChecked: false, isSigned: true })).toContain(
+      'NOT checked: it is signed, but no trusted key is pinned.',
     );
     expect(uncheckedOriginWarning('edge-k3s', checkPackageOrigin(manifest, signed, trustA))).toBeUndefined();
   });

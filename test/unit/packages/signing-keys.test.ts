@@ -4,7 +4,7 @@
  * file and never its content.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
@@ -51,6 +51,49 @@ describe('writeKeyPair', () => {
     }
   });
 
+  it('with isOverwriteAllowed, replaces a link in place of the key by a new file, never writing through it', async () => {
+    const target = join(dir, 'elsewhere.txt');
+    await writeFile(target, 'not a key\n');
+    await symlink(target, join(dir, 'linked.key'));
+    await writeKeyPair(generateSigningKeyPair(), {
+      privateKeyFile: join(dir, 'linked.key'),
+      publicKeyFile: join(dir, 'linked.pub'),
+      isOverwriteAllowed: true,
+    });
+    expect(await readFile(target, 'utf8')).toBe('not a key\n');
+    expect((await lstat(join(dir, 'linked.key'))).isFile()).toBe(true);
+    expect((await stat(join(dir, 'linked.key'))).mode & 0o777).toBe(0o600);
+  });
+
+  it('refuses one path for both keys, and says it cannot write into a missing directory', async () => {
+    const same = join(dir, 'same.pem');
+    await expect(
+      writeKeyPair(generateSigningKeyPair(), { privateKeyFile: same, publicKeyFile: same, isOverwriteAllowed: false }),
+    ).rejects.toMatchObject({ code: 'E_FLAG_INVALID' });
+    await expect(
+      writeKeyPair(generateSigningKeyPair(), {
+        privateKeyFile: join(dir, 'no', 'such', 'dir.key'),
+        publicKeyFile: join(dir, 'no', 'such', 'dir.pub'),
+        isOverwriteAllowed: false,
+      }),
+    ).rejects.toMatchObject({ code: 'E_PACKAGE_KEY_WRITE' });
+  });
+
+  it('removes the new private key when the public key cannot be written (no half pair)', async () => {
+    await writeFile(join(dir, 'half.pub'), 'taken\n');
+    await expect(
+      writeKeyPair(generateSigningKeyPair(), {
+        privateKeyFile: join(dir, 'half.key'),
+        publicKeyFile: join(dir, 'half.pub'),
+        isOverwriteAllowed: false,
+      }),
+    ).rejects.toMatchObject({
+      code: 'E_PACKAGE_KEY_EXISTS',
+      message: `${join(dir, 'half.pub')} already exists; keygen does not overwrite keys`,
+    });
+    await expect(stat(join(dir, 'half.key'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('refuses to replace an existing key without isOverwriteAllowed, leaving it as it was', async () => {
     const files = { privateKeyFile: join(dir, 'b.key'), publicKeyFile: join(dir, 'b.pub'), isOverwriteAllowed: false };
     await writeKeyPair(generateSigningKeyPair(), files);
@@ -75,11 +118,63 @@ describe('reading keys', () => {
     );
   });
 
-  it('refuses a private key given as a trusted key, and a missing file, naming the file', async () => {
+  it('refuses a private key given as a trusted key (PKCS#8 or SEC1), and a missing file, naming the file', async () => {
     const pair = generateSigningKeyPair();
     await writeFile(join(dir, 'private-as-public.pem'), pair.privateKeyPem, { mode: 0o600 });
-    expect(() => readPublicSigningKey(join(dir, 'private-as-public.pem'))).toThrow(/holds a private key/);
-    expect(() => readPublicSigningKey(join(dir, 'nope.pub'))).toThrow(/nope\.pub does not exist/);
+    expect(() => readPublicSigningKey(join(dir, 'private-as-public.pem'))).toThrow(
+      /private-as-public\.pem holds a private key/,
+    );
+    const sec1 = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({
+      type: 'sec1',
+      format: 'pem',
+    });
+    expect(() => parsePublicSigningKey(sec1.toString(), 'ec.pem')).toThrow(
+      'ec.pem holds a private key; a trusted key is the public half',
+    );
+    expect(() => readPublicSigningKey(join(dir, 'nope.pub'))).toThrow(
+      `trusted key ${join(dir, 'nope.pub')} does not exist`,
+    );
+  });
+
+  it('refuses what is not a key file: a directory, a huge file, text that is not PEM, a damaged PEM', async () => {
+    expect(() => readPublicSigningKey(dir)).toThrow(`trusted key ${dir} is not a regular file`);
+    await writeFile(join(dir, 'huge.pub'), Buffer.alloc(20_000, 0x41));
+    expect(() => readPublicSigningKey(join(dir, 'huge.pub'))).toThrow(
+      /is 20000 bytes; an ECDSA P-256 key in PEM is well under/,
+    );
+    expect(() => parsePublicSigningKey('ssh-ed25519 AAAA me@host', 'id.pub')).toThrow(
+      'id.pub is not a PEM public key (no "-----BEGIN PUBLIC KEY-----" line)',
+    );
+    expect(() =>
+      parsePublicSigningKey('-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n', 'bad.pub'),
+    ).toThrow(/bad\.pub is not a readable PEM public key/);
+    expect(() => parsePrivateSigningKey('hello', 'x.key')).toThrow('x.key is not a PEM private key');
+    expect(() =>
+      parsePrivateSigningKey('-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n', 'bad.key'),
+    ).toThrow(/bad\.key is not a readable PEM private key/);
+    const encrypted = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({
+      type: 'pkcs8',
+      format: 'pem',
+      cipher: 'aes-256-cbc',
+      passphrase: 'pw',
+    });
+    expect(() => parsePrivateSigningKey(encrypted.toString(), 'enc.key')).toThrow(
+      'enc.key is an encrypted PKCS#8 key, which edgeadm does not read',
+    );
+  });
+
+  it('refuses a private key that is not P-256, as it refuses such a public key', () => {
+    const p384 = generateKeyPairSync('ec', { namedCurve: 'secp384r1' }).privateKey.export({
+      type: 'pkcs8',
+      format: 'pem',
+    });
+    expect(() => parsePrivateSigningKey(p384.toString(), 'p384.key')).toThrow(
+      'p384.key is an EC key on secp384r1; package signatures use ECDSA P-256 keys only',
+    );
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' });
+    expect(() => parsePrivateSigningKey(rsa.toString(), 'rsa.key')).toThrow(
+      'rsa.key is a rsa key; package signatures use ECDSA P-256 keys only',
+    );
   });
 
   it('refuses keys that are not ECDSA P-256 (P-384, RSA, Ed25519)', () => {
