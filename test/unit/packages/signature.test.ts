@@ -96,7 +96,7 @@ describe('checkPackageOrigin with a key pinned', () => {
   });
 
   it('refuses a signature entry that is not base64 (saying so, not that the key differs), or too long', () => {
-    for (const bad of ['not base64!', '', 'QUJD!', 'QUJDRA=', '  \n']) {
+    for (const bad of ['not base64!', '', 'QUJD!', 'QUJDRA=', '  \n', 'QUJD!!!!', '!!!!QUJD']) {
       expect(() => checkPackageOrigin(manifest, Buffer.from(bad), trustA)).toThrow(
         expect.objectContaining({
           code: 'E_PACKAGE_SIGNATURE',

@@ -102,6 +102,14 @@ describe('writeKeyPair', () => {
     expect((await readFile(files.privateKeyFile)).equals(before)).toBe(true);
     await writeKeyPair(generateSigningKeyPair(), { ...files, isOverwriteAllowed: true });
     expect((await readFile(files.privateKeyFile)).equals(before)).toBe(false);
+    // --force where there is nothing to replace is no mistake.
+    await expect(
+      writeKeyPair(generateSigningKeyPair(), {
+        privateKeyFile: join(dir, 'fresh.key'),
+        publicKeyFile: join(dir, 'fresh.pub'),
+        isOverwriteAllowed: true,
+      }),
+    ).resolves.toMatchObject({ privateKeyFile: join(dir, 'fresh.key') });
   });
 });
 
