@@ -76,7 +76,7 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
           isDryRun: flags['dry-run'],
           ...(flags.distribution === undefined ? {} : { distribution: flags.distribution }),
           installPackage: flags['install-pkg-path'],
-          trustedKeyFiles: flags['trusted-key'] ?? [],
+          trustedKeyFiles: flags['trusted-key'] ?? inventory.trustedKeys ?? [],
           onPackageWarning: (line) => this.warnAlways(line),
           requestedServiceManager: requestedServiceManager(process.env),
           endpoint: flags.endpoint,

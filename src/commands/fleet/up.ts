@@ -102,7 +102,7 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
           redact: (text) => this.redactor.redact(text),
           ...(flags.distribution === undefined ? {} : { distribution: flags.distribution }),
           installPackage: flags['install-pkg-path'],
-          trustedKeyFiles: flags['trusted-key'] ?? [],
+          trustedKeyFiles: flags['trusted-key'] ?? inventory.trustedKeys ?? [],
           onPackageWarning: (line) => this.warnAlways(line),
           requestedServiceManager: requestedServiceManager(process.env),
           addSecret: (secret) => this.redactor.addSecret(secret),

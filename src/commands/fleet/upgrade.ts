@@ -78,7 +78,7 @@ export default class FleetUpgrade extends BaseCommand<typeof FleetUpgrade> {
           logger: this.logger,
           redact: (text) => this.redactor.redact(text),
           installPackage: flags['install-pkg-path'],
-          trustedKeyFiles: flags['trusted-key'] ?? [],
+          trustedKeyFiles: flags['trusted-key'] ?? inventory.trustedKeys ?? [],
           onPackageWarning: (line) => this.warnAlways(line),
           requestedServiceManager: requestedServiceManager(process.env),
           isForced: flags.force,

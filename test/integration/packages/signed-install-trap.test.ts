@@ -58,13 +58,14 @@ afterAll(async () => {
 });
 
 /** An inventory whose every host is the trap. */
-function inventory(pkg: string): string {
+function inventory(pkg: string, trustedKeys?: string): string {
   const file = join(dir, `inventory-${connections}-${Math.random().toString(36).slice(2)}.yaml`);
   writeFileSync(
     file,
     [
       'kind: FleetInventory',
       `package: ${pkg}`,
+      ...(trustedKeys === undefined ? [] : [`trustedKeys: [${trustedKeys}]`]),
       'ssh:',
       '  user: root',
       `  port: ${port}`,
@@ -176,7 +177,7 @@ describe('with the trusted key pinned, every installing command refuses a tamper
   );
 
   it(
-    'the same refusal comes from trustedKeys in the config file of init and join',
+    'the same refusal comes from trustedKeys in the config file of init, and in a fleet inventory',
     async () => {
       const config = join(dir, 'init.yaml');
       writeFileSync(
@@ -186,6 +187,9 @@ describe('with the trusted key pinned, every installing command refuses a tamper
       const bad = tampered.get(TAMPERED_PACKAGES[0]!.name)!;
       const result = await run(['init', ...trapHost(), '--install-pkg-path', bad, '--config', config]);
       expect(result).toMatchObject({ exitCode: 3, code: 'E_PACKAGE_SIGNATURE', connections: 0 });
+      // A fleet inventory pins its environment's keys the same way.
+      const fleet = await run(['fleet', 'up', '-i', inventory(bad, keys.trusted.publicKeyFile), '--ssh-timeout', '2']);
+      expect(fleet).toMatchObject({ exitCode: 3, code: 'E_PACKAGE_SIGNATURE', connections: 0 });
     },
     LOOP_TIMEOUT_MS,
   );
