@@ -22,6 +22,7 @@ import { Header } from 'tar';
 import { ValidationError } from '../errors.js';
 import { BUILD_GZIP_LEVEL, entryHeader, padding, writeAtomically } from './build.js';
 import { PackageError, PackageErrorCode } from './errors.js';
+import { DEFAULT_PACKAGE_LIMITS } from './limits.js';
 import { MANIFEST_PATH } from './manifest.js';
 import {
   checkPackageOrigin,
@@ -111,9 +112,11 @@ export async function signPackage(options: SignPackageOptions): Promise<SignedPa
  * entry (the manifest, at most the manifest limit, so the buffer is bounded)
  * as it is, then the signature (any old one dropped), then everything else
  * unchanged. Only plain ustar headers are expected for the first two entries,
- * which is what verification let through for these two names.
+ * which is what verification let through for these two names. The file is
+ * read again here, after it was verified: a first entry larger than any
+ * manifest (the file replaced in between) is refused before it is buffered.
  */
-async function* copyWithSignature(tar: AsyncIterable<Buffer>, signature: Buffer): AsyncGenerator<Buffer> {
+export async function* copyWithSignature(tar: AsyncIterable<Buffer>, signature: Buffer): AsyncGenerator<Buffer> {
   let pending: Buffer = Buffer.alloc(0);
   let state: 'manifest' | 'second' | 'rest' = 'manifest';
   let mtime = new Date(0);
@@ -162,6 +165,11 @@ function wholeEntry(bytes: Buffer): { header: Header; length: number } | undefin
   const header = new Header(bytes.subarray(0, TAR_BLOCK));
   if (!header.cksumValid || header.type !== 'File' || header.size === undefined) {
     throw notSignable('its first entries are not plain tar file headers');
+  }
+  if (header.size > DEFAULT_PACKAGE_LIMITS.maxManifestBytes) {
+    throw notSignable(
+      `its first entry is ${header.size} bytes, more than a manifest can be (it changed since it was verified)`,
+    );
   }
   const length = TAR_BLOCK + Math.ceil(header.size / TAR_BLOCK) * TAR_BLOCK;
   return bytes.length >= length ? { header, length } : undefined;

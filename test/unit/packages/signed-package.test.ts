@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPackageError } from '../../../src/packages/errors.js';
 import { loadPackageTrust } from '../../../src/packages/package-trust.js';
 import { signManifest } from '../../../src/packages/signature.js';
-import { signPackage } from '../../../src/packages/sign.js';
+import { copyWithSignature, signPackage } from '../../../src/packages/sign.js';
 import { compareUnpackedTree } from '../../../src/packages/unpacked-tree.js';
 import { verifyPackage } from '../../../src/packages/verify.js';
 import { GOOD_FILES, manifestEntry, manifestFor, tarBytes, writeCrafted } from '../../support/package-fixtures.js';
@@ -128,6 +128,29 @@ describe('signPackage', () => {
     await signPackage({ file, signingKey: keys.trusted.key });
     const verified = await verifyPackage(file, { trust: trusted() });
     expect(verified.manifestSha256).toBe(createHash('sha256').update(built.manifestBytes).digest('hex'));
+  });
+
+  it('refuses a first entry larger than any manifest when it copies (the file replaced after it was verified), holding none of it', async () => {
+    const header = tarBytes([{ path: 'manifest.json', declaredSize: 1024 * 1024 * 1024 }], { endMarker: false });
+    let chunksRead = 0;
+    async function* tar(): AsyncGenerator<Buffer> {
+      yield header;
+      for (;;) {
+        chunksRead += 1;
+        if (chunksRead > 100) throw new Error('read on and on');
+        yield Buffer.alloc(65_536);
+      }
+    }
+    const copy = async (): Promise<void> => {
+      for await (const _ of copyWithSignature(tar(), Buffer.from('c2ln'))) {
+        // drained
+      }
+    };
+    await expect(copy()).rejects.toMatchObject({
+      code: 'E_PACKAGE_CORRUPT',
+      message: expect.stringContaining('more than a manifest can be'),
+    });
+    expect(chunksRead).toBe(0);
   });
 
   it('refuses to sign a package that does not verify', async () => {
