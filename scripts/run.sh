@@ -12,8 +12,9 @@
 #   1. the Debian packages of scripts/debian-packages.txt (one list for both commands and CI);
 #   2. npm ci (the project pins Node 24 as a devDependency; npm scripts use it);
 #   3. the real-Kubernetes rig: test/real/build.sh builds kubeadm, kubelet, the control
-#      plane, kubectl, etcd and CoreDNS from their Go modules into /var/cache/edgeadm-rig
-#      (about 15 minutes on 2 cores the first time, seconds after).
+#      plane, kubectl, etcd and CoreDNS, and cosign (for the package signature differential),
+#      from their Go modules into /var/cache/edgeadm-rig (about 19 minutes on 2 cores the
+#      first time, seconds after).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -24,6 +24,8 @@ import { joinPhaseCommands } from './commands/join/phase/index.js';
 import JoinPhaseDiscovery from './commands/join/phase/discovery.js';
 import PackageBuild from './commands/package/build.js';
 import PackageInspect from './commands/package/inspect.js';
+import PackageKeygen from './commands/package/keygen.js';
+import PackageSign from './commands/package/sign.js';
 import PackageVerify from './commands/package/verify.js';
 import Reset from './commands/reset.js';
 import TokenCreate from './commands/token/create.js';
@@ -78,6 +80,8 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'package:build': PackageBuild,
   'package:verify': PackageVerify,
   'package:inspect': PackageInspect,
+  'package:keygen': PackageKeygen,
+  'package:sign': PackageSign,
   'token:generate': TokenGenerate,
   'certs:ca-hash': CertsCaHash,
   'join:phase:discovery': JoinPhaseDiscovery,

@@ -103,15 +103,32 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    * log, its progress lines on stderr, and its phase events as lines under
    * `--output jsonl`.
    */
-  protected get workflowOutput(): { logger: Logger; onLine(line: string): void; onEvent: WorkflowEventSink } {
+  protected get workflowOutput(): {
+    logger: Logger;
+    onLine(line: string): void;
+    onWarning(line: string): void;
+    onEvent: WorkflowEventSink;
+  } {
     return {
       logger: this.logger,
       onLine: (line) => {
         this.logger.info(line);
         this.logToStderr(line);
       },
+      onWarning: (line) => this.warnAlways(line),
       onEvent: (event) => this.emitEvent({ ...event }),
     };
+  }
+
+  /**
+   * A warning a person must see whatever the output mode: the run log echoes
+   * warnings on stderr (`warning: …`), also under `--json` and `--output
+   * jsonl`, which own stdout only; progress lines (`onLine`) are not shown
+   * there. Used for what weakens a guarantee, such as an install package
+   * whose origin is not checked.
+   */
+  public warnAlways(line: string): void {
+    this.logger.warn(line);
   }
 
   /** Text for people: stdout, or stderr when stdout carries events. */

@@ -31,6 +31,8 @@ export interface InitSettings {
   /** A bootstrap token to create (else one is generated). A secret. */
   token?: string;
   tokenTtl: string;
+  /** Public keys (PEM files) allowed to sign the install package (`--trusted-key`). */
+  trustedKeys?: string[];
 }
 
 /** What `join` is told. */
@@ -45,6 +47,8 @@ export interface JoinSettings {
   nodeName?: string;
   nodeLabels: Record<string, string>;
   enableEdge: boolean;
+  /** Public keys (PEM files) allowed to sign the install package (`--trusted-key`). */
+  trustedKeys?: string[];
 }
 
 /** The defaults `config print init-defaults` shows. */
@@ -126,6 +130,7 @@ const INIT_FIELDS: Record<keyof InitSettings, FieldType> = {
   enableEdge: 'boolean',
   token: 'string',
   tokenTtl: 'string',
+  trustedKeys: 'strings',
 };
 
 const JOIN_FIELDS: Record<keyof JoinSettings, FieldType> = {
@@ -138,6 +143,7 @@ const JOIN_FIELDS: Record<keyof JoinSettings, FieldType> = {
   nodeName: 'string',
   nodeLabels: 'labels',
   enableEdge: 'boolean',
+  trustedKeys: 'strings',
 };
 
 function hasType(value: unknown, type: FieldType): boolean {

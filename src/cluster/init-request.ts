@@ -64,6 +64,7 @@ export interface InitFlagValues extends RunFlagValues {
   'control-plane-endpoint'?: string | undefined;
   'upload-certs'?: boolean | undefined;
   'certificate-key'?: string | undefined;
+  'trusted-key'?: string[] | undefined;
 }
 
 /** What {@link parseInitRequest} reads. */
@@ -99,6 +100,7 @@ export function parseInitRequest(input: InitInput): InitRequest {
       enableEdge: flags['enable-edge'] ? true : undefined,
       token: flags.token,
       tokenTtl: flags['token-ttl'],
+      trustedKeys: flags['trusted-key'],
     },
   });
   const requestedToken = settings.token ? parseBootstrapToken(settings.token) : undefined;
@@ -121,6 +123,7 @@ export function parseInitRequest(input: InitInput): InitRequest {
   const node = parseNodeRequest({
     distribution: settings.distribution,
     ...(settings.installPackage === undefined ? {} : { installPackage: settings.installPackage }),
+    trustedKeys: settings.trustedKeys,
     ...(settings.nodeName === undefined ? {} : { nodeName: settings.nodeName }),
     ...(flags['node-labels'] === undefined ? {} : { nodeLabelsFlag: flags['node-labels'] }),
     nodeLabels: settings.nodeLabels,

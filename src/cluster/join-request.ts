@@ -45,6 +45,7 @@ export interface JoinFlagValues extends RunFlagValues {
   'autonomy-duration'?: string | undefined;
   'control-plane'?: boolean | undefined;
   'certificate-key'?: string | undefined;
+  'trusted-key'?: string[] | undefined;
 }
 
 /** What {@link parseJoinRequest} reads. */
@@ -76,6 +77,7 @@ export function parseJoinRequest(input: JoinInput): JoinRequest {
       unsafeSkipCaVerification: flags['discovery-token-unsafe-skip-ca-verification'] ? true : undefined,
       discoveryTimeout: flags['discovery-timeout'],
       installPackage: flags['install-pkg-path'],
+      trustedKeys: flags['trusted-key'],
       nodeName: flags['node-name'],
       enableEdge: flags['enable-edge'] ? true : undefined,
     },
@@ -100,6 +102,7 @@ export function parseJoinRequest(input: JoinInput): JoinRequest {
   const node = parseNodeRequest({
     distribution: flags.distribution ?? 'k3s',
     ...(settings.installPackage === undefined ? {} : { installPackage: settings.installPackage }),
+    trustedKeys: settings.trustedKeys,
     ...(settings.nodeName === undefined ? {} : { nodeName: settings.nodeName }),
     ...(flags['node-labels'] === undefined ? {} : { nodeLabelsFlag: flags['node-labels'] }),
     nodeLabels: settings.nodeLabels,

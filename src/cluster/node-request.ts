@@ -1,8 +1,9 @@
 /**
  * What init's and join's requests share, parsed the same way for both: the
- * distribution, the install package, the Node's name and labels. Pure: the
- * package is only checked for being named here; reading and verifying it is
- * the first I/O of the workflow (on this machine, before any host).
+ * distribution, the install package and the keys that may sign it, the
+ * Node's name and labels. Pure: the package and the keys are only named
+ * here; reading them and verifying the package is the first I/O of the
+ * workflow (on this machine, before any host).
  */
 import { ValidationError } from '../errors.js';
 import { isDns1123Subdomain, labelProblem } from '../kube/names.js';
@@ -15,6 +16,8 @@ export interface NodeRequest {
   distribution: string;
   /** `--install-pkg-path`: a local file or an http(s) URL, not yet read. */
   installPackage: string;
+  /** `--trusted-key` (or `trustedKeys` in the config file): public key files, not yet read; none: the origin is not checked. */
+  trustedKeyFiles: string[];
   /** The Node's name; the host's hostname when absent. */
   nodeName?: string;
   nodeLabels: Record<string, string>;
@@ -24,6 +27,7 @@ export interface NodeRequest {
 export interface NodeInput {
   distribution: string;
   installPackage?: string;
+  trustedKeys?: string[] | undefined;
   nodeName?: string;
   /** `--node-labels a=b,c=d`, when given; it replaces the file's labels. */
   nodeLabelsFlag?: string;
@@ -59,6 +63,7 @@ export function parseNodeRequest(input: NodeInput): NodeRequest {
   return {
     distribution: input.distribution,
     installPackage: input.installPackage,
+    trustedKeyFiles: input.trustedKeys ?? [],
     ...(input.nodeName === undefined ? {} : { nodeName: input.nodeName }),
     nodeLabels,
   };

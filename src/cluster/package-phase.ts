@@ -25,6 +25,7 @@ import {
   modeBits,
   unexpectedBinaries,
 } from '../packages/manifest.js';
+import { createHash } from 'node:crypto';
 import { compareUnpackedTree, throwOnTreeProblems, unpackedTreeListingCommand } from '../packages/unpacked-tree.js';
 import type { Phase } from '../workflow/phase.js';
 import type { NodeData } from './node-context.js';
@@ -270,6 +271,7 @@ export async function stagePackage(
     const listing = unpack.stdout.slice(unpack.stdout.indexOf('\n') + 1);
     const problems = compareUnpackedTree(listing, pkg.manifest, pkg.manifestSha256, {
       ...(isFresh ? {} : { extraFile: UNPACKED_MARKER }),
+      ...(pkg.signatureBytes === undefined ? {} : { signatureSha256: sha256Hex(pkg.signatureBytes) }),
     });
     if (problems.length > 0) {
       // The refused tree goes, so that a re-run unpacks the verified archive afresh.
@@ -380,4 +382,8 @@ function progressOption(onProgress: ((progress: TransferProgress) => void) | und
   onProgress?: (progress: TransferProgress) => void;
 } {
   return onProgress === undefined ? {} : { onProgress };
+}
+
+function sha256Hex(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
 }

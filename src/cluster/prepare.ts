@@ -11,7 +11,8 @@ import { DryRunHost } from '../hosts/dry-run-host.js';
 import type { Host } from '../hosts/host.js';
 import { edgeadmHome } from '../log/run-log.js';
 import type { Logger } from '../log/run-log.js';
-import { resolvePackageSource, type ResolvedPackage } from '../packages/source.js';
+import type { ResolvedPackage } from '../packages/source.js';
+import { resolveTrustedPackage } from '../packages/package-trust.js';
 import type { Distribution } from './distributions/distribution.js';
 import { distributionFor } from './distributions/index.js';
 import { selectServiceManager, type ServiceManager, type ServiceManagerKind } from '../hosts/service-manager.js';
@@ -30,6 +31,10 @@ export interface PrepareNodeOptions {
    * package once for all its hosts); `installPackage` is then not read.
    */
   resolvedPackage?: ResolvedPackage;
+  /** Public key files allowed to sign the package (read here, before any host); none: its origin is not checked. */
+  trustedKeyFiles?: readonly string[];
+  /** Where the loud line goes when the package's origin is not checked (besides the run log). */
+  onWarning?: ((line: string) => void) | undefined;
   requestedServiceManager: ServiceManagerKind | undefined;
   logger: Logger;
 }
@@ -54,7 +59,14 @@ export async function prepareNode(options: PrepareNodeOptions): Promise<Prepared
   }
   const pkg =
     options.resolvedPackage ??
-    (await resolvePackageSource(options.installPackage!, { cacheDir: join(edgeadmHome(), 'packages') }));
+    (await resolveTrustedPackage(options.installPackage!, {
+      cacheDir: join(edgeadmHome(), 'packages'),
+      trustedKeyFiles: options.trustedKeyFiles,
+      warn: (line) => {
+        if (options.onWarning) options.onWarning(line);
+        else options.logger.warn(line);
+      },
+    }));
   if (pkg.manifest.distribution !== distribution.name) {
     throw new ValidationError(
       `the install package ${pkg.manifest.name} is for ${pkg.manifest.distribution}, not ${distribution.name}`,
@@ -84,6 +96,8 @@ export interface NodeHostOptions {
   requestedServiceManager: ServiceManagerKind | undefined;
   logger: Logger;
   onLine: (line: string) => void;
+  /** Warnings a person must see whatever the output mode (the package's unchecked origin); `onLine` when absent. */
+  onWarning?: (line: string) => void;
   onEvent?: WorkflowEventSink;
 }
 
@@ -92,7 +106,7 @@ export interface NodeHostOptions {
  * on it, and closes the connection whatever the workflow did.
  */
 export async function withPreparedNode<R>(
-  request: { run: { isDryRun: boolean }; distribution: string; installPackage: string },
+  request: { run: { isDryRun: boolean }; distribution: string; installPackage: string; trustedKeyFiles: string[] },
   options: NodeHostOptions,
   workflow: (node: PreparedNode) => Promise<R>,
 ): Promise<R> {
@@ -101,6 +115,8 @@ export async function withPreparedNode<R>(
     isDryRun: request.run.isDryRun,
     distribution: request.distribution,
     installPackage: request.installPackage,
+    trustedKeyFiles: request.trustedKeyFiles,
+    onWarning: options.onWarning ?? options.onLine,
     requestedServiceManager: options.requestedServiceManager,
     logger: options.logger,
   });

@@ -27,7 +27,7 @@ import {
   type FleetRunOptions,
   type FleetRunSummary,
 } from './fleet-run.js';
-import { FleetPackages, runDistribution } from './fleet-packages.js';
+import { FleetPackages, runDistribution, type FleetPackageTrust } from './fleet-packages.js';
 import { fleetHostConnectOptions } from './host-connect.js';
 import { sharedDiscovery } from './shared-discovery.js';
 
@@ -57,6 +57,10 @@ export interface FleetJoinOptions extends Omit<FleetRunOptions, 'command' | 'tas
   onWorkflowEvent?: WorkflowEventSink;
   /** The run's verified packages (`fleet up` shares its own); a fresh set when absent. */
   packages?: FleetPackages;
+  /** `--trusted-key` files: every package must be signed by one of them; none: origins are not checked. */
+  trustedKeyFiles?: string[];
+  /** Where the loud line goes when a package's origin is not checked. */
+  onPackageWarning?: (line: string) => void;
   /** Bastion connections to share (`fleet up` shares its own); the caller then closes them. */
   sharedJumps?: Map<string, SshConnection>;
 }
@@ -89,10 +93,9 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
   const skipPhases = options.skipPhases ?? [];
   validatePhasePaths(joinPhases(), skipPhases, '--skip-phases');
   const outcomes = new Map<string, Pick<FleetJoinHostEntry, 'isChanged' | 'node'>>();
-  const packages = await (options.packages ?? new FleetPackages(options.edgeadmHome)).forHosts(
-    options.hosts,
-    options.installPackage,
-  );
+  const packages = await (
+    options.packages ?? new FleetPackages(options.edgeadmHome, fleetPackageTrust(options))
+  ).forHosts(options.hosts, options.installPackage);
   const distribution = runDistribution(packages, options.distribution);
   const sharedJumps = options.sharedJumps ?? new Map<string, SshConnection>();
   let run;
@@ -124,6 +127,7 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
               distribution,
               // Resolved and verified already (packages.forHosts refused a host without one).
               installPackage: (fleetHost.packagePath ?? options.installPackage)!,
+              trustedKeyFiles: options.trustedKeyFiles ?? [],
               discovery,
               nodeLabels: fleetHost.labels,
               // Edge nodes are workers: a control plane joins without the edge additions.
@@ -159,4 +163,16 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
     return outcome === undefined ? entry : { ...entry, ...outcome };
   });
   return { ...fleetRunSummary(run), isDryRun: options.isDryRun, hosts };
+}
+
+/** The trust a run's packages are checked with, from its options. */
+export function fleetPackageTrust(options: {
+  trustedKeyFiles?: string[];
+  onPackageWarning?: (line: string) => void;
+  logger: Logger;
+}): FleetPackageTrust {
+  return {
+    trustedKeyFiles: options.trustedKeyFiles,
+    warn: options.onPackageWarning ?? ((line) => options.logger.warn(line)),
+  };
 }

@@ -9,28 +9,47 @@
  * package brings up kubeadm without `--distribution`. One cluster runs one
  * distribution, so packages for different ones, or a `--distribution` that
  * is not theirs, stop the run before any host is reached.
+ *
+ * With trusted keys pinned (`--trusted-key`), every package must be signed
+ * by one of them (packages/signature.ts), or the run stops there too; with
+ * none, the first use of each package says loudly that its origin is not
+ * checked.
  */
 import { join } from 'node:path';
 import { DEFAULT_DISTRIBUTION, distributionFor } from '../cluster/distributions/index.js';
 import { ValidationError } from '../errors.js';
-import { resolvePackageSource, type ResolvedPackage } from '../packages/source.js';
+import { resolveTrustedPackage } from '../packages/package-trust.js';
+import type { ResolvedPackage } from '../packages/source.js';
 import type { FleetHost } from './inventory/types.js';
+
+/** Who may sign a run's packages, and where the warning goes when nobody is pinned. */
+export interface FleetPackageTrust {
+  /** `--trusted-key` files; none: the packages' origin is not checked. */
+  trustedKeyFiles?: readonly string[] | undefined;
+  warn?: ((line: string) => void) | undefined;
+}
 
 /** The packages of one run, by source (a path or a URL). */
 export class FleetPackages {
   readonly #bySource = new Map<string, Promise<ResolvedPackage>>();
   readonly #cacheDir: string;
+  readonly #trust: FleetPackageTrust;
 
   /** `edgeadmHome`: where downloaded packages are cached (under `packages/`). */
-  constructor(edgeadmHome: string) {
+  constructor(edgeadmHome: string, trust: FleetPackageTrust = {}) {
     this.#cacheDir = join(edgeadmHome, 'packages');
+    this.#trust = trust;
   }
 
   /** The verified package from `source`; verified on the first call only. */
   resolve(source: string): Promise<ResolvedPackage> {
     let resolved = this.#bySource.get(source);
     if (resolved === undefined) {
-      resolved = resolvePackageSource(source, { cacheDir: this.#cacheDir });
+      resolved = resolveTrustedPackage(source, {
+        cacheDir: this.#cacheDir,
+        trustedKeyFiles: this.#trust.trustedKeyFiles,
+        warn: this.#trust.warn,
+      });
       this.#bySource.set(source, resolved);
     }
     return resolved;

@@ -28,7 +28,7 @@ import { EdgeadmError, ValidationError } from '../errors.js';
 import { closeSharedJumps } from '../hosts/connect.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';
 import { fleetCertificateKey, keepFleetCertificateKey } from './fleet-certificate-key.js';
-import { fleetJoin, type FleetJoinOptions, type FleetJoinResult } from './fleet-join.js';
+import { fleetJoin, fleetPackageTrust, type FleetJoinOptions, type FleetJoinResult } from './fleet-join.js';
 import { FleetPackages, runDistribution } from './fleet-packages.js';
 import type { FleetStage } from './fleet-run.js';
 import { fleetHostConnectOptions } from './host-connect.js';
@@ -121,7 +121,7 @@ export function controlPlanesOf(
 /** Brings the fleet up. */
 export async function fleetUp(options: FleetUpOptions): Promise<FleetUpResult> {
   // One verification per package and one connection per bastion, for the control planes and the nodes alike.
-  const packages = new FleetPackages(options.edgeadmHome);
+  const packages = new FleetPackages(options.edgeadmHome, fleetPackageTrust(options));
   const sharedJumps = new Map<string, SshConnection>();
   try {
     return await upWith(options, packages, sharedJumps);
@@ -200,6 +200,7 @@ async function initFirst(
         'kubeconfig-out': options.kubeconfigOut,
         'skip-kubeconfig': true,
         'ignore-preflight-errors': options.ignorePreflightErrors,
+        'trusted-key': options.trustedKeyFiles,
       },
     }),
     nodeLabels: first.labels,

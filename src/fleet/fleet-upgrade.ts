@@ -25,7 +25,7 @@ import type { Host } from '../hosts/host.js';
 import type { ServiceManagerKind } from '../hosts/service-manager.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';
 import type { Logger } from '../log/run-log.js';
-import { resolvePackageSource } from '../packages/source.js';
+import { resolveTrustedPackage } from '../packages/package-trust.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
 import {
   fleetHostEntries,
@@ -46,6 +46,10 @@ export interface FleetUpgradeOptions extends Omit<FleetRunOptions, 'command' | '
   logger: Logger;
   /** `--install-pkg-path`: the new package, for every host. */
   installPackage: string;
+  /** `--trusted-key` files: the package must be signed by one of them; none: its origin is not checked. */
+  trustedKeyFiles?: string[];
+  /** Where the loud line goes when the package's origin is not checked. */
+  onPackageWarning?: (line: string) => void;
   requestedServiceManager: ServiceManagerKind | undefined;
   /** `--force`: nodes' drains evict what kubectl drain would refuse without it. */
   isForced: boolean;
@@ -104,7 +108,11 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
   }
   // Parsed and verified once for the run, before any host: a bad deadline or package fails here.
   const deadlines = parsedDeadlines(options);
-  const pkg = await resolvePackageSource(options.installPackage, { cacheDir: join(options.edgeadmHome, 'packages') });
+  const pkg = await resolveTrustedPackage(options.installPackage, {
+    cacheDir: join(options.edgeadmHome, 'packages'),
+    trustedKeyFiles: options.trustedKeyFiles,
+    warn: options.onPackageWarning ?? ((line) => options.logger.warn(line)),
+  });
   const target = parseKubeVersion(pkg.manifest.kubernetesVersion, `package ${pkg.manifest.name}`);
   const sharedJumps = new Map<string, SshConnection>();
   const connectOf = (host: FleetHost): HostConnectOptions & { host: string } =>
@@ -151,6 +159,7 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
             parseUpgradeApplyRequest({
               connect: connectOf(fleetHost),
               installPkgPath: options.installPackage,
+              trustedKeys: options.trustedKeyFiles,
               ...(options.gateTimeout === undefined ? {} : { gateTimeout: options.gateTimeout }),
             }),
             {
@@ -173,6 +182,7 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
             connect: connectOf(fleetHost),
             controlPlane: connectOf(first),
             packageSource: options.installPackage,
+            trustedKeyFiles: options.trustedKeyFiles ?? [],
             isForced: options.isForced,
             ...deadlines,
           },

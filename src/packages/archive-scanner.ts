@@ -15,6 +15,9 @@
  * {@link PackageError} naming the entry:
  * - `manifest.json` is the first entry (so that every later entry is checked
  *   against it as it streams), a valid manifest within the limits, mode 0644;
+ * - `manifest.json.sig`, the package's signature (signature.ts), may follow
+ *   as the second entry only, mode 0644, small; it is handed back for the
+ *   caller to check against its trusted keys, not trusted here;
  * - every other entry is a regular file listed in the manifest, with the
  *   listed size, mode and SHA-256, or a directory that is a parent of a listed
  *   file (so that unpacking creates exactly the manifest's files and their
@@ -44,6 +47,7 @@ import {
   type PackageManifest,
 } from './manifest.js';
 import { checkEntryPath, parentDirectories } from './package-path.js';
+import { MAX_SIGNATURE_BYTES, SIGNATURE_MODE, SIGNATURE_PATH } from './signature.js';
 import { StrictTarReader, type TarEntry, type TarEvent } from './tar-reader.js';
 
 /** Bytes read from the package file at a time. */
@@ -84,6 +88,10 @@ export interface ScanResult {
   manifest: PackageManifest;
   /** SHA-256 of the manifest.json bytes: identifies the package content. */
   manifestSha256: string;
+  /** The manifest.json bytes, exactly as signed. */
+  manifestBytes: Buffer;
+  /** The signature entry's bytes, when the package has one (unchecked: see signature.ts). */
+  signatureBytes?: Buffer;
   /** SHA-256 of the package file as a whole (what a host compares after upload). */
   archiveSha256: string;
   /** Size of the package file. */
@@ -99,7 +107,7 @@ export async function scanArchive(options: ScanOptions): Promise<ScanResult> {
   return new ArchiveScanner(options).run();
 }
 
-type Admission = { kind: 'skip' } | { kind: 'manifest' } | { kind: 'file'; file: PackageFile };
+type Admission = { kind: 'skip' } | { kind: 'manifest' } | { kind: 'signature' } | { kind: 'file'; file: PackageFile };
 
 /** The mode manifest.json has in every package, so that a host can check it like any file. */
 export const MANIFEST_MODE = 0o644;
@@ -108,6 +116,7 @@ export const MANIFEST_MODE = 0o644;
 type Current =
   | { kind: 'skip' }
   | { kind: 'manifest'; chunks: Buffer[] }
+  | { kind: 'signature'; chunks: Buffer[] }
   | { kind: 'file'; file: PackageFile; hash: Hash; received: number; sink: FileSink | undefined };
 
 class ArchiveScanner {
@@ -118,6 +127,8 @@ class ArchiveScanner {
   readonly #seen = new Set<string>();
   #manifest: PackageManifest | undefined;
   #manifestSha256: string | undefined;
+  #manifestBytes: Buffer | undefined;
+  #signature: Buffer | undefined;
   readonly #pending = new Map<string, PackageFile>();
   /** Parents of the manifest's files: the only directory entries allowed. */
   readonly #directories = new Set<string>();
@@ -185,6 +196,7 @@ class ArchiveScanner {
     const admission = this.#admit(entry);
     if (admission.kind === 'skip') this.#current = { kind: 'skip' };
     else if (admission.kind === 'manifest') this.#current = { kind: 'manifest', chunks: [] };
+    else if (admission.kind === 'signature') this.#current = { kind: 'signature', chunks: [] };
     else {
       const { file } = admission;
       const writer = this.#options.writer;
@@ -196,7 +208,7 @@ class ArchiveScanner {
   async #onData(bytes: Buffer): Promise<void> {
     const current = this.#current;
     if (current === undefined || current.kind === 'skip') return;
-    if (current.kind === 'manifest') {
+    if (current.kind === 'manifest' || current.kind === 'signature') {
       current.chunks.push(Buffer.from(bytes));
       return;
     }
@@ -210,6 +222,10 @@ class ArchiveScanner {
     if (current === undefined) return;
     if (current.kind === 'manifest') {
       await this.#readManifest(Buffer.concat(current.chunks));
+    } else if (current.kind === 'signature') {
+      this.#signature = Buffer.concat(current.chunks);
+      const writer = this.#options.writer;
+      if (writer) await writeWhole(writer, SIGNATURE_PATH, this.#signature).catch(rethrowWrite);
     } else if (current.kind === 'file') {
       // Forgotten before it is closed, so that a failed close is not tried again on the way out.
       const sink = current.sink;
@@ -292,6 +308,7 @@ class ArchiveScanner {
       }
       return { kind: 'manifest' };
     }
+    if (path === SIGNATURE_PATH) return this.#admitSignature(name, raw, size, mode);
     if (size > limits.maxEntryBytes) {
       throw new PackageError(
         PackageErrorCode.TooLarge,
@@ -331,6 +348,32 @@ class ArchiveScanner {
     return { kind: 'file', file };
   }
 
+  /** The signature entry: second, right after the manifest it signs, mode 0644, small. */
+  #admitSignature(name: string, raw: string, size: number, mode: number): Admission {
+    if (this.#entries !== 2) {
+      throw new PackageError(
+        PackageErrorCode.Signature,
+        `entry ${name} is entry number ${this.#entries}; the signature is always the second entry, right after ${MANIFEST_PATH}`,
+        { entry: raw },
+      );
+    }
+    if (size > MAX_SIGNATURE_BYTES) {
+      throw new PackageError(
+        PackageErrorCode.Signature,
+        `entry ${name} is ${size} bytes; a signature is at most ${MAX_SIGNATURE_BYTES}`,
+        { entry: raw, details: { size, limit: MAX_SIGNATURE_BYTES } },
+      );
+    }
+    if (mode !== SIGNATURE_MODE) {
+      throw new PackageError(
+        PackageErrorCode.Mode,
+        `entry ${name} has mode ${modeString(mode)}; ${SIGNATURE_PATH} is always ${modeString(SIGNATURE_MODE)}`,
+        { entry: raw, details: { mode: modeString(mode), expectedMode: modeString(SIGNATURE_MODE) } },
+      );
+    }
+    return { kind: 'signature' };
+  }
+
   async #readManifest(bytes: Buffer): Promise<void> {
     const sha256 = createHash('sha256').update(bytes).digest('hex');
     const expected = this.#options.expectedManifestSha256;
@@ -339,6 +382,7 @@ class ArchiveScanner {
     }
     this.#manifest = parseManifest(bytes, this.#options.limits);
     this.#manifestSha256 = sha256;
+    this.#manifestBytes = bytes;
     for (const file of this.#manifest.files) {
       this.#pending.set(file.path, file);
       for (const directory of parentDirectories(file.path)) this.#directories.add(directory);
@@ -367,7 +411,7 @@ class ArchiveScanner {
 
   #result(archiveSha256: string, archiveBytes: number): ScanResult {
     const manifest = this.#manifest;
-    if (manifest === undefined || this.#manifestSha256 === undefined) {
+    if (manifest === undefined || this.#manifestSha256 === undefined || this.#manifestBytes === undefined) {
       throw new PackageError(PackageErrorCode.Manifest, `the archive holds no ${MANIFEST_PATH}`, {
         entry: MANIFEST_PATH,
       });
@@ -385,6 +429,8 @@ class ArchiveScanner {
     return {
       manifest,
       manifestSha256: this.#manifestSha256,
+      manifestBytes: this.#manifestBytes,
+      ...(this.#signature === undefined ? {} : { signatureBytes: this.#signature }),
       archiveSha256,
       archiveBytes,
       fileCount: manifest.files.length,

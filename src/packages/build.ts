@@ -16,6 +16,13 @@
  * would ship a file that behaves differently from its source with nobody
  * told. The refusal names the file, so its owner can clear the bit knowingly.
  *
+ * Every package carries a bill of materials, `sbom.cdx.json` (sbom.ts),
+ * listed in the manifest like any file. With a signing key, the manifest's
+ * signature (signature.ts) follows the manifest as `manifest.json.sig`; it
+ * covers the SBOM and every file through the manifest's hashes. An ECDSA
+ * signature differs from one signing to the next, so a signed build is
+ * reproducible in everything but those few bytes.
+ *
  * The archive is `manifest.json` first, then the files sorted by path, as
  * plain ustar entries (a pax header only for a path too long for ustar):
  * owner root (0/0), the file's permission bits, and every mtime set to the
@@ -59,6 +66,11 @@ import {
   type PackageManifest,
 } from './manifest.js';
 import { checkPackagePath } from './package-path.js';
+import { readImageReferences, type ImageReference } from './image-references.js';
+import { renderSbom, SBOM_PATH } from './sbom.js';
+import { signManifest, SIGNATURE_MODE, SIGNATURE_PATH } from './signature.js';
+import type { PrivateSigningKey } from './signing-keys.js';
+import { buildInfo } from '../build-info.js';
 
 /** gzip level of built packages: zlib's default, a fair trade for binaries and already-compressed image tarballs. */
 export const BUILD_GZIP_LEVEL = 6;
@@ -66,6 +78,8 @@ export const BUILD_GZIP_LEVEL = 6;
 export const BUILD_READ_CHUNK_BYTES = 1024 * 1024;
 /** Mode of manifest.json inside the package. */
 const MANIFEST_MODE = 0o644;
+/** Mode of a file the build writes itself (the SBOM). */
+const GENERATED_FILE_MODE = 0o644;
 const TAR_BLOCK = 512;
 /** Two zero blocks end a tar archive. */
 const END_OF_ARCHIVE = Buffer.alloc(2 * TAR_BLOCK);
@@ -89,6 +103,8 @@ export interface BuildPackageOptions {
    * the source's own `images/` (a name in both is refused).
    */
   images?: string;
+  /** Signs the manifest; the signature travels in the package as its second entry. */
+  signingKey?: PrivateSigningKey;
 }
 
 /** What was built. */
@@ -101,13 +117,16 @@ export interface BuiltPackage {
   fileCount: number;
   /** Sum of the file sizes, uncompressed. */
   totalBytes: number;
+  /** The manifest.json bytes, as signed. */
+  manifestBytes: Buffer;
+  /** The signature entry, when a key signed the package. */
+  signatureBytes?: Buffer;
+  /** The fingerprint of the key that signed it, when one did. */
+  signedBy?: string;
 }
 
-/** A file found in the source directory. */
-interface SourceFile {
-  path: string;
-  absolute: string;
-}
+/** A file found in the source directory, or one the build writes itself (the SBOM). */
+type SourceFile = { path: string; absolute: string } | { path: string; bytes: Buffer };
 
 /** Builds a package from a directory. See the module comment for the format and guarantees. */
 export async function buildPackage(options: BuildPackageOptions): Promise<BuiltPackage> {
@@ -145,6 +164,23 @@ export async function buildPackage(options: BuildPackageOptions): Promise<BuiltP
   const files: PackageFile[] = [];
   for (const source of sources) files.push(await describeFile(source));
   const createdAt = wholeSeconds(options.createdAt ?? new Date());
+  const sbom: SourceFile = {
+    path: SBOM_PATH,
+    bytes: renderSbom({
+      name,
+      distribution: options.distribution,
+      kubernetesVersion,
+      arch: options.arch,
+      createdAt: createdAt.toISOString(),
+      files,
+      images: await imagesOf(sources, options.distribution),
+      toolVersion: buildInfo().version,
+    }),
+  };
+  files.push(await describeFile(sbom));
+  sources.push(sbom);
+  files.sort((a, b) => comparePaths(a.path, b.path));
+  sources.sort((a, b) => comparePaths(a.path, b.path));
   // validateManifest is the same check verify runs: a package that builds, verifies.
   const manifest = validateManifest(
     {
@@ -159,13 +195,20 @@ export async function buildPackage(options: BuildPackageOptions): Promise<BuiltP
     DEFAULT_PACKAGE_LIMITS,
   );
 
+  const manifestBytes = renderManifest(manifest);
+  const signatureBytes =
+    options.signingKey === undefined
+      ? undefined
+      : Buffer.from(signManifest(manifestBytes, options.signingKey), 'latin1');
   const archive = await writeAtomically(output, [
-    Readable.from(tarStream(manifest, sources, createdAt)),
+    Readable.from(tarStream(manifest, sources, createdAt, signatureBytes)),
     createGzip({ level: BUILD_GZIP_LEVEL }),
   ]);
   return {
     file: options.output,
     manifest,
+    manifestBytes,
+    ...(signatureBytes === undefined ? {} : { signatureBytes, signedBy: options.signingKey!.fingerprint }),
     archiveSha256: archive.sha256,
     archiveBytes: archive.bytes,
     fileCount: files.length,
@@ -219,11 +262,11 @@ async function collectFiles(root: string, prefix = ''): Promise<SourceFile[]> {
       if (dirent.isDirectory()) {
         await walk(absolute);
       } else if (dirent.isFile()) {
-        if (path === MANIFEST_PATH) {
+        if (path === MANIFEST_PATH || path === SIGNATURE_PATH || path === SBOM_PATH) {
           throw new PackageError(
             PackageErrorCode.Source,
-            `the source directory has its own ${MANIFEST_PATH}; that name is reserved for the manifest edgeadm writes`,
-            { entry: path, hints: [`Remove ${MANIFEST_PATH} from the source directory (edgeadm writes a fresh one).`] },
+            `the source directory has its own ${path}; that name is reserved for the one edgeadm writes`,
+            { entry: path, hints: [`Remove ${path} from the source directory (edgeadm writes a fresh one).`] },
           );
         }
         files.push({ path, absolute });
@@ -312,7 +355,25 @@ function refuseIncomplete(sources: SourceFile[], distribution: Distribution, fro
   );
 }
 
+/** The images each airgap archive names (image-references.ts), for the SBOM. */
+async function imagesOf(
+  sources: SourceFile[],
+  distribution: Distribution,
+): Promise<Map<string, readonly ImageReference[]>> {
+  const images = new Map<string, readonly ImageReference[]>();
+  for (const source of sources) {
+    if ('absolute' in source && isAirgapImage(source.path, distribution)) {
+      images.set(source.path, await readImageReferences(source.absolute));
+    }
+  }
+  return images;
+}
+
 async function describeFile(source: SourceFile): Promise<PackageFile> {
+  if ('bytes' in source) {
+    const sha256 = createHash('sha256').update(source.bytes).digest('hex');
+    return { path: source.path, sha256, size: source.bytes.length, mode: modeString(GENERATED_FILE_MODE) };
+  }
   const stats = await lstat(source.absolute);
   if (!stats.isFile()) {
     throw new PackageError(PackageErrorCode.Source, `source path ${quoteEntry(source.path)} changed while building`, {
@@ -340,12 +401,22 @@ async function describeFile(source: SourceFile): Promise<PackageFile> {
   return { path: source.path, sha256: hash.digest('hex'), size, mode: modeString(stats.mode) };
 }
 
-/** The tar bytes: manifest first, then each file as listed, then the end marker. */
-async function* tarStream(manifest: PackageManifest, sources: SourceFile[], mtime: Date): AsyncGenerator<Buffer> {
+/** The tar bytes: manifest first, then its signature if any, then each file as listed, then the end marker. */
+async function* tarStream(
+  manifest: PackageManifest,
+  sources: SourceFile[],
+  mtime: Date,
+  signature: Buffer | undefined,
+): AsyncGenerator<Buffer> {
   const manifestBytes = renderManifest(manifest);
   yield entryHeader(MANIFEST_PATH, manifestBytes.length, MANIFEST_MODE, mtime);
   yield manifestBytes;
   yield padding(manifestBytes.length);
+  if (signature !== undefined) {
+    yield entryHeader(SIGNATURE_PATH, signature.length, SIGNATURE_MODE, mtime);
+    yield signature;
+    yield padding(signature.length);
+  }
   for (const [index, file] of manifest.files.entries()) {
     const source = sources[index];
     if (source?.path !== file.path) throw new Error(`internal: source order differs at ${file.path}`);
@@ -367,6 +438,10 @@ async function* fileContent(source: SourceFile, file: PackageFile): AsyncGenerat
         hints: ['Make sure nothing writes to the source directory during "package build", then build again.'],
       },
     );
+  if ('bytes' in source) {
+    yield source.bytes;
+    return;
+  }
   const hash = createHash('sha256');
   let size = 0;
   for await (const data of createReadStream(source.absolute, { highWaterMark: BUILD_READ_CHUNK_BYTES })) {
@@ -379,8 +454,8 @@ async function* fileContent(source: SourceFile, file: PackageFile): AsyncGenerat
   if (size !== file.size || hash.digest('hex') !== file.sha256) throw changed();
 }
 
-/** A ustar header for a regular file owned by root, preceded by a pax header when the path needs one. */
-function entryHeader(path: string, size: number, mode: number, mtime: Date): Buffer {
+/** A ustar header for a regular file owned by root, preceded by a pax header when the path needs one (also for sign.ts). */
+export function entryHeader(path: string, size: number, mode: number, mtime: Date): Buffer {
   const header = new Header({ path, mode, uid: 0, gid: 0, uname: '', gname: '', size, mtime, type: 'File' });
   const needsPax = header.encode();
   if (!header.block) throw new Error(`internal: no tar header for ${path}`);
@@ -388,7 +463,7 @@ function entryHeader(path: string, size: number, mode: number, mtime: Date): Buf
   return Buffer.concat([new Pax({ path }).encode(), header.block]);
 }
 
-function padding(size: number): Buffer {
+export function padding(size: number): Buffer {
   const remainder = size % TAR_BLOCK;
   return Buffer.alloc(remainder === 0 ? 0 : TAR_BLOCK - remainder);
 }
@@ -419,7 +494,7 @@ function wholeSeconds(date: Date): Date {
  * `output`, hashing what is written, flushes it to disk and renames it into
  * place. On any error the temporary file is removed and `output` is untouched.
  */
-async function writeAtomically(
+export async function writeAtomically(
   output: string,
   stages: Array<NodeJS.ReadableStream | NodeJS.ReadWriteStream>,
 ): Promise<{ sha256: string; bytes: number }> {

@@ -53,6 +53,10 @@ export const PackageErrorCode = {
   Arch: 'E_PACKAGE_ARCH',
   /** `package build`: the source lacks a file its distribution needs. */
   Incomplete: 'E_PACKAGE_INCOMPLETE',
+  /** A trusted key is pinned and the package carries no signature. */
+  Unsigned: 'E_PACKAGE_UNSIGNED',
+  /** The package's signature is malformed, or does not verify over its manifest with any trusted key. */
+  Signature: 'E_PACKAGE_SIGNATURE',
 } as const;
 
 /** One of the {@link PackageErrorCode} values. */
@@ -90,6 +94,10 @@ const DEFAULT_HINTS: Record<PackageErrorCodeValue, string> = {
   E_PACKAGE_ARCH:
     "Use the install package built for the host's architecture (edgeadm package inspect shows a package's arch).",
   E_PACKAGE_INCOMPLETE: 'Add the missing files to the source directory and run "edgeadm package build" again.',
+  E_PACKAGE_UNSIGNED:
+    'Do not install it: ask whoever built it for a signed package ("edgeadm package build --sign-key", or "edgeadm package sign"), and check that the key pinned with --trusted-key is theirs.',
+  E_PACKAGE_SIGNATURE:
+    'Do not install it: someone other than the holder of the trusted key made or changed this package. Get the package again from its builder; if the key was rotated, pin the new public key (SECURITY.md, "Rotating a signing key").',
 };
 
 /** What a package error carries besides its code and message. */

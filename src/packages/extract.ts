@@ -22,6 +22,7 @@ import { chmod, lstat, mkdir, mkdtemp, open, rename, rm } from 'node:fs/promises
 import { basename, dirname, join, resolve } from 'node:path';
 import { scanArchive, type EntryWriter, type FileSink } from './archive-scanner.js';
 import { inPackage, PackageError, PackageErrorCode } from './errors.js';
+import { checkPackageOrigin, UNPINNED_TRUST, type PackageTrust } from './signature.js';
 import { resolveLimits, type PackageLimits } from './limits.js';
 import { openPackageFile, type VerifiedPackage } from './verify.js';
 
@@ -34,6 +35,8 @@ export interface ExtractPackageOptions {
   destDir: string;
   /** Overrides of the default limits (limits.ts). */
   limits?: Partial<PackageLimits>;
+  /** The keys that may have signed it (signature.ts); checked before anything is written. */
+  trust?: PackageTrust;
 }
 
 /** A package that was verified and extracted. */
@@ -50,7 +53,11 @@ export async function extractVerifiedPackage(file: string, options: ExtractPacka
   const handle = await openPackageFile(file);
   let temporary: string | undefined;
   try {
-    const verified = await scanArchive({ handle, limits });
+    const scanned = await scanArchive({ handle, limits });
+    const verified = {
+      ...scanned,
+      signer: checkPackageOrigin(scanned.manifestBytes, scanned.signatureBytes, options.trust ?? UNPINNED_TRUST),
+    };
     await mkdir(dirname(destination), { recursive: true });
     temporary = await mkdtemp(join(dirname(destination), `.${basename(destination)}.partial-`));
     await scanArchive({

@@ -19,6 +19,8 @@ import { checkPackagePath, parentDirectories } from './package-path.js';
 export const MANIFEST_FORMAT_VERSION = 1;
 /** Where the manifest lives in a package: the root, as the first entry. */
 export const MANIFEST_PATH = 'manifest.json';
+/** Where the signature of the manifest lives: the second entry, never listed in the manifest (signature.ts). */
+export const SIGNATURE_ENTRY_PATH = 'manifest.json.sig';
 
 /** The Kubernetes distributions a package can carry. */
 export const DISTRIBUTIONS = ['k3s', 'kubeadm'] as const;
@@ -251,6 +253,15 @@ function validateFile(value: unknown, field: string, limits: PackageLimits): Pac
   // Also nothing under it: unpacking would need manifest.json to be a directory too.
   if (path === MANIFEST_PATH || path.startsWith(`${MANIFEST_PATH}/`)) {
     throw manifestError(`${field}.path`, `${MANIFEST_PATH} is reserved for the manifest itself`, undefined, path);
+  }
+  // The signature cannot be listed in what it signs.
+  if (path === SIGNATURE_ENTRY_PATH || path.startsWith(`${SIGNATURE_ENTRY_PATH}/`)) {
+    throw manifestError(
+      `${field}.path`,
+      `${SIGNATURE_ENTRY_PATH} is reserved for the package's signature`,
+      undefined,
+      path,
+    );
   }
   const sha256 = requireString(file, 'sha256', SHA256, '64 lowercase hex digits', `${field}.`, path);
   const size = file.size;

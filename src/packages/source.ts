@@ -9,8 +9,9 @@
  * cache. Either way the caller gets a {@link VerifiedPackage}: nothing uses
  * a package that was not verified, and callers need no second pass.
  *
- * Verification proves that a package is intact and safe to unpack, not who
- * made it. `expectedSha256` pins the exact file; with a pin, a cached copy
+ * Verification proves that a package is intact and safe to unpack; who made
+ * it is checked only against the keys in `trust` (signature.ts), and the
+ * result's `signer` says whether it was. `expectedSha256` pins the exact file; with a pin, a cached copy
  * with that checksum is reused without downloading again.
  *
  * URLs are shown without their user info and query string, which often carry
@@ -23,6 +24,7 @@ import { ValidationError } from '../errors.js';
 import { silentLogger, type Logger } from '../log/run-log.js';
 import { downloadError, isPackageError, PackageError, PackageErrorCode } from './errors.js';
 import { MAX_PACKAGE_DOWNLOAD_BYTES, type PackageLimits } from './limits.js';
+import type { PackageTrust } from './signature.js';
 import { verifyPackage, type VerifiedPackage } from './verify.js';
 import { formatMiB } from './inspect.js';
 
@@ -46,6 +48,8 @@ export interface ResolvePackageSourceOptions {
   expectedSha256?: string;
   /** Overrides of the verification limits. */
   limits?: Partial<PackageLimits>;
+  /** The keys that may have signed the package; none pinned when absent. */
+  trust?: PackageTrust;
   /** Largest download, bytes; defaults to {@link MAX_PACKAGE_DOWNLOAD_BYTES}. */
   maxDownloadBytes?: number;
   /** Defaults to {@link DOWNLOAD_RESPONSE_TIMEOUT_MS}. */
@@ -73,7 +77,7 @@ export async function resolvePackageSource(
   const expectedSha256 = normalizeSha256(options.expectedSha256);
   const url = parseUrl(pathOrUrl);
   if (url === undefined) {
-    const verified = await verifyPackage(pathOrUrl, { limits: options.limits ?? {} });
+    const verified = await verifyPackage(pathOrUrl, { limits: options.limits ?? {}, ...trustOf(options) });
     checkPin(verified, expectedSha256, pathOrUrl);
     return { ...verified, origin: { kind: 'file' } };
   }
@@ -98,7 +102,7 @@ async function resolveUrl(
 
   if (expectedSha256 !== undefined && (await isFile(cached))) {
     try {
-      const verified = await verifyPackage(cached, { limits, label: shown });
+      const verified = await verifyPackage(cached, { limits, label: shown, ...trustOf(options) });
       if (verified.archiveSha256 === expectedSha256) {
         logger.info(`using cached package ${cached} for ${shown} (sha256 ${expectedSha256})`);
         return { ...verified, file: cached, origin: { kind: 'url', url: shown, downloaded: false } };
@@ -116,7 +120,7 @@ async function resolveUrl(
     logger.info(`downloaded ${formatMiB(download.bytes)} from ${shown}`);
     let verified: VerifiedPackage;
     try {
-      verified = await verifyPackage(temporary, { limits, label: shown });
+      verified = await verifyPackage(temporary, { limits, label: shown, ...trustOf(options) });
     } catch (error) {
       if (isPackageError(error) && download.contentType?.startsWith('text/')) {
         throw new PackageError(
@@ -235,6 +239,10 @@ async function downloadTo(
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', abortFromCaller);
   }
+}
+
+function trustOf(options: ResolvePackageSourceOptions): { trust?: PackageTrust } {
+  return options.trust === undefined ? {} : { trust: options.trust };
 }
 
 function parseUrl(source: string): URL | undefined {

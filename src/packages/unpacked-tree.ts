@@ -13,7 +13,7 @@
  */
 import { SYSTEM_TOOLS } from '../hosts/system-tools.js';
 import { PackageError, PackageErrorCode, quoteEntry } from './errors.js';
-import { MANIFEST_PATH, modeBits, modeString, type PackageManifest } from './manifest.js';
+import { MANIFEST_PATH, SIGNATURE_ENTRY_PATH, modeBits, modeString, type PackageManifest } from './manifest.js';
 import { parentDirectories } from './package-path.js';
 
 /** Ends the NUL-separated listing: two NULs never occur inside it, since no record is empty. */
@@ -42,6 +42,8 @@ export function unpackedTreeListingCommand(): string {
 export interface UnpackedTreeOptions {
   /** A top-level file allowed in the tree with any content (the unpack marker), if any. */
   extraFile?: string;
+  /** SHA-256 of the package's signature entry, which the tree then holds as manifest.json.sig (mode 0644). */
+  signatureSha256?: string;
 }
 
 /** One difference between the tree and the manifest. */
@@ -97,6 +99,9 @@ export function compareUnpackedTree(
 
   const expectedFiles = new Map<string, { sha256: string; mode: number }>();
   expectedFiles.set(MANIFEST_PATH, { sha256: manifestSha256, mode: 0o644 });
+  if (options.signatureSha256 !== undefined) {
+    expectedFiles.set(SIGNATURE_ENTRY_PATH, { sha256: options.signatureSha256, mode: 0o644 });
+  }
   const directories = new Set<string>();
   for (const file of manifest.files) {
     expectedFiles.set(file.path, { sha256: file.sha256, mode: modeBits(file.mode) });

@@ -7,6 +7,10 @@
  * compares after an upload; on failure it throws a {@link PackageError} whose
  * message starts with the file and names the entry.
  *
+ * With trusted keys pinned (`trust`), the package's signature must verify
+ * over its manifest with one of them (signature.ts); without, the result
+ * says that the origin was not checked, for the caller to say loudly.
+ *
  * Why the manifest must be the first entry: it lets each later entry be
  * checked against the manifest as it streams, in one pass, with no second
  * read and nothing held in memory but the manifest.
@@ -16,6 +20,7 @@ import { EdgeadmError } from '../errors.js';
 import { scanArchive, type ScanResult } from './archive-scanner.js';
 import { inPackage, PackageError, PackageErrorCode } from './errors.js';
 import { resolveLimits, type PackageLimits } from './limits.js';
+import { checkPackageOrigin, UNPINNED_TRUST, type PackageTrust, type SignerCheck } from './signature.js';
 
 /** Options of {@link verifyPackage}. */
 export interface VerifyPackageOptions {
@@ -23,12 +28,16 @@ export interface VerifyPackageOptions {
   limits?: Partial<PackageLimits>;
   /** How errors name the package; defaults to the file path (a download names its URL). */
   label?: string;
+  /** The keys that may have signed it; none pinned when absent (the origin is then not checked). */
+  trust?: PackageTrust;
 }
 
 /** A package that passed verification. */
 export interface VerifiedPackage extends ScanResult {
   /** The file as given. */
   file: string;
+  /** Who signed it, as far as the pinned keys tell. */
+  signer: SignerCheck;
 }
 
 /**
@@ -41,7 +50,8 @@ export async function verifyPackage(file: string, options: VerifyPackageOptions 
   const handle = await openPackageFile(file);
   try {
     const result = await scanArchive({ handle, limits });
-    return { file, ...result };
+    const signer = checkPackageOrigin(result.manifestBytes, result.signatureBytes, options.trust ?? UNPINNED_TRUST);
+    return { file, ...result, signer };
   } catch (error) {
     throw inPackage(error, options.label ?? file);
   } finally {

@@ -5,6 +5,8 @@
 #                kube-scheduler, kube-proxy (k8s.io/kubernetes, pinned in kubernetes/go.mod)
 #   etcd/        etcd (go.etcd.io/etcd/server/v3, the release kubeadm's stacked etcd names)
 #   coredns/     coredns (github.com/coredns/coredns, the release kubeadm deploys)
+#   cosign/      cosign (github.com/sigstore/cosign/v2/cmd/cosign), for the package
+#                signature differential (test/integration/packages/cosign-differential.test.ts)
 # Each set lands in $EDGEADM_RIG_CACHE/out/<set>-<key>/, where <key> hashes the
 # set's go.mod, go.sum and build flags, with versions.json (version, SHA-256 of
 # every binary, build seconds). A set whose directory is complete is not built
@@ -58,7 +60,14 @@ build_set() {
       binaries=(coredns)
       packages=(github.com/coredns/coredns)
       ;;
-    *) echo "real-rig: unknown set $set (kubernetes, etcd, coredns)" >&2; return 1 ;;
+    cosign)
+      version=$(module_version "$module_dir" github.com/sigstore/cosign/v2)
+      # cosign's own release build sets its version the same way (sigs.k8s.io/release-utils).
+      ldflags="-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$version"
+      binaries=(cosign)
+      packages=(github.com/sigstore/cosign/v2/cmd/cosign)
+      ;;
+    *) echo "real-rig: unknown set $set (kubernetes, etcd, coredns, cosign)" >&2; return 1 ;;
   esac
   local key out
   key=$(cat "$module_dir/go.mod" "$module_dir/go.sum" <(echo "$ldflags $(go version)") | sha256sum | cut -c1-16)
@@ -94,5 +103,5 @@ build_set() {
 }
 
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(kubernetes etcd coredns)
+[ ${#sets[@]} -gt 0 ] || sets=(kubernetes etcd coredns cosign)
 for set in "${sets[@]}"; do build_set "$set"; done

@@ -14,6 +14,8 @@ export interface UpgradeApplyRequest {
   connect: HostConnectOptions;
   /** `--install-pkg-path`: the new install package, a file or an http(s) URL. */
   packageSource: string;
+  /** `--trusted-key`: public key files the package must be signed by (read with the package); none: its origin is not checked. */
+  trustedKeyFiles: string[];
   /** `--dry-run`: print the plan, change nothing. */
   isDryRun: boolean;
   /** How long each health gate may take before the upgrade is rolled back (ms). */
@@ -24,6 +26,8 @@ export interface UpgradeApplyRequest {
 export interface UpgradeApplyInput {
   connect: HostConnectOptions;
   installPkgPath: string | undefined;
+  /** `--trusted-key` files. */
+  trustedKeys?: string[] | undefined;
   isDryRun?: boolean | undefined;
   /** A Go duration (`5m`, `90s`). */
   gateTimeout?: string | undefined;
@@ -49,5 +53,11 @@ export function parseUpgradeApplyRequest(input: UpgradeApplyInput): UpgradeApply
       code: 'E_DURATION_INVALID',
     });
   }
-  return { connect: input.connect, packageSource: source, isDryRun: input.isDryRun === true, gateTimeoutMs };
+  return {
+    connect: input.connect,
+    packageSource: source,
+    trustedKeyFiles: input.trustedKeys ?? [],
+    isDryRun: input.isDryRun === true,
+    gateTimeoutMs,
+  };
 }

@@ -27,7 +27,7 @@ import { DryRunHost } from '../../hosts/dry-run-host.js';
 import { execOrThrow, type Host } from '../../hosts/host.js';
 import { selectServiceManager, type ServiceManagerKind } from '../../hosts/service-manager.js';
 import { edgeadmHome, type Logger } from '../../log/run-log.js';
-import { resolvePackageSource } from '../../packages/source.js';
+import { resolveTrustedPackage } from '../../packages/package-trust.js';
 import type { WorkflowEventSink } from '../../workflow/events.js';
 import type { Phase } from '../../workflow/phase.js';
 import type { DistributionName } from '../distributions/distribution.js';
@@ -300,6 +300,8 @@ export interface ApplyUpgradeOptions {
   logger: Logger;
   requestedServiceManager: ServiceManagerKind | undefined;
   onLine: (line: string) => void;
+  /** Warnings a person must see whatever the output mode (the package's unchecked origin); `onLine` when absent. */
+  onWarning?: (line: string) => void;
   onEvent?: WorkflowEventSink;
 }
 
@@ -353,7 +355,11 @@ export async function applyUpgrade(
   request: UpgradeApplyRequest,
   options: ApplyUpgradeOptions,
 ): Promise<UpgradeApplyResult> {
-  const pkg = await resolvePackageSource(request.packageSource, { cacheDir: join(edgeadmHome(), 'packages') });
+  const pkg = await resolveTrustedPackage(request.packageSource, {
+    cacheDir: join(edgeadmHome(), 'packages'),
+    trustedKeyFiles: request.trustedKeyFiles,
+    warn: options.onWarning ?? options.onLine,
+  });
   const target = parseKubeVersion(pkg.manifest.kubernetesVersion, `package ${pkg.manifest.name}`);
   const real = await connectHost({ ...request.connect, logger: options.logger });
   const host = request.isDryRun ? new DryRunHost({ fallback: real }) : real;

@@ -17,6 +17,8 @@ export interface UpgradeNodeRequest {
   controlPlane: HostConnectOptions;
   /** `--install-pkg-path`: the new install package, a file or an http(s) URL. */
   packageSource: string;
+  /** `--trusted-key`: public key files the package must be signed by (read with the package); none: its origin is not checked. */
+  trustedKeyFiles: string[];
   /** `--force`: Pods that may not be evicted (bare Pods, emptyDir data, a budget's refusal) go anyway. */
   isForced: boolean;
   /** How long the drain may take (ms). */
@@ -30,6 +32,8 @@ export interface UpgradeNodeInput {
   connect: HostConnectOptions;
   controlPlane: HostConnectOptions | undefined;
   installPkgPath: string | undefined;
+  /** `--trusted-key` files. */
+  trustedKeys?: string[] | undefined;
   isForced?: boolean | undefined;
   /** Go durations (`5m`, `90s`). */
   drainTimeout?: string | undefined;
@@ -66,6 +70,7 @@ export function parseUpgradeNodeRequest(input: UpgradeNodeInput): UpgradeNodeReq
     connect: input.connect,
     controlPlane: input.controlPlane,
     packageSource: source,
+    trustedKeyFiles: input.trustedKeys ?? [],
     isForced: input.isForced === true,
     drainTimeoutMs: positiveDuration(input.drainTimeout, DEFAULT_DRAIN_TIMEOUT_MS, '--drain-timeout'),
     gateTimeoutMs: positiveDuration(input.gateTimeout, DEFAULT_GATE_TIMEOUT_MS, '--gate-timeout'),

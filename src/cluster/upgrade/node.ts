@@ -32,7 +32,8 @@ import { selectServiceManager, type ServiceManagerKind } from '../../hosts/servi
 import { KubeClient } from '../../kube/client.js';
 import { kubeCredentialsOf } from '../../kube/kubeconfig.js';
 import { edgeadmHome, type Logger } from '../../log/run-log.js';
-import { resolvePackageSource, type ResolvedPackage } from '../../packages/source.js';
+import type { ResolvedPackage } from '../../packages/source.js';
+import { resolveTrustedPackage } from '../../packages/package-trust.js';
 import type { WorkflowEventSink } from '../../workflow/events.js';
 import type { Phase } from '../../workflow/phase.js';
 import type { Distribution } from '../distributions/distribution.js';
@@ -78,11 +79,22 @@ export interface UpgradeNodeOptions {
   logger: Logger;
   requestedServiceManager: ServiceManagerKind | undefined;
   onLine: (line: string) => void;
+  /** Warnings a person must see whatever the output mode (the package's unchecked origin); `onLine` when absent. */
+  onWarning?: (line: string) => void;
   onEvent?: WorkflowEventSink;
   /** A connection to the control plane to use (not closed here): `fleet upgrade` shares one. */
   controlPlaneHost?: Host;
   /** The verified package (`fleet upgrade` verifies it once for the run). */
   resolvedPackage?: ResolvedPackage;
+}
+
+/** The request's package, verified against its trusted keys on this machine. */
+function verifiedPackageOf(request: UpgradeNodeRequest, options: UpgradeNodeOptions): Promise<ResolvedPackage> {
+  return resolveTrustedPackage(request.packageSource, {
+    cacheDir: join(edgeadmHome(), 'packages'),
+    trustedKeyFiles: request.trustedKeyFiles,
+    warn: options.onWarning ?? options.onLine,
+  });
 }
 
 /** The admin client of the control plane, reachable from this machine. */
@@ -159,9 +171,7 @@ export async function upgradeNode(
   request: UpgradeNodeRequest,
   options: UpgradeNodeOptions,
 ): Promise<UpgradeNodeResult> {
-  const pkg =
-    options.resolvedPackage ??
-    (await resolvePackageSource(request.packageSource, { cacheDir: join(edgeadmHome(), 'packages') }));
+  const pkg = options.resolvedPackage ?? (await verifiedPackageOf(request, options));
   const target = parseKubeVersion(pkg.manifest.kubernetesVersion, `package ${pkg.manifest.name}`);
   const controlPlane =
     options.controlPlaneHost ?? (await connectHost({ ...request.controlPlane, logger: options.logger }));

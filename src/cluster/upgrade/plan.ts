@@ -19,7 +19,8 @@ import type { Host } from '../../hosts/host.js';
 import { KubeClient } from '../../kube/client.js';
 import { kubeCredentialsOf, type KubeCredentials } from '../../kube/kubeconfig.js';
 import { edgeadmHome, type Logger } from '../../log/run-log.js';
-import { resolvePackageSource, type ResolvedPackage } from '../../packages/source.js';
+import type { ResolvedPackage } from '../../packages/source.js';
+import { resolveTrustedPackage } from '../../packages/package-trust.js';
 import type { Distribution, DistributionName } from '../distributions/distribution.js';
 import { distributionFor } from '../distributions/index.js';
 import { K3S_CONFIG_PATH, k3sDistribution } from '../distributions/k3s.js';
@@ -42,12 +43,15 @@ export interface UpgradePlanRequest {
   connect: HostConnectOptions;
   /** `--install-pkg-path`: a file or an http(s) URL; without it, the plan only shows the cluster. */
   packageSource?: string;
+  /** `--trusted-key`: public key files the package must be signed by; none: its origin is not checked. */
+  trustedKeyFiles: string[];
 }
 
 /** What the command layer hands over. */
 export interface UpgradePlanInput {
   connect: HostConnectOptions;
   installPkgPath?: string | undefined;
+  trustedKeys?: string[] | undefined;
 }
 
 /**
@@ -63,7 +67,11 @@ export function parseUpgradePlanRequest(input: UpgradePlanInput): UpgradePlanReq
       hints: ['Give the new install package: a .tar.gz file or an http(s) URL.'],
     });
   }
-  return { connect: input.connect, ...(source === undefined ? {} : { packageSource: source }) };
+  return {
+    connect: input.connect,
+    ...(source === undefined ? {} : { packageSource: source }),
+    trustedKeyFiles: input.trustedKeys ?? [],
+  };
 }
 
 /** One host in the plan. */
@@ -110,6 +118,8 @@ export interface UpgradePlanResult {
 /** Options of {@link planUpgrade}. */
 export interface PlanUpgradeOptions {
   logger: Logger;
+  /** Where the loud line goes when the package's origin is not checked. */
+  warn?: (line: string) => void;
 }
 
 /**
@@ -129,7 +139,11 @@ export async function planUpgrade(
   const pkg =
     request.packageSource === undefined
       ? undefined
-      : await resolvePackageSource(request.packageSource, { cacheDir: join(edgeadmHome(), 'packages') });
+      : await resolveTrustedPackage(request.packageSource, {
+          cacheDir: join(edgeadmHome(), 'packages'),
+          trustedKeyFiles: request.trustedKeyFiles,
+          warn: options.warn,
+        });
   const target =
     pkg === undefined ? undefined : parseKubeVersion(pkg.manifest.kubernetesVersion, `package ${pkg.manifest.name}`);
   const host = await connectHost({ ...request.connect, logger: options.logger });

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
 import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { ExitCode } from '../../errors.js';
 import { fleetJoin, type FleetJoinResult } from '../../fleet/fleet-join.js';
@@ -37,6 +38,7 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
       summary: `How long discovery keeps trying. Default ${DEFAULT_DISCOVERY_TIMEOUT}.`,
     }),
     'install-pkg-path': Flags.string({ summary: 'The install package for hosts whose inventory entry names none.' }),
+    ...trustedKeyFlags,
     distribution: Flags.string({
       summary: 'k3s or kubeadm; default: the one the install packages are for (they must agree with it).',
     }),
@@ -74,6 +76,8 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
           isDryRun: flags['dry-run'],
           ...(flags.distribution === undefined ? {} : { distribution: flags.distribution }),
           installPackage: flags['install-pkg-path'],
+          trustedKeyFiles: flags['trusted-key'] ?? inventory.trustedKeys ?? [],
+          onPackageWarning: (line) => this.warnAlways(line),
           requestedServiceManager: requestedServiceManager(process.env),
           endpoint: flags.endpoint,
           token: flags.token,

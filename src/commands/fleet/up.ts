@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
 import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { ExitCode } from '../../errors.js';
 import { initHostEvents, runFleetWithProgress } from '../../cli/fleet-run.js';
@@ -42,6 +43,7 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
     ...inventoryFlags,
     ...rolloutFlags,
     'install-pkg-path': Flags.string({ summary: 'The install package for hosts whose inventory entry names none.' }),
+    ...trustedKeyFlags,
     distribution: Flags.string({
       summary: 'k3s or kubeadm; default: the one the install packages are for (they must agree with it).',
     }),
@@ -100,6 +102,8 @@ export default class FleetUp extends BaseCommand<typeof FleetUp> {
           redact: (text) => this.redactor.redact(text),
           ...(flags.distribution === undefined ? {} : { distribution: flags.distribution }),
           installPackage: flags['install-pkg-path'],
+          trustedKeyFiles: flags['trusted-key'] ?? inventory.trustedKeys ?? [],
+          onPackageWarning: (line) => this.warnAlways(line),
           requestedServiceManager: requestedServiceManager(process.env),
           addSecret: (secret) => this.redactor.addSecret(secret),
           discoveryTimeout: DISCOVERY_TIMEOUT,

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
 import { outputFlags } from '../../cli/output-flag.js';
 import { commandClock } from '../../cli/test-clock.js';
@@ -33,6 +34,7 @@ export default class FleetUpgrade extends BaseCommand<typeof FleetUpgrade> {
     ...inventoryFlags,
     ...rolloutFlags,
     'install-pkg-path': Flags.string({ summary: 'The new install package, for every host.', required: true }),
+    ...trustedKeyFlags,
     force: Flags.boolean({ summary: "Nodes' drains evict bare Pods and emptyDir Pods, and delete past budgets." }),
     'drain-timeout': Flags.string({ summary: "How long a node's drain may take (default 5m)." }),
     'gate-timeout': Flags.string({ summary: 'How long each health gate may take before the rollback (default 5m).' }),
@@ -76,6 +78,8 @@ export default class FleetUpgrade extends BaseCommand<typeof FleetUpgrade> {
           logger: this.logger,
           redact: (text) => this.redactor.redact(text),
           installPackage: flags['install-pkg-path'],
+          trustedKeyFiles: flags['trusted-key'] ?? inventory.trustedKeys ?? [],
+          onPackageWarning: (line) => this.warnAlways(line),
           requestedServiceManager: requestedServiceManager(process.env),
           isForced: flags.force,
           ...(flags['drain-timeout'] === undefined ? {} : { drainTimeout: flags['drain-timeout'] }),

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
 import { outputFlags } from '../../cli/output-flag.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/ssh-flags.js';
 import { applyUpgrade, upgradeApplyPhases, type UpgradeApplyResult } from '../../cluster/upgrade/apply.js';
@@ -24,6 +25,7 @@ export default class UpgradeApply extends BaseCommand<typeof UpgradeApply> {
     ...sshFlags,
     ...outputFlags,
     'install-pkg-path': Flags.string({ summary: 'The new install package (a .tar.gz file or an http(s) URL).' }),
+    ...trustedKeyFlags,
     'dry-run': Flags.boolean({ summary: 'Print what would be done; change nothing.' }),
     'gate-timeout': Flags.string({ summary: 'How long each health gate may take before the rollback (default 5m).' }),
   };
@@ -33,6 +35,7 @@ export default class UpgradeApply extends BaseCommand<typeof UpgradeApply> {
     const request = parseUpgradeApplyRequest({
       connect: hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
       installPkgPath: flags['install-pkg-path'],
+      trustedKeys: flags['trusted-key'],
       isDryRun: flags['dry-run'],
       gateTimeout: flags['gate-timeout'],
     });

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
 import { outputFlags } from '../../cli/output-flag.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/ssh-flags.js';
 import { upgradeNode, upgradeNodePhases, type UpgradeNodeResult } from '../../cluster/upgrade/node.js';
@@ -28,6 +29,7 @@ export default class UpgradeNode extends BaseCommand<typeof UpgradeNode> {
       summary: 'A control plane of the cluster (user@host[:port]), reached with the same SSH settings.',
     }),
     'install-pkg-path': Flags.string({ summary: 'The new install package (a .tar.gz file or an http(s) URL).' }),
+    ...trustedKeyFlags,
     force: Flags.boolean({
       summary: 'Evict bare Pods and Pods with emptyDir data, and delete Pods past their PodDisruptionBudget.',
     }),
@@ -47,6 +49,7 @@ export default class UpgradeNode extends BaseCommand<typeof UpgradeNode> {
           ? undefined
           : hostConnectOptionsFromFlags({ ...flags, host: flags['control-plane'] }, context),
       installPkgPath: flags['install-pkg-path'],
+      trustedKeys: flags['trusted-key'],
       isForced: flags.force,
       drainTimeout: flags['drain-timeout'],
       gateTimeout: flags['gate-timeout'],

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
 import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/ssh-flags.js';
 import {
   formatUpgradePlan,
@@ -26,6 +27,7 @@ export default class UpgradePlan extends BaseCommand<typeof UpgradePlan> {
   ];
   static override flags = {
     ...sshFlags,
+    ...trustedKeyFlags,
     'install-pkg-path': Flags.string({
       summary: 'The new install package (a .tar.gz file or an http(s) URL). Without it, only the cluster is shown.',
     }),
@@ -39,8 +41,9 @@ export default class UpgradePlan extends BaseCommand<typeof UpgradePlan> {
         logger: this.logger,
       }),
       installPkgPath: this.flags['install-pkg-path'],
+      trustedKeys: this.flags['trusted-key'],
     });
-    const result = await planUpgrade(request, { logger: this.logger });
+    const result = await planUpgrade(request, { logger: this.logger, warn: (line) => this.warnAlways(line) });
     if (!this.jsonEnabled()) for (const line of formatUpgradePlan(result)) this.log(line);
     return result;
   }

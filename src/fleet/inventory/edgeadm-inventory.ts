@@ -4,6 +4,7 @@
  * ```yaml
  * kind: FleetInventory
  * package: ./edgeadm-k8s-v1.30.tar.zst
+ * trustedKeys: [./prod-signing.pub]      # the packages must be signed by one of these
  * ssh: { user: root, keyFile: ~/.ssh/fleet, jump: ops@bastion }
  * controlPlane:
  *   endpoint: k8s.example.internal:6443   # needed with more than one host
@@ -31,7 +32,17 @@ import type { FleetHost, FleetInventory, FleetRole, FleetSshSettings } from './t
 /** The `kind` that marks an edgeadm inventory. */
 export const EDGEADM_INVENTORY_KIND = 'FleetInventory';
 
-const TOP_KEYS = new Set(['kind', 'apiVersion', 'package', 'ssh', 'labels', 'edge', 'controlPlane', 'nodeGroups']);
+const TOP_KEYS = new Set([
+  'kind',
+  'apiVersion',
+  'package',
+  'trustedKeys',
+  'ssh',
+  'labels',
+  'edge',
+  'controlPlane',
+  'nodeGroups',
+]);
 const GROUP_KEYS = new Set(['package', 'ssh', 'labels', 'edge', 'hosts']);
 const CONTROL_PLANE_KEYS = new Set([...GROUP_KEYS, 'endpoint']);
 const HOST_KEYS = new Set(['address', 'package', 'ssh', 'labels', 'edge']);
@@ -53,6 +64,7 @@ export function parseEdgeadmInventory(document: unknown, source: InventorySource
     throw inventoryError(source, ['kind'], `must be ${EDGEADM_INVENTORY_KIND}`);
   }
   const top = levelSettings(document, [], source);
+  const trustedKeys = trustedKeysField(document.trustedKeys, source);
   const hosts: FleetHost[] = [];
   const seen = new Map<string, string>();
   const addGroup = (group: unknown, path: string[], role: FleetRole, groupName: string | undefined): void => {
@@ -105,7 +117,21 @@ export function parseEdgeadmInventory(document: unknown, source: InventorySource
       : { controlPlaneEndpoint: controlPlaneEndpointField(endpoint, endpointPath, source) }),
     controlPlaneEndpointLocation: locationOf(source, endpointPath),
     warnings: [],
+    ...(trustedKeys === undefined ? {} : { trustedKeys }),
   };
+}
+
+/** `trustedKeys`: a non-empty list of public key files (PEM), read when the run starts. */
+function trustedKeysField(value: unknown, source: InventorySource): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length === 0) {
+    throw inventoryError(source, ['trustedKeys'], 'expected a list of public key files (PEM)');
+  }
+  return value.map((item, index) => {
+    const file = stringField(item, ['trustedKeys', String(index)], source);
+    checkText(file, ['trustedKeys', String(index)], source);
+    return file;
+  });
 }
 
 function checkKeys(

@@ -64,4 +64,10 @@ export interface FleetInventory {
   controlPlaneEndpointLocation: InventoryLocation;
   /** Non-fatal remarks (an unsupported Ansible variable, say), with their lines. */
   warnings: string[];
+  /**
+   * Public key files every install package of the run must be signed by
+   * (`trustedKeys` at the top of edgeadm's format): an inventory per
+   * environment pins that environment's keys. `--trusted-key` replaces them.
+   */
+  trustedKeys?: string[];
 }

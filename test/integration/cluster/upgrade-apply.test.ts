@@ -9,7 +9,8 @@
  * Faults: the SSH connection cut and edgeadm killed in the middle of the
  * swap, and the disk filling up during the backup (a small tmpfs over the
  * upgrade directory): each time the old version runs on the old tree or a
- * re-run completes the upgrade.
+ * re-run completes the upgrade. A replayed older package, genuinely signed
+ * by the trusted key, is refused by the skew policy (issue #39).
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,6 +26,8 @@ import { BROKEN_SERVER_MARKER, buildSimK3sPackage } from '../../support/sim-k3s/
 import { liftLyingTool, plantLyingTool, realTool } from '../../support/lying-tools.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 import { printedBy } from '../../support/run-output.js';
+import { writeSigningKeys } from '../../support/signed-packages.js';
+import { signPackage } from '../../../src/packages/sign.js';
 
 const CLI_TIMEOUT_MS = 240_000;
 const TEST_TIMEOUT_MS = 600_000;
@@ -242,6 +245,37 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       expect(node.status.nodeInfo.kubeletVersion).toBe(next);
       const again = json<UpgradeApplyResult>(await apply(next));
       expect(again.outcome).toBe('already-done');
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'a replayed older signed package (a downgrade) passes the signature check and is refused by the skew policy; nothing changes',
+    async () => {
+      // What an attacker who can write the site's package share, but holds no signing key, can still do:
+      // put back an older package that the trusted key genuinely signed (issue #39).
+      const keys = await writeSigningKeys(mkdtempSync(join(env.dir, 'keys-')));
+      const replayed = join(home, 'replayed-old.tar.gz');
+      await signPackage({ file: packages.get(old)!.file, output: replayed, signingKey: keys.trusted.key });
+      const before = await installed();
+      const refused = await edgeadm([
+        'upgrade',
+        'apply',
+        ...sshArgs(env, controlPlane()),
+        '--install-pkg-path',
+        replayed,
+        '--trusted-key',
+        keys.trusted.publicKeyFile,
+        '--json',
+      ]);
+      expect(refused.exitCode, printedBy(refused)).toBe(2);
+      expect(errorOf(refused).code).toBe('E_UPGRADE_SKEW');
+      expect(errorOf(refused).message).toContain('no-minor-downgrade');
+      // The signature was checked and held: the refusal is the policy's, not the signature's.
+      expect(refused.stderr).not.toContain('is NOT checked');
+      expect(await installed()).toBe(before);
+      const client = await admin();
+      expect((await client.request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(next);
     },
     TEST_TIMEOUT_MS,
   );

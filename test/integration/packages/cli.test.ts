@@ -47,7 +47,7 @@ describe('edgeadm package build', () => {
     });
     expect(exitCode).toBe(0);
     expect(stdout).toMatch(
-      /^package edge-k3s-v1\.30\.4-amd64 built: .*again\.tar\.gz \(4 files, 0\.5 MiB; archive .* sha256 [0-9a-f]{64}\)$/m,
+      /^package edge-k3s-v1\.30\.4-amd64 built: .*again\.tar\.gz \(5 files, 0\.5 MiB; archive .* sha256 [0-9a-f]{64}\)$/m,
     );
     // Same directory, same SOURCE_DATE_EPOCH: the same bytes.
     expect((await readFile(output)).equals(await readFile(good))).toBe(true);
@@ -67,7 +67,7 @@ describe('edgeadm package build', () => {
     ]);
     expect(exitCode).toBe(0);
     const doc = JSON.parse(stdout) as { name: string; fileCount: number; archiveSha256: string };
-    expect(doc).toMatchObject({ name: 'edge-k3s-v1.30.4-amd64', fileCount: 4 });
+    expect(doc).toMatchObject({ name: 'edge-k3s-v1.30.4-amd64', fileCount: 5 });
     expect(doc.archiveSha256).toBe(
       createHash('sha256')
         .update(await readFile(output))
@@ -111,7 +111,7 @@ describe('edgeadm package verify and inspect on a good package', () => {
     const { exitCode, stdout } = await runCli(['package', 'verify', good]);
     expect(exitCode).toBe(0);
     expect(stdout).toMatch(
-      /^package edge-k3s-v1\.30\.4-amd64 verified: 4 files, 0\.5 MiB \(.*good\.tar\.gz, sha256 [0-9a-f]{64}\)$/m,
+      /^package edge-k3s-v1\.30\.4-amd64 verified: 5 files, 0\.5 MiB \(.*good\.tar\.gz, sha256 [0-9a-f]{64}\)$/m,
     );
   });
 
@@ -119,7 +119,7 @@ describe('edgeadm package verify and inspect on a good package', () => {
     const { exitCode, stdout } = await runCli(['package', 'verify', good, '--json']);
     expect(exitCode).toBe(0);
     const doc = JSON.parse(stdout) as Record<string, unknown>;
-    expect(doc).toMatchObject({ verified: true, name: 'edge-k3s-v1.30.4-amd64', fileCount: 4, distribution: 'k3s' });
+    expect(doc).toMatchObject({ verified: true, name: 'edge-k3s-v1.30.4-amd64', fileCount: 5, distribution: 'k3s' });
     expect(doc.archiveSha256).toBe(
       createHash('sha256')
         .update(await readFile(good))
@@ -144,6 +144,7 @@ describe('edgeadm package verify and inspect on a good package', () => {
       'bin/k3s',
       'cni/bridge',
       'images/k3s-airgap-images-amd64.tar.zst',
+      'sbom.cdx.json',
     ]);
     const k3s = await readFile(join(source, 'bin/k3s'));
     expect(doc.files[1]).toEqual({

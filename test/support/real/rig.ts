@@ -58,7 +58,7 @@ export const DEBIAN_PROGRAMS = {
 } as const;
 
 /** The rig's programs of one set, or a clear error saying how to build them. */
-export function builtSet(set: 'kubernetes' | 'etcd' | 'coredns'): BuiltSet {
+export function builtSet(set: 'kubernetes' | 'etcd' | 'coredns' | 'cosign'): BuiltSet {
   const dir = join(RIG_CACHE, 'out', set);
   const record = join(dir, 'versions.json');
   if (!existsSync(record)) {
@@ -67,6 +67,20 @@ export function builtSet(set: 'kubernetes' | 'etcd' | 'coredns'): BuiltSet {
     );
   }
   return { ...(JSON.parse(readFileSync(record, 'utf8')) as Omit<BuiltSet, 'dir'>), dir };
+}
+
+/**
+ * The cosign test/real/build.sh built from its Go module (the package
+ * signature differential), or why there is none.
+ */
+export function builtCosign(): { binary: string; version: string } | { reason: string } {
+  const dir = join(RIG_CACHE, 'out', 'cosign');
+  if (!existsSync(join(dir, 'versions.json')) || !existsSync(join(dir, 'cosign'))) {
+    return {
+      reason: `cosign is not built in ${dir}: run ${RIG_BUILD_SCRIPT} cosign (it builds cosign from its Go module)`,
+    };
+  }
+  return { binary: join(dir, 'cosign'), version: builtSet('cosign').version };
 }
 
 /** Why the rig cannot run on this machine, or undefined when it can. */

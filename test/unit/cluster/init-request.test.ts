@@ -75,6 +75,25 @@ describe('parseInitRequest', () => {
   });
 });
 
+describe('the trusted keys of the install package (issue #39)', () => {
+  const config = 'apiVersion: edgeadm.io/v1alpha1\nkind: InitConfiguration\ntrustedKeys: [file.pub]\n';
+
+  it('come from --trusted-key, else from trustedKeys in the config file; none pinned when neither says', () => {
+    expect(parse({}).trustedKeyFiles).toEqual([]);
+    expect(parse({}, { configText: config }).trustedKeyFiles).toEqual(['file.pub']);
+    // A flag given wins over the file, as for every setting.
+    expect(parse({ 'trusted-key': ['a.pub', 'b.pub'] }, { configText: config }).trustedKeyFiles).toEqual([
+      'a.pub',
+      'b.pub',
+    ]);
+  });
+
+  it('refuses trustedKeys that is not a list as a config mistake', () => {
+    const bad = 'apiVersion: edgeadm.io/v1alpha1\nkind: InitConfiguration\ntrustedKeys: file.pub\n';
+    expect(codeOf(() => parse({}, { configText: bad }))).toBe('E_CONFIG_INVALID');
+  });
+});
+
 describe('parseResetRequest', () => {
   it('needs --force or --dry-run, a known distribution and known phases', () => {
     expect(codeOf(() => parseResetRequest({}))).toBe('E_RESET_NOT_CONFIRMED');

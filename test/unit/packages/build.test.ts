@@ -57,6 +57,8 @@ describe('buildPackage', () => {
       ['bin/k3s', '0755'],
       ['cni/bridge', '0755'],
       ['images/k3s-airgap-images-amd64.tar.zst', '0644'],
+      // The bill of materials every build writes (sbom.ts), listed like any file.
+      ['sbom.cdx.json', '0644'],
     ]);
     const k3s = await readFile(join(from, 'bin/k3s'));
     expect(summary.files.find((file) => file.path === 'bin/k3s')).toMatchObject({
@@ -80,7 +82,8 @@ describe('buildPackage', () => {
     const lines = stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^-rw-r--r-- 0\/0 .* 2024-05-01 12:00 manifest\.json$/);
     expect(lines[2]).toMatch(/^-rwxr-xr-x 0\/0 .* bin\/k3s$/);
-    expect(lines).toHaveLength(5);
+    // manifest.json, the four source files and sbom.cdx.json.
+    expect(lines).toHaveLength(6);
   });
 
   it('puts a path too long for a ustar header in a pax header, and it verifies', async () => {
@@ -92,7 +95,11 @@ describe('buildPackage', () => {
     await writeFile(join(from, 'bin', 'k3s'), '#!/bin/sh\n', { mode: 0o755 });
     const output = join(work, 'long.tar.gz');
     await buildPackage(options(from, output));
-    expect((await verifyPackage(output)).manifest.files.map((file) => file.path)).toEqual(['bin/k3s', longPath]);
+    expect((await verifyPackage(output)).manifest.files.map((file) => file.path)).toEqual([
+      'bin/k3s',
+      'sbom.cdx.json',
+      longPath,
+    ]);
     expect(gunzipSync(await readFile(output)).includes(`path=${longPath}`)).toBe(true);
   });
 

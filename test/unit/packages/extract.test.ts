@@ -56,6 +56,7 @@ describe('extractVerifiedPackage', () => {
       'pkg/images/',
       `pkg/images/k3s-airgap-images-amd64.tar.zst ${defaultSourceFiles()['images/k3s-airgap-images-amd64.tar.zst']!.content.length}`,
       `pkg/manifest.json ${(await stat(join(destDir, 'manifest.json'))).size}`,
+      `pkg/sbom.cdx.json ${(await stat(join(destDir, 'sbom.cdx.json'))).size}`,
     ]);
   });
 

@@ -26,7 +26,8 @@ describe('inspectPackage', () => {
       kubernetesVersion: 'v1.30.4',
       arch: 'amd64',
       createdAt: '2024-05-01T12:00:00.000Z',
-      fileCount: 4,
+      // The four source files and the SBOM.
+      fileCount: 5,
       totalBytes: built.totalBytes,
       archiveBytes: built.archiveBytes,
       archiveSha256: built.archiveSha256,
@@ -47,10 +48,12 @@ describe('formatPackageSummary', () => {
     const text = formatPackageSummary(await inspectPackage(built.file));
     expect(text).toContain('Package:       edge-k3s-v1.30.4-amd64');
     expect(text).toContain('Kubernetes:    v1.30.4');
-    expect(text).toContain(`Files:         4 (${formatMiB(built.totalBytes)} uncompressed)`);
+    expect(text).toContain(`Files:         5 (${formatMiB(built.totalBytes)} uncompressed)`);
+    expect(text).toContain('Signature:     none (the origin of this package cannot be checked)');
+    expect(text).toContain('SBOM:          sbom.cdx.json');
     const k3s = built.manifest.files.find((file) => file.path === 'bin/k3s')!;
     expect(text).toMatch(new RegExp(`^0755 +${k3s.size}  ${k3s.sha256.slice(0, 12)}  bin/k3s$`, 'm'));
-    expect(text.split('\n').filter((line) => /^0[0-7]{3} /.test(line))).toHaveLength(4);
+    expect(text.split('\n').filter((line) => /^0[0-7]{3} /.test(line))).toHaveLength(5);
   });
 
   it('formats sizes in MiB with one decimal', () => {

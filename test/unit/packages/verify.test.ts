@@ -44,7 +44,8 @@ describe('verifyPackage on a good package', () => {
     const built = await buildFixturePackage(work, { name: 'good' });
     const verified = await verifyPackage(built.file);
     expect(verified.manifest).toEqual(built.manifest);
-    expect(verified.fileCount).toBe(4);
+    // The four source files and the SBOM the build writes.
+    expect(verified.fileCount).toBe(5);
     expect(verified.totalBytes).toBe(built.totalBytes);
     const bytes = await readFile(built.file);
     expect(verified.archiveBytes).toBe(bytes.length);
@@ -70,6 +71,7 @@ describe('verifyPackage on a good package', () => {
       './bin',
       './cni',
       './images',
+      './sbom.cdx.json',
     ]);
     const verified = await verifyPackage(file);
     expect(verified.manifest).toEqual(built.manifest);
@@ -248,7 +250,7 @@ describe('verifyPackage names the package and releases the file', () => {
 
   it('applies the limits it is given (and only those)', async () => {
     const built = await buildFixturePackage(work, { name: 'limits-given' });
-    await expect(verifyPackage(built.file, { limits: { maxEntries: 5 } })).resolves.toMatchObject({ fileCount: 4 });
-    expect((await refusal(built.file, { maxEntries: 4 })).code).toBe('E_PACKAGE_TOO_LARGE');
+    await expect(verifyPackage(built.file, { limits: { maxEntries: 6 } })).resolves.toMatchObject({ fileCount: 5 });
+    expect((await refusal(built.file, { maxEntries: 5 })).code).toBe('E_PACKAGE_TOO_LARGE');
   });
 });

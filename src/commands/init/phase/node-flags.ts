@@ -5,6 +5,7 @@
 import { Flags } from '@oclif/core';
 import { readFileSync } from 'node:fs';
 import { ValidationError } from '../../../errors.js';
+import { trustedKeyFlags } from '../../../cli/package-trust-flags.js';
 
 /** Splits repeatable, comma-separated flag values (the fleet commands' too). */
 export { listFlag } from '../../../cluster/run-request.js';
@@ -31,6 +32,7 @@ export const nodeFlags = {
   'install-pkg-path': Flags.string({
     summary: 'The offline install package: a .tar.gz file or an http(s) URL (edgeadm fetches it itself).',
   }),
+  ...trustedKeyFlags,
   'dry-run': Flags.boolean({ summary: 'Print every file and command per phase; change nothing.' }),
   'ignore-preflight-errors': Flags.string({
     summary: 'Preflight check ids whose failure is only a warning (comma-separated; "all" for every one).',

@@ -9,9 +9,13 @@ describe('the upgrade apply request', () => {
     expect(parseUpgradeApplyRequest({ connect, installPkgPath: './pkg.tar.gz' })).toEqual({
       connect,
       packageSource: './pkg.tar.gz',
+      trustedKeyFiles: [],
       isDryRun: false,
       gateTimeoutMs: DEFAULT_GATE_TIMEOUT_MS,
     });
+    expect(
+      parseUpgradeApplyRequest({ connect, installPkgPath: './pkg.tar.gz', trustedKeys: ['a.pub', 'b.pub'] }),
+    ).toMatchObject({ trustedKeyFiles: ['a.pub', 'b.pub'] });
     expect(
       parseUpgradeApplyRequest({ connect, installPkgPath: './pkg.tar.gz', isDryRun: true, gateTimeout: '1m30s' }),
     ).toMatchObject({ isDryRun: true, gateTimeoutMs: 90_000 });

@@ -12,8 +12,9 @@ describe('the upgrade plan request', () => {
     expect(parseUpgradePlanRequest({ connect, installPkgPath: './pkg.tar.gz' })).toEqual({
       connect,
       packageSource: './pkg.tar.gz',
+      trustedKeyFiles: [],
     });
-    expect(parseUpgradePlanRequest({ connect, installPkgPath: undefined })).toEqual({ connect });
+    expect(parseUpgradePlanRequest({ connect, installPkgPath: undefined })).toEqual({ connect, trustedKeyFiles: [] });
     expect(() => parseUpgradePlanRequest({ connect, installPkgPath: '  ' })).toThrow(
       expect.objectContaining({ code: 'E_USAGE', exitCode: 3 }),
     );

@@ -162,6 +162,27 @@ describe('parseInventory', () => {
     expect(error.details).toMatchObject({ file: 'inv.yaml', line: 5, field: 'all.hosts.h1.ansible_port' });
   });
 
+  it('reads the package signing keys an edgeadm inventory pins (one inventory per environment), and refuses a non-list', () => {
+    const pinned = parseInventory(
+      [
+        'kind: FleetInventory',
+        'trustedKeys: [./prod-signing.pub, ./prod-signing-2026.pub]',
+        'controlPlane:',
+        '  hosts:',
+        '    cp: { address: 10.0.0.10 }',
+      ].join('\n'),
+      'prod.yaml',
+    );
+    expect(pinned.trustedKeys).toEqual(['./prod-signing.pub', './prod-signing-2026.pub']);
+    expect(parseInventory(EDGEADM, 'inv.yaml').trustedKeys).toBeUndefined();
+    expect(() =>
+      parseInventory(
+        ['kind: FleetInventory', 'trustedKeys: ./one.pub', 'controlPlane:', '  hosts:', '    cp: {}'].join('\n'),
+        'x.yaml',
+      ),
+    ).toThrow(/trustedKeys.*expected a list of public key files/);
+  });
+
   it('names the line of an unknown field in an edgeadm inventory', () => {
     const error = failure(EDGEADM.replace('      port: 2222', '      prot: 2222'));
     expect(error.message).toMatch(/^inv\.yaml:17: nodeGroups\.stores\.ssh\.prot: unknown field/);
