@@ -38,7 +38,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { lstat, readdir, rename, rm, stat } from 'node:fs/promises';
+import { lstat, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -66,6 +66,7 @@ import {
   type PackageManifest,
 } from './manifest.js';
 import { checkPackagePath } from './package-path.js';
+import { EXECUTABLE_HEAD_BYTES, executableKindOf, isElfFor } from './executables.js';
 import { readImageReferences, type ImageReference } from './image-references.js';
 import { renderSbom, SBOM_PATH } from './sbom.js';
 import { signManifest, SIGNATURE_MODE, SIGNATURE_PATH } from './signature.js';
@@ -123,6 +124,8 @@ export interface BuiltPackage {
   signatureBytes?: Buffer;
   /** The fingerprint of the key that signed it, when one did. */
   signedBy?: string;
+  /** What the build found doubtful but packed: files under bin/ that are not ELF executables. */
+  warnings: string[];
 }
 
 /** A file found in the source directory, or one the build writes itself (the SBOM). */
@@ -161,6 +164,7 @@ export async function buildPackage(options: BuildPackageOptions): Promise<BuiltP
   );
   refuseIncomplete(sources, options.distribution, from);
   refuseUnimportableImages(sources, options.distribution);
+  const warnings = await checkExecutables(sources, options.arch);
   const files: PackageFile[] = [];
   for (const source of sources) files.push(await describeFile(source));
   const createdAt = wholeSeconds(options.createdAt ?? new Date());
@@ -213,6 +217,7 @@ export async function buildPackage(options: BuildPackageOptions): Promise<BuiltP
     archiveBytes: archive.bytes,
     fileCount: files.length,
     totalBytes: files.reduce((sum, file) => sum + file.size, 0),
+    warnings,
   };
 }
 
@@ -335,6 +340,51 @@ function refuseUnimportableImages(sources: SourceFile[], distribution: Distribut
         ],
       },
     );
+  }
+}
+
+/**
+ * Every file under bin/ is an executable for the package's architecture: an
+ * ELF executable for another one is refused (hosts could not run it, and
+ * would find out only after the install); what is not an ELF executable at
+ * all (a script) is packed with a warning, returned.
+ */
+async function checkExecutables(sources: SourceFile[], arch: Architecture): Promise<string[]> {
+  const warnings: string[] = [];
+  for (const source of sources) {
+    if (!source.path.startsWith('bin/')) continue;
+    const kind = executableKindOf(await headOf(source));
+    if (kind.kind === 'elf') {
+      if (isElfFor(kind, arch)) continue;
+      throw new PackageError(
+        PackageErrorCode.Arch,
+        `${quoteEntry(source.path)} is an ELF executable for ${kind.machineName}${kind.elfClass === 1 ? ' (32-bit)' : ''}, not for ${arch}, the package's architecture`,
+        {
+          entry: source.path,
+          details: { arch, machine: kind.machineName },
+          hints: [
+            `Put the ${arch} build of ${source.path.slice('bin/'.length)} into the source directory, or build the package with the --arch it was built for.`,
+          ],
+        },
+      );
+    }
+    const what = kind.kind === 'script' ? `a script for ${kind.interpreter}` : 'neither an ELF executable nor a script';
+    warnings.push(
+      `${source.path} is not an ELF executable for ${arch} (it is ${what}): hosts will run it as it is; check that it is the program you meant to package`,
+    );
+  }
+  return warnings;
+}
+
+async function headOf(source: SourceFile): Promise<Buffer> {
+  if ('bytes' in source) return source.bytes.subarray(0, EXECUTABLE_HEAD_BYTES);
+  const file = await open(source.absolute, 'r');
+  try {
+    const head = Buffer.alloc(EXECUTABLE_HEAD_BYTES);
+    const { bytesRead } = await file.read(head, 0, EXECUTABLE_HEAD_BYTES, 0);
+    return head.subarray(0, bytesRead);
+  } finally {
+    await file.close();
   }
 }
 

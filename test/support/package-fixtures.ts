@@ -41,10 +41,22 @@ export interface SourceFileSpec {
   mode: number;
 }
 
+/**
+ * The first bytes of an amd64 ELF executable (class 64-bit, little-endian,
+ * type EXEC, machine x86-64): what `package build` reads to check that a
+ * file under bin/ runs on the package's architecture.
+ */
+export const FIXTURE_ELF_AMD64_HEAD = Buffer.from([
+  0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x00, 0x3e, 0x00,
+]);
+
 /** The default source tree: what a small k3s package looks like. */
 export function defaultSourceFiles(): Record<string, SourceFileSpec> {
   return {
-    'bin/k3s': { content: Buffer.concat([Buffer.from(K3S_MARKER), fixtureBytes('k3s', 200_000)]), mode: 0o755 },
+    'bin/k3s': {
+      content: Buffer.concat([FIXTURE_ELF_AMD64_HEAD, Buffer.from(K3S_MARKER), fixtureBytes('k3s', 200_000)]),
+      mode: 0o755,
+    },
     'images/k3s-airgap-images-amd64.tar.zst': { content: fixtureBytes('images', 300_000), mode: 0o644 },
     'assets/k3s.service': { content: Buffer.from('[Unit]\nDescription=k3s\n'), mode: 0o644 },
     'cni/bridge': { content: fixtureBytes('cni', 5_000), mode: 0o755 },

@@ -60,6 +60,7 @@ export default class PackageBuild extends BaseCommand<typeof PackageBuild> {
       ...withCreatedAt(createdAtFromSourceDateEpoch(process.env.SOURCE_DATE_EPOCH)),
       ...(signingKey === undefined ? {} : { signingKey }),
     });
+    for (const warning of built.warnings) this.warnAlways(warning);
     this.logger.info(`built ${built.file}: sha256 ${built.archiveSha256}`);
     this.log(
       `package ${built.manifest.name} built: ${built.file} (${counted(built.fileCount, 'file')}, ${formatMiB(built.totalBytes)}; ` +

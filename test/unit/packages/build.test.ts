@@ -43,6 +43,10 @@ function options(from: string, output: string, extra: Partial<BuildPackageOption
 describe('buildPackage', () => {
   it('builds a package that verifies and inspects to what was packed (round trip)', async () => {
     const from = await freshSource();
+    // An arm64 package holds arm64 executables: the fixture's bin/k3s becomes one (ELF machine 183, AArch64).
+    const arm64K3s = await readFile(join(from, 'bin', 'k3s'));
+    arm64K3s.writeUInt16LE(183, 18);
+    await writeFile(join(from, 'bin', 'k3s'), arm64K3s);
     const output = join(work, 'round-trip.tar.gz');
     const built = await buildPackage(options(from, output, { kubernetesVersion: '1.30.4', arch: 'arm64' }));
     expect(built.manifest.name).toBe('edge-k3s-v1.30.4-arm64');
