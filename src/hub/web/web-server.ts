@@ -12,13 +12,13 @@
  * Every state-changing request passes the CSRF check (csrfVerdict).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { authenticateUser, userByTokenHash, type HubContext } from '../hub-context.js';
-import { HttpError } from '../http-replies.js';
-import { clusterReach, mayReachCluster } from '../kube-proxy.js';
-import { clustersHeldElsewhere, isHeldElsewhere, viewOf, type ClusterView } from '../operator-api.js';
-import type { RolloutActor, RolloutController } from '../rollout-controller.js';
-import { refuseRolloutChange } from '../rollout-permissions.js';
-import type { ClusterRecord, UserRecord } from '../store.js';
+import { authenticateUser, userByTokenHash, type HubContext } from '../api/hub-context.js';
+import { HttpError } from '../http/http-replies.js';
+import { clusterReach, mayReachCluster } from '../api/kube-proxy.js';
+import { clustersHeldElsewhere, isHeldElsewhere, viewOf, type ClusterView } from '../api/operator-api.js';
+import type { RolloutActor, RolloutController } from '../rollouts/rollout-controller.js';
+import { refuseRolloutChange } from '../rollouts/rollout-permissions.js';
+import type { ClusterRecord, UserRecord } from '../store/store.js';
 import { SECURITY_HEADERS, WebAssets } from './assets.js';
 import { ClusterListCache } from './cluster-cache.js';
 import { fleetSummary, parseClusterQuery, queryClusters } from './cluster-query.js';

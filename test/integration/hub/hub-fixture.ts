@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa, type ResultPromise } from 'execa';
-import { loadHubConfig } from '../../../src/hub/hub-config.js';
+import { loadHubConfig } from '../../../src/hub/contract/hub-config.js';
 import { REPO_ROOT, runCli, type CliResult } from '../../support/cli.js';
 import { call } from '../../support/https-client.js';
 import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';

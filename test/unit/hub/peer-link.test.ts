@@ -16,7 +16,7 @@ import {
   REPLICA_CERT_ORGANIZATION,
   replicaCommonName,
   replicaOfConnection,
-} from '../../../src/hub/peer-link.js';
+} from '../../../src/hub/replicas/peer-link.js';
 
 const NOW = new Date('2026-06-01T00:00:00Z');
 

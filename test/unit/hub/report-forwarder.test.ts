@@ -4,9 +4,9 @@
  * batch when the test says so, or fails it.
  */
 import { describe, expect, it } from 'vitest';
-import type { ReplicaCoordination, ReplicaInfo } from '../../../src/hub/coordination.js';
-import type { PeerCredentials } from '../../../src/hub/peer-link.js';
-import { ReportForwarder } from '../../../src/hub/peer-rollouts.js';
+import type { ReplicaCoordination, ReplicaInfo } from '../../../src/hub/store/coordination.js';
+import type { PeerCredentials } from '../../../src/hub/replicas/peer-link.js';
+import { ReportForwarder } from '../../../src/hub/rollouts/peer-rollouts.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import type { ReportMessage } from '../../../src/rollout/wire.js';
 

@@ -14,8 +14,8 @@ import {
   type RolloutActor,
   type RolloutClock,
   type RolloutDelivery,
-} from '../../../src/hub/rollout-controller.js';
-import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
+} from '../../../src/hub/rollouts/rollout-controller.js';
+import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { parseRollout } from '../../../src/rollout/spec.js';
 import type { CopyMessage, RemoveMessage, ReportMessage } from '../../../src/rollout/wire.js';

@@ -13,12 +13,12 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HUB_ADMIN_USER, type HubContext } from '../../../src/hub/hub-context.js';
-import type { HubPki } from '../../../src/hub/hub-pki.js';
-import { hashUserToken, newUserToken } from '../../../src/hub/hub-tokens.js';
+import { HUB_ADMIN_USER, type HubContext } from '../../../src/hub/api/hub-context.js';
+import type { HubPki } from '../../../src/hub/identity/hub-pki.js';
+import { hashUserToken, newUserToken } from '../../../src/hub/identity/hub-tokens.js';
 import { HubMetrics } from '../../../src/hub/metrics.js';
-import { RolloutController, type DeliveryOutcome } from '../../../src/hub/rollout-controller.js';
-import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
+import { RolloutController, type DeliveryOutcome } from '../../../src/hub/rollouts/rollout-controller.js';
+import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import type { CopyMessage, RemoveMessage, RolloutOwner } from '../../../src/rollout/wire.js';
 import { callApi } from './operator-api-harness.js';

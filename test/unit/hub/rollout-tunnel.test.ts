@@ -10,15 +10,15 @@ import { once } from 'node:events';
 import { createServer, type TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RolloutController, type RolloutActor } from '../../../src/hub/rollout-controller.js';
+import { RolloutController, type RolloutActor } from '../../../src/hub/rollouts/rollout-controller.js';
 import {
   followReports,
   LineSplitter,
   reportOf,
   TunnelRolloutDelivery,
   type ReportTimers,
-} from '../../../src/hub/rollout-tunnel.js';
-import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
+} from '../../../src/hub/rollouts/rollout-tunnel.js';
+import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
 import { silentLogger, type Logger } from '../../../src/log/run-log.js';
 import { parseRollout } from '../../../src/rollout/spec.js';
 import {

@@ -9,12 +9,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OpenedHubStore } from '../../../src/hub/coordination.js';
-import type { HubContext } from '../../../src/hub/hub-context.js';
-import { LocalCoordination } from '../../../src/hub/local-coordination.js';
+import type { OpenedHubStore } from '../../../src/hub/store/coordination.js';
+import type { HubContext } from '../../../src/hub/api/hub-context.js';
+import { LocalCoordination } from '../../../src/hub/store/local-coordination.js';
 import { HubMetrics } from '../../../src/hub/metrics.js';
-import { TunnelRolloutDelivery } from '../../../src/hub/rollout-tunnel.js';
-import { RunOnceControllers } from '../../../src/hub/run-once-controllers.js';
+import { TunnelRolloutDelivery } from '../../../src/hub/rollouts/rollout-tunnel.js';
+import { RunOnceControllers } from '../../../src/hub/rollouts/run-once-controllers.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { InMemoryReplicaSet } from '../../support/in-memory-replicas.js';
 

@@ -7,8 +7,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
-import type { RolloutRecord } from '../../../src/hub/store.js';
+import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
+import type { RolloutRecord } from '../../../src/hub/store/store.js';
 import { newProgress } from '../../../src/rollout/progress.js';
 
 const cluster = {

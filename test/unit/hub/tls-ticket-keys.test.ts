@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TLS_TICKET_KEY_ROTATE_MS } from '../../../src/hub/limits.js';
-import { ensureTlsTicketKey, TLS_TICKET_KEY_FILE } from '../../../src/hub/tls-ticket-keys.js';
+import { ensureTlsTicketKey, TLS_TICKET_KEY_FILE } from '../../../src/hub/identity/tls-ticket-keys.js';
 
 const PIN = 'sha256:aa';
 

@@ -6,7 +6,7 @@ import { ExitCode, ValidationError } from '../../../errors.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
 import { pendingClusters, watchEndOf } from '../../../hub-client/rollout-watch-end.js';
 import { renderRolloutLine, renderRolloutStatus } from '../../../hub-client/rollout-table.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 import type { RolloutStatusView } from '../../../rollout/api.js';
 import { parseGoDuration } from '../../../trust/duration.js';
 

@@ -1,0 +1,522 @@
+/**
+ * The hub's HTTPS routes other than the kube proxy:
+ *
+ * - `/healthz`, `/readyz`, `/metrics`;
+ * - the discovery document (`cluster-info`, signed for every usable hub token);
+ * - registration (`POST /hub/v1/register`, hub token) and renewal
+ *   (`POST /hub/v1/renew`, the cluster's client certificate);
+ * - the operator API (admin bearer token): tokens, clusters, users;
+ * - rollouts, cluster holds and properties (any hub user, within their
+ *   clusters: rollout-api.ts).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { X509Certificate } from 'node:crypto';
+import type { TLSSocket } from 'node:tls';
+import { parseBootstrapToken } from '../../trust/bootstrap-token.js';
+import { clusterInfoConfigMap, CLUSTER_INFO_PATH } from '../../trust/cluster-info.js';
+import { renderClusterInfoKubeconfig } from '../../trust/kubeconfig.js';
+import { describeCsr, signCsr } from '../../trust/pki.js';
+import { isWithinValidity } from '../identity/client-certificate.js';
+import { authenticateUser, type HubContext } from './hub-context.js';
+import { formatTokenLabelLimit, labelsOutsideLimit, tokenLabelLimitProblem } from '../identity/token-labels.js';
+import { hashUserToken, hubTokenState, newHubToken, newUserToken, secretsEqual, formatHubToken } from '../identity/hub-tokens.js';
+import { bearerToken, HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
+import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.js';
+import { isClusterName, labelProblem } from '../../kube/names.js';
+import {
+  AGENT_CERT_ORGANIZATION,
+  AGENT_CERT_VALIDITY_DAYS,
+  MAX_API_BODY_BYTES,
+  MAX_API_TTL_MS,
+  MAX_HUB_TOKEN_USAGES,
+} from '../limits.js';
+import type { ClusterHold } from '../../rollout/api.js';
+import { serveRolloutApi } from './rollout-api.js';
+import { PEER_REPLICA_PATH, servePeerReplica, serveReplicas } from './replicas-api.js';
+import type { ClusterRecord, UserRecord } from '../store/store.js';
+
+/** A user or group name: no spaces or control characters (they end up in HTTP headers). */
+export const SUBJECT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,252}$/;
+
+/** A cluster as the operator API shows it. */
+export interface ClusterView {
+  name: string;
+  labels: Record<string, string>;
+  state: 'Connected' | 'Disconnected';
+  lastSeen?: string;
+  kubernetesVersion?: string;
+  nodeCount?: number;
+  registeredAt: string;
+  certNotAfter: string;
+  /** An operator's hold: no rollout changes the cluster until it is released. */
+  hold?: ClusterHold;
+  /** Values rollouts' customization reads (`${property:KEY}`). */
+  properties?: Record<string, string>;
+}
+
+/**
+ * A cluster as shown. Connected when this replica holds its open tunnel, or
+ * when `isHeldElsewhere` (another replica's claim): liveness is never
+ * written to the store, so a connected cluster is shown as seen now.
+ */
+export function viewOf(context: HubContext, cluster: ClusterRecord, isHeldElsewhere = false): ClusterView {
+  const tunnel = context.tunnels.get(cluster.name);
+  const isConnected = tunnel?.isOpen === true || isHeldElsewhere;
+  const view: ClusterView = {
+    name: cluster.name,
+    labels: cluster.labels,
+    state: isConnected ? 'Connected' : 'Disconnected',
+    registeredAt: cluster.registeredAt,
+    certNotAfter: cluster.certNotAfter,
+  };
+  const lastSeen = isConnected ? new Date().toISOString() : cluster.lastSeen;
+  if (lastSeen !== undefined) view.lastSeen = lastSeen;
+  const version = tunnel?.hello.kubernetesVersion ?? cluster.kubernetesVersion;
+  if (version !== undefined) view.kubernetesVersion = version;
+  const nodeCount = tunnel?.hello.nodeCount ?? cluster.nodeCount;
+  if (nodeCount !== undefined) view.nodeCount = nodeCount;
+  if (cluster.hold !== undefined) view.hold = cluster.hold;
+  if (cluster.properties !== undefined) view.properties = cluster.properties;
+  return view;
+}
+
+async function requireAdmin(context: HubContext, req: IncomingMessage): Promise<UserRecord> {
+  const user = await authenticateUser(context, req);
+  if (user === undefined) {
+    context.metrics.unauthorizedRequests += 1;
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a valid hub admin token is required');
+  }
+  if (!user.isAdmin) throw new HttpError(403, 'E_HUB_FORBIDDEN', `user "${user.name}" is not a hub admin`);
+  return user;
+}
+
+/**
+ * Whether another replica holds the cluster's tunnel (its claim). Asked only
+ * for clusters whose tunnel is not open here; a single replica answers from
+ * memory.
+ */
+export async function isHeldElsewhere(context: HubContext, cluster: string): Promise<boolean> {
+  const coordination = context.coordination;
+  if (coordination === undefined || context.tunnels.get(cluster)?.isOpen === true) return false;
+  const holder = await coordination.tunnelHolder(cluster);
+  return holder !== undefined && holder.id !== coordination.self.id;
+}
+
+/**
+ * The clusters whose tunnels another live replica holds, for a list of many
+ * clusters: two reads of the coordination (the claims and the live replicas),
+ * whatever the number of clusters. Asking {@link isHeldElsewhere} per cluster
+ * costs two store reads each, which at 10,000 clusters overran the store's
+ * read deadline and failed the whole list. A single replica answers from
+ * memory (nothing is held elsewhere).
+ */
+export async function clustersHeldElsewhere(context: HubContext): Promise<ReadonlySet<string>> {
+  const coordination = context.coordination;
+  if (coordination === undefined) return new Set();
+  const [claims, replicas] = await Promise.all([coordination.listClaims(), coordination.listReplicas()]);
+  const live = new Set(replicas.map((replica) => replica.id));
+  const elsewhere = new Set<string>();
+  for (const [cluster, holder] of claims) {
+    if (holder !== coordination.self.id && live.has(holder) && context.tunnels.get(cluster)?.isOpen !== true) {
+      elsewhere.add(cluster);
+    }
+  }
+  return elsewhere;
+}
+
+function hubEndpoint(context: HubContext): string {
+  return new URL(context.advertiseUrl).host;
+}
+
+/**
+ * An optional whole number field of an API body, within `[min, max]`. JSON
+ * numbers are doubles: `1e308`, `1.5` and `-0.0` all parse, and each would
+ * reach a date or the store as something else, so anything that is not a
+ * safe integer in range is a 400 here, with the field named.
+ */
+function optionalInteger(
+  body: Record<string, unknown>,
+  key: string,
+  range: { min: number; max: number },
+): number | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < range.min || value > range.max) {
+    throw new HttpError(
+      400,
+      'E_HUB_BAD_REQUEST',
+      `${key} must be a whole number from ${range.min} to ${range.max}, not ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The labels of a registration: a JSON object of Kubernetes label keys to
+ * label values (they are matched by selectors and shown by `hub clusters`).
+ */
+function labelsOf(value: unknown): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'labels must be a JSON object of label keys to label values');
+  }
+  const problem = labelProblem(value as Record<string, unknown>);
+  if (problem !== undefined) throw new HttpError(400, 'E_LABELS_INVALID', problem);
+  return { ...(value as Record<string, string>) };
+}
+
+/** A token's label limit from a request (`labels`: keys to values or `*`), if it has one. */
+function tokenLabelLimitOf(value: unknown): Record<string, string> | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' || Array.isArray(value) || Object.keys(value).length === 0) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'labels must be a JSON object of label keys to label values or "*"');
+  }
+  const problem = tokenLabelLimitProblem(value as Record<string, unknown>);
+  if (problem !== undefined) throw new HttpError(400, 'E_LABELS_INVALID', `labels: ${problem}`);
+  return { ...(value as Record<string, string>) };
+}
+
+/**
+ * Decodes a percent-encoded path segment. A malformed escape (`%E0%A4%A`)
+ * or bytes that are not UTF-8 are the client's mistake: a 400, not a throw.
+ */
+function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(
+      400,
+      'E_HUB_BAD_REQUEST',
+      `the path segment ${JSON.stringify(segment)} is not valid percent-encoded UTF-8`,
+    );
+  }
+}
+
+/** Serves the discovery document: the hub's address and CA, signed for each usable token. */
+async function discovery(context: HubContext, res: ServerResponse): Promise<void> {
+  const now = context.now();
+  const tokens = (await context.store.listTokens())
+    .filter((token) => hubTokenState(token, now) === 'usable')
+    .map((token) => ({ id: token.id, secret: token.secret }));
+  const kubeconfig = renderClusterInfoKubeconfig({ server: context.advertiseUrl, caPem: context.pki.ca.certPem });
+  sendJson(res, 200, clusterInfoConfigMap({ kubeconfig, tokens }));
+}
+
+function serialOf(certPem: string): { serial: string; notAfter: string } {
+  const certificate = new X509Certificate(certPem);
+  return { serial: certificate.serialNumber.toLowerCase(), notAfter: new Date(certificate.validTo).toISOString() };
+}
+
+/** Checks a CSR for a cluster and signs it. */
+async function signClusterCsr(context: HubContext, cluster: string, csrPem: unknown): Promise<string> {
+  if (typeof csrPem !== 'string') throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'csr is missing');
+  let info;
+  try {
+    info = describeCsr(csrPem);
+  } catch (error) {
+    throw new HttpError(400, 'E_CSR_INVALID', (error as Error).message);
+  }
+  if (info.commonName !== cluster || info.organizations.join(',') !== AGENT_CERT_ORGANIZATION) {
+    throw new HttpError(
+      400,
+      'E_CSR_SUBJECT',
+      `the certificate request must name CN=${cluster}, O=${AGENT_CERT_ORGANIZATION}`,
+    );
+  }
+  if (info.dnsNames.length > 0 || info.ipAddresses.length > 0) {
+    throw new HttpError(400, 'E_CSR_SUBJECT', 'an agent certificate request must not ask for alternative names');
+  }
+  try {
+    return (await signCsr({ ca: context.pki.ca, csrPem, usages: ['client'], validityDays: AGENT_CERT_VALIDITY_DAYS }))
+      .certPem;
+  } catch (error) {
+    throw new HttpError(400, 'E_CSR_INVALID', (error as Error).message);
+  }
+}
+
+/** The answer to a hub token found unusable (expired, spent or unknown). */
+function unusableToken(tokenId: string, use: 'expired' | 'spent' | 'unknown'): HttpError {
+  switch (use) {
+    case 'expired':
+      return new HttpError(401, 'E_HUB_TOKEN_EXPIRED', `hub token "${tokenId}" has expired`);
+    case 'spent':
+      return new HttpError(401, 'E_HUB_TOKEN_SPENT', `hub token "${tokenId}" has no registrations left`);
+    case 'unknown':
+      return new HttpError(401, 'E_HUB_TOKEN_UNKNOWN', `hub token "${tokenId}" is not valid on this hub`);
+  }
+}
+
+/**
+ * `POST /hub/v1/register`: a hub token holder registers a cluster and gets
+ * its client certificate.
+ *
+ * Everything the request carries (name, labels, CSR) is checked, and the
+ * certificate signed, before the token is touched; then one store
+ * transaction takes a token use and adds the cluster, or does neither. So a
+ * refused registration never spends a use, and of two registrations racing
+ * for a token's last use exactly one wins.
+ */
+async function register(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const presented = bearerToken(req);
+  let tokenId: string;
+  let tokenSecret: string;
+  try {
+    ({ id: tokenId, secret: tokenSecret } = parseBootstrapToken(presented ?? ''));
+  } catch {
+    context.metrics.unauthorizedRequests += 1;
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a hub token is required');
+  }
+  const stored = await context.store.getToken(tokenId);
+  if (stored === undefined || !secretsEqual(stored.secret, tokenSecret)) {
+    context.metrics.unauthorizedRequests += 1;
+    throw new HttpError(401, 'E_HUB_TOKEN_UNKNOWN', `hub token "${tokenId}" is not valid on this hub`);
+  }
+  // Answer a dead token before any CSR work; the spend below checks again, atomically.
+  const state = hubTokenState(stored, context.now());
+  if (state !== 'usable') throw unusableToken(tokenId, state);
+  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
+  const name = body.name;
+  if (typeof name !== 'string' || !isClusterName(name)) {
+    throw new HttpError(400, 'E_HUB_CLUSTER_NAME', 'the cluster name must be a DNS label (a-z, 0-9, -; at most 63)');
+  }
+  const labels = labelsOf(body.labels);
+  const outside = stored.labels === undefined ? undefined : labelsOutsideLimit(labels, stored.labels);
+  if (outside !== undefined) {
+    context.logger.warn(`registration of cluster ${name} with token ${tokenId} refused: ${outside}`);
+    throw new HttpError(
+      403,
+      'E_HUB_TOKEN_LABELS',
+      `hub token "${tokenId}" cannot register cluster "${name}" with these labels: ${outside} ` +
+        `(it allows ${formatTokenLabelLimit(stored.labels ?? {})})`,
+    );
+  }
+  if (await context.store.getCluster(name)) {
+    throw new HttpError(
+      409,
+      'E_HUB_CLUSTER_EXISTS',
+      `a cluster named "${name}" is already registered; delete it first`,
+    );
+  }
+  const certPem = await signClusterCsr(context, name, body.csr);
+  const { serial, notAfter } = serialOf(certPem);
+  const outcome = await context.store.useTokenToAddCluster(tokenId, context.now(), {
+    name,
+    labels,
+    certSerial: serial,
+    certNotAfter: notAfter,
+    registeredAt: context.now().toISOString(),
+  });
+  if (outcome !== 'added') {
+    // The certificate was never sent; revoke it all the same, so that no copy of it can ever serve.
+    await context.store.revokeCertificate(serial, 'registration refused');
+    if (outcome === 'exists') {
+      throw new HttpError(409, 'E_HUB_CLUSTER_EXISTS', `a cluster named "${name}" is already registered`);
+    }
+    throw unusableToken(tokenId, outcome);
+  }
+  context.logger.info(`registered cluster ${name} with token ${tokenId}`);
+  context.rollouts?.clustersChanged();
+  sendJson(res, 201, { name, certPem, caPem: context.pki.ca.certPem, server: context.advertiseUrl });
+}
+
+/** `POST /hub/v1/renew`: an agent trades its (valid) certificate for a new one. */
+async function renew(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const socket = req.socket as TLSSocket;
+  const peer = typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate() : undefined;
+  if (!socket.authorized || !peer || !peer.subject) {
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'renewal needs the cluster client certificate');
+  }
+  // A resumed TLS session does not check the validity period again.
+  if (!isWithinValidity(peer)) {
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'this certificate is expired or not yet valid');
+  }
+  const cluster = await context.store.getCluster(String(peer.subject.CN));
+  const serial = peer.serialNumber.toLowerCase();
+  if (cluster === undefined || (await context.store.isCertificateRevoked(serial))) {
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'this certificate is revoked or its cluster is gone');
+  }
+  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
+  const certPem = await signClusterCsr(context, cluster.name, body.csr);
+  const renewed = serialOf(certPem);
+  await context.store.updateClusterCertificate(cluster.name, renewed.serial, renewed.notAfter);
+  await context.store.revokeCertificate(serial, 'renewed');
+  context.logger.info(`renewed the certificate of cluster ${cluster.name}`);
+  sendJson(res, 200, { certPem });
+}
+
+/** `POST /hub/v1/tokens`. */
+async function createToken(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  await requireAdmin(context, req);
+  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
+  const ttlMs = optionalInteger(body, 'ttlMs', { min: 0, max: MAX_API_TTL_MS }) ?? 0;
+  const usages = optionalInteger(body, 'usages', { min: 1, max: MAX_HUB_TOKEN_USAGES });
+  const labels = tokenLabelLimitOf(body.labels);
+  const { record } = newHubToken({ ttlMs, now: context.now(), ...(usages === undefined ? {} : { usages }) });
+  if (labels !== undefined) record.labels = labels;
+  await context.store.addToken(record);
+  context.logger.info(`created hub token ${record.id}`);
+  sendJson(res, 201, {
+    token: formatHubToken(record),
+    id: record.id,
+    ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
+    ...(record.usagesLeft === undefined ? {} : { usages: record.usagesLeft }),
+    ...(record.labels === undefined ? {} : { labels: record.labels }),
+    hub: hubEndpoint(context),
+    caCertHash: context.pki.caPin,
+  });
+}
+
+/** `POST /hub/v1/users`. */
+async function createUser(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  await requireAdmin(context, req);
+  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
+  const { name, clustersSelector } = body;
+  const groups = body.groups ?? [];
+  if (typeof name !== 'string' || !SUBJECT_NAME_PATTERN.test(name)) {
+    throw new HttpError(400, 'E_HUB_USER_NAME', 'the user name may hold letters, digits and . _ @ : + - only');
+  }
+  if (typeof clustersSelector !== 'string')
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'clustersSelector is missing');
+  try {
+    parseLabelSelector(clustersSelector);
+  } catch (error) {
+    throw new HttpError(400, 'E_SELECTOR_INVALID', (error as Error).message);
+  }
+  if (!Array.isArray(groups) || !groups.every((g) => typeof g === 'string' && SUBJECT_NAME_PATTERN.test(g))) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'groups must be names of letters, digits and . _ @ : + -');
+  }
+  const existing = (await context.store.listUsers()).find((user) => user.name === name);
+  if (existing?.isAdmin) throw new HttpError(409, 'E_HUB_USER_EXISTS', `"${name}" is the hub admin`);
+  const ttlMs = optionalInteger(body, 'ttlMs', { min: 0, max: MAX_API_TTL_MS }) ?? 0;
+  const token = newUserToken();
+  const now = context.now();
+  const user: UserRecord = {
+    name,
+    tokenHash: hashUserToken(token),
+    clustersSelector,
+    groups: groups as string[],
+    isAdmin: false,
+    createdAt: now.toISOString(),
+  };
+  if (ttlMs > 0) user.expiresAt = new Date(now.getTime() + ttlMs).toISOString();
+  await context.store.putUser(user);
+  context.logger.info(`created hub user ${name} for clusters "${clustersSelector}"`);
+  sendJson(res, 201, {
+    name,
+    token,
+    clustersSelector,
+    groups: user.groups,
+    ...(user.expiresAt === undefined ? {} : { expiresAt: user.expiresAt }),
+    server: context.advertiseUrl,
+    caPem: context.pki.ca.certPem,
+  });
+}
+
+async function clusters(context: HubContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  await requireAdmin(context, req);
+  const name = decodePathSegment(url.pathname.slice('/hub/v1/clusters'.length).replace(/^\//, ''));
+  if (name === '') {
+    if (req.method !== 'GET') throw new HttpError(405, 'E_HUB_METHOD', 'only GET lists clusters');
+    let selector;
+    try {
+      selector = parseLabelSelector(url.searchParams.get('selector') ?? '');
+    } catch (error) {
+      throw new HttpError(400, 'E_SELECTOR_INVALID', (error as Error).message);
+    }
+    const all = (await context.store.listClusters()).filter((c) => matchesSelector(selector, c.labels));
+    const elsewhere = await clustersHeldElsewhere(context);
+    sendJson(res, 200, { clusters: all.map((c) => viewOf(context, c, elsewhere.has(c.name))) });
+    return;
+  }
+  if (!isClusterName(name)) {
+    throw new HttpError(
+      400,
+      'E_HUB_CLUSTER_NAME',
+      `${JSON.stringify(name)} is not a cluster name (a DNS label: a-z, 0-9, -; at most 63)`,
+    );
+  }
+  if (req.method === 'GET') {
+    const cluster = await context.store.getCluster(name);
+    if (!cluster) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
+    sendJson(res, 200, viewOf(context, cluster, await isHeldElsewhere(context, name)));
+    return;
+  }
+  if (req.method === 'DELETE') {
+    const removed = await context.store.deleteCluster(name);
+    if (!removed) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
+    await context.store.revokeCertificate(removed.certSerial, 'cluster deleted');
+    context.closeTunnel(name);
+    context.rollouts?.clustersChanged();
+    context.logger.info(`deleted cluster ${name}: certificate revoked, tunnel closed`);
+    sendJson(res, 200, { name, isDeleted: true });
+    return;
+  }
+  throw new HttpError(405, 'E_HUB_METHOD', `${req.method} is not allowed here`);
+}
+
+/**
+ * Serves a non-proxy request; returns false when the path is not one of
+ * these routes.
+ */
+export async function serveApi(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'https://hub.invalid');
+  } catch {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'the request target is not a valid path');
+  }
+  const route = `${req.method} ${url.pathname}`;
+  switch (route) {
+    case 'GET /healthz':
+    case 'GET /livez':
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      return true;
+    case 'GET /readyz': {
+      // Not ready when the coordination knows the store refuses changes (etcd without quorum):
+      // said at once, without waiting for a read to time out; else a read proves the store answers.
+      const health = context.coordination?.health() ?? { state: 'ok' };
+      if (health.state !== 'ok') {
+        sendJson(res, 503, {
+          code: 'E_HUB_STORE_UNAVAILABLE',
+          message: `the hub's store refuses changes since ${health.since}: ${health.cause}`,
+        });
+        return true;
+      }
+      await context.store.listTokens();
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      return true;
+    }
+    case 'GET /metrics':
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(context.metrics.render());
+      return true;
+    case `GET ${CLUSTER_INFO_PATH}`:
+      await discovery(context, res);
+      return true;
+    case 'POST /hub/v1/register':
+      await register(context, req, res);
+      return true;
+    case 'POST /hub/v1/renew':
+      await renew(context, req, res);
+      return true;
+    case 'POST /hub/v1/tokens':
+      await createToken(context, req, res);
+      return true;
+    case 'POST /hub/v1/users':
+      await createUser(context, req, res);
+      return true;
+    case 'GET /hub/v1/replicas':
+      await requireAdmin(context, req);
+      await serveReplicas(context, res);
+      return true;
+    case `GET ${PEER_REPLICA_PATH}`:
+      servePeerReplica(context, req, res);
+      return true;
+  }
+  // Rollouts, and the holds and properties of clusters (open to scoped users, within their clusters).
+  if (await serveRolloutApi(context, req, res, url, viewOf)) return true;
+  if (url.pathname === '/hub/v1/clusters' || url.pathname.startsWith('/hub/v1/clusters/')) {
+    await clusters(context, req, res, url);
+    return true;
+  }
+  return false;
+}
