@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BAD_PROXY_PATH_CODE, parseProxyUrl } from '../../../src/hub/api/kube-proxy.js';
-import { kubeStatus } from '../../../src/hub/http/http-replies.js';
-import { parseApiPath } from '../../../src/kube/api-path.js';
+import { BAD_PROXY_PATH_CODE, parseProxyUrl } from '../../../../src/hub/api/kube-proxy.js';
+import { kubeStatus } from '../../../../src/hub/http/http-replies.js';
+import { parseApiPath } from '../../../../src/kube/api-path.js';
 
 /** Where the agent's API server is, for checking where a forwarded path would lead. */
 const ORIGIN = 'https://api.cluster.invalid:6443';

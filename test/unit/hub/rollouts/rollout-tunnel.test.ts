@@ -10,29 +10,29 @@ import { once } from 'node:events';
 import { createServer, type TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RolloutController, type RolloutActor } from '../../../src/hub/rollouts/rollout-controller.js';
+import { RolloutController, type RolloutActor } from '../../../../src/hub/rollouts/rollout-controller.js';
 import {
   followReports,
   LineSplitter,
   reportOf,
   TunnelRolloutDelivery,
   type ReportTimers,
-} from '../../../src/hub/rollouts/rollout-tunnel.js';
-import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
-import { silentLogger, type Logger } from '../../../src/log/run-log.js';
-import { parseRollout } from '../../../src/rollout/spec.js';
+} from '../../../../src/hub/rollouts/rollout-tunnel.js';
+import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
+import { silentLogger, type Logger } from '../../../../src/log/run-log.js';
+import { parseRollout } from '../../../../src/rollout/spec.js';
 import {
   ROLLOUT_REPORT_ACKS_HEADER,
   ROLLOUT_REPORTS_PATH,
   type CopyMessage,
   type ReportMessage,
-} from '../../../src/rollout/wire.js';
-import { createCa, issueCertificate } from '../../../src/trust/pki.js';
-import { acceptTunnel, type HubTunnel } from '../../../src/tunnel/hub-tunnel.js';
-import { TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
-import { GROUPS_HEADER, USER_HEADER } from '../../../src/tunnel/protocol.js';
-import { connectRolloutStandIn, type RolloutStandIn, type StandInKind } from '../../support/rollout-agent-stand-in.js';
-import { rolloutDocument } from '../rollout/fixtures.js';
+} from '../../../../src/rollout/wire.js';
+import { createCa, issueCertificate } from '../../../../src/trust/pki.js';
+import { acceptTunnel, type HubTunnel } from '../../../../src/tunnel/hub-tunnel.js';
+import { TUNNEL_ALPN_PROTOCOL } from '../../../../src/tunnel/limits.js';
+import { GROUPS_HEADER, USER_HEADER } from '../../../../src/tunnel/protocol.js';
+import { connectRolloutStandIn, type RolloutStandIn, type StandInKind } from '../../../support/rollout-agent-stand-in.js';
+import { rolloutDocument } from '../../rollout/fixtures.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

@@ -8,7 +8,7 @@ import {
   renderHubConfig,
   resolveHubConfigPath,
   writeHubConfig,
-} from '../../../src/hub/contract/hub-config.js';
+} from '../../../../src/hub/contract/hub-config.js';
 
 const config = {
   server: 'https://hub.example.com:9443',

@@ -11,18 +11,18 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StoreHealth } from '../../../src/hub/store/coordination.js';
-import { HUB_ADMIN_USER, type HubContext } from '../../../src/hub/api/hub-context.js';
-import { LocalCoordination } from '../../../src/hub/store/local-coordination.js';
-import { ensureHubPki } from '../../../src/hub/identity/hub-pki.js';
-import { formatHubToken, hashUserToken, newHubToken, newUserToken } from '../../../src/hub/identity/hub-tokens.js';
-import { HttpError } from '../../../src/hub/http/http-replies.js';
-import { AGENT_CERT_ORGANIZATION, MAX_API_TTL_MS, MAX_HUB_TOKEN_USAGES } from '../../../src/hub/limits.js';
-import { HubMetrics } from '../../../src/hub/metrics.js';
-import { serveApi } from '../../../src/hub/api/operator-api.js';
-import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
-import { silentLogger } from '../../../src/log/run-log.js';
-import { createCsr } from '../../../src/trust/pki.js';
+import type { StoreHealth } from '../../../../src/hub/store/coordination.js';
+import { HUB_ADMIN_USER, type HubContext } from '../../../../src/hub/api/hub-context.js';
+import { LocalCoordination } from '../../../../src/hub/store/local-coordination.js';
+import { ensureHubPki } from '../../../../src/hub/identity/hub-pki.js';
+import { formatHubToken, hashUserToken, newHubToken, newUserToken } from '../../../../src/hub/identity/hub-tokens.js';
+import { HttpError } from '../../../../src/hub/http/http-replies.js';
+import { AGENT_CERT_ORGANIZATION, MAX_API_TTL_MS, MAX_HUB_TOKEN_USAGES } from '../../../../src/hub/limits.js';
+import { HubMetrics } from '../../../../src/hub/metrics.js';
+import { serveApi } from '../../../../src/hub/api/operator-api.js';
+import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
+import { silentLogger } from '../../../../src/log/run-log.js';
+import { createCsr } from '../../../../src/trust/pki.js';
 
 /** What one call of the API gave: the status it answered, or the error that would have been a 500. */
 interface Answer {

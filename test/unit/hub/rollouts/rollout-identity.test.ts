@@ -13,15 +13,15 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HUB_ADMIN_USER, type HubContext } from '../../../src/hub/api/hub-context.js';
-import type { HubPki } from '../../../src/hub/identity/hub-pki.js';
-import { hashUserToken, newUserToken } from '../../../src/hub/identity/hub-tokens.js';
-import { HubMetrics } from '../../../src/hub/metrics.js';
-import { RolloutController, type DeliveryOutcome } from '../../../src/hub/rollouts/rollout-controller.js';
-import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
-import { silentLogger } from '../../../src/log/run-log.js';
-import type { CopyMessage, RemoveMessage, RolloutOwner } from '../../../src/rollout/wire.js';
-import { callApi } from './operator-api-harness.js';
+import { HUB_ADMIN_USER, type HubContext } from '../../../../src/hub/api/hub-context.js';
+import type { HubPki } from '../../../../src/hub/identity/hub-pki.js';
+import { hashUserToken, newUserToken } from '../../../../src/hub/identity/hub-tokens.js';
+import { HubMetrics } from '../../../../src/hub/metrics.js';
+import { RolloutController, type DeliveryOutcome } from '../../../../src/hub/rollouts/rollout-controller.js';
+import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
+import { silentLogger } from '../../../../src/log/run-log.js';
+import type { CopyMessage, RemoveMessage, RolloutOwner } from '../../../../src/rollout/wire.js';
+import { callApi } from '../api/operator-api-harness.js';
 
 type UserName = 'admin' | 'eve' | 'bob';
 const USERS: Record<UserName, { name: string; groups: string[]; selector: string; isAdmin: boolean }> = {

@@ -6,16 +6,16 @@
  */
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HUB_ADMIN_USER, type HubContext } from '../../../src/hub/api/hub-context.js';
-import { hashUserToken, newUserToken } from '../../../src/hub/identity/hub-tokens.js';
-import { MAX_API_BODY_BYTES, MAX_ROLLOUT_BODY_BYTES } from '../../../src/hub/limits.js';
-import { HubMetrics } from '../../../src/hub/metrics.js';
-import { RolloutController, type DeliveryOutcome } from '../../../src/hub/rollouts/rollout-controller.js';
-import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
-import { silentLogger } from '../../../src/log/run-log.js';
-import type { HubPki } from '../../../src/hub/identity/hub-pki.js';
-import type { CopyMessage, RemoveMessage } from '../../../src/rollout/wire.js';
-import { rolloutDocument } from '../rollout/fixtures.js';
+import { HUB_ADMIN_USER, type HubContext } from '../../../../src/hub/api/hub-context.js';
+import { hashUserToken, newUserToken } from '../../../../src/hub/identity/hub-tokens.js';
+import { MAX_API_BODY_BYTES, MAX_ROLLOUT_BODY_BYTES } from '../../../../src/hub/limits.js';
+import { HubMetrics } from '../../../../src/hub/metrics.js';
+import { RolloutController, type DeliveryOutcome } from '../../../../src/hub/rollouts/rollout-controller.js';
+import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
+import { silentLogger } from '../../../../src/log/run-log.js';
+import type { HubPki } from '../../../../src/hub/identity/hub-pki.js';
+import type { CopyMessage, RemoveMessage } from '../../../../src/rollout/wire.js';
+import { rolloutDocument } from '../../rollout/fixtures.js';
 import { callApi, type ApiAnswer } from './operator-api-harness.js';
 
 type Answer = ApiAnswer;

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { authenticateUser, type HubContext } from '../../../src/hub/api/hub-context.js';
-import { hashUserToken } from '../../../src/hub/identity/hub-tokens.js';
-import type { UserRecord } from '../../../src/hub/store/store.js';
+import { authenticateUser, type HubContext } from '../../../../src/hub/api/hub-context.js';
+import { hashUserToken } from '../../../../src/hub/identity/hub-tokens.js';
+import type { UserRecord } from '../../../../src/hub/store/store.js';
 
 const TOKEN = 'edgeadm-hub-alice-secret';
 const EXPIRES_AT = '2030-01-01T00:00:00.000Z';

@@ -10,7 +10,7 @@ import {
   DocumentLimitError,
   MAX_DOCUMENT_DEPTH,
   type DocumentLimits,
-} from '../../../src/hub/http/document-limits.js';
+} from '../../../../src/hub/http/document-limits.js';
 
 /** `depth` arrays, one inside the other, built without recursion. */
 function nested(depth: number): unknown {

@@ -9,12 +9,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RolloutController, type DeliveryOutcome, type RolloutActor } from '../../../src/hub/rollouts/rollout-controller.js';
-import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
-import { silentLogger } from '../../../src/log/run-log.js';
-import { parseRollout } from '../../../src/rollout/spec.js';
-import type { RemoveMessage } from '../../../src/rollout/wire.js';
-import { rolloutDocument } from '../rollout/fixtures.js';
+import { RolloutController, type DeliveryOutcome, type RolloutActor } from '../../../../src/hub/rollouts/rollout-controller.js';
+import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
+import { silentLogger } from '../../../../src/log/run-log.js';
+import { parseRollout } from '../../../../src/rollout/spec.js';
+import type { RemoveMessage } from '../../../../src/rollout/wire.js';
+import { rolloutDocument } from '../../rollout/fixtures.js';
 
 const admin: RolloutActor = { user: 'edgeadm-hub-admin', groups: [], clustersSelector: '', isAdmin: true };
 const eve: RolloutActor = { user: 'eve', groups: ['shops-eu'], clustersSelector: 'region=eu', isAdmin: false };

@@ -7,10 +7,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { StoreChange } from '../../../src/hub/store/coordination.js';
-import { LocalCoordination } from '../../../src/hub/store/local-coordination.js';
-import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
-import { announcingStore } from '../../../src/hub/store/store-changes.js';
+import type { StoreChange } from '../../../../src/hub/store/coordination.js';
+import { LocalCoordination } from '../../../../src/hub/store/local-coordination.js';
+import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
+import { announcingStore } from '../../../../src/hub/store/store-changes.js';
 
 const self = { id: 'r1', peerUrl: 'https://127.0.0.1:1', advertiseUrl: 'https://127.0.0.1:1', startedAt: '' };
 const cleanups: (() => Promise<void>)[] = [];

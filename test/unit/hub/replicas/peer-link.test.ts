@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AGENT_CERT_ORGANIZATION } from '../../../src/hub/limits.js';
+import { AGENT_CERT_ORGANIZATION } from '../../../../src/hub/limits.js';
 import {
   peerIdentityOf,
   PEER_GROUPS_HEADER,
@@ -16,7 +16,7 @@ import {
   REPLICA_CERT_ORGANIZATION,
   replicaCommonName,
   replicaOfConnection,
-} from '../../../src/hub/replicas/peer-link.js';
+} from '../../../../src/hub/replicas/peer-link.js';
 
 const NOW = new Date('2026-06-01T00:00:00Z');
 

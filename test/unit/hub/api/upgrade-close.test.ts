@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeAfterFlush } from '../../../src/hub/api/kube-proxy.js';
+import { closeAfterFlush } from '../../../../src/hub/api/kube-proxy.js';
 
 /** More than the kernel's socket buffers hold, so most of it waits in the socket's own write queue. */
 const QUEUED_BYTES = 32 * 1024 * 1024;

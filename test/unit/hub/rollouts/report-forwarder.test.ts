@@ -4,11 +4,11 @@
  * batch when the test says so, or fails it.
  */
 import { describe, expect, it } from 'vitest';
-import type { ReplicaCoordination, ReplicaInfo } from '../../../src/hub/store/coordination.js';
-import type { PeerCredentials } from '../../../src/hub/replicas/peer-link.js';
-import { ReportForwarder } from '../../../src/hub/rollouts/peer-rollouts.js';
-import { silentLogger } from '../../../src/log/run-log.js';
-import type { ReportMessage } from '../../../src/rollout/wire.js';
+import type { ReplicaCoordination, ReplicaInfo } from '../../../../src/hub/store/coordination.js';
+import type { PeerCredentials } from '../../../../src/hub/replicas/peer-link.js';
+import { ReportForwarder } from '../../../../src/hub/rollouts/peer-rollouts.js';
+import { silentLogger } from '../../../../src/log/run-log.js';
+import type { ReportMessage } from '../../../../src/rollout/wire.js';
 
 const LEADER: ReplicaInfo = { id: 'leader', peerUrl: 'https://127.0.0.1:1', advertiseUrl: '', startedAt: '' };
 

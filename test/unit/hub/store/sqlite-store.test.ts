@@ -2,8 +2,8 @@ import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { newHubToken } from '../../../src/hub/identity/hub-tokens.js';
-import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
+import { newHubToken } from '../../../../src/hub/identity/hub-tokens.js';
+import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
 
 const cluster = {
   name: 'store-1',

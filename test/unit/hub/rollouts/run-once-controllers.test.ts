@@ -9,14 +9,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OpenedHubStore } from '../../../src/hub/store/coordination.js';
-import type { HubContext } from '../../../src/hub/api/hub-context.js';
-import { LocalCoordination } from '../../../src/hub/store/local-coordination.js';
-import { HubMetrics } from '../../../src/hub/metrics.js';
-import { TunnelRolloutDelivery } from '../../../src/hub/rollouts/rollout-tunnel.js';
-import { RunOnceControllers } from '../../../src/hub/rollouts/run-once-controllers.js';
-import { silentLogger } from '../../../src/log/run-log.js';
-import { InMemoryReplicaSet } from '../../support/in-memory-replicas.js';
+import type { OpenedHubStore } from '../../../../src/hub/store/coordination.js';
+import type { HubContext } from '../../../../src/hub/api/hub-context.js';
+import { LocalCoordination } from '../../../../src/hub/store/local-coordination.js';
+import { HubMetrics } from '../../../../src/hub/metrics.js';
+import { TunnelRolloutDelivery } from '../../../../src/hub/rollouts/rollout-tunnel.js';
+import { RunOnceControllers } from '../../../../src/hub/rollouts/run-once-controllers.js';
+import { silentLogger } from '../../../../src/log/run-log.js';
+import { InMemoryReplicaSet } from '../../../support/in-memory-replicas.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -14,7 +14,7 @@ import {
   loadEncryptionKeyFile,
   newEncryptionKeyFileText,
   parseEncryptionKeyFile,
-} from '../../../../src/hub/store/etcd/encryption.js';
+} from '../../../../../src/hub/store/etcd/encryption.js';
 
 describe('hub encryption keys', () => {
   it('opens what it sealed, for any text, and the envelope shows neither the text nor the key', () => {

@@ -7,9 +7,9 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { authenticateUser, type HubContext } from '../../../src/hub/api/hub-context.js';
-import { hashUserToken } from '../../../src/hub/identity/hub-tokens.js';
-import type { UserRecord } from '../../../src/hub/store/store.js';
+import { authenticateUser, type HubContext } from '../../../../src/hub/api/hub-context.js';
+import { hashUserToken } from '../../../../src/hub/identity/hub-tokens.js';
+import type { UserRecord } from '../../../../src/hub/store/store.js';
 
 function userWith(name: string, token: string, expiresAt?: string): UserRecord {
   return {

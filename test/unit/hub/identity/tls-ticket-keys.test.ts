@@ -2,8 +2,8 @@ import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { TLS_TICKET_KEY_ROTATE_MS } from '../../../src/hub/limits.js';
-import { ensureTlsTicketKey, TLS_TICKET_KEY_FILE } from '../../../src/hub/identity/tls-ticket-keys.js';
+import { TLS_TICKET_KEY_ROTATE_MS } from '../../../../src/hub/limits.js';
+import { ensureTlsTicketKey, TLS_TICKET_KEY_FILE } from '../../../../src/hub/identity/tls-ticket-keys.js';
 
 const PIN = 'sha256:aa';
 

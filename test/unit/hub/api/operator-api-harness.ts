@@ -7,9 +7,9 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import type { HubContext } from '../../../src/hub/api/hub-context.js';
-import { HttpError } from '../../../src/hub/http/http-replies.js';
-import { serveApi } from '../../../src/hub/api/operator-api.js';
+import type { HubContext } from '../../../../src/hub/api/hub-context.js';
+import { HttpError } from '../../../../src/hub/http/http-replies.js';
+import { serveApi } from '../../../../src/hub/api/operator-api.js';
 
 /** What the hub answered. */
 export interface ApiAnswer {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ReplicaCoordination, ReplicaInfo } from '../../../src/hub/store/coordination.js';
-import { FleetConnections } from '../../../src/hub/replicas/fleet-connections.js';
-import { silentLogger } from '../../../src/log/run-log.js';
+import type { ReplicaCoordination, ReplicaInfo } from '../../../../src/hub/store/coordination.js';
+import { FleetConnections } from '../../../../src/hub/replicas/fleet-connections.js';
+import { silentLogger } from '../../../../src/log/run-log.js';
 
 const SELF: ReplicaInfo = { id: 'self', peerUrl: '', advertiseUrl: '', startedAt: '' };
 

@@ -14,12 +14,12 @@ import {
   type RolloutActor,
   type RolloutClock,
   type RolloutDelivery,
-} from '../../../src/hub/rollouts/rollout-controller.js';
-import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
-import { silentLogger } from '../../../src/log/run-log.js';
-import { parseRollout } from '../../../src/rollout/spec.js';
-import type { CopyMessage, RemoveMessage, ReportMessage } from '../../../src/rollout/wire.js';
-import { rolloutDocument } from '../rollout/fixtures.js';
+} from '../../../../src/hub/rollouts/rollout-controller.js';
+import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
+import { silentLogger } from '../../../../src/log/run-log.js';
+import { parseRollout } from '../../../../src/rollout/spec.js';
+import type { CopyMessage, RemoveMessage, ReportMessage } from '../../../../src/rollout/wire.js';
+import { rolloutDocument } from '../../rollout/fixtures.js';
 
 /** A clock that moves only when told, firing due timers in order. */
 class FakeClock implements RolloutClock {
