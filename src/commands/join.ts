@@ -1,14 +1,14 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
-import { outputFlags } from '../cli/output-flag.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
+import { outputFlags } from '../cli/flags/output-flag.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../cli/flags/ssh-flags.js';
 import { joinHost, joinPhases, type JoinResult } from '../cluster/join.js';
 import { parseJoinRequest } from '../cluster/join-request.js';
 import { requestedServiceManager } from '../hosts/service-manager.js';
 import { formatBootstrapToken } from '../trust/bootstrap-token.js';
 import { describePhases } from '../workflow/phase.js';
-import { controlPlaneJoinFlags } from './init/phase/control-plane-flags.js';
-import { nodeFlags, readConfigFile } from './init/phase/node-flags.js';
+import { controlPlaneJoinFlags } from '../cli/flags/control-plane-flags.js';
+import { nodeFlags, readConfigFile } from '../cli/flags/node-flags.js';
 
 export default class Join extends BaseCommand<typeof Join> {
   /** Set by the generated `join phase <name>` subcommands. */

@@ -2,7 +2,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../cli/flags/ssh-flags.js';
 import { connectHost } from '../hosts/connect.js';
 import { ValidationError } from '../errors.js';
 import { parseLabels } from '../kube/label-selector.js';

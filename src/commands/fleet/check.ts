@@ -5,9 +5,14 @@ import { renderFleetReport } from '../../fleet/fleet-report.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
 import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
-import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
+import {
+  fleetConnectOptionsFromFlags,
+  inventoryFlags,
+  rolloutFlags,
+  rolloutOptionsFromFlags,
+} from '../../cli/flags/fleet-flags.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
-import { outputFlags } from '../../cli/output-flag.js';
+import { outputFlags } from '../../cli/flags/output-flag.js';
 import { counted } from '../../log/counted.js';
 
 export default class FleetCheck extends BaseCommand<typeof FleetCheck> {

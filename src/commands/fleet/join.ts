@@ -4,13 +4,18 @@ import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { ExitCode } from '../../errors.js';
 import { fleetJoin, type FleetJoinResult } from '../../fleet/fleet-join.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
-import { outputFlags } from '../../cli/output-flag.js';
+import { outputFlags } from '../../cli/flags/output-flag.js';
 import { renderFleetReport } from '../../fleet/fleet-report.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
 import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
-import { listFlag } from '../init/phase/node-flags.js';
-import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
+import { listFlag } from '../../cli/flags/node-flags.js';
+import {
+  fleetConnectOptionsFromFlags,
+  inventoryFlags,
+  rolloutFlags,
+  rolloutOptionsFromFlags,
+} from '../../cli/flags/fleet-flags.js';
 import { counted } from '../../log/counted.js';
 
 /** How long discovery keeps trying when --discovery-timeout is not given (join's default). */

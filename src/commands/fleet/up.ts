@@ -5,15 +5,20 @@ import { ExitCode } from '../../errors.js';
 import { initHostEvents, runFleetWithProgress } from '../../cli/fleet-run.js';
 import { initPhases } from '../../cluster/init.js';
 import { flattenPhases } from '../../workflow/phase.js';
-import { outputFlags } from '../../cli/output-flag.js';
+import { outputFlags } from '../../cli/flags/output-flag.js';
 import { planFleet, type FleetPlanEntry } from '../../fleet/fleet-plan.js';
 import { renderFleetReport } from '../../fleet/fleet-report.js';
 import { controlPlanesOf, fleetUp, type FleetUpResult } from '../../fleet/fleet-up.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
 import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { edgeadmHome } from '../../log/run-log.js';
-import { listFlag } from '../init/phase/node-flags.js';
-import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
+import { listFlag } from '../../cli/flags/node-flags.js';
+import {
+  fleetConnectOptionsFromFlags,
+  inventoryFlags,
+  rolloutFlags,
+  rolloutOptionsFromFlags,
+} from '../../cli/flags/fleet-flags.js';
 import { counted } from '../../log/counted.js';
 
 /** How long the nodes' discovery keeps trying (join's default). */

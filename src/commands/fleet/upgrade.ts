@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { runFleetWithProgress } from '../../cli/fleet-run.js';
-import { outputFlags } from '../../cli/output-flag.js';
+import { outputFlags } from '../../cli/flags/output-flag.js';
 import { commandClock } from '../../cli/test-clock.js';
 import { ExitCode, ValidationError } from '../../errors.js';
 import { renderFleetReport } from '../../fleet/fleet-report.js';
@@ -12,7 +12,12 @@ import { parseMaintenanceWindow } from '../../fleet/maintenance-window.js';
 import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { counted } from '../../log/counted.js';
 import { edgeadmHome } from '../../log/run-log.js';
-import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
+import {
+  fleetConnectOptionsFromFlags,
+  inventoryFlags,
+  rolloutFlags,
+  rolloutOptionsFromFlags,
+} from '../../cli/flags/fleet-flags.js';
 
 export default class FleetUpgrade extends BaseCommand<typeof FleetUpgrade> {
   static override summary = 'Upgrade every host of an inventory to a new install package, within a maintenance window.';

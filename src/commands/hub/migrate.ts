@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { etcdStoreFlags, parseEtcdStoreFlags } from '../../cli/hub-store-flags.js';
+import { etcdStoreFlags, parseEtcdStoreFlags } from '../../cli/flags/hub-store-flags.js';
 import type { MigrationSummary } from '../../hub/server/migrate.js';
 
 export default class HubMigrate extends BaseCommand<typeof HubMigrate> {

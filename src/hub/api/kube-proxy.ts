@@ -31,7 +31,8 @@ import {
   UPGRADE_AUTHORITY,
   type StreamIdentity,
 } from '../../tunnel/protocol.js';
-import { authenticateUser, type HubContext } from './hub-context.js';
+import { type HubContext } from './hub-context.js';
+import { authenticateUser } from '../identity/authenticate.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendStatus } from '../http/http-replies.js';
 import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.js';
 import { HTTP_STREAM_IDLE_TIMEOUT_MS, MAX_PROXY_REQUEST_BODY_BYTES, UPGRADE_FLUSH_GRACE_MS } from '../limits.js';

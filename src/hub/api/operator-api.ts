@@ -17,9 +17,11 @@ import { clusterInfoConfigMap, CLUSTER_INFO_PATH } from '../../trust/cluster-inf
 import { renderClusterInfoKubeconfig } from '../../trust/kubeconfig.js';
 import { describeCsr, signCsr } from '../../trust/pki.js';
 import { isWithinValidity } from '../identity/client-certificate.js';
-import { authenticateUser, type HubContext } from './hub-context.js';
+import { type HubContext } from './hub-context.js';
+import { authenticateUser } from '../identity/authenticate.js';
 import { formatTokenLabelLimit, labelsOutsideLimit, tokenLabelLimitProblem } from '../identity/token-labels.js';
-import { hashUserToken, hubTokenState, newHubToken, newUserToken, secretsEqual, formatHubToken } from '../identity/hub-tokens.js';
+import { hashUserToken, newHubToken, newUserToken, secretsEqual, formatHubToken } from '../identity/hub-tokens.js';
+import { hubTokenState } from '../store/hub-token-state.js';
 import { bearerToken, HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
 import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.js';
 import { isClusterName, labelProblem } from '../../kube/names.js';

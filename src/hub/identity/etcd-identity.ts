@@ -16,7 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { EdgeadmError } from '../../errors.js';
-import { HUB_ADMIN_USER } from '../api/hub-context.js';
+import { HUB_ADMIN_USER } from './authenticate.js';
 import { writeHubConfig } from '../contract/hub-config.js';
 import type { AdminConfigTarget, HubIdentity } from './hub-identity.js';
 import { HUB_CA_COMMON_NAME, hubPkiFor, type HubPki } from './hub-pki.js';

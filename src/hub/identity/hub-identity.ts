@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { HUB_ADMIN_USER } from '../api/hub-context.js';
+import { HUB_ADMIN_USER } from './authenticate.js';
 import { writeHubConfig } from '../contract/hub-config.js';
 import { ensureHubPki, type HubPki } from './hub-pki.js';
 import { hashUserToken, newUserToken } from './hub-tokens.js';

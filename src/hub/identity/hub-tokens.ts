@@ -1,8 +1,7 @@
 /**
- * Hub tokens and user tokens: making them, and deciding whether a hub
- * token may still be used. One function ({@link hubTokenState}) decides,
- * and both the discovery document and registration ask it, so a token
- * refused at one is refused at the other.
+ * Hub tokens and user tokens: making them, formatting them and hashing
+ * them. Whether a hub token may still be used is decided in one place,
+ * `store/hub-token-state.ts`, which both stores apply.
  */
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { formatBootstrapToken, generateBootstrapToken, type BootstrapToken } from '../../trust/bootstrap-token.js';
@@ -14,16 +13,6 @@ export const DEFAULT_HUB_TOKEN_TTL_MS = 60 * 60 * 1000;
 const USER_TOKEN_BYTES = 32;
 /** User tokens carry a prefix so that they are recognisable (and redactable) wherever they leak. */
 export const USER_TOKEN_PREFIX = 'edgeadm-hub-';
-
-/** Whether a hub token may be used now. */
-export type HubTokenState = 'usable' | 'expired' | 'spent';
-
-/** Decides whether `token` may be used at `now`: not expired, and usages left if limited. */
-export function hubTokenState(token: HubTokenRecord, now: Date): HubTokenState {
-  if (token.expiresAt !== undefined && Date.parse(token.expiresAt) <= now.getTime()) return 'expired';
-  if (token.usagesLeft !== undefined && token.usagesLeft <= 0) return 'spent';
-  return 'usable';
-}
 
 /** Makes a new hub token record. */
 export function newHubToken(options: { ttlMs: number; usages?: number; now?: Date }): {

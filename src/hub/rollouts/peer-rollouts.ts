@@ -38,10 +38,15 @@ import { isClusterName } from '../../kube/names.js';
 import type { Logger } from '../../log/run-log.js';
 import { parseCopyMessage, parseRemoveMessage } from '../../rollout/copy-messages.js';
 import { MAX_REMOVE_MESSAGE_BYTES } from '../../rollout/limits.js';
-import { MAX_COPY_MESSAGE_BYTES, type CopyMessage, type RemoveMessage, type ReportMessage } from '../../rollout/wire.js';
+import {
+  MAX_COPY_MESSAGE_BYTES,
+  type CopyMessage,
+  type RemoveMessage,
+  type ReportMessage,
+} from '../../rollout/wire.js';
 import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
 import type { ReplicaCoordination, ReplicaInfo } from '../store/coordination.js';
-import type { HubContext } from '../api/hub-context.js';
+import type { HubMetrics } from '../metrics.js';
 import { HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
 import {
   MAX_FORWARDED_REPORTS_QUEUED_BYTES,
@@ -58,7 +63,7 @@ import {
 import { PEER_PROXY_PREFIX, replicaOfConnection, type PeerCredentials } from '../replicas/peer-link.js';
 import type { DeliveryOutcome, RolloutDelivery } from './rollout-controller.js';
 import { reportOf, type TunnelRolloutDelivery } from './rollout-tunnel.js';
-import { CONTROLLERS_ROLE } from './run-once-controllers.js';
+import { CONTROLLERS_ROLE, type ControllerSlot } from './run-once-controllers.js';
 
 /** `POST` here with a copy message: the holder writes it into CLUSTER's tunnel. */
 export function peerControlPath(cluster: string, action: 'apply' | 'remove'): string {
@@ -80,6 +85,14 @@ interface ForwardedReport {
 
 // ------------------------------------------------------------------ serving
 
+/** What the peer rollout routes read of the hub's state (the hub's context is one). */
+export interface PeerRolloutsContext extends ControllerSlot {
+  metrics: HubMetrics;
+  logger: Logger;
+  tunnels: ReadonlyMap<string, HubTunnel>;
+  coordination?: ReplicaCoordination | undefined;
+  now(): Date;
+}
 /**
  * Serves the peer rollout paths; false when the request is for neither.
  *
@@ -88,7 +101,7 @@ interface ForwardedReport {
  *   replica does not lead, or the reports could not be written).
  */
 export async function servePeerRollouts(
-  context: HubContext,
+  context: PeerRolloutsContext,
   delivery: TunnelRolloutDelivery,
   req: IncomingMessage,
   res: ServerResponse,
@@ -117,7 +130,7 @@ export async function servePeerRollouts(
 
 /** The holder's side: the message checked as the agent would, then written into the tunnel held here. */
 async function holdersDelivery(
-  context: HubContext,
+  context: PeerRolloutsContext,
   delivery: TunnelRolloutDelivery,
   req: IncomingMessage,
   cluster: string,
@@ -134,7 +147,11 @@ async function holdersDelivery(
 }
 
 /** The leader's side: every well-formed report given to the controller, answered once written. */
-async function takeForwardedReports(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function takeForwardedReports(
+  context: PeerRolloutsContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const body = await readJsonBody(req, MAX_PEER_REPORTS_BODY_BYTES);
   const controller = context.rollouts;
   if (controller === undefined) {

@@ -36,12 +36,22 @@
  */
 import type { Logger } from '../../log/run-log.js';
 import type { ReplicaCoordination, Stop } from '../store/coordination.js';
-import type { HubContext } from '../api/hub-context.js';
+import type { HubMetrics } from '../metrics.js';
 import { RolloutController, type RolloutDelivery } from './rollout-controller.js';
 import type { HubStore } from '../store/store.js';
 
 /** The role name of the run-once controllers in {@link ReplicaCoordination.lead}. */
 export const CONTROLLERS_ROLE = 'controllers';
+
+/**
+ * Where the leading replica publishes its running controller: the operator
+ * API and the tunnels read `rollouts`, a scrape reads the quarantined count.
+ * The hub's context is one.
+ */
+export interface ControllerSlot {
+  rollouts?: RolloutController | undefined;
+  metrics: HubMetrics;
+}
 
 /** Options of {@link RunOnceControllers}. */
 export interface RunOnceControllersOptions {
@@ -50,7 +60,7 @@ export interface RunOnceControllersOptions {
   /** Copies and removals to any connected cluster, wherever its tunnel is (peer-rollouts.ts). */
   delivery: RolloutDelivery;
   /** Where the running controller is published (`context.rollouts`), for the operator API and the tunnels. */
-  context: HubContext;
+  context: ControllerSlot;
   /** Clusters connected to any replica now (the controller delivers what they are owed). */
   connected: () => Iterable<string>;
   logger: Logger;

@@ -7,7 +7,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { EdgeadmError } from '../../errors.js';
-import { hubTokenState } from '../identity/hub-tokens.js';
+import { hubTokenState } from './hub-token-state.js';
 import { STATUS_COMMIT_WINDOW_MS, STORE_READ_CACHE_MAX_ENTRIES } from '../limits.js';
 import type { ClusterHold } from '../../rollout/api.js';
 import type {

@@ -12,7 +12,8 @@
  * Every state-changing request passes the CSRF check (csrfVerdict).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { authenticateUser, userByTokenHash, type HubContext } from '../api/hub-context.js';
+import { type HubContext } from '../api/hub-context.js';
+import { authenticateUser, userByTokenHash } from '../identity/authenticate.js';
 import { HttpError } from '../http/http-replies.js';
 import { clusterReach, mayReachCluster } from '../api/kube-proxy.js';
 import { clustersHeldElsewhere, isHeldElsewhere, viewOf, type ClusterView } from '../api/operator-api.js';

@@ -14,7 +14,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HUB_ADMIN_USER } from '../../../src/hub/api/hub-context.js';
+import { HUB_ADMIN_USER } from '../../../src/hub/identity/authenticate.js';
 import { startHub, type RunningHub } from '../../../src/hub/server/hub-server.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { registerCluster } from '../../../src/registration/registration.js';

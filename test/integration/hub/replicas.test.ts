@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HUB_ADMIN_USER } from '../../../src/hub/api/hub-context.js';
+import { HUB_ADMIN_USER } from '../../../src/hub/identity/authenticate.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { loadHubConfig, parseHubConfig, writeHubConfig } from '../../../src/hub/contract/hub-config.js';
 import { startHub, type HubStoreOpener, type RunningHub } from '../../../src/hub/server/hub-server.js';

@@ -17,7 +17,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HUB_ADMIN_USER } from '../../../src/hub/api/hub-context.js';
+import { HUB_ADMIN_USER } from '../../../src/hub/identity/authenticate.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { REPO_ROOT, runCli } from '../../support/cli.js';

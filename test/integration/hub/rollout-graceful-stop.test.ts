@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHubConfig } from '../../../src/hub/contract/hub-config.js';
-import { HUB_ADMIN_USER } from '../../../src/hub/api/hub-context.js';
+import { HUB_ADMIN_USER } from '../../../src/hub/identity/authenticate.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import {
   createHubToken,

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHubConfig } from '../../../src/hub/contract/hub-config.js';
-import { HUB_ADMIN_USER } from '../../../src/hub/api/hub-context.js';
+import { HUB_ADMIN_USER } from '../../../src/hub/identity/authenticate.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { runCli } from '../../support/cli.js';
 import type { KubeObject } from '../../support/sim-apiserver/store.js';

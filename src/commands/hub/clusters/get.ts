@@ -2,7 +2,7 @@ import { Args } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/contract/hub-config.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { renderClusterTable } from '../../../hub-client/cluster-table.js';
 import type { ClusterView } from '../../../hub/api/operator-api.js';
 

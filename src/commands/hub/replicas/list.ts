@@ -1,7 +1,7 @@
 import { BaseCommand } from '../../../cli/base-command.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
 import { renderReplicaTable } from '../../../hub-client/replica-table.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 import type { ReplicaView } from '../../../hub/api/replicas-api.js';
 

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
 import { renderApplyResult } from '../../../hub-client/rollout-table.js';
 import { loadHubConfig } from '../../../hub/contract/hub-config.js';

@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { LiveView } from '../../../cli/live-view.js';
 import { ExitCode, ValidationError } from '../../../errors.js';
 import { HubClient } from '../../../hub-client/hub-client.js';

@@ -5,7 +5,7 @@ import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 import { DEFAULT_HUB_TOKEN_TTL_MS } from '../../../hub/identity/hub-tokens.js';
 import { parseTokenLabelLimit } from '../../../hub/identity/token-labels.js';
 import { formatGoDuration, parseGoDuration } from '../../../trust/duration.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { CLUSTER_NAME_PLACEHOLDER, renderRegisterCloudCommand } from '../../../hub-client/register-command.js';
 
 /** What `hub token create --json` prints. The token is a credential. */

@@ -28,7 +28,7 @@
  */
 import type { Watcher } from 'etcd3';
 import { EdgeadmError } from '../../../errors.js';
-import { hubTokenState } from '../../identity/hub-tokens.js';
+import { hubTokenState } from '../hub-token-state.js';
 import type { ClusterHold } from '../../../rollout/api.js';
 import type {
   ClusterRecord,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { hashUserToken, hubTokenState, newHubToken, newUserToken } from '../../../../src/hub/identity/hub-tokens.js';
+import { hashUserToken, newHubToken, newUserToken } from '../../../../src/hub/identity/hub-tokens.js';
+import { hubTokenState } from '../../../../src/hub/store/hub-token-state.js';
 
 describe('hub tokens', () => {
   const now = new Date('2026-01-01T00:00:00Z');

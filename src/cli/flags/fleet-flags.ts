@@ -3,7 +3,7 @@
  * `--resume` and the SSH flags), and their translation into fleet options.
  */
 import { Flags } from '@oclif/core';
-import { hostConnectOptionsFromFlags, sshFlags, type SshFlagContext, type SshFlagValues } from '../../cli/ssh-flags.js';
+import { hostConnectOptionsFromFlags, sshFlags, type SshFlagContext, type SshFlagValues } from './ssh-flags.js';
 import type { HostConnectOptions } from '../../hosts/connect.js';
 import { parseCountSpec, type RolloutOptions } from '../../fleet/rollout.js';
 

@@ -7,10 +7,10 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
-import { ValidationError } from '../errors.js';
-import { loadEncryptionKeyFile } from '../hub/store/etcd/encryption.js';
-import { parseEtcdEndpoints } from '../hub/store/etcd/etcd-client.js';
-import type { EtcdStoreOptions } from '../hub/server/open-store.js';
+import { ValidationError } from '../../errors.js';
+import { loadEncryptionKeyFile } from '../../hub/store/etcd/encryption.js';
+import { parseEtcdEndpoints } from '../../hub/store/etcd/etcd-client.js';
+import type { EtcdStoreOptions } from '../../hub/server/open-store.js';
 
 /** The etcd flags, shared by the commands that reach a hub's etcd. */
 export const etcdStoreFlags = {

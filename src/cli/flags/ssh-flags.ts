@@ -10,10 +10,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { Flags } from '@oclif/core';
-import { ValidationError } from '../errors.js';
-import type { HostConnectOptions } from '../hosts/connect.js';
-import type { Redactor } from '../log/redact.js';
-import type { Logger } from '../log/run-log.js';
+import { ValidationError } from '../../errors.js';
+import type { HostConnectOptions } from '../../hosts/connect.js';
+import type { Redactor } from '../../log/redact.js';
+import type { Logger } from '../../log/run-log.js';
 
 /** Environment variables that carry SSH secrets. */
 export const SSH_PASSWORD_ENV = 'EDGEADM_SSH_PASSWORD';

@@ -4,10 +4,10 @@
  */
 import { Flags } from '@oclif/core';
 import { readFileSync } from 'node:fs';
-import { ValidationError } from '../../../errors.js';
+import { ValidationError } from '../../errors.js';
 
 /** Splits repeatable, comma-separated flag values (the fleet commands' too). */
-export { listFlag } from '../../../cluster/run-request.js';
+export { listFlag } from '../../cluster/run-request.js';
 
 /** The Node's own settings; what the run takes (package, config, phases) stays with the main flags. */
 const helpGroup = 'NODE';
