@@ -6,13 +6,13 @@
  * hands the same client to scripts.
  */
 import { watchEndOf } from './rollout-watch-end.js';
-import type { ReplicaView } from '../hub/api/replicas-api.js';
+import type { ReplicaView } from '../hub/contract/views.js';
 import type { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as delay } from 'node:timers/promises';
 import { EdgeadmError } from '../errors.js';
 import type { HubConfig } from '../hub/contract/hub-config.js';
-import { errorFromApi } from '../hub/http/http-replies.js';
-import type { ClusterView } from '../hub/api/operator-api.js';
+import { errorFromApi } from '../hub/contract/api-errors.js';
+import type { ClusterView } from '../hub/contract/views.js';
 import {
   STATUS_LONG_POLL_MS,
   type ApplyResult,

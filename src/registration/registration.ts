@@ -10,7 +10,7 @@ import type { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import { callHub } from '../hub-client/hub-client.js';
-import { AGENT_CERT_ORGANIZATION } from '../hub/limits.js';
+import { AGENT_CERT_ORGANIZATION } from '../hub/contract/agent-certificate.js';
 import type { Logger } from '../log/run-log.js';
 import { discoverClusterInfo } from '../trust/discovery.js';
 import { hubDiscoveryError } from './hub-words.js';

@@ -31,7 +31,7 @@ import {
   UPGRADE_AUTHORITY,
   type StreamIdentity,
 } from '../../tunnel/protocol.js';
-import { type HubContext } from './hub-context.js';
+import type { HubContext } from './hub-context.js';
 import { authenticateUser } from '../identity/authenticate.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendStatus } from '../http/http-replies.js';
 import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.js';

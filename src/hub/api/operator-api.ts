@@ -17,7 +17,7 @@ import { clusterInfoConfigMap, CLUSTER_INFO_PATH } from '../../trust/cluster-inf
 import { renderClusterInfoKubeconfig } from '../../trust/kubeconfig.js';
 import { describeCsr, signCsr } from '../../trust/pki.js';
 import { isWithinValidity } from '../identity/client-certificate.js';
-import { type HubContext } from './hub-context.js';
+import type { HubContext } from './hub-context.js';
 import { authenticateUser } from '../identity/authenticate.js';
 import { formatTokenLabelLimit, labelsOutsideLimit, tokenLabelLimitProblem } from '../identity/token-labels.js';
 import { hashUserToken, newHubToken, newUserToken, secretsEqual, formatHubToken } from '../identity/hub-tokens.js';
@@ -25,36 +25,15 @@ import { hubTokenState } from '../store/hub-token-state.js';
 import { bearerToken, HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
 import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.js';
 import { isClusterName, labelProblem } from '../../kube/names.js';
-import {
-  AGENT_CERT_ORGANIZATION,
-  AGENT_CERT_VALIDITY_DAYS,
-  MAX_API_BODY_BYTES,
-  MAX_API_TTL_MS,
-  MAX_HUB_TOKEN_USAGES,
-} from '../limits.js';
-import type { ClusterHold } from '../../rollout/api.js';
+import { AGENT_CERT_VALIDITY_DAYS, MAX_API_BODY_BYTES, MAX_API_TTL_MS, MAX_HUB_TOKEN_USAGES } from '../limits.js';
+import { AGENT_CERT_ORGANIZATION } from '../contract/agent-certificate.js';
 import { serveRolloutApi } from './rollout-api.js';
 import { PEER_REPLICA_PATH, servePeerReplica, serveReplicas } from './replicas-api.js';
 import type { ClusterRecord, UserRecord } from '../store/store.js';
+import type { ClusterView } from '../contract/views.js';
 
 /** A user or group name: no spaces or control characters (they end up in HTTP headers). */
 export const SUBJECT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,252}$/;
-
-/** A cluster as the operator API shows it. */
-export interface ClusterView {
-  name: string;
-  labels: Record<string, string>;
-  state: 'Connected' | 'Disconnected';
-  lastSeen?: string;
-  kubernetesVersion?: string;
-  nodeCount?: number;
-  registeredAt: string;
-  certNotAfter: string;
-  /** An operator's hold: no rollout changes the cluster until it is released. */
-  hold?: ClusterHold;
-  /** Values rollouts' customization reads (`${property:KEY}`). */
-  properties?: Record<string, string>;
-}
 
 /**
  * A cluster as shown. Connected when this replica holds its open tunnel, or

@@ -10,26 +10,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { ReplicaInfo } from '../store/coordination.js';
 import type { HubContext } from './hub-context.js';
+import type { ReplicaView } from '../contract/views.js';
 import { HttpError, sendJson } from '../http/http-replies.js';
 import { PEER_CONNECT_TIMEOUT_MS } from '../limits.js';
 import { PEER_PROXY_PREFIX, replicaOfConnection, type PeerCredentials } from '../replicas/peer-link.js';
 
 /** The peer route a replica answers with what only it knows of itself. */
 export const PEER_REPLICA_PATH = `${PEER_PROXY_PREFIX}/replica`;
-
-/** A replica as `hub replicas list` shows it. */
-export interface ReplicaView {
-  id: string;
-  advertiseUrl: string;
-  peerUrl: string;
-  startedAt: string;
-  /** Tunnels the replica holds. */
-  tunnels: number;
-  /** Whether it runs the controllers; absent when it could not be asked. */
-  isLeader?: boolean;
-  /** Whether this replica answered the request. */
-  isSelf: boolean;
-}
 
 /** What a replica tells another of itself. */
 interface PeerSelfReport {

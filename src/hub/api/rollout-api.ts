@@ -21,7 +21,7 @@ import { STATUS_LONG_POLL_MS, type DryRunPlan } from '../../rollout/api.js';
 import { placedClusters, wavesOf } from '../../rollout/placement.js';
 import { renderCopy } from '../../rollout/render.js';
 import { parseRollout, type RolloutSpec } from '../../rollout/spec.js';
-import { type HubContext } from './hub-context.js';
+import type { HubContext } from './hub-context.js';
 import { authenticateUser } from '../identity/authenticate.js';
 import { HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
 import {

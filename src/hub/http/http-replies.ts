@@ -4,7 +4,6 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { EdgeadmError } from '../../errors.js';
 import { checkDocumentLimits, DocumentLimitError } from './document-limits.js';
 import { MAX_REFUSED_BODY_DRAIN_BYTES } from '../limits.js';
 
@@ -148,20 +147,4 @@ export function bearerToken(req: IncomingMessage): string | undefined {
   if (typeof header !== 'string') return undefined;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return match?.[1];
-}
-
-/** Turns an {@link HttpError} answer from the hub API back into a typed error, on the client side. */
-export function errorFromApi(status: number, body: string): EdgeadmError {
-  try {
-    const parsed = JSON.parse(body) as { code?: unknown; message?: unknown };
-    if (typeof parsed.message === 'string') {
-      return new EdgeadmError(`the hub refused: ${parsed.message}`, {
-        code: typeof parsed.code === 'string' ? parsed.code : 'E_HUB_API',
-        details: { status },
-      });
-    }
-  } catch {
-    // not JSON: fall through
-  }
-  return new EdgeadmError(`the hub answered HTTP ${status}`, { code: 'E_HUB_API', details: { status } });
 }

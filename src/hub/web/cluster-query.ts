@@ -7,7 +7,7 @@
  */
 import { matchesSelector, parseLabelSelector, type LabelSelector } from '../../kube/label-selector.js';
 import { HttpError } from '../http/http-replies.js';
-import type { ClusterView } from '../api/operator-api.js';
+import type { ClusterView } from '../contract/views.js';
 import {
   DEFAULT_PAGE_SIZE,
   MAX_PAGE_SIZE,

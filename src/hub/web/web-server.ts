@@ -12,11 +12,12 @@
  * Every state-changing request passes the CSRF check (csrfVerdict).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type HubContext } from '../api/hub-context.js';
+import type { HubContext } from '../api/hub-context.js';
 import { authenticateUser, userByTokenHash } from '../identity/authenticate.js';
 import { HttpError } from '../http/http-replies.js';
 import { clusterReach, mayReachCluster } from '../api/kube-proxy.js';
-import { clustersHeldElsewhere, isHeldElsewhere, viewOf, type ClusterView } from '../api/operator-api.js';
+import { clustersHeldElsewhere, isHeldElsewhere, viewOf } from '../api/operator-api.js';
+import type { ClusterView } from '../contract/views.js';
 import type { RolloutActor, RolloutController } from '../rollouts/rollout-controller.js';
 import { refuseRolloutChange } from '../rollouts/rollout-permissions.js';
 import type { ClusterRecord, UserRecord } from '../store/store.js';

@@ -4,7 +4,7 @@ import { HubClient } from '../../../hub-client/hub-client.js';
 import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { renderClusterTable } from '../../../hub-client/cluster-table.js';
-import type { ClusterView } from '../../../hub/api/operator-api.js';
+import type { ClusterView } from '../../../hub/contract/views.js';
 
 export default class HubClustersGet extends BaseCommand<typeof HubClustersGet> {
   static override summary = 'Show one registered cluster.';

@@ -3,7 +3,7 @@ import { HubClient } from '../../../hub-client/hub-client.js';
 import { renderReplicaTable } from '../../../hub-client/replica-table.js';
 import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { loadHubConfig } from '../../../hub/contract/hub-config.js';
-import type { ReplicaView } from '../../../hub/api/replicas-api.js';
+import type { ReplicaView } from '../../../hub/contract/views.js';
 
 export default class HubReplicasList extends BaseCommand<typeof HubReplicasList> {
   static override summary = 'List the running hub replicas: address, tunnels held, which one leads.';

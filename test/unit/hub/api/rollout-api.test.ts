@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type HubContext } from '../../../../src/hub/api/hub-context.js';
+import type { HubContext } from '../../../../src/hub/api/hub-context.js';
 import { HUB_ADMIN_USER } from '../../../../src/hub/identity/authenticate.js';
 import { hashUserToken, newUserToken } from '../../../../src/hub/identity/hub-tokens.js';
 import { MAX_API_BODY_BYTES, MAX_ROLLOUT_BODY_BYTES } from '../../../../src/hub/limits.js';

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { type HubContext } from '../../../../src/hub/api/hub-context.js';
+import type { HubContext } from '../../../../src/hub/api/hub-context.js';
 import { authenticateUser } from '../../../../src/hub/identity/authenticate.js';
 import { hashUserToken } from '../../../../src/hub/identity/hub-tokens.js';
 import type { UserRecord } from '../../../../src/hub/store/store.js';

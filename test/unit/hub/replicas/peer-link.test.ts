@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AGENT_CERT_ORGANIZATION } from '../../../../src/hub/limits.js';
+import { AGENT_CERT_ORGANIZATION } from '../../../../src/hub/contract/agent-certificate.js';
 import {
   peerIdentityOf,
   PEER_GROUPS_HEADER,

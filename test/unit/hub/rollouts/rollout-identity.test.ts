@@ -13,7 +13,7 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type HubContext } from '../../../../src/hub/api/hub-context.js';
+import type { HubContext } from '../../../../src/hub/api/hub-context.js';
 import { HUB_ADMIN_USER } from '../../../../src/hub/identity/authenticate.js';
 import type { HubPki } from '../../../../src/hub/identity/hub-pki.js';
 import { hashUserToken, newUserToken } from '../../../../src/hub/identity/hub-tokens.js';
