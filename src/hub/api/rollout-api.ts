@@ -32,7 +32,8 @@ import {
   MAX_HOLD_REASON_LENGTH,
   MAX_ROLLOUT_BODY_BYTES,
 } from '../limits.js';
-import type { RolloutActor, RolloutController } from '../rollouts/rollout-controller.js';
+import type { RolloutController } from '../rollouts/rollout-controller.js';
+import type { RolloutActor } from '../rollouts/rollout-permissions.js';
 import { refuseClusterFactChange } from '../rollouts/rollout-permissions.js';
 import type { ClusterRecord, UserRecord } from '../store/store.js';
 

@@ -61,7 +61,7 @@ import {
   PEER_ROLLOUT_RETRY_MS,
 } from '../limits.js';
 import { PEER_PROXY_PREFIX, replicaOfConnection, type PeerCredentials } from '../replicas/peer-link.js';
-import type { DeliveryOutcome, RolloutDelivery } from './rollout-controller.js';
+import type { DeliveryOutcome, RolloutDelivery } from './rollout-delivery.js';
 import { reportOf, type TunnelRolloutDelivery } from './rollout-tunnel.js';
 import { CONTROLLERS_ROLE, type ControllerSlot } from './run-once-controllers.js';
 

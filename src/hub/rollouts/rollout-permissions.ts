@@ -21,11 +21,17 @@
  * Pure: no I/O.
  */
 import type { RolloutOwner } from '../../rollout/wire.js';
+import type { RolloutOwnerRecord } from '../store/store.js';
 
 /** Who asks, as far as permissions go. */
 export interface RolloutPrincipal {
   user: string;
   groups: readonly string[];
+  isAdmin: boolean;
+}
+
+/** Who asks: the user whose token the operator API checked, with the clusters selector that scopes them. */
+export interface RolloutActor extends RolloutOwnerRecord {
   isAdmin: boolean;
 }
 

@@ -25,7 +25,7 @@
 import { checkDocumentLimits } from '../http/document-limits.js';
 import type { ClientHttp2Stream } from 'node:http2';
 import type { Logger } from '../../log/run-log.js';
-import type { DeliveryOutcome, RolloutDelivery } from './rollout-controller.js';
+import type { DeliveryOutcome, RolloutDelivery } from './rollout-delivery.js';
 import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
 import {
   MAX_COPY_MESSAGE_BYTES,

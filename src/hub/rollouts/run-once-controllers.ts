@@ -37,7 +37,8 @@
 import type { Logger } from '../../log/run-log.js';
 import type { ReplicaCoordination, Stop } from '../store/coordination.js';
 import type { HubMetrics } from '../metrics.js';
-import { RolloutController, type RolloutDelivery } from './rollout-controller.js';
+import { RolloutController } from './rollout-controller.js';
+import { type RolloutDelivery } from './rollout-delivery.js';
 import type { HubStore } from '../store/store.js';
 
 /** The role name of the run-once controllers in {@link ReplicaCoordination.lead}. */

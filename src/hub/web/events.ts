@@ -12,7 +12,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { HubContext } from '../api/hub-context.js';
-import type { RolloutActor } from '../rollouts/rollout-controller.js';
+import type { RolloutActor } from '../rollouts/rollout-permissions.js';
 import {
   EVENT_HEARTBEAT_MS,
   EVENT_POLL_MS,

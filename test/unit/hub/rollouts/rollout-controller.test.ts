@@ -8,13 +8,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  RolloutController,
-  type DeliveryOutcome,
-  type RolloutActor,
-  type RolloutClock,
-  type RolloutDelivery,
-} from '../../../../src/hub/rollouts/rollout-controller.js';
+import { RolloutController } from '../../../../src/hub/rollouts/rollout-controller.js';
+import { type RolloutActor } from '../../../../src/hub/rollouts/rollout-permissions.js';
+import { type RolloutClock } from '../../../../src/hub/rollouts/rollout-clock.js';
+import { type DeliveryOutcome, type RolloutDelivery } from '../../../../src/hub/rollouts/rollout-delivery.js';
 import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
 import { silentLogger } from '../../../../src/log/run-log.js';
 import { parseRollout } from '../../../../src/rollout/spec.js';

@@ -10,7 +10,8 @@ import { once } from 'node:events';
 import { createServer, type TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RolloutController, type RolloutActor } from '../../../../src/hub/rollouts/rollout-controller.js';
+import { RolloutController } from '../../../../src/hub/rollouts/rollout-controller.js';
+import { type RolloutActor } from '../../../../src/hub/rollouts/rollout-permissions.js';
 import {
   followReports,
   LineSplitter,
@@ -31,7 +32,11 @@ import { createCa, issueCertificate } from '../../../../src/trust/pki.js';
 import { acceptTunnel, type HubTunnel } from '../../../../src/tunnel/hub-tunnel.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../../../../src/tunnel/limits.js';
 import { GROUPS_HEADER, USER_HEADER } from '../../../../src/tunnel/protocol.js';
-import { connectRolloutStandIn, type RolloutStandIn, type StandInKind } from '../../../support/rollout-agent-stand-in.js';
+import {
+  connectRolloutStandIn,
+  type RolloutStandIn,
+  type StandInKind,
+} from '../../../support/rollout-agent-stand-in.js';
 import { rolloutDocument } from '../../rollout/fixtures.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
