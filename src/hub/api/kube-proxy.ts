@@ -14,12 +14,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream';
-import { isClusterName } from '../../kube/names.js';
-import { parseApiPath } from '../../kube/api-path.js';
 import { forwardBody } from '../../tunnel/forward-body.js';
-import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
 import {
-  CONTROL_PATH_PREFIX,
   encodeUpgradeRequest,
   forwardableRequestHeaderList,
   forwardableResponseHeaders,
@@ -29,209 +25,13 @@ import {
   REQUEST_HEADER,
   USER_HEADER,
   UPGRADE_AUTHORITY,
-  type StreamIdentity,
 } from '../../tunnel/protocol.js';
 import type { HubContext } from './hub-context.js';
-import { authenticateUser } from '../identity/authenticate.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendStatus } from '../http/http-replies.js';
-import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.js';
-import { HTTP_STREAM_IDLE_TIMEOUT_MS, MAX_PROXY_REQUEST_BODY_BYTES, UPGRADE_FLUSH_GRACE_MS } from '../limits.js';
-import type { TLSSocket } from 'node:tls';
-import {
-  forwardRequest,
-  forwardUpgrade,
-  peerIdentityOf,
-  PEER_PROXY_PREFIX,
-  replicaOfConnection,
-  type PeerForward,
-} from '../replicas/peer-link.js';
-import type { UserRecord } from '../store/store.js';
-
-/** The path prefix of the kube proxy. */
-export const KUBE_PROXY_PREFIX = '/clusters/';
-
-/** The stable code of a refused proxy path. */
-export const BAD_PROXY_PATH_CODE = 'E_HUB_PROXY_PATH';
-
-/**
- * A request aimed at one cluster, split: either a path that may be
- * forwarded, or the reason it may not (answered 400 before anything else).
- */
-export type ProxyTarget =
-  | {
-      cluster: string;
-      /** The path (and query) on the cluster's API server, exactly as received; passed `parseApiPath`. */
-      path: string;
-      refusal?: undefined;
-      /** Forwarded by another hub replica (peer-link.ts): only a replica may send it. */
-      isForwarded?: boolean;
-    }
-  | {
-      cluster: string;
-      /** Why the path is not forwarded, for the user. */
-      refusal: string;
-      isForwarded?: boolean;
-    };
-
-/**
- * Splits `/clusters/NAME/rest?query`; undefined when the URL is not a proxy
- * URL. The rest must pass `parseApiPath`, and must not lie under the
- * tunnel's control prefix (`/.edgeadm/`): agents of this version tell
- * control streams apart by their missing identity, but older ones did by
- * that prefix alone, and no API server path starts with it.
- */
-export function parseProxyUrl(url: string): ProxyTarget | undefined {
-  if (!url.startsWith(KUBE_PROXY_PREFIX)) return undefined;
-  const rest = url.slice(KUBE_PROXY_PREFIX.length);
-  const end = rest.search(/[/?]/);
-  const cluster = end === -1 ? rest : rest.slice(0, end);
-  if (!isClusterName(cluster)) return undefined;
-  let path = end === -1 ? '' : rest.slice(end);
-  if (path === '' || path.startsWith('?')) path = `/${path}`;
-  const checked = parseApiPath(path);
-  if (!checked.ok) return { cluster, refusal: `the hub forwards API paths only: ${checked.message}` };
-  const firstSegment = checked.value.path.slice(1).split('/')[0] ?? '';
-  if (`/${firstSegment.toLowerCase()}/` === CONTROL_PATH_PREFIX) {
-    return { cluster, refusal: `the hub does not forward paths under ${CONTROL_PATH_PREFIX}` };
-  }
-  return { cluster, path: checked.value.target };
-}
-
-/**
- * Splits `/hub/peer/v1/clusters/NAME/rest?query`, a request another hub
- * replica forwarded (peer-link.ts), by the same rule as {@link parseProxyUrl};
- * undefined when the URL is not one.
- */
-export function parsePeerProxyUrl(url: string): ProxyTarget | undefined {
-  if (!url.startsWith(`${PEER_PROXY_PREFIX}${KUBE_PROXY_PREFIX}`)) return undefined;
-  const target = parseProxyUrl(url.slice(PEER_PROXY_PREFIX.length));
-  return target === undefined ? undefined : { ...target, isForwarded: true };
-}
-
-/** Where an admitted request goes: a tunnel this replica holds, or the replica that holds it. */
-export type Admitted = { tunnel: HubTunnel; identity: StreamIdentity } | { forward: PeerForward };
-
-/** The cluster's tunnel on this replica, if open. */
-function localTunnel(context: HubContext, cluster: string): HubTunnel | undefined {
-  const tunnel = context.tunnels.get(cluster);
-  return tunnel?.isOpen ? tunnel : undefined;
-}
-
-/**
- * Admits a request another replica forwarded: only a replica certificate
- * may send one, and only to the replica holding the tunnel (never forwarded
- * again). What is trusted and why: peer-link.ts.
- */
-async function admitForwarded(
-  context: HubContext,
-  req: IncomingMessage,
-  target: { cluster: string },
-): Promise<Admitted> {
-  const replica = replicaOfConnection(req.socket as TLSSocket, context.now());
-  if (replica === undefined) {
-    context.metrics.unauthorizedRequests += 1;
-    throw new HttpError(403, 'E_HUB_PEER_FORBIDDEN', 'only hub replicas may use the forwarded path');
-  }
-  const identity = peerIdentityOf(req);
-  if (typeof identity === 'string') throw new HttpError(400, 'E_HUB_PEER_BAD_REQUEST', identity);
-  if ((await context.store.getCluster(target.cluster)) === undefined) {
-    throw new HttpError(403, 'E_HUB_FORBIDDEN', `cluster "${target.cluster}" is not registered`);
-  }
-  const tunnel = localTunnel(context, target.cluster);
-  if (tunnel === undefined) {
-    throw new HttpError(
-      503,
-      'E_HUB_CLUSTER_DISCONNECTED',
-      `cluster "${target.cluster}" is not connected to hub replica ${context.coordination?.self.id ?? ''}`,
-    );
-  }
-  context.logger.debug(`kube proxy: request for ${target.cluster} forwarded by replica ${replica}`);
-  return { tunnel, identity };
-}
-
-/**
- * Authenticates and authorizes a proxy request, and finds the tunnel: held
- * here, or held by another replica (then the request is forwarded to it).
- *
- * @throws {HttpError} 401 (no or bad credentials), 403 (selector does not
- * match or the cluster does not exist: the answer does not tell which), 503
- * (not connected).
- */
-async function admit(context: HubContext, req: IncomingMessage, target: ProxyTarget): Promise<Admitted> {
-  if (target.isForwarded) return admitForwarded(context, req, target);
-  const user = await authenticateUser(context, req);
-  if (user === undefined) {
-    context.metrics.unauthorizedRequests += 1;
-    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'Unauthorized');
-  }
-  return admitUser(context, user, target);
-}
-
-/**
- * Whether a user may reach a cluster through the hub: their clusters
- * selector matches its labels. The one rule, for the kube proxy and the web
- * view alike.
- */
-export function mayReachCluster(user: UserRecord, cluster: { labels: Record<string, string> }): boolean {
-  return clusterReach(user)(cluster);
-}
-
-/** {@link mayReachCluster} for many clusters: the user's selector parsed once. */
-export function clusterReach(user: UserRecord): (cluster: { labels: Record<string, string> }) => boolean {
-  const selector = parseLabelSelector(user.clustersSelector);
-  return (cluster) => matchesSelector(selector, cluster.labels);
-}
-
-/**
- * Authorizes an authenticated user for a cluster and finds its tunnel: the
- * kube proxy's check, also used by the web view's live reads.
- *
- * @throws {HttpError} 403 (selector does not match or the cluster does not
- * exist: the answer does not tell which), 503 (not connected).
- */
-export async function admitUser(
-  context: HubContext,
-  user: UserRecord,
-  target: { cluster: string; path?: string },
-): Promise<Admitted> {
-  const cluster = await context.store.getCluster(target.cluster);
-  const isAllowed = cluster !== undefined && mayReachCluster(user, cluster);
-  if (!isAllowed) {
-    context.logger.info(`kube proxy: user ${user.name} may not reach cluster ${target.cluster}`);
-    throw new HttpError(
-      403,
-      'E_HUB_FORBIDDEN',
-      `user "${user.name}" cannot reach cluster "${target.cluster}" through the hub`,
-    );
-  }
-  const identity = { user: user.name, groups: user.groups };
-  const tunnel = localTunnel(context, target.cluster);
-  if (tunnel !== undefined) return { tunnel, identity };
-  const holder = await context.coordination?.tunnelHolder(target.cluster);
-  if (
-    holder !== undefined &&
-    holder.id !== context.coordination?.self.id &&
-    context.peerCredentials !== undefined &&
-    'path' in target &&
-    target.path !== undefined
-  ) {
-    return {
-      forward: {
-        holder,
-        credentials: context.peerCredentials,
-        cluster: target.cluster,
-        path: target.path,
-        identity,
-        idleMs: HTTP_STREAM_IDLE_TIMEOUT_MS,
-      },
-    };
-  }
-  throw new HttpError(
-    503,
-    'E_HUB_CLUSTER_DISCONNECTED',
-    `cluster "${target.cluster}" is not connected to the hub (no hub replica holds its tunnel)`,
-  );
-}
+import { MAX_PROXY_REQUEST_BODY_BYTES, UPGRADE_FLUSH_GRACE_MS } from '../limits.js';
+import { forwardRequest, forwardUpgrade } from '../replicas/peer-link.js';
+import { BAD_PROXY_PATH_CODE, type ProxyTarget } from './proxy-target.js';
+import { admit } from './proxy-admission.js';
 
 /**
  * The groups header's value for a group list, by the list itself: users

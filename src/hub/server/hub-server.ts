@@ -36,7 +36,8 @@ import { localHubIdentity, type HubIdentity } from '../identity/hub-identity.js'
 import type { HubPki } from '../identity/hub-pki.js';
 import { answerAfterBody, endSocketWithStatus, HttpError, sendJson, sendStatus } from '../http/http-replies.js';
 import { startHttpsFront, type HttpsFront } from '../front/https-front.js';
-import { parseProxyUrl, proxyRequest, proxyUpgrade, parsePeerProxyUrl } from '../api/kube-proxy.js';
+import { proxyRequest, proxyUpgrade } from '../api/kube-proxy.js';
+import { parseProxyUrl, parsePeerProxyUrl } from '../api/proxy-target.js';
 import { newReplicaId } from '../store/local-coordination.js';
 import { MAX_PENDING_HANDSHAKES } from '../limits.js';
 import { HubMetrics } from '../metrics.js';

@@ -11,7 +11,7 @@ import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
 import { identityHeaders, type StreamIdentity } from '../../tunnel/protocol.js';
 import type { HubContext } from '../api/hub-context.js';
 import { HttpError } from '../http/http-replies.js';
-import { admitUser } from '../api/kube-proxy.js';
+import { admitUser } from '../api/proxy-admission.js';
 import { openPeerRequest, type PeerForward } from '../replicas/peer-link.js';
 import type { UserRecord } from '../store/store.js';
 import { LIVE_READ_TIMEOUT_MS, MAX_LIVE_READ_BYTES, MAX_NODES_SHOWN } from './limits.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BAD_PROXY_PATH_CODE, parseProxyUrl } from '../../../../src/hub/api/kube-proxy.js';
+import { BAD_PROXY_PATH_CODE, parseProxyUrl } from '../../../../src/hub/api/proxy-target.js';
 import { kubeStatus } from '../../../../src/hub/http/http-replies.js';
 import { parseApiPath } from '../../../../src/kube/api-path.js';
 
