@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ReplicaCoordination, ReplicaInfo } from '../../../../src/hub/store/coordination.js';
 import type { PeerCredentials } from '../../../../src/hub/replicas/peer-link.js';
-import { ReportForwarder } from '../../../../src/hub/rollouts/peer-rollouts.js';
+import { ReportForwarder } from '../../../../src/hub/rollouts/report-forwarder.js';
 import { silentLogger } from '../../../../src/log/run-log.js';
 import type { ReportMessage } from '../../../../src/rollout/wire.js';
 

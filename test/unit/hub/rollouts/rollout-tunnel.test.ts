@@ -12,13 +12,9 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RolloutController } from '../../../../src/hub/rollouts/rollout-controller.js';
 import { type RolloutActor } from '../../../../src/hub/rollouts/rollout-permissions.js';
-import {
-  followReports,
-  LineSplitter,
-  reportOf,
-  TunnelRolloutDelivery,
-  type ReportTimers,
-} from '../../../../src/hub/rollouts/rollout-tunnel.js';
+import { TunnelRolloutDelivery } from '../../../../src/hub/rollouts/rollout-tunnel.js';
+import { followReports, type ReportTimers } from '../../../../src/hub/rollouts/report-stream.js';
+import { LineSplitter, reportOf } from '../../../../src/hub/rollouts/report-lines.js';
 import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
 import { silentLogger, type Logger } from '../../../../src/log/run-log.js';
 import { parseRollout } from '../../../../src/rollout/spec.js';
