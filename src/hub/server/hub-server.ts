@@ -23,38 +23,26 @@
  * the reaction to changes other replicas made, and shutdown.
  */
 import { mkdirSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import type { Duplex } from 'node:stream';
 import { EdgeadmError } from '../../errors.js';
 import type { Logger } from '../../log/run-log.js';
-import type { OpenedHubStore, ReplicaCoordination, ReplicaInfo, StoreChange } from '../store/coordination.js';
+import type { OpenedHubStore, ReplicaInfo, StoreChange } from '../store/coordination.js';
 import type { HubContext } from '../api/hub-context.js';
-import { isStoreUnavailable } from '../store/etcd/errors.js';
 import { localHubIdentity, type HubIdentity } from '../identity/hub-identity.js';
 import type { HubPki } from '../identity/hub-pki.js';
-import { answerAfterBody, endSocketWithStatus, HttpError, sendJson, sendStatus } from '../http/http-replies.js';
 import { startHttpsFront, type HttpsFront } from '../front/https-front.js';
-import { proxyRequest, proxyUpgrade } from '../api/kube-proxy.js';
-import { parseProxyUrl, parsePeerProxyUrl } from '../api/proxy-target.js';
 import { newReplicaId } from '../store/local-coordination.js';
 import { MAX_PENDING_HANDSHAKES } from '../limits.js';
 import { HubMetrics } from '../metrics.js';
-import { serveApi } from '../api/operator-api.js';
-import { FleetConnections } from '../replicas/fleet-connections.js';
-import { issueReplicaCredentials, type PeerCredentials } from '../replicas/peer-link.js';
-import { FleetRolloutDelivery, servePeerRollouts } from '../rollouts/peer-rollouts.js';
-import { ReportForwarder } from '../rollouts/report-forwarder.js';
-import { TunnelRolloutDelivery } from '../rollouts/rollout-tunnel.js';
-import { followReports } from '../rollouts/report-stream.js';
-import type { RolloutController } from '../rollouts/rollout-controller.js';
+import { issueReplicaCredentials } from '../replicas/peer-link.js';
 import { RunOnceControllers } from '../rollouts/run-once-controllers.js';
 import { DEFAULT_HUB_DEADLINES, type HubDeadlines } from '../front/socket-deadlines.js';
 import { openHubStore, type EtcdStoreOptions } from './open-store.js';
-import type { HubStore } from '../store/store.js';
 import { TunnelRegistry } from '../replicas/tunnel-registry.js';
-import { isWebPath, serveWeb } from '../web/web-server.js';
+import { HubStopping } from './hub-stopping.js';
+import { wireRollouts } from './rollout-wiring.js';
+import { handleRequest, handleUpgrade, type ServingParts } from './routes.js';
 
 export { HUB_STORE_FILE } from './open-store.js';
 /** The admin's hub config under the data directory. */
@@ -321,143 +309,6 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   };
 }
 
-/** The parts a hub stops, in order. */
-interface HubStoppingParts {
-  logger: Logger;
-  stopWatch: () => void;
-  tunnels: TunnelRegistry;
-  front: HttpsFront;
-  controllers: RunOnceControllers;
-  reportFollowers: Set<() => void>;
-  /** Stops following other replicas' tunnels and forwarding reports. */
-  stopRollouts: () => void;
-  coordination: ReplicaCoordination;
-  store: HubStore;
-}
-
-/** Shutdown, graceful or as a crash; either happens once. */
-class HubStopping {
-  #done: Promise<void> | undefined;
-
-  constructor(private readonly parts: HubStoppingParts) {}
-
-  /** Stop accepting, drain tunnels and requests, leave the replicas, close the store. */
-  close(): Promise<void> {
-    const { logger, tunnels, front, controllers, coordination, store } = this.parts;
-    this.#done ??= (async () => {
-      logger.info('hub shutting down');
-      this.parts.stopWatch();
-      tunnels.stopSweep();
-      // The controller writes what it has not written yet and starts nothing new; the report
-      // streams, which never end by themselves, are closed so that the tunnels can drain.
-      await controllers.stop();
-      this.parts.stopRollouts();
-      for (const stop of this.parts.reportFollowers) stop();
-      // Stops accepting and closes the idle HTTP connections.
-      front.stopAccepting();
-      await front.closeConnections(tunnels.drainAll());
-      // Claims and the lead go with the replica; then the store.
-      await coordination.close().catch((error: Error) => logger.warn(`leaving the replicas: ${error.message}`));
-      await store.close();
-    })();
-    return this.#done;
-  }
-
-  /** Every socket destroyed at once; nothing drained, nothing withdrawn (see RunningHub.crash). */
-  crash(): Promise<void> {
-    const { tunnels, front, controllers } = this.parts;
-    this.#done ??= (async () => {
-      this.parts.stopWatch();
-      tunnels.stopSweep();
-      front.destroyAll();
-      tunnels.destroyAll();
-      this.parts.stopRollouts();
-      await controllers.stop().catch(() => undefined);
-    })();
-    return this.#done;
-  }
-}
-
-/** What the handlers need once the store is open. */
-interface ServingParts {
-  context: HubContext;
-  tunnels: TunnelRegistry;
-  /** Delivery over this replica's own tunnels (what the leader hands over through the peer path). */
-  rolloutDelivery: TunnelRolloutDelivery;
-}
-
-/** Rollouts on this replica and across replicas, as {@link wireRollouts} wires them. */
-interface RolloutWiring {
-  /** Over this replica's own tunnels. */
-  delivery: TunnelRolloutDelivery;
-  /** What the controller uses when this replica leads: own tunnels, or the replica holding the cluster's. */
-  fleetDelivery: FleetRolloutDelivery;
-  /** Every cluster connected to some replica. */
-  fleet: FleetConnections;
-  /** Stops each open tunnel's report stream (at shutdown, before the tunnels drain). */
-  followers: Set<() => void>;
-  stop: () => void;
-}
-
-/**
- * Rollouts on this replica: delivery over the tunnels it holds (or through
- * the replica holding the tunnel, when this one leads), and each tunnel's
- * report stream fed to the controller when this replica runs it, or
- * forwarded to the replica that does.
- */
-function wireRollouts(
-  context: HubContext,
-  tunnels: TunnelRegistry,
-  coordination: ReplicaCoordination,
-  credentials: PeerCredentials,
-): RolloutWiring {
-  const { logger } = context;
-  const delivery = new TunnelRolloutDelivery({ tunnels: tunnels.tunnels, logger });
-  const fleet = new FleetConnections({ coordination, logger });
-  const fleetDelivery = new FleetRolloutDelivery({
-    local: delivery,
-    tunnels: tunnels.tunnels,
-    coordination,
-    credentials,
-    logger,
-  });
-  const forwarder = new ReportForwarder({ coordination, credentials, logger });
-  const followers = new Set<() => void>();
-  const reportSink = {
-    report: (cluster: string, message: Parameters<RolloutController['report']>[1]) =>
-      context.rollouts !== undefined ? context.rollouts.report(cluster, message) : forwarder.forward(cluster, message),
-    unsupported: (cluster: string) => delivery.markUnsupported(cluster),
-  };
-  fleet.listen({
-    connected: (cluster) => context.rollouts?.clusterConnected(cluster),
-    disconnected: (cluster) => context.rollouts?.clusterDisconnected(cluster),
-  });
-  tunnels.listen({
-    opened: (tunnel) => {
-      // Its report stream first, then what it is owed (its current copies within the controller's next pass).
-      delivery.tunnelOpened(tunnel.cluster);
-      const stopReports = followReports(tunnel, reportSink, logger);
-      followers.add(stopReports);
-      void tunnel.closed.then(() => followers.delete(stopReports));
-      fleet.localOpened(tunnel.cluster);
-    },
-    closed: (cluster) => {
-      forwarder.dropCluster(cluster);
-      fleet.localClosed(cluster);
-    },
-  });
-  return {
-    delivery,
-    fleetDelivery,
-    fleet,
-    followers,
-    stop: () => {
-      fleet.stop();
-      forwarder.stop();
-    },
-  };
-}
-
 /** Acts on a change heard from the store (made by this replica or another). */
 function onStoreChange(change: StoreChange, context: HubContext, tunnels: TunnelRegistry): void {
   switch (change.kind) {
@@ -477,52 +328,5 @@ function onStoreChange(change: StoreChange, context: HubContext, tunnels: Tunnel
     default:
       // Users and tokens are read from the store at every request; rollouts live in the leader's controller.
       return;
-  }
-}
-
-function handleUpgrade(context: HubContext, req: IncomingMessage, socket: Duplex, head: Buffer): void {
-  const target = parseProxyUrl(req.url ?? '/') ?? parsePeerProxyUrl(req.url ?? '/');
-  if (target === undefined) {
-    endSocketWithStatus(socket, 404, 'upgrades are served under /clusters/NAME/ only');
-    return;
-  }
-  proxyUpgrade(context, req, socket, head, target).catch((error: Error) => {
-    context.logger.warn(`upgrade failed: ${error.message}`);
-    socket.destroy();
-  });
-}
-
-async function handleRequest(parts: ServingParts, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const { context } = parts;
-  try {
-    // The kube proxy first: most requests are for it, and its prefix is no other part's.
-    const proxied = parseProxyUrl(req.url ?? '/');
-    if (proxied !== undefined) return await proxyRequest(context, req, res, proxied);
-    // The web view (src/hub/web/) owns everything under /ui.
-    if (isWebPath(req.url ?? '/')) return await serveWeb(context, req, res);
-    // Replica to replica: rollout copies for a tunnel held here, reports for the leader.
-    if (await servePeerRollouts(context, parts.rolloutDelivery, req, res)) return;
-    const target = parsePeerProxyUrl(req.url ?? '/');
-    if (target !== undefined) {
-      await proxyRequest(context, req, res, target);
-      return;
-    }
-    if (!(await serveApi(context, req, res))) sendStatus(res, 404, `${req.url ?? ''} is not served by the hub`);
-  } catch (error) {
-    // etcd without quorum: the change is refused with the cause, and the client may retry elsewhere or later.
-    if (isStoreUnavailable(error)) {
-      answerAfterBody(req, () => {
-        if (!res.headersSent) sendJson(res, 503, { code: error.code, message: error.message });
-      });
-      return;
-    }
-    if (error instanceof HttpError) {
-      answerAfterBody(req, () => {
-        if (!res.headersSent) sendJson(res, error.status, { code: error.code, message: error.message });
-      });
-      return;
-    }
-    context.logger.error(`request ${req.method} ${req.url} failed: ${(error as Error).message}`);
-    if (!res.headersSent) sendJson(res, 500, { code: 'E_HUB_INTERNAL', message: 'internal error' });
   }
 }
