@@ -4,9 +4,9 @@
  * hub token secrets. Every write is one statement or one transaction, so a
  * hub killed at any point restarts with consistent state.
  */
-import { existsSync, writeFileSync } from 'node:fs';
-import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { EdgeadmError } from '../../errors.js';
+import { SqliteRolloutTables } from './sqlite-rollouts.js';
 import { hubTokenState } from './hub-token-state.js';
 import { STATUS_COMMIT_WINDOW_MS, STORE_READ_CACHE_MAX_ENTRIES } from '../limits.js';
 import type { ClusterHold } from '../../rollout/api.js';
@@ -23,149 +23,22 @@ import type {
   TokenUse,
   UserRecord,
 } from './store.js';
-
-/** The schema; `IF NOT EXISTS` makes opening an existing store a no-op. */
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS clusters (
-  name TEXT PRIMARY KEY,
-  labels TEXT NOT NULL,
-  cert_serial TEXT NOT NULL,
-  cert_not_after TEXT NOT NULL,
-  registered_at TEXT NOT NULL,
-  last_seen TEXT,
-  kubernetes_version TEXT,
-  node_count INTEGER
-);
-CREATE TABLE IF NOT EXISTS tokens (
-  id TEXT PRIMARY KEY,
-  secret TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  expires_at TEXT,
-  usages_left INTEGER
-);
-CREATE TABLE IF NOT EXISTS users (
-  name TEXT PRIMARY KEY,
-  token_hash TEXT NOT NULL UNIQUE,
-  clusters_selector TEXT NOT NULL,
-  groups_json TEXT NOT NULL,
-  is_admin INTEGER NOT NULL,
-  created_at TEXT NOT NULL,
-  expires_at TEXT
-);
-CREATE TABLE IF NOT EXISTS revoked_certificates (
-  serial TEXT PRIMARY KEY,
-  reason TEXT NOT NULL,
-  revoked_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS cluster_rollout_facts (
-  name TEXT PRIMARY KEY,
-  hold_json TEXT,
-  properties_json TEXT
-);
-CREATE TABLE IF NOT EXISTS token_label_limits (
-  id TEXT PRIMARY KEY,
-  labels_json TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS rollouts (
-  name TEXT PRIMARY KEY,
-  record_json TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS rollout_revisions (
-  name TEXT NOT NULL,
-  revision INTEGER NOT NULL,
-  record_json TEXT NOT NULL,
-  PRIMARY KEY (name, revision)
-);
-CREATE TABLE IF NOT EXISTS rollout_reports (
-  rollout TEXT NOT NULL,
-  cluster TEXT NOT NULL,
-  record_json TEXT NOT NULL,
-  PRIMARY KEY (rollout, cluster)
-);
-CREATE TABLE IF NOT EXISTS rollout_pending_removals (
-  rollout TEXT NOT NULL,
-  cluster TEXT NOT NULL,
-  record_json TEXT NOT NULL,
-  PRIMARY KEY (rollout, cluster)
-);
-`;
-
-/** Tokens with their label limit (kept in their own table, so that older stores need no migration). */
-const SELECT_TOKENS = 'SELECT t.*, l.labels_json FROM tokens t LEFT JOIN token_label_limits l ON l.id = t.id';
-
-/** Clusters with their hold and properties (kept in their own table, so that older stores need no migration). */
-const SELECT_CLUSTERS = `SELECT c.*, f.hold_json, f.properties_json FROM clusters c
-  LEFT JOIN cluster_rollout_facts f ON f.name = c.name`;
-
-type Row = Record<string, SQLInputValue>;
-
-function optionalString(value: SQLInputValue | undefined): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-
-function optionalNumber(value: SQLInputValue | undefined): number | undefined {
-  return typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : undefined;
-}
-
-function clusterFromRow(row: Row): ClusterRecord {
-  const cluster: ClusterRecord = {
-    name: String(row.name),
-    labels: JSON.parse(String(row.labels)) as Record<string, string>,
-    certSerial: String(row.cert_serial),
-    certNotAfter: String(row.cert_not_after),
-    registeredAt: String(row.registered_at),
-  };
-  const lastSeen = optionalString(row.last_seen);
-  if (lastSeen !== undefined) cluster.lastSeen = lastSeen;
-  const version = optionalString(row.kubernetes_version);
-  if (version !== undefined) cluster.kubernetesVersion = version;
-  const nodeCount = optionalNumber(row.node_count);
-  if (nodeCount !== undefined) cluster.nodeCount = nodeCount;
-  const hold = optionalString(row.hold_json);
-  if (hold !== undefined) cluster.hold = JSON.parse(hold) as ClusterHold;
-  const properties = optionalString(row.properties_json);
-  if (properties !== undefined) cluster.properties = JSON.parse(properties) as Record<string, string>;
-  return cluster;
-}
-
-function tokenFromRow(row: Row): HubTokenRecord {
-  const token: HubTokenRecord = { id: String(row.id), secret: String(row.secret), createdAt: String(row.created_at) };
-  const expiresAt = optionalString(row.expires_at);
-  if (expiresAt !== undefined) token.expiresAt = expiresAt;
-  const usagesLeft = optionalNumber(row.usages_left);
-  if (usagesLeft !== undefined) token.usagesLeft = usagesLeft;
-  const labels = optionalString(row.labels_json);
-  if (labels !== undefined) token.labels = JSON.parse(labels) as Record<string, string>;
-  return token;
-}
-
-function userFromRow(row: Row): UserRecord {
-  const user: UserRecord = {
-    name: String(row.name),
-    tokenHash: String(row.token_hash),
-    clustersSelector: String(row.clusters_selector),
-    groups: JSON.parse(String(row.groups_json)) as string[],
-    isAdmin: Number(row.is_admin) === 1,
-    createdAt: String(row.created_at),
-  };
-  const expiresAt = optionalString(row.expires_at);
-  if (expiresAt !== undefined) user.expiresAt = expiresAt;
-  return user;
-}
+import {
+  clusterFromRow,
+  SELECT_CLUSTERS,
+  SELECT_TOKENS,
+  tokenFromRow,
+  userFromRow,
+  type Row,
+  openDatabase,
+} from './sqlite-schema.js';
+import { GroupCommit } from './group-commit.js';
 
 /** Keeps `value` in a read cache, emptied when it would pass {@link STORE_READ_CACHE_MAX_ENTRIES}. */
 function remember<T>(cache: Map<string, T>, key: string, value: T): T {
   if (cache.size >= STORE_READ_CACHE_MAX_ENTRIES) cache.clear();
   cache.set(key, value);
   return value;
-}
-
-/** A status update waiting for its commit. */
-interface PendingStatus {
-  name: string;
-  status: ClusterStatusUpdate;
-  resolve: () => void;
-  reject: (error: Error) => void;
 }
 
 /** The node:sqlite implementation of {@link HubStore}. */
@@ -181,9 +54,16 @@ export class SqliteHubStore implements HubStore {
    */
   readonly #usersByTokenHash = new Map<string, UserRecord>();
   readonly #clustersByName = new Map<string, ClusterRecord>();
-  /** Status updates waiting for their group commit. */
-  #pendingStatus: PendingStatus[] = [];
-  #statusTimer: NodeJS.Timeout | undefined;
+  /** Status updates within {@link STATUS_COMMIT_WINDOW_MS} share one commit. */
+  readonly #statusCommits = new GroupCommit<{ name: string; status: ClusterStatusUpdate }>(
+    STATUS_COMMIT_WINDOW_MS,
+    (batch) => this.#commitStatus(batch),
+  );
+
+  readonly #rollouts = new SqliteRolloutTables({
+    prepare: (sql) => this.#prepare(sql),
+    transaction: (work) => this.#transaction(work),
+  });
 
   private constructor(db: DatabaseSync) {
     this.#db = db;
@@ -204,23 +84,7 @@ export class SqliteHubStore implements HubStore {
    * @throws {EdgeadmError} `E_HUB_STORE` when the file cannot be opened.
    */
   static async open(path: string): Promise<SqliteHubStore> {
-    // Loaded on use, like every module with native handles (see ARCHITECTURE.md, single binary).
-    const { DatabaseSync } = await import('node:sqlite');
-    // Created 0600 before SQLite opens it: the WAL and shared-memory files
-    // SQLite makes beside it take the database file's permissions.
-    if (path !== ':memory:' && !existsSync(path)) writeFileSync(path, '', { mode: 0o600 });
-    let db: DatabaseSync;
-    try {
-      db = new DatabaseSync(path);
-      db.exec('PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000;');
-      db.exec(SCHEMA);
-    } catch (error) {
-      throw new EdgeadmError(`cannot open the hub store ${path}: ${(error as Error).message}`, {
-        code: 'E_HUB_STORE',
-        cause: error,
-      });
-    }
-    return new SqliteHubStore(db);
+    return new SqliteHubStore(await openDatabase(path));
   }
 
   /** Inserts a cluster row; false when the name is taken. */
@@ -302,23 +166,12 @@ export class SqliteHubStore implements HubStore {
    * each would take more than the whole event loop.
    */
   updateClusterStatus(name: string, status: ClusterStatusUpdate): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.#pendingStatus.push({ name, status, resolve, reject });
-      this.#statusTimer ??= setTimeout(() => this.#commitStatus(), STATUS_COMMIT_WINDOW_MS);
-    });
+    return this.#statusCommits.add({ name, status });
   }
 
-  #commitStatus(): void {
-    clearTimeout(this.#statusTimer);
-    this.#statusTimer = undefined;
-    const batch = this.#pendingStatus;
-    this.#pendingStatus = [];
-    if (batch.length === 0) return;
-    if (!this.#db.isOpen) {
-      const closed = new EdgeadmError('the hub store is closed', { code: 'E_HUB_STORE' });
-      for (const pending of batch) pending.reject(closed);
-      return;
-    }
+  /** One commit of the status updates gathered in a window; throws (refusing them all) if it fails. */
+  #commitStatus(batch: readonly { name: string; status: ClusterStatusUpdate }[]): void {
+    if (!this.#db.isOpen) throw new EdgeadmError('the hub store is closed', { code: 'E_HUB_STORE' });
     const update = this.#prepare(
       `UPDATE clusters SET last_seen = ?, kubernetes_version = COALESCE(?, kubernetes_version),
          node_count = COALESCE(?, node_count) WHERE name = ?`,
@@ -332,10 +185,8 @@ export class SqliteHubStore implements HubStore {
       this.#db.exec('COMMIT');
     } catch (error) {
       if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
-      for (const pending of batch) pending.reject(error as Error);
-      return;
+      throw error;
     }
-    for (const pending of batch) pending.resolve();
   }
 
   async updateClusterCertificate(name: string, certSerial: string, certNotAfter: string): Promise<void> {
@@ -477,117 +328,62 @@ export class SqliteHubStore implements HubStore {
     return this.#prepare('SELECT 1 FROM revoked_certificates WHERE serial = ?').get(serial.toLowerCase()) !== undefined;
   }
 
-  #writeRollout(record: RolloutRecord): void {
-    this.#prepare('INSERT OR REPLACE INTO rollouts (name, record_json) VALUES (?, ?)').run(
-      record.name,
-      JSON.stringify(record),
-    );
+  // Rollouts, their revisions, reports and owed removals: sqlite-rollouts.ts.
+
+  putRollout(record: RolloutRecord, revision?: RolloutRevisionRecord, keepRevisions?: number): Promise<void> {
+    return this.#rollouts.putRollout(record, revision, keepRevisions);
   }
 
-  async putRollout(record: RolloutRecord, revision?: RolloutRevisionRecord, keepRevisions?: number): Promise<void> {
-    this.#transaction(() => {
-      this.#writeRollout(record);
-      if (revision === undefined) return;
-      this.#prepare('INSERT OR REPLACE INTO rollout_revisions (name, revision, record_json) VALUES (?, ?, ?)').run(
-        revision.name,
-        revision.revision,
-        JSON.stringify(revision),
-      );
-      if (keepRevisions !== undefined) {
-        this.#prepare(
-          `DELETE FROM rollout_revisions WHERE name = ? AND revision NOT IN
-             (SELECT revision FROM rollout_revisions WHERE name = ? ORDER BY revision DESC LIMIT ?)`,
-        ).run(revision.name, revision.name, Math.max(1, keepRevisions));
-      }
-    });
+  putRollouts(records: readonly RolloutRecord[]): Promise<void> {
+    return this.#rollouts.putRollouts(records);
   }
 
-  async putRollouts(records: readonly RolloutRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    this.#transaction(() => {
-      for (const record of records) this.#writeRollout(record);
-    });
+  getRollout(name: string): Promise<RolloutRecord | undefined> {
+    return this.#rollouts.getRollout(name);
   }
 
-  async getRollout(name: string): Promise<RolloutRecord | undefined> {
-    const row = this.#prepare('SELECT record_json FROM rollouts WHERE name = ?').get(name) as Row | undefined;
-    return row === undefined ? undefined : (JSON.parse(String(row.record_json)) as RolloutRecord);
+  listRollouts(): Promise<RolloutRecord[]> {
+    return this.#rollouts.listRollouts();
   }
 
-  async listRollouts(): Promise<RolloutRecord[]> {
-    return (this.#prepare('SELECT record_json FROM rollouts ORDER BY name').all() as Row[]).map(
-      (row) => JSON.parse(String(row.record_json)) as RolloutRecord,
-    );
+  getRolloutRevision(name: string, revision: number): Promise<RolloutRevisionRecord | undefined> {
+    return this.#rollouts.getRolloutRevision(name, revision);
   }
 
-  async getRolloutRevision(name: string, revision: number): Promise<RolloutRevisionRecord | undefined> {
-    const row = this.#prepare('SELECT record_json FROM rollout_revisions WHERE name = ? AND revision = ?').get(
-      name,
-      revision,
-    ) as Row | undefined;
-    return row === undefined ? undefined : (JSON.parse(String(row.record_json)) as RolloutRevisionRecord);
+  listRolloutRevisions(name: string): Promise<number[]> {
+    return this.#rollouts.listRolloutRevisions(name);
   }
 
-  async listRolloutRevisions(name: string): Promise<number[]> {
-    return (
-      this.#prepare('SELECT revision FROM rollout_revisions WHERE name = ? ORDER BY revision').all(name) as Row[]
-    ).map((row) => Number(row.revision));
+  deleteRollout(name: string, pendingRemovals: readonly PendingRemovalRecord[]): Promise<boolean> {
+    return this.#rollouts.deleteRollout(name, pendingRemovals);
   }
 
-  async deleteRollout(name: string, pendingRemovals: readonly PendingRemovalRecord[]): Promise<boolean> {
-    return this.#transaction(() => {
-      const result = this.#prepare('DELETE FROM rollouts WHERE name = ?').run(name);
-      this.#prepare('DELETE FROM rollout_revisions WHERE name = ?').run(name);
-      this.#prepare('DELETE FROM rollout_reports WHERE rollout = ?').run(name);
-      this.#insertPendingRemovals(pendingRemovals);
-      return Number(result.changes) === 1;
-    });
+  putReportedCopies(reports: readonly ReportedCopyRecord[]): Promise<void> {
+    return this.#rollouts.putReportedCopies(reports);
   }
 
-  async putReportedCopies(reports: readonly ReportedCopyRecord[]): Promise<void> {
-    if (reports.length === 0) return;
-    const insert = this.#prepare(
-      'INSERT OR REPLACE INTO rollout_reports (rollout, cluster, record_json) VALUES (?, ?, ?)',
-    );
-    this.#transaction(() => {
-      for (const report of reports) insert.run(report.rollout, report.cluster, JSON.stringify(report));
-    });
+  listReportedCopies(rollout: string): Promise<ReportedCopyRecord[]> {
+    return this.#rollouts.listReportedCopies(rollout);
   }
 
-  async listReportedCopies(rollout: string): Promise<ReportedCopyRecord[]> {
-    return (
-      this.#prepare('SELECT record_json FROM rollout_reports WHERE rollout = ? ORDER BY cluster').all(rollout) as Row[]
-    ).map((row) => JSON.parse(String(row.record_json)) as ReportedCopyRecord);
+  deleteReportedCopy(rollout: string, cluster: string): Promise<void> {
+    return this.#rollouts.deleteReportedCopy(rollout, cluster);
   }
 
-  async deleteReportedCopy(rollout: string, cluster: string): Promise<void> {
-    this.#prepare('DELETE FROM rollout_reports WHERE rollout = ? AND cluster = ?').run(rollout, cluster);
+  addPendingRemovals(removals: readonly PendingRemovalRecord[]): Promise<void> {
+    return this.#rollouts.addPendingRemovals(removals);
   }
 
-  #insertPendingRemovals(removals: readonly PendingRemovalRecord[]): void {
-    const insert = this.#prepare(
-      'INSERT OR REPLACE INTO rollout_pending_removals (rollout, cluster, record_json) VALUES (?, ?, ?)',
-    );
-    for (const removal of removals) insert.run(removal.rollout, removal.cluster, JSON.stringify(removal));
+  listPendingRemovals(): Promise<PendingRemovalRecord[]> {
+    return this.#rollouts.listPendingRemovals();
   }
 
-  async addPendingRemovals(removals: readonly PendingRemovalRecord[]): Promise<void> {
-    if (removals.length === 0) return;
-    this.#transaction(() => this.#insertPendingRemovals(removals));
-  }
-
-  async listPendingRemovals(): Promise<PendingRemovalRecord[]> {
-    return (
-      this.#prepare('SELECT record_json FROM rollout_pending_removals ORDER BY cluster, rollout').all() as Row[]
-    ).map((row) => JSON.parse(String(row.record_json)) as PendingRemovalRecord);
-  }
-
-  async deletePendingRemoval(rollout: string, cluster: string): Promise<void> {
-    this.#prepare('DELETE FROM rollout_pending_removals WHERE rollout = ? AND cluster = ?').run(rollout, cluster);
+  deletePendingRemoval(rollout: string, cluster: string): Promise<void> {
+    return this.#rollouts.deletePendingRemoval(rollout, cluster);
   }
 
   async close(): Promise<void> {
-    if (this.#db.isOpen) this.#commitStatus();
+    if (this.#db.isOpen) this.#statusCommits.flush();
     if (this.#db.isOpen) this.#db.close();
   }
 }
