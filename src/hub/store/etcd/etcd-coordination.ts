@@ -18,7 +18,8 @@
 import type { Lease } from 'etcd3';
 import type { ReplicaCoordination, ReplicaInfo, Stop, StoreChange, StoreHealth } from '../coordination.js';
 import type { EtcdConnection } from './etcd-client.js';
-import { ETCD_KEYS, type EtcdHubStore, type EtcdKeyEvent } from './etcd-store.js';
+import { type EtcdHubStore } from './etcd-store.js';
+import { ETCD_KEYS, type EtcdKeyEvent } from './etcd-keyspace.js';
 import { ETCD_HEALTH_PROBE_MS, REPLICA_LEASE_TTL_S } from './limits.js';
 
 /** Coordination key families under the prefix. */

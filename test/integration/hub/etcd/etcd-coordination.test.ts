@@ -12,7 +12,8 @@ import type { StoreHealth } from '../../../../src/hub/store/coordination.js';
 import { encryptionKeysFrom } from '../../../../src/hub/store/etcd/encryption.js';
 import { EtcdConnection } from '../../../../src/hub/store/etcd/etcd-client.js';
 import { EtcdReplicaCoordination } from '../../../../src/hub/store/etcd/etcd-coordination.js';
-import { ETCD_KEYS, EtcdHubStore } from '../../../../src/hub/store/etcd/etcd-store.js';
+import { EtcdHubStore } from '../../../../src/hub/store/etcd/etcd-store.js';
+import { ETCD_KEYS } from '../../../../src/hub/store/etcd/etcd-keyspace.js';
 import { REPO_ROOT } from '../../../support/cli.js';
 import {
   etcdConnectionOptionsFor,
