@@ -76,7 +76,7 @@ for (let i = 0; i < SITES; i += 1) {
     kubeconfig,
     createServiceAccount: false,
     dataDir: join(work, name),
-    discoveryTimeoutMs: 30_000,
+    discoveryTimeout: 30_000,
     logger: quiet,
   });
   if (i >= SITES - NEVER_CONNECTED) continue;

@@ -207,7 +207,7 @@ async function register(message: RegisterMessage): Promise<void> {
       kubeconfig,
       createServiceAccount: false,
       dataDir: dataDirOf(head),
-      discoveryTimeoutMs: 120_000,
+      discoveryTimeout: 120_000,
       logger: silent,
     });
     hubState = registration.state;

@@ -124,7 +124,7 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
       kubeconfig,
       createServiceAccount: false,
       dataDir: join(root, `${cluster}-${target.port}`),
-      discoveryTimeoutMs: 30_000,
+      discoveryTimeout: 30_000,
       logger: silentLogger,
     });
     return { state, identity: { cluster, certPem: state.certPem, keyPem: state.keyPem } };

@@ -73,7 +73,7 @@ describe('hub: rollouts', { timeout: 120_000 }, () => {
       kubeconfig,
       createServiceAccount: false,
       dataDir: join(root, cluster),
-      discoveryTimeoutMs: 30_000,
+      discoveryTimeout: 30_000,
       logger: silentLogger,
     });
     sites.set(cluster, state);

@@ -107,7 +107,7 @@ describe('hub replicas: the web view and the peer path under attack', { timeout:
       kubeconfig,
       createServiceAccount: false,
       dataDir: join(root, cluster),
-      discoveryTimeoutMs: 30_000,
+      discoveryTimeout: 30_000,
       logger: silentLogger,
     });
     return state;

@@ -135,7 +135,7 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
       kubeconfig,
       createServiceAccount: false,
       dataDir: siteDir,
-      discoveryTimeoutMs: 30_000,
+      discoveryTimeout: 30_000,
       logger: silentLogger,
     });
     return {
