@@ -5,7 +5,7 @@
 import { Flags } from '@oclif/core';
 import { hostConnectOptionsFromFlags, sshFlags, type SshFlagContext, type SshFlagValues } from './ssh-flags.js';
 import type { HostConnectOptions } from '../../hosts/connect.js';
-import { parseCountSpec, type RolloutOptions } from '../../fleet/rollout.js';
+import type { FleetRunInput } from '../../fleet/fleet-request.js';
 
 /** Hosts at once when `--concurrency` is not given. */
 export const DEFAULT_FLEET_CONCURRENCY = 10;
@@ -68,18 +68,24 @@ export interface RolloutFlagValues extends SshFlagValues {
   retries: number;
 }
 
-/** Rollout options from the flags. */
-export function rolloutOptionsFromFlags(
-  flags: RolloutFlagValues,
-): Omit<RolloutOptions, 'state' | 'task' | 'onEvent' | 'signal'> {
+/** The parsed values of {@link inventoryFlags} and {@link rolloutFlags}. */
+export interface FleetRunFlagValues extends RolloutFlagValues {
+  inventory: string;
+  limit?: string | undefined;
+  resume?: string | undefined;
+}
+
+/** What every fleet run is given, from the flags (parseFleetRunRequest checks it). */
+export function fleetRunInput(flags: FleetRunFlagValues): FleetRunInput {
   return {
+    inventory: flags.inventory,
+    limit: flags.limit,
+    resume: flags.resume,
     concurrency: flags.concurrency,
+    canary: flags.canary,
+    waveSize: flags['wave-size'],
+    maxFailures: flags['max-failures'],
     retries: flags.retries,
-    ...(flags.canary === undefined ? {} : { canary: flags.canary }),
-    ...(flags['wave-size'] === undefined ? {} : { waveSize: parseCountSpec(flags['wave-size'], '--wave-size') }),
-    ...(flags['max-failures'] === undefined
-      ? {}
-      : { maxFailures: parseCountSpec(flags['max-failures'], '--max-failures') }),
   };
 }
 

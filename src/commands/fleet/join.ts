@@ -1,27 +1,12 @@
 import { Flags } from '@oclif/core';
-import { BaseCommand } from '../../cli/base-command.js';
-import { requestedServiceManager } from '../../hosts/service-manager.js';
-import { ExitCode } from '../../errors.js';
 import { fleetJoin, type FleetJoinResult } from '../../fleet/fleet-join.js';
-import { runFleetWithProgress } from '../../cli/fleet-run.js';
 import { outputFlags } from '../../cli/flags/output-flag.js';
-import { renderFleetReport } from '../../fleet/fleet-report.js';
-import { limitHosts } from '../../fleet/inventory/limit.js';
-import { loadInventory } from '../../fleet/inventory/load-inventory.js';
-import { edgeadmHome } from '../../log/run-log.js';
 import { listFlag } from '../../cli/flags/node-flags.js';
-import {
-  fleetConnectOptionsFromFlags,
-  inventoryFlags,
-  rolloutFlags,
-  rolloutOptionsFromFlags,
-} from '../../cli/flags/fleet-flags.js';
-import { counted } from '../../log/counted.js';
+import { inventoryFlags, rolloutFlags, fleetRunInput } from '../../cli/flags/fleet-flags.js';
+import { FleetCommand } from '../../cli/fleet-command.js';
+import { DEFAULT_FLEET_DISCOVERY_TIMEOUT, parseFleetJoinRequest } from '../../fleet/fleet-request.js';
 
-/** How long discovery keeps trying when --discovery-timeout is not given (join's default). */
-const DEFAULT_DISCOVERY_TIMEOUT = '5m0s';
-
-export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
+export default class FleetJoin extends FleetCommand<typeof FleetJoin> {
   static override summary = 'Join every node of an inventory.';
   static override description =
     'Runs edgeadm join on every non-control-plane host of the inventory, with its labels and edge flag, in waves ' +
@@ -39,7 +24,7 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
     'discovery-token-ca-cert-hash': Flags.string({ summary: 'Pin of the cluster CA, sha256:<hex>.', multiple: true }),
     'discovery-token-unsafe-skip-ca-verification': Flags.boolean({ summary: 'Trust the CA without a pin.' }),
     'discovery-timeout': Flags.string({
-      summary: `How long discovery keeps trying. Default ${DEFAULT_DISCOVERY_TIMEOUT}.`,
+      summary: `How long discovery keeps trying. Default ${DEFAULT_FLEET_DISCOVERY_TIMEOUT}.`,
     }),
     'install-pkg-path': Flags.string({ summary: 'The install package for hosts whose inventory entry names none.' }),
     distribution: Flags.string({
@@ -52,50 +37,34 @@ export default class FleetJoin extends BaseCommand<typeof FleetJoin> {
 
   async run(): Promise<FleetJoinResult> {
     const { flags } = this;
-    // The token, pins, timeout and endpoint are parsed by fleetJoin, once, before any host is reached.
-    const pins = flags['discovery-token-ca-cert-hash'] ?? [];
-    this.redactor.addSecret(flags.token);
-    const inventory = await loadInventory(flags.inventory);
-    for (const warning of inventory.warnings) this.logger.warn(warning);
-    const nodes = inventory.hosts.filter((host) => host.role === 'worker');
-    const hosts = flags.resume === undefined ? limitHosts(nodes, flags.limit) : nodes;
-    const result: FleetJoinResult = await runFleetWithProgress(
-      this,
-      { title: `fleet join of ${counted(hosts.length, 'host')}` },
-      (signal, progress) =>
+    // Parsed once, before the inventory is read or any host reached: the token, pins, timeout and endpoint.
+    const request = parseFleetJoinRequest({
+      ...fleetRunInput(flags),
+      endpoint: flags.endpoint,
+      token: flags.token,
+      caCertHashes: flags['discovery-token-ca-cert-hash'] ?? [],
+      isUnsafeSkipCaVerification: flags['discovery-token-unsafe-skip-ca-verification'],
+      discoveryTimeout: flags['discovery-timeout'],
+      installPackage: flags['install-pkg-path'],
+      distribution: flags.distribution,
+      isDryRun: flags['dry-run'],
+      ignorePreflightErrors: listFlag(flags['ignore-preflight-errors']) ?? [],
+      skipPhases: listFlag(flags['skip-phases']) ?? [],
+    });
+    return this.runFleetPlan({
+      name: 'join',
+      request: request.run,
+      select: (inventory) => inventory.hosts.filter((host) => host.role === 'worker'),
+      work: (options) =>
         fleetJoin({
-          inventoryFile: flags.inventory,
-          hosts,
-          edgeadmHome: edgeadmHome(),
-          ...(flags.resume === undefined ? {} : { resume: flags.resume }),
-          rollout: { ...rolloutOptionsFromFlags(flags), signal },
-          connect: fleetConnectOptionsFromFlags(flags, {
-            env: process.env,
-            redactor: this.redactor,
-            logger: this.logger,
-          }),
-          logger: this.logger,
-          redact: (text) => this.redactor.redact(text),
-          isDryRun: flags['dry-run'],
-          ...(flags.distribution === undefined ? {} : { distribution: flags.distribution }),
-          installPackage: flags['install-pkg-path'],
-          requestedServiceManager: requestedServiceManager(process.env),
-          endpoint: flags.endpoint,
-          token: flags.token,
-          caCertHashes: pins,
-          isUnsafeSkipCaVerification: flags['discovery-token-unsafe-skip-ca-verification'],
-          discoveryTimeout: flags['discovery-timeout'] ?? DEFAULT_DISCOVERY_TIMEOUT,
-          ignorePreflightErrors: listFlag(flags['ignore-preflight-errors']) ?? [],
-          ...(flags['skip-phases'] ? { skipPhases: listFlag(flags['skip-phases']) ?? [] } : {}),
-          onEvent: (event, state) => progress.onEvent(event, state),
-          onWorkflowEvent: (event) => this.emitEvent({ ...event }),
+          ...options,
+          discovery: request.discovery,
+          isDryRun: request.isDryRun,
+          ...(request.distribution === undefined ? {} : { distribution: request.distribution }),
+          installPackage: request.installPackage,
+          ignorePreflightErrors: request.ignorePreflightErrors,
+          ...(request.skipPhases.length > 0 ? { skipPhases: request.skipPhases } : {}),
         }),
-    );
-    if (!this.jsonEnabled()) {
-      for (const line of renderFleetReport(result.hosts)) this.log(line);
-      this.log(`run ${result.runId}: ${result.runDir} (host logs there)`);
-    }
-    if (result.hosts.some((entry) => entry.status !== 'done')) process.exitCode = ExitCode.General;
-    return result;
+    });
   }
 }
