@@ -59,6 +59,14 @@ export const rolloutFlags = {
   ...fleetSshFlags,
 };
 
+/** The install package and distribution of the hosts that join (`fleet join`, `fleet up`). */
+export const fleetPackageFlags = {
+  'install-pkg-path': Flags.string({ summary: 'The install package for hosts whose inventory entry names none.' }),
+  distribution: Flags.string({
+    summary: 'k3s or kubeadm; default: the one the install packages are for (they must agree with it).',
+  }),
+};
+
 /** The parsed values of {@link rolloutFlags}. */
 export interface RolloutFlagValues extends SshFlagValues {
   concurrency: number;

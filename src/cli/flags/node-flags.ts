@@ -5,6 +5,7 @@
 import { Flags } from '@oclif/core';
 import { readFileSync } from 'node:fs';
 import { ValidationError } from '../../errors.js';
+import { dryRunFlag, ignorePreflightErrorsFlag, skipPhasesFlag } from './run-flags.js';
 
 /** Splits repeatable, comma-separated flag values (the fleet commands' too). */
 export { listFlag } from '../../cluster/run-request.js';
@@ -31,15 +32,9 @@ export const nodeFlags = {
   'install-pkg-path': Flags.string({
     summary: 'The offline install package: a .tar.gz file or an http(s) URL (edgeadm fetches it itself).',
   }),
-  'dry-run': Flags.boolean({ summary: 'Print every file and command per phase; change nothing.' }),
-  'ignore-preflight-errors': Flags.string({
-    summary: 'Preflight check ids whose failure is only a warning (comma-separated; "all" for every one).',
-    multiple: true,
-  }),
-  'skip-phases': Flags.string({
-    summary: 'Phases to skip, comma-separated (see the phase list below).',
-    multiple: true,
-  }),
+  'dry-run': dryRunFlag('Print every file and command per phase; change nothing.'),
+  'ignore-preflight-errors': ignorePreflightErrorsFlag,
+  'skip-phases': skipPhasesFlag,
   'node-name': Flags.string({ summary: "The Node's name; default: the host's hostname.", helpGroup }),
   'node-labels': Flags.string({ summary: 'Labels for the Node: key=value,key=value.', helpGroup }),
   'enable-edge': Flags.boolean({

@@ -2,9 +2,11 @@ import { Flags } from '@oclif/core';
 import { fleetJoin, type FleetJoinResult } from '../../fleet/fleet-join.js';
 import { outputFlags } from '../../cli/flags/output-flag.js';
 import { listFlag } from '../../cli/flags/node-flags.js';
-import { inventoryFlags, rolloutFlags, fleetRunInput } from '../../cli/flags/fleet-flags.js';
+import { inventoryFlags, rolloutFlags, fleetRunInput, fleetPackageFlags } from '../../cli/flags/fleet-flags.js';
 import { FleetCommand } from '../../cli/fleet-command.js';
-import { DEFAULT_FLEET_DISCOVERY_TIMEOUT, parseFleetJoinRequest } from '../../fleet/fleet-request.js';
+import { parseFleetJoinRequest } from '../../fleet/fleet-request.js';
+import { requiredTokenDiscoveryFlags } from '../../cli/flags/discovery-flags.js';
+import { dryRunFlag, ignorePreflightErrorsFlag, skipPhasesFlag } from '../../cli/flags/run-flags.js';
 
 export default class FleetJoin extends FleetCommand<typeof FleetJoin> {
   static override summary = 'Join every node of an inventory.';
@@ -19,20 +21,12 @@ export default class FleetJoin extends FleetCommand<typeof FleetJoin> {
     ...outputFlags,
     ...inventoryFlags,
     ...rolloutFlags,
+    ...fleetPackageFlags,
     endpoint: Flags.string({ summary: 'The API server, host:port.', required: true }),
-    token: Flags.string({ summary: 'The bootstrap token, <id>.<secret>.', required: true }),
-    'discovery-token-ca-cert-hash': Flags.string({ summary: 'Pin of the cluster CA, sha256:<hex>.', multiple: true }),
-    'discovery-token-unsafe-skip-ca-verification': Flags.boolean({ summary: 'Trust the CA without a pin.' }),
-    'discovery-timeout': Flags.string({
-      summary: `How long discovery keeps trying. Default ${DEFAULT_FLEET_DISCOVERY_TIMEOUT}.`,
-    }),
-    'install-pkg-path': Flags.string({ summary: 'The install package for hosts whose inventory entry names none.' }),
-    distribution: Flags.string({
-      summary: 'k3s or kubeadm; default: the one the install packages are for (they must agree with it).',
-    }),
-    'dry-run': Flags.boolean({ summary: 'Print per host what would be done; change nothing.' }),
-    'ignore-preflight-errors': Flags.string({ summary: 'Preflight check ids that only warn.', multiple: true }),
-    'skip-phases': Flags.string({ summary: 'Phases to skip, comma-separated.', multiple: true }),
+    ...requiredTokenDiscoveryFlags,
+    'dry-run': dryRunFlag('Print per host what would be done; change nothing.'),
+    'ignore-preflight-errors': ignorePreflightErrorsFlag,
+    'skip-phases': skipPhasesFlag,
   };
 
   async run(): Promise<FleetJoinResult> {

@@ -6,6 +6,7 @@ import { listFlag } from '../../cli/flags/node-flags.js';
 import { inventoryFlags, rolloutFlags, fleetRunInput } from '../../cli/flags/fleet-flags.js';
 import { FleetCommand } from '../../cli/fleet-command.js';
 import { parseFleetResetRequest } from '../../fleet/fleet-request.js';
+import { dryRunFlag, skipPhasesFlag } from '../../cli/flags/run-flags.js';
 
 export default class FleetReset extends FleetCommand<typeof FleetReset> {
   static override summary = 'Reset every host of an inventory.';
@@ -23,9 +24,9 @@ export default class FleetReset extends FleetCommand<typeof FleetReset> {
     force: Flags.boolean({
       summary: 'Reset without asking (hosts without an install state lose what the distribution is known to write).',
     }),
-    'dry-run': Flags.boolean({ summary: 'List per host what would be stopped and removed; change nothing.' }),
+    'dry-run': dryRunFlag('List per host what would be stopped and removed; change nothing.'),
     distribution: Flags.string({ summary: 'k3s (default).' }),
-    'skip-phases': Flags.string({ summary: 'Phases to skip, comma-separated.', multiple: true }),
+    'skip-phases': skipPhasesFlag,
   };
 
   async run(): Promise<FleetResetResult> {

@@ -7,12 +7,13 @@ import { planFleet, type FleetPlanEntry } from '../../fleet/fleet-plan.js';
 import { controlPlanesOf, fleetUp, type FleetUpResult } from '../../fleet/fleet-up.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
 import { listFlag } from '../../cli/flags/node-flags.js';
-import { inventoryFlags, rolloutFlags, fleetRunInput } from '../../cli/flags/fleet-flags.js';
+import { inventoryFlags, rolloutFlags, fleetRunInput, fleetPackageFlags } from '../../cli/flags/fleet-flags.js';
 import { counted } from '../../log/counted.js';
 import { FleetCommand } from '../../cli/fleet-command.js';
 import { parseFleetUpRequest, type FleetUpRequest } from '../../fleet/fleet-request.js';
 import type { FleetControlPlanes } from '../../fleet/fleet-up.js';
 import type { FleetHost } from '../../fleet/inventory/types.js';
+import { dryRunFlag, ignorePreflightErrorsFlag } from '../../cli/flags/run-flags.js';
 
 /** What `fleet up --dry-run` prints: the plan, as `fleet plan --for up`. */
 export interface FleetUpDryRun {
@@ -36,15 +37,12 @@ export default class FleetUp extends FleetCommand<typeof FleetUp> {
     ...outputFlags,
     ...inventoryFlags,
     ...rolloutFlags,
-    'install-pkg-path': Flags.string({ summary: 'The install package for hosts whose inventory entry names none.' }),
-    distribution: Flags.string({
-      summary: 'k3s or kubeadm; default: the one the install packages are for (they must agree with it).',
-    }),
+    ...fleetPackageFlags,
+    'ignore-preflight-errors': ignorePreflightErrorsFlag,
+    'dry-run': dryRunFlag(
+      'Print what would be done per host and in which wave (as "fleet plan --for up"); connects nowhere.',
+    ),
     'kubeconfig-out': Flags.string({ summary: 'Write the admin kubeconfig to this file.' }),
-    'ignore-preflight-errors': Flags.string({ summary: 'Preflight check ids that only warn.', multiple: true }),
-    'dry-run': Flags.boolean({
-      summary: 'Print what would be done per host and in which wave (as "fleet plan --for up"); connects nowhere.',
-    }),
   };
 
   async run(): Promise<FleetUpResult | FleetUpDryRun> {

@@ -6,6 +6,7 @@ import { applyUpgrade, upgradeApplyPhases, type UpgradeApplyResult } from '../..
 import { parseUpgradeApplyRequest } from '../../cluster/upgrade/apply-request.js';
 import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { describePhases } from '../../workflow/phase.js';
+import { dryRunFlag } from '../../cli/flags/run-flags.js';
 
 export default class UpgradeApply extends BaseCommand<typeof UpgradeApply> {
   static override summary =
@@ -24,7 +25,7 @@ export default class UpgradeApply extends BaseCommand<typeof UpgradeApply> {
     ...sshFlags,
     ...outputFlags,
     'install-pkg-path': Flags.string({ summary: 'The new install package (a .tar.gz file or an http(s) URL).' }),
-    'dry-run': Flags.boolean({ summary: 'Print what would be done; change nothing.' }),
+    'dry-run': dryRunFlag('Print what would be done; change nothing.'),
     'gate-timeout': Flags.string({ summary: 'How long each health gate may take before the rollback (default 5m).' }),
   };
 

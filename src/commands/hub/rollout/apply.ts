@@ -6,6 +6,7 @@ import { renderApplyResult } from '../../../hub-client/rollout-table.js';
 import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 import type { ApplyResult } from '../../../rollout/api.js';
 import { readBoundedStream, readRolloutFile } from '../../../rollout/rollout-file.js';
+import { dryRunFlag } from '../../../cli/flags/run-flags.js';
 
 /** A complete Rollout, shown by `--help` (the parser's errors point here). */
 const EXAMPLE_ROLLOUT = `apiVersion: edgeadm.io/v1alpha1
@@ -71,7 +72,7 @@ A complete Rollout file is the last example below.`;
   static override flags = {
     ...hubConfigFlags,
     file: Flags.string({ char: 'f', required: true, summary: 'The Rollout file; "-" reads stdin.', helpValue: 'FILE' }),
-    'dry-run': Flags.boolean({ summary: 'Show the waves and the rendered copies; store and change nothing.' }),
+    'dry-run': dryRunFlag('Show the waves and the rendered copies; store and change nothing.'),
   };
 
   async run(): Promise<ApplyResult> {
