@@ -80,7 +80,7 @@ export interface HubCallOptions {
   /** How long the socket may stay idle; {@link HUB_CLIENT_TIMEOUT_MS} by default (a long poll needs more). */
   timeoutMs?: number;
   /** Abandons the call (its socket is closed) when aborted. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Largest answer read; 16 MiB by default (a dry run's rendered copies may need more). */
   maxResponseBytes?: number;
 }

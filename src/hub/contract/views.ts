@@ -11,9 +11,9 @@ export interface ClusterView {
   name: string;
   labels: Record<string, string>;
   state: 'Connected' | 'Disconnected';
-  lastSeen?: string;
-  kubernetesVersion?: string;
-  nodeCount?: number;
+  lastSeen?: string | undefined;
+  kubernetesVersion?: string | undefined;
+  nodeCount?: number | undefined;
   registeredAt: string;
   certNotAfter: string;
   /** An operator's hold: no rollout changes the cluster until it is released. */

@@ -69,10 +69,10 @@ export interface HubServerOptions {
   listen: string;
   dataDir: string;
   /** Host the hub is reached at, written into configs and the discovery document. Defaults to the listen host. */
-  advertiseAddress?: string;
+  advertiseAddress?: string | undefined;
   /** A CA to adopt on first start. */
-  caCertFile?: string;
-  caKeyFile?: string;
+  caCertFile?: string | undefined;
+  caKeyFile?: string | undefined;
   /** Most TLS handshakes in progress at once; {@link MAX_PENDING_HANDSHAKES} by default. */
   maxPendingHandshakes?: number;
   /** Socket deadlines other than the defaults of limits.ts (tests make them short). */
@@ -80,7 +80,7 @@ export interface HubServerOptions {
   /** The clock expiry decisions read; the system clock by default (tests set the time instead of sleeping). */
   clock?: () => Date;
   /** Keep the hub's state in etcd (several replicas) instead of SQLite under the data directory. */
-  etcd?: EtcdStoreOptions;
+  etcd?: EtcdStoreOptions | undefined;
   /**
    * The store and coordination; by default `openHubStore` (open-store.ts):
    * etcd when `etcd` is given, else SQLite under `dataDir` and a single replica.

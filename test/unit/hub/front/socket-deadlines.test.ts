@@ -11,7 +11,11 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { HandshakeGate, httpServerDeadlineOptions, DEFAULT_HUB_DEADLINES } from '../../../../src/hub/front/socket-deadlines.js';
+import {
+  HandshakeGate,
+  httpServerDeadlineOptions,
+  DEFAULT_HUB_DEADLINES,
+} from '../../../../src/hub/front/socket-deadlines.js';
 
 const DEADLINE_MS = 1000;
 

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { formatTokenLabelLimit, labelsOutsideLimit, parseTokenLabelLimit } from '../../../../src/hub/identity/token-labels.js';
+import {
+  formatTokenLabelLimit,
+  labelsOutsideLimit,
+  parseTokenLabelLimit,
+} from '../../../../src/hub/identity/token-labels.js';
 
 describe('token label limits', () => {
   it('parses env=dev,site=* and prints it back', () => {

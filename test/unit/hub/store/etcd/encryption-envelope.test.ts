@@ -11,7 +11,11 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EdgeadmError } from '../../../../../src/errors.js';
-import { encryptionKeysFrom, ENVELOPE_PREFIX, type EncryptionKeys } from '../../../../../src/hub/store/etcd/encryption.js';
+import {
+  encryptionKeysFrom,
+  ENVELOPE_PREFIX,
+  type EncryptionKeys,
+} from '../../../../../src/hub/store/etcd/encryption.js';
 
 const WRONG = 'E_HUB_ENCRYPTION_KEY_WRONG';
 
