@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type * as HubServerModule from '../src/hub/hub-server.js';
+import type * as HubServerModule from '../src/hub/server/hub-server.js';
 import type * as RegistrationModule from '../src/registration/registration.js';
 import type * as AgentModule from '../src/tunnel/agent.js';
 import type * as UpstreamModule from '../src/tunnel/upstream.js';
@@ -22,7 +22,7 @@ const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/
 const root = fileURLToPath(new URL('..', import.meta.url));
 /** A module of the built CLI, typed by its source. */
 const built = (path: string): Promise<unknown> => import(new URL(`../lib/${path}`, import.meta.url).href);
-const { startHub } = (await built('hub/hub-server.js')) as typeof HubServerModule;
+const { startHub } = (await built('hub/server/hub-server.js')) as typeof HubServerModule;
 const { registerCluster } = (await built('registration/registration.js')) as typeof RegistrationModule;
 const { runTunnelAgent } = (await built('tunnel/agent.js')) as typeof AgentModule;
 const { Upstream, readUpstreamKubeconfig } = (await built('tunnel/upstream.js')) as typeof UpstreamModule;
@@ -76,7 +76,7 @@ for (let i = 0; i < SITES; i += 1) {
     kubeconfig,
     createServiceAccount: false,
     dataDir: join(work, name),
-    discoveryTimeoutMs: 30_000,
+    discoveryTimeout: 30_000,
     logger: quiet,
   });
   if (i >= SITES - NEVER_CONNECTED) continue;

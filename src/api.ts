@@ -14,8 +14,8 @@
  */
 import { resolve } from 'node:path';
 import { HubClient, type HeldClusterView, type WatchRolloutOptions } from './hub-client/hub-client.js';
-import { loadHubConfig, type HubConfig } from './hub/hub-config.js';
-import type { ClusterView } from './hub/operator-api.js';
+import { loadHubConfig, type HubConfig } from './hub/contract/hub-config.js';
+import type { ClusterView } from './hub/contract/views.js';
 import type { ApplyResult, DeleteResult, RolloutListItem, RolloutStatusView } from './rollout/api.js';
 import { readRolloutFile, resolveRolloutDocument, type RolloutDocument } from './rollout/rollout-file.js';
 
@@ -26,8 +26,8 @@ export {
   type HeldClusterView,
   type WatchRolloutOptions,
 } from './hub-client/hub-client.js';
-export type { HubConfig } from './hub/hub-config.js';
-export type { ClusterView } from './hub/operator-api.js';
+export type { HubConfig } from './hub/contract/hub-config.js';
+export type { ClusterView } from './hub/contract/views.js';
 export {
   STATUS_LONG_POLL_MS,
   type ApplyResult,

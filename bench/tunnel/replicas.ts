@@ -58,10 +58,10 @@ import { parseArgs } from 'node:util';
 import type * as HubProcessModule from '../support/hub-process.js';
 import type { HubProcess } from '../support/hub-process.js';
 import type * as EtcdClusterModule from '../../test/support/etcd-cluster.js';
-import type * as EncryptionModule from '../../src/hub/etcd/encryption.js';
-import type * as EtcdStoreModule from '../../src/hub/etcd/etcd-store.js';
-import type * as EtcdLimitsModule from '../../src/hub/etcd/limits.js';
-import type * as HubConfigModule from '../../src/hub/hub-config.js';
+import type * as EncryptionModule from '../../src/hub/store/etcd/encryption.js';
+import type * as EtcdKeyspaceModule from '../../src/hub/store/etcd/etcd-keyspace.js';
+import type * as EtcdLimitsModule from '../../src/hub/store/etcd/limits.js';
+import type * as HubConfigModule from '../../src/hub/contract/hub-config.js';
 
 const { values } = parseArgs({
   options: {
@@ -135,10 +135,12 @@ const { startEtcdCluster, hubEtcdStoreFlags } = (await import(
 )) as typeof EtcdClusterModule;
 /** A module of the built CLI (lib/, what `bin/run.js` runs), typed by its source. */
 const built = (path: string): Promise<unknown> => import(new URL(`../../lib/${path}`, import.meta.url).href);
-const { newEncryptionKeyFileText } = (await built('hub/etcd/encryption.js')) as typeof EncryptionModule;
-const { ETCD_KEYS } = (await built('hub/etcd/etcd-store.js')) as typeof EtcdStoreModule;
-const { REPLICA_LEASE_TTL_S, DEFAULT_ETCD_KEY_PREFIX } = (await built('hub/etcd/limits.js')) as typeof EtcdLimitsModule;
-const { parseHubConfig } = (await built('hub/hub-config.js')) as typeof HubConfigModule;
+const { newEncryptionKeyFileText } = (await built('hub/store/etcd/encryption.js')) as typeof EncryptionModule;
+const { ETCD_KEYS } = (await built('hub/store/etcd/etcd-keyspace.js')) as typeof EtcdKeyspaceModule;
+const { REPLICA_LEASE_TTL_S, DEFAULT_ETCD_KEY_PREFIX } = (await built(
+  'hub/store/etcd/limits.js',
+)) as typeof EtcdLimitsModule;
+const { parseHubConfig } = (await built('hub/contract/hub-config.js')) as typeof HubConfigModule;
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const stateDir = mkdtempSync(join(tmpdir(), 'edgeadm-bench-replicas-'));

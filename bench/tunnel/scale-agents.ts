@@ -26,7 +26,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
-import type * as HubLimitsModule from '../../src/hub/limits.js';
+import type * as AgentCertificateModule from '../../src/hub/contract/agent-certificate.js';
 import type * as PkiModule from '../../src/trust/pki.js';
 import type * as AgentStateModule from '../../src/registration/agent-state.js';
 import type * as AgentModule from '../../src/tunnel/agent.js';
@@ -45,7 +45,7 @@ const { Upstream, readUpstreamKubeconfig } = (await built('tunnel/upstream.js'))
 const { registerCluster } = (await built('registration/registration.js')) as typeof RegistrationModule;
 const { readAgentState, writeAgentState } = (await built('registration/agent-state.js')) as typeof AgentStateModule;
 const { createCsr } = (await built('trust/pki.js')) as typeof PkiModule;
-const { AGENT_CERT_ORGANIZATION } = (await built('hub/limits.js')) as typeof HubLimitsModule;
+const { AGENT_CERT_ORGANIZATION } = (await built('hub/contract/agent-certificate.js')) as typeof AgentCertificateModule;
 const { CopyAgent } = (await built('rollout/copy-agent.js')) as typeof CopyAgentModule;
 const { startMiniApiServer } = (await import(
   new URL('../rollout/mini-apiserver.ts', import.meta.url).href
@@ -207,7 +207,7 @@ async function register(message: RegisterMessage): Promise<void> {
       kubeconfig,
       createServiceAccount: false,
       dataDir: dataDirOf(head),
-      discoveryTimeoutMs: 120_000,
+      discoveryTimeout: 120_000,
       logger: silent,
     });
     hubState = registration.state;

@@ -39,7 +39,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import type * as HubProcessModule from '../support/hub-process.js';
-import type * as StoreModule from '../../src/hub/sqlite-store.js';
+import type * as StoreModule from '../../src/hub/store/sqlite-store.js';
 import type * as SimModule from '../../test/support/sim-apiserver/index.js';
 
 const { values } = parseArgs({
@@ -68,7 +68,7 @@ declare const document: {
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const { startHubProcess, cpuSeconds, rssMiB, loadAverage, callHub } =
   (await import('../support/hub-process.js')) as typeof HubProcessModule;
-const { SqliteHubStore } = (await import('../../src/hub/sqlite-store.js')) as typeof StoreModule;
+const { SqliteHubStore } = (await import('../../src/hub/store/sqlite-store.js')) as typeof StoreModule;
 const { startSimApiServer } = (await import('../../test/support/sim-apiserver/index.js')) as typeof SimModule;
 const { chromium } = await import('playwright-core');
 

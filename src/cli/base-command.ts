@@ -3,7 +3,7 @@
  *
  * - Global flags: `--json` (exactly one JSON document on stdout, success or
  *   failure), `--verbose` (debug lines on stderr) and `--log-file`; and on
- *   the long-running commands `--output jsonl` (output-flag.ts): one event
+ *   the long-running commands `--output jsonl` (flags/output-flag.ts): one event
  *   per line on stdout, ending with a `result` line, text on stderr.
  * - A redacting run log per command under `$EDGEADM_HOME/logs`.
  * - The one place where errors become output and an exit code (kubeadm's:
@@ -77,7 +77,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return styleFor(process.stdout);
   }
 
-  /** `--output jsonl`: stdout carries events, one JSON object per line (see output-flag.ts). */
+  /** `--output jsonl`: stdout carries events, one JSON object per line (see flags/output-flag.ts). */
   protected get isJsonl(): boolean {
     return (this.flags as { output?: string } | undefined)?.output === 'jsonl';
   }

@@ -4,7 +4,7 @@
  * {@link advertiseWarnings} is pure; {@link reconcileAdminServer} also puts
  * a new `--advertise-address` into admin.yaml.
  */
-import { loadHubConfig, writeHubConfig } from '../hub/hub-config.js';
+import { loadHubConfig, writeHubConfig } from '../hub/contract/hub-config.js';
 
 /** What the warnings are made from. */
 export interface AdvertiseFacts {

@@ -179,7 +179,7 @@ function checkFieldTypes(settings: Record<string, unknown>, fields: Record<strin
   }
 }
 
-function pick<T extends object>(defaults: T, fromFile: Partial<T>, fromFlags: Partial<T>): T {
+function pick<T extends object>(defaults: T, fromFile: GivenFlags<T>, fromFlags: GivenFlags<T>): T {
   const out: Record<string, unknown> = { ...(defaults as Record<string, unknown>) };
   for (const source of [fromFile, fromFlags]) {
     // A key without a value (`nodeName:` in YAML, null) is not set.
@@ -188,11 +188,14 @@ function pick<T extends object>(defaults: T, fromFile: Partial<T>, fromFlags: Pa
   return out as T;
 }
 
+/** Settings from flags: each given or not (undefined). */
+export type GivenFlags<T> = { [K in keyof T]?: T[K] | undefined };
+
 /** Merges defaults, the config file's text (if any) and the flags given. */
 export function resolveInitSettings(options: {
   configText?: string;
   configFile?: string;
-  flags: Partial<InitSettings>;
+  flags: GivenFlags<InitSettings>;
 }): InitSettings {
   const file =
     options.configText === undefined
@@ -215,7 +218,7 @@ export function resolveInitSettings(options: {
 export function resolveJoinSettings(options: {
   configText?: string;
   configFile?: string;
-  flags: Partial<JoinSettings>;
+  flags: GivenFlags<JoinSettings>;
 }): JoinSettings {
   const file =
     options.configText === undefined

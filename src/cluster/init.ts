@@ -57,7 +57,7 @@ export interface InitData extends NodeData, Omit<InitRequest, 'distribution' | '
   server?: string;
   caPem?: string;
   admin?: KubeCredentials;
-  token?: BootstrapToken;
+  token?: BootstrapToken | undefined;
   joinCommand?: string;
   controlPlaneJoinCommand?: string;
   kubeconfigWritten?: { path: string; context: string; isMerged: boolean };

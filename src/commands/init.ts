@@ -2,15 +2,15 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
-import { outputFlags } from '../cli/output-flag.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
+import { outputFlags } from '../cli/flags/output-flag.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../cli/flags/ssh-flags.js';
 import { initHost, initPhases, type InitResult } from '../cluster/init.js';
 import { parseInitRequest } from '../cluster/init-request.js';
 import { requestedServiceManager } from '../hosts/service-manager.js';
 import { formatBootstrapToken } from '../trust/bootstrap-token.js';
 import { describePhases } from '../workflow/phase.js';
-import { controlPlaneInitFlags } from './init/phase/control-plane-flags.js';
-import { nodeFlags, readConfigFile } from './init/phase/node-flags.js';
+import { controlPlaneInitFlags } from '../cli/flags/control-plane-flags.js';
+import { nodeFlags, readConfigFile } from '../cli/flags/node-flags.js';
 
 export default class Init extends BaseCommand<typeof Init> {
   /** Set by the generated `init phase <name>` subcommands. */

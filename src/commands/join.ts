@@ -1,14 +1,15 @@
-import { Args, Flags } from '@oclif/core';
+import { Args } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
-import { outputFlags } from '../cli/output-flag.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
+import { outputFlags } from '../cli/flags/output-flag.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../cli/flags/ssh-flags.js';
 import { joinHost, joinPhases, type JoinResult } from '../cluster/join.js';
 import { parseJoinRequest } from '../cluster/join-request.js';
 import { requestedServiceManager } from '../hosts/service-manager.js';
 import { formatBootstrapToken } from '../trust/bootstrap-token.js';
 import { describePhases } from '../workflow/phase.js';
-import { controlPlaneJoinFlags } from './init/phase/control-plane-flags.js';
-import { nodeFlags, readConfigFile } from './init/phase/node-flags.js';
+import { controlPlaneJoinFlags } from '../cli/flags/control-plane-flags.js';
+import { nodeFlags, readConfigFile } from '../cli/flags/node-flags.js';
+import { discoveryFlags } from '../cli/flags/discovery-flags.js';
 
 export default class Join extends BaseCommand<typeof Join> {
   /** Set by the generated `join phase <name>` subcommands. */
@@ -27,15 +28,7 @@ export default class Join extends BaseCommand<typeof Join> {
     ...sshFlags,
     ...outputFlags,
     ...nodeFlags,
-    token: Flags.string({ summary: 'The bootstrap token, <id>.<secret>.' }),
-    'discovery-token-ca-cert-hash': Flags.string({
-      summary: 'Pin of the cluster CA, sha256:<hex> (repeatable).',
-      multiple: true,
-    }),
-    'discovery-token-unsafe-skip-ca-verification': Flags.boolean({
-      summary: 'Trust the CA in cluster-info without a pin.',
-    }),
-    'discovery-timeout': Flags.string({ summary: 'How long discovery keeps trying (Go duration). Default 5m0s.' }),
+    ...discoveryFlags,
     ...controlPlaneJoinFlags,
   };
 

@@ -1,7 +1,7 @@
 import { BaseCommand } from '../cli/base-command.js';
 import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
-import { loadHubConfig } from '../hub/hub-config.js';
-import { hubClusterFlags, hubConfigFlags } from '../cli/hub-flags.js';
+import { loadHubConfig } from '../hub/contract/hub-config.js';
+import { hubClusterFlags, hubConfigFlags } from '../cli/flags/hub-flags.js';
 import { isClusterName } from '../kube/names.js';
 import { ValidationError } from '../errors.js';
 

@@ -1,8 +1,8 @@
 import { Errors } from '@oclif/core';
 import { BaseCommand, baseFlagsWithoutJson } from '../cli/base-command.js';
 import { renderClusterKubeconfig } from '../hub-client/cluster-kubeconfig.js';
-import { loadHubConfig } from '../hub/hub-config.js';
-import { hubClusterFlags, hubConfigFlags } from '../cli/hub-flags.js';
+import { loadHubConfig } from '../hub/contract/hub-config.js';
+import { hubClusterFlags, hubConfigFlags } from '../cli/flags/hub-flags.js';
 import { runKubectlThroughHub } from '../hub-client/kubectl-runner.js';
 import { assertClusterReachable } from '../hub-client/cluster-probe.js';
 import { isClusterName } from '../kube/names.js';

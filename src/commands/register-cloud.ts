@@ -1,17 +1,14 @@
-import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../cli/flags/ssh-flags.js';
 import { connectHost } from '../hosts/connect.js';
-import { ValidationError } from '../errors.js';
-import { parseLabels } from '../kube/label-selector.js';
-import { isClusterName } from '../kube/names.js';
+import type { Logger } from '../log/run-log.js';
 import { serviceLogger, stopSignal } from '../log/service-logger.js';
 import { runAgentService } from '../registration/agent-service.js';
 import { agentBinary, registerAsService } from '../registration/register-service.js';
-import { registerCluster } from '../registration/registration.js';
-import { parseGoDuration } from '../trust/duration.js';
+import { parseRegisterRequest, type RegisterRequest } from '../registration/register-request.js';
+import { register } from '../registration/registration.js';
 
 /** Where the agent keeps its state unless told otherwise. */
 export const DEFAULT_AGENT_DATA_DIR = '/var/lib/edgeadm/agent';
@@ -95,48 +92,46 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
 
   async run(): Promise<RegisterCloudResult> {
     const { flags } = this;
-    if (!isClusterName(flags.name)) {
-      throw new ValidationError(`invalid --name ${JSON.stringify(flags.name)}: it must be a DNS label (a-z, 0-9, -)`, {
-        code: 'E_HUB_CLUSTER_NAME',
-      });
-    }
-    const kubeconfig = resolve(flags.kubeconfig ?? process.env.KUBECONFIG ?? join(homedir(), '.kube', 'config'));
-    const dataDir = resolve(flags['data-dir']);
-    const logger = serviceLogger({ logger: this.logger, redactor: this.redactor, isVerbose: flags.verbose });
-    const registration = {
+    // Everything is parsed and checked here, before any connection: a malformed --token is refused now.
+    const request = parseRegisterRequest({
       hub: this.args.hub,
       token: flags.token,
       caCertHashes: flags['hub-ca-cert-hash'],
       cluster: flags.name,
-      labels: parseLabels(flags.labels),
-      kubeconfig,
+      labels: flags.labels,
+      kubeconfig: flags.kubeconfig,
       createServiceAccount: flags['create-service-account'],
-      ...(flags.proxy === undefined ? {} : { proxy: flags.proxy }),
-      discoveryTimeoutMs: parseGoDuration(flags['discovery-timeout']),
-      logger,
-    };
-    if (!flags.foreground && !flags['register-only']) {
-      const binary = await agentBinary(flags['edgeadm-binary']);
-      const host = await connectHost(
-        hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
-      );
-      try {
-        const done = await registerAsService({ ...registration, host, dataDir, binary, env: process.env });
-        this.log(
-          `cluster ${flags.name} is registered with the hub at ${done.hubServer}; agent service on ${done.host}: ` +
-            (done.changed.length === 0 ? 'already installed, nothing changed' : `${done.service} (${dataDir})`),
-        );
-        return { cluster: flags.name, hub: done.hubServer, dataDir, ...done };
-      } finally {
-        await host.close();
-      }
-    }
-    const { state, wasRegistered } = await registerCluster({ ...registration, dataDir });
+      discoveryTimeout: flags['discovery-timeout'],
+      proxy: flags.proxy,
+    });
+    const dataDir = resolve(flags['data-dir']);
+    const logger = serviceLogger({ logger: this.logger, redactor: this.redactor, isVerbose: flags.verbose });
+    if (!flags.foreground && !flags['register-only']) return this.#asService(request, dataDir, logger);
+    const { state, wasRegistered } = await register(request, { dataDir, logger });
     this.log(
-      `cluster ${flags.name} ${wasRegistered ? 'was already' : 'is'} registered with the hub at ${state.hubServer}; credentials in ${dataDir}`,
+      `cluster ${request.cluster} ${wasRegistered ? 'was already' : 'is'} registered with the hub at ${state.hubServer}; credentials in ${dataDir}`,
     );
     if (flags.foreground) await runAgentService({ dataDir, logger, signal: stopSignal(), state });
     else this.log(`run the agent with: edgeadm agent tunnel --data-dir ${dataDir}`);
-    return { cluster: flags.name, hub: state.hubServer, dataDir, wasRegistered };
+    return { cluster: request.cluster, hub: state.hubServer, dataDir, wasRegistered };
+  }
+
+  /** Registers and installs the agent as a service on this machine or --host. */
+  async #asService(request: RegisterRequest, dataDir: string, logger: Logger): Promise<RegisterCloudResult> {
+    const { flags } = this;
+    const binary = await agentBinary(flags['edgeadm-binary']);
+    const host = await connectHost(
+      hostConnectOptionsFromFlags(flags, { env: process.env, redactor: this.redactor, logger: this.logger }),
+    );
+    try {
+      const done = await registerAsService(request, { host, dataDir, binary, env: process.env, logger });
+      this.log(
+        `cluster ${request.cluster} is registered with the hub at ${done.hubServer}; agent service on ${done.host}: ` +
+          (done.changed.length === 0 ? 'already installed, nothing changed' : `${done.service} (${dataDir})`),
+      );
+      return { cluster: request.cluster, hub: done.hubServer, dataDir, ...done };
+    } finally {
+      await host.close();
+    }
   }
 }

@@ -1,11 +1,12 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
-import { outputFlags } from '../cli/output-flag.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../cli/ssh-flags.js';
+import { outputFlags } from '../cli/flags/output-flag.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../cli/flags/ssh-flags.js';
 import { afterReset, resetHost, resetPhases, type ResetResult } from '../cluster/reset.js';
 import { parseResetRequest } from '../cluster/reset-request.js';
 import { requestedServiceManager } from '../hosts/service-manager.js';
 import { describePhases } from '../workflow/phase.js';
+import { dryRunFlag, skipPhasesFlag } from '../cli/flags/run-flags.js';
 
 export default class Reset extends BaseCommand<typeof Reset> {
   static override summary =
@@ -21,11 +22,11 @@ export default class Reset extends BaseCommand<typeof Reset> {
     force: Flags.boolean({
       summary: 'Reset without asking (and without an install state, remove what the distribution is known to write).',
     }),
-    'dry-run': Flags.boolean({ summary: 'List what would be stopped and removed; change nothing.' }),
+    'dry-run': dryRunFlag('List what would be stopped and removed; change nothing.'),
+    'skip-phases': skipPhasesFlag,
     distribution: Flags.string({
       summary: 'k3s or kubeadm; default: the one the install state names (else k3s).',
     }),
-    'skip-phases': Flags.string({ summary: 'Phases to skip, comma-separated.', multiple: true }),
   };
 
   async run(): Promise<ResetResult> {

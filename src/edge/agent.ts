@@ -33,9 +33,9 @@ export interface EdgeProxyAgentFlags {
   'cache-dir': string;
   'cache-max-bytes': string;
   'cache-max-entries': number;
-  'tls-cert'?: string;
-  'tls-key'?: string;
-  'client-ca-file'?: string;
+  'tls-cert'?: string | undefined;
+  'tls-key'?: string | undefined;
+  'client-ca-file'?: string | undefined;
   'client-cert-map': string[];
   'health-interval': string;
   /** Stand in for the k3s supervisor while the server is unreachable (k3s-supervisor.ts). */

@@ -9,16 +9,15 @@
  * before any host is reached, and uploaded only to hosts that do not have it.
  * The packages say the distribution (k3s or kubeadm); see {@link runDistribution}.
  */
-import { joinPhases, runJoin } from '../cluster/join.js';
+import { runJoin } from '../cluster/join.js';
 import { ValidationError } from '../errors.js';
 import { prepareNode } from '../cluster/prepare.js';
 import type { ServiceManagerKind } from '../hosts/service-manager.js';
 import { closeSharedJumps, type HostConnectOptions } from '../hosts/connect.js';
 import type { SshConnection } from '../hosts/ssh-connection.js';
 import type { Logger } from '../log/run-log.js';
-import { parseDiscoveryRequest, parseDiscoveryTimeout } from '../trust/discovery.js';
+import type { DiscoveryRequest } from '../trust/discovery.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
-import { validatePhasePaths } from '../workflow/runner.js';
 import {
   fleetHostEntries,
   fleetRunSummary,
@@ -45,13 +44,10 @@ export interface FleetJoinOptions extends Omit<FleetRunOptions, 'command' | 'tas
   /** Package for hosts whose inventory entry names none. */
   installPackage: string | undefined;
   requestedServiceManager: ServiceManagerKind | undefined;
-  endpoint: string;
-  token: string;
-  caCertHashes: string[];
-  isUnsafeSkipCaVerification: boolean;
-  /** A Go duration (`5m0s`). */
-  discoveryTimeout: string;
+  /** Every host's discovery, parsed once for the run (fleet-request.ts): token, pins, endpoint, timeout. */
+  discovery: DiscoveryRequest;
   ignorePreflightErrors: string[];
+  /** Phase paths of join, checked by the request. */
   skipPhases?: string[];
   /** Told each host's workflow events, named by the host's inventory name (`--output jsonl`). */
   onWorkflowEvent?: WorkflowEventSink;
@@ -81,17 +77,10 @@ export interface FleetJoinResult extends FleetRunSummary {
 /** Joins the nodes of the fleet. */
 export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinResult> {
   // Parsed once for the run, before any host: every host's join takes the same parsed request.
-  const discovery = parseDiscoveryRequest({
-    endpoint: options.endpoint,
-    token: options.token,
-    caCertHashes: options.caCertHashes,
-    isUnsafeSkipCaVerification: options.isUnsafeSkipCaVerification,
-    timeoutMs: parseDiscoveryTimeout(options.discoveryTimeout),
-  });
+  const { discovery } = options;
   // Asked once for the whole run, when the first host needs it (src/fleet/shared-discovery.ts).
   const discoverOnce = sharedDiscovery({ logger: options.logger });
   const skipPhases = options.skipPhases ?? [];
-  validatePhasePaths(joinPhases(), skipPhases, '--skip-phases');
   const outcomes = new Map<string, Pick<FleetJoinHostEntry, 'isChanged' | 'node'>>();
   const packages = await (
     options.packages ?? new FleetPackages(options.edgeadmHome, fleetPackageTrust(options))

@@ -22,6 +22,7 @@
  * the certificates under the kept key.
  */
 import { parseInitRequest } from '../cluster/init-request.js';
+import { parseDiscoveryRequest } from '../trust/discovery.js';
 import { runInit, type InitResult } from '../cluster/init.js';
 import { prepareNode } from '../cluster/prepare.js';
 import { EdgeadmError, ValidationError } from '../errors.js';
@@ -46,10 +47,9 @@ export interface FleetControlPlanes {
 }
 
 /** Options of {@link fleetUp}. */
-export interface FleetUpOptions extends Omit<
-  FleetJoinOptions,
-  'hosts' | 'endpoint' | 'token' | 'caCertHashes' | 'isUnsafeSkipCaVerification' | 'isDryRun' | 'certificateKey'
-> {
+export interface FleetUpOptions extends Omit<FleetJoinOptions, 'hosts' | 'discovery' | 'isDryRun' | 'certificateKey'> {
+  /** How long the nodes' discovery keeps trying (ms). */
+  discoveryTimeoutMs: number;
   controlPlanes: FleetControlPlanes;
   /** The nodes (after `--limit`). */
   nodes: FleetHost[];
@@ -164,10 +164,13 @@ async function upWith(
     alsoResumes: ['join'],
     hosts: runHosts,
     isDryRun: false,
-    token,
-    endpoint,
-    caCertHashes: [init.caCertHash],
-    isUnsafeSkipCaVerification: false,
+    // What init reported, parsed as the nodes' discovery: the same checks as a join's flags.
+    discovery: parseDiscoveryRequest({
+      endpoint,
+      token,
+      caCertHashes: [init.caCertHash],
+      timeoutMs: options.discoveryTimeoutMs,
+    }),
     ...(certificateKey === undefined ? {} : { certificateKey }),
     stages: upStages(options.rollout),
     // Wave 1 was the init of the first control plane (planFleet counts it so).

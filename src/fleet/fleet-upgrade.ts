@@ -14,10 +14,8 @@
  */
 import { join } from 'node:path';
 import { applyUpgrade } from '../cluster/upgrade/apply.js';
-import { parseUpgradeApplyRequest } from '../cluster/upgrade/apply-request.js';
 import { parseKubeVersion } from '../cluster/upgrade/kube-version.js';
 import { upgradeNode, type UpgradeNodeResult } from '../cluster/upgrade/node.js';
-import { parseUpgradeNodeRequest } from '../cluster/upgrade/node-request.js';
 import { readCluster } from '../cluster/upgrade/plan.js';
 import { ValidationError } from '../errors.js';
 import { closeSharedJumps, connectHost, type HostConnectOptions } from '../hosts/connect.js';
@@ -53,9 +51,8 @@ export interface FleetUpgradeOptions extends Omit<FleetRunOptions, 'command' | '
   requestedServiceManager: ServiceManagerKind | undefined;
   /** `--force`: nodes' drains evict what kubectl drain would refuse without it. */
   isForced: boolean;
-  /** Go durations, as `upgrade apply` and `upgrade node` take them. */
-  drainTimeout?: string;
-  gateTimeout?: string;
+  /** How long a node's drain may take, and each health gate before the rollback (ms; fleet-request.ts). */
+  deadlines: { drainTimeoutMs: number; gateTimeoutMs: number };
   /**
    * The control plane the nodes are drained and watched through: the
    * inventory's first (given apart from `hosts`, which `--limit` may have
@@ -106,8 +103,8 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
       code: 'E_FLEET_NO_CONTROL_PLANE',
     });
   }
-  // Parsed and verified once for the run, before any host: a bad deadline or package fails here.
-  const deadlines = parsedDeadlines(options);
+  // Verified once for the run, before any host: a bad package fails here (the deadlines were parsed by the request).
+  const { deadlines } = options;
   const pkg = await resolveTrustedPackage(options.installPackage, {
     cacheDir: join(options.edgeadmHome, 'packages'),
     trustedKeyFiles: options.trustedKeyFiles,
@@ -156,12 +153,13 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
             return;
           }
           const result = await applyUpgrade(
-            parseUpgradeApplyRequest({
+            {
               connect: connectOf(fleetHost),
-              installPkgPath: options.installPackage,
-              trustedKeys: options.trustedKeyFiles,
-              ...(options.gateTimeout === undefined ? {} : { gateTimeout: options.gateTimeout }),
-            }),
+              packageSource: options.installPackage,
+              trustedKeyFiles: options.trustedKeyFiles ?? [],
+              isDryRun: false,
+              gateTimeoutMs: deadlines.gateTimeoutMs,
+            },
             {
               logger: options.logger,
               requestedServiceManager: options.requestedServiceManager,
@@ -217,18 +215,6 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
     ...(resumeAt === undefined ? {} : { resumeAt }),
     hosts,
   };
-}
-
-/** The node deadlines, parsed as `upgrade node` parses them. */
-function parsedDeadlines(options: FleetUpgradeOptions): { drainTimeoutMs: number; gateTimeoutMs: number } {
-  const request = parseUpgradeNodeRequest({
-    connect: {},
-    controlPlane: {},
-    installPkgPath: options.installPackage,
-    drainTimeout: options.drainTimeout,
-    gateTimeout: options.gateTimeout,
-  });
-  return { drainTimeoutMs: request.drainTimeoutMs, gateTimeoutMs: request.gateTimeoutMs };
 }
 
 /**

@@ -30,9 +30,9 @@ export interface HostConnectOptions {
   /** `user@host[:port]` or an ssh config alias; undefined for this machine. */
   host?: string;
   /** Bastions in order, `user@host[:port]` each; replaces the config's ProxyJump. */
-  jumps?: string[];
+  jumps?: string[] | undefined;
   /** Private key files to offer (replace IdentityFile and the defaults). */
-  keyFiles?: string[];
+  keyFiles?: string[] | undefined;
   keyPassphrase?: string;
   /** Password for the target (never offered to bastions). */
   password?: string;
@@ -44,9 +44,9 @@ export interface HostConnectOptions {
   /** Default ~/.ssh/known_hosts. */
   knownHostsFile?: string;
   /** Default ~/.ssh/config (a missing file is fine). */
-  sshConfigFile?: string;
+  sshConfigFile?: string | undefined;
   /** Port for the target when `host` has none. */
-  port?: number;
+  port?: number | undefined;
   connectTimeoutMs?: number;
   /** ssh-agent socket; default $SSH_AUTH_SOCK. */
   agentSocket?: string;

@@ -500,11 +500,11 @@ export function parseStatLine(line: string): FileStat {
 
 interface ProbeFindings {
   destSize?: number;
-  destMode?: string;
-  destOwner?: string;
-  destSha256?: string;
+  destMode?: string | undefined;
+  destOwner?: string | undefined;
+  destSha256?: string | undefined;
   partSize?: number;
-  partSha256?: string;
+  partSha256?: string | undefined;
 }
 
 function parseProbe(stdout: string): ProbeFindings {

@@ -80,8 +80,7 @@ export function buildCommandArgv(spec: CommandSpec): string[] {
       script,
     ];
   }
-  switch (spec.sudo) {
-    case undefined:
+  switch (spec.sudo ?? 'root') {
     case 'root':
       return shell;
     case 'nopasswd':

@@ -69,10 +69,10 @@ export interface SshConfigEnvironment {
 export interface SshConfigQuery {
   /** The host as typed (an alias, a name or an address). */
   host: string;
-  user?: string;
-  port?: number;
+  user?: string | undefined;
+  port?: number | undefined;
   /** `-J`: replaces the configuration's ProxyJump. */
-  jumps?: string[];
+  jumps?: string[] | undefined;
 }
 
 /** The settings of one host, as `ssh -G` prints them. */

@@ -5,7 +5,7 @@
  * temporary file for each run.
  */
 import { dump } from 'js-yaml';
-import type { HubConfig } from '../hub/hub-config.js';
+import type { HubConfig } from '../hub/contract/hub-config.js';
 
 /** Renders the kubeconfig for `cluster`. It holds the user's token: a credential. */
 export function renderClusterKubeconfig(config: HubConfig, cluster: string): string {

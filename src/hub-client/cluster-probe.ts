@@ -7,13 +7,13 @@
  */
 import { request } from 'node:https';
 import { EdgeadmError, ExitCode } from '../errors.js';
-import type { HubConfig } from '../hub/hub-config.js';
+import type { HubConfig } from '../hub/contract/hub-config.js';
 import { HUB_CLIENT_TIMEOUT_MS } from './limits.js';
 
 /** The largest Status read back from the probe. */
 const MAX_PROBE_ANSWER_BYTES = 64 * 1024;
 
-/** What the hub itself refused with: its Status carries an `E_HUB_…` cause (src/hub/http-replies.ts). */
+/** What the hub itself refused with: its Status carries an `E_HUB_…` cause (src/hub/http/http-replies.ts). */
 export interface HubRefusal {
   status: number;
   code: string;

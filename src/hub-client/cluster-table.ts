@@ -1,7 +1,7 @@
 /**
  * The human table of `hub clusters list` and `get`.
  */
-import type { ClusterView } from '../hub/operator-api.js';
+import type { ClusterView } from '../hub/contract/views.js';
 
 /** Renders clusters as aligned columns: name, state, version, nodes, last seen, labels. */
 export function renderClusterTable(clusters: readonly ClusterView[]): string {

@@ -6,13 +6,13 @@
  * hands the same client to scripts.
  */
 import { watchEndOf } from './rollout-watch-end.js';
-import type { ReplicaView } from '../hub/replicas-api.js';
+import type { ReplicaView } from '../hub/contract/views.js';
 import type { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as delay } from 'node:timers/promises';
 import { EdgeadmError } from '../errors.js';
-import type { HubConfig } from '../hub/hub-config.js';
-import { errorFromApi } from '../hub/http-replies.js';
-import type { ClusterView } from '../hub/operator-api.js';
+import type { HubConfig } from '../hub/contract/hub-config.js';
+import { errorFromApi } from '../hub/contract/api-errors.js';
+import type { ClusterView } from '../hub/contract/views.js';
 import {
   STATUS_LONG_POLL_MS,
   type ApplyResult,
@@ -80,7 +80,7 @@ export interface HubCallOptions {
   /** How long the socket may stay idle; {@link HUB_CLIENT_TIMEOUT_MS} by default (a long poll needs more). */
   timeoutMs?: number;
   /** Abandons the call (its socket is closed) when aborted. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Largest answer read; 16 MiB by default (a dry run's rendered copies may need more). */
   maxResponseBytes?: number;
 }

@@ -1,7 +1,7 @@
 /**
  * The human table of `hub replicas list`.
  */
-import type { ReplicaView } from '../hub/replicas-api.js';
+import type { ReplicaView } from '../hub/contract/views.js';
 
 /** Renders replicas as aligned columns: id, address, tunnels, leader. */
 export function renderReplicaTable(replicas: readonly ReplicaView[]): string {

@@ -91,8 +91,6 @@ export const AGENT_CERT_VALIDITY_DAYS = 30;
 export const STATUS_COMMIT_WINDOW_MS = 200;
 /** Most users (and, separately, clusters) the store keeps in its read cache; past it the cache starts over. */
 export const STORE_READ_CACHE_MAX_ENTRIES = 50_000;
-/** The organization (group) of every agent certificate. */
-export const AGENT_CERT_ORGANIZATION = 'edgeadm:hub:clusters';
 /**
  * Most TLS handshakes the hub has in progress at once. A connection past it is
  * closed before TLS starts, which costs the hub almost nothing and sends the

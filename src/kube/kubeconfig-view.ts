@@ -32,25 +32,25 @@ export interface KubeconfigFile {
 /** The selected context, its cluster and its user, as `config view --minify --flatten` shows them. */
 export interface KubeconfigView {
   contextName: string;
-  namespace?: string;
+  namespace?: string | undefined;
   cluster?: {
     name: string;
-    server?: string;
+    server?: string | undefined;
     /** certificate-authority(-data), as text. */
-    certificateAuthority?: string;
+    certificateAuthority?: string | undefined;
     isInsecureSkipTlsVerify: boolean;
-    tlsServerName?: string;
-    proxyUrl?: string;
+    tlsServerName?: string | undefined;
+    proxyUrl?: string | undefined;
   };
   user?: {
     name: string;
-    token?: string;
+    token?: string | undefined;
     /** As written (kubectl does not resolve it in the view). */
-    tokenFile?: string;
+    tokenFile?: string | undefined;
     /** Where tokenFile is read from (relative to its kubeconfig). */
-    tokenFilePath?: string;
-    clientCertificate?: string;
-    clientKey?: string;
+    tokenFilePath?: string | undefined;
+    clientCertificate?: string | undefined;
+    clientKey?: string | undefined;
     hasExec: boolean;
     hasAuthProvider: boolean;
   };

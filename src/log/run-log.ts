@@ -40,7 +40,7 @@ export interface RunLogOptions {
   /** Command id, for the file name and the first line (`init`, `token create`). */
   commandId: string;
   /** Write here instead of the default directory. */
-  file?: string;
+  file?: string | undefined;
   /** Environment to read `EDGEADM_HOME` from. */
   env?: NodeJS.ProcessEnv;
   /** Shared redactor, so that secrets registered anywhere are hidden here too. */

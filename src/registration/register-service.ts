@@ -23,10 +23,11 @@ import { EdgeadmError } from '../errors.js';
 import type { Host } from '../hosts/host.js';
 import { edgeadmHome, type Logger } from '../log/run-log.js';
 import { checkServiceDataDir, installAgentService } from './agent-install.js';
-import { registerCluster, existingRegistration, type RegisterOptions } from './registration.js';
+import type { RegisterRequest } from './register-request.js';
+import { existingRegistration, register } from './registration.js';
 
-/** Options of {@link registerAsService}. */
-export interface RegisterAsServiceOptions extends Omit<RegisterOptions, 'dataDir'> {
+/** What {@link registerAsService} installs with, beside the request. */
+export interface RegisterAsServiceOptions {
   host: Host;
   /** The data directory on the host. */
   dataDir: string;
@@ -58,7 +59,10 @@ async function readBackRegistration(host: Host, dataDir: string, stage: string):
 }
 
 /** Registers (or keeps the registration) and installs the agent service; see the module comment. */
-export async function registerAsService(options: RegisterAsServiceOptions): Promise<RegisterAsServiceResult> {
+export async function registerAsService(
+  request: RegisterRequest,
+  options: RegisterAsServiceOptions,
+): Promise<RegisterAsServiceResult> {
   const { host, logger } = options;
   checkServiceDataDir(options.dataDir);
   const facts = await host.facts();
@@ -67,14 +71,14 @@ export async function registerAsService(options: RegisterAsServiceOptions): Prom
     initSystem: facts.initSystem,
     hostName: host.name,
   });
-  const stage = join(edgeadmHome(options.env), 'register-cloud', options.cluster);
+  const stage = join(edgeadmHome(options.env), 'register-cloud', request.cluster);
   mkdirSync(stage, { recursive: true, mode: 0o700 });
-  if (existingRegistration(stage, options.cluster, options.caCertHashes) === undefined) {
+  if (existingRegistration(stage, request.cluster, request.discovery.caPins) === undefined) {
     rmSync(stage, { recursive: true, force: true });
     mkdirSync(stage, { recursive: true, mode: 0o700 });
     await readBackRegistration(host, options.dataDir, stage);
   }
-  const { state, wasRegistered } = await registerCluster({ ...options, dataDir: stage });
+  const { state, wasRegistered } = await register(request, { dataDir: stage, logger, env: options.env });
   let installed;
   try {
     installed = await installAgentService({

@@ -8,11 +8,13 @@ import { X509Certificate } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
-import { EdgeadmError, ValidationError } from '../errors.js';
+import { EdgeadmError } from '../errors.js';
 import { callHub } from '../hub-client/hub-client.js';
-import { AGENT_CERT_ORGANIZATION } from '../hub/limits.js';
+import { AGENT_CERT_ORGANIZATION } from '../hub/contract/agent-certificate.js';
 import type { Logger } from '../log/run-log.js';
-import { discoverClusterInfo } from '../trust/discovery.js';
+import { discover } from '../trust/discovery.js';
+import { formatBootstrapToken } from '../trust/bootstrap-token.js';
+import { parseRegisterRequest, type RegisterInput, type RegisterRequest } from './register-request.js';
 import { hubDiscoveryError } from './hub-words.js';
 import { renderKubeconfig } from '../kube/kubeconfig.js';
 import { createCsr } from '../trust/pki.js';
@@ -23,7 +25,7 @@ import {
   ensureAgentServiceAccount,
   requireImpersonation,
 } from './agent-rbac.js';
-import { caPinsOfPem, parseCaPins } from '../trust/ca-pin.js';
+import { caPinsOfPem, type CaPin } from '../trust/ca-pin.js';
 import { readAgentState, writeAgentCredentials, writeAgentState, type AgentState } from './agent-state.js';
 import { CERT_RENEW_AT_LIFETIME_FRACTION } from '../tunnel/limits.js';
 import { hubRoute, proxyDisplay } from '../tunnel/http-proxy.js';
@@ -32,31 +34,16 @@ import { readUpstreamKubeconfig, Upstream, type UpstreamCredentials } from '../t
 /** The kubeconfig of the agent's own ServiceAccount, in the data directory (mode 0600). */
 export const AGENT_KUBECONFIG_FILE = 'upstream.kubeconfig';
 
-/** Options of {@link registerCluster}. */
-export interface RegisterOptions {
-  /**
-   * `host:port` of the hub; several, comma-separated, for a hub of several
-   * replicas (discovery asks the first; the agent may dial any).
-   */
-  hub: string;
-  /** `<id>.<secret>`. A credential. */
-  token: string;
-  caCertHashes: string[];
-  cluster: string;
-  labels: Record<string, string>;
-  /** The kubeconfig given (absolute path): the agent's identity, or an admin's with `createServiceAccount`. */
-  kubeconfig: string;
-  /**
-   * Create the agent's own ServiceAccount (impersonation rights only) with
-   * the admin `kubeconfig`, and give the agent that identity; the admin
-   * credentials are not stored.
-   */
-  createServiceAccount: boolean;
+/** Options of {@link registerCluster}: the request's input, and where the agent's state goes. */
+export interface RegisterOptions extends RegisterInput {
   dataDir: string;
-  discoveryTimeoutMs: number;
   logger: Logger;
-  /** `--proxy`: the HTTP proxy to the hub, stored for the agent (HTTPS_PROXY/NO_PROXY apply without it). */
-  proxy?: string;
+}
+
+/** What {@link register} does its I/O with, beside the request. */
+export interface RegisterIo {
+  dataDir: string;
+  logger: Logger;
   /** The environment HTTPS_PROXY / NO_PROXY are read from; the process's by default. */
   env?: NodeJS.ProcessEnv;
 }
@@ -76,7 +63,7 @@ export interface Registration {
 export function existingRegistration(
   dataDir: string,
   cluster: string,
-  caCertHashes: readonly string[],
+  caPins: readonly CaPin[],
   now: Date = new Date(),
 ): AgentState | undefined {
   let state: AgentState;
@@ -86,7 +73,7 @@ export function existingRegistration(
     return undefined;
   }
   if (state.cluster !== cluster) return undefined;
-  const pins = new Set(parseCaPins(caCertHashes));
+  const pins = new Set<string>(caPins);
   try {
     const isPinned = caPinsOfPem(state.hubCaPem).some((pin) => pins.has(pin));
     const certificate = new X509Certificate(state.certPem);
@@ -100,41 +87,51 @@ export function existingRegistration(
 }
 
 /**
+ * Registers the cluster from options not yet parsed: {@link parseRegisterRequest},
+ * then {@link register}. For callers that build the options themselves
+ * (tests, benchmarks); `register-cloud` parses its request first.
+ */
+export function registerCluster(options: RegisterOptions): Promise<Registration> {
+  return register(parseRegisterRequest(options), options);
+}
+
+/**
  * Registers the cluster and writes the agent state; returns it. Everything
  * on the edge cluster (the agent's identity, its right to impersonate) is
  * settled before the hub token is used, so a refusal there spends no
  * token usage and registers nothing at the hub.
  */
-export async function registerCluster(options: RegisterOptions): Promise<Registration> {
-  const given = await readUpstreamKubeconfig(options.kubeconfig);
+export async function register(request: RegisterRequest, io: RegisterIo): Promise<Registration> {
+  const { dataDir, logger } = io;
+  const given = await readUpstreamKubeconfig(request.kubeconfig);
   let agentCredentials: UpstreamCredentials | undefined;
-  let identity = `the identity of ${options.kubeconfig}`;
-  if (options.createServiceAccount) {
-    const account = await ensureAgentServiceAccount({ admin: given, logger: options.logger });
+  let identity = `the identity of ${request.kubeconfig}`;
+  if (request.createServiceAccount) {
+    const account = await ensureAgentServiceAccount({ admin: given, logger });
     agentCredentials = account.credentials;
     identity = `ServiceAccount ${AGENT_SERVICE_ACCOUNT_NAMESPACE}/${AGENT_SERVICE_ACCOUNT_NAME}`;
-    options.logger.info(
+    logger.info(
       account.hasChanged ? `created ${identity} for the agent` : `${identity} for the agent is already in place`,
     );
   }
-  const upstream = new Upstream(agentCredentials ?? given, options.logger);
+  const upstream = new Upstream(agentCredentials ?? given, logger);
   try {
-    await requireImpersonation(upstream, options.logger, identity);
+    await requireImpersonation(upstream, logger, identity);
   } finally {
     upstream.close();
   }
-  const kubeconfig = agentCredentials === undefined ? options.kubeconfig : join(options.dataDir, AGENT_KUBECONFIG_FILE);
+  const kubeconfig = agentCredentials === undefined ? request.kubeconfig : join(dataDir, AGENT_KUBECONFIG_FILE);
   const writeAgentKubeconfig = (): void => {
     if (agentCredentials === undefined) return;
-    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     writeSecretFileAtomic(kubeconfig, renderAgentKubeconfig(agentCredentials));
   };
-  const hubAddresses = hubAddressesOf(options.hub);
-  const existing = existingRegistration(options.dataDir, options.cluster, options.caCertHashes);
+  const { hubAddresses } = request;
+  const existing = existingRegistration(dataDir, request.cluster, request.discovery.caPins);
   if (existing !== undefined) {
     const state: AgentState = { ...existing, kubeconfig };
     delete state.proxy;
-    if (options.proxy !== undefined) state.proxy = options.proxy;
+    if (request.proxy !== undefined) state.proxy = request.proxy;
     delete state.hubServers;
     const servers = otherHubServers(existing.hubServer, hubAddresses);
     if (servers !== undefined) state.hubServers = servers;
@@ -144,54 +141,47 @@ export async function registerCluster(options: RegisterOptions): Promise<Registr
       existing.proxy !== state.proxy ||
       JSON.stringify(existing.hubServers) !== JSON.stringify(state.hubServers)
     ) {
-      writeAgentState(options.dataDir, state);
+      writeAgentState(dataDir, state);
     }
-    options.logger.info(
-      `cluster ${options.cluster} is already registered with the hub at ${existing.hubServer}; keeping its credentials`,
+    logger.info(
+      `cluster ${request.cluster} is already registered with the hub at ${existing.hubServer}; keeping its credentials`,
     );
     return { state, wasRegistered: true };
   }
-  const hubRouteOptions = { explicit: options.proxy, env: options.env };
+  const hubRouteOptions = { explicit: request.proxy, env: io.env };
   const hubAddress = new URL(hubAddresses[0] as string);
   const route = await hubRoute(hubAddress.origin, hubRouteOptions);
-  if (route.proxy !== undefined)
-    options.logger.info(`reaching the hub through the HTTP proxy ${proxyDisplay(route.proxy)}`);
-  const discovered = await discoverClusterInfo({
-    ...(route.agent === undefined ? {} : { agent: route.agent }),
-    endpoint: (options.hub.split(',')[0] as string).trim(),
-    token: options.token,
-    caCertHashes: options.caCertHashes,
-    timeoutMs: options.discoveryTimeoutMs,
-    logger: options.logger,
-  }).catch((error: unknown) => {
+  if (route.proxy !== undefined) logger.info(`reaching the hub through the HTTP proxy ${proxyDisplay(route.proxy)}`);
+  const discoveryIo = { logger: logger, ...(route.agent === undefined ? {} : { agent: route.agent }) };
+  const discovered = await discover(request.discovery, discoveryIo).catch((error: unknown) => {
     throw hubDiscoveryError(error);
   });
-  const csr = await createCsr({ commonName: options.cluster, organizations: [AGENT_CERT_ORGANIZATION] });
+  const csr = await createCsr({ commonName: request.cluster, organizations: [AGENT_CERT_ORGANIZATION] });
   const answer = await callHub<{ certPem: string; caPem: string; server: string }>({
     server: discovered.server,
     caPem: discovered.caPem,
     method: 'POST',
     path: '/hub/v1/register',
-    token: options.token,
+    token: formatBootstrapToken(request.discovery.token),
     ...(route.agent === undefined ? {} : { agent: route.agent }),
-    body: { name: options.cluster, labels: options.labels, csr: csr.csrPem },
+    body: { name: request.cluster, labels: request.labels, csr: csr.csrPem },
   }).catch((error: unknown) => {
-    throw withNameTakenHints(error, options.cluster);
+    throw withNameTakenHints(error, request.cluster);
   });
   writeAgentKubeconfig();
   const servers = otherHubServers(discovered.server, hubAddresses);
   const state: AgentState = {
     hubServer: discovered.server,
     ...(servers === undefined ? {} : { hubServers: servers }),
-    cluster: options.cluster,
+    cluster: request.cluster,
     kubeconfig,
-    ...(options.proxy === undefined ? {} : { proxy: options.proxy }),
+    ...(request.proxy === undefined ? {} : { proxy: request.proxy }),
     hubCaPem: discovered.caPem,
     certPem: answer.certPem,
     keyPem: csr.keyPem,
   };
-  writeAgentState(options.dataDir, state);
-  options.logger.info(`registered cluster ${options.cluster} with the hub at ${discovered.server}`);
+  writeAgentState(dataDir, state);
+  logger.info(`registered cluster ${request.cluster} with the hub at ${discovered.server}`);
   return { state, wasRegistered: false };
 }
 
@@ -206,35 +196,6 @@ function renderAgentKubeconfig(credentials: UpstreamCredentials): string {
     },
     AGENT_SERVICE_ACCOUNT_NAME,
   );
-}
-
-/**
- * The hub addresses of `register-cloud`'s argument: `host:port`, or several
- * comma-separated (one per hub replica), each as `https://host:port`.
- *
- * @throws {ValidationError} `E_HUB_ADDRESS` for an empty or malformed one.
- */
-export function hubAddressesOf(text: string): string[] {
-  const parts = text.split(',').map((part) => part.trim());
-  return [
-    ...new Set(
-      parts.map((part) => {
-        let url: URL | undefined;
-        try {
-          url = part === '' || part.includes('/') ? undefined : new URL(`https://${part}`);
-        } catch {
-          url = undefined;
-        }
-        if (url === undefined || url.hostname === '' || url.username !== '' || url.password !== '') {
-          throw new ValidationError(`${JSON.stringify(part)} is not a hub address (host:port)`, {
-            code: 'E_HUB_ADDRESS',
-            hints: ['Give the hub as host:port, or several replicas as host1:port,host2:port.'],
-          });
-        }
-        return url.origin;
-      }),
-    ),
-  ];
 }
 
 /** The other hub addresses an agent keeps beside the discovered one, or undefined for a single hub. */

@@ -1,6 +1,6 @@
 /**
  * The operator API for rollouts and cluster holds: routes and the JSON
- * views the hub answers with. The hub implements them (hub/rollout-api.ts),
+ * views the hub answers with. The hub implements them (hub/api/rollout-api.ts),
  * the hub client and the CLI call them, and `import { … } from 'edgeadm'`
  * exposes the same types to scripts.
  *

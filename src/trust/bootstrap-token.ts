@@ -249,7 +249,7 @@ export interface BootstrapTokenInfo {
 export interface SecretLike {
   metadata?: { name?: string };
   type?: string;
-  data?: Record<string, string>;
+  data?: Record<string, string> | undefined;
 }
 
 /**

@@ -103,7 +103,10 @@ function findRoot(certificates: readonly PemCertificate[], now: Date): PemCertif
  * absent). Node's certificate object does not expose them, so they are read
  * with the X.509 library.
  */
-function keyIds(certificate: X509Certificate): { authorityKeyId?: string; subjectKeyId?: string } {
+function keyIds(certificate: X509Certificate): {
+  authorityKeyId?: string | undefined;
+  subjectKeyId?: string | undefined;
+} {
   const parsed = new x509.X509Certificate(certificate.raw);
   const authorityKeyId = parsed.getExtension(x509.AuthorityKeyIdentifierExtension)?.keyId?.toLowerCase();
   const subjectKeyId = parsed.getExtension(x509.SubjectKeyIdentifierExtension)?.keyId?.toLowerCase();

@@ -53,7 +53,7 @@ export interface CaFilePins {
  *
  * @throws {ValidationError} `E_CERT_READ` / `E_CERT_PARSE`, or `E_CA_NOT_FOUND`.
  */
-export function readCaFilePins(options: { certFile?: string; candidates?: readonly string[] }): CaFilePins {
+export function readCaFilePins(options: { certFile?: string | undefined; candidates?: readonly string[] }): CaFilePins {
   const file = options.certFile ?? findLocalCaCertificate(options.candidates);
   let content: Buffer;
   try {

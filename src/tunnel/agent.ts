@@ -98,7 +98,7 @@ export interface AgentHelloCache {
 export interface TunnelTlsSession {
   certPem?: string;
   context?: SecureContext;
-  session?: Buffer;
+  session?: Buffer | undefined;
 }
 
 /** HTTP/2 settings both ends of the tunnel use. */

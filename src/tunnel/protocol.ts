@@ -381,7 +381,7 @@ export function decodeUpgradeRequest(value: unknown): UpgradeRequest | undefined
 export function renderUpgradeRequestHead(options: {
   request: UpgradeRequest;
   host: string;
-  authorization?: string;
+  authorization?: string | undefined;
   identity: StreamIdentity;
 }): string {
   const checked = parseApiPath(options.request.path);

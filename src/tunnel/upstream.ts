@@ -47,9 +47,9 @@ export const UPSTREAM_MAX_SOCKETS = 512;
 export interface UpstreamCredentials {
   /** `https://host:port`, without a path. */
   server: string;
-  caPem?: string;
+  caPem?: string | undefined;
   isInsecureSkipTlsVerify: boolean;
-  token?: string;
+  token?: string | undefined;
   clientCertPem?: string;
   clientKeyPem?: string;
 }

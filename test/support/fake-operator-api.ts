@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeHubConfig, type HubConfig } from '../../src/hub/hub-config.js';
+import { writeHubConfig, type HubConfig } from '../../src/hub/contract/hub-config.js';
 import type {
   ApplyResult,
   ClusterHold,

@@ -32,10 +32,10 @@ export interface RawHeaderFields {
   size?: number | Buffer;
   mtime?: number | Buffer;
   /** Computed unless given. */
-  checksum?: Buffer;
+  checksum?: Buffer | undefined;
   /** One character (`0`, `5`, `x`, `N`, …). */
   typeflag?: string;
-  linkname?: string | Buffer;
+  linkname?: string | Buffer | undefined;
   /** 8 bytes: magic and version. Defaults to POSIX `ustar\0` `00`. */
   magic?: Buffer;
   uname?: string | Buffer;

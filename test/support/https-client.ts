@@ -37,7 +37,7 @@ export interface HttpRequest {
   /** The Content-Type of a body; JSON when absent. */
   contentType?: string;
   /** A bearer token; none when absent. */
-  token?: string;
+  token?: string | undefined;
   cert?: { certPem: string; keyPem: string };
   headers?: Record<string, string | string[]>;
   /** Called with the connection as soon as there is one (to track or destroy it). */

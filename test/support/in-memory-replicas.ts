@@ -18,12 +18,12 @@ import type {
   StoreChange,
   StoreHealth,
   Stop,
-} from '../../src/hub/coordination.js';
-import type { ReplicaSelf } from '../../src/hub/hub-server.js';
-import { HUB_STORE_FILE } from '../../src/hub/hub-server.js';
-import { SqliteHubStore } from '../../src/hub/sqlite-store.js';
-import { announcingStore } from '../../src/hub/store-changes.js';
-import type { HubStore } from '../../src/hub/store.js';
+} from '../../src/hub/store/coordination.js';
+import type { ReplicaSelf } from '../../src/hub/server/hub-server.js';
+import { HUB_STORE_FILE } from '../../src/hub/server/hub-server.js';
+import { SqliteHubStore } from '../../src/hub/store/sqlite-store.js';
+import { announcingStore } from '../../src/hub/store/store-changes.js';
+import type { HubStore } from '../../src/hub/store/store.js';
 
 interface Candidate {
   replica: string;

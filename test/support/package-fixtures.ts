@@ -118,7 +118,7 @@ export function tarBytes(entries: RawEntry[], options: { endMarker?: boolean; tr
   for (const entry of entries) {
     if (entry.zeroBlockBefore) parts.push(Buffer.alloc(512));
     if (entry.globalPax) parts.push(new Pax({ comment: entry.globalPax.comment ?? 'x' }, true).encode());
-    if (entry.pax) parts.push(new Pax({ path: entry.pax.path }).encode());
+    if (entry.pax) parts.push(new Pax(entry.pax.path === undefined ? {} : { path: entry.pax.path }).encode());
     const content = entry.content ?? Buffer.alloc(0);
     const block = Buffer.alloc(512);
     const header = new Header({

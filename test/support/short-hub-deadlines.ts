@@ -4,7 +4,7 @@
  * what a loopback handshake or request takes. Tunnel liveness stays at the
  * default: real agents, which ping every 10 s, connect to these hubs.
  */
-import type { HubDeadlines } from '../../src/hub/socket-deadlines.js';
+import type { HubDeadlines } from '../../src/hub/front/socket-deadlines.js';
 
 /** The short deadlines (the rest are the hub's defaults). */
 export const SHORT_HUB_DEADLINES: Readonly<Partial<HubDeadlines>> = {

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/ssh-flags.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/flags/ssh-flags.js';
 import { connectHost } from '../../hosts/connect.js';
 import { DEFAULT_AGENT_DATA_DIR } from '../register-cloud.js';
 import { uninstallAgent, type AgentUninstallResult } from '../../registration/agent-uninstall.js';

@@ -5,7 +5,7 @@ import { controlPlanesOf } from '../../fleet/fleet-up.js';
 import { limitHosts } from '../../fleet/inventory/limit.js';
 import { loadInventory } from '../../fleet/inventory/load-inventory.js';
 import { parseCountSpec } from '../../fleet/rollout.js';
-import { inventoryFlags } from './fleet-flags.js';
+import { inventoryFlags } from '../../cli/flags/fleet-flags.js';
 import { counted } from '../../log/counted.js';
 
 /** The `fleet plan` result. */

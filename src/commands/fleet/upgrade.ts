@@ -1,21 +1,15 @@
 import { Flags } from '@oclif/core';
-import { BaseCommand } from '../../cli/base-command.js';
+import { outputFlags } from '../../cli/flags/output-flag.js';
 import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
-import { runFleetWithProgress } from '../../cli/fleet-run.js';
-import { outputFlags } from '../../cli/output-flag.js';
 import { commandClock } from '../../cli/test-clock.js';
-import { ExitCode, ValidationError } from '../../errors.js';
-import { renderFleetReport } from '../../fleet/fleet-report.js';
+import { ValidationError } from '../../errors.js';
 import { fleetUpgrade, type FleetUpgradeResult } from '../../fleet/fleet-upgrade.js';
-import { limitHosts } from '../../fleet/inventory/limit.js';
-import { loadInventory } from '../../fleet/inventory/load-inventory.js';
-import { parseMaintenanceWindow } from '../../fleet/maintenance-window.js';
-import { requestedServiceManager } from '../../hosts/service-manager.js';
-import { counted } from '../../log/counted.js';
-import { edgeadmHome } from '../../log/run-log.js';
-import { fleetConnectOptionsFromFlags, inventoryFlags, rolloutFlags, rolloutOptionsFromFlags } from './fleet-flags.js';
+import { inventoryFlags, rolloutFlags, fleetRunInput } from '../../cli/flags/fleet-flags.js';
+import { FleetCommand } from '../../cli/fleet-command.js';
+import { parseFleetUpgradeRequest } from '../../fleet/fleet-request.js';
+import type { FleetHost, FleetInventory } from '../../fleet/inventory/types.js';
 
-export default class FleetUpgrade extends BaseCommand<typeof FleetUpgrade> {
+export default class FleetUpgrade extends FleetCommand<typeof FleetUpgrade> {
   static override summary = 'Upgrade every host of an inventory to a new install package, within a maintenance window.';
   static override description =
     'Control planes first, one at a time, as "upgrade apply" does them (backup, swap, health gates, rollback); a ' +
@@ -45,68 +39,51 @@ export default class FleetUpgrade extends BaseCommand<typeof FleetUpgrade> {
 
   async run(): Promise<FleetUpgradeResult> {
     const { flags } = this;
-    const window = parseMaintenanceWindow({
-      start: flags['window-start'],
-      end: flags['window-end'],
-      interval: flags.window,
+    const request = parseFleetUpgradeRequest({
+      ...fleetRunInput(flags),
+      installPackage: flags['install-pkg-path'],
+      isForced: flags.force,
+      drainTimeout: flags['drain-timeout'],
+      gateTimeout: flags['gate-timeout'],
+      windowStart: flags['window-start'],
+      windowEnd: flags['window-end'],
+      window: flags.window,
     });
-    const inventory = await loadInventory(flags.inventory);
-    for (const warning of inventory.warnings) this.logger.warn(warning);
-    const apiThrough = inventory.hosts.find((host) => host.role === 'control-plane');
-    if (apiThrough === undefined) {
-      throw new ValidationError(`${flags.inventory} names no control plane: nodes are drained through one`, {
-        code: 'E_FLEET_NO_CONTROL_PLANE',
-      });
-    }
-    const hosts = flags.resume === undefined ? limitHosts(inventory.hosts, flags.limit) : inventory.hosts;
-    const result = await runFleetWithProgress(
-      this,
-      { title: `fleet upgrade of ${counted(hosts.length, 'host')}` },
-      (signal, progress) =>
+    return this.runFleetPlan({
+      name: 'upgrade',
+      request: request.run,
+      work: (options, inventory) =>
         fleetUpgrade({
-          inventoryFile: flags.inventory,
-          hosts,
-          apiThrough,
-          edgeadmHome: edgeadmHome(),
-          ...(flags.resume === undefined ? {} : { resume: flags.resume }),
-          rollout: { ...rolloutOptionsFromFlags(flags), signal },
-          connect: fleetConnectOptionsFromFlags(flags, {
-            env: process.env,
-            redactor: this.redactor,
-            logger: this.logger,
-          }),
-          logger: this.logger,
-          redact: (text) => this.redactor.redact(text),
-          installPackage: flags['install-pkg-path'],
+          ...options,
+          apiThrough: apiThroughOf(inventory),
+          installPackage: request.installPackage,
           trustedKeyFiles: flags['trusted-key'] ?? inventory.trustedKeys ?? [],
           onPackageWarning: (line) => this.warnAlways(line),
-          requestedServiceManager: requestedServiceManager(process.env),
-          isForced: flags.force,
-          ...(flags['drain-timeout'] === undefined ? {} : { drainTimeout: flags['drain-timeout'] }),
-          ...(flags['gate-timeout'] === undefined ? {} : { gateTimeout: flags['gate-timeout'] }),
-          ...(window === undefined ? {} : { window }),
+          isForced: request.isForced,
+          deadlines: request.deadlines,
+          ...(request.window === undefined ? {} : { window: request.window }),
           now: commandClock(process.env),
-          onEvent: (event, state) => progress.onEvent(event, state),
-          onWorkflowEvent: (event) => this.emitEvent({ ...event }),
         }),
-    );
-    if (!this.jsonEnabled()) {
-      for (const line of renderFleetReport(
-        result.hosts.map((h) => ({ ...h, role: h.role })),
-        { showRole: true },
-      )) {
-        this.log(line);
-      }
-      if (result.stopReason === 'maintenance-window') {
-        this.log(
-          result.resumeAt === undefined
-            ? `The maintenance window ${result.window ?? ''} is over: give a new one and --resume ${result.runId}.`
-            : `Stopped at the end of the maintenance window; it opens again at ${result.resumeAt}: run with --resume ${result.runId} then.`,
-        );
-      }
-      this.log(`run ${result.runId}: ${result.runDir} (host logs there)`);
-    }
-    if (result.hosts.some((entry) => entry.status !== 'done')) process.exitCode = ExitCode.General;
-    return result;
+      showRole: true,
+      notes: (result) => (result.stopReason === 'maintenance-window' ? [windowNote(result)] : []),
+    });
   }
+}
+
+/** The control plane nodes are drained through: the inventory's first. */
+function apiThroughOf(inventory: FleetInventory): FleetHost {
+  const apiThrough = inventory.hosts.find((host) => host.role === 'control-plane');
+  if (apiThrough === undefined) {
+    throw new ValidationError(`${inventory.file} names no control plane: nodes are drained through one`, {
+      code: 'E_FLEET_NO_CONTROL_PLANE',
+    });
+  }
+  return apiThrough;
+}
+
+/** What a run stopped by the end of its maintenance window says about resuming. */
+function windowNote(result: FleetUpgradeResult): string {
+  return result.resumeAt === undefined
+    ? `The maintenance window ${result.window ?? ''} is over: give a new one and --resume ${result.runId}.`
+    : `Stopped at the end of the maintenance window; it opens again at ${result.resumeAt}: run with --resume ${result.runId} then.`;
 }

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { renderHostCheck } from '../../cli/render-host-check.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/ssh-flags.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/flags/ssh-flags.js';
 import { ExitCode } from '../../errors.js';
 import { connectHost } from '../../hosts/connect.js';
 import { checkClusterHost } from '../../cluster/installed-host-check.js';

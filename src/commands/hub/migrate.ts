@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { etcdStoreFlags, parseEtcdStoreFlags } from '../../cli/hub-store-flags.js';
-import type { MigrationSummary } from '../../hub/etcd/migrate.js';
+import { etcdStoreFlags, parseEtcdStoreFlags } from '../../cli/flags/hub-store-flags.js';
+import type { MigrationSummary } from '../../hub/server/migrate.js';
 
 export default class HubMigrate extends BaseCommand<typeof HubMigrate> {
   static override summary = "Copy a stopped SQLite hub's whole state into etcd, for hub replicas on --store etcd.";
@@ -24,7 +24,7 @@ export default class HubMigrate extends BaseCommand<typeof HubMigrate> {
   async run(): Promise<MigrationSummary> {
     const { flags } = this;
     const etcd = parseEtcdStoreFlags(flags);
-    const { migrateSqliteToEtcd } = await import('../../hub/etcd/migrate.js');
+    const { migrateSqliteToEtcd } = await import('../../hub/server/migrate.js');
     const summary = await migrateSqliteToEtcd({ dataDir: resolve(flags['data-dir']), etcd, force: flags.force });
     this.log(
       `copied into etcd under ${summary.keyPrefix}: ${summary.clusters} clusters, ${summary.tokens} tokens, ` +

@@ -3,8 +3,8 @@ import { resolve } from 'node:path';
 import { MAX_PENDING_HANDSHAKES } from '../../hub/limits.js';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { etcdStoreFlags, parseHubStoreFlags } from '../../cli/hub-store-flags.js';
-import { startHub } from '../../hub/hub-server.js';
+import { etcdStoreFlags, parseHubStoreFlags } from '../../cli/flags/hub-store-flags.js';
+import { startHub } from '../../hub/server/hub-server.js';
 import { serviceLogger, stopSignal } from '../../log/service-logger.js';
 
 /** What `hub serve --json` prints once it has stopped. */

@@ -1,12 +1,13 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { outputFlags } from '../../cli/flags/output-flag.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/flags/ssh-flags.js';
 import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
-import { outputFlags } from '../../cli/output-flag.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/ssh-flags.js';
 import { applyUpgrade, upgradeApplyPhases, type UpgradeApplyResult } from '../../cluster/upgrade/apply.js';
 import { parseUpgradeApplyRequest } from '../../cluster/upgrade/apply-request.js';
 import { requestedServiceManager } from '../../hosts/service-manager.js';
 import { describePhases } from '../../workflow/phase.js';
+import { dryRunFlag } from '../../cli/flags/run-flags.js';
 
 export default class UpgradeApply extends BaseCommand<typeof UpgradeApply> {
   static override summary =
@@ -26,7 +27,7 @@ export default class UpgradeApply extends BaseCommand<typeof UpgradeApply> {
     ...outputFlags,
     'install-pkg-path': Flags.string({ summary: 'The new install package (a .tar.gz file or an http(s) URL).' }),
     ...trustedKeyFlags,
-    'dry-run': Flags.boolean({ summary: 'Print what would be done; change nothing.' }),
+    'dry-run': dryRunFlag('Print what would be done; change nothing.'),
     'gate-timeout': Flags.string({ summary: 'How long each health gate may take before the rollback (default 5m).' }),
   };
 

@@ -1,8 +1,8 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { outputFlags } from '../../cli/flags/output-flag.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/flags/ssh-flags.js';
 import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
-import { outputFlags } from '../../cli/output-flag.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/ssh-flags.js';
 import { upgradeNode, upgradeNodePhases, type UpgradeNodeResult } from '../../cluster/upgrade/node.js';
 import { parseUpgradeNodeRequest } from '../../cluster/upgrade/node-request.js';
 import { requestedServiceManager } from '../../hosts/service-manager.js';

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/flags/ssh-flags.js';
 import { trustedKeyFlags } from '../../cli/package-trust-flags.js';
-import { hostConnectOptionsFromFlags, sshFlags } from '../../cli/ssh-flags.js';
 import {
   formatUpgradePlan,
   parseUpgradePlanRequest,

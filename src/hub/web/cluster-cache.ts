@@ -7,7 +7,7 @@
  * cluster (labels, versions, last seen); whether it is connected is read
  * from the open tunnels on every request, never from here.
  */
-import type { ClusterRecord, HubStore } from '../store.js';
+import type { ClusterRecord, HubStore } from '../store/store.js';
 import { CLUSTER_LIST_FRESH_MS, CLUSTER_LIST_STALE_MS } from './limits.js';
 
 /** The cached list of registered clusters. */

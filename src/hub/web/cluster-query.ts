@@ -6,8 +6,8 @@
  * filters, so a browser never receives 10,000 rows.
  */
 import { matchesSelector, parseLabelSelector, type LabelSelector } from '../../kube/label-selector.js';
-import { HttpError } from '../http-replies.js';
-import type { ClusterView } from '../operator-api.js';
+import { HttpError } from '../http/http-replies.js';
+import type { ClusterView } from '../contract/views.js';
 import {
   DEFAULT_PAGE_SIZE,
   MAX_PAGE_SIZE,

@@ -11,8 +11,8 @@
  * tunnel map per interval, only while a view is open.
  */
 import type { ServerResponse } from 'node:http';
-import type { HubContext } from '../hub-context.js';
-import type { RolloutActor } from '../rollout-controller.js';
+import type { HubContext } from '../api/hub-context.js';
+import type { RolloutActor } from '../rollouts/rollout-permissions.js';
 import {
   EVENT_HEARTBEAT_MS,
   EVENT_POLL_MS,

@@ -9,11 +9,11 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
 import { identityHeaders, type StreamIdentity } from '../../tunnel/protocol.js';
-import type { HubContext } from '../hub-context.js';
-import { HttpError } from '../http-replies.js';
-import { admitUser } from '../kube-proxy.js';
-import { openPeerRequest, type PeerForward } from '../peer-link.js';
-import type { UserRecord } from '../store.js';
+import type { HubContext } from '../api/hub-context.js';
+import { HttpError } from '../http/http-replies.js';
+import { admitUser } from '../api/proxy-admission.js';
+import { openPeerRequest, type PeerForward } from '../replicas/peer-link.js';
+import type { UserRecord } from '../store/store.js';
 import { LIVE_READ_TIMEOUT_MS, MAX_LIVE_READ_BYTES, MAX_NODES_SHOWN } from './limits.js';
 
 /** One node as a cluster's page shows it. */

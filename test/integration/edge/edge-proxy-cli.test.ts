@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
+import { execa, type Options, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { REPO_ROOT } from '../../support/cli.js';
@@ -62,11 +62,9 @@ async function startProxy(): Promise<string> {
   const binary = process.env.EDGEADM_BIN;
   const [file, fileArgs] = binary ? [binary, args] : [process.execPath, [join(REPO_ROOT, 'bin/run.js'), ...args]];
   output = '';
-  const child = execa(file, fileArgs, {
-    reject: false,
-    env: { EDGEADM_HOME: join(dir, 'home'), NO_COLOR: '1' },
-    stdin: 'ignore',
-  });
+  // Typed as execa's Options: the child is then the ResultPromise that `proxy` holds.
+  const options: Options = { reject: false, env: { EDGEADM_HOME: join(dir, 'home'), NO_COLOR: '1' }, stdin: 'ignore' };
+  const child = execa(file, fileArgs, options);
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   proxy = child;
   const deadline = Date.now() + READY_WAIT_MS;

@@ -13,7 +13,7 @@ import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
+import { execa, type Options, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderEdgeProxyUnit } from '../../../src/cluster/edge-proxy-unit.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
@@ -72,12 +72,14 @@ async function startConfined(
     ],
   });
   let output = '';
-  const child = execa(run.file, run.args, {
+  // Typed as execa's Options: the child is then the ResultPromise returned.
+  const options: Options = {
     reject: false,
     env: { ...run.env, EDGEADM_HOME: join(dir, 'home'), NO_COLOR: '1' },
     extendEnv: false,
     stdin: 'ignore',
-  });
+  };
+  const child = execa(run.file, run.args, options);
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   // An abort ends it by a signal, which leaves exitCode null.
   let hasExited = false;

@@ -27,6 +27,7 @@ import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../../support/test-hosts.js';
 import * as discovery from '../../../src/trust/discovery.js';
 import { printedBy } from '../../support/run-output.js';
+import { parseDiscoveryRequest } from '../../../src/trust/discovery.js';
 
 vi.mock('../../../src/trust/discovery.js', { spy: true });
 
@@ -154,11 +155,12 @@ describe('fleet join, counted in commands on each host', () => {
         distribution: 'k3s',
         installPackage: pkg,
         requestedServiceManager: 'direct',
-        endpoint: `${controlPlane.address}:6443`,
-        token: /--token (\S+)/.exec(joinCommand)![1]!,
-        caCertHashes: [/--discovery-token-ca-cert-hash (\S+)/.exec(joinCommand)![1]!],
-        isUnsafeSkipCaVerification: false,
-        discoveryTimeout: '60s',
+        discovery: parseDiscoveryRequest({
+          endpoint: `${controlPlane.address}:6443`,
+          token: /--token (\S+)/.exec(joinCommand)![1]!,
+          caCertHashes: [/--discovery-token-ca-cert-hash (\S+)/.exec(joinCommand)![1]!],
+          timeoutMs: 60_000,
+        }),
         ignorePreflightErrors: [],
       };
 

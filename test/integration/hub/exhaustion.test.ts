@@ -25,8 +25,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
-import type { HubDeadlines } from '../../../src/hub/socket-deadlines.js';
+import { startHub, type RunningHub } from '../../../src/hub/server/hub-server.js';
+import type { HubDeadlines } from '../../../src/hub/front/socket-deadlines.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { connectTunnel, type AgentIdentity } from '../../../src/tunnel/agent.js';
 import type { AgentState } from '../../../src/registration/agent-state.js';
@@ -124,7 +124,7 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
       kubeconfig,
       createServiceAccount: false,
       dataDir: join(root, `${cluster}-${target.port}`),
-      discoveryTimeoutMs: 30_000,
+      discoveryTimeout: 30_000,
       logger: silentLogger,
     });
     return { state, identity: { cluster, certPem: state.certPem, keyPem: state.keyPem } };

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
+import { startHub, type RunningHub } from '../../../src/hub/server/hub-server.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 
 function rawConnect(port: number): Promise<Socket> {

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
+import { startHub, type RunningHub } from '../../../src/hub/server/hub-server.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { CLUSTER_INFO_PATH } from '../../../src/trust/cluster-info.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';

@@ -10,8 +10,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { execa, type ResultPromise } from 'execa';
-import { loadHubConfig } from '../../../src/hub/hub-config.js';
+import { execa, type Options, type ResultPromise } from 'execa';
+import { loadHubConfig } from '../../../src/hub/contract/hub-config.js';
 import { REPO_ROOT, runCli, type CliResult } from '../../support/cli.js';
 import { call } from '../../support/https-client.js';
 import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
@@ -38,13 +38,15 @@ export function startCli(args: string[], env: Record<string, string> = {}, input
   // The single binary when EDGEADM_BIN is set, as runCli does.
   const binary = process.env.EDGEADM_BIN;
   const [file, fileArgs] = binary ? [binary, args] : [process.execPath, [join(REPO_ROOT, 'bin/run.js'), ...args]];
-  const child = execa(file, fileArgs, {
+  // Typed as execa's Options: the child is then the ResultPromise the fixture holds.
+  const options: Options = {
     reject: false,
     // Agents read not-ready rollout copies back every 200 ms instead of 2 s: waves are not waited out.
     env: { EDGEADM_HOME: home, NO_COLOR: '1', [TEST_COPY_POLL_NOT_READY_ENV]: '200', ...env },
     ...(input === undefined ? { stdin: 'ignore' as const } : { input }),
     cwd: REPO_ROOT,
-  });
+  };
+  const child = execa(file, fileArgs, options);
   let printed = '';
   child.stdout?.on('data', (chunk: Buffer) => (printed += chunk.toString('utf8')));
   child.stderr?.on('data', (chunk: Buffer) => (printed += chunk.toString('utf8')));

@@ -14,8 +14,8 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HUB_ADMIN_USER } from '../../../src/hub/hub-context.js';
-import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
+import { HUB_ADMIN_USER } from '../../../src/hub/identity/authenticate.js';
+import { startHub, type RunningHub } from '../../../src/hub/server/hub-server.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { registerCluster } from '../../../src/registration/registration.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
@@ -73,7 +73,7 @@ describe('hub: rollouts', { timeout: 120_000 }, () => {
       kubeconfig,
       createServiceAccount: false,
       dataDir: join(root, cluster),
-      discoveryTimeoutMs: 30_000,
+      discoveryTimeout: 30_000,
       logger: silentLogger,
     });
     sites.set(cluster, state);

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { writeHubConfig } from '../../../src/hub/hub-config.js';
+import { writeHubConfig } from '../../../src/hub/contract/hub-config.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { runCli } from '../../support/cli.js';
 import { printedBy } from '../../support/run-output.js';

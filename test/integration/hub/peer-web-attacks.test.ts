@@ -29,8 +29,8 @@ import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
-import { ensureHubPki, type HubPki } from '../../../src/hub/hub-pki.js';
+import { startHub, type RunningHub } from '../../../src/hub/server/hub-server.js';
+import { ensureHubPki, type HubPki } from '../../../src/hub/identity/hub-pki.js';
 import {
   issueReplicaCredentials,
   PEER_GROUPS_HEADER,
@@ -38,7 +38,7 @@ import {
   REPLICA_CERT_ORGANIZATION,
   replicaCommonName,
   type PeerCredentials,
-} from '../../../src/hub/peer-link.js';
+} from '../../../src/hub/replicas/peer-link.js';
 import {
   MAX_EVENT_STREAMS_PER_SESSION,
   MAX_EVENT_STREAMS_PER_USER,
@@ -107,7 +107,7 @@ describe('hub replicas: the web view and the peer path under attack', { timeout:
       kubeconfig,
       createServiceAccount: false,
       dataDir: join(root, cluster),
-      discoveryTimeoutMs: 30_000,
+      discoveryTimeout: 30_000,
       logger: silentLogger,
     });
     return state;

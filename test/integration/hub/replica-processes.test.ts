@@ -15,9 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newEncryptionKeyFileText } from '../../../src/hub/etcd/encryption.js';
-import { HUB_ADMIN_USER } from '../../../src/hub/hub-context.js';
-import { loadHubConfig } from '../../../src/hub/hub-config.js';
+import { newEncryptionKeyFileText } from '../../../src/hub/store/etcd/encryption.js';
+import { HUB_ADMIN_USER } from '../../../src/hub/identity/authenticate.js';
+import { loadHubConfig } from '../../../src/hub/contract/hub-config.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import {

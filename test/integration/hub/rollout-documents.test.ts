@@ -8,9 +8,9 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadHubConfig } from '../../../src/hub/hub-config.js';
-import { HUB_STORE_FILE } from '../../../src/hub/open-store.js';
-import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
+import { loadHubConfig } from '../../../src/hub/contract/hub-config.js';
+import { HUB_STORE_FILE } from '../../../src/hub/server/open-store.js';
+import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
 import { runCli } from '../../support/cli.js';
 import { hubRequest, startHubProcess, type HubProcess } from './hub-fixture.js';
 

@@ -6,7 +6,7 @@
  * through the hub, and `hub rollout status --json` read at the end.
  *
  * Skipped, by the condition below, only while this tree has no hub side of
- * the rollout API (src/hub/rollout-api.ts, which api.ts names as the
+ * the rollout API (src/hub/api/rollout-api.ts, which api.ts names as the
  * implementation); the same example runs against a fake operator API in
  * test/integration/cli/typescript-api.test.ts meanwhile. It needs the
  * agent's side too (the tunnel agent applying copies) and the simulated API
@@ -17,7 +17,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HUB_ADMIN_USER } from '../../../src/hub/hub-context.js';
+import { HUB_ADMIN_USER } from '../../../src/hub/identity/authenticate.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { REPO_ROOT, runCli } from '../../support/cli.js';
@@ -34,7 +34,7 @@ import {
 import { printedBy } from '../../support/run-output.js';
 
 /** True once the hub serves the rollout routes of src/rollout/api.ts. */
-const HUB_SERVES_ROLLOUT_API = existsSync(join(REPO_ROOT, 'src/hub/rollout-api.ts'));
+const HUB_SERVES_ROLLOUT_API = existsSync(join(REPO_ROOT, 'src/hub/api/rollout-api.ts'));
 
 describe.skipIf(!HUB_SERVES_ROLLOUT_API)('the TypeScript example against a real hub', () => {
   let hub: HubProcess;

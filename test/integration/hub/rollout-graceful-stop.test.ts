@@ -8,8 +8,8 @@
  * assertion depends on how long anything took.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadHubConfig } from '../../../src/hub/hub-config.js';
-import { HUB_ADMIN_USER } from '../../../src/hub/hub-context.js';
+import { loadHubConfig } from '../../../src/hub/contract/hub-config.js';
+import { HUB_ADMIN_USER } from '../../../src/hub/identity/authenticate.js';
 import type { RolloutStatusView } from '../../../src/rollout/api.js';
 import {
   createHubToken,

@@ -12,11 +12,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encryptionKeysFrom } from '../../../src/hub/etcd/encryption.js';
-import { EtcdConnection } from '../../../src/hub/etcd/etcd-client.js';
-import { EtcdHubStore } from '../../../src/hub/etcd/etcd-store.js';
-import { SqliteHubStore } from '../../../src/hub/sqlite-store.js';
-import type { ClusterRecord, HubStore, RolloutRecord } from '../../../src/hub/store.js';
+import { encryptionKeysFrom } from '../../../src/hub/store/etcd/encryption.js';
+import { EtcdConnection } from '../../../src/hub/store/etcd/etcd-client.js';
+import { EtcdHubStore } from '../../../src/hub/store/etcd/etcd-store.js';
+import { SqliteHubStore } from '../../../src/hub/store/sqlite-store.js';
+import type { ClusterRecord, HubStore, RolloutRecord } from '../../../src/hub/store/store.js';
 import { newProgress } from '../../../src/rollout/progress.js';
 import {
   etcdConnectionOptionsFor,

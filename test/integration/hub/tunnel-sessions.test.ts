@@ -17,10 +17,10 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
-import { TLS_TICKET_KEY_FILE } from '../../../src/hub/tls-ticket-keys.js';
+import { startHub, type RunningHub } from '../../../src/hub/server/hub-server.js';
+import { TLS_TICKET_KEY_FILE } from '../../../src/hub/identity/tls-ticket-keys.js';
 import { silentLogger } from '../../../src/log/run-log.js';
-import type { HubDeadlines } from '../../../src/hub/socket-deadlines.js';
+import type { HubDeadlines } from '../../../src/hub/front/socket-deadlines.js';
 import { TUNNEL_ALPN_PROTOCOL, TUNNEL_PING_INTERVAL_MS } from '../../../src/tunnel/limits.js';
 import { HELLO_PATH } from '../../../src/tunnel/protocol.js';
 import type { AgentState } from '../../../src/registration/agent-state.js';
@@ -135,7 +135,7 @@ describe('hub: tunnel sessions', { timeout: 120_000 }, () => {
       kubeconfig,
       createServiceAccount: false,
       dataDir: siteDir,
-      discoveryTimeoutMs: 30_000,
+      discoveryTimeout: 30_000,
       logger: silentLogger,
     });
     return {

@@ -11,7 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHub, type RunningHub } from '../../../src/hub/hub-server.js';
+import { startHub, type RunningHub } from '../../../src/hub/server/hub-server.js';
 import { MAX_EVENT_STREAMS_PER_SESSION, WEB_SESSION_LIFETIME_MS } from '../../../src/hub/web/limits.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { ensureWebBuilt, signInDirect, tokenOf, webRequest } from '../../support/web-view.js';

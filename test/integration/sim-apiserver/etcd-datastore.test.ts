@@ -53,7 +53,7 @@ interface Instance {
   handle: EtcdBackedInstance;
   fatal: string[];
   /** Its API server, while it leads. */
-  apiServer?: SimApiServer;
+  apiServer?: SimApiServer | undefined;
 }
 
 describe('the simulated API server on a real etcd', () => {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import type { ResultPromise } from 'execa';
+import type { Options, ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKubectl } from '../../support/sim-apiserver/index.js';
 
@@ -22,7 +22,8 @@ const READY_WAIT_MS = 20_000;
 let dataDir: string;
 
 async function startProcess(): Promise<{ child: ResultPromise; url: string }> {
-  const child = execa(process.execPath, [MAIN, '--listen', '127.0.0.1:0', '--data-dir', dataDir], { reject: false });
+  const options: Options = { reject: false };
+  const child = execa(process.execPath, [MAIN, '--listen', '127.0.0.1:0', '--data-dir', dataDir], options);
   const deadline = Date.now() + READY_WAIT_MS;
   while (!existsSync(join(dataDir, 'ready'))) {
     if (child.exitCode !== null || Date.now() > deadline) {

@@ -47,6 +47,44 @@ export function folderGraph(files: ReadonlyMap<string, string>): Map<string, Map
 }
 
 /**
+ * Edges between the rooms inside one folder (src/hub/api → src/hub/store):
+ * an import between two files is reduced to an edge between the children of
+ * their nearest common folder below src/ that hold them (a sub-folder, or a
+ * file directly in that folder), named by their path under src/. The top
+ * level is {@link folderGraph}'s; this graph holds every level below it.
+ */
+export function nestedFolderGraph(files: ReadonlyMap<string, string>): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
+  for (const [file, text] of files) {
+    const fromParts = relative(SRC, file).split(sep);
+    for (const match of text.matchAll(SPECIFIER)) {
+      const specifier = match[2] as string;
+      const target = resolve(dirname(file), specifier);
+      if (!target.startsWith(SRC + sep)) continue;
+      const toParts = relative(SRC, target.replace(/\.js$/, '.ts')).split(sep);
+      let common = 0;
+      while (common < fromParts.length - 1 && common < toParts.length - 1 && fromParts[common] === toParts[common]) {
+        common += 1;
+      }
+      // Edges between top-level rooms are folderGraph's.
+      if (common === 0) continue;
+      const from = fromParts.slice(0, common + 1).join('/');
+      const to = toParts.slice(0, common + 1).join('/');
+      if (from === to) continue;
+      const edges = graph.get(from) ?? new Map<string, string>();
+      if (!edges.has(to)) edges.set(to, `${relative(SRC, file)} imports '${specifier}'`);
+      graph.set(from, edges);
+    }
+  }
+  return graph;
+}
+
+/** Whether a loop joins at least one folder (files of one folder importing each other are no rooms' loop). */
+function joinsAFolder(loop: Loop): boolean {
+  return [...loop.path, ...loop.others].some((node) => !node.endsWith('.ts'));
+}
+
+/**
  * Every loop, one per strongly connected component (Tarjan): the rooms of one
  * concrete loop in order (first repeated last), then any other rooms of the
  * same component.
@@ -123,6 +161,32 @@ describe('the folder graph of src/', () => {
     const graph = folderGraph(files);
     const loops = folderLoops(graph).map((loop) => describeLoop(graph, loop));
     expect(loops, `folders that import each other:\n${loops.join('\n')}`).toEqual([]);
+  });
+
+  it('has no loop between the rooms inside a folder (src/hub/api, src/hub/store, …)', () => {
+    const files = new Map(sourceFiles(SRC).map((file) => [file, readFileSync(file, 'utf8')] as const));
+    const graph = nestedFolderGraph(files);
+    const loops = folderLoops(graph)
+      .filter(joinsAFolder)
+      .map((loop) => describeLoop(graph, loop));
+    expect(loops, `rooms that import each other:\n${loops.join('\n')}`).toEqual([]);
+  });
+
+  it('finds a loop between the rooms inside a folder, and none through a file of the folder above', () => {
+    const files = new Map([
+      [join(SRC, 'hub/api/one.ts'), "import { b } from '../store/two.js';\nimport { l } from '../limits.js';"],
+      [join(SRC, 'hub/store/two.ts'), "import { c } from '../api/three.js';"],
+      [join(SRC, 'hub/api/three.ts'), "import { one } from './one.js';"],
+      [join(SRC, 'hub/limits.ts'), "import { x } from '../tunnel/x.js';"],
+      [join(SRC, 'hub/store/etcd/four.ts'), "import { two } from '../two.js';"],
+    ]);
+    const graph = nestedFolderGraph(files);
+    expect(folderLoops(graph).filter(joinsAFolder)).toEqual([
+      { path: ['hub/api', 'hub/store', 'hub/api'], others: [] },
+    ]);
+    expect([...(graph.get('hub/api')?.keys() ?? [])]).toEqual(['hub/store', 'hub/limits.ts']);
+    expect([...(graph.get('hub/store/etcd')?.keys() ?? [])]).toEqual(['hub/store/two.ts']);
+    expect(graph.has('hub/limits.ts')).toBe(false);
   });
 
   it('finds a loop and names each of its imports', () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { advertiseWarnings, reconcileAdminServer } from '../../../src/cli/hub-advertise.js';
-import { loadHubConfig, writeHubConfig } from '../../../src/hub/hub-config.js';
+import { loadHubConfig, writeHubConfig } from '../../../src/hub/contract/hub-config.js';
 
 describe('hub serve: the address it advertises (newcomer point 21)', () => {
   it('warns when it listens everywhere and advertises 127.0.0.1', () => {

@@ -7,8 +7,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseEtcdStoreFlags } from '../../../src/cli/hub-store-flags.js';
-import { newEncryptionKeyFileText } from '../../../src/hub/etcd/encryption.js';
+import { parseEtcdStoreFlags } from '../../../src/cli/flags/hub-store-flags.js';
+import { newEncryptionKeyFileText } from '../../../src/hub/store/etcd/encryption.js';
 
 describe('etcd store flags', () => {
   const keyFile = join(mkdtempSync(join(tmpdir(), 'hub-flags-')), 'key');

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hostConnectOptionsFromFlags } from '../../../src/cli/ssh-flags.js';
+import { hostConnectOptionsFromFlags } from '../../../src/cli/flags/ssh-flags.js';
 import { Redactor } from '../../../src/log/redact.js';
 import type { Logger } from '../../../src/log/run-log.js';
 

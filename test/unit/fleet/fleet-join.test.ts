@@ -15,6 +15,7 @@ import { silentLogger } from '../../../src/log/run-log.js';
 import * as verify from '../../../src/packages/verify.js';
 import { buildSimK3sPackage } from '../../support/sim-k3s/fixture.js';
 import { buildSimKubeadmPackage } from '../../support/sim-kubeadm/fixture.js';
+import { parseDiscoveryRequest } from '../../../src/trust/discovery.js';
 
 vi.mock('../../../src/packages/verify.js', { spy: true });
 
@@ -60,11 +61,12 @@ function options(hosts: FleetHost[], installPackage: string | undefined): FleetJ
     isDryRun: false,
     installPackage,
     requestedServiceManager: 'direct',
-    endpoint: '127.0.0.1:6443',
-    token: 'abcdef.0123456789abcdef',
-    caCertHashes: [`sha256:${'0'.repeat(64)}`],
-    isUnsafeSkipCaVerification: false,
-    discoveryTimeout: '5s',
+    discovery: parseDiscoveryRequest({
+      endpoint: '127.0.0.1:6443',
+      token: 'abcdef.0123456789abcdef',
+      caCertHashes: [`sha256:${'0'.repeat(64)}`],
+      timeoutMs: 5_000,
+    }),
     ignorePreflightErrors: [],
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hubRefusalOf } from '../../../src/hub-client/cluster-probe.js';
-import { kubeStatus } from '../../../src/hub/http-replies.js';
+import { kubeStatus } from '../../../src/hub/http/http-replies.js';
 
 describe('hubRefusalOf (newcomer point 13)', () => {
   it('reads the hub’s own refusal from its Status', () => {

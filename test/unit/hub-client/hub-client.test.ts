@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { EdgeadmError } from '../../../src/errors.js';
 import { withScopedUserHints } from '../../../src/hub-client/hub-client.js';
-import { errorFromApi, kubeStatus } from '../../../src/hub/http-replies.js';
+import { kubeStatus } from '../../../src/hub/http/http-replies.js';
+import { errorFromApi } from '../../../src/hub/contract/api-errors.js';
 
 describe('an admin-only operation refused to a scoped user (newcomer point 12)', () => {
   it('says where a scoped user finds their clusters', () => {

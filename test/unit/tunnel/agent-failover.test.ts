@@ -14,7 +14,7 @@ import { silentLogger } from '../../../src/log/run-log.js';
 import { createCa, issueCertificate, type CertificateAuthority } from '../../../src/trust/pki.js';
 import { runTunnelAgent, type RunTunnelAgentOptions } from '../../../src/tunnel/agent.js';
 import { acceptTunnel, type HubTunnel } from '../../../src/tunnel/hub-tunnel.js';
-import { hubAddressesOf } from '../../../src/registration/registration.js';
+import { hubAddressesOf } from '../../../src/registration/register-request.js';
 import { hubCandidates } from '../../../src/tunnel/hub-addresses.js';
 import { RECONNECT_BASE_DELAY_MS, RECONNECT_MAX_DELAY_MS, TUNNEL_ALPN_PROTOCOL } from '../../../src/tunnel/limits.js';
 import type { Upstream } from '../../../src/tunnel/upstream.js';

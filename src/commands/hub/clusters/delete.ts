@@ -1,8 +1,8 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 
 export default class HubClustersDelete extends BaseCommand<typeof HubClustersDelete> {
   static override summary = 'Delete a cluster: revoke its certificate and close its tunnel.';

@@ -1,8 +1,8 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { HubClient, type HeldClusterView } from '../../../hub-client/hub-client.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 
 export default class HubClustersHold extends BaseCommand<typeof HubClustersHold> {
   static override summary = 'Hold a cluster: no rollout changes it until it is released (hub admins only).';

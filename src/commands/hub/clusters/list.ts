@@ -1,10 +1,10 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { renderClusterTable } from '../../../hub-client/cluster-table.js';
-import type { ClusterView } from '../../../hub/operator-api.js';
+import type { ClusterView } from '../../../hub/contract/views.js';
 
 export default class HubClustersList extends BaseCommand<typeof HubClustersList> {
   static override summary = 'List the clusters registered with the hub.';

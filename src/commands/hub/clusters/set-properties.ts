@@ -1,9 +1,9 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { parsePropertyAssignments } from '../../../hub-client/cluster-properties.js';
 import { HubClient, type HeldClusterView } from '../../../hub-client/hub-client.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 
 export default class HubClustersSetProperties extends BaseCommand<typeof HubClustersSetProperties> {
   static override summary = "Set a cluster's properties, which rollouts read as ${property:KEY} (hub admins only).";

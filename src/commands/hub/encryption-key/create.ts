@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
 import { ValidationError } from '../../../errors.js';
-import { newEncryptionKeyFileText, parseEncryptionKeyFile } from '../../../hub/etcd/encryption.js';
+import { newEncryptionKeyFileText, parseEncryptionKeyFile } from '../../../hub/store/etcd/encryption.js';
 
 /** What `hub encryption-key create --json` prints (never the key). */
 export interface HubEncryptionKeyCreateResult {

@@ -1,9 +1,9 @@
 import { BaseCommand } from '../../../cli/base-command.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
 import { renderReplicaTable } from '../../../hub-client/replica-table.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
-import type { ReplicaView } from '../../../hub/replicas-api.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
+import type { ReplicaView } from '../../../hub/contract/views.js';
 
 export default class HubReplicasList extends BaseCommand<typeof HubReplicasList> {
   static override summary = 'List the running hub replicas: address, tunnels held, which one leads.';

@@ -1,11 +1,12 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
 import { renderApplyResult } from '../../../hub-client/rollout-table.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 import type { ApplyResult } from '../../../rollout/api.js';
 import { readBoundedStream, readRolloutFile } from '../../../rollout/rollout-file.js';
+import { dryRunFlag } from '../../../cli/flags/run-flags.js';
 
 /** A complete Rollout, shown by `--help` (the parser's errors point here). */
 const EXAMPLE_ROLLOUT = `apiVersion: edgeadm.io/v1alpha1
@@ -71,7 +72,7 @@ A complete Rollout file is the last example below.`;
   static override flags = {
     ...hubConfigFlags,
     file: Flags.string({ char: 'f', required: true, summary: 'The Rollout file; "-" reads stdin.', helpValue: 'FILE' }),
-    'dry-run': Flags.boolean({ summary: 'Show the waves and the rendered copies; store and change nothing.' }),
+    'dry-run': dryRunFlag('Show the waves and the rendered copies; store and change nothing.'),
   };
 
   async run(): Promise<ApplyResult> {

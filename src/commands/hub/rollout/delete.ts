@@ -1,8 +1,8 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 import type { DeleteResult } from '../../../rollout/api.js';
 
 export default class HubRolloutDelete extends BaseCommand<typeof HubRolloutDelete> {

@@ -1,9 +1,9 @@
 import { Args, Flags } from '@oclif/core';
 import { dump } from 'js-yaml';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { HubClient, type RolloutDocument } from '../../../hub-client/hub-client.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 
 export default class HubRolloutGet extends BaseCommand<typeof HubRolloutGet> {
   static override summary = "Print a rollout's stored document (its current revision), as YAML or JSON.";

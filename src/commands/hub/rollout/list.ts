@@ -1,8 +1,8 @@
 import { BaseCommand } from '../../../cli/base-command.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
 import { renderQuarantined, renderRolloutList } from '../../../hub-client/rollout-table.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 import type { QuarantinedRollout, RolloutListItem } from '../../../rollout/api.js';
 
 export default class HubRolloutList extends BaseCommand<typeof HubRolloutList> {

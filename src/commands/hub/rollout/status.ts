@@ -1,12 +1,12 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { LiveView } from '../../../cli/live-view.js';
 import { ExitCode, ValidationError } from '../../../errors.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
 import { pendingClusters, watchEndOf } from '../../../hub-client/rollout-watch-end.js';
 import { renderRolloutLine, renderRolloutStatus } from '../../../hub-client/rollout-table.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 import type { RolloutStatusView } from '../../../rollout/api.js';
 import { parseGoDuration } from '../../../trust/duration.js';
 

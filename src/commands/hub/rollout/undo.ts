@@ -1,9 +1,9 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
 import { renderRolloutLine } from '../../../hub-client/rollout-table.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
 import type { RolloutStatusView } from '../../../rollout/api.js';
 
 export default class HubRolloutUndo extends BaseCommand<typeof HubRolloutUndo> {

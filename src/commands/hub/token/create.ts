@@ -1,11 +1,11 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
 import { HubClient, type CreatedHubToken } from '../../../hub-client/hub-client.js';
-import { loadHubConfig } from '../../../hub/hub-config.js';
-import { DEFAULT_HUB_TOKEN_TTL_MS } from '../../../hub/hub-tokens.js';
-import { parseTokenLabelLimit } from '../../../hub/token-labels.js';
+import { loadHubConfig } from '../../../hub/contract/hub-config.js';
+import { DEFAULT_HUB_TOKEN_TTL_MS } from '../../../hub/identity/hub-tokens.js';
+import { parseTokenLabelLimit } from '../../../hub/identity/token-labels.js';
 import { formatGoDuration, parseGoDuration } from '../../../trust/duration.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { CLUSTER_NAME_PLACEHOLDER, renderRegisterCloudCommand } from '../../../hub-client/register-command.js';
 
 /** What `hub token create --json` prints. The token is a credential. */

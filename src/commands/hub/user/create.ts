@@ -2,8 +2,8 @@ import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
 import { HubClient } from '../../../hub-client/hub-client.js';
-import { loadHubConfig, renderHubConfig, writeHubConfig } from '../../../hub/hub-config.js';
-import { hubConfigFlags } from '../../../cli/hub-flags.js';
+import { loadHubConfig, renderHubConfig, writeHubConfig } from '../../../hub/contract/hub-config.js';
+import { hubConfigFlags } from '../../../cli/flags/hub-flags.js';
 import { parseGoDuration } from '../../../trust/duration.js';
 
 /** What `hub user create --json` prints (no token when written to --output). */

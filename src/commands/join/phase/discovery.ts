@@ -1,14 +1,9 @@
 import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../../cli/base-command.js';
-import {
-  DEFAULT_DISCOVERY_TIMEOUT_MS,
-  discover,
-  parseDiscoveryRequest,
-  parseDiscoveryTimeout,
-} from '../../../trust/discovery.js';
-import { formatGoDuration } from '../../../trust/duration.js';
+import { discover, parseDiscoveryRequest, parseDiscoveryTimeout } from '../../../trust/discovery.js';
 import { assertSecretFileWritable, writeSecretFileAtomic } from '../../../trust/secret-file.js';
+import { DEFAULT_DISCOVERY_TIMEOUT, requiredTokenDiscoveryFlags } from '../../../cli/flags/discovery-flags.js';
 
 /**
  * What `join phase discovery --json` prints. `kubeconfig` (which holds the
@@ -40,19 +35,7 @@ export default class JoinPhaseDiscovery extends BaseCommand<typeof JoinPhaseDisc
     endpoint: Args.string({ required: true, description: 'The API server, host:port.' }),
   };
   static override flags = {
-    token: Flags.string({ required: true, summary: 'Bootstrap token, <id>.<secret>.' }),
-    'discovery-token-ca-cert-hash': Flags.string({
-      multiple: true,
-      summary:
-        'Pin of the cluster CA, sha256:<hex> (edgeadm certs ca-hash prints it). Repeatable: any one matching is enough.',
-    }),
-    'discovery-token-unsafe-skip-ca-verification': Flags.boolean({
-      summary: 'Trust the CA in cluster-info without a pin. Only on a network you trust.',
-    }),
-    'discovery-timeout': Flags.string({
-      summary: 'How long to keep trying, as a Go duration (30s, 5m, 1h).',
-      default: formatGoDuration(DEFAULT_DISCOVERY_TIMEOUT_MS),
-    }),
+    ...requiredTokenDiscoveryFlags,
     output: Flags.string({
       char: 'o',
       summary: 'Write the bootstrap kubeconfig here instead of stdout.',
@@ -67,7 +50,7 @@ export default class JoinPhaseDiscovery extends BaseCommand<typeof JoinPhaseDisc
       token: flags.token,
       caCertHashes: flags['discovery-token-ca-cert-hash'] ?? [],
       isUnsafeSkipCaVerification: flags['discovery-token-unsafe-skip-ca-verification'],
-      timeoutMs: parseDiscoveryTimeout(flags['discovery-timeout']),
+      timeoutMs: parseDiscoveryTimeout(flags['discovery-timeout'] ?? DEFAULT_DISCOVERY_TIMEOUT),
     });
     const output = flags.output === undefined ? undefined : resolve(flags.output);
     if (output !== undefined) assertSecretFileWritable(output);

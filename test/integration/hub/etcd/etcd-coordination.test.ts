@@ -8,11 +8,12 @@
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { StoreHealth } from '../../../../src/hub/coordination.js';
-import { encryptionKeysFrom } from '../../../../src/hub/etcd/encryption.js';
-import { EtcdConnection } from '../../../../src/hub/etcd/etcd-client.js';
-import { EtcdReplicaCoordination } from '../../../../src/hub/etcd/etcd-coordination.js';
-import { ETCD_KEYS, EtcdHubStore } from '../../../../src/hub/etcd/etcd-store.js';
+import type { StoreHealth } from '../../../../src/hub/store/coordination.js';
+import { encryptionKeysFrom } from '../../../../src/hub/store/etcd/encryption.js';
+import { EtcdConnection } from '../../../../src/hub/store/etcd/etcd-client.js';
+import { EtcdReplicaCoordination } from '../../../../src/hub/store/etcd/etcd-coordination.js';
+import { EtcdHubStore } from '../../../../src/hub/store/etcd/etcd-store.js';
+import { ETCD_KEYS } from '../../../../src/hub/store/etcd/etcd-keyspace.js';
 import { REPO_ROOT } from '../../../support/cli.js';
 import {
   etcdConnectionOptionsFor,
@@ -23,10 +24,10 @@ import {
 
 /** A replica that claims shop-1 under a 3 s lease and waits to be killed. */
 const DYING_REPLICA = `
-import { EtcdConnection } from './lib/hub/etcd/etcd-client.js';
-import { EtcdHubStore } from './lib/hub/etcd/etcd-store.js';
-import { EtcdReplicaCoordination } from './lib/hub/etcd/etcd-coordination.js';
-import { encryptionKeysFrom } from './lib/hub/etcd/encryption.js';
+import { EtcdConnection } from './lib/hub/store/etcd/etcd-client.js';
+import { EtcdHubStore } from './lib/hub/store/etcd/etcd-store.js';
+import { EtcdReplicaCoordination } from './lib/hub/store/etcd/etcd-coordination.js';
+import { encryptionKeysFrom } from './lib/hub/store/etcd/encryption.js';
 const connection = await EtcdConnection.open(JSON.parse(process.argv[1]));
 const store = await EtcdHubStore.open(connection, encryptionKeysFrom([Buffer.alloc(32)]));
 const self = { id: 'dying', peerUrl: 'https://dying:9444', advertiseUrl: 'https://dying:9443', startedAt: 'x' };

@@ -10,11 +10,11 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newEncryptionKeyFileText } from '../../../../src/hub/etcd/encryption.js';
-import { EtcdConnection } from '../../../../src/hub/etcd/etcd-client.js';
-import { parseHubConfig } from '../../../../src/hub/hub-config.js';
-import { hashUserToken } from '../../../../src/hub/hub-tokens.js';
-import { openHubStore, type OpenedHub } from '../../../../src/hub/open-store.js';
+import { newEncryptionKeyFileText } from '../../../../src/hub/store/etcd/encryption.js';
+import { EtcdConnection } from '../../../../src/hub/store/etcd/etcd-client.js';
+import { parseHubConfig } from '../../../../src/hub/contract/hub-config.js';
+import { hashUserToken } from '../../../../src/hub/identity/hub-tokens.js';
+import { openHubStore, type OpenedHub } from '../../../../src/hub/server/open-store.js';
 import {
   etcdConnectionOptionsFor,
   freshEtcdPrefix,

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseHubConfig } from '../../../../src/hub/hub-config.js';
+import { parseHubConfig } from '../../../../src/hub/contract/hub-config.js';
 import { runCli } from '../../../support/cli.js';
 import {
   freshEtcdPrefix,

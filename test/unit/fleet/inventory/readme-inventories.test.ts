@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadInventory, parseInventory } from '../../../../src/fleet/inventory/load-inventory.js';
-import { inventoryFlags } from '../../../../src/commands/fleet/fleet-flags.js';
+import { inventoryFlags } from '../../../../src/cli/flags/fleet-flags.js';
 
 const README = readFileSync(new URL('../../../../docs/guides/fleet.md', import.meta.url), 'utf8');
 

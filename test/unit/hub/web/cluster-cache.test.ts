@@ -4,7 +4,7 @@
  * within its bound (with one new read started), and never older.
  */
 import { describe, expect, it } from 'vitest';
-import type { ClusterRecord, HubStore } from '../../../../src/hub/store.js';
+import type { ClusterRecord, HubStore } from '../../../../src/hub/store/store.js';
 import { ClusterListCache } from '../../../../src/hub/web/cluster-cache.js';
 
 function fakeStore(): { store: HubStore; reads: () => number; put: (names: string[]) => void } {

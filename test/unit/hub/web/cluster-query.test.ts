@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { matchesSelector, parseLabelSelector } from '../../../../src/kube/label-selector.js';
-import type { ClusterView } from '../../../../src/hub/operator-api.js';
+import type { ClusterView } from '../../../../src/hub/contract/views.js';
 import {
   fleetSummary,
   offlineBucket,

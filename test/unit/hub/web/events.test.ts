@@ -7,8 +7,8 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { HubContext } from '../../../../src/hub/hub-context.js';
-import type { RolloutController } from '../../../../src/hub/rollout-controller.js';
+import type { HubContext } from '../../../../src/hub/api/hub-context.js';
+import type { RolloutController } from '../../../../src/hub/rollouts/rollout-controller.js';
 import { FleetWatcher, serveEventStream, type FleetChange } from '../../../../src/hub/web/events.js';
 import type { HubTunnel } from '../../../../src/tunnel/hub-tunnel.js';
 

@@ -16,7 +16,7 @@ import {
   SessionStore,
   type CsrfInput,
 } from '../../../../src/hub/web/sessions.js';
-import { sessionLifetimeMs } from '../../../../src/hub/web/web-server.js';
+import { sessionLifetimeMs } from '../../../../src/hub/web/web-state.js';
 import {
   MAX_WEB_SESSION_LIFETIME_MS,
   MIN_WEB_SESSION_LIFETIME_MS,

@@ -1,0 +1,340 @@
+/**
+ * The operator API for rollouts and cluster holds (the routes of
+ * src/rollout/api.ts). Any hub user may call it with their bearer token;
+ * what they see and change is bounded as the kube proxy bounds them: an
+ * admin sees every rollout, a scoped user only rollouts whose placement
+ * stays within their clusters selector (placementOutsideScope decides). Who
+ * may change a rollout, hold a cluster or set its properties, and as whom
+ * the resulting writes run, is rollout-permissions.ts: owners and admins
+ * change rollouts, admins alone hold clusters and set properties. A rollout
+ * the user may not see is answered 404, as if it did not exist.
+ *
+ * Bodies are bounded ({@link MAX_ROLLOUT_BODY_BYTES} for a Rollout, the
+ * operator API's own bound for the rest), and every mistake in a Rollout is
+ * a 400 naming the field (parseRollout's message).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { EdgeadmError } from '../../errors.js';
+import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.js';
+import { isClusterName } from '../../kube/names.js';
+import { STATUS_LONG_POLL_MS, type DryRunPlan } from '../../rollout/api.js';
+import { placedClusters, wavesOf } from '../../rollout/placement.js';
+import { renderCopy } from '../../rollout/render.js';
+import { parseRollout, type RolloutSpec } from '../../rollout/spec.js';
+import type { HubContext } from './hub-context.js';
+import { authenticateUser } from '../identity/authenticate.js';
+import { HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
+import {
+  MAX_API_BODY_BYTES,
+  MAX_CLUSTER_PROPERTIES,
+  MAX_CLUSTER_PROPERTY_VALUE_LENGTH,
+  MAX_DRY_RUN_OBJECT_BYTES,
+  MAX_HOLD_REASON_LENGTH,
+  MAX_ROLLOUT_BODY_BYTES,
+} from '../limits.js';
+import type { RolloutController } from '../rollouts/rollout-controller.js';
+import type { RolloutActor } from '../rollouts/rollout-permissions.js';
+import { refuseClusterFactChange } from '../rollouts/rollout-permissions.js';
+import type { ClusterRecord, UserRecord } from '../store/store.js';
+
+const ROLLOUTS_PREFIX = '/hub/v1/rollouts';
+const ROLLOUT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A property key: what `${property:KEY}` can name (no `|` or `}`), as a label key is spelled. */
+const PROPERTY_KEY = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,252})$/;
+
+/** Renders a cluster for the operator API (operator-api.ts's view, passed in to keep one definition). */
+export type ClusterViewer = (context: HubContext, cluster: ClusterRecord) => unknown;
+
+async function requireUser(context: HubContext, req: IncomingMessage): Promise<UserRecord> {
+  const user = await authenticateUser(context, req);
+  if (user === undefined) {
+    context.metrics.unauthorizedRequests += 1;
+    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a valid hub user token is required');
+  }
+  return user;
+}
+
+function actorOf(user: UserRecord): RolloutActor {
+  return { user: user.name, groups: [...user.groups], clustersSelector: user.clustersSelector, isAdmin: user.isAdmin };
+}
+
+function controllerOf(context: HubContext): RolloutController {
+  if (context.rollouts === undefined) {
+    // A replica of several that does not lead runs no rollout controller: say where it runs.
+    const message =
+      context.coordination === undefined
+        ? 'this hub does not run rollouts'
+        : `hub replica ${context.coordination.self.id} does not run the rollout controller; another replica leads ` +
+          '(see "edgeadm hub replicas list") and serves rollouts at its address';
+    throw new HttpError(503, 'E_HUB_ROLLOUTS_UNAVAILABLE', message);
+  }
+  return context.rollouts;
+}
+
+function rolloutName(segment: string): string {
+  let name: string;
+  try {
+    name = decodeURIComponent(segment);
+  } catch {
+    name = segment;
+  }
+  if (name.length > 63 || !ROLLOUT_NAME.test(name)) {
+    throw new HttpError(
+      400,
+      'E_ROLLOUT_NAME',
+      `${JSON.stringify(name)} is not a rollout name (a DNS label: a-z, 0-9, -; at most 63)`,
+    );
+  }
+  return name;
+}
+
+/** Parses a Rollout body, naming the field of any mistake. */
+function parseBody(body: unknown, name: string): RolloutSpec {
+  let spec: RolloutSpec;
+  try {
+    spec = parseRollout(body);
+  } catch (error) {
+    if (error instanceof EdgeadmError) throw new HttpError(400, error.code, error.message);
+    throw error;
+  }
+  if (spec.name !== name) {
+    throw new HttpError(
+      400,
+      'E_ROLLOUT_INVALID',
+      `Rollout metadata.name: "${spec.name}" does not match the name in the path ("${name}")`,
+    );
+  }
+  return spec;
+}
+
+/** The dry run's plan: the waves and each placed cluster's rendered copy, nothing stored. */
+function dryRunPlan(
+  controller: RolloutController,
+  spec: RolloutSpec,
+  actor: RolloutActor,
+  revision: number,
+): DryRunPlan {
+  const observed = controller.observedClusters();
+  const placed = placedClusters(spec.placement, observed, parseLabelSelector(actor.clustersSelector));
+  const byName = new Map(observed.map((cluster) => [cluster.name, cluster]));
+  let budget = MAX_DRY_RUN_OBJECT_BYTES;
+  const copies = placed.map((cluster) => {
+    const rendered = renderCopy(spec, revision, byName.get(cluster)!);
+    if (!rendered.ok) return { cluster, error: `${rendered.failure.field}: ${rendered.failure.message}` };
+    const size = Buffer.byteLength(JSON.stringify(rendered.copy.objects));
+    if (size > budget) return { cluster, revision: rendered.copy.revision };
+    budget -= size;
+    return { cluster, revision: rendered.copy.revision, objects: rendered.copy.objects };
+  });
+  return { waves: wavesOf(spec.strategy, placed), copies };
+}
+
+/** `PUT /hub/v1/rollouts/NAME`. */
+async function applyRollout(
+  context: HubContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  name: string,
+  url: URL,
+): Promise<void> {
+  const user = await requireUser(context, req);
+  const controller = controllerOf(context);
+  const body = await readJsonBody(req, MAX_ROLLOUT_BODY_BYTES);
+  const spec = parseBody(body, name);
+  const actor = actorOf(user);
+  if (!user.isAdmin) {
+    const reason = controller.outsideScope(spec, user.clustersSelector);
+    if (reason !== undefined)
+      throw new HttpError(403, 'E_HUB_FORBIDDEN', `user "${user.name}" cannot apply: ${reason}`);
+  }
+  if (url.searchParams.get('dryRun') === 'true') {
+    const preview = controller.preview(body, spec, actor);
+    sendJson(res, 200, { ...preview, dryRun: dryRunPlan(controller, spec, actor, preview.revision) });
+    return;
+  }
+  const result = await controller.apply(body, spec, actor);
+  sendJson(res, result.isCreated ? 201 : 200, result);
+}
+
+/** `GET /hub/v1/rollouts/NAME`, a long poll with `waitForChangeFrom`. */
+async function rolloutStatus(
+  context: HubContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  name: string,
+  url: URL,
+): Promise<void> {
+  const actor = actorOf(await requireUser(context, req));
+  const controller = controllerOf(context);
+  const withClusters = url.searchParams.get('clusters') === 'true';
+  const first = controller.status(name, actor, withClusters);
+  const from = url.searchParams.get('waitForChangeFrom');
+  if (from !== null) {
+    const version = Number(from);
+    if (!/^\d{1,15}$/.test(from) || !Number.isSafeInteger(version)) {
+      throw new HttpError(400, 'E_HUB_BAD_REQUEST', `waitForChangeFrom must be a status version (a whole number)`);
+    }
+    if (version === first.statusVersion) {
+      const gone = new AbortController();
+      res.once('close', () => gone.abort());
+      await controller.waitForChange(name, version, STATUS_LONG_POLL_MS, gone.signal);
+      if (gone.signal.aborted) return;
+      sendJson(res, 200, controller.status(name, actor, withClusters));
+      return;
+    }
+  }
+  sendJson(res, 200, first);
+}
+
+async function serveRollouts(context: HubContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const rest = url.pathname.slice(ROLLOUTS_PREFIX.length).replace(/^\//, '');
+  const method = req.method ?? 'GET';
+  if (rest === '') {
+    if (method !== 'GET') throw new HttpError(405, 'E_HUB_METHOD', 'only GET lists rollouts');
+    const actor = actorOf(await requireUser(context, req));
+    const controller = controllerOf(context);
+    sendJson(res, 200, { rollouts: controller.list(actor), quarantined: controller.quarantined(actor) });
+    return;
+  }
+  const [segment = '', action, ...extra] = rest.split('/');
+  const name = rolloutName(segment);
+  if (extra.length > 0) throw new HttpError(404, 'E_HUB_NOT_FOUND', `${url.pathname} is not served by the hub`);
+  if (action === undefined) {
+    if (method === 'PUT') return applyRollout(context, req, res, name, url);
+    if (method === 'GET') return rolloutStatus(context, req, res, name, url);
+    if (method === 'DELETE') {
+      const actor = actorOf(await requireUser(context, req));
+      sendJson(res, 200, await controllerOf(context).delete(name, actor));
+      return;
+    }
+    throw new HttpError(405, 'E_HUB_METHOD', `${method} is not allowed on a rollout`);
+  }
+  if (action === 'document' && method === 'GET') {
+    const actor = actorOf(await requireUser(context, req));
+    sendJson(res, 200, await controllerOf(context).document(name, actor));
+    return;
+  }
+  if ((action === 'pause' || action === 'resume' || action === 'abort' || action === 'undo') && method === 'POST') {
+    const actor = actorOf(await requireUser(context, req));
+    const controller = controllerOf(context);
+    const view = action === 'undo' ? await controller.undo(name, actor) : await controller.command(name, action, actor);
+    sendJson(res, 200, view);
+    return;
+  }
+  throw new HttpError(404, 'E_HUB_NOT_FOUND', `${method} ${url.pathname} is not served by the hub`);
+}
+
+/** The cluster a hold or properties request names, if the user may reach it. */
+async function reachableCluster(context: HubContext, user: UserRecord, name: string): Promise<ClusterRecord> {
+  const cluster = isClusterName(name) ? await context.store.getCluster(name) : undefined;
+  if (
+    cluster !== undefined &&
+    (user.isAdmin || matchesSelector(parseLabelSelector(user.clustersSelector), cluster.labels))
+  ) {
+    return cluster;
+  }
+  if (user.isAdmin) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
+  // As the kube proxy: a scoped user is not told whether a cluster outside their reach exists.
+  throw new HttpError(403, 'E_HUB_FORBIDDEN', `user "${user.name}" cannot reach cluster "${name}" through the hub`);
+}
+
+function holdReasonOf(body: Record<string, unknown>): string {
+  const reason = body['reason'];
+  if (typeof reason !== 'string' || reason.trim() === '' || reason.length > MAX_HOLD_REASON_LENGTH) {
+    throw new HttpError(
+      400,
+      'E_HUB_BAD_REQUEST',
+      `reason must be a non-empty string of at most ${MAX_HOLD_REASON_LENGTH} characters`,
+    );
+  }
+  return reason;
+}
+
+function propertiesOf(body: Record<string, unknown>): Record<string, string> {
+  const value = body['properties'];
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'properties must be a JSON object of names to string values');
+  }
+  const entries = Object.entries(value);
+  if (entries.length > MAX_CLUSTER_PROPERTIES) {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', `properties: at most ${MAX_CLUSTER_PROPERTIES} per cluster`);
+  }
+  for (const [key, item] of entries) {
+    if (!PROPERTY_KEY.test(key)) {
+      throw new HttpError(
+        400,
+        'E_HUB_BAD_REQUEST',
+        `properties.${key}: a property name holds letters, digits and . _ / - (at most 253)`,
+      );
+    }
+    if (typeof item !== 'string' || item.length > MAX_CLUSTER_PROPERTY_VALUE_LENGTH) {
+      throw new HttpError(
+        400,
+        'E_HUB_BAD_REQUEST',
+        `properties.${key}: must be a string of at most ${MAX_CLUSTER_PROPERTY_VALUE_LENGTH} characters`,
+      );
+    }
+  }
+  return Object.fromEntries(entries);
+}
+
+/** `PUT|DELETE /hub/v1/clusters/NAME/hold`, `PUT /hub/v1/clusters/NAME/properties`. */
+async function serveClusterFacts(
+  context: HubContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  name: string,
+  fact: 'hold' | 'properties',
+  clusterView: ClusterViewer,
+): Promise<void> {
+  const method = req.method ?? 'GET';
+  const isAllowed = fact === 'hold' ? method === 'PUT' || method === 'DELETE' : method === 'PUT';
+  if (!isAllowed) throw new HttpError(405, 'E_HUB_METHOD', `${method} is not allowed on a cluster's ${fact}`);
+  const user = await requireUser(context, req);
+  const cluster = await reachableCluster(context, user, name);
+  const refusal = refuseClusterFactChange(actorOf(user), fact);
+  if (refusal !== undefined) throw new HttpError(403, 'E_HUB_FORBIDDEN', refusal);
+  const body = method === 'PUT' ? await readJsonBody(req, MAX_API_BODY_BYTES) : {};
+  if (fact === 'properties') {
+    await context.store.setClusterProperties(cluster.name, propertiesOf(body));
+    context.logger.info(`cluster ${cluster.name}: properties set by ${user.name}`);
+  } else if (method === 'PUT') {
+    const hold = { reason: holdReasonOf(body), since: context.now().toISOString(), by: user.name };
+    await context.store.setClusterHold(cluster.name, hold);
+    context.logger.info(`cluster ${cluster.name}: held by ${user.name} (${hold.reason})`);
+  } else {
+    await context.store.setClusterHold(cluster.name, undefined);
+    context.logger.info(`cluster ${cluster.name}: hold released by ${user.name}`);
+  }
+  context.rollouts?.clustersChanged();
+  const updated = await context.store.getCluster(cluster.name);
+  if (updated === undefined) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
+  sendJson(res, 200, clusterView(context, updated));
+}
+
+/**
+ * Serves a rollout or cluster-hold route; returns false when the path is
+ * not one of them.
+ */
+export async function serveRolloutApi(
+  context: HubContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  clusterView: ClusterViewer,
+): Promise<boolean> {
+  if (url.pathname === ROLLOUTS_PREFIX || url.pathname.startsWith(`${ROLLOUTS_PREFIX}/`)) {
+    await serveRollouts(context, req, res, url);
+    return true;
+  }
+  const fact = /^\/hub\/v1\/clusters\/([^/]+)\/(hold|properties)$/.exec(url.pathname);
+  if (fact === null) return false;
+  let name: string;
+  try {
+    name = decodeURIComponent(fact[1] as string);
+  } catch {
+    throw new HttpError(400, 'E_HUB_BAD_REQUEST', `the cluster name in ${url.pathname} is not valid percent-encoding`);
+  }
+  await serveClusterFacts(context, req, res, name, fact[2] as 'hold' | 'properties', clusterView);
+  return true;
+}

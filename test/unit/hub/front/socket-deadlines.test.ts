@@ -1,0 +1,157 @@
+/**
+ * The handshake gate against a model: for generated sequences of
+ * connections, finished handshakes, resets and passing time, the places it
+ * counts are exactly the connections still in their handshake, whatever
+ * path each one took; a connection past its deadline is closed and counted
+ * once; a full gate refuses; a late close never frees another connection's
+ * place. Sockets are stand-ins (events only), the clock is vitest's.
+ */
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  HandshakeGate,
+  httpServerDeadlineOptions,
+  DEFAULT_HUB_DEADLINES,
+} from '../../../../src/hub/front/socket-deadlines.js';
+
+const DEADLINE_MS = 1000;
+
+/** A TCP connection as the gate sees it: a peer address, 'close' once, destroy(). */
+class FakeConnection extends EventEmitter {
+  readonly remoteAddress = '127.0.0.1';
+  isDestroyed = false;
+  isClosed = false;
+  destroyedBy: 'gate' | 'peer' | undefined;
+  constructor(readonly remotePort: number) {
+    super();
+  }
+  destroy(): this {
+    this.isDestroyed = true;
+    this.destroyedBy ??= 'gate';
+    this.close();
+    return this;
+  }
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.emit('close');
+  }
+}
+
+type Step =
+  | { kind: 'connect'; port: number }
+  | { kind: 'secure'; pick: number }
+  | { kind: 'reset'; pick: number }
+  | { kind: 'wait'; ms: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  // Few ports, so that a port comes back once its earlier connection is gone.
+  fc.record({ kind: fc.constant('connect' as const), port: fc.integer({ min: 1, max: 6 }) }),
+  fc.record({ kind: fc.constant('secure' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant('reset' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 1, max: 700 }) }),
+);
+
+describe('HandshakeGate', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('counts exactly the connections still in their handshake, closes each at its deadline once, refuses past the bound', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4 }), fc.array(step, { maxLength: 60 }), (bound, steps) => {
+        let refused = 0;
+        let expired = 0;
+        const gate = new HandshakeGate({
+          maxPending: bound,
+          handshakeMs: DEADLINE_MS,
+          onRefused: () => (refused += 1),
+          onExpired: () => (expired += 1),
+        });
+        // The model: each admitted connection and when its deadline falls; secured ones leave it.
+        let now = 0;
+        const inHandshake = new Map<FakeConnection, number>();
+        const open: FakeConnection[] = [];
+        let expectedRefused = 0;
+        let expectedExpired = 0;
+        for (const s of steps) {
+          if (s.kind === 'connect') {
+            // Two live TCP connections never share a peer port.
+            if (open.some((c) => c.remotePort === s.port)) continue;
+            const connection = new FakeConnection(s.port);
+            const isAdmitted = gate.admit(connection as unknown as Socket);
+            expect(isAdmitted).toBe(inHandshake.size < bound);
+            if (isAdmitted) {
+              inHandshake.set(connection, now + DEADLINE_MS);
+              open.push(connection);
+            } else {
+              expectedRefused += 1;
+              expect(connection.isDestroyed).toBe(true);
+            }
+          } else if (s.kind === 'secure' || s.kind === 'reset') {
+            const connection = open[s.pick % Math.max(open.length, 1)];
+            if (connection === undefined) continue;
+            if (s.kind === 'secure') {
+              if (!inHandshake.has(connection)) continue;
+              gate.secured(connection as unknown as TLSSocket);
+              inHandshake.delete(connection);
+            } else {
+              connection.destroyedBy ??= 'peer';
+              connection.close();
+              inHandshake.delete(connection);
+              open.splice(open.indexOf(connection), 1);
+            }
+          } else {
+            now += s.ms;
+            for (const [connection, deadline] of inHandshake) {
+              if (deadline <= now) {
+                inHandshake.delete(connection);
+                open.splice(open.indexOf(connection), 1);
+                expectedExpired += 1;
+              }
+            }
+            vi.advanceTimersByTime(s.ms);
+          }
+          expect(gate.pendingCount).toBe(inHandshake.size);
+        }
+        expect(refused).toBe(expectedRefused);
+        expect(expired).toBe(expectedExpired);
+        // Nothing the gate let through the handshake, or lost to a reset, was closed by it.
+        for (const connection of open) expect(connection.isDestroyed).toBe(false);
+        vi.clearAllTimers();
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('does not let a late close of a finished connection free the place of a new one on the same port', () => {
+    const gate = new HandshakeGate({ maxPending: 1, handshakeMs: DEADLINE_MS });
+    const first = new FakeConnection(7);
+    expect(gate.admit(first as unknown as Socket)).toBe(true);
+    gate.secured(first as unknown as TLSSocket);
+    const second = new FakeConnection(7);
+    expect(gate.admit(second as unknown as Socket)).toBe(true);
+    first.close();
+    expect(gate.pendingCount).toBe(1);
+    expect(gate.admit(new FakeConnection(8) as unknown as Socket)).toBe(false);
+  });
+});
+
+describe('httpServerDeadlineOptions', () => {
+  it("hands Node's HTTP server every HTTP deadline, the head no longer than the whole request", () => {
+    expect(httpServerDeadlineOptions(DEFAULT_HUB_DEADLINES)).toMatchObject({
+      headersTimeout: DEFAULT_HUB_DEADLINES.requestHeadMs,
+      requestTimeout: DEFAULT_HUB_DEADLINES.requestMs,
+      keepAliveTimeout: DEFAULT_HUB_DEADLINES.keepAliveMs,
+      connectionsCheckingInterval: DEFAULT_HUB_DEADLINES.requestCheckIntervalMs,
+    });
+    const inverted = { ...DEFAULT_HUB_DEADLINES, requestHeadMs: 5000, requestMs: 2000 };
+    expect(httpServerDeadlineOptions(inverted).headersTimeout).toBe(2000);
+  });
+});
