@@ -20,7 +20,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
+import { execa } from 'execa';
 import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostSnapshot, snapshotDifference } from '../support/real/cluster-hosts.js';
@@ -177,7 +177,8 @@ async function kubectlWith(kubeconfig: string, args: string[]): Promise<string> 
 describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
   let hosts: TestHosts;
   let cluster: RealCluster;
-  let hub: ResultPromise | undefined;
+  /** Stops `hub serve` (set once it started). */
+  let stopHub: (() => Promise<void>) | undefined;
   let hubOutput = '';
   let adminConfig: string;
   let work: string;
@@ -233,16 +234,21 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
     const port = await freePort(address);
     const dataDir = join(work, 'hub-data');
     adminConfig = join(dataDir, 'admin.yaml');
-    hub = execa(binary, ['hub', 'serve', '--listen', `${address}:${port}`, '--data-dir', dataDir], {
+    const started = execa(binary, ['hub', 'serve', '--listen', `${address}:${port}`, '--data-dir', dataDir], {
       env: env(),
       all: true,
       reject: false,
     });
-    hub.all?.on('data', (chunk: Buffer) => (hubOutput += chunk.toString()));
+    stopHub = async () => {
+      started.kill('SIGTERM');
+      await started.catch(() => undefined);
+    };
+    started.all.on('data', (chunk: Buffer) => (hubOutput += chunk.toString()));
     const pin = await waitFor(
       'the hub to print its CA pin',
       async () => {
-        if (hub?.exitCode !== undefined && hub.exitCode !== null) throw new Error(`hub serve exited:\n${hubOutput}`);
+        if (started.exitCode !== undefined && started.exitCode !== null)
+          throw new Error(`hub serve exited:\n${hubOutput}`);
         return /hub CA pin: (sha256:[0-9a-f]{64})/.exec(hubOutput)?.[1];
       },
       200,
@@ -270,8 +276,7 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
     ]);
   });
   afterAll(async () => {
-    hub?.kill('SIGTERM');
-    await hub?.catch(() => undefined);
+    await stopHub?.();
     await hosts?.teardown();
   });
 
