@@ -153,6 +153,53 @@ export function stopWorkloadsScript(mountRoots: readonly string[]): string {
  */
 export const UPGRADE_STATE_DIR = '/var/lib/edgeadm/upgrade';
 
+/** Removes what init and join recorded, and what upgrades left; shared directories only once empty (remove-state). */
+const removeFilesPhase: Phase<ResetData> = {
+  name: 'remove-files',
+  summary: 'Remove every file and directory recorded in the install state, and what upgrades left',
+  async run(ctx) {
+    const files = ctx.state.files.filter((file) => file !== STATE_FILE);
+    // Directories holding the state go last (remove-state), so that an interrupted reset can be re-run.
+    const recorded = ownedDirectories(ctx.state);
+    const directories = recorded.filter((dir) => !holdsState(dir));
+    if (!recorded.some((dir) => UPGRADE_STATE_DIR.startsWith(`${dir}/`))) directories.push(UPGRADE_STATE_DIR);
+    const existing: string[] = [];
+    for (const path of [...files, ...directories]) {
+      if (ctx.isDryRun || (await ctx.host.exists(path, { sudo: true }))) existing.push(path);
+    }
+    if (existing.length === 0) return 'unchanged';
+    for (const path of existing) {
+      await execOrThrow(ctx.host, removeCommand(path), { sudo: true, description: `remove ${path}` });
+      ctx.removed.push(path);
+    }
+    if (!ctx.isDryRun) ctx.say(`removed ${existing.length} paths`);
+    return 'changed';
+  },
+};
+
+/** Removes the install state last, then the shared directories that are empty. */
+const removeStatePhase: Phase<ResetData> = {
+  name: 'remove-state',
+  summary: 'Remove the install state',
+  async run(ctx) {
+    if (!ctx.isDryRun && !(await ctx.host.exists(STATE_FILE, { sudo: true }))) return 'unchanged';
+    const paths = [STATE_FILE, ...ownedDirectories(ctx.state).filter(holdsState)];
+    for (const path of paths) {
+      await execOrThrow(ctx.host, `rm -rf ${quote(path)}`, { sudo: true, description: `remove ${path}` });
+      ctx.removed.push(path);
+    }
+    // Shared directories last, deepest first, each only if nothing but init's own files was in it.
+    const shared = [...new Set(ctx.state.directories.filter(isShared))].sort((a, b) => b.length - a.length);
+    for (const dir of shared) {
+      const removed = await ctx.host.exec(`rmdir ${quote(dir)} 2>/dev/null && echo removed || true`, {
+        sudo: true,
+      });
+      if (removed.stdout.trim() === 'removed') ctx.removed.push(dir);
+    }
+    return 'changed';
+  },
+};
+
 /** Says whether register-cloud's tunnel agent is still installed: it is not init's to remove. */
 const checkTunnelAgentPhase: Phase<ResetData> = {
   name: 'check-tunnel-agent',
@@ -227,28 +274,7 @@ export function resetPhases(): Phase<ResetData>[] {
         return 'changed';
       },
     },
-    {
-      name: 'remove-files',
-      summary: 'Remove every file and directory recorded in the install state, and what upgrades left',
-      async run(ctx) {
-        const files = ctx.state.files.filter((file) => file !== STATE_FILE);
-        // Directories holding the state go last (remove-state), so that an interrupted reset can be re-run.
-        const recorded = ownedDirectories(ctx.state);
-        const directories = recorded.filter((dir) => !holdsState(dir));
-        if (!recorded.some((dir) => UPGRADE_STATE_DIR.startsWith(`${dir}/`))) directories.push(UPGRADE_STATE_DIR);
-        const existing: string[] = [];
-        for (const path of [...files, ...directories]) {
-          if (ctx.isDryRun || (await ctx.host.exists(path, { sudo: true }))) existing.push(path);
-        }
-        if (existing.length === 0) return 'unchanged';
-        for (const path of existing) {
-          await execOrThrow(ctx.host, removeCommand(path), { sudo: true, description: `remove ${path}` });
-          ctx.removed.push(path);
-        }
-        if (!ctx.isDryRun) ctx.say(`removed ${existing.length} paths`);
-        return 'changed';
-      },
-    },
+    removeFilesPhase,
     {
       name: 'cleanup-network',
       summary: 'Remove the network interfaces and iptables rules the distribution created',
@@ -261,27 +287,7 @@ export function resetPhases(): Phase<ResetData>[] {
       },
     },
     checkTunnelAgentPhase,
-    {
-      name: 'remove-state',
-      summary: 'Remove the install state',
-      async run(ctx) {
-        if (!ctx.isDryRun && !(await ctx.host.exists(STATE_FILE, { sudo: true }))) return 'unchanged';
-        const paths = [STATE_FILE, ...ownedDirectories(ctx.state).filter(holdsState)];
-        for (const path of paths) {
-          await execOrThrow(ctx.host, `rm -rf ${quote(path)}`, { sudo: true, description: `remove ${path}` });
-          ctx.removed.push(path);
-        }
-        // Shared directories last, deepest first, each only if nothing but init's own files was in it.
-        const shared = [...new Set(ctx.state.directories.filter(isShared))].sort((a, b) => b.length - a.length);
-        for (const dir of shared) {
-          const removed = await ctx.host.exec(`rmdir ${quote(dir)} 2>/dev/null && echo removed || true`, {
-            sudo: true,
-          });
-          if (removed.stdout.trim() === 'removed') ctx.removed.push(dir);
-        }
-        return 'changed';
-      },
-    },
+    removeStatePhase,
   ];
 }
 
