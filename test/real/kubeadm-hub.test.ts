@@ -77,37 +77,14 @@ function rolloutDocument(image: string, onFailure: 'rollback' | 'halt' = 'rollba
           metadata: { name: 'web-site', namespace: NAMESPACE },
           data: { site: '${cluster.name}' },
         },
-        {
-          apiVersion: 'apps/v1',
-          kind: 'Deployment',
-          metadata: { name: 'web', namespace: NAMESPACE },
-          spec: {
-            replicas: 1,
-            selector: { matchLabels: { app: 'web' } },
-            template: {
-              metadata: { labels: { app: 'web' } },
-              spec: {
-                nodeSelector: { 'edgeadm.io/edge': 'true' },
-                tolerations: [{ key: 'edgeadm.io/edge', operator: 'Exists', effect: 'NoSchedule' }],
-                terminationGracePeriodSeconds: 2,
-                automountServiceAccountToken: false,
-                containers: [
-                  {
-                    name: 'web',
-                    image,
-                    imagePullPolicy: 'IfNotPresent',
-                    command: [
-                      '/bin/sh',
-                      '-c',
-                      'echo "served by $(hostname)" > /tmp/index.html; httpd -p 8080 -h /tmp; ' +
-                        'while :; do echo "tick $(date +%s)"; sleep 1; done',
-                    ],
-                  },
-                ],
-              },
-            },
-          },
-        },
+        edgeDeployment({
+          name: 'web',
+          namespace: NAMESPACE,
+          image,
+          script:
+            'echo "served by $(hostname)" > /tmp/index.html; httpd -p 8080 -h /tmp; ' +
+            'while :; do echo "tick $(date +%s)"; sleep 1; done',
+        }),
       ],
       strategy: {
         waves: ['100%'],
@@ -122,35 +99,50 @@ function rolloutDocument(image: string, onFailure: 'rollback' | 'halt' = 'rollba
   };
 }
 
-/** The differential's Deployment: one replica on the edge node, a short progress deadline. */
-function differentialDeployment(image: string): Record<string, unknown> {
+/** One replica of busybox running `script` on the edge node (never pulled: the rig's image is on every node). */
+function edgeDeployment(options: {
+  name: string;
+  namespace: string;
+  image: string;
+  script: string;
+  progressDeadlineSeconds?: number;
+}): Record<string, unknown> {
+  const { name } = options;
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name: 'diff', namespace: 'default' },
+    metadata: { name, namespace: options.namespace },
     spec: {
       replicas: 1,
-      progressDeadlineSeconds: 15,
-      selector: { matchLabels: { app: 'diff' } },
+      ...(options.progressDeadlineSeconds === undefined
+        ? {}
+        : { progressDeadlineSeconds: options.progressDeadlineSeconds }),
+      selector: { matchLabels: { app: name } },
       template: {
-        metadata: { labels: { app: 'diff' } },
+        metadata: { labels: { app: name } },
         spec: {
           nodeSelector: { 'edgeadm.io/edge': 'true' },
           tolerations: [{ key: 'edgeadm.io/edge', operator: 'Exists', effect: 'NoSchedule' }],
           terminationGracePeriodSeconds: 2,
           automountServiceAccountToken: false,
           containers: [
-            {
-              name: 'main',
-              image,
-              imagePullPolicy: 'IfNotPresent',
-              command: ['/bin/sh', '-c', 'while :; do sleep 5; done'],
-            },
+            { name, image: options.image, imagePullPolicy: 'IfNotPresent', command: ['/bin/sh', '-c', options.script] },
           ],
         },
       },
     },
   };
+}
+
+/** The differential's Deployment: a short progress deadline. */
+function differentialDeployment(image: string): Record<string, unknown> {
+  return edgeDeployment({
+    name: 'diff',
+    namespace: 'default',
+    image,
+    script: 'while :; do sleep 5; done',
+    progressDeadlineSeconds: 15,
+  });
 }
 
 /** The rig's kubectl with another kubeconfig. */
@@ -562,7 +554,12 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
       { intervalMs: 250 },
     );
     const completedAt = Date.now();
-    expect(await webPods()).toEqual([{ ...before!, phase: 'Running' }]);
+    // The failed revision's pod may still be terminating when the undone revision reads back ready.
+    const running = await waitFor("only the first revision's pod", async () => {
+      const pods = await webPods();
+      return pods.length === 1 && !pods[0]!.deleting ? pods : undefined;
+    });
+    expect(running).toEqual([{ ...before!, phase: 'Running' }]);
     console.log(
       `halt + operator undo on real kubeadm: complete ${((completedAt - haltedAt) / 1000).toFixed(1)} s after the watch reported the halt`,
     );
