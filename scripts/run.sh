@@ -75,6 +75,14 @@ case "$what" in
     exec npm run demo -- --binary "$binary" --real
     ;;
   test)
+    # The suites install edgeadm's tunnel agent on test hosts, where it runs as an unprivileged user from this
+    # checkout: a checkout other users cannot read (a clone under /root, which is 0700) fails them one by one.
+    if command -v runuser >/dev/null && ! runuser -u nobody -- test -r "$PWD/package.json"; then
+      echo "run.sh: other users cannot read this checkout ($PWD): the tests run edgeadm's tunnel agent as an" >&2
+      echo "run.sh: unprivileged user from it. Clone the repository where they can (for example /opt/edgeadm or" >&2
+      echo "run.sh: /srv/edgeadm, not under /root) and run again." >&2
+      exit 1
+    fi
     echo "run.sh: lint"
     npm run lint
     npm run typecheck

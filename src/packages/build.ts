@@ -176,14 +176,18 @@ export async function buildPackage(options: BuildPackageOptions): Promise<BuiltP
   const files: PackageFile[] = [];
   for (const source of sources) files.push(await describeFile(source));
   const createdAt = wholeSeconds(options.createdAt ?? new Date());
+  // What both the SBOM and the manifest say the package is.
+  const identity = {
+    name,
+    distribution: options.distribution,
+    kubernetesVersion,
+    arch: options.arch,
+    createdAt: createdAt.toISOString(),
+  };
   const sbom: SourceFile = {
     path: SBOM_PATH,
     bytes: renderSbom({
-      name,
-      distribution: options.distribution,
-      kubernetesVersion,
-      arch: options.arch,
-      createdAt: createdAt.toISOString(),
+      ...identity,
       files,
       images: await imagesOf(sources, options.distribution),
       toolVersion: buildInfo().version,
@@ -195,15 +199,7 @@ export async function buildPackage(options: BuildPackageOptions): Promise<BuiltP
   sources.sort((a, b) => comparePaths(a.path, b.path));
   // validateManifest is the same check verify runs: a package that builds, verifies.
   const manifest = validateManifest(
-    {
-      formatVersion: MANIFEST_FORMAT_VERSION,
-      name,
-      distribution: options.distribution,
-      kubernetesVersion,
-      arch: options.arch,
-      createdAt: createdAt.toISOString(),
-      files,
-    },
+    { formatVersion: MANIFEST_FORMAT_VERSION, ...identity, files },
     DEFAULT_PACKAGE_LIMITS,
   );
 

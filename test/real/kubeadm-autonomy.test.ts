@@ -18,31 +18,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resetRealCluster, runEdgeWorkload, startRealCluster, type RealCluster } from '../support/real/main-job.js';
 import { realEdgeadm } from '../support/real/rig.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../support/test-hosts.js';
+import { waitFor as waitForRig } from '../support/real/wait.js';
 
 /** Seconds after the node's NoExecute taint the test's pods ask Kubernetes to evict them. */
 const ASKED_TOLERATION_SECONDS = 30;
 /** Bound on one thing the cluster does (the node lifecycle controller's grace period is 50 s; two busy cores). */
 const EVENT_TIMEOUT_MS = 4 * 60_000;
 
+const waitFor = <T>(what: string, check: () => Promise<T | undefined>): Promise<T> =>
+  waitForRig(what, check, { timeoutMs: EVENT_TIMEOUT_MS });
+
 interface Pod {
   metadata: { name: string; uid: string; deletionTimestamp?: string };
   spec: { nodeName: string; tolerations?: Array<{ key?: string; effect?: string; tolerationSeconds?: number }> };
   status?: { containerStatuses?: Array<{ restartCount: number; state?: { running?: unknown } }> };
-}
-
-async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = EVENT_TIMEOUT_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-  }
 }
 
 describe('edge autonomy on real kubeadm, kubelet and containerd', () => {

@@ -28,6 +28,7 @@ import { startRealCluster, type RealCluster } from '../support/real/main-job.js'
 import { builtSet, realEdgeadm, rigKubeadmPackage, RIG_WORKLOAD_IMAGE } from '../support/real/rig.js';
 import { startSimApiServer, UNPULLABLE_IMAGE_REGISTRY } from '../support/sim-apiserver/index.js';
 import { startTestHosts, type TestHosts } from '../support/test-hosts.js';
+import { waitFor as waitForRig, type WaitOptions } from '../support/real/wait.js';
 import { readinessOf } from '../../src/rollout/readiness.js';
 
 const CLUSTER = 'site-real';
@@ -38,27 +39,15 @@ const UNPULLABLE_IMAGE = `${UNPULLABLE_IMAGE_REGISTRY}/web:2`;
 const DEADLINE_SECONDS = 20;
 const EVENT_TIMEOUT_MS = 5 * 60_000;
 
+const waitFor = <T>(what: string, check: () => Promise<T | undefined>, options: WaitOptions = {}): Promise<T> =>
+  waitForRig(what, check, { intervalMs: 1_000, timeoutMs: EVENT_TIMEOUT_MS, ...options });
+
 interface StatusView {
   revision: number;
   state: string;
   rollbackOf?: { revision: number; reason: string };
   counts?: Record<string, number>;
   clusters?: Array<{ phase: string; message?: string }>;
-}
-
-async function waitFor<T>(what: string, check: () => Promise<T | undefined>, intervalMs = 1_000): Promise<T> {
-  const deadline = Date.now() + EVENT_TIMEOUT_MS;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
 }
 
 async function freePort(address: string): Promise<number> {
@@ -88,37 +77,14 @@ function rolloutDocument(image: string, onFailure: 'rollback' | 'halt' = 'rollba
           metadata: { name: 'web-site', namespace: NAMESPACE },
           data: { site: '${cluster.name}' },
         },
-        {
-          apiVersion: 'apps/v1',
-          kind: 'Deployment',
-          metadata: { name: 'web', namespace: NAMESPACE },
-          spec: {
-            replicas: 1,
-            selector: { matchLabels: { app: 'web' } },
-            template: {
-              metadata: { labels: { app: 'web' } },
-              spec: {
-                nodeSelector: { 'edgeadm.io/edge': 'true' },
-                tolerations: [{ key: 'edgeadm.io/edge', operator: 'Exists', effect: 'NoSchedule' }],
-                terminationGracePeriodSeconds: 2,
-                automountServiceAccountToken: false,
-                containers: [
-                  {
-                    name: 'web',
-                    image,
-                    imagePullPolicy: 'IfNotPresent',
-                    command: [
-                      '/bin/sh',
-                      '-c',
-                      'echo "served by $(hostname)" > /tmp/index.html; httpd -p 8080 -h /tmp; ' +
-                        'while :; do echo "tick $(date +%s)"; sleep 1; done',
-                    ],
-                  },
-                ],
-              },
-            },
-          },
-        },
+        edgeDeployment({
+          name: 'web',
+          namespace: NAMESPACE,
+          image,
+          script:
+            'echo "served by $(hostname)" > /tmp/index.html; httpd -p 8080 -h /tmp; ' +
+            'while :; do echo "tick $(date +%s)"; sleep 1; done',
+        }),
       ],
       strategy: {
         waves: ['100%'],
@@ -133,35 +99,50 @@ function rolloutDocument(image: string, onFailure: 'rollback' | 'halt' = 'rollba
   };
 }
 
-/** The differential's Deployment: one replica on the edge node, a short progress deadline. */
-function differentialDeployment(image: string): Record<string, unknown> {
+/** One replica of busybox running `script` on the edge node (never pulled: the rig's image is on every node). */
+function edgeDeployment(options: {
+  name: string;
+  namespace: string;
+  image: string;
+  script: string;
+  progressDeadlineSeconds?: number;
+}): Record<string, unknown> {
+  const { name } = options;
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name: 'diff', namespace: 'default' },
+    metadata: { name, namespace: options.namespace },
     spec: {
       replicas: 1,
-      progressDeadlineSeconds: 15,
-      selector: { matchLabels: { app: 'diff' } },
+      ...(options.progressDeadlineSeconds === undefined
+        ? {}
+        : { progressDeadlineSeconds: options.progressDeadlineSeconds }),
+      selector: { matchLabels: { app: name } },
       template: {
-        metadata: { labels: { app: 'diff' } },
+        metadata: { labels: { app: name } },
         spec: {
           nodeSelector: { 'edgeadm.io/edge': 'true' },
           tolerations: [{ key: 'edgeadm.io/edge', operator: 'Exists', effect: 'NoSchedule' }],
           terminationGracePeriodSeconds: 2,
           automountServiceAccountToken: false,
           containers: [
-            {
-              name: 'main',
-              image,
-              imagePullPolicy: 'IfNotPresent',
-              command: ['/bin/sh', '-c', 'while :; do sleep 5; done'],
-            },
+            { name, image: options.image, imagePullPolicy: 'IfNotPresent', command: ['/bin/sh', '-c', options.script] },
           ],
         },
       },
     },
   };
+}
+
+/** The differential's Deployment: a short progress deadline. */
+function differentialDeployment(image: string): Record<string, unknown> {
+  return edgeDeployment({
+    name: 'diff',
+    namespace: 'default',
+    image,
+    script: 'while :; do sleep 5; done',
+    progressDeadlineSeconds: 15,
+  });
 }
 
 /** The rig's kubectl with another kubeconfig. */
@@ -251,7 +232,7 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
           throw new Error(`hub serve exited:\n${hubOutput}`);
         return /hub CA pin: (sha256:[0-9a-f]{64})/.exec(hubOutput)?.[1];
       },
-      200,
+      { intervalMs: 200 },
     );
     const token = (
       JSON.parse(await edgeadmOk(['hub', 'token', 'create', '--json', '--hub-config', adminConfig])) as {
@@ -405,16 +386,14 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
     let followed = '';
     follow.all?.on('data', (chunk: Buffer) => (followed += chunk.toString()));
     // Lines written after the stream opened: the follow is live, not one read of the log.
-    const firstSeen = await waitFor(
-      'kubectl logs -f to print a tick',
-      async () => /tick (\d+)/.exec(followed)?.[1],
-      250,
-    );
+    const firstSeen = await waitFor('kubectl logs -f to print a tick', async () => /tick (\d+)/.exec(followed)?.[1], {
+      intervalMs: 250,
+    });
     await waitFor(
       'kubectl logs -f to print a later tick',
       async () =>
         [...followed.matchAll(/tick (\d+)/g)].some((m) => Number(m[1]) >= Number(firstSeen) + 2) ? true : undefined,
-      250,
+      { intervalMs: 250 },
     );
     follow.kill('SIGTERM');
     await follow.catch(() => undefined);
@@ -431,7 +410,7 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
       await waitFor(
         'kubectl port-forward to listen',
         async () => (/Forwarding from 127\.0\.0\.1/.test(forwarded) ? true : undefined),
-        250,
+        { intervalMs: 250 },
       );
       const page = await fetch(`http://127.0.0.1:${localPort}/index.html`);
       expect(page.status).toBe(200);
@@ -506,7 +485,7 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
         const view = await status();
         return view.revision === failed + 1 ? view : undefined;
       },
-      250,
+      { intervalMs: 250 },
     );
     const rollbackStartedAt = Date.now();
     const timeline: Array<{ at: number; seen: string }> = [];
@@ -520,7 +499,7 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
         if (timeline.at(-1)?.seen !== seen) timeline.push({ at: (Date.now() - rollbackStartedAt) / 1000, seen });
         return view.revision === failed + 1 && view.state === 'complete' ? view : undefined;
       },
-      250,
+      { intervalMs: 250 },
     );
     const completedAt = Date.now();
     console.log(timeline.map(({ at, seen }) => `  +${at.toFixed(1)} s ${seen}`).join('\n'));
@@ -572,10 +551,15 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
         const view = await status();
         return view.revision === undone.revision && view.state === 'complete' ? view : undefined;
       },
-      250,
+      { intervalMs: 250 },
     );
     const completedAt = Date.now();
-    expect(await webPods()).toEqual([{ ...before!, phase: 'Running' }]);
+    // The failed revision's pod may still be terminating when the undone revision reads back ready.
+    const running = await waitFor("only the first revision's pod", async () => {
+      const pods = await webPods();
+      return pods.length === 1 && !pods[0]!.deleting ? pods : undefined;
+    });
+    expect(running).toEqual([{ ...before!, phase: 'Running' }]);
     console.log(
       `halt + operator undo on real kubeadm: complete ${((completedAt - haltedAt) / 1000).toFixed(1)} s after the watch reported the halt`,
     );

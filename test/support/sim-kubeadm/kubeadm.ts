@@ -823,9 +823,17 @@ async function joinControlPlane(docs: Record<string, Doc>, bootstrap: Doc): Prom
   );
 }
 
+/**
+ * Empties a directory as kubeadm reset does. The simulated API server may still
+ * write into /var/lib/etcd/sim-apiserver while this runs (this simulation leaves
+ * the kubelet to edgeadm to stop), so a removal that meets a file written after
+ * its listing (ENOTEMPTY) is tried again.
+ */
 async function emptyDirectory(dir: string): Promise<void> {
   if (!existsSync(dir)) return;
-  for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true });
+  for (const entry of await readdir(dir)) {
+    await rm(join(dir, entry), { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  }
 }
 
 async function reset(argv: string[]): Promise<void> {

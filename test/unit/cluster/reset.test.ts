@@ -23,9 +23,38 @@ describe('reset remove-files', () => {
     expect(plan.join('\n')).toContain(`remove ${UPGRADE_DIR}`);
   });
 
-  it('leaves it to a recorded directory that holds it (removed with the state, last)', async () => {
-    const { removed } = await removeFiles({ ...emptyState(), directories: ['/var/lib/edgeadm'] });
-    expect(removed).toEqual([]);
+  it('removes it itself when the recorded directory holding it is shared (the tunnel agent lives there too)', async () => {
+    const { removed, plan } = await removeFiles({ ...emptyState(), directories: ['/var/lib/edgeadm'] });
+    expect(removed).toEqual([UPGRADE_DIR]);
+    expect(plan.join('\n')).not.toMatch(/rm -rf '\/var\/lib\/edgeadm'/);
+  });
+});
+
+describe('reset and the directories it shares with what it did not install', () => {
+  it('removes the direct service manager directory and its parents only once empty, never whole', async () => {
+    const host = new DryRunHost({ name: 'local' });
+    const directories = ['/var/lib/edgeadm', '/var/lib/edgeadm/services', '/var/lib/edgeadm/state', '/var/lib/rancher'];
+    const ctx = {
+      host,
+      isDryRun: true,
+      state: { ...emptyState(), directories },
+      removed: [] as string[],
+      say: () => undefined,
+    } as unknown as ResetData;
+    for (const name of ['remove-files', 'remove-state']) await resetPhases().find((p) => p.name === name)!.run!(ctx);
+    // Removed whole: what only init made. The shared ones (the tunnel agent keeps its launcher, pid file and data
+    // there) are each an rmdir, deepest first, after everything of init's in them is gone.
+    expect(ctx.removed).toEqual([
+      '/var/lib/rancher',
+      UPGRADE_DIR,
+      '/var/lib/edgeadm/state/install.json',
+      '/var/lib/edgeadm/state',
+    ]);
+    const plan = host.renderPlan();
+    expect(plan.slice(-2)).toEqual([
+      "[5] Would run: rmdir '/var/lib/edgeadm/services' 2>/dev/null && echo removed || true (as root)",
+      "[6] Would run: rmdir '/var/lib/edgeadm' 2>/dev/null && echo removed || true (as root)",
+    ]);
   });
 });
 
