@@ -189,6 +189,16 @@ async function changeUnless(
   return result.stdout.trim() !== ALREADY_DONE;
 }
 
+/** Refuses a package holding the name edgeadm marks an unpacked tree with on the host. */
+function refuseReservedEntry(manifest: NodeData['package']['manifest']): void {
+  if (!manifest.files.some((file) => file.path === UNPACKED_MARKER)) return;
+  throw new PackageError(
+    PackageErrorCode.Manifest,
+    `the install package ${manifest.name} holds ${UNPACKED_MARKER}, a name edgeadm keeps for itself on the host`,
+    { entry: UNPACKED_MARKER },
+  );
+}
+
 /**
  * Uploads the verified package to the host (skipped when it is there), unpacks
  * it into its own directory and checks the unpacked tree against the
@@ -231,13 +241,7 @@ export async function stagePackage(
   // found equal, so the archive at `archive` is the verified package.
   // (A second `sha256sum` would read the whole archive on every host again.)
   const staging = `${dir}.partial`;
-  if (pkg.manifest.files.some((file) => file.path === UNPACKED_MARKER)) {
-    throw new PackageError(
-      PackageErrorCode.Manifest,
-      `the install package ${pkg.manifest.name} holds ${UNPACKED_MARKER}, a name edgeadm keeps for itself on the host`,
-      { entry: UNPACKED_MARKER },
-    );
-  }
+  refuseReservedEntry(pkg.manifest);
   const isMarked = `[ "$(${SYSTEM_TOOLS.cat} ${quote(`${dir}/${UNPACKED_MARKER}`)} 2>/dev/null)" = ${pkg.archiveSha256} ]`;
   if (ctx.isDryRun) {
     const isUnpacked = await changeUnless(ctx, {

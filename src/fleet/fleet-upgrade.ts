@@ -92,6 +92,26 @@ function controlPlanesOf(hosts: readonly FleetHost[]): FleetHost[] {
 }
 
 /**
+ * The maintenance window's gate, asked before each host, and when the run
+ * may resume once the window closed it (absent: an interval that is over).
+ */
+function windowGate(
+  window: MaintenanceWindow,
+  now: () => Date,
+): { startGate: NonNullable<FleetStage['rollout']['startGate']>; resumeAt: () => string | undefined } {
+  let closedAt: Date | undefined;
+  return {
+    startGate: (state) => {
+      const at = now();
+      if (isWindowOpen(window, at)) return undefined;
+      closedAt = at;
+      return { reason: 'maintenance-window', message: windowClosedMessage(window, at, state.id) };
+    },
+    resumeAt: () => (closedAt === undefined ? undefined : nextOpening(window, closedAt)?.toISOString()),
+  };
+}
+
+/**
  * Upgrades the fleet.
  *
  * @throws {ValidationError} `E_FLEET_NO_CONTROL_PLANE` when the inventory names no control plane.
@@ -120,17 +140,8 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
     return controlPlaneHost;
   };
   const outcomes = new Map<string, Pick<FleetUpgradeHostEntry, 'from' | 'to' | 'outcome'>>();
-  let windowStop: Date | undefined;
-  const startGate: FleetStage['rollout']['startGate'] =
-    options.window === undefined
-      ? undefined
-      : (state) => {
-          const now = options.now();
-          if (isWindowOpen(options.window!, now)) return undefined;
-          windowStop = now;
-          return { reason: 'maintenance-window', message: windowClosedMessage(options.window!, now, state.id) };
-        };
-  const stages = upgradeStages(options.rollout, startGate);
+  const gate = options.window === undefined ? undefined : windowGate(options.window, options.now);
+  const stages = upgradeStages(options.rollout, gate?.startGate);
   const onEvent = (fleetHost: FleetHost, context: { setPhase(phase: string): void }): WorkflowEventSink => {
     return (event) => {
       if (event.type === 'phase-started') context.setPhase(event.phase);
@@ -204,10 +215,7 @@ export async function fleetUpgrade(options: FleetUpgradeOptions): Promise<FleetU
     const outcome = outcomes.get(entry.host);
     return outcome === undefined ? entry : { ...entry, ...outcome };
   });
-  const resumeAt =
-    run.state.stopReason === 'maintenance-window' && options.window !== undefined && windowStop !== undefined
-      ? nextOpening(options.window, windowStop)?.toISOString()
-      : undefined;
+  const resumeAt = run.state.stopReason === 'maintenance-window' ? gate?.resumeAt() : undefined;
   return {
     ...fleetRunSummary(run),
     target: target.text,

@@ -38,16 +38,10 @@ import { createGunzip } from 'node:zlib';
 import { EdgeadmError, isEdgeadmError } from '../errors.js';
 import { PackageError, PackageErrorCode, quoteEntry } from './errors.js';
 import { maxDecompressedBytes, type PackageLimits } from './limits.js';
-import {
-  MANIFEST_PATH,
-  modeBits,
-  modeString,
-  parseManifest,
-  type PackageFile,
-  type PackageManifest,
-} from './manifest.js';
+import { MANIFEST_PATH, modeBits, parseManifest, type PackageFile, type PackageManifest } from './manifest.js';
 import { checkEntryPath, parentDirectories } from './package-path.js';
-import { MAX_SIGNATURE_BYTES, SIGNATURE_MODE, SIGNATURE_PATH } from './signature.js';
+import { checkListedFileHeader, checkManifestHeader, checkSignatureHeader } from './entry-headers.js';
+import { SIGNATURE_PATH } from './signature.js';
 import { StrictTarReader, type TarEntry, type TarEvent } from './tar-reader.js';
 
 /** Bytes read from the package file at a time. */
@@ -108,9 +102,6 @@ export async function scanArchive(options: ScanOptions): Promise<ScanResult> {
 }
 
 type Admission = { kind: 'skip' } | { kind: 'manifest' } | { kind: 'signature' } | { kind: 'file'; file: PackageFile };
-
-/** The mode manifest.json has in every package, so that a host can check it like any file. */
-export const MANIFEST_MODE = 0o644;
 
 /** The entry whose content is streaming. */
 type Current =
@@ -290,25 +281,16 @@ class ArchiveScanner {
       return { kind: 'skip' };
     }
 
-    const size = entry.size;
+    const header = { raw, name, size: entry.size, mode };
     if (path === MANIFEST_PATH) {
-      if (size > limits.maxManifestBytes) {
-        throw new PackageError(
-          PackageErrorCode.TooLarge,
-          `entry ${name} is ${size} bytes; the limit for the manifest is ${limits.maxManifestBytes}`,
-          { entry: raw, details: { size, limit: limits.maxManifestBytes } },
-        );
-      }
-      if (mode !== MANIFEST_MODE) {
-        throw new PackageError(
-          PackageErrorCode.Mode,
-          `entry ${name} has mode ${modeString(mode)}; ${MANIFEST_PATH} is always ${modeString(MANIFEST_MODE)}`,
-          { entry: raw, details: { mode: modeString(mode), expectedMode: modeString(MANIFEST_MODE) } },
-        );
-      }
+      checkManifestHeader(header, limits.maxManifestBytes);
       return { kind: 'manifest' };
     }
-    if (path === SIGNATURE_PATH) return this.#admitSignature(name, raw, size, mode);
+    if (path === SIGNATURE_PATH) {
+      checkSignatureHeader(header, this.#entries);
+      return { kind: 'signature' };
+    }
+    const { size } = header;
     if (size > limits.maxEntryBytes) {
       throw new PackageError(
         PackageErrorCode.TooLarge,
@@ -331,47 +313,8 @@ class ArchiveScanner {
       });
     }
     this.#pending.delete(path);
-    if (size !== file.size) {
-      throw new PackageError(
-        PackageErrorCode.Checksum,
-        `entry ${name} is ${size} bytes; ${MANIFEST_PATH} says ${file.size}`,
-        { entry: raw, details: { size, expectedSize: file.size } },
-      );
-    }
-    if (modeString(mode) !== file.mode) {
-      throw new PackageError(
-        PackageErrorCode.Mode,
-        `entry ${name} has mode ${modeString(mode)}; ${MANIFEST_PATH} says ${file.mode}`,
-        { entry: raw, details: { mode: modeString(mode), expectedMode: file.mode } },
-      );
-    }
+    checkListedFileHeader(header, file);
     return { kind: 'file', file };
-  }
-
-  /** The signature entry: second, right after the manifest it signs, mode 0644, small. */
-  #admitSignature(name: string, raw: string, size: number, mode: number): Admission {
-    if (this.#entries !== 2) {
-      throw new PackageError(
-        PackageErrorCode.Signature,
-        `entry ${name} is entry number ${this.#entries}; the signature is always the second entry, right after ${MANIFEST_PATH}`,
-        { entry: raw },
-      );
-    }
-    if (size > MAX_SIGNATURE_BYTES) {
-      throw new PackageError(
-        PackageErrorCode.Signature,
-        `entry ${name} is ${size} bytes; a signature is at most ${MAX_SIGNATURE_BYTES}`,
-        { entry: raw, details: { size, limit: MAX_SIGNATURE_BYTES } },
-      );
-    }
-    if (mode !== SIGNATURE_MODE) {
-      throw new PackageError(
-        PackageErrorCode.Mode,
-        `entry ${name} has mode ${modeString(mode)}; ${SIGNATURE_PATH} is always ${modeString(SIGNATURE_MODE)}`,
-        { entry: raw, details: { mode: modeString(mode), expectedMode: modeString(SIGNATURE_MODE) } },
-      );
-    }
-    return { kind: 'signature' };
   }
 
   async #readManifest(bytes: Buffer): Promise<void> {

@@ -77,13 +77,12 @@ import { renderSbom, SBOM_PATH } from './sbom.js';
 import { signManifest, SIGNATURE_MODE, SIGNATURE_PATH } from './signature.js';
 import type { PrivateSigningKey } from './signing-keys.js';
 import { buildInfo } from '../build-info.js';
+import { MANIFEST_MODE } from './entry-headers.js';
 
 /** gzip level of built packages: zlib's default, a fair trade for binaries and already-compressed image tarballs. */
 export const BUILD_GZIP_LEVEL = 6;
 /** Bytes read from a source file at a time. */
 export const BUILD_READ_CHUNK_BYTES = 1024 * 1024;
-/** Mode of manifest.json inside the package. */
-const MANIFEST_MODE = 0o644;
 /** Mode of a file the build writes itself (the SBOM). */
 const GENERATED_FILE_MODE = 0o644;
 const TAR_BLOCK = 512;

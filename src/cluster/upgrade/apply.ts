@@ -21,10 +21,10 @@
  * rollback under way finishes it; one that finds the upgrade done says so.
  */
 import { join } from 'node:path';
-import { EdgeadmError, PreflightError, ValidationError, isEdgeadmError } from '../../errors.js';
+import { EdgeadmError, ValidationError, isEdgeadmError } from '../../errors.js';
 import { connectHost } from '../../hosts/connect.js';
 import { DryRunHost } from '../../hosts/dry-run-host.js';
-import { execOrThrow, type Host } from '../../hosts/host.js';
+import { execOrThrow } from '../../hosts/host.js';
 import { selectServiceManager, type ServiceManagerKind } from '../../hosts/service-manager.js';
 import { edgeadmHome, type Logger } from '../../log/run-log.js';
 import { resolveTrustedPackage } from '../../packages/package-trust.js';
@@ -38,18 +38,16 @@ import { SYSTEM_TOOLS } from '../../hosts/system-tools.js';
 import { runClusterWorkflow } from '../run-workflow.js';
 import { StateRecorder, emptyState, loadState } from '../state.js';
 import type { UpgradeApplyRequest } from './apply-request.js';
-import { clusterVersionsOf } from './cluster-versions.js';
 import { apiReadyGate, nodeReadyGate, systemPodsGate } from './health-gates.js';
-import { parseKubeVersion, type KubeVersion } from './kube-version.js';
+import { parseKubeVersion } from './kube-version.js';
 import { BACKUP_TIMEOUT_MS } from './limits.js';
-import { distributionOn, hintsFor, readCluster } from './plan.js';
+import { distributionOn } from './plan.js';
 import {
   kubeadmAbandonBackup,
   kubeadmLocalApiServer,
   kubeadmRollbackPhase,
   kubeadmUpgradePhases,
 } from './kubeadm-upgrade-phases.js';
-import { checkUpgrade } from './skew.js';
 import {
   backupHashesScript,
   backupRestoreInstall,
@@ -67,7 +65,8 @@ import {
   shellQuote,
   type UpgradeApplyData,
 } from './upgrade-steps.js';
-import { UPGRADE_BACKUP_DIR, UPGRADE_DIR, isUnfinished, readUpgradeState, type UpgradeState } from './upgrade-state.js';
+import { upgradeToRun } from './upgrade-start.js';
+import { UPGRADE_BACKUP_DIR, UPGRADE_DIR, isUnfinished, type UpgradeState } from './upgrade-state.js';
 
 /** The k3s server directory: the datastore and what belongs with it. */
 export const K3S_SERVER_DIR = '/var/lib/rancher/k3s/server';
@@ -306,43 +305,6 @@ export interface ApplyUpgradeOptions {
 }
 
 /**
- * The state of a new upgrade of `real` to `target`, once the skew policy
- * allows it (a refusal changes nothing); `step: 'done'` when the host runs
- * the target already.
- *
- * @throws {PreflightError} `E_UPGRADE_SKEW`.
- * @throws {ValidationError} `E_UPGRADE_NOT_CONTROL_PLANE`.
- */
-async function newUpgrade(real: Host, target: KubeVersion, packageName: string): Promise<UpgradeState> {
-  const snapshot = await readCluster(real);
-  const verdict = checkUpgrade(clusterVersionsOf(snapshot), target);
-  if (!verdict.isAllowed) {
-    throw new PreflightError(
-      `the upgrade to ${target.text} breaks the Kubernetes version skew policy:\n${verdict.violations.map((v) => `  - ${v.message}`).join('\n')}`,
-      { code: 'E_UPGRADE_SKEW', hints: hintsFor(verdict) },
-    );
-  }
-  const facts = await real.facts();
-  const me = snapshot.hosts.find((h) => h.name === facts.hostname && h.role === 'control-plane');
-  if (me === undefined) {
-    throw new ValidationError(`${real.name} is not a control plane of the cluster it serves`, {
-      code: 'E_UPGRADE_NOT_CONTROL_PLANE',
-    });
-  }
-  const from = (me.apiServer ?? me.kubelet).text;
-  const isDone = from === target.text && me.kubelet.text === target.text;
-  return {
-    version: 1,
-    step: isDone ? 'done' : 'backing-up',
-    from,
-    to: target.text,
-    package: packageName,
-    nodeName: me.name,
-    ...(snapshot.isHa ? { isHa: true } : {}),
-  };
-}
-
-/**
  * Upgrades one control plane from the package, or resumes an upgrade an
  * interruption left unfinished.
  *
@@ -373,28 +335,10 @@ export async function applyUpgrade(
     }
     // Before the upgrade begins: a refusal here changes nothing and rolls nothing back.
     await refuseForeignPackage({ host: real, package: pkg, isDryRun: false });
-    const saved = await readUpgradeState(real);
     const base = { host: real.name, to: target.text, backupDir: UPGRADE_BACKUP_DIR, isDryRun: request.isDryRun };
-    let upgrade: UpgradeState;
-    if (saved !== undefined && isUnfinished(saved.step)) {
-      if (saved.to !== target.text || saved.package !== pkg.manifest.name) {
-        throw new EdgeadmError(
-          `an upgrade of ${real.name} to ${saved.to} (${saved.package}) is unfinished (step ${saved.step}); run it again with that package to finish it or roll it back`,
-          { code: 'E_UPGRADE_IN_PROGRESS' },
-        );
-      }
-      upgrade = saved;
-      options.onLine(`[upgrade] resuming the upgrade ${saved.from} -> ${saved.to} from step "${saved.step}"`);
-    } else {
-      const started = await newUpgrade(real, target, pkg.manifest.name);
-      if (started.step === 'done') return { ...base, from: started.from, outcome: 'already-done', plan: [] };
-      upgrade = started;
-    }
-    if (upgrade.step === 'rolling-back') {
-      upgrade = { ...upgrade };
-    } else if (!isUnfinished(upgrade.step)) {
-      upgrade = { ...upgrade, step: 'backing-up' };
-    }
+    const start = await upgradeToRun(real, target, pkg.manifest.name, options.onLine);
+    if (start.upgrade.step === 'done') return { ...base, from: start.upgrade.from, outcome: 'already-done', plan: [] };
+    const { upgrade, resumedFrom } = start;
     const serviceManager = selectServiceManager({
       requested: options.requestedServiceManager,
       initSystem: (await real.facts()).initSystem,
@@ -428,7 +372,7 @@ export async function applyUpgrade(
         ...base,
         from: upgrade.from,
         outcome: request.isDryRun ? 'would-upgrade' : 'upgraded',
-        ...(saved !== undefined && isUnfinished(saved.step) ? { resumedFrom: saved.step } : {}),
+        ...(resumedFrom === undefined ? {} : { resumedFrom }),
         plan: report.plan,
       };
     } catch (error) {
