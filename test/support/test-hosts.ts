@@ -255,6 +255,10 @@ function readOwner(slot: number, stateDir = STATE_DIR): SlotOwner | undefined {
  */
 export function claimSlot(dir: string, stateDir = STATE_DIR): number {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  return withSlotLock(stateDir, () => claimFreeSlot(dir, stateDir));
+}
+
+function claimFreeSlot(dir: string, stateDir: string): number {
   const owner: SlotOwner = { pid: process.pid, startTime: processStartTime(process.pid) ?? '', dir };
   const pending = mkdtempSync(join(stateDir, '.claim-'));
   writeFileSync(join(pending, 'owner.json'), JSON.stringify(owner));
@@ -276,6 +280,67 @@ export function claimSlot(dir: string, stateDir = STATE_DIR): number {
   }
   rmSync(pending, { recursive: true, force: true });
   throw new Error(`all ${MAX_SLOTS} test host slots are in use (${stateDir})`);
+}
+
+/** How long a claim or a sweep waits for another process's to finish. */
+const SLOT_LOCK_WAIT_MS = 180_000;
+/** How often it looks again. */
+const SLOT_LOCK_POLL_MS = 20;
+
+/**
+ * Runs `work` holding the state directory's lock, which every claim and
+ * every sweep takes: a sweep that finds a slot stale destroys it with no
+ * claim in between. (Without it, a sweep could list a namespace of a slot
+ * whose owner was tearing it down, see the slot released, and then destroy
+ * the namespaces and the claim of a harness, maybe another checkout's, that
+ * took the freed slot meanwhile.) The lock is made like a claim: complete
+ * with its owner, then renamed into place; one left by a dead process is
+ * broken.
+ */
+export function withSlotLock<T>(stateDir: string, work: () => T): T {
+  const lock = join(stateDir, '.lock');
+  const owner: SlotOwner = { pid: process.pid, startTime: processStartTime(process.pid) ?? '', dir: '' };
+  const pending = mkdtempSync(join(stateDir, '.lock-pending-'));
+  writeFileSync(join(pending, 'owner.json'), JSON.stringify(owner));
+  const deadline = Date.now() + SLOT_LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      renameSync(pending, lock);
+      break;
+    } catch {
+      breakDeadLock(lock, stateDir);
+    }
+    if (Date.now() > deadline) {
+      rmSync(pending, { recursive: true, force: true });
+      throw new Error(`the test host slot lock ${lock} was held for ${SLOT_LOCK_WAIT_MS} ms`);
+    }
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, SLOT_LOCK_POLL_MS);
+  }
+  try {
+    return work();
+  } finally {
+    const released = join(stateDir, `.lock-released-${process.pid}-${randomBytes(4).toString('hex')}`);
+    renameSync(lock, released);
+    rmSync(released, { recursive: true, force: true });
+  }
+}
+
+/** Removes the lock when the process holding it is gone (renamed away first, so only one breaker wins). */
+function breakDeadLock(lock: string, stateDir: string): void {
+  let holder: SlotOwner | undefined;
+  try {
+    holder = JSON.parse(readFileSync(join(lock, 'owner.json'), 'utf8')) as SlotOwner;
+  } catch {
+    return; // Released meanwhile.
+  }
+  if (isOwnerAlive(holder)) return;
+  const broken = join(stateDir, `.lock-broken-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    renameSync(lock, broken);
+  } catch {
+    return; // Broken or released by another process.
+  }
+  rmSync(broken, { recursive: true, force: true });
 }
 
 /**
@@ -345,12 +410,15 @@ function slotOfName(name: string): number | undefined {
  * is gone. Harnesses of live processes (other test files) are left alone.
  */
 export function sweepStaleTestHosts(): void {
-  const stale = new Set<number>(staleSlots());
-  for (const netns of listTestNetns()) {
-    const slot = slotOfName(netns);
-    if (slot !== undefined && !existsSync(join(STATE_DIR, `slot-${slot}`))) stale.add(slot);
-  }
-  for (const slot of stale) destroySlotSync(slot);
+  mkdirSync(STATE_DIR, { recursive: true, mode: 0o700 });
+  withSlotLock(STATE_DIR, () => {
+    const stale = new Set<number>(staleSlots());
+    for (const netns of listTestNetns()) {
+      const slot = slotOfName(netns);
+      if (slot !== undefined && !existsSync(join(STATE_DIR, `slot-${slot}`))) stale.add(slot);
+    }
+    for (const slot of stale) destroySlotSync(slot);
+  });
 }
 
 /** Kills and deletes everything of one slot, synchronously (also usable from an exit handler). */
