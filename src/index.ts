@@ -41,10 +41,14 @@ import HubServe from './commands/hub/serve.js';
 import HubMigrate from './commands/hub/migrate.js';
 import HubEncryptionKeyCreate from './commands/hub/encryption-key/create.js';
 import HubTokenCreate from './commands/hub/token/create.js';
+import HubTokenDelete from './commands/hub/token/delete.js';
+import HubTokenList from './commands/hub/token/list.js';
 import HubClustersList from './commands/hub/clusters/list.js';
 import HubClustersGet from './commands/hub/clusters/get.js';
 import HubClustersDelete from './commands/hub/clusters/delete.js';
 import HubUserCreate from './commands/hub/user/create.js';
+import HubUserDelete from './commands/hub/user/delete.js';
+import HubUserList from './commands/hub/user/list.js';
 import HubClustersHold from './commands/hub/clusters/hold.js';
 import HubClustersRelease from './commands/hub/clusters/release.js';
 import HubClustersSetProperties from './commands/hub/clusters/set-properties.js';
@@ -89,10 +93,14 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'hub:migrate': HubMigrate,
   'hub:encryption-key:create': HubEncryptionKeyCreate,
   'hub:token:create': HubTokenCreate,
+  'hub:token:delete': HubTokenDelete,
+  'hub:token:list': HubTokenList,
   'hub:clusters:list': HubClustersList,
   'hub:clusters:get': HubClustersGet,
   'hub:clusters:delete': HubClustersDelete,
   'hub:user:create': HubUserCreate,
+  'hub:user:delete': HubUserDelete,
+  'hub:user:list': HubUserList,
   'hub:clusters:hold': HubClustersHold,
   'hub:clusters:release': HubClustersRelease,
   'hub:clusters:set-properties': HubClustersSetProperties,

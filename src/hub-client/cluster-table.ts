@@ -2,6 +2,7 @@
  * The human table of `hub clusters list` and `get`.
  */
 import type { ClusterView } from '../hub/contract/views.js';
+import { columns } from './columns.js';
 
 /** Renders clusters as aligned columns: name, state, version, nodes, last seen, labels. */
 export function renderClusterTable(clusters: readonly ClusterView[]): string {
@@ -18,13 +19,5 @@ export function renderClusterTable(clusters: readonly ClusterView[]): string {
         .join(',') || '-',
     ]),
   ];
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
-  return rows
-    .map((row) =>
-      row
-        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return columns(rows);
 }

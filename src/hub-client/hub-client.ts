@@ -6,7 +6,7 @@
  * hands the same client to scripts.
  */
 import { watchEndOf } from './rollout-watch-end.js';
-import type { ReplicaView } from '../hub/contract/views.js';
+import type { HubTokenView, HubUserView, ReplicaView } from '../hub/contract/views.js';
 import type { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as delay } from 'node:timers/promises';
 import { EdgeadmError } from '../errors.js';
@@ -24,6 +24,7 @@ import {
 } from '../rollout/api.js';
 import type { RolloutState } from '../rollout/progress.js';
 import type { RolloutDocument } from '../rollout/rollout-file.js';
+import { parseBootstrapToken, parseBootstrapTokenId } from '../trust/bootstrap-token.js';
 import {
   HUB_CLIENT_TIMEOUT_MS,
   MAX_LARGE_RESPONSE_BYTES,
@@ -197,6 +198,16 @@ function isUnreachable(error: unknown): boolean {
   return error instanceof EdgeadmError && error.code === 'E_HUB_UNREACHABLE';
 }
 
+/**
+ * The id of a hub token named by its id or by the whole token (as it
+ * leaked), checked before anything is read or called.
+ *
+ * @throws {ValidationError} when it is neither.
+ */
+export function hubTokenId(idOrToken: string): string {
+  return idOrToken.includes('.') ? parseBootstrapToken(idOrToken).id : parseBootstrapTokenId(idOrToken);
+}
+
 /** The operator API, bound to one hub config. */
 export class HubClient {
   constructor(readonly config: HubConfig) {}
@@ -220,6 +231,26 @@ export class HubClient {
 
   createToken(options: { ttlMs: number; usages?: number; labels?: Record<string, string> }): Promise<CreatedHubToken> {
     return this.#call('POST', '/hub/v1/tokens', options);
+  }
+
+  /** Every hub token, without its secret. */
+  async listTokens(): Promise<HubTokenView[]> {
+    return (await this.#call<{ tokens: HubTokenView[] }>('GET', '/hub/v1/tokens')).tokens;
+  }
+
+  /** Deletes a token by its id ({@link hubTokenId}): it registers no more clusters. */
+  deleteToken(id: string): Promise<{ id: string; isDeleted: boolean }> {
+    return this.#call('DELETE', `/hub/v1/tokens/${parseBootstrapTokenId(id)}`);
+  }
+
+  /** Every hub user, without their token. */
+  async listUsers(): Promise<HubUserView[]> {
+    return (await this.#call<{ users: HubUserView[] }>('GET', '/hub/v1/users')).users;
+  }
+
+  /** Deletes a user: their token stops working. */
+  deleteUser(name: string): Promise<{ name: string; isDeleted: boolean }> {
+    return this.#call('DELETE', `/hub/v1/users/${encodeURIComponent(name)}`);
   }
 
   async listClusters(selector?: string): Promise<ClusterView[]> {

@@ -2,6 +2,7 @@
  * The human table of `hub replicas list`.
  */
 import type { ReplicaView } from '../hub/contract/views.js';
+import { columns } from './columns.js';
 
 /** Renders replicas as aligned columns: id, address, tunnels, leader. */
 export function renderReplicaTable(replicas: readonly ReplicaView[]): string {
@@ -15,13 +16,5 @@ export function renderReplicaTable(replicas: readonly ReplicaView[]): string {
       r.startedAt,
     ]),
   ];
-  const widths = (rows[0] ?? []).map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
-  return rows
-    .map((row) =>
-      row
-        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return columns(rows);
 }

@@ -14,6 +14,7 @@ import type {
   RolloutStatusView,
 } from '../rollout/api.js';
 import type { ClusterPhase } from '../rollout/progress.js';
+import { columns } from './columns.js';
 
 /** The states in the order a column reads them: from not yet started to done. */
 const PHASES: readonly ClusterPhase[] = [
@@ -25,19 +26,6 @@ const PHASES: readonly ClusterPhase[] = [
   'ready',
   'failed',
 ];
-
-/** Aligned columns, two spaces apart, no trailing blanks. */
-function columns(rows: readonly (readonly string[])[]): string {
-  const widths = (rows[0] ?? []).map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
-  return rows
-    .map((row) =>
-      row
-        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
-}
 
 function countCells(counts: PhaseCounts): string[] {
   return PHASES.map((phase) => String(counts[phase] ?? 0));

@@ -5,28 +5,24 @@
  * - the discovery document (`cluster-info`, signed for every usable hub token);
  * - registration (`POST /hub/v1/register`, hub token) and renewal
  *   (`POST /hub/v1/renew`, the cluster's client certificate);
- * - the operator API (admin bearer token): tokens, clusters, users;
+ * - the operator API (admin bearer token): clusters here; tokens and users
+ *   in access-api.ts;
  * - rollouts, cluster holds and properties (any hub user, within their
  *   clusters: rollout-api.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CLUSTER_INFO_PATH } from '../../trust/cluster-info.js';
 import type { HubContext } from './hub-context.js';
-import { authenticateUser } from '../identity/authenticate.js';
-import { tokenLabelLimitProblem } from '../identity/token-labels.js';
-import { hashUserToken, newHubToken, newUserToken, formatHubToken } from '../identity/hub-tokens.js';
-import { HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
+import { HttpError, sendJson } from '../http/http-replies.js';
 import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.js';
 import { isClusterName } from '../../kube/names.js';
-import { MAX_API_BODY_BYTES, MAX_API_TTL_MS, MAX_HUB_TOKEN_USAGES } from '../limits.js';
 import { serveRolloutApi } from './rollout-api.js';
 import { PEER_REPLICA_PATH, servePeerReplica, serveReplicas } from './replicas-api.js';
-import type { ClusterRecord, UserRecord } from '../store/store.js';
+import type { ClusterRecord } from '../store/store.js';
 import type { ClusterView } from '../contract/views.js';
 import { discovery, register, renew } from './registration-api.js';
-
-/** A user or group name: no spaces or control characters (they end up in HTTP headers). */
-export const SUBJECT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,252}$/;
+import { serveAccessApi } from './access-api.js';
+import { decodePathSegment, requireAdmin } from './api-input.js';
 
 /**
  * A cluster as shown. Connected when this replica holds its open tunnel, or
@@ -52,16 +48,6 @@ export function viewOf(context: HubContext, cluster: ClusterRecord, isHeldElsewh
   if (cluster.hold !== undefined) view.hold = cluster.hold;
   if (cluster.properties !== undefined) view.properties = cluster.properties;
   return view;
-}
-
-async function requireAdmin(context: HubContext, req: IncomingMessage): Promise<UserRecord> {
-  const user = await authenticateUser(context, req);
-  if (user === undefined) {
-    context.metrics.unauthorizedRequests += 1;
-    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a valid hub admin token is required');
-  }
-  if (!user.isAdmin) throw new HttpError(403, 'E_HUB_FORBIDDEN', `user "${user.name}" is not a hub admin`);
-  return user;
 }
 
 /**
@@ -96,128 +82,6 @@ export async function clustersHeldElsewhere(context: HubContext): Promise<Readon
     }
   }
   return elsewhere;
-}
-
-function hubEndpoint(context: HubContext): string {
-  return new URL(context.advertiseUrl).host;
-}
-
-/**
- * An optional whole number field of an API body, within `[min, max]`. JSON
- * numbers are doubles: `1e308`, `1.5` and `-0.0` all parse, and each would
- * reach a date or the store as something else, so anything that is not a
- * safe integer in range is a 400 here, with the field named.
- */
-function optionalInteger(
-  body: Record<string, unknown>,
-  key: string,
-  range: { min: number; max: number },
-): number | undefined {
-  const value = body[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < range.min || value > range.max) {
-    throw new HttpError(
-      400,
-      'E_HUB_BAD_REQUEST',
-      `${key} must be a whole number from ${range.min} to ${range.max}, not ${JSON.stringify(value)}`,
-    );
-  }
-  return value;
-}
-
-/** A token's label limit from a request (`labels`: keys to values or `*`), if it has one. */
-function tokenLabelLimitOf(value: unknown): Record<string, string> | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'object' || Array.isArray(value) || Object.keys(value).length === 0) {
-    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'labels must be a JSON object of label keys to label values or "*"');
-  }
-  const problem = tokenLabelLimitProblem(value as Record<string, unknown>);
-  if (problem !== undefined) throw new HttpError(400, 'E_LABELS_INVALID', `labels: ${problem}`);
-  return { ...(value as Record<string, string>) };
-}
-
-/**
- * Decodes a percent-encoded path segment. A malformed escape (`%E0%A4%A`)
- * or bytes that are not UTF-8 are the client's mistake: a 400, not a throw.
- */
-function decodePathSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new HttpError(
-      400,
-      'E_HUB_BAD_REQUEST',
-      `the path segment ${JSON.stringify(segment)} is not valid percent-encoded UTF-8`,
-    );
-  }
-}
-
-/** `POST /hub/v1/tokens`. */
-async function createToken(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  await requireAdmin(context, req);
-  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
-  const ttlMs = optionalInteger(body, 'ttlMs', { min: 0, max: MAX_API_TTL_MS }) ?? 0;
-  const usages = optionalInteger(body, 'usages', { min: 1, max: MAX_HUB_TOKEN_USAGES });
-  const labels = tokenLabelLimitOf(body.labels);
-  const { record } = newHubToken({ ttlMs, now: context.now(), ...(usages === undefined ? {} : { usages }) });
-  if (labels !== undefined) record.labels = labels;
-  await context.store.addToken(record);
-  context.logger.info(`created hub token ${record.id}`);
-  sendJson(res, 201, {
-    token: formatHubToken(record),
-    id: record.id,
-    ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
-    ...(record.usagesLeft === undefined ? {} : { usages: record.usagesLeft }),
-    ...(record.labels === undefined ? {} : { labels: record.labels }),
-    hub: hubEndpoint(context),
-    caCertHash: context.pki.caPin,
-  });
-}
-
-/** `POST /hub/v1/users`. */
-async function createUser(context: HubContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  await requireAdmin(context, req);
-  const body = await readJsonBody(req, MAX_API_BODY_BYTES);
-  const { name, clustersSelector } = body;
-  const groups = body.groups ?? [];
-  if (typeof name !== 'string' || !SUBJECT_NAME_PATTERN.test(name)) {
-    throw new HttpError(400, 'E_HUB_USER_NAME', 'the user name may hold letters, digits and . _ @ : + - only');
-  }
-  if (typeof clustersSelector !== 'string')
-    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'clustersSelector is missing');
-  try {
-    parseLabelSelector(clustersSelector);
-  } catch (error) {
-    throw new HttpError(400, 'E_SELECTOR_INVALID', (error as Error).message);
-  }
-  if (!Array.isArray(groups) || !groups.every((g) => typeof g === 'string' && SUBJECT_NAME_PATTERN.test(g))) {
-    throw new HttpError(400, 'E_HUB_BAD_REQUEST', 'groups must be names of letters, digits and . _ @ : + -');
-  }
-  const existing = (await context.store.listUsers()).find((user) => user.name === name);
-  if (existing?.isAdmin) throw new HttpError(409, 'E_HUB_USER_EXISTS', `"${name}" is the hub admin`);
-  const ttlMs = optionalInteger(body, 'ttlMs', { min: 0, max: MAX_API_TTL_MS }) ?? 0;
-  const token = newUserToken();
-  const now = context.now();
-  const user: UserRecord = {
-    name,
-    tokenHash: hashUserToken(token),
-    clustersSelector,
-    groups: groups as string[],
-    isAdmin: false,
-    createdAt: now.toISOString(),
-  };
-  if (ttlMs > 0) user.expiresAt = new Date(now.getTime() + ttlMs).toISOString();
-  await context.store.putUser(user);
-  context.logger.info(`created hub user ${name} for clusters "${clustersSelector}"`);
-  sendJson(res, 201, {
-    name,
-    token,
-    clustersSelector,
-    groups: user.groups,
-    ...(user.expiresAt === undefined ? {} : { expiresAt: user.expiresAt }),
-    server: context.advertiseUrl,
-    caPem: context.pki.ca.certPem,
-  });
 }
 
 async function clusters(context: HubContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
@@ -306,12 +170,6 @@ export async function serveApi(context: HubContext, req: IncomingMessage, res: S
     case 'POST /hub/v1/renew':
       await renew(context, req, res);
       return true;
-    case 'POST /hub/v1/tokens':
-      await createToken(context, req, res);
-      return true;
-    case 'POST /hub/v1/users':
-      await createUser(context, req, res);
-      return true;
     case 'GET /hub/v1/replicas':
       await requireAdmin(context, req);
       await serveReplicas(context, res);
@@ -320,6 +178,8 @@ export async function serveApi(context: HubContext, req: IncomingMessage, res: S
       servePeerReplica(context, req, res);
       return true;
   }
+  // Hub tokens and users (admin only).
+  if (await serveAccessApi(context, req, res, url)) return true;
   // Rollouts, and the holds and properties of clusters (open to scoped users, within their clusters).
   if (await serveRolloutApi(context, req, res, url, viewOf)) return true;
   if (url.pathname === '/hub/v1/clusters' || url.pathname.startsWith('/hub/v1/clusters/')) {

@@ -35,3 +35,28 @@ export interface ReplicaView {
   /** Whether this replica answered the request. */
   isSelf: boolean;
 }
+
+/** A hub token as `hub token list` shows it: never its secret. */
+export interface HubTokenView {
+  id: string;
+  createdAt: string;
+  expiresAt?: string;
+  /** Clusters it may still register; absent: any number within its lifetime. */
+  usagesLeft?: number;
+  /** The labels a cluster registered with it must have (`*`: any value), if limited. */
+  labels?: Record<string, string>;
+  /** usable, or why it registers no more clusters. */
+  state: 'usable' | 'expired' | 'spent';
+}
+
+/** A hub user as `hub user list` shows them: never their token. */
+export interface HubUserView {
+  name: string;
+  /** The clusters they reach (empty: every cluster, for an admin). */
+  clustersSelector: string;
+  groups: string[];
+  isAdmin: boolean;
+  createdAt: string;
+  expiresAt?: string;
+  state: 'active' | 'expired';
+}

@@ -46,7 +46,7 @@ export const PEER_PROXY_PREFIX = '/hub/peer/v1';
 export const PEER_USER_HEADER = 'edgeadm-peer-user';
 /** The operator's groups (a JSON array) on a forwarded request. */
 export const PEER_GROUPS_HEADER = 'edgeadm-peer-groups';
-/** A user or group name as the operator API allows them (operator-api.ts' SUBJECT_NAME_PATTERN). */
+/** A user or group name as the operator API allows them (access-api.ts' SUBJECT_NAME_PATTERN). */
 const SUBJECT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,252}$/;
 
 /** A replica's client certificate towards the others. `keyPem` is a secret, kept in memory only. */

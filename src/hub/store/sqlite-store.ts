@@ -276,6 +276,13 @@ export class SqliteHubStore implements HubStore {
     }
   }
 
+  async deleteToken(id: string): Promise<boolean> {
+    return this.#transaction(() => {
+      this.#prepare('DELETE FROM token_label_limits WHERE id = ?').run(id);
+      return this.#prepare('DELETE FROM tokens WHERE id = ?').run(id).changes > 0;
+    });
+  }
+
   async putUser(user: UserRecord): Promise<void> {
     // A user replaced under the same name may have a new token: forget every cached user.
     this.#usersByTokenHash.clear();
@@ -305,6 +312,11 @@ export class SqliteHubStore implements HubStore {
 
   async listUsers(): Promise<UserRecord[]> {
     return (this.#prepare('SELECT * FROM users ORDER BY name').all() as Row[]).map(userFromRow);
+  }
+
+  async deleteUser(name: string): Promise<boolean> {
+    this.#usersByTokenHash.clear();
+    return this.#prepare('DELETE FROM users WHERE name = ?').run(name).changes > 0;
   }
 
   async revokeCertificate(serial: string, reason: string): Promise<void> {

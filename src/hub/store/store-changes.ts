@@ -48,11 +48,15 @@ export function announcingStore(store: HubStore, emit: ChangeSink): HubStore {
     listTokens: () => store.listTokens(),
     useToken: (id, now) =>
       after(store.useToken(id, now), (use) => (use === 'used' ? { kind: 'tokens-changed' } : undefined)),
+    deleteToken: (id) =>
+      after(store.deleteToken(id), (isDeleted) => (isDeleted ? { kind: 'tokens-changed' } : undefined)),
     useTokenToAddCluster: (id, now, cluster) =>
       after(store.useTokenToAddCluster(id, now, cluster), (outcome) =>
         outcome === 'added' ? { kind: 'clusters-changed', cluster: cluster.name } : undefined,
       ),
     putUser: (user) => after(store.putUser(user), () => ({ kind: 'users-changed' })),
+    deleteUser: (name) =>
+      after(store.deleteUser(name), (isDeleted) => (isDeleted ? { kind: 'users-changed' } : undefined)),
     findUserByTokenHash: (hash) => store.findUserByTokenHash(hash),
     listUsers: () => store.listUsers(),
     revokeCertificate: (serial, reason) =>

@@ -155,11 +155,15 @@ export interface HubStore {
    * neither. `'exists'` when the name is taken (the use is not taken).
    */
   useTokenToAddCluster(id: string, now: Date, cluster: ClusterRecord): Promise<TokenRegistration>;
+  /** Removes a token (revoked: it registers no more clusters); false when there is no such token. */
+  deleteToken(id: string): Promise<boolean>;
 
   /** Adds or replaces a user. */
   putUser(user: UserRecord): Promise<void>;
   findUserByTokenHash(tokenHash: string): Promise<UserRecord | undefined>;
   listUsers(): Promise<UserRecord[]>;
+  /** Removes a user (their token stops working); false when there is no such user. */
+  deleteUser(name: string): Promise<boolean>;
 
   /** Marks a certificate serial as revoked. */
   revokeCertificate(serial: string, reason: string): Promise<void>;

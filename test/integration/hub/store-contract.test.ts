@@ -245,6 +245,37 @@ describe.each(kinds)('HubStore contract on $name', (kind) => {
       expect((await other.listUsers()).map((u) => u.name)).toEqual(['alice', 'bob']);
     }));
 
+  it('deletes tokens and users: gone for every handle, a deleted user found by their token hash no more', () =>
+    withWorld(async ({ store, another }) => {
+      const other = await another();
+      await store.addToken({ id: 'keep', secret: 's-keep', createdAt: now.toISOString() });
+      await store.addToken({ id: 'drop', secret: 's-drop', createdAt: now.toISOString(), labels: { env: 'dev' } });
+      expect(await store.deleteToken('drop')).toBe(true);
+      expect(await store.deleteToken('drop')).toBe(false);
+      expect(await other.getToken('drop')).toBeUndefined();
+      expect(await other.useToken('drop', now)).toBe('unknown');
+      expect((await other.listTokens()).map((t) => t.id)).toEqual(['keep']);
+      // A token made again under a deleted id has no leftover label limit.
+      await store.addToken({ id: 'drop', secret: 's-new', createdAt: now.toISOString() });
+      expect((await other.getToken('drop'))?.labels).toBeUndefined();
+      const dave = {
+        name: 'dave',
+        tokenHash: 'hd',
+        clustersSelector: 'env=dev',
+        groups: [],
+        isAdmin: false,
+        createdAt: now.toISOString(),
+      };
+      await store.putUser(dave);
+      await store.putUser({ ...dave, name: 'erin', tokenHash: 'he' });
+      expect((await other.findUserByTokenHash('hd'))?.name).toBe('dave');
+      expect(await store.deleteUser('dave')).toBe(true);
+      expect(await store.deleteUser('dave')).toBe(false);
+      await expect.poll(() => other.findUserByTokenHash('hd')).toBeUndefined();
+      expect((await other.listUsers()).map((u) => u.name)).toEqual(['erin']);
+      expect((await other.findUserByTokenHash('he'))?.name).toBe('erin');
+    }));
+
   it('revokes certificate serials whatever their case', () =>
     withWorld(async ({ store, another }) => {
       await store.revokeCertificate('AB12', 'cluster deleted');

@@ -272,6 +272,13 @@ export class EtcdHubStore implements HubStore {
     );
   }
 
+  async deleteToken(id: string): Promise<boolean> {
+    const relative = `${ETCD_KEYS.tokens}${id}`;
+    return this.#space.compareAndSwap([relative], ([entry]) =>
+      entry === undefined ? { result: false, ops: [] } : { result: true, ops: [this.#space.delete(relative)] },
+    );
+  }
+
   // Users, with the index by token hash kept in the same transaction.
 
   async putUser(user: UserRecord): Promise<void> {
@@ -307,6 +314,19 @@ export class EtcdHubStore implements HubStore {
 
   async listUsers(): Promise<UserRecord[]> {
     return this.#space.list<UserRecord>(ETCD_KEYS.users);
+  }
+
+  async deleteUser(name: string): Promise<boolean> {
+    const relative = `${ETCD_KEYS.users}${name}`;
+    this.#usersByTokenHash.clear();
+    return this.#space.compareAndSwap([relative], ([entry]) => {
+      if (entry === undefined) return { result: false, ops: [] };
+      const { tokenHash } = parseStoredRecord<UserRecord>(entry);
+      return {
+        result: true,
+        ops: [this.#space.delete(relative), this.#space.delete(`${ETCD_KEYS.userTokens}${tokenHash}`)],
+      };
+    });
   }
 
   // Revocations.

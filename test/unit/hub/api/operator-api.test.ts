@@ -360,3 +360,78 @@ describe('operator API: /readyz follows the coordination’s health', () => {
     }
   });
 });
+
+describe('operator API: tokens and users, listed without secrets and deleted', () => {
+  it('lists tokens without their secrets; a deleted token registers nothing and leaves the list', async () => {
+    const created = await call('POST', '/hub/v1/tokens', {
+      token: adminToken,
+      body: JSON.stringify({ ttlMs: 60_000, usages: 2, labels: { env: 'dev' } }),
+    });
+    const { token, id } = JSON.parse(created.body) as { token: string; id: string };
+    const secret = token.split('.')[1]!;
+    const listed = await call('GET', '/hub/v1/tokens', { token: adminToken });
+    expect(listed.status).toBe(200);
+    expect(listed.body).not.toContain(secret);
+    expect((JSON.parse(listed.body) as { tokens: unknown[] }).tokens).toContainEqual({
+      id,
+      createdAt: expect.any(String),
+      expiresAt: expect.any(String),
+      usagesLeft: 2,
+      labels: { env: 'dev' },
+      state: 'usable',
+    });
+    expect((await call('DELETE', `/hub/v1/tokens/${id}`, { token: adminToken })).body).toBe(
+      JSON.stringify({ id, isDeleted: true }),
+    );
+    const after = JSON.parse((await call('GET', '/hub/v1/tokens', { token: adminToken })).body) as {
+      tokens: { id: string }[];
+    };
+    expect(after.tokens.map((t) => t.id)).not.toContain(id);
+    const register = await call('POST', '/hub/v1/register', {
+      token,
+      body: JSON.stringify({ name: 'after-revoke', labels: { env: 'dev' }, csr: await csrFor('after-revoke') }),
+    });
+    expect(register.status).toBe(401);
+    expect(await store.getCluster('after-revoke')).toBeUndefined();
+    const again = await call('DELETE', `/hub/v1/tokens/${id}`, { token: adminToken });
+    expect([again.status, JSON.parse(again.body).code]).toEqual([404, 'E_HUB_TOKEN_NOT_FOUND']);
+  });
+
+  it("lists users without tokens; a deleted user's token stops working; the admin cannot be deleted", async () => {
+    const created = await call('POST', '/hub/v1/users', {
+      token: adminToken,
+      body: JSON.stringify({ name: 'carol', clustersSelector: 'env=dev', groups: ['dev-team'] }),
+    });
+    const carolToken = (JSON.parse(created.body) as { token: string }).token;
+    const listed = await call('GET', '/hub/v1/users', { token: adminToken });
+    expect(listed.body).not.toContain(carolToken);
+    expect(listed.body).not.toContain(hashUserToken(carolToken));
+    expect((JSON.parse(listed.body) as { users: unknown[] }).users).toContainEqual({
+      name: 'carol',
+      clustersSelector: 'env=dev',
+      groups: ['dev-team'],
+      isAdmin: false,
+      createdAt: expect.any(String),
+      state: 'active',
+    });
+    // A scoped user manages no one, not even themselves.
+    for (const [method, url] of [
+      ['GET', '/hub/v1/users'],
+      ['GET', '/hub/v1/tokens'],
+      ['DELETE', '/hub/v1/users/carol'],
+      ['DELETE', `/hub/v1/users/${HUB_ADMIN_USER}`],
+    ] as const) {
+      expect((await call(method, url, { token: carolToken })).status, `${method} ${url}`).toBe(403);
+    }
+    expect((await call('GET', '/hub/v1/users')).status).toBe(401);
+    const admin = await call('DELETE', `/hub/v1/users/${HUB_ADMIN_USER}`, { token: adminToken });
+    expect([admin.status, JSON.parse(admin.body).code]).toEqual([409, 'E_HUB_USER_ADMIN']);
+    expect((await call('DELETE', '/hub/v1/users/carol', { token: adminToken })).status).toBe(200);
+    // Known (403, not an admin) before; unknown (401) after.
+    expect((await call('GET', '/hub/v1/users', { token: carolToken })).status).toBe(401);
+    const gone = await call('DELETE', '/hub/v1/users/carol', { token: adminToken });
+    expect([gone.status, JSON.parse(gone.body).code]).toEqual([404, 'E_HUB_USER_NOT_FOUND']);
+    expect((await call('DELETE', '/hub/v1/users/%E0%A4%A', { token: adminToken })).status).toBe(400);
+    expect((await call('PUT', '/hub/v1/users/carol', { token: adminToken })).status).toBe(405);
+  });
+});
