@@ -6,12 +6,12 @@
 # unless COLD=1, the rig's Go caches (/var/cache/edgeadm-rig).
 #
 #   debootstrap --variant=minbase --include=ca-certificates,git bookworm /var/tmp/fresh-root http://deb.debian.org/debian
-#   bash scripts/fresh-root.sh test      # or: demo
+#   bash scripts/fresh-root.sh test      # or: demo; FRESH_ROOT=DIR for a root elsewhere
 set -euo pipefail
 # In a mount namespace of its own: the root's mounts (its /sys) must not show in the machine's mount table,
 # where a kubelet or kubeadm of another run would find them.
 if [ -z "${FRESH_ROOT_NS:-}" ]; then FRESH_ROOT_NS=1 exec unshare -m --propagation private "$0" "$@"; fi
-R=/var/tmp/fresh-root
+R=${FRESH_ROOT:-/var/tmp/fresh-root}
 what=${1:-test}
 cp /usr/bin/node $R/usr/bin/node
 mkdir -p $R/usr/lib/node_modules $R/usr/local/go

@@ -333,7 +333,7 @@ export class CopyAgent {
     try {
       const result = await this.#applierFor(run, owner).apply(rollout, copy, { owner, signal: abort.signal });
       this.#options.logger.info(
-        `rollout ${rollout}: applied revision ${copy.revision} (${result.applied} objects, ${result.pruned} pruned)`,
+        `rollout ${rollout}: applied revision ${copy.revision} (${result.applied} object${result.applied === 1 ? '' : 's'}, ${result.pruned} pruned)`,
       );
       run.state = 'applied';
       this.#schedule(run, 0);
@@ -376,7 +376,7 @@ export class CopyAgent {
     clearTimeout(run.timer);
     try {
       const pruned = await this.#applierFor(run, owner).remove(rollout);
-      this.#options.logger.info(`rollout ${rollout}: removed (${pruned} objects deleted)`);
+      this.#options.logger.info(`rollout ${rollout}: removed (${pruned} object${pruned === 1 ? '' : 's'} deleted)`);
     } catch (error) {
       // The inventory stays, so the hub's next remove tries again.
       run.state = 'failed';

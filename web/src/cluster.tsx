@@ -1,6 +1,6 @@
 /** One cluster: its labels and versions, its nodes read live through its tunnel, its rollouts. */
 import { DataTable, ErrorNote, Loading, Section, StateBadge, useData } from './components';
-import { ago } from './format';
+import { ago, when } from './format';
 import { useLive } from './live';
 import { href } from './router';
 import type { ClusterDetail, NodeView } from './types';
@@ -34,16 +34,16 @@ export function ClusterPageView({ name }: { name: string }) {
                 {cluster.state === 'Disconnected' && `, last seen ${ago(cluster.lastSeen)}`}
               </dd>
               <dt>Last seen</dt>
-              <dd>{cluster.lastSeen ?? 'never'}</dd>
+              <dd>{when(cluster.lastSeen)}</dd>
               <dt>Kubernetes</dt>
               <dd>{cluster.kubernetesVersion ?? 'unknown'}</dd>
               <dt>Registered</dt>
-              <dd>{cluster.registeredAt}</dd>
+              <dd>{when(cluster.registeredAt)}</dd>
               {cluster.hold && (
                 <>
                   <dt>Held</dt>
                   <dd>
-                    {cluster.hold.reason} (by {cluster.hold.by} since {cluster.hold.since})
+                    {cluster.hold.reason} (by {cluster.hold.by} since {when(cluster.hold.since)})
                   </dd>
                 </>
               )}

@@ -10,6 +10,19 @@ export function ago(iso: string | undefined, now = Date.now()): string {
   return `${Math.floor(seconds / 86_400)} d ago`;
 }
 
+/** "2026-11-28 21:40 UTC (3 min ago)": a time as people read it, in UTC like every site's logs. */
+export function when(iso: string | undefined, now = Date.now()): string {
+  if (iso === undefined) return 'never';
+  if (Number.isNaN(Date.parse(iso))) return iso;
+  const utc = new Date(iso).toISOString();
+  return `${utc.slice(0, 10)} ${utc.slice(11, 16)} UTC (${ago(iso, now)})`;
+}
+
+/** "1 object", "3 objects". */
+export function count(n: number, noun: string): string {
+  return `${n} ${n === 1 ? noun : `${noun}s`}`;
+}
+
 /** The words for the offline buckets of the fleet summary. */
 export const OFFLINE_LABELS = {
   lt5m: 'under 5 minutes',

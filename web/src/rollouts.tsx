@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, post } from './api';
 import { DataTable, ErrorNote, Loading, Section, StateBadge, useData } from './components';
+import { count } from './format';
 import { useLive } from './live';
 import { href } from './router';
 import type { Phase, PhaseCounts, RolloutListItem, RolloutView } from './types';
@@ -147,7 +148,7 @@ export function RolloutPageView({ name }: { name: string }) {
                       <tr key={summary.name}>
                         <th scope="row">{summary.name}</th>
                         <td class="num">{summary.value ?? '–'}</td>
-                        <td class="muted">from {summary.reporting} objects</td>
+                        <td class="muted">from {count(summary.reporting, 'object')}</td>
                       </tr>
                     ))}
                   </tbody>

@@ -65,6 +65,7 @@ export default class HubServe extends BaseCommand<typeof HubServe> {
     this.log(`hub listening on ${hub.url}`);
     this.log(`hub CA pin: ${hub.caPin}`);
     this.log(`admin config: ${hub.adminConfigPath}${hub.isFirstStart ? ' (new)' : ''}`);
+    this.log(`web view: ${hub.url}/ui/ (sign in with the token: line of a hub config)`);
     const advertised = reconcileAdminServer({
       adminConfigPath: hub.adminConfigPath,
       listen: flags.listen,

@@ -150,9 +150,17 @@ export async function readNodes(
 ): Promise<{ nodes: NodeView[]; isTruncated: boolean }> {
   const answer = await getThroughTunnel(context, user, cluster, `/api/v1/nodes?limit=${MAX_NODES_SHOWN}`);
   const body = answer.body as { items?: NodeObject[]; metadata?: { continue?: string }; message?: string };
+  if (answer.status === 403) {
+    // The cluster's own RBAC refused the impersonated user: said in words, not as the API server's Status.
+    throw new HttpError(
+      403,
+      'E_WEB_NODES_FORBIDDEN',
+      `cluster "${cluster}" does not let you (${user.name}) list its nodes: its own RBAC decides what you may read there. A ClusterRole allowing "list" on nodes, bound to you or one of your groups on that cluster, shows them here.`,
+    );
+  }
   if (answer.status !== 200) {
     throw new HttpError(
-      answer.status === 403 ? 403 : 502,
+      502,
       'E_WEB_LIVE_READ',
       `cluster "${cluster}" refused to list nodes: ${body?.message ?? `status ${answer.status}`}`,
     );

@@ -24,7 +24,8 @@ export default class HubClustersSetProperties extends BaseCommand<typeof HubClus
     const properties = parsePropertyAssignments(argv.slice(1).map(String));
     const client = new HubClient(loadHubConfig(this.flags['hub-config']));
     const cluster = await client.setClusterProperties(this.args.name, properties);
-    this.log(`cluster ${cluster.name}: ${Object.keys(properties).length} properties set`);
+    const n = Object.keys(properties).length;
+    this.log(`cluster ${cluster.name}: ${n} ${n === 1 ? 'property' : 'properties'} set`);
     return cluster;
   }
 }
