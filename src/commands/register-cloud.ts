@@ -42,7 +42,7 @@ export default class RegisterCloud extends BaseCommand<typeof RegisterCloud> {
     'register-cloud checks that right (SelfSubjectAccessReview) before it uses the token.\n\n' +
     'With --create-service-account, --kubeconfig must be a cluster admin: register-cloud then creates (or finds) ' +
     'ServiceAccount kube-system/edgeadm-tunnel-agent, ClusterRole and ClusterRoleBinding edgeadm-tunnel-agent with ' +
-    'that one rule, and Secret kube-system/edgeadm-tunnel-agent-token (type kubernetes.io/service-account-token), ' +
+    'that rule and list on nodes (the hub then shows the node count), and Secret kube-system/edgeadm-tunnel-agent-token (type kubernetes.io/service-account-token), ' +
     'and the agent uses that token (DATA_DIR/upstream.kubeconfig, mode 0600). The admin credentials are not stored. ' +
     'Without it, the agent uses the --kubeconfig identity as it is.';
   static override examples = [

@@ -34,9 +34,15 @@ const RBAC_GROUP_VERSION = 'rbac.authorization.k8s.io/v1';
 const SERVICE_ACCOUNT_TOKEN_TYPE = 'kubernetes.io/service-account-token';
 const SERVICE_ACCOUNT_NAME_ANNOTATION = 'kubernetes.io/service-account.name';
 
-/** The one rule the agent's identity needs: impersonate users and groups, nothing else. */
+/**
+ * What the agent's identity may do cluster-wide: impersonate users and
+ * groups (the one right it needs), and list nodes, so that the hub shows how
+ * many the cluster has (a read the impersonate right allows anyway, kept
+ * without impersonating anyone).
+ */
 export const AGENT_IMPERSONATION_RULES = [
   { apiGroups: [''], resources: ['users', 'groups'], verbs: ['impersonate'] },
+  { apiGroups: [''], resources: ['nodes'], verbs: ['list'] },
 ] as const;
 
 /**

@@ -39,6 +39,9 @@ describe('register-cloud --create-service-account', { timeout: 180_000 }, () => 
     hub = await startHubProcess();
     edge = await startEdgeCluster('sa-1');
     const token = await createHubToken(hub);
+    for (const name of ['shop-node-1', 'shop-node-2']) {
+      edge.api.setObject({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    }
     edge.agent = startCli([
       ...registerArgs({ hub, token, cluster: edge, labels: 'env=sa' }),
       '--create-service-account',
@@ -69,9 +72,12 @@ describe('register-cloud --create-service-account', { timeout: 180_000 }, () => 
     await edge?.api.stop();
   });
 
-  it('creates a ServiceAccount that may impersonate users and groups and keep rollout inventories, nothing more', () => {
+  it('creates a ServiceAccount that may impersonate users and groups, list nodes and keep rollout inventories, nothing more', () => {
     const role = edge.api.getObject({ apiVersion: RBAC, kind: 'ClusterRole', name: 'edgeadm-tunnel-agent' });
-    expect(role?.['rules']).toEqual([{ apiGroups: [''], resources: ['users', 'groups'], verbs: ['impersonate'] }]);
+    expect(role?.['rules']).toEqual([
+      { apiGroups: [''], resources: ['users', 'groups'], verbs: ['impersonate'] },
+      { apiGroups: [''], resources: ['nodes'], verbs: ['list'] },
+    ]);
     const binding = edge.api.getObject({ apiVersion: RBAC, kind: 'ClusterRoleBinding', name: 'edgeadm-tunnel-agent' });
     expect(binding?.['subjects']).toEqual([
       { kind: 'ServiceAccount', name: 'edgeadm-tunnel-agent', namespace: 'kube-system' },
@@ -107,6 +113,14 @@ describe('register-cloud --create-service-account', { timeout: 180_000 }, () => 
       name: 'edgeadm-tunnel-agent-token',
     });
     expect(secret?.['type']).toBe('kubernetes.io/service-account-token');
+  });
+
+  it('tells the hub how many nodes the cluster has, listed as the ServiceAccount', async () => {
+    const cluster = await hubJson<{ nodeCount?: number }>(['hub', 'clusters', 'get', 'sa-1'], hub.adminConfig);
+    expect(cluster.nodeCount).toBe(2);
+    const lists = edge.api.requests.filter((r) => r.resource === 'nodes' && r.verb === 'list');
+    expect(lists.length).toBeGreaterThan(0);
+    expect(new Set(lists.map((r) => r.user))).toEqual(new Set([SA_USER]));
   });
 
   it('runs the agent as the ServiceAccount, impersonating the hub user and groups', async () => {
