@@ -60,7 +60,7 @@ export function ClusterPageView({ name }: { name: string }) {
               ))}
             </ul>
           </Section>
-          <Section title="Nodes">
+          <Section title="Nodes" isWide>
             {cluster.state !== 'Connected' ? (
               <p class="muted">Not connected: nodes are read live through the tunnel when the cluster is connected.</p>
             ) : (

@@ -84,10 +84,19 @@ export function StateBadge({ state }: { state: string }) {
 }
 
 /** A titled section. */
-export function Section({ title, children }: { title: string; children: ComponentChildren }) {
+export function Section({
+  title,
+  isWide = false,
+  children,
+}: {
+  title: string;
+  /** Across the whole grid (a table whose columns need the room). */
+  isWide?: boolean;
+  children: ComponentChildren;
+}) {
   const id = `section-${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
   return (
-    <section class="card" aria-labelledby={id}>
+    <section class={isWide ? 'card wide' : 'card'} aria-labelledby={id}>
       <h2 id={id}>{title}</h2>
       {children}
     </section>

@@ -189,6 +189,19 @@ describe('hub web view in chromium', { timeout: 180_000 }, () => {
     await page.getByRole('link', { name: 'shop-001', exact: true }).click();
     await page.locator('tr[data-node="shop-001-node"]').waitFor();
     expect(await page.locator('tr[data-node="shop-001-node"]').textContent()).toContain('Ready');
+    // The node's name and kubelet version each on one line, and the table not cut off (newcomer point 19).
+    // Run in the page (this file is compiled without the DOM's types): lines each cell's text takes.
+    const layout = await page.evaluate(`(() => {
+      const row = document.querySelector('tr[data-node="shop-001-node"]');
+      const lines = (cell) => {
+        const range = document.createRange();
+        range.selectNodeContents(cell);
+        return range.getClientRects().length;
+      };
+      const wrap = row.closest('.table-wrap');
+      return { name: lines(row.children[0]), version: lines(row.children[3]), isCut: wrap.scrollWidth > wrap.clientWidth };
+    })()`);
+    expect(layout).toEqual({ name: 1, version: 1, isCut: false });
     await expect.poll(() => page.getByTestId('cluster-state').textContent()).toBe('Connected');
     expect(await page.getByRole('link', { name: 'region=eu' }).count()).toBe(1);
     await page.getByRole('region', { name: 'Rollouts' }).getByRole('link', { name: 'web' }).waitFor();
