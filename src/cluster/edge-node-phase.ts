@@ -32,9 +32,11 @@
  *
  * Everything is recorded in the install state first, so reset removes it.
  */
+import { statSync } from 'node:fs';
 import { isSea } from 'node:sea';
 import { dirname, isAbsolute, join } from 'node:path/posix';
 import { dump } from 'js-yaml';
+import { uploadProgress } from './upload-progress.js';
 import { DEFAULT_CACHE_DIR, DEFAULT_LISTEN, DEFAULT_METRICS_LISTEN } from '../edge/limits.js';
 import { EdgeadmError, ValidationError } from '../errors.js';
 import { KubeClient } from '../kube/client.js';
@@ -297,6 +299,38 @@ export interface EdgeNodePhaseDeps<C> {
   configureAgent(ctx: C): Promise<PhaseOutcome>;
 }
 
+/**
+ * Uploads this edgeadm (the single binary) to the node, saying how far a
+ * large upload is; true when it was not there already.
+ *
+ * @throws {ValidationError} `E_EDGE_BINARY_ARCH` when the node cannot run it.
+ */
+async function uploadThisEdgeadm(
+  ctx: Pick<EdgeNodeData, 'host' | 'state' | 'say'> & { facts: { arch: string } },
+  binary: { from: string; path: string },
+): Promise<boolean> {
+  const { host, state } = ctx;
+  if (goArch(process.arch) !== ctx.facts.arch) {
+    throw new ValidationError(
+      `this edgeadm is built for ${goArch(process.arch)}, and ${host.name} is ${ctx.facts.arch}: it cannot run there`,
+      {
+        code: 'E_EDGE_BINARY_ARCH',
+        hints: ["Put the edgeadm binary for the node's architecture into the install package as bin/edgeadm."],
+      },
+    );
+  }
+  state.file(binary.path);
+  await state.save();
+  const upload = await host.put(binary.from, binary.path, {
+    mode: 0o755,
+    sudo: true,
+    description: `upload this edgeadm to ${binary.path}`,
+    ...uploadProgress('edgeadm', statSync(binary.from).size, (line) => ctx.say(line)),
+  });
+  ctx.say(upload.skipped ? `${binary.path} already there` : `uploaded edgeadm to ${binary.path}`);
+  return !upload.skipped;
+}
+
 /** Makes join's edge phase. */
 export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>): Phase<C> {
   return {
@@ -337,26 +371,7 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
       let isChanged = false;
 
       // The binary.
-      if (binary.kind === 'upload') {
-        if (goArch(process.arch) !== ctx.facts.arch) {
-          throw new ValidationError(
-            `this edgeadm is built for ${goArch(process.arch)}, and ${host.name} is ${ctx.facts.arch}: it cannot run there`,
-            {
-              code: 'E_EDGE_BINARY_ARCH',
-              hints: ["Put the edgeadm binary for the node's architecture into the install package as bin/edgeadm."],
-            },
-          );
-        }
-        state.file(binary.path);
-        await state.save();
-        const upload = await host.put(binary.from, binary.path, {
-          mode: 0o755,
-          sudo: true,
-          description: `upload this edgeadm to ${binary.path}`,
-        });
-        if (!upload.skipped) isChanged = true;
-        ctx.say(upload.skipped ? `${binary.path} already there` : `uploaded edgeadm to ${binary.path}`);
-      }
+      if (binary.kind === 'upload' && (await uploadThisEdgeadm({ ...ctx, facts: ctx.facts }, binary))) isChanged = true;
 
       const supervisor = distribution.edgeSupervisor;
       // The node's credentials (and, k3s, its serving certificate), written by its agent.

@@ -15,7 +15,7 @@
  * can change it between the check and the install.
  */
 import { EdgeadmError } from '../errors.js';
-import { execOrThrow, type TransferProgress } from '../hosts/host.js';
+import { execOrThrow } from '../hosts/host.js';
 import { SYSTEM_TOOLS, sha256OfFile } from '../hosts/system-tools.js';
 import { PackageError, PackageErrorCode } from '../packages/errors.js';
 import {
@@ -30,7 +30,7 @@ import { compareUnpackedTree, throwOnTreeProblems, unpackedTreeListingCommand } 
 import type { Phase } from '../workflow/phase.js';
 import type { NodeData } from './node-context.js';
 import { readVerifiedInstall, verifiedInstallScript, type VerifiedInstall } from './verified-install.js';
-import { uploadProgressLines } from './upload-progress.js';
+import { uploadProgress } from './upload-progress.js';
 
 /** Where packages are kept on a host. */
 export const HOST_PACKAGE_DIR = '/var/lib/edgeadm/packages';
@@ -230,7 +230,7 @@ export async function stagePackage(
     mode: 0o600,
     sudo: true,
     description: `upload the install package ${pkg.manifest.name} to ${archive} (${pkg.archiveBytes} bytes)`,
-    ...progressOption(uploadProgressLines(pkg.manifest.name, pkg.archiveBytes, (line) => ctx.say(line))),
+    ...uploadProgress(pkg.manifest.name, pkg.archiveBytes, (line) => ctx.say(line)),
   });
   if (!upload.skipped) isChanged = true;
   if (upload.skipped) ctx.say(`${archive} already on the host`);
@@ -379,13 +379,6 @@ export function packagePhase<C extends NodeData>(): Phase<C> {
       return isChanged ? 'changed' : 'unchanged';
     },
   };
-}
-
-/** `onProgress` for `host.put` when there is a sink (large files only). */
-function progressOption(onProgress: ((progress: TransferProgress) => void) | undefined): {
-  onProgress?: (progress: TransferProgress) => void;
-} {
-  return onProgress === undefined ? {} : { onProgress };
 }
 
 function sha256Hex(bytes: Buffer): string {

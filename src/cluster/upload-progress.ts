@@ -31,3 +31,13 @@ export function uploadProgressLines(
     );
   };
 }
+
+/** `host.put`'s `onProgress` option for `what`: absent for a file too small to need it. */
+export function uploadProgress(
+  what: string,
+  totalBytes: number,
+  say: (line: string) => void,
+): { onProgress?: (progress: TransferProgress) => void } {
+  const onProgress = uploadProgressLines(what, totalBytes, say);
+  return onProgress === undefined ? {} : { onProgress };
+}

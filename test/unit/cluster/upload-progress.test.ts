@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { uploadProgressLines } from '../../../src/cluster/upload-progress.js';
+import { uploadProgress, uploadProgressLines } from '../../../src/cluster/upload-progress.js';
 
 const MiB = 1024 * 1024;
 
@@ -22,5 +22,13 @@ describe('upload progress lines (newcomer point 16)', () => {
 
   it('stays quiet for a small file', () => {
     expect(uploadProgressLines('small', MiB, () => undefined)).toBeUndefined();
+  });
+
+  it('gives host.put an onProgress for a large file only (the 116 MiB edgeadm a join uploads to an edge node)', () => {
+    expect(uploadProgress('small', MiB, () => undefined)).toEqual({});
+    const lines: string[] = [];
+    const { onProgress } = uploadProgress('edgeadm', 116 * MiB, (line) => lines.push(line));
+    onProgress!({ bytesTransferred: 60 * MiB, resumedFrom: 0, totalBytes: 116 * MiB });
+    expect(lines).toEqual(['uploading edgeadm: 50% (60 of 116 MiB)']);
   });
 });
