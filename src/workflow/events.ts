@@ -11,6 +11,7 @@
  * The `type` names and fields are a stable schema (`--output jsonl`): add
  * fields, never rename or remove them.
  */
+import type { PhaseOutcome } from './phase.js';
 
 /** How a finished phase ended. */
 export type PhaseFinishOutcome =
@@ -44,6 +45,12 @@ export interface PhaseStartedEvent extends WorkflowEventBase {
 export interface PhaseFinishedEvent extends WorkflowEventBase {
   type: 'phase-finished';
   outcome: PhaseFinishOutcome;
+  /**
+   * The same end in the words of the `--json` report's `phases[].status`
+   * (`changed` or `unchanged`; a skipped phase is a `phase-skipped` event, a
+   * failed one `phase-failed`), so a script can read either.
+   */
+  status: PhaseOutcome;
   /** Wall time of the phase's own run, without its children. */
   durationMs: number;
 }

@@ -142,6 +142,7 @@ async function runOne<C>({ path, phase }: FlatPhase<C>, ctx: C, tools: RunOneToo
     type: 'phase-finished',
     phase: path,
     outcome: finishOutcome(outcome, phase.isCheck === true, tools.isDryRun),
+    status: outcome,
     durationMs,
   });
 }

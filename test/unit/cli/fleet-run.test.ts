@@ -16,7 +16,15 @@ describe('fleet up: the host events of the control plane it inits (newcomer poin
     expect(
       run([
         { type: 'phase-started', time, host: 'cp1', phase: 'preflight', summary: 's' },
-        { type: 'phase-finished', time, host: 'cp1', phase: 'preflight', outcome: 'checked', durationMs: 1 },
+        {
+          type: 'phase-finished',
+          time,
+          host: 'cp1',
+          phase: 'preflight',
+          outcome: 'checked',
+          status: 'unchanged',
+          durationMs: 1,
+        },
         { type: 'phase-skipped', time, host: 'cp1', phase: 'show', reason: 'r' },
         { type: 'phase-started', time, host: 'cp2', phase: 'preflight', summary: 's' },
       ]),

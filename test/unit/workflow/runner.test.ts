@@ -200,6 +200,7 @@ describe('runPhases events', () => {
       type: 'phase-finished',
       phase: 'preflight',
       outcome: 'done',
+      status: 'changed',
       durationMs: 1,
       host: 'root@10.0.0.5:22',
       time: '2026-01-02T03:04:05.000Z',
@@ -213,6 +214,8 @@ describe('runPhases events', () => {
     expect(again.filter((e) => e.type === 'phase-finished').map((e) => e.outcome)).toEqual(
       Array(5).fill('already-done'),
     );
+    // The report's word for the same end (newcomer point 23).
+    expect(again.filter((e) => e.type === 'phase-finished').map((e) => e.status)).toEqual(Array(5).fill('unchanged'));
     const check: Phase<Ctx>[] = [{ name: 'wait', summary: 'wait', isCheck: true, run: async () => 'unchanged' }];
     const checked: WorkflowEvent[] = [];
     await runPhases(check, ctx(), { onEvent: (e) => checked.push(e) });
