@@ -7,7 +7,7 @@ import { href, navigate, type Route } from './router';
 import type { ClusterPage } from './types';
 
 const PAGE_SIZE = 50;
-const FILTER_KEYS = ['q', 'selector', 'state', 'version', 'offline', 'sort', 'order'] as const;
+const FILTER_KEYS = ['q', 'selector', 'state', 'version', 'offline', 'held', 'sort', 'order'] as const;
 const COLUMNS: { key: string; title: string }[] = [
   { key: 'name', title: 'Name' },
   { key: 'state', title: 'State' },

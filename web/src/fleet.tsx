@@ -5,6 +5,62 @@ import { useLive } from './live';
 import { href } from './router';
 import type { FleetSummary, OfflineBucket, RolloutListItem } from './types';
 
+/**
+ * Which sites need someone now: clusters held, clusters away for over an
+ * hour or never connected, rollouts halted or with failed clusters; each a
+ * link to what is behind it.
+ */
+function Attention({ summary, rollouts }: { summary: FleetSummary; rollouts: RolloutListItem[] | undefined }) {
+  const away = summary.offline.lt1d + summary.offline.gte1d;
+  const stuck = (rollouts ?? []).filter((rollout) => rollout.state === 'halted' || rollout.counts.failed > 0);
+  const isQuiet = summary.held === 0 && away === 0 && summary.offline.never === 0 && stuck.length === 0;
+  return (
+    <Section title="Needs attention" isWide>
+      {isQuiet ? (
+        <p class="muted" data-testid="attention-none">
+          Nothing: no cluster held, none away for over an hour, no rollout halted or failing.
+        </p>
+      ) : (
+        <ul class="stats" data-testid="attention">
+          {summary.held > 0 && (
+            <li>
+              <a href={href(['clusters'], { held: 'true' })} class="stat bad">
+                <strong data-testid="attention-held">{summary.held}</strong> held
+              </a>
+            </li>
+          )}
+          {away > 0 && (
+            <li>
+              <a href={href(['clusters'], { state: 'Disconnected', sort: 'lastSeen' })} class="stat bad">
+                <strong data-testid="attention-away">{away}</strong> away for over an hour
+              </a>
+            </li>
+          )}
+          {summary.offline.never > 0 && (
+            <li>
+              <a href={href(['clusters'], { state: 'Disconnected', offline: 'never' })} class="stat bad">
+                <strong data-testid="attention-never">{summary.offline.never}</strong> never connected
+              </a>
+            </li>
+          )}
+          {stuck.map((rollout) => (
+            <li key={rollout.name}>
+              <a
+                href={href(['rollouts', rollout.name])}
+                class="stat bad"
+                data-testid={`attention-rollout-${rollout.name}`}
+              >
+                <strong>{rollout.name}</strong>{' '}
+                {rollout.state === 'halted' ? 'halted' : `${rollout.counts.failed} failed`}
+              </a>
+            </li>
+          ))}
+        </ul>
+      )}
+    </Section>
+  );
+}
+
 export function FleetView() {
   const fleet = useData<FleetSummary>('fleet');
   const rollouts = useData<{ rollouts: RolloutListItem[] }>('rollouts');
@@ -19,6 +75,7 @@ export function FleetView() {
         <Loading />
       ) : (
         <div class="grid">
+          <Attention summary={summary} rollouts={rollouts.data?.rollouts} />
           <Section title="Clusters by state">
             <ul class="stats">
               <li>

@@ -32,6 +32,7 @@ export interface FleetSummary {
   connected: number;
   disconnected: number;
   offline: Record<OfflineBucket, number>;
+  held: number;
   versions: CountOf[];
   otherVersions: number;
   labels: { key: string; values: CountOf[]; otherValues: number }[];

@@ -43,6 +43,7 @@ import { TunnelRegistry } from '../replicas/tunnel-registry.js';
 import { HubStopping } from './hub-stopping.js';
 import { wireRollouts } from './rollout-wiring.js';
 import { handleRequest, handleUpgrade, type ServingParts } from './routes.js';
+import { webClusterChanged } from '../web/web-state.js';
 
 export { HUB_STORE_FILE } from './open-store.js';
 /** The admin's hub config under the data directory. */
@@ -324,6 +325,7 @@ function onStoreChange(change: StoreChange, context: HubContext, tunnels: Tunnel
       return;
     case 'clusters-changed':
       context.rollouts?.clustersChanged();
+      webClusterChanged(context, change.cluster);
       return;
     default:
       // Users and tokens are read from the store at every request; rollouts live in the leader's controller.

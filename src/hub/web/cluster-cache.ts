@@ -19,6 +19,8 @@ export class ClusterListCache {
   #clusters: ClusterRecord[] | undefined;
   #readAt = Number.NEGATIVE_INFINITY;
   #reading: Promise<ClusterRecord[]> | undefined;
+  /** Bumped by {@link invalidate}: a read begun before it keeps nothing. */
+  #generation = 0;
 
   constructor(options: { store: HubStore; now?: () => number; freshMs?: number; staleMs?: number }) {
     this.#store = options.store;
@@ -39,18 +41,32 @@ export class ClusterListCache {
     return reading;
   }
 
+  /** Forgets the list: the next request reads the store (a cluster's hold, labels or properties changed). */
+  invalidate(): void {
+    this.#generation += 1;
+    this.#clusters = undefined;
+    this.#readAt = Number.NEGATIVE_INFINITY;
+    this.#reading = undefined;
+  }
+
   /** One read at a time; every caller in the meantime shares it. */
   #read(): Promise<ClusterRecord[]> {
     if (this.#reading === undefined) {
       const startedAt = this.#now();
-      this.#reading = this.#store
+      const generation = this.#generation;
+      const reading = this.#store
         .listClusters()
         .then((clusters) => {
-          this.#clusters = clusters;
-          this.#readAt = startedAt;
+          if (generation === this.#generation) {
+            this.#clusters = clusters;
+            this.#readAt = startedAt;
+          }
           return clusters;
         })
-        .finally(() => (this.#reading = undefined));
+        .finally(() => {
+          if (this.#reading === reading) this.#reading = undefined;
+        });
+      this.#reading = reading;
     }
     return this.#reading;
   }

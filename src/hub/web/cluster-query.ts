@@ -1,7 +1,7 @@
 /**
  * The clusters list and the fleet summary of the web view, as pure
  * functions over the cluster views the operator API also shows: filtering
- * (label selector, text, state, version, time offline), sorting, bounded
+ * (label selector, text, state, version, time offline, held), sorting, bounded
  * pages, and the counts of the fleet at a glance. The page asks; the hub
  * filters, so a browser never receives 10,000 rows.
  */
@@ -42,6 +42,8 @@ export interface ClusterQuery {
   state?: ClusterView['state'];
   version?: string;
   offline?: OfflineBucket;
+  /** Only clusters an operator holds (`held=true`). */
+  isHeld?: boolean;
   sort: ClusterSortKey;
   isDescending: boolean;
   offset: number;
@@ -101,6 +103,11 @@ export function parseClusterQuery(params: URLSearchParams): ClusterQuery {
   }
   const version = params.get('version');
   if (version !== null && version !== '') query.version = version;
+  const held = params.get('held');
+  if (held !== null && held !== '') {
+    if (held !== 'true') throw bad('held must be true (or absent)');
+    query.isHeld = true;
+  }
   const offline = params.get('offline');
   if (offline !== null && offline !== '') {
     if (!OFFLINE_BUCKETS.includes(offline as OfflineBucket)) {
@@ -132,6 +139,7 @@ function matchesText(cluster: ClusterView, text: string): boolean {
 export function matchesClusterQuery(cluster: ClusterView, query: ClusterQuery, now: number): boolean {
   if (query.state !== undefined && cluster.state !== query.state) return false;
   if (query.version !== undefined && (cluster.kubernetesVersion ?? UNKNOWN_VERSION) !== query.version) return false;
+  if (query.isHeld === true && cluster.hold === undefined) return false;
   if (query.offline !== undefined) {
     if (cluster.state !== 'Disconnected' || offlineBucket(cluster, now) !== query.offline) return false;
   }
@@ -189,6 +197,8 @@ export interface FleetSummary {
   connected: number;
   disconnected: number;
   offline: Record<OfflineBucket, number>;
+  /** Clusters an operator holds: no rollout changes them until released. */
+  held: number;
   /** Most common first; at most {@link MAX_SUMMARY_VERSIONS}, the rest in `otherVersions`. */
   versions: CountOf[];
   otherVersions: number;
@@ -211,9 +221,11 @@ export function fleetSummary(clusters: readonly ClusterView[], now: number): Fle
   const versions = new Map<string, number>();
   const labels = new Map<string, Map<string, number>>();
   let connected = 0;
+  let held = 0;
   for (const cluster of clusters) {
     if (cluster.state === 'Connected') connected += 1;
     else offline[offlineBucket(cluster, now)] += 1;
+    if (cluster.hold !== undefined) held += 1;
     const version = cluster.kubernetesVersion ?? UNKNOWN_VERSION;
     versions.set(version, (versions.get(version) ?? 0) + 1);
     for (const [key, value] of Object.entries(cluster.labels)) {
@@ -231,6 +243,7 @@ export function fleetSummary(clusters: readonly ClusterView[], now: number): Fle
     connected,
     disconnected: clusters.length - connected,
     offline,
+    held,
     versions: topVersions.top,
     otherVersions: topVersions.rest,
     labels: keys.slice(0, MAX_SUMMARY_LABEL_KEYS).map(({ key, values }) => {

@@ -22,7 +22,7 @@ import {
   MAX_EVENT_STREAM_BUFFER_BYTES,
 } from './limits.js';
 
-/** A cluster whose connection changed. */
+/** A cluster whose connection changed, or whose stored part did (with its connection as it is). */
 export interface ClusterChange {
   name: string;
   state: 'Connected' | 'Disconnected';
@@ -54,6 +54,8 @@ export class FleetWatcher {
    * is the truer "last seen".
    */
   readonly #lastOpenAt = new Map<string, number>();
+  /** Clusters whose stored part (hold, labels, properties) changed since the last poll. */
+  readonly #touched = new Set<string>();
 
   constructor(context: HubContext, pollMs = EVENT_POLL_MS) {
     this.#context = context;
@@ -91,6 +93,15 @@ export class FleetWatcher {
     return keys;
   }
 
+  /**
+   * Tells the next poll that a cluster's stored part changed (an operator
+   * held or released it, its labels or properties changed), so that open
+   * pages read it again; nothing while no one listens.
+   */
+  touch(cluster: string): void {
+    if (this.#listeners.size > 0) this.#touched.add(cluster);
+  }
+
   /** When a poll last found this cluster's tunnel open, if it was seen going away since the watcher started. */
   lastOpenAt(cluster: string): number | undefined {
     return this.#lastOpenAt.get(cluster);
@@ -115,6 +126,11 @@ export class FleetWatcher {
       clusters.push({ name, state: 'Disconnected' });
       this.#lastOpenAt.set(name, this.#polledAt);
     }
+    const changed = new Set(clusters.map((change) => change.name));
+    for (const name of this.#touched) {
+      if (!changed.has(name)) clusters.push({ name, state: connected.has(name) ? 'Connected' : 'Disconnected' });
+    }
+    this.#touched.clear();
     this.#polledAt = Date.now();
     const keys = this.#rolloutKeysNow();
     const rollouts: string[] = [];

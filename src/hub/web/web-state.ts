@@ -57,3 +57,15 @@ export function stateOf(context: HubContext): WebState {
   }
   return state;
 }
+
+/**
+ * A cluster's stored part changed (heard from the store, made by this
+ * replica or another): the web view's cached list is read again at the next
+ * request, and open pages are told. Nothing when the view was never used.
+ */
+export function webClusterChanged(context: HubContext, cluster: string): void {
+  const state = states.get(context);
+  if (state === undefined) return;
+  state.clusters.invalidate();
+  state.watcher.touch(cluster);
+}

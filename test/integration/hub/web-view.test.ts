@@ -185,6 +185,26 @@ describe('hub web view in chromium', { timeout: 180_000 }, () => {
     await expect.poll(() => rowNames(page)).toEqual(['shop-002', 'shop-001', 'lab-001']);
   });
 
+  it('names what needs attention on the fleet page: a held cluster, linked to the list of held clusters', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Fleet' }).click();
+    await page.getByTestId('attention-none').waitFor();
+    await hubJson(['hub', 'clusters', 'hold', 'shop-002', '--reason', 'opening hours'], hub.adminConfig);
+    try {
+      // The hold reaches the open page by the live events, without a reload.
+      await expect.poll(() => page.getByTestId('attention-held').textContent()).toBe('1');
+      await shoot(page, '1b-attention');
+      await page.getByTestId('attention-held').click();
+      await expect.poll(() => rowNames(page)).toEqual(['shop-002']);
+    } finally {
+      await hubJson(['hub', 'clusters', 'release', 'shop-002'], hub.adminConfig);
+    }
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Fleet' }).click();
+    await page.getByTestId('attention-none').waitFor();
+    // Back where the next test begins: the whole clusters list.
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Clusters' }).click();
+    await expect.poll(() => rowNames(page)).toEqual(['lab-001', 'shop-001', 'shop-002']);
+  });
+
   it("opens a cluster's page with its labels, its nodes read through the tunnel, and its rollouts", async () => {
     await page.getByRole('link', { name: 'shop-001', exact: true }).click();
     await page.locator('tr[data-node="shop-001-node"]').waitFor();

@@ -54,4 +54,29 @@ describe('ClusterListCache', () => {
     now = 5001;
     expect((await cache.list()).map((c) => c.name)).toEqual(['b']);
   });
+
+  it('reads again after invalidate, and keeps nothing of a read begun before it', async () => {
+    const fake = fakeStore();
+    fake.put(['a']);
+    const cache = new ClusterListCache({ store: fake.store, now: () => 0, freshMs: 1000, staleMs: 5000 });
+    await cache.list();
+    // A read begins (the list is empty of a cluster's new hold), then the change is heard.
+    let release: () => void = () => undefined;
+    const slow = fake.store.listClusters.bind(fake.store);
+    (fake.store as { listClusters: () => Promise<ClusterRecord[]> }).listClusters = async () => {
+      const rows = await slow();
+      await new Promise<void>((resolve) => (release = resolve));
+      return rows;
+    };
+    cache.invalidate();
+    const before = cache.list();
+    fake.put(['a', 'held']);
+    (fake.store as { listClusters: () => Promise<ClusterRecord[]> }).listClusters = slow;
+    cache.invalidate();
+    expect((await cache.list()).map((c) => c.name)).toEqual(['a', 'held']);
+    release();
+    expect((await before).map((c) => c.name)).toEqual(['a']);
+    // The earlier read finished last; what the cache holds is still the later one.
+    expect((await cache.list()).map((c) => c.name)).toEqual(['a', 'held']);
+  });
 });

@@ -20,22 +20,32 @@ import { MAX_PAGE_SIZE } from '../../../../src/hub/web/limits.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
 
-const clusterArb: fc.Arbitrary<ClusterView> = fc.record({
-  name: fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/),
-  labels: fc.record(
-    { env: fc.constantFrom('prod', 'dev'), region: fc.constantFrom('eu', 'us', 'ap') },
-    { requiredKeys: [] },
-  ),
-  state: fc.constantFrom('Connected' as const, 'Disconnected' as const),
-  lastSeen: fc.option(
-    fc.integer({ min: 0, max: 3 * 86_400_000 }).map((ago) => new Date(NOW - ago).toISOString()),
-    { nil: undefined },
-  ),
-  kubernetesVersion: fc.option(fc.constantFrom('v1.30.4', 'v1.31.0', 'v1.29.9'), { nil: undefined }),
-  nodeCount: fc.option(fc.integer({ min: 0, max: 20 }), { nil: undefined }),
-  registeredAt: fc.constant('2026-01-01T00:00:00Z'),
-  certNotAfter: fc.constant('2027-01-01T00:00:00Z'),
-});
+const clusterArb: fc.Arbitrary<ClusterView> = fc
+  .record({
+    name: fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/),
+    labels: fc.record(
+      { env: fc.constantFrom('prod', 'dev'), region: fc.constantFrom('eu', 'us', 'ap') },
+      { requiredKeys: [] },
+    ),
+    state: fc.constantFrom('Connected' as const, 'Disconnected' as const),
+    lastSeen: fc.option(
+      fc.integer({ min: 0, max: 3 * 86_400_000 }).map((ago) => new Date(NOW - ago).toISOString()),
+      { nil: undefined },
+    ),
+    kubernetesVersion: fc.option(fc.constantFrom('v1.30.4', 'v1.31.0', 'v1.29.9'), { nil: undefined }),
+    nodeCount: fc.option(fc.integer({ min: 0, max: 20 }), { nil: undefined }),
+    registeredAt: fc.constant('2026-01-01T00:00:00Z'),
+    certNotAfter: fc.constant('2027-01-01T00:00:00Z'),
+  })
+  .chain((cluster) =>
+    fc
+      .boolean()
+      .map((isHeld): ClusterView =>
+        isHeld
+          ? { ...cluster, hold: { reason: 'opening hours', by: 'alice', since: '2026-06-01T11:00:00Z' } }
+          : cluster,
+      ),
+  );
 const fleetArb = fc.uniqueArray(clusterArb, { selector: (c) => c.name, maxLength: 60 });
 
 describe('queryClusters', () => {
@@ -100,6 +110,8 @@ describe('queryClusters', () => {
         expect(total({ state: 'Disconnected' })).toBe(summary.disconnected);
         for (const bucket of OFFLINE_BUCKETS) expect(total({ offline: bucket })).toBe(summary.offline[bucket]);
         for (const version of summary.versions) expect(total({ version: version.value })).toBe(version.count);
+        expect(total({ held: 'true' })).toBe(summary.held);
+        expect(summary.held).toBe(fleet.filter((c) => c.hold !== undefined).length);
         for (const label of summary.labels) {
           for (const value of label.values) {
             expect(total({ selector: `${label.key}=${value.value}` })).toBe(value.count);
@@ -118,6 +130,7 @@ describe('queryClusters', () => {
       { sort: 'password' },
       { order: 'sideways' },
       { state: 'Ready' },
+      { held: 'yes' },
       { offline: 'forever' },
       { selector: 'env=prod,,' },
       { q: 'x'.repeat(201) },
