@@ -1,9 +1,62 @@
 /** One cluster: its labels and versions, its nodes read live through its tunnel, its rollouts. */
+import { useState } from 'preact/hooks';
+import { ApiError, post } from './api';
 import { DataTable, ErrorNote, Loading, Section, StateBadge, useData } from './components';
 import { ago, when } from './format';
 import { useLive } from './live';
 import { href } from './router';
-import type { ClusterDetail, NodeView } from './types';
+import type { ClusterDetail, ClusterView, NodeView } from './types';
+
+/** Hold (with a reason) or release the cluster: hub admins only, as `hub clusters hold`. */
+function HoldControl({ cluster, onChanged }: { cluster: ClusterView; onChanged: () => void }) {
+  const [reason, setReason] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [failure, setFailure] = useState<string | undefined>(undefined);
+  const act = (query: string): void => {
+    setBusy(true);
+    setFailure(undefined);
+    post(`clusters/${encodeURIComponent(cluster.name)}/${query}`)
+      .then(() => {
+        setReason('');
+        onChanged();
+      })
+      .catch((error: unknown) => setFailure(error instanceof ApiError ? error.message : String(error)))
+      .finally(() => setBusy(false));
+  };
+  return (
+    <>
+      <ErrorNote message={failure} />
+      {cluster.hold ? (
+        <button type="button" disabled={busy} onClick={() => act('release')}>
+          Release
+        </button>
+      ) : (
+        <form
+          class="filters"
+          onSubmit={(event) => {
+            event.preventDefault();
+            act(`hold?reason=${encodeURIComponent(reason)}`);
+          }}
+        >
+          <label>
+            Reason
+            <input
+              name="reason"
+              value={reason}
+              required
+              maxLength={1024}
+              onInput={(e) => setReason(e.currentTarget.value)}
+            />
+          </label>
+          <button type="submit" disabled={busy || reason.trim() === ''}>
+            Hold
+          </button>
+        </form>
+      )}
+      <p class="muted">A held cluster gets no rollout change until it is released.</p>
+    </>
+  );
+}
 
 export function ClusterPageView({ name }: { name: string }) {
   const detail = useData<ClusterDetail>(`clusters/${encodeURIComponent(name)}`);
@@ -49,6 +102,11 @@ export function ClusterPageView({ name }: { name: string }) {
               )}
             </dl>
           </Section>
+          {detail.data?.mayHold && (
+            <Section title="Hold">
+              <HoldControl cluster={cluster} onChanged={detail.reload} />
+            </Section>
+          )}
           <Section title="Labels">
             <ul class="chips">
               {Object.entries(cluster.labels).map(([key, value]) => (

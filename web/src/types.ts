@@ -87,4 +87,6 @@ export interface NodeView {
 export interface ClusterDetail {
   cluster: ClusterView;
   rollouts: { name: string; state: string; revision: number; wave: number; phase: Phase; message?: string }[];
+  /** Whether the signed-in user may hold and release it (a hub admin). */
+  mayHold: boolean;
 }

@@ -15,8 +15,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EdgeadmError } from '../../errors.js';
-import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.js';
-import { isClusterName } from '../../kube/names.js';
+import { parseLabelSelector } from '../../kube/label-selector.js';
 import { STATUS_LONG_POLL_MS, type DryRunPlan } from '../../rollout/api.js';
 import { placedClusters, wavesOf } from '../../rollout/placement.js';
 import { renderCopy } from '../../rollout/render.js';
@@ -29,13 +28,13 @@ import {
   MAX_CLUSTER_PROPERTIES,
   MAX_CLUSTER_PROPERTY_VALUE_LENGTH,
   MAX_DRY_RUN_OBJECT_BYTES,
-  MAX_HOLD_REASON_LENGTH,
   MAX_ROLLOUT_BODY_BYTES,
 } from '../limits.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { RolloutActor } from '../rollouts/rollout-permissions.js';
 import { refuseClusterFactChange } from '../rollouts/rollout-permissions.js';
 import type { ClusterRecord, UserRecord } from '../store/store.js';
+import { changeClusterHold, holdReasonOf, reachableCluster } from './cluster-holds.js';
 
 const ROLLOUTS_PREFIX = '/hub/v1/rollouts';
 const ROLLOUT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -224,32 +223,6 @@ async function serveRollouts(context: HubContext, req: IncomingMessage, res: Ser
   throw new HttpError(404, 'E_HUB_NOT_FOUND', `${method} ${url.pathname} is not served by the hub`);
 }
 
-/** The cluster a hold or properties request names, if the user may reach it. */
-async function reachableCluster(context: HubContext, user: UserRecord, name: string): Promise<ClusterRecord> {
-  const cluster = isClusterName(name) ? await context.store.getCluster(name) : undefined;
-  if (
-    cluster !== undefined &&
-    (user.isAdmin || matchesSelector(parseLabelSelector(user.clustersSelector), cluster.labels))
-  ) {
-    return cluster;
-  }
-  if (user.isAdmin) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
-  // As the kube proxy: a scoped user is not told whether a cluster outside their reach exists.
-  throw new HttpError(403, 'E_HUB_FORBIDDEN', `user "${user.name}" cannot reach cluster "${name}" through the hub`);
-}
-
-function holdReasonOf(body: Record<string, unknown>): string {
-  const reason = body['reason'];
-  if (typeof reason !== 'string' || reason.trim() === '' || reason.length > MAX_HOLD_REASON_LENGTH) {
-    throw new HttpError(
-      400,
-      'E_HUB_BAD_REQUEST',
-      `reason must be a non-empty string of at most ${MAX_HOLD_REASON_LENGTH} characters`,
-    );
-  }
-  return reason;
-}
-
 function propertiesOf(body: Record<string, unknown>): Record<string, string> {
   const value = body['properties'];
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -291,24 +264,21 @@ async function serveClusterFacts(
   const isAllowed = fact === 'hold' ? method === 'PUT' || method === 'DELETE' : method === 'PUT';
   if (!isAllowed) throw new HttpError(405, 'E_HUB_METHOD', `${method} is not allowed on a cluster's ${fact}`);
   const user = await requireUser(context, req);
-  const cluster = await reachableCluster(context, user, name);
-  const refusal = refuseClusterFactChange(actorOf(user), fact);
-  if (refusal !== undefined) throw new HttpError(403, 'E_HUB_FORBIDDEN', refusal);
   const body = method === 'PUT' ? await readJsonBody(req, MAX_API_BODY_BYTES) : {};
-  if (fact === 'properties') {
+  let updated: ClusterRecord;
+  if (fact === 'hold') {
+    updated = await changeClusterHold(context, user, name, method === 'PUT' ? holdReasonOf(body['reason']) : undefined);
+  } else {
+    const cluster = await reachableCluster(context, user, name);
+    const refusal = refuseClusterFactChange(actorOf(user), fact);
+    if (refusal !== undefined) throw new HttpError(403, 'E_HUB_FORBIDDEN', refusal);
     await context.store.setClusterProperties(cluster.name, propertiesOf(body));
     context.logger.info(`cluster ${cluster.name}: properties set by ${user.name}`);
-  } else if (method === 'PUT') {
-    const hold = { reason: holdReasonOf(body), since: context.now().toISOString(), by: user.name };
-    await context.store.setClusterHold(cluster.name, hold);
-    context.logger.info(`cluster ${cluster.name}: held by ${user.name} (${hold.reason})`);
-  } else {
-    await context.store.setClusterHold(cluster.name, undefined);
-    context.logger.info(`cluster ${cluster.name}: hold released by ${user.name}`);
+    context.rollouts?.clustersChanged();
+    const stored = await context.store.getCluster(cluster.name);
+    if (stored === undefined) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
+    updated = stored;
   }
-  context.rollouts?.clustersChanged();
-  const updated = await context.store.getCluster(cluster.name);
-  if (updated === undefined) throw new HttpError(404, 'E_HUB_CLUSTER_NOT_FOUND', `no cluster named "${name}"`);
   sendJson(res, 200, clusterView(context, updated));
 }
 

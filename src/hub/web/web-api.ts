@@ -22,6 +22,7 @@ import { MAX_EVENT_STREAMS, MAX_EVENT_STREAMS_PER_SESSION, MAX_EVENT_STREAMS_PER
 import { readNodes } from './live-read.js';
 import { clearedSessionCookie, cookieValue, SESSION_COOKIE, sessionCookie, type WebSession } from './sessions.js';
 import { checkCsrf, header, sendWebJson } from './web-request.js';
+import { changeClusterHold, holdReasonOf } from '../api/cluster-holds.js';
 import type { WebState } from './web-state.js';
 
 /** The path prefix of the view's API. */
@@ -175,7 +176,34 @@ async function serveCluster(
   sendWebJson(res, 200, {
     cluster: clusterView(context, state, record, await isHeldElsewhere(context, record.name)),
     rollouts,
+    // Whether the page offers Hold and Release (the hub decides again on each).
+    mayHold: user.isAdmin,
   });
+}
+
+/**
+ * `POST /ui/api/clusters/NAME/hold?reason=…` and `…/release`: the cluster
+ * page's buttons, for hub admins (as `hub clusters hold`); the reason rides
+ * in the query, since no route of the view takes a body.
+ */
+async function serveHoldChange(
+  context: HubContext,
+  state: WebState,
+  res: ServerResponse,
+  user: UserRecord,
+  encoded: string,
+  reason: string | null,
+) {
+  let name: string;
+  try {
+    name = decodeURIComponent(encoded);
+  } catch {
+    throw new HttpError(400, 'E_WEB_BAD_QUERY', 'the cluster name is not valid percent-encoding');
+  }
+  const isHold = reason !== null;
+  const updated = await changeClusterHold(context, user, name, isHold ? holdReasonOf(reason) : undefined);
+  context.logger.info(`web view: ${user.name} ${isHold ? 'held' : 'released'} cluster ${name}`);
+  sendWebJson(res, 200, { cluster: clusterView(context, state, updated, await isHeldElsewhere(context, name)) });
 }
 
 /** `/ui/api/rollouts[/NAME[/pause|resume|abort]]`. */
@@ -282,6 +310,11 @@ export async function serveApiRoute(context: HubContext, state: WebState, req: I
       );
       return;
     case 'clusters':
+      if (method === 'POST' && rest.length === 2 && (rest[1] === 'hold' || rest[1] === 'release')) {
+        checkCsrf(req, signed.session);
+        await serveHoldChange(context, state, res, signed.user, rest[0] ?? '', url.searchParams.get('reason'));
+        return;
+      }
       if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', 'only GET reads clusters');
       if (rest.length === 0) {
         const query = parseClusterQuery(url.searchParams);

@@ -232,6 +232,26 @@ describe('hub web view in chromium', { timeout: 180_000 }, () => {
     expect(read?.impersonatedUser).toBe('edgeadm-hub-admin');
   });
 
+  it('holds and releases a cluster from its page, as hub clusters hold does', async () => {
+    const hold = page.getByRole('region', { name: 'Hold' });
+    await hold.getByLabel('Reason').fill('opening hours');
+    await hold.getByRole('button', { name: 'Hold' }).click();
+    await hold.getByRole('button', { name: 'Release' }).waitFor();
+    expect(await page.getByRole('region', { name: 'Overview' }).textContent()).toContain(
+      'opening hours (by edgeadm-hub-admin since',
+    );
+    const held = await hubJson<{ hold?: { reason: string; by: string } }>(
+      ['hub', 'clusters', 'get', 'shop-001'],
+      hub.adminConfig,
+    );
+    expect(held.hold).toMatchObject({ reason: 'opening hours', by: 'edgeadm-hub-admin' });
+    await hold.getByRole('button', { name: 'Release' }).click();
+    await hold.getByRole('button', { name: 'Hold' }).waitFor();
+    expect(
+      (await hubJson<{ hold?: unknown }>(['hub', 'clusters', 'get', 'shop-001'], hub.adminConfig)).hold,
+    ).toBeUndefined();
+  });
+
   it('shows a cluster going offline without a reload', async () => {
     await page.goto(url('/ui/#/clusters'));
     const row = page.locator('tr[data-cluster="shop-002"] [data-state]');
@@ -293,6 +313,17 @@ describe('hub web view in chromium', { timeout: 180_000 }, () => {
     expect(otherOrigin.status).toBe(403);
     const noToken = await post({ origin: url(''), 'sec-fetch-site': 'same-origin' });
     expect(noToken.status).toBe(403);
+    // A hold is a command too: refused without the page's CSRF token, and nothing held.
+    const hold = await webRequest({
+      ...hub,
+      path: '/ui/api/clusters/shop-001/hold?reason=forged',
+      method: 'POST',
+      headers: { cookie: session.cookie, origin: url(''), 'sec-fetch-site': 'same-origin' },
+    });
+    expect([hold.status, hold.json.code]).toEqual([403, 'E_WEB_CSRF']);
+    expect(
+      (await hubJson<{ hold?: unknown }>(['hub', 'clusters', 'get', 'shop-001'], hub.adminConfig)).hold,
+    ).toBeUndefined();
     const status = await hubJson<{ state: string }>(['hub', 'rollout', 'status', 'web'], hub.adminConfig);
     expect(status.state).toBe('paused');
     // And the page's own request passes: the check is not refusing everything.
@@ -331,6 +362,15 @@ describe('hub web view in chromium', { timeout: 180_000 }, () => {
       headers: { cookie: session.cookie, origin: url(''), 'x-edgeadm-csrf': session.csrfToken },
     });
     expect(pause.status).toBe(404);
+    // Holds are for hub admins: their own cluster's page offers none, and the hub refuses one.
+    expect((await get('/ui/api/clusters/lab-001')).json.mayHold).toBe(false);
+    const holdOwn = await webRequest({
+      ...hub,
+      path: '/ui/api/clusters/lab-001/hold?reason=mine',
+      method: 'POST',
+      headers: { cookie: session.cookie, origin: url(''), 'x-edgeadm-csrf': session.csrfToken },
+    });
+    expect(holdOwn.status).toBe(403);
     // Their own cluster's page works, nodes included.
     expect((await get('/ui/api/clusters/lab-001/nodes')).json.nodes).toEqual([
       expect.objectContaining({ name: 'lab-001-node', ready: 'True' }),
