@@ -945,9 +945,15 @@ class Harness {
     return children.length;
   }
 
-  /** Runs a script in the host's network and mount namespaces, via the sshd's own namespaces. */
+  /**
+   * Runs a script in the host's network and mount namespaces, via the sshd's
+   * own namespaces, with the sshd's root and working directory: when this
+   * machine's suite runs in a chroot (scripts/fresh-root.sh), entering the
+   * mount namespace alone would put the script at the machine's root, not
+   * the host's.
+   */
   async #run(host: TestHost, script: string): Promise<string> {
-    const namespaces = ['--target', String(host.sshdPid), '--net', '--mount', '--uts'];
+    const namespaces = ['--target', String(host.sshdPid), '--net', '--mount', '--uts', '--root', '--wd'];
     if (this.#options.cgroups !== true) return sh('nsenter', [...namespaces, 'sh', '-c', script]);
     // Into the host's cgroups too, so that what the script starts belongs to the host (and to its teardown).
     const joinHost = 'for procs in /sys/fs/cgroup/*/cgroup.procs; do echo $$ > "$procs"; done';
