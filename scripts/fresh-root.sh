@@ -40,7 +40,7 @@ mkdir -p $R/run/edgeadm-test-hosts
 m --bind /run/edgeadm-test-hosts $R/run/edgeadm-test-hosts
 cleanup() { for ((i=${#mounts[@]}-1; i>=0; i--)); do umount -R "${mounts[$i]}" 2>/dev/null || umount -l "${mounts[$i]}" || true; done; }
 trap cleanup EXIT
-rm -rf $R/opt/edgeadm
-git clone -q "${REPO:-$(git -C "$(dirname "$0")" rev-parse --show-toplevel)}" $R/opt/edgeadm
+rm -rf $R/usr/src/edgeadm
+git clone -q "${REPO:-$(git -C "$(dirname "$0")" rev-parse --show-toplevel)}" $R/usr/src/edgeadm
 chroot $R /usr/bin/env -i HOME=/root PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
-  bash -c "cd /opt/edgeadm && git log -1 --oneline && dpkg -l openssh-server sudo containerd 2>&1 | tail -3; bash scripts/run.sh $what"
+  bash -c "cd /usr/src/edgeadm && git log -1 --oneline && dpkg -l openssh-server sudo containerd 2>&1 | tail -3; bash scripts/run.sh $what"

@@ -79,10 +79,20 @@ case "$what" in
     # checkout: a checkout other users cannot read (a clone under /root, which is 0700) fails them one by one.
     if command -v runuser >/dev/null && ! runuser -u nobody -- test -r "$PWD/package.json"; then
       echo "run.sh: other users cannot read this checkout ($PWD): the tests run edgeadm's tunnel agent as an" >&2
-      echo "run.sh: unprivileged user from it. Clone the repository where they can (for example /opt/edgeadm or" >&2
-      echo "run.sh: /srv/edgeadm, not under /root) and run again." >&2
+      echo "run.sh: unprivileged user from it. Clone the repository where they can (for example /usr/src/edgeadm," >&2
+      echo "run.sh: not under /root) and run again." >&2
       exit 1
     fi
+    # The test hosts get empty directories of their own where edgeadm installs (test/support/test-hosts.ts,
+    # TMPFS_DIRS); a checkout under one of them would show inside every host's, which must start empty.
+    case "$PWD/" in
+      /opt/* | /usr/local/bin/* | /etc/edgeadm/* | /var/lib/edgeadm/* | /etc/systemd/system/* | /etc/rancher/* | \
+        /var/lib/rancher/* | /etc/kubernetes/* | /var/lib/kubelet/* | /var/lib/etcd/* | /etc/containerd/* | /var/lib/containerd/*)
+        echo "run.sh: this checkout ($PWD) is under a directory the test hosts get empty, of their own, where" >&2
+        echo "run.sh: edgeadm installs. Clone the repository elsewhere (for example /usr/src/edgeadm) and run again." >&2
+        exit 1
+        ;;
+    esac
     echo "run.sh: lint"
     npm run lint
     npm run typecheck
