@@ -10,37 +10,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RolloutController } from '../../../../src/hub/rollouts/rollout-controller.js';
 import { type RolloutActor } from '../../../../src/hub/rollouts/rollout-permissions.js';
-import { type RolloutClock } from '../../../../src/hub/rollouts/rollout-clock.js';
 import { type DeliveryOutcome, type RolloutDelivery } from '../../../../src/hub/rollouts/rollout-delivery.js';
 import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
 import { silentLogger } from '../../../../src/log/run-log.js';
 import { parseRollout } from '../../../../src/rollout/spec.js';
 import type { CopyMessage, RemoveMessage, ReportMessage } from '../../../../src/rollout/wire.js';
 import { rolloutDocument } from '../../rollout/fixtures.js';
-
-/** A clock that moves only when told, firing due timers in order. */
-class FakeClock implements RolloutClock {
-  time = 1_000_000;
-  #timers: { at: number; callback: () => void; id: number }[] = [];
-  #next = 0;
-  now(): number {
-    return this.time;
-  }
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = (this.#next += 1);
-    this.#timers.push({ at: this.time + ms, callback, id });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.#timers = this.#timers.filter((timer) => timer.id !== handle);
-  }
-  advance(ms: number): void {
-    this.time += ms;
-    const due = this.#timers.filter((timer) => timer.at <= this.time).sort((a, b) => a.at - b.at);
-    this.#timers = this.#timers.filter((timer) => timer.at > this.time);
-    for (const timer of due) timer.callback();
-  }
-}
+import { FakeClock } from './controller-fakes.js';
 
 /** Records copies and removals; a cluster not in `connected` answers as a closed tunnel would. */
 class FakeDelivery implements RolloutDelivery {
