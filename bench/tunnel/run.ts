@@ -6,7 +6,9 @@
  *     and, as the peer, through OpenSSH reverse forwarding (`ssh -R`, the
  *     edge side dialling out to a local sshd on loopback, which listens for
  *     the clients: the same shape as the tunnel) when sshd is there and
- *     this runs as root (`--ssh off` leaves it out);
+ *     this runs as root (`--ssh off` leaves it out); and the peers a platform
+ *     team would choose, built from their own Go modules (bench/tunnel/peers.ts:
+ *     remotedialer, Konnectivity, chisel; `--peers` picks, default all built);
  * (b) one 1 GiB stream: a pod port-forward (the WebSocket channel protocol,
  *     `v4.channel.k8s.io`, as kubectl speaks it) whose pod port is a local
  *     TCP source that sends 1 GiB; through hub + tunnel against direct;
@@ -19,7 +21,8 @@
  * edge API server is the SIMULATED API server from test/support, in this
  * process with the client (so both paths share that cost alike).
  *
- *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024] [--ssh on|off] [--rounds 2] [--baseline GIT-REF|DIR]
+ *   test/real/build.sh remotedialer konnectivity chisel   # once: the peers
+ *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024] [--ssh on|off] [--peers remotedialer,konnectivity,chisel|off] [--rounds 2] [--baseline GIT-REF|DIR]
  *
  * `--baseline` adds a second hub and agent from another build (a git ref of
  * this repository, built in a scratch directory, or a built checkout; see
@@ -28,19 +31,19 @@
  * CPU time per request or MiB of each process is the figure that does not
  * depend on that load; the load average is printed with the results.
  *
- * Node 24 runs this TypeScript directly; the hook below lets the simulated
- * server's modules import each other as `./x.js`.
+ * Node 24 runs this TypeScript directly; the hook below lets the sources
+ * (the simulated server's, peers.ts) import each other as `./x.js`.
  */
 import type { Agent as HttpsAgent } from 'node:https';
 import { registerHooks } from 'node:module';
+import type * as PeersModule from './peers.js';
 
-const SIM_DIR = new URL('../../test/support/sim-apiserver/', import.meta.url).href;
+const REPO = new URL('../../', import.meta.url).href;
 registerHooks({
   resolve(specifier, context, nextResolve) {
-    const isSim =
-      specifier.endsWith('.js') &&
-      ((context.parentURL ?? '').startsWith(SIM_DIR) || specifier.includes('sim-apiserver/'));
-    if (isSim) {
+    // The repository's sources import each other as `./x.js`; Node runs the `.ts` file.
+    const isOurs = specifier.endsWith('.js') && specifier.startsWith('.') && (context.parentURL ?? '').startsWith(REPO);
+    if (isOurs) {
       try {
         return nextResolve(specifier, context);
       } catch {
@@ -64,6 +67,7 @@ const { loadavg } = await import('node:os');
 const { startSimApiServer } = await import('../../test/support/sim-apiserver/index.js');
 const { prepareBaseline } = await import('../support/baseline.js');
 const { connectWebSocket } = await import('../../test/support/sim-apiserver/websocket-connection.js');
+const peers = (await import('./peers.js')) as typeof PeersModule;
 
 const { values } = parseArgs({
   options: {
@@ -73,6 +77,7 @@ const { values } = parseArgs({
     'bulk-mib': { type: 'string', default: '1024' },
     cases: { type: 'string', default: 'a,b,c' },
     ssh: { type: 'string', default: 'on' },
+    peers: { type: 'string' },
     rounds: { type: 'string', default: '2' },
     baseline: { type: 'string' },
     json: { type: 'boolean' },
@@ -343,20 +348,58 @@ async function startSshReverse(
 
 const sshReverse = isSshWanted ? await startSshReverse(Number(new URL(sim.url).port)) : undefined;
 
-const paths = {
+// --- the peers built from their Go modules ------------------------------------------------
+const wantedPeers = values.peers === 'off' ? [] : (values.peers?.split(',') ?? peers.builtPeers());
+const simPort = Number(new URL(sim.url).port);
+const starters: Record<string, (dir: string, port: number) => Promise<PeersModule.PeerTunnel>> = {
+  remotedialer: peers.startRemotedialer,
+  konnectivity: peers.startKonnectivity,
+  chisel: peers.startChisel,
+};
+const peerTunnels: PeersModule.PeerTunnel[] = [];
+for (const name of wantedPeers) {
+  const start = starters[name];
+  if (start === undefined || peers.peerVersion(name) === undefined) {
+    throw new Error(`peer ${name}: not built (test/real/build.sh ${name}); known: ${Object.keys(starters).join(', ')}`);
+  }
+  peerTunnels.push(await start(join(scratch, name), simPort));
+}
+
+interface Path {
+  base: string;
+  ca: string;
+  token: string;
+  /** The client's HTTPS agent (a peer's CONNECT agent); a plain one when absent. */
+  agent?: (options: import('node:https').AgentOptions) => HttpsAgent;
+}
+const paths: Record<string, Path> = {
   direct: { base: sim.url, ca: sim.caPem, token: sim.adminToken },
   tunnel: { base: `${hubUrl}/clusters/bench`, ca: hubCa, token: user.token },
   ssh: { base: `https://127.0.0.1:${sshReverse?.forwardPort ?? 0}`, ca: sim.caPem, token: sim.adminToken },
   baseline: { base: `${base?.hubUrl ?? ''}/clusters/bench`, ca: base?.hubCa ?? '', token: base?.userToken ?? '' },
+  ...Object.fromEntries(
+    peerTunnels.map((peer) => [
+      peer.name,
+      {
+        // Konnectivity has no port of its own: its agent asks for the API server's address on the socket.
+        base: peer.forwardPort === undefined ? sim.url : `https://127.0.0.1:${peer.forwardPort}`,
+        ca: sim.caPem,
+        token: sim.adminToken,
+        agent: peer.agent,
+      },
+    ]),
+  ),
 };
-type PathName = keyof typeof paths;
+type PathName = string;
 /** The paths case (a) compares. */
 const SMALL_GET_PATHS: PathName[] = [
   'direct',
   'tunnel',
-  ...(base === undefined ? [] : (['baseline'] as const)),
-  ...(sshReverse === undefined ? [] : (['ssh'] as const)),
+  ...(base === undefined ? [] : ['baseline']),
+  ...(sshReverse === undefined ? [] : ['ssh']),
+  ...peerTunnels.map((peer) => peer.name),
 ];
+const pathOf = (name: PathName): Path => paths[name] as Path;
 
 // --- (a) small GETs ------------------------------------------------------------------------
 interface Latency {
@@ -404,21 +447,20 @@ function middleCpuMs(name: PathName): { hub: number; agent: number } {
   }
   if (name === 'baseline' && base !== undefined) return { hub: cpuMs(base.hub.pid), agent: cpuMs(base.agent.pid) };
   if (name === 'direct') return { hub: 0, agent: 0 };
+  const peer = peerTunnels.find((p) => p.name === name);
+  if (peer !== undefined) return { hub: cpuMs(peer.hubPid), agent: cpuMs(peer.agentPid) };
   return { hub: cpuMs(hub.pid), agent: cpuMs(agent.pid) };
 }
 
 /** CPU per request of each process, in µs, accumulated over the measured rounds. */
-const cpuPerRequest: Record<PathName, { requests: number; bench: number; hub: number; agent: number }> = {
-  direct: { requests: 0, bench: 0, hub: 0, agent: 0 },
-  tunnel: { requests: 0, bench: 0, hub: 0, agent: 0 },
-  ssh: { requests: 0, bench: 0, hub: 0, agent: 0 },
-  baseline: { requests: 0, bench: 0, hub: 0, agent: 0 },
-};
+const cpuPerRequest: Record<PathName, { requests: number; bench: number; hub: number; agent: number }> =
+  Object.fromEntries(Object.keys(paths).map((n) => [n, { requests: 0, bench: 0, hub: 0, agent: 0 }]));
 
 async function smallGets(name: PathName, requests: number, isMeasured = false): Promise<Latency> {
   const cpuBefore = { bench: cpuMs(process.pid), ...middleCpuMs(name) };
-  const target = paths[name];
-  const agentPool = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: target.ca });
+  const target = pathOf(name);
+  const agentOptions = { keepAlive: true, maxSockets: CONCURRENCY, ca: target.ca };
+  const agentPool = target.agent?.(agentOptions) ?? new https.Agent(agentOptions);
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -441,7 +483,7 @@ async function smallGets(name: PathName, requests: number, isMeasured = false): 
   const seconds = (performance.now() - started) / 1000;
   agentPool.destroy();
   if (isMeasured) {
-    const cpu = cpuPerRequest[name];
+    const cpu = cpuPerRequest[name] as { requests: number; bench: number; hub: number; agent: number };
     cpu.requests += requests;
     const middle = middleCpuMs(name);
     cpu.bench += cpuMs(process.pid) - cpuBefore.bench;
@@ -457,20 +499,16 @@ const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
 
 async function caseSmallGets(): Promise<Record<string, unknown>> {
   for (const name of SMALL_GET_PATHS) await smallGets(name, 1000);
-  const rounds: Record<PathName, Latency[]> = { direct: [], tunnel: [], ssh: [], baseline: [] };
+  const rounds: Record<PathName, Latency[]> = Object.fromEntries(SMALL_GET_PATHS.map((n) => [n, []]));
   for (let round = 0; round < ROUNDS; round += 1) {
-    for (const name of SMALL_GET_PATHS) rounds[name].push(await smallGets(name, Math.round(REQUESTS / ROUNDS), true));
+    for (const name of SMALL_GET_PATHS) rounds[name]?.push(await smallGets(name, Math.round(REQUESTS / ROUNDS), true));
   }
   const small = Object.fromEntries(
-    SMALL_GET_PATHS.map((n) => [
-      n,
-      {
-        rps: mean(rounds[n].map((r) => r.rps)),
-        p50: mean(rounds[n].map((r) => r.p50)),
-        p99: mean(rounds[n].map((r) => r.p99)),
-      },
-    ]),
-  ) as Record<PathName, Latency>;
+    SMALL_GET_PATHS.map((n) => {
+      const of = rounds[n] ?? [];
+      return [n, { rps: mean(of.map((r) => r.rps)), p50: mean(of.map((r) => r.p50)), p99: mean(of.map((r) => r.p99)) }];
+    }),
+  ) as Record<PathName, Latency> & Record<'direct' | 'tunnel', Latency>;
   return {
     requests: REQUESTS,
     concurrency: CONCURRENCY,
@@ -494,9 +532,23 @@ async function caseSmallGets(): Promise<Record<string, unknown>> {
           sshThroughputRatio: small.ssh.rps / small.direct.rps,
           sshP99DeltaMs: small.ssh.p99 - small.direct.p99,
         }),
+    peers: Object.fromEntries(
+      peerTunnels.map((peer) => {
+        const of = small[peer.name] as Latency;
+        return [
+          peer.name,
+          {
+            version: peer.version,
+            ...of,
+            throughputRatio: of.rps / small.direct.rps,
+            p99DeltaMs: of.p99 - small.direct.p99,
+          },
+        ];
+      }),
+    ),
     cpuMicrosPerRequest: Object.fromEntries(
       SMALL_GET_PATHS.map((n) => {
-        const c = cpuPerRequest[n];
+        const c = cpuPerRequest[n] as { requests: number; bench: number; hub: number; agent: number };
         const per = (ms: number): number => Math.round((ms * 1000) / c.requests);
         return [n, { bench: per(c.bench), hub: per(c.hub), agent: per(c.agent) }];
       }),
@@ -533,9 +585,10 @@ async function startBulkSource(): Promise<{ port: number; close: () => void }> {
 
 /** Reads the whole forwarded stream (data channel 0, after its 2-byte port prefix); MiB/s. */
 async function bulkStream(name: PathName): Promise<number> {
-  const target = paths[name];
+  const target = pathOf(name);
   const started = performance.now();
   const socket = await connectWebSocket({
+    ...(target.agent === undefined ? {} : { agent: target.agent({ ca: target.ca }) }),
     url: `${target.base}/api/v1/namespaces/default/pods/bulk/portforward?ports=80`,
     protocols: ['v4.channel.k8s.io'],
     headers: { Authorization: `Bearer ${target.token}` },
@@ -603,6 +656,9 @@ async function caseBulk(): Promise<Record<string, unknown>> {
       ? {}
       : { baselineMiBps: mibps('baseline'), baselineRatio: mibps('baseline') / mibps('direct') }),
     ...(sshReverse === undefined ? {} : { sshMiBps: mibps('ssh'), sshRatio: mibps('ssh') / mibps('direct') }),
+    peers: Object.fromEntries(
+      peerTunnels.map((peer) => [peer.name, { MiBps: mibps(peer.name), ratio: mibps(peer.name) / mibps('direct') }]),
+    ),
     rounds,
     throughputRatio: mibps('tunnel') / mibps('direct'),
     cpuMsPerMiB: Object.fromEntries(
@@ -613,7 +669,7 @@ async function caseBulk(): Promise<Record<string, unknown>> {
 
 // --- (c) head-of-line ----------------------------------------------------------------------
 async function moveLog(name: PathName): Promise<number> {
-  const target = paths[name];
+  const target = pathOf(name);
   const started = performance.now();
   const answer = await call({
     url: `${target.base}/api/v1/namespaces/default/pods/moving/log`,
@@ -638,7 +694,7 @@ async function caseHeadOfLine(): Promise<Record<string, unknown>> {
   const alone = [await moveLog('tunnel'), await moveLog('tunnel')];
   const direct = [await moveLog('direct'), await moveLog('direct')];
   // The stalled stream: followed, never read, while the edge writes STALLED_MIB into it.
-  const stalledReq = https.request(`${paths.tunnel.base}/api/v1/namespaces/default/pods/stalled/log?follow=true`, {
+  const stalledReq = https.request(`${pathOf('tunnel').base}/api/v1/namespaces/default/pods/stalled/log?follow=true`, {
     ca: hubCa,
     agent: false,
     headers: { Authorization: `Bearer ${user.token}` },
@@ -699,7 +755,16 @@ else {
         : [
             `    ssh -R: ${f(s.sshReverse.rps, 0)} req/s  p50 ${f(s.sshReverse.p50)} ms  p99 ${f(s.sshReverse.p99)} ms; ratio ${f(s.sshThroughputRatio)}; p99 delta ${f(s.sshP99DeltaMs)} ms`,
           ]),
-      `    CPU µs per request (bench = client + simulated API server; hub/agent = sshd/ssh for ssh -R): ${JSON.stringify(s.cpuMicrosPerRequest)}`,
+      ...Object.entries(
+        s.peers as unknown as Record<
+          string,
+          Latency & { version: string; throughputRatio: number; p99DeltaMs: number }
+        >,
+      ).map(
+        ([name, p]) =>
+          `    ${name} ${p.version}: ${f(p.rps, 0)} req/s  p50 ${f(p.p50)} ms  p99 ${f(p.p99)} ms; ratio ${f(p.throughputRatio)}; p99 delta ${f(p.p99DeltaMs)} ms`,
+      ),
+      `    CPU µs per request (bench = client + simulated API server; hub/agent = sshd/ssh for ssh -R, server/agent of a peer): ${JSON.stringify(s.cpuMicrosPerRequest)}`,
     );
   }
   const b = results.bulk;
@@ -711,6 +776,9 @@ else {
           ? ''
           : `; baseline ${f(b.baselineMiBps, 0)} MiB/s, ratio ${f(b.baselineRatio)}`) +
         (b.sshMiBps === undefined ? '' : `; ssh -R ${f(b.sshMiBps, 0)} MiB/s, ratio ${f(b.sshRatio)}`) +
+        Object.entries(b.peers as Record<string, { MiBps: number; ratio: number }>)
+          .map(([name, p]) => `; ${name} ${f(p.MiBps, 0)} MiB/s, ratio ${f(p.ratio)}`)
+          .join('') +
         `; load average at the end ${(b.load as { atEnd: string }).atEnd}`,
       `    CPU ms per MiB (bench = client + simulated API server + the source; hub/agent = sshd/ssh for ssh -R): ${JSON.stringify(b.cpuMsPerMiB)}`,
     );
@@ -730,5 +798,6 @@ hub.kill();
 base?.agent.kill();
 base?.hub.kill();
 sshReverse?.stop();
+for (const peer of peerTunnels) peer.stop();
 await sleep(500);
 await sim.stop();

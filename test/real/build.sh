@@ -7,6 +7,11 @@
 #   coredns/     coredns (github.com/coredns/coredns, the release kubeadm deploys)
 #   cosign/      cosign (github.com/sigstore/cosign/v2/cmd/cosign), for the package
 #                signature differential (test/integration/packages/cosign-differential.test.ts)
+# and, for the benchmarks only (not built by default; bench/peers/<set>/go.mod):
+#   remotedialer remotedialer-peer (a server and client driver over Rancher's remotedialer)
+#   konnectivity proxy-server, proxy-agent (sigs.k8s.io/apiserver-network-proxy)
+#   chisel       chisel (github.com/jpillora/chisel)
+#   yurthub      yurthub (github.com/openyurtio/openyurt/cmd/yurthub)
 # Each set lands in $EDGEADM_RIG_CACHE/out/<set>-<key>/, where <key> hashes the
 # set's go.mod, go.sum and build flags, with versions.json (version, SHA-256 of
 # every binary, build seconds). A set whose directory is complete is not built
@@ -39,7 +44,7 @@ module_version() { # the required version of $2 in the module at $1
 }
 
 build_set() {
-  local set=$1 module_dir="$here/$1" ldflags packages version binaries
+  local set=$1 module_dir="$here/$1" ldflags="-s -w" packages version binaries
   case "$set" in
     kubernetes)
       version=$(module_version "$module_dir" k8s.io/kubernetes)
@@ -67,10 +72,37 @@ build_set() {
       binaries=(cosign)
       packages=(github.com/sigstore/cosign/v2/cmd/cosign)
       ;;
-    *) echo "real-rig: unknown set $set (kubernetes, etcd, coredns, cosign)" >&2; return 1 ;;
+    remotedialer)
+      module_dir="$here/../../bench/peers/$set"
+      version=$(module_version "$module_dir" github.com/rancher/remotedialer)
+      binaries=(remotedialer-peer)
+      packages=(.)
+      ;;
+    konnectivity)
+      module_dir="$here/../../bench/peers/$set"
+      version=$(module_version "$module_dir" sigs.k8s.io/apiserver-network-proxy)
+      binaries=(proxy-server proxy-agent)
+      packages=(sigs.k8s.io/apiserver-network-proxy/cmd/server sigs.k8s.io/apiserver-network-proxy/cmd/agent)
+      ;;
+    chisel)
+      module_dir="$here/../../bench/peers/$set"
+      version=$(module_version "$module_dir" github.com/jpillora/chisel)
+      ldflags="-s -w -X github.com/jpillora/chisel/share.BuildVersion=$version"
+      binaries=(chisel)
+      packages=(github.com/jpillora/chisel)
+      ;;
+    yurthub)
+      module_dir="$here/../../bench/peers/$set"
+      version=$(module_version "$module_dir" github.com/openyurtio/openyurt)
+      binaries=(yurthub)
+      packages=(github.com/openyurtio/openyurt/cmd/yurthub)
+      ;;
+    *) echo "real-rig: unknown set $set (kubernetes, etcd, coredns, cosign; for the benchmarks remotedialer, konnectivity, chisel, yurthub)" >&2; return 1 ;;
   esac
   local key out
-  key=$(cat "$module_dir/go.mod" "$module_dir/go.sum" <(echo "$ldflags $(go version)") | sha256sum | cut -c1-16)
+  # The key covers a driver's own source too (bench/peers/remotedialer/main.go).
+  key=$(cat "$module_dir/go.mod" "$module_dir/go.sum" $(find "$module_dir" -maxdepth 1 -name '*.go' | sort) \
+    <(echo "$ldflags $(go version)") | sha256sum | cut -c1-16)
   out="$cache/out/$set-$key"
   if [ -f "$out/versions.json" ]; then
     echo "real-rig: $set $version already built ($out)"
@@ -82,8 +114,12 @@ build_set() {
   rm -rf "$tmp" && mkdir -p "$tmp"
   start=$(date +%s)
   (cd "$module_dir" && go mod download && go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${packages[@]}")
-  # go names the etcd binary after its package directory, server.
-  [ "$set" != etcd ] || mv "$tmp/server" "$tmp/etcd"
+  # go names a binary after its package directory (or its module, for "."): give each its name.
+  case "$set" in
+    etcd) mv "$tmp/server" "$tmp/etcd" ;;
+    remotedialer) mv "$tmp/remotedialer" "$tmp/remotedialer-peer" ;;
+    konnectivity) mv "$tmp/server" "$tmp/proxy-server" && mv "$tmp/agent" "$tmp/proxy-agent" ;;
+  esac
   end=$(date +%s)
   {
     printf '{\n  "set": "%s",\n  "version": "%s",\n  "go": "%s",\n  "buildSeconds": %d,\n  "sha256": {\n' \

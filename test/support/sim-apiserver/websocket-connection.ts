@@ -9,7 +9,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { type Agent, request as httpsRequest } from 'node:https';
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import {
@@ -209,6 +209,8 @@ export interface ConnectWebSocketOptions {
   ca?: string;
   cert?: string;
   key?: string;
+  /** The HTTPS agent that makes the connection (a benchmark's peer tunnel); none (a fresh socket) when absent. */
+  agent?: Agent;
 }
 
 /** The failure of a WebSocket handshake that the server refused with an HTTP status. */
@@ -241,6 +243,7 @@ export function connectWebSocket(options: ConnectWebSocketOptions): Promise<WebS
       ...(options.ca ? { ca: options.ca } : {}),
       ...(options.cert ? { cert: options.cert } : {}),
       ...(options.key ? { key: options.key } : {}),
+      ...(options.agent ? { agent: options.agent } : {}),
     });
     req.on('upgrade', (res, socket, head) => {
       if (res.headers['sec-websocket-accept'] !== acceptKeyFor(key)) {
