@@ -4,7 +4,11 @@
  *
  * - remotedialer (Rancher's tunnel library, under Rancher's cluster agents and
  *   k3s's agent tunnel): bench/peers/remotedialer's driver, over wss, the
- *   server dialling through the tunnel as the k3s server dials kubelets;
+ *   server dialling through the tunnel as the k3s server dials kubelets; and
+ *   the same in Rancher's shape (`rancher-proxy`): the server terminates the
+ *   user's TLS, checks a bearer token and proxies each request over TLS
+ *   through the tunnel with its own credential and the user impersonated,
+ *   which is the work edgeadm's hub does;
  * - Konnectivity (the Kubernetes apiserver-network-proxy): proxy-server in
  *   http-connect mode on a Unix socket, as a kube-apiserver's egress selector
  *   uses it, and proxy-agent dialling the server's agent port over mTLS gRPC;
@@ -17,6 +21,7 @@
  * "middle" of the path (hub = the side the clients reach, agent = the edge side).
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
@@ -44,19 +49,26 @@ export interface PeerTunnel {
   agent: (options: https.AgentOptions) => https.Agent;
   hubPid: number;
   agentPid: number;
+  /** The CA and bearer token clients use, where the peer terminates TLS itself (else the API server's). */
+  client?: { ca: string; token: string };
   stop: () => void;
 }
 
 function run(binary: string, args: string[], tag: string): { pid: number; output: () => string; kill: () => void } {
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let printed = '';
+  let isStopping = false;
   child.stdout.on('data', (c: Buffer) => (printed += c.toString()));
   child.stderr.on('data', (c: Buffer) => (printed = (printed + c.toString()).slice(-20_000)));
   child.on('exit', (code, signal) => {
-    if (signal !== 'SIGTERM') process.stderr.write(`${tag} exited (${code ?? signal}): ${printed.slice(-2000)}\n`);
+    if (!isStopping) process.stderr.write(`${tag} exited (${code ?? signal}): ${printed.slice(-2000)}\n`);
   });
-  process.once('exit', () => child.kill('SIGTERM'));
-  return { pid: child.pid ?? 0, output: () => printed, kill: () => child.kill('SIGTERM') };
+  const kill = (): void => {
+    isStopping = true;
+    child.kill('SIGTERM');
+  };
+  process.once('exit', kill);
+  return { pid: child.pid ?? 0, output: () => printed, kill };
 }
 
 async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>): Promise<T> {
@@ -152,11 +164,30 @@ const plainAgent = (options: https.AgentOptions): https.Agent => new https.Agent
 
 /** The peers that are built, by name. */
 export function builtPeers(): string[] {
-  return ['remotedialer', 'konnectivity', 'chisel'].filter((name) => peerVersion(name) !== undefined);
+  return ['remotedialer', 'rancher-proxy', 'konnectivity', 'chisel'].filter(
+    (name) => peerVersion(name === 'rancher-proxy' ? 'remotedialer' : name) !== undefined,
+  );
 }
 
-export async function startRemotedialer(scratch: string, targetPort: number): Promise<PeerTunnel> {
+/** The API server behind the tunnels: its port, and for Rancher's shape its CA file and a bearer token. */
+export interface Upstream {
+  port: number;
+  caFile: string;
+  token: string;
+}
+
+export function startRemotedialer(scratch: string, upstream: Upstream): Promise<PeerTunnel> {
+  return remotedialer(scratch, upstream, false);
+}
+
+export function startRancherProxy(scratch: string, upstream: Upstream): Promise<PeerTunnel> {
+  return remotedialer(scratch, upstream, true);
+}
+
+async function remotedialer(scratch: string, upstream: Upstream, isRancherShape: boolean): Promise<PeerTunnel> {
+  const targetPort = upstream.port;
   const pki = makePki(join(scratch, 'remotedialer-pki'));
+  const userToken = isRancherShape ? randomBytes(24).toString('hex') : '';
   const binary = join(OUT, 'remotedialer', 'remotedialer-peer');
   const [tunnelPort, forwardPort] = [await freePort(), await freePort()];
   const server = run(
@@ -173,6 +204,9 @@ export async function startRemotedialer(scratch: string, targetPort: number): Pr
       `127.0.0.1:${forwardPort}`,
       '--target',
       `127.0.0.1:${targetPort}`,
+      ...(isRancherShape
+        ? ['--user-token', userToken, '--upstream-token', upstream.token, '--upstream-ca', upstream.caFile]
+        : []),
     ],
     'remotedialer server',
   );
@@ -183,10 +217,11 @@ export async function startRemotedialer(scratch: string, targetPort: number): Pr
     'remotedialer client',
   );
   const tunnel: PeerTunnel = {
-    name: 'remotedialer',
+    name: isRancherShape ? 'rancher-proxy' : 'remotedialer',
     version: peerVersion('remotedialer') ?? '',
     forwardPort,
     agent: plainAgent,
+    ...(isRancherShape ? { client: { ca: readFileSync(pki.ca, 'utf8'), token: userToken } } : {}),
     hubPid: server.pid,
     agentPid: client.pid,
     stop: () => (client.kill(), server.kill()),
@@ -195,7 +230,7 @@ export async function startRemotedialer(scratch: string, targetPort: number): Pr
   return tunnel;
 }
 
-export async function startChisel(scratch: string, targetPort: number): Promise<PeerTunnel> {
+export async function startChisel(scratch: string, { port: targetPort }: Upstream): Promise<PeerTunnel> {
   const binary = join(OUT, 'chisel', 'chisel');
   const [serverPort, forwardPort] = [await freePort(), await freePort()];
   mkdirSync(scratch, { recursive: true });
@@ -274,7 +309,7 @@ class ConnectAgent extends https.Agent {
   }
 }
 
-export async function startKonnectivity(scratch: string, targetPort: number): Promise<PeerTunnel> {
+export async function startKonnectivity(scratch: string, { port: targetPort }: Upstream): Promise<PeerTunnel> {
   const pki = makePki(join(scratch, 'konnectivity-pki'));
   const socketPath = join(scratch, 'konnectivity.sock');
   const [agentPort, adminPort, healthPort, agentAdmin, agentHealth] = [
@@ -333,7 +368,10 @@ export async function startKonnectivity(scratch: string, targetPort: number): Pr
   return tunnel;
 }
 
-/** Waits until a TLS handshake with the target succeeds through the tunnel (the far side connected). */
+/**
+ * Waits until a request reaches the API server through the tunnel (the far side connected): any
+ * answer over the API server's TLS, or, where the peer terminates TLS, the API server's 200.
+ */
 async function untilForwards(tunnel: PeerTunnel): Promise<void> {
   await until(`${tunnel.name} to carry a connection`, async () => {
     const agent = tunnel.agent({ rejectUnauthorized: false });
@@ -347,8 +385,12 @@ async function untilForwards(tunnel: PeerTunnel): Promise<void> {
             agent,
             rejectUnauthorized: false,
             timeout: 2000,
+            ...(tunnel.client === undefined ? {} : { headers: { Authorization: `Bearer ${tunnel.client.token}` } }),
           },
-          (res) => (res.resume(), resolve(true)),
+          (res) => {
+            res.resume();
+            resolve(tunnel.client === undefined || res.statusCode === 200 ? true : undefined);
+          },
         );
         req.on('error', () => resolve(undefined));
         req.on('timeout', () => (req.destroy(), resolve(undefined)));

@@ -8,7 +8,8 @@
  *     the clients: the same shape as the tunnel) when sshd is there and
  *     this runs as root (`--ssh off` leaves it out); and the peers a platform
  *     team would choose, built from their own Go modules (bench/tunnel/peers.ts:
- *     remotedialer, Konnectivity, chisel; `--peers` picks, default all built);
+ *     remotedialer, the same in Rancher's shape, Konnectivity, chisel;
+ *     `--peers` picks, default all built);
  * (b) one 1 GiB stream: a pod port-forward (the WebSocket channel protocol,
  *     `v4.channel.k8s.io`, as kubectl speaks it) whose pod port is a local
  *     TCP source that sends 1 GiB; through hub + tunnel against direct;
@@ -22,7 +23,7 @@
  * process with the client (so both paths share that cost alike).
  *
  *   test/real/build.sh remotedialer konnectivity chisel   # once: the peers
- *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024] [--ssh on|off] [--peers remotedialer,konnectivity,chisel|off] [--rounds 2] [--baseline GIT-REF|DIR]
+ *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024] [--ssh on|off] [--peers remotedialer,rancher-proxy,konnectivity,chisel|off] [--rounds 2] [--baseline GIT-REF|DIR] [--profile DIR]
  *
  * `--baseline` adds a second hub and agent from another build (a git ref of
  * this repository, built in a scratch directory, or a built checkout; see
@@ -80,6 +81,8 @@ const { values } = parseArgs({
     peers: { type: 'string' },
     rounds: { type: 'string', default: '2' },
     baseline: { type: 'string' },
+    /** Write the hub's and the agent's CPU profiles (node --cpu-prof) into this directory. */
+    profile: { type: 'string' },
     json: { type: 'boolean' },
   },
 });
@@ -112,7 +115,11 @@ interface Child {
 }
 
 function startEdgeadm(runJs: string, tag: string, args: string[]): Child {
-  const child = spawn(process.execPath, [runJs, ...args], {
+  const profile =
+    values.profile === undefined
+      ? []
+      : ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, `--cpu-prof-name=${tag}-${args[0]}.cpuprofile`];
+  const child = spawn(process.execPath, [...profile, runJs, ...args], {
     env: { ...process.env, EDGEADM_HOME: join(scratch, `home-${tag}-${args[0]}`), NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -350,19 +357,22 @@ const sshReverse = isSshWanted ? await startSshReverse(Number(new URL(sim.url).p
 
 // --- the peers built from their Go modules ------------------------------------------------
 const wantedPeers = values.peers === 'off' ? [] : (values.peers?.split(',') ?? peers.builtPeers());
-const simPort = Number(new URL(sim.url).port);
-const starters: Record<string, (dir: string, port: number) => Promise<PeersModule.PeerTunnel>> = {
+const simCaFile = join(scratch, 'sim-ca.crt');
+writeFileSync(simCaFile, sim.caPem);
+const upstream = { port: Number(new URL(sim.url).port), caFile: simCaFile, token: sim.adminToken };
+const starters: Record<string, (dir: string, upstream: PeersModule.Upstream) => Promise<PeersModule.PeerTunnel>> = {
   remotedialer: peers.startRemotedialer,
+  'rancher-proxy': peers.startRancherProxy,
   konnectivity: peers.startKonnectivity,
   chisel: peers.startChisel,
 };
 const peerTunnels: PeersModule.PeerTunnel[] = [];
 for (const name of wantedPeers) {
   const start = starters[name];
-  if (start === undefined || peers.peerVersion(name) === undefined) {
+  if (start === undefined || peers.peerVersion(name === 'rancher-proxy' ? 'remotedialer' : name) === undefined) {
     throw new Error(`peer ${name}: not built (test/real/build.sh ${name}); known: ${Object.keys(starters).join(', ')}`);
   }
-  peerTunnels.push(await start(join(scratch, name), simPort));
+  peerTunnels.push(await start(join(scratch, name), upstream));
 }
 
 interface Path {
@@ -383,8 +393,8 @@ const paths: Record<string, Path> = {
       {
         // Konnectivity has no port of its own: its agent asks for the API server's address on the socket.
         base: peer.forwardPort === undefined ? sim.url : `https://127.0.0.1:${peer.forwardPort}`,
-        ca: sim.caPem,
-        token: sim.adminToken,
+        ca: peer.client?.ca ?? sim.caPem,
+        token: peer.client?.token ?? sim.adminToken,
         agent: peer.agent,
       },
     ]),

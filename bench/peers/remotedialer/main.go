@@ -4,17 +4,25 @@
 // client do, with TLS on the tunnel (wss), as Rancher deploys it:
 //
 //	remotedialer-peer server --listen 127.0.0.1:P --cert C --key K --forward 127.0.0.1:F --target 127.0.0.1:T
+//	  [--user-token U --upstream-token A --upstream-ca CA]
 //	remotedialer-peer client --connect wss://127.0.0.1:P/connect --ca C
 //
 // The server accepts the client's WebSocket on /connect and listens on
-// --forward; every connection accepted there is dialled through the tunnel
-// to --target on the client's side (server.Dialer, as the k3s server dials
-// kubelets) and the bytes are copied both ways. Only the bench uses it
-// (bench/tunnel/run.ts).
+// --forward. In its plain shape every connection accepted there is dialled
+// through the tunnel to --target on the client's side (server.Dialer, as the
+// k3s server dials kubelets) and the bytes are copied both ways. With
+// --user-token it has Rancher's shape instead: --forward serves HTTPS (the
+// same certificate), checks each request's bearer token, and proxies it to
+// the API server at --target over TLS through the tunnel (an
+// httputil.ReverseProxy whose transport dials with server.Dialer), with the
+// server's own credential for the cluster (--upstream-token) and the user
+// impersonated, as Rancher's server proxies a user to a downstream cluster.
+// Only the bench uses it (bench/tunnel/run.ts).
 package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"flag"
@@ -23,6 +31,8 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"time"
 
@@ -46,8 +56,16 @@ func main() {
 		key := flags.String("key", "", "TLS key (PEM)")
 		forward := flags.String("forward", "127.0.0.1:0", "address whose connections go through the tunnel")
 		target := flags.String("target", "", "address the client dials for each connection")
+		userToken := flags.String("user-token", "", "Rancher's shape: the bearer token users present (else: bytes only)")
+		upstreamToken := flags.String("upstream-token", "", "Rancher's shape: the server's bearer token for the API server")
+		upstreamCA := flags.String("upstream-ca", "", "Rancher's shape: the API server's CA (PEM)")
 		_ = flags.Parse(os.Args[2:])
-		serve(*listen, *cert, *key, *forward, *target)
+		handler, fwd := serve(*listen, *cert, *key, *forward)
+		if *userToken == "" {
+			forwardBytes(fwd, handler.Dialer(clientID), *target)
+		} else {
+			proxyHTTP(fwd, *cert, *key, handler.Dialer(clientID), *target, *userToken, *upstreamToken, *upstreamCA)
+		}
 	case "client":
 		connect := flags.String("connect", "", "wss URL of the server's /connect")
 		ca := flags.String("ca", "", "CA that signed the server's certificate (PEM)")
@@ -58,7 +76,7 @@ func main() {
 	}
 }
 
-func serve(listen, cert, key, forward, target string) {
+func serve(listen, cert, key, forward string) (*remotedialer.Server, net.Listener) {
 	handler := remotedialer.New(func(req *http.Request) (string, bool, error) {
 		id := req.Header.Get("X-Tunnel-ID")
 		return id, id == clientID, nil
@@ -75,7 +93,10 @@ func serve(listen, cert, key, forward, target string) {
 	}
 	fmt.Printf("tunnel listening on %s\nforward listening on %s\n", tunnel.Addr(), fwd.Addr())
 	go func() { log.Fatal(http.ServeTLS(tunnel, mux, cert, key)) }()
-	dial := handler.Dialer(clientID)
+	return handler, fwd
+}
+
+func forwardBytes(fwd net.Listener, dial remotedialer.Dialer, target string) {
 	for {
 		conn, err := fwd.Accept()
 		if err != nil {
@@ -100,6 +121,51 @@ func serve(listen, cert, key, forward, target string) {
 }
 
 func runClient(connect, caFile string) {
+	roots := loadRoots(caFile)
+	dialer := &websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: roots}, HandshakeTimeout: 10 * time.Second}
+	headers := http.Header{"X-Tunnel-ID": []string{clientID}}
+	for {
+		_ = remotedialer.ClientConnect(context.Background(), connect, headers, dialer,
+			func(proto, address string) bool { return proto == "tcp" }, nil)
+	}
+}
+
+func proxyHTTP(fwd net.Listener, cert, key string, dial remotedialer.Dialer, target, userToken, upstreamToken, caFile string) {
+	roots := loadRoots(caFile)
+	upstream := &url.URL{Scheme: "https", Host: target}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(upstream)
+			r.Out.Header.Set("Authorization", "Bearer "+upstreamToken)
+			r.Out.Header.Set("Impersonate-User", "bench")
+			r.Out.Header.Set("Impersonate-Group", "system:masters")
+		},
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+				return dial(ctx, network, address)
+			},
+			TLSClientConfig:     &tls.Config{RootCAs: roots},
+			MaxIdleConnsPerHost: 128,
+		},
+		FlushInterval: -1,
+	}
+	want := []byte("Bearer " + userToken)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		for name := range r.Header {
+			if len(name) > 11 && http.CanonicalHeaderKey(name[:11]) == "Impersonate" {
+				r.Header.Del(name)
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	})
+	log.Fatal(http.ServeTLS(fwd, handler, cert, key))
+}
+
+func loadRoots(caFile string) *x509.CertPool {
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		log.Fatal(err)
@@ -108,10 +174,5 @@ func runClient(connect, caFile string) {
 	if !roots.AppendCertsFromPEM(pem) {
 		log.Fatalf("%s: no certificate", caFile)
 	}
-	dialer := &websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: roots}, HandshakeTimeout: 10 * time.Second}
-	headers := http.Header{"X-Tunnel-ID": []string{clientID}}
-	for {
-		_ = remotedialer.ClientConnect(context.Background(), connect, headers, dialer,
-			func(proto, address string) bool { return proto == "tcp" }, nil)
-	}
+	return roots
 }
