@@ -41,7 +41,8 @@ const summaries = positionals.map((file) => {
     busy += micros;
     const area = areaOf(frame);
     byArea.set(area, (byArea.get(area) ?? 0) + micros);
-    const where = frame.url === '' ? '' : ` ${frame.url.replace(/^.*\/(lib|node_modules)\//, '$1/')}:${frame.lineNumber + 1}`;
+    const where =
+      frame.url === '' ? '' : ` ${frame.url.replace(/^.*\/(lib|node_modules)\//, '$1/')}:${frame.lineNumber + 1}`;
     const name = `${frame.functionName || '(anonymous)'}${where}`;
     byFunction.set(name, (byFunction.get(name) ?? 0) + micros);
   }
@@ -49,7 +50,11 @@ const summaries = positionals.map((file) => {
     [...map]
       .sort((a, b) => b[1] - a[1])
       .slice(0, Number(values.top))
-      .map(([name, micros]) => ({ name, ms: Math.round(micros / 1000), share: Number(((100 * micros) / busy).toFixed(1)) }));
+      .map(([name, micros]) => ({
+        name,
+        ms: Math.round(micros / 1000),
+        share: Number(((100 * micros) / busy).toFixed(1)),
+      }));
   return { file, busyMs: Math.round(busy / 1000), areas: top(byArea), functions: top(byFunction) };
 });
 
