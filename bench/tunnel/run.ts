@@ -35,7 +35,7 @@
  * Node 24 runs this TypeScript directly; the hook below lets the sources
  * (the simulated server's, peers.ts) import each other as `./x.js`.
  */
-import type { Agent as HttpsAgent } from 'node:https';
+import type { Agent as HttpsAgent, AgentOptions as HttpsAgentOptions } from 'node:https';
 import { registerHooks } from 'node:module';
 import type * as PeersModule from './peers.js';
 
@@ -380,7 +380,7 @@ interface Path {
   ca: string;
   token: string;
   /** The client's HTTPS agent (a peer's CONNECT agent); a plain one when absent. */
-  agent?: (options: import('node:https').AgentOptions) => HttpsAgent;
+  agent?: (options: HttpsAgentOptions) => HttpsAgent;
 }
 const paths: Record<string, Path> = {
   direct: { base: sim.url, ca: sim.caPem, token: sim.adminToken },
