@@ -43,8 +43,8 @@ const { values } = parseArgs({
     /** Run the proxy from this single binary (how it is deployed) instead of bin/run.js. */
     'proxy-bin': { type: 'string' },
     /**
-     * Leave the --proxy-bin binary's pages in the page cache as they are (by default they are dropped
-     * before the proxy starts, as a node has them after a reboot; see pageCacheDropped).
+     * Leave the --proxy-bin binary's and yurthub's pages in the page cache as they are (by default they
+     * are dropped before each starts, as a node has them after a reboot; see pageCacheDropped).
      */
     'keep-page-cache': { type: 'boolean' },
     /** Run the proxy core alone (lib/edge, no CLI framework): what the proxy itself costs. */
@@ -193,9 +193,11 @@ function getOnce(target, path, agent, keepBody) {
     req.on('response', (res) => {
       let size = 0;
       const chunks = [];
+      // A failure's body is kept too: it says why (a Status object).
+      const isKept = keepBody || res.statusCode !== 200;
       res.on('data', (chunk) => {
         size += chunk.length;
-        if (keepBody) chunks.push(chunk);
+        if (isKept) chunks.push(chunk);
       });
       res.on('end', () =>
         resolve({
@@ -203,7 +205,7 @@ function getOnce(target, path, agent, keepBody) {
           ms: performance.now() - started,
           size,
           cached: res.headers['x-edgeadm-edge-proxy'],
-          body: keepBody ? Buffer.concat(chunks).toString('utf8') : undefined,
+          body: isKept ? Buffer.concat(chunks).toString('utf8') : undefined,
         }),
       );
       res.on('error', reject);
@@ -355,6 +357,8 @@ try {
     const hubServerAddr = `127.0.0.1:${relayPort}`;
     const { ca: hubCa } = prepareYurthubRoot({ rootDir: hubRoot, serverAddr: hubServerAddr, simDir: join(dir, 'sim') });
     const ports = { serve: await freePort(), proxy: await freePort(), secure: await freePort() };
+    // As for --proxy-bin: a binary fresh from its build maps more file pages than one read from disk.
+    const isDropped = values['keep-page-cache'] ? false : dropFromPageCache(yurthub.binary);
     const started = await startYurthub({
       binary: yurthub.binary,
       rootDir: hubRoot,
@@ -367,6 +371,7 @@ try {
       ...started,
       target: { url: started.url, ca: hubCa, token, headers: { 'user-agent': YURTHUB_USER_AGENT } },
       rssStart: rssMiB(started.child.pid),
+      pageCacheDropped: isDropped,
     };
   }
   /** The cases in the order of the first round: each answering process and what its figures are called. */
@@ -428,8 +433,23 @@ try {
   }
 
   // 6. Latency: one request in flight, the cases alternating request by request.
-  // A proxy that fails a GET offline: edgeadm's is a bug (the run stops); the peer's is counted.
+  // A proxy that fails a GET offline: edgeadm's is a bug (the run stops); the peer's is counted, by
+  // reason. yurthub v1.5.0 answers 500 "specified key is under accessing" to a GET of an object
+  // another GET is reading from its disk cache at that moment (pkg/yurthub/storage/disk/storage.go
+  // Get: a per-key try-lock), which concurrent clients of one object meet under the offline load.
   let yurthubFailures = 0;
+  const yurthubFailureReasons = {};
+  const countYurthubFailure = (answer) => {
+    yurthubFailures++;
+    let message;
+    try {
+      message = JSON.parse(answer.body).message ?? '';
+    } catch {
+      message = (answer.body ?? '').slice(0, 80);
+    }
+    const reason = `HTTP ${answer.status} ${message}`.trim();
+    yurthubFailureReasons[reason] = (yurthubFailureReasons[reason] ?? 0) + 1;
+  };
   const agents = Object.fromEntries(cases.map((c) => [c, new Agent({ keepAlive: true, maxSockets: CONCURRENCY })]));
   const latencies = Object.fromEntries(cases.map((c) => [c, []]));
   // CPU of the answering process per request: a proxy offline, the simulation for direct GETs.
@@ -439,7 +459,7 @@ try {
     for (const which of rotated(n)) {
       const answer = await get(targets[which], path, agents[which]);
       if (which === 'yurthub' && answer.status !== 200) {
-        yurthubFailures++;
+        countYurthubFailure(answer);
         continue;
       }
       if (answer.status !== 200) throw new Error(`${which} GET ${path}: HTTP ${answer.status}`);
@@ -462,7 +482,7 @@ try {
         Array.from({ length: CONCURRENCY }, async (_, worker) => {
           for (let n = worker; performance.now() < until; n += CONCURRENCY) {
             const answer = await get(targets[which], objectPath(n % OBJECTS), agents[which]);
-            if (which === 'yurthub' && answer.status !== 200) yurthubFailures++;
+            if (which === 'yurthub' && answer.status !== 200) countYurthubFailure(answer);
             else if (answer.status !== 200) throw new Error(`${which}: HTTP ${answer.status}`);
             else done++;
           }
@@ -496,7 +516,9 @@ try {
     rounds: ROUNDS,
     peers: PEERS,
     offlineViaEdgeProxy: summary('proxy'),
-    offlineViaYurthub: hub ? { ...summary('yurthub'), failedRequests: yurthubFailures } : null,
+    offlineViaYurthub: hub
+      ? { ...summary('yurthub'), failedRequests: yurthubFailures, failedRequestsByReason: yurthubFailureReasons }
+      : null,
     directToUpstream: summary('direct'),
     proxyRssMiB: {
       atStart: Number(rssStart.toFixed(1)),
@@ -522,6 +544,7 @@ try {
           version: yurthub.version,
           binary: yurthub.binary,
           userAgent: YURTHUB_USER_AGENT,
+          pageCacheDropped: hub.pageCacheDropped,
           offlineAfterSeconds: hub.offlineAfterSeconds,
           objectsServedOfflineFromCache: hub.objectsServedOffline,
         }
@@ -555,8 +578,11 @@ try {
     );
     if (result.yurthub)
       console.log(
-        `yurthub ${result.yurthub.version} (${result.yurthub.binary}): offline ${result.yurthub.offlineAfterSeconds}s after the cut, ` +
-          `${result.yurthub.objectsServedOfflineFromCache}/${OBJECTS} objects served from its cache, ${result.offlineViaYurthub.failedRequests} failed GETs under load`,
+        `yurthub ${result.yurthub.version} (${result.yurthub.binary}, ${result.yurthub.pageCacheDropped ? 'dropped from the page cache before the start' : 'pages left in the page cache'}): offline ${result.yurthub.offlineAfterSeconds}s after the cut, ` +
+          `${result.yurthub.objectsServedOfflineFromCache}/${OBJECTS} objects served from its cache, ${result.offlineViaYurthub.failedRequests} failed GETs under load` +
+          Object.entries(result.offlineViaYurthub.failedRequestsByReason)
+            .map(([reason, count]) => ` (${count}: ${reason})`)
+            .join(''),
       );
     else console.log('peers: off');
     console.log(row('edge-proxy offline (cache)', result.offlineViaEdgeProxy));
