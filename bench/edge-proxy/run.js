@@ -1,9 +1,12 @@
 // edge-proxy benchmark: cached GET latency (p50/p99) and throughput through
 // `edgeadm agent edge-proxy` in OFFLINE mode, against direct GETs to the
 // upstream, interleaved in one run; and the proxy's steady RSS with 1,000
-// cached objects.
+// cached objects. Beside it, in the same rounds, OpenYurt's yurthub (the edge
+// caching proxy edgeadm competes with; ./yurthub.js) when it is built:
+// the same upstream through the same relay, the same objects warmed the
+// same way, the same offline load.
 //
-//   npm run build && node bench/edge-proxy/run.js [--objects 1000] [--requests 4000] [--seconds 3] [--rounds 3] [--concurrency 16]
+//   npm run build && node bench/edge-proxy/run.js [--objects 1000] [--requests 4000] [--seconds 3] [--rounds 3] [--concurrency 16] [--peers yurthub|off]
 //
 // The upstream is the SIMULATED API server of test/support (a process), not
 // kube-apiserver: "direct" measures the simulation's GET path, so the
@@ -21,6 +24,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import {
+  YURTHUB_USER_AGENT,
+  createYurthubClusterObjects,
+  prepareYurthubRoot,
+  startYurthub,
+  yurthubBuild,
+} from './yurthub.js';
 
 const { values } = parseArgs({
   options: {
@@ -33,8 +43,8 @@ const { values } = parseArgs({
     /** Run the proxy from this single binary (how it is deployed) instead of bin/run.js. */
     'proxy-bin': { type: 'string' },
     /**
-     * Leave the --proxy-bin binary's pages in the page cache as they are (by default they are dropped
-     * before the proxy starts, as a node has them after a reboot; see pageCacheDropped).
+     * Leave the --proxy-bin binary's and yurthub's pages in the page cache as they are (by default they
+     * are dropped before each starts, as a node has them after a reboot; see pageCacheDropped).
      */
     'keep-page-cache': { type: 'boolean' },
     /** Run the proxy core alone (lib/edge, no CLI framework): what the proxy itself costs. */
@@ -48,6 +58,8 @@ const { values } = parseArgs({
      * first): the PKI library is then never loaded. Without it the proxy makes them, as at its first start.
      */
     'warm-pki': { type: 'boolean' },
+    /** The peer run beside the edge-proxy: yurthub (the default when test/real/build.sh built it) or off. */
+    peers: { type: 'string' },
     json: { type: 'boolean' },
   },
 });
@@ -61,6 +73,11 @@ const READY_WAIT_MS = 60_000;
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 if (!existsSync(join(root, 'lib/commands/agent/edge-proxy.js'))) throw new Error('run "npm run build" first');
+const yurthub = yurthubBuild();
+const PEERS = values.peers ?? (yurthub ? 'yurthub' : 'off');
+if (PEERS !== 'yurthub' && PEERS !== 'off') throw new Error(`--peers must be yurthub or off, got "${PEERS}"`);
+if (PEERS === 'yurthub' && !yurthub) throw new Error('yurthub is not built: run "bash test/real/build.sh yurthub"');
+const isYurthubOn = PEERS === 'yurthub';
 const dir = mkdtempSync(join(tmpdir(), 'edgeadm-bench-edge-proxy-'));
 const children = [];
 
@@ -155,33 +172,40 @@ let pageCacheDropped;
  * fails before any answer ("socket hang up"); like any HTTP client, retry
  * such an idempotent GET once, and count it.
  */
-async function get(target, path, agent) {
+async function get(target, path, agent, keepBody = false) {
   try {
-    return await getOnce(target, path, agent);
+    return await getOnce(target, path, agent, keepBody);
   } catch (error) {
     if (error.code !== 'ECONNRESET') throw error;
     retries++;
-    return getOnce(target, path, agent);
+    return getOnce(target, path, agent, keepBody);
   }
 }
 
-function getOnce(target, path, agent) {
+function getOnce(target, path, agent, keepBody) {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const req = request(`${target.url}${path}`, {
       agent,
       ca: target.ca,
-      headers: { authorization: `Bearer ${target.token}`, accept: 'application/json' },
+      headers: { authorization: `Bearer ${target.token}`, accept: 'application/json', ...target.headers },
     });
     req.on('response', (res) => {
       let size = 0;
-      res.on('data', (chunk) => (size += chunk.length));
+      const chunks = [];
+      // A failure's body is kept too: it says why (a Status object).
+      const isKept = keepBody || res.statusCode !== 200;
+      res.on('data', (chunk) => {
+        size += chunk.length;
+        if (isKept) chunks.push(chunk);
+      });
       res.on('end', () =>
         resolve({
           status: res.statusCode,
           ms: performance.now() - started,
           size,
           cached: res.headers['x-edgeadm-edge-proxy'],
+          body: isKept ? Buffer.concat(chunks).toString('utf8') : undefined,
         }),
       );
       res.on('error', reject);
@@ -242,8 +266,9 @@ try {
     });
     if (status !== 201) throw new Error(`creating object ${i}: HTTP ${status}`);
   }
+  if (isYurthubOn) await createYurthubClusterObjects((method, path, body) => call(direct, method, path, body));
 
-  // 2. A TCP relay between the proxy and the upstream: closing it is the proxy's outage.
+  // 2. A TCP relay between the proxies and the upstream: closing it is their outage.
   const relaySockets = new Set();
   const relay = createServer((socket) => {
     const upstream = connect(simPort, '127.0.0.1');
@@ -325,39 +350,118 @@ try {
   };
   const rssStart = rssMiB(proxyProcess.pid);
 
-  // 4. Warm the cache online: every object, and the whole list.
-  const warmAgent = new Agent({ keepAlive: true, maxSockets: 8 });
-  for (let i = 0; i < OBJECTS; i++) {
-    const answer = await get(proxy, objectPath(i), warmAgent);
-    if (answer.status !== 200) throw new Error(`warming ${objectPath(i)}: HTTP ${answer.status}`);
+  // 3b. yurthub, as a process, through the same relay (./yurthub.js: its files, arguments and requests).
+  let hub;
+  if (isYurthubOn) {
+    const hubRoot = join(dir, 'yurthub');
+    const hubServerAddr = `127.0.0.1:${relayPort}`;
+    const { ca: hubCa } = prepareYurthubRoot({ rootDir: hubRoot, serverAddr: hubServerAddr, simDir: join(dir, 'sim') });
+    const ports = { serve: await freePort(), proxy: await freePort(), secure: await freePort() };
+    // As for --proxy-bin: a binary fresh from its build maps more file pages than one read from disk.
+    const isDropped = values['keep-page-cache'] ? false : dropFromPageCache(yurthub.binary);
+    const started = await startYurthub({
+      binary: yurthub.binary,
+      rootDir: hubRoot,
+      serverAddr: hubServerAddr,
+      ports,
+      waitMs: READY_WAIT_MS,
+      track: (entry) => children.push(entry),
+    });
+    hub = {
+      ...started,
+      target: { url: started.url, ca: hubCa, token, headers: { 'user-agent': YURTHUB_USER_AGENT } },
+      rssStart: rssMiB(started.child.pid),
+      pageCacheDropped: isDropped,
+    };
   }
-  const listed = await get(proxy, '/api/v1/namespaces/bench/configmaps', warmAgent);
+  /** The cases in the order of the first round: each answering process and what its figures are called. */
+  const cases = ['proxy', ...(hub ? ['yurthub'] : []), 'direct'];
+  const targets = { proxy, yurthub: hub?.target, direct };
+  const pids = { proxy: proxyProcess.pid, yurthub: hub?.child.pid, direct: simProcess.pid };
+  /** The cases rotated by `n`: each takes each place in turn, so no case always goes first. */
+  const rotated = (n) => cases.map((_, i) => cases[(i + n) % cases.length]);
+
+  // 4. Warm the caches online: every object, and the whole list, through each proxy.
+  const warmAgent = new Agent({ keepAlive: true, maxSockets: 8 });
+  let listed;
+  for (const which of cases.filter((c) => c !== 'direct')) {
+    for (let i = 0; i < OBJECTS; i++) {
+      const answer = await get(targets[which], objectPath(i), warmAgent);
+      if (answer.status !== 200) throw new Error(`warming ${objectPath(i)} through ${which}: HTTP ${answer.status}`);
+    }
+    const list = await get(targets[which], '/api/v1/namespaces/bench/configmaps', warmAgent);
+    if (list.status !== 200) throw new Error(`warming the list through ${which}: HTTP ${list.status}`);
+    if (which === 'proxy') listed = list;
+  }
   warmAgent.destroy();
   const rssWarm = rssMiB(proxyProcess.pid);
+  if (hub) hub.rssWarm = rssMiB(hub.child.pid);
 
-  // 5. Cut the relay: the proxy goes offline, the upstream stays up for direct requests.
+  // 5. Cut the relay: the proxies go offline, the upstream stays up for direct requests.
   relay.close();
   for (const socket of relaySockets) socket.destroy();
+  const cutAt = Date.now();
   const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  const offlineDeadline = Date.now() + READY_WAIT_MS;
+  const offlineDeadline = cutAt + READY_WAIT_MS;
   while (!/^edgeadm_edge_proxy_online 0$/m.test(await metrics())) {
     if (Date.now() > offlineDeadline) throw new Error('the proxy did not go offline');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+  if (hub) {
+    // yurthub's own verdict (its lease heartbeat, every 10 s by default): before it, GETs still try the upstream.
+    while (!(await hub.isOffline())) {
+      if (Date.now() > offlineDeadline) throw new Error('yurthub did not go offline');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    hub.offlineAfterSeconds = Number(((Date.now() - cutAt) / 1000).toFixed(1));
+    // Every object from yurthub's cache, once, before any figure: the object itself, not just a 200.
+    const checkAgent = new Agent({ keepAlive: true, maxSockets: 1 });
+    hub.objectsServedOffline = 0;
+    for (let i = 0; i < OBJECTS; i++) {
+      const answer = await get(hub.target, objectPath(i), checkAgent, true);
+      let object;
+      try {
+        object = answer.status === 200 ? JSON.parse(answer.body) : undefined;
+      } catch {
+        object = undefined;
+      }
+      if (object?.kind === 'ConfigMap' && object.metadata?.name === `cm-${String(i).padStart(5, '0')}`)
+        hub.objectsServedOffline++;
+    }
+    checkAgent.destroy();
+    if (hub.objectsServedOffline === 0) throw new Error('yurthub served no object from its cache while offline');
+  }
 
-  // 6. Latency: one request in flight, proxy and direct alternating request by request.
-  const agents = {
-    proxy: new Agent({ keepAlive: true, maxSockets: CONCURRENCY }),
-    direct: new Agent({ keepAlive: true, maxSockets: CONCURRENCY }),
+  // 6. Latency: one request in flight, the cases alternating request by request.
+  // A proxy that fails a GET offline: edgeadm's is a bug (the run stops); the peer's is counted, by
+  // reason. yurthub v1.5.0 answers 500 "specified key is under accessing" to a GET of an object
+  // another GET is reading from its disk cache at that moment (pkg/yurthub/storage/disk/storage.go
+  // Get: a per-key try-lock), which concurrent clients of one object meet under the offline load.
+  let yurthubFailures = 0;
+  const yurthubFailureReasons = {};
+  const countYurthubFailure = (answer) => {
+    yurthubFailures++;
+    let message;
+    try {
+      message = JSON.parse(answer.body).message ?? '';
+    } catch {
+      message = (answer.body ?? '').slice(0, 80);
+    }
+    const reason = `HTTP ${answer.status} ${message}`.trim();
+    yurthubFailureReasons[reason] = (yurthubFailureReasons[reason] ?? 0) + 1;
   };
-  const latencies = { proxy: [], direct: [] };
-  // CPU of the answering process per request: the proxy offline, the simulation for direct GETs.
-  const cpuBefore = { proxy: cpuMs(proxyProcess.pid), direct: cpuMs(simProcess.pid) };
+  const agents = Object.fromEntries(cases.map((c) => [c, new Agent({ keepAlive: true, maxSockets: CONCURRENCY })]));
+  const latencies = Object.fromEntries(cases.map((c) => [c, []]));
+  // CPU of the answering process per request: a proxy offline, the simulation for direct GETs.
+  const cpuBefore = Object.fromEntries(cases.map((c) => [c, cpuMs(pids[c])]));
   for (let n = 0; n < REQUESTS; n++) {
     const path = objectPath(n % OBJECTS);
-    const order = n % 2 === 0 ? ['proxy', 'direct'] : ['direct', 'proxy'];
-    for (const which of order) {
-      const answer = await get(which === 'proxy' ? proxy : direct, path, agents[which]);
+    for (const which of rotated(n)) {
+      const answer = await get(targets[which], path, agents[which]);
+      if (which === 'yurthub' && answer.status !== 200) {
+        countYurthubFailure(answer);
+        continue;
+      }
       if (answer.status !== 200) throw new Error(`${which} GET ${path}: HTTP ${answer.status}`);
       if (which === 'proxy' && !answer.cached)
         throw new Error('the proxy answered without its cache header while offline');
@@ -365,29 +469,27 @@ try {
     }
   }
 
-  const cpuPerRequestMs = {
-    proxy: (cpuMs(proxyProcess.pid) - cpuBefore.proxy) / REQUESTS,
-    direct: (cpuMs(simProcess.pid) - cpuBefore.direct) / REQUESTS,
-  };
+  const cpuPerRequestMs = Object.fromEntries(cases.map((c) => [c, (cpuMs(pids[c]) - cpuBefore[c]) / REQUESTS]));
 
-  // 7. Throughput: CONCURRENCY requests in flight for SECONDS, alternating cases round by round.
-  const throughput = { proxy: [], direct: [] };
-  const rssSamples = [];
+  // 7. Throughput: CONCURRENCY requests in flight for SECONDS, the cases rotating round by round.
+  const throughput = Object.fromEntries(cases.map((c) => [c, []]));
+  const rssSamples = { proxy: [], yurthub: [] };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const which of round % 2 === 0 ? ['proxy', 'direct'] : ['direct', 'proxy']) {
+    for (const which of rotated(round)) {
       let done = 0;
       const until = performance.now() + SECONDS * 1000;
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async (_, worker) => {
           for (let n = worker; performance.now() < until; n += CONCURRENCY) {
-            const answer = await get(which === 'proxy' ? proxy : direct, objectPath(n % OBJECTS), agents[which]);
-            if (answer.status !== 200) throw new Error(`${which}: HTTP ${answer.status}`);
-            done++;
+            const answer = await get(targets[which], objectPath(n % OBJECTS), agents[which]);
+            if (which === 'yurthub' && answer.status !== 200) countYurthubFailure(answer);
+            else if (answer.status !== 200) throw new Error(`${which}: HTTP ${answer.status}`);
+            else done++;
           }
         }),
       );
       throughput[which].push(done / SECONDS);
-      if (which === 'proxy') rssSamples.push(rssMiB(proxyProcess.pid));
+      if (which !== 'direct') rssSamples[which].push(rssMiB(pids[which]));
     }
   }
   const rssSteady = rssMiB(proxyProcess.pid);
@@ -412,16 +514,41 @@ try {
     concurrency: CONCURRENCY,
     secondsPerRound: SECONDS,
     rounds: ROUNDS,
+    peers: PEERS,
     offlineViaEdgeProxy: summary('proxy'),
+    offlineViaYurthub: hub
+      ? { ...summary('yurthub'), failedRequests: yurthubFailures, failedRequestsByReason: yurthubFailureReasons }
+      : null,
     directToUpstream: summary('direct'),
     proxyRssMiB: {
       atStart: Number(rssStart.toFixed(1)),
       afterCaching: Number(rssWarm.toFixed(1)),
-      duringOfflineLoad: rssSamples.map((v) => Number(v.toFixed(1))),
+      duringOfflineLoad: rssSamples.proxy.map((v) => Number(v.toFixed(1))),
       steadyAfterLoad: Number(rssSteady.toFixed(1)),
       steadyAnon: rssSteadySplit.anon,
       steadyFile: rssSteadySplit.file,
     },
+    // The yurthub process alone, as it is deployed (one Go binary; no node runtime to count).
+    yurthubRssMiB: hub
+      ? {
+          atStart: Number(hub.rssStart.toFixed(1)),
+          afterCaching: Number(hub.rssWarm.toFixed(1)),
+          duringOfflineLoad: rssSamples.yurthub.map((v) => Number(v.toFixed(1))),
+          steadyAfterLoad: Number(rssMiB(hub.child.pid).toFixed(1)),
+          steadyAnon: rssSplitMiB(hub.child.pid).anon,
+          steadyFile: rssSplitMiB(hub.child.pid).file,
+        }
+      : null,
+    yurthub: hub
+      ? {
+          version: yurthub.version,
+          binary: yurthub.binary,
+          userAgent: YURTHUB_USER_AGENT,
+          pageCacheDropped: hub.pageCacheDropped,
+          offlineAfterSeconds: hub.offlineAfterSeconds,
+          objectsServedOfflineFromCache: hub.objectsServedOffline,
+        }
+      : null,
     cacheEntries: Number(/^edgeadm_edge_proxy_cache_entries (\d+)$/m.exec(cacheMetrics)[1]),
     cacheBytes: Number(/^edgeadm_edge_proxy_cache_bytes (\d+)$/m.exec(cacheMetrics)[1]),
     connectionResetRetries: retries,
@@ -441,7 +568,7 @@ try {
   if (values.json) console.log(JSON.stringify(result, null, 2));
   else {
     const row = (name, s) =>
-      `${name.padEnd(30)} p50 ${String(s.p50Ms).padStart(7)} ms   p99 ${String(s.p99Ms).padStart(7)} ms   cpu/req ${String(s.cpuPerRequestMs).padStart(6)} ms   ${String(s.requestsPerSecond).padStart(6)} req/s (${s.requestsPerSecondByRound.join(', ')})`;
+      `${name.padEnd(30)} p50 ${String(s.p50Ms).padStart(7)} ms   p99 ${String(s.p99Ms).padStart(7)} ms   cpu/req ${String(Math.round(s.cpuPerRequestMs * 1000)).padStart(5)} µs   ${String(s.requestsPerSecond).padStart(6)} req/s (${s.requestsPerSecondByRound.join(', ')})`;
     const tuning = [result.proxyNodeOptions, ...Object.entries(proxyEnv).map(([k, v]) => `${k}=${v}`)].filter(Boolean);
     console.log(
       `edge-proxy entry: ${result.proxyEntry}${tuning.length > 0 ? ` with ${tuning.join(' ')}` : ''}; serving certificate ${result.servingCertificate}; connection-reset retries: ${retries}; load average ${result.loadAverage.join(' ')}`,
@@ -449,12 +576,25 @@ try {
     console.log(
       `edge-proxy benchmark: ${OBJECTS} objects, ${REQUESTS} GETs per case for latency, ${CONCURRENCY} in flight x ${SECONDS}s x ${ROUNDS} rounds for throughput`,
     );
+    if (result.yurthub)
+      console.log(
+        `yurthub ${result.yurthub.version} (${result.yurthub.binary}, ${result.yurthub.pageCacheDropped ? 'dropped from the page cache before the start' : 'pages left in the page cache'}): offline ${result.yurthub.offlineAfterSeconds}s after the cut, ` +
+          `${result.yurthub.objectsServedOfflineFromCache}/${OBJECTS} objects served from its cache, ${result.offlineViaYurthub.failedRequests} failed GETs under load` +
+          Object.entries(result.offlineViaYurthub.failedRequestsByReason)
+            .map(([reason, count]) => ` (${count}: ${reason})`)
+            .join(''),
+      );
+    else console.log('peers: off');
     console.log(row('edge-proxy offline (cache)', result.offlineViaEdgeProxy));
+    if (result.offlineViaYurthub) console.log(row('yurthub offline (cache)', result.offlineViaYurthub));
     console.log(row('direct to upstream (sim)', result.directToUpstream));
+    const rssLine = (name, rss, after) =>
+      `${name} RSS: ${rss.atStart} MiB at start, ${rss.afterCaching} MiB after caching ${OBJECTS} objects + the list, ` +
+      `${rss.duringOfflineLoad.join('/')} MiB under offline load, ${rss.steadyAfterLoad} MiB after (anon ${rss.steadyAnon} + file ${rss.steadyFile}${after})`;
     console.log(
-      `edge-proxy RSS: ${result.proxyRssMiB.atStart} MiB at start, ${result.proxyRssMiB.afterCaching} MiB after caching ${OBJECTS} objects + the list, ` +
-        `${result.proxyRssMiB.duringOfflineLoad.join('/')} MiB under offline load, ${result.proxyRssMiB.steadyAfterLoad} MiB after (anon ${result.proxyRssMiB.steadyAnon} + file ${result.proxyRssMiB.steadyFile}; cache: ${result.cacheEntries} entries, ${result.cacheBytes} bytes)`,
+      rssLine('edge-proxy', result.proxyRssMiB, `; cache: ${result.cacheEntries} entries, ${result.cacheBytes} bytes`),
     );
+    if (result.yurthubRssMiB) console.log(rssLine('yurthub', result.yurthubRssMiB, ''));
   }
 } catch (error) {
   // Say which process failed: a crashed proxy shows up here, not as a client error.
