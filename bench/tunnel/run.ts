@@ -810,4 +810,7 @@ base?.hub.kill();
 sshReverse?.stop();
 for (const peer of peerTunnels) peer.stop();
 await sleep(500);
-await sim.stop();
+// The simulated server waits for its open connections to close; a forwarder's leftover connection
+// (sshd's session child holds ssh -R's) would hold the run for minutes after its results.
+await Promise.race([sim.stop(), sleep(5000)]);
+process.exit(0);
