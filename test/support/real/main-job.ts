@@ -38,6 +38,16 @@ export interface RealMainJobResult {
   seconds: { init: number; joins: number[]; total: number };
 }
 
+/**
+ * The line `kubectl exec` prints when it runs inside the pod `pod`: its hostname, and its PID 1's
+ * command, which is the container's own `/bin/sh`. A hostname alone proves little (the UTS namespace
+ * is joined first); a runtime that misses the pod's mount and PID namespaces prints the machine's
+ * PID 1 instead (scripts/fresh-root.sh under chroot printed `/process_api--firec`).
+ */
+export function lineFromInsidePod(pod: string): string {
+  return `written from inside ${pod}: /bin/sh`;
+}
+
 /** What the test workload asks of Kubernetes beyond running. */
 export interface WorkloadOptions {
   /** Evict the pods this long after their node becomes unreachable (Kubernetes' default is 300 s). */
