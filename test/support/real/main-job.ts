@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import type { TestHost, TestHosts } from '../test-hosts.js';
 import { hostSnapshot, prepareRigHosts, snapshotDifference } from './cluster-hosts.js';
-import { builtSet, RIG_WORKLOAD_IMAGE, rigKubeadmPackage } from './rig.js';
+import { builtSet, chrootReason, RIG_WORKLOAD_IMAGE, rigKubeadmPackage } from './rig.js';
 
 /** How the main job reports what it does: a heading and the command, then the command's output. */
 export interface MainJobReporter {
@@ -145,6 +145,8 @@ export interface RealClusterOptions {
 
 /** init (kubeadm, --enable-edge) on the first host and join --enable-edge of the others; every node Ready. */
 export async function startRealCluster(options: RealClusterOptions): Promise<RealCluster> {
+  const chrooted = chrootReason();
+  if (chrooted) throw new Error(`the real rig cannot run: ${chrooted}`);
   const { hosts } = options;
   const reporter = options.reporter ?? { step: () => undefined, output: () => undefined };
   const [controlPlane, ...edges] = hosts.targets as [TestHost, ...TestHost[]];
