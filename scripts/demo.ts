@@ -30,7 +30,7 @@ import { execa } from 'execa';
 import { REPO_ROOT } from '../test/support/cli.js';
 import { ensurePinnedKubectl, PINNED_KUBECTL_VERSION } from '../test/support/pinned-kubectl.js';
 import { buildSimK3sPackage } from '../test/support/sim-k3s/fixture.js';
-import { runRealMainJob } from '../test/support/real/main-job.js';
+import { lineFromInsidePod, runRealMainJob } from '../test/support/real/main-job.js';
 import { rigUnavailableReason } from '../test/support/real/rig.js';
 import { TMPFS_DIRS, startTestHosts, type TestHost, type TestHosts } from '../test/support/test-hosts.js';
 
@@ -115,7 +115,11 @@ async function realDemo(): Promise<void> {
     const notReady = result.nodes.filter((n) => !n.isReady || n.kubeletVersion !== result.kubernetesVersion);
     if (result.nodes.length !== 3 || notReady.length > 0)
       problems.push(`nodes not Ready at ${result.kubernetesVersion}: ${JSON.stringify(result.nodes)}`);
-    if (!/written from inside/.test(result.execOutput)) problems.push('no line from inside a pod');
+    const insideLine = lineFromInsidePod(result.pods[0]?.name ?? 'none');
+    if (!result.execOutput.includes(insideLine))
+      problems.push(
+        `kubectl exec did not run inside the pod: expected "${insideLine}", got "${result.execOutput.trim()}"`,
+      );
     for (const [host, lines] of Object.entries(result.leftovers)) {
       if (lines.length > 0) problems.push(`${host} is not as before init:\n  ${lines.join('\n  ')}`);
     }

@@ -2,8 +2,9 @@
 # Runs one of the README's two commands on a fresh clone inside a Debian 12 root made by
 # debootstrap (minbase + git + ca-certificates: none of scripts/debian-packages.txt), with
 # Node.js and npm (this machine's, copied) and Go (/usr/local/go, bound), in a mount namespace
-# of its own. Shared with the machine: the test-host slot claims (so runs never collide) and,
-# unless COLD=1, the rig's Go caches (/var/cache/edgeadm-rig).
+# of its own whose root it is (pivot_root, as on a machine; a chroot breaks `kubectl exec`).
+# Shared with the machine: the test-host slot claims (so runs never collide) and, unless COLD=1,
+# the rig's Go caches (/var/cache/edgeadm-rig).
 #
 #   debootstrap --variant=minbase --include=ca-certificates,git bookworm /var/tmp/fresh-root http://deb.debian.org/debian
 #   bash scripts/fresh-root.sh test      # or: demo; FRESH_ROOT=DIR for a root elsewhere
@@ -42,5 +43,11 @@ cleanup() { for ((i=${#mounts[@]}-1; i>=0; i--)); do umount -R "${mounts[$i]}" 2
 trap cleanup EXIT
 rm -rf $R/usr/src/edgeadm
 git clone -q "${REPO:-$(git -C "$(dirname "$0")" rev-parse --show-toplevel)}" $R/usr/src/edgeadm
-chroot $R /usr/bin/env -i HOME=/root PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
-  bash -c "cd /usr/src/edgeadm && git log -1 --oneline && dpkg -l openssh-server sudo containerd 2>&1 | tail -3; bash scripts/run.sh $what"
+# Entered with pivot_root, not chroot: the root must be the root of its mount namespace, as a machine's
+# is. setns(2) into a mount namespace puts the caller at that namespace's root mount, and runc's exec
+# joins the container's namespace that way. Under a chroot that root is this machine's, with the
+# container's rootfs pivoted onto $R beneath it, so `kubectl exec` ran at the machine's / and read its
+# /proc (PID 1 /process_api) instead of the pod's. In a nested namespace, so that this script keeps
+# its own mounts to clean up; `pivot_root . .` stacks the old root on the new one, `umount -l /` drops it.
+(cd $R && exec unshare -m --propagation private sh -c 'pivot_root . . && umount -l / && cd / && exec "$@"' sh /usr/bin/env -i HOME=/root PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
+  bash -c "cd /usr/src/edgeadm && git log -1 --oneline && dpkg -l openssh-server sudo containerd 2>&1 | tail -3; bash scripts/run.sh $what")

@@ -6,7 +6,7 @@
  * every host as before (files, mounts, processes, links, cgroups).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runRealMainJob, type RealMainJobResult } from '../support/real/main-job.js';
+import { lineFromInsidePod, runRealMainJob, type RealMainJobResult } from '../support/real/main-job.js';
 import { startTestHosts, type TestHosts } from '../support/test-hosts.js';
 import { realEdgeadm } from '../support/real/rig.js';
 
@@ -51,7 +51,7 @@ describe('the main job on real kubeadm, kubelet and containerd', () => {
     expect(result.logs).toMatch(
       new RegExp(`^hello from pod ${result.pods[0]!.name} on node (${edgeNames.join('|')})$`, 'm'),
     );
-    expect(result.execOutput).toContain(`written from inside ${result.pods[0]!.name}: /bin/sh`);
+    expect(result.execOutput).toContain(lineFromInsidePod(result.pods[0]!.name));
   });
 
   it('leaves every host as it was before init: files, mounts, processes, links and cgroups', () => {

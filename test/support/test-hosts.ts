@@ -948,9 +948,10 @@ class Harness {
   /**
    * Runs a script in the host's network and mount namespaces, via the sshd's
    * own namespaces, with the sshd's root and working directory: when this
-   * machine's suite runs in a chroot (scripts/fresh-root.sh), entering the
-   * mount namespace alone would put the script at the machine's root, not
-   * the host's.
+   * machine's suite runs in a chroot, entering the mount namespace alone
+   * (setns(2)) would put the script at the machine's root, not the host's.
+   * scripts/fresh-root.sh no longer chroots (it uses pivot_root): runc's exec
+   * has the same trouble, see chrootReason() in ./real/rig.ts.
    */
   async #run(host: TestHost, script: string): Promise<string> {
     const namespaces = ['--target', String(host.sshdPid), '--net', '--mount', '--uts', '--root', '--wd'];

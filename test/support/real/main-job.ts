@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import type { TestHost, TestHosts } from '../test-hosts.js';
 import { hostSnapshot, prepareRigHosts, snapshotDifference } from './cluster-hosts.js';
-import { builtSet, RIG_WORKLOAD_IMAGE, rigKubeadmPackage } from './rig.js';
+import { builtSet, chrootReason, RIG_WORKLOAD_IMAGE, rigKubeadmPackage } from './rig.js';
 
 /** How the main job reports what it does: a heading and the command, then the command's output. */
 export interface MainJobReporter {
@@ -36,6 +36,16 @@ export interface RealMainJobResult {
   leftovers: Record<string, string[]>;
   /** Seconds: init, each join (to node Ready), the whole job. */
   seconds: { init: number; joins: number[]; total: number };
+}
+
+/**
+ * The line `kubectl exec` prints when it runs inside the pod `pod`: its hostname, and its PID 1's
+ * command, which is the container's own `/bin/sh`. A hostname alone proves little (the UTS namespace
+ * is joined first); a runtime that misses the pod's mount and PID namespaces prints the machine's
+ * PID 1 instead (scripts/fresh-root.sh under chroot printed `/process_api--firec`).
+ */
+export function lineFromInsidePod(pod: string): string {
+  return `written from inside ${pod}: /bin/sh`;
 }
 
 /** What the test workload asks of Kubernetes beyond running. */
@@ -135,6 +145,8 @@ export interface RealClusterOptions {
 
 /** init (kubeadm, --enable-edge) on the first host and join --enable-edge of the others; every node Ready. */
 export async function startRealCluster(options: RealClusterOptions): Promise<RealCluster> {
+  const chrooted = chrootReason();
+  if (chrooted) throw new Error(`the real rig cannot run: ${chrooted}`);
   const { hosts } = options;
   const reporter = options.reporter ?? { step: () => undefined, output: () => undefined };
   const [controlPlane, ...edges] = hosts.targets as [TestHost, ...TestHost[]];

@@ -22,6 +22,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -93,7 +94,35 @@ export function rigUnavailableReason(): string | undefined {
     if (!existsSync(path))
       return `${path} (${name}) is missing: install Debian's containerd, runc, containernetworking-plugins, busybox-static, iptables and conntrack`;
   }
-  return undefined;
+  return chrootReason();
+}
+
+/**
+ * Why `kubectl exec` would not reach the rig's pods from here, if it would not: this process runs
+ * under a chroot. runc's exec joins a container's mount namespace with setns(2), which puts the
+ * caller at that namespace's root mount; under a chroot that root is the machine's, with the
+ * container's rootfs pivoted onto the chroot's path beneath it, so the command runs at the
+ * machine's / and reads its /proc. A machine's root, or one entered with pivot_root (as
+ * scripts/fresh-root.sh does), is its namespace's root. Found by entering this process's own
+ * mount namespace again, which moves to that root, and comparing `/` there and here.
+ */
+export function chrootReason(): string | undefined {
+  const here = statSync('/');
+  let namespaceRoot: string;
+  try {
+    namespaceRoot = execFileSync('nsenter', ['--mount=/proc/self/ns/mnt', 'stat', '-c', '%d %i', '/'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    // Not allowed to enter (not root): the rig cannot run anyway, and says so elsewhere.
+    return undefined;
+  }
+  if (namespaceRoot === `${here.dev} ${here.ino}`) return undefined;
+  return (
+    "this process runs under a chroot, where runc's exec lands outside the container (kubectl exec would run at the machine's /); " +
+    'enter the root with pivot_root in a mount namespace of its own instead (scripts/fresh-root.sh does)'
+  );
 }
 
 /** The busybox applets the stand-in images link (what the tests and the pause loop call). */
