@@ -86,6 +86,32 @@ export const UPSTREAM_CONNECT_TIMEOUT_MS = 15_000;
  * ends up to this much later than {@link UPSTREAM_CONNECT_TIMEOUT_MS}.
  */
 export const UPSTREAM_ANSWER_SWEEP_MS = 1_000;
+/**
+ * Most HTTP/2 sessions the agent keeps open to its API server at once. A
+ * session carries as many streams as the API server allows per connection
+ * (SETTINGS_MAX_CONCURRENT_STREAMS: Go's default 250, kube-apiserver's
+ * `--http2-max-streams-per-connection`); past this many full sessions a
+ * request takes the HTTP/1.1 pool instead, which has its own bound.
+ */
+export const UPSTREAM_H2_MAX_SESSIONS = 64;
+/**
+ * Streams the agent opens on a session whose API server's SETTINGS name no
+ * limit of their own: the least RFC 9113 §6.5.2 asks a server to allow.
+ * (The agent waits for a new session's SETTINGS before it sends on it.)
+ */
+export const UPSTREAM_H2_ASSUMED_STREAM_LIMIT = 100;
+/**
+ * An HTTP/2 session to the API server with no frame for this long is closed
+ * gracefully (streams still open finish; new ones go to another session):
+ * client-go's `IdleConnTimeout`.
+ */
+export const UPSTREAM_H2_IDLE_TIMEOUT_MS = 90_000;
+/**
+ * TCP keep-alive probes on a session's socket start after this much
+ * silence, as on the HTTP/1.1 pool's sockets (node:https `keepAliveMsecs`),
+ * so that a watch on a connection that died unseen is ended by the kernel.
+ */
+export const UPSTREAM_TCP_KEEPALIVE_DELAY_MS = 1_000;
 
 /** How long `register-cloud --create-service-account` waits for the cluster to fill the agent's token Secret. */
 export const AGENT_TOKEN_WAIT_MS = 30_000;

@@ -4,7 +4,10 @@
  * hub user, so that the edge cluster's RBAC decides what that user may do.
  *
  * Owns reading the upstream kubeconfig (server, CA, token or client
- * certificate) and forwarding plain and upgraded streams to that server.
+ * certificate) and forwarding plain and upgraded streams to that server:
+ * plain requests over HTTP/2 when the API server picks it by ALPN
+ * (upstream-h2.ts), else over an HTTPS/1.1 keep-alive pool; upgrades always
+ * over a fresh HTTP/1.1 connection.
  *
  * The agent's credentials go to one place only: every request it sends is
  * addressed to the API server's host and port from the kubeconfig, with the
@@ -16,14 +19,13 @@
  * names addresses and ports of the edge network.
  */
 import type { ServerHttp2Stream, IncomingHttpHeaders as Http2Headers } from 'node:http2';
-import type { ClientRequest } from 'node:http';
 import type { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { SecureContext } from 'node:tls';
 import { pipeline } from 'node:stream';
-import { ValidationError } from '../errors.js';
 import { parseApiPath, type ApiPath } from '../kube/api-path.js';
-import { readKubeconfigFile, type KubeCredentials } from '../kube/kubeconfig.js';
 import type { Logger } from '../log/run-log.js';
+import type { UpstreamCredentials } from './upstream-kubeconfig.js';
+import { ANSWER_TIMEOUT_MESSAGE, AnswerDeadlines, timeoutError } from './answer-deadlines.js';
 import { forwardBody } from './forward-body.js';
 import { UPGRADE_FLUSH_GRACE_MS, UPSTREAM_ANSWER_SWEEP_MS, UPSTREAM_CONNECT_TIMEOUT_MS } from './limits.js';
 import { closeAfterFlush, relayBothWays } from './relay.js';
@@ -37,70 +39,16 @@ import {
   REQUEST_HEADER,
   type StreamIdentity,
 } from './protocol.js';
+import { forwardOverH2, type H2Context, type H2Request, type PooledSession, UpstreamH2Pool } from './upstream-h2.js';
 
+/** Entries of the HTTP/2 request line at the head of a header list: `:method`, `:path`, `:authority`, `:scheme` and their values. */
+const H2_REQUEST_LINE_ENTRIES = 8;
 /** Methods whose requests carry no body in practice, so they can be retried. */
 const BODILESS_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** Most sockets the agent keeps open to its API server at once. */
 export const UPSTREAM_MAX_SOCKETS = 512;
 
-/** Where the cluster's API server is and how the agent authenticates to it. Holds credentials. */
-export interface UpstreamCredentials {
-  /** `https://host:port`, without a path. */
-  server: string;
-  caPem?: string | undefined;
-  isInsecureSkipTlsVerify: boolean;
-  token?: string | undefined;
-  clientCertPem?: string;
-  clientKeyPem?: string;
-}
-
-/**
- * Reads the current context of a kubeconfig file into upstream credentials
- * (through edgeadm's one kubeconfig reader, `readKubeconfigFile`). Supports
- * CA and client certificate data or files, bearer tokens and token files;
- * exec and auth-provider plugins are refused.
- *
- * @throws {ValidationError} `E_UPSTREAM_KUBECONFIG`.
- */
-export async function readUpstreamKubeconfig(path: string): Promise<UpstreamCredentials> {
-  const invalid = (why: string): ValidationError =>
-    new ValidationError(`the kubeconfig ${path} cannot be used: ${why}`, {
-      code: 'E_UPSTREAM_KUBECONFIG',
-      hints: [
-        'Pass --kubeconfig with a kubeconfig whose current context reaches the cluster with a token or a client certificate.',
-      ],
-    });
-  let read: KubeCredentials;
-  try {
-    read = await readKubeconfigFile(path);
-  } catch (error) {
-    throw invalid((error as Error).message);
-  }
-  let url: URL;
-  try {
-    url = new URL(read.server);
-  } catch {
-    throw invalid(`the server ${JSON.stringify(read.server)} is not a URL`);
-  }
-  if (url.protocol !== 'https:') throw invalid('the server is not https://');
-  if (read.authPlugin !== undefined) {
-    throw invalid('exec and auth-provider credentials are not supported; use a token or a client certificate');
-  }
-  const credentials: UpstreamCredentials = {
-    server: url.origin,
-    isInsecureSkipTlsVerify: read.isInsecureSkipTlsVerify === true,
-  };
-  if (read.caPem !== undefined) credentials.caPem = read.caPem;
-  if (read.token !== undefined) credentials.token = read.token;
-  if (read.clientCertificatePem !== undefined && read.clientKeyPem !== undefined) {
-    credentials.clientCertPem = read.clientCertificatePem;
-    credentials.clientKeyPem = read.clientKeyPem;
-  }
-  if (credentials.token === undefined && credentials.clientCertPem === undefined) {
-    throw invalid('the current user has neither a token nor a client certificate');
-  }
-  return credentials;
-}
+export { readUpstreamKubeconfig, type UpstreamCredentials } from './upstream-kubeconfig.js';
 
 /** The stable code of a path the agent refuses to forward. */
 export const BAD_UPSTREAM_PATH_CODE = 'E_AGENT_PROXY_PATH';
@@ -150,14 +98,6 @@ export function describeUpstreamFailure(error: NodeJS.ErrnoException): string {
   return `the edge agent cannot reach its API server (${code}${words === undefined ? '' : `: ${words}`})`;
 }
 
-/** Why a request whose answer did not start in time was ended (the agent's log; the user is told the code). */
-const ANSWER_TIMEOUT_MESSAGE = 'the API server did not answer in time';
-
-/** A timeout the agent itself enforces, with the errno code that {@link describeUpstreamFailure} names. */
-function timeoutError(message: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(message), { code: 'ETIMEDOUT' });
-}
-
 /** The API server's origin, taken apart once: where every request goes. */
 interface UpstreamOrigin {
   /** Host name or address, without IPv6 brackets. */
@@ -198,12 +138,12 @@ export class Upstream {
   #secureContext: SecureContext | undefined;
   /** Group lists already read from the hub's identity headers (protocol.ts). */
   readonly #groupsCache: GroupsCache = new Map();
-  /** Bodiless requests sent and not yet answered, with the time by which their answer must start. */
-  readonly #awaitingAnswer = new Map<ClientRequest, number>();
-  /** The sweep over {@link Upstream.#awaitingAnswer}; runs only while a request waits. */
-  #answerSweep: NodeJS.Timeout | undefined;
+  /** Bodiless requests sent and not yet answered, each with the time by which its answer must start. */
+  readonly #deadlines: AnswerDeadlines;
   readonly #answerTimeoutMs: number;
-  readonly #answerSweepMs: number;
+  /** HTTP/2 sessions to the API server, when it speaks HTTP/2. */
+  readonly #h2: UpstreamH2Pool;
+  readonly #h2Context: H2Context;
 
   constructor(
     credentials: UpstreamCredentials,
@@ -214,7 +154,24 @@ export class Upstream {
     this.#logger = logger;
     this.#origin = originOf(credentials.server);
     this.#answerTimeoutMs = timing.answerTimeoutMs ?? UPSTREAM_CONNECT_TIMEOUT_MS;
-    this.#answerSweepMs = timing.answerSweepMs ?? UPSTREAM_ANSWER_SWEEP_MS;
+    this.#deadlines = new AnswerDeadlines({
+      timeoutMs: this.#answerTimeoutMs,
+      sweepMs: timing.answerSweepMs ?? UPSTREAM_ANSWER_SWEEP_MS,
+    });
+    this.#h2 = new UpstreamH2Pool({ origin: this.#origin, tls: () => this.#tlsOptions(), logger });
+    this.#h2Context = {
+      pool: this.#h2,
+      deadlines: this.#deadlines,
+      answerTimeoutMs: this.#answerTimeoutMs,
+      logger,
+      refuse: (stream, error) => this.#refuseUnreachable(stream, error),
+      resend: (request, minSerial) => void this.#resendH2(request, minSerial),
+    };
+  }
+
+  /** Sessions open to the API server over HTTP/2 now. */
+  get h2SessionCount(): number {
+    return this.#h2.sessionCount;
   }
 
   /**
@@ -318,22 +275,71 @@ export class Upstream {
       return;
     }
     const method = String(headers[':method'] ?? 'GET');
-    // One flat list, which node:http writes as it is: Host first (a list gets
-    // none of its own), the user's headers by the one rule, then the agent's
-    // credentials and the identity to impersonate.
-    const outgoing = forwardableRequestHeaderList(headers, ['host', this.#origin.authority]);
+    // One flat list, which node:http2 and node:http write as it is: the
+    // request line (HTTP/2's pseudo-headers; over HTTP/1.1 only Host, as a
+    // list gets none of its own), the user's headers by the one rule, then
+    // the agent's credentials and the identity to impersonate.
+    const target = checked.value.target;
+    const authority = this.#origin.authority;
+    const outgoing = forwardableRequestHeaderList(
+      headers,
+      this.#h2.isHttp1Only
+        ? ['host', authority]
+        : [':method', method, ':path', target, ':authority', authority, ':scheme', 'https'],
+    );
     this.#pushIdentityHeaders(outgoing, identity);
-    // A bodiless request may be sent again when a kept-alive socket turns
+    // A bodiless request may be sent again when a kept-alive connection turns
     // out to have been closed by the API server just as it was reused (the
-    // race every keep-alive client has); a request with a body may not.
+    // race every keep-alive client has; over HTTP/2 also a refused stream or
+    // a GOAWAY); a request with a body may not.
     const isRetryable = BODILESS_METHODS.has(method) && headers['content-length'] === undefined;
-    const send = { stream, method, target: checked.value, outgoing, isRetryable, isRetry: false };
+    const request: H2Request = { stream, headers: outgoing, isRetryable, isRetry: false };
+    // Once a session is open, a request is sent in the same tick (no await per request).
+    const entry = this.#h2.pick();
+    if (entry !== undefined) {
+      forwardOverH2(entry, request, this.#h2Context);
+      return;
+    }
+    let acquired: PooledSession | undefined;
+    try {
+      acquired = this.#h2.isHttp1Only ? undefined : await this.#h2.acquire();
+    } catch (error) {
+      this.#refuseUnreachable(stream, error as NodeJS.ErrnoException);
+      return;
+    }
+    if (acquired === undefined) await this.#sendHttp1(request, method, target);
+    else forwardOverH2(acquired, request, this.#h2Context);
+  }
+
+  /** Sends a request once more after its HTTP/2 stream was refused unanswered: on a fresh session, else over HTTP/1.1. */
+  async #resendH2(request: H2Request, minSerial: number): Promise<void> {
+    let entry: PooledSession | undefined;
+    try {
+      entry = await this.#h2.acquire(minSerial);
+    } catch (error) {
+      this.#refuseUnreachable(request.stream, error as NodeJS.ErrnoException);
+      return;
+    }
+    if (entry === undefined) {
+      const [, method, , target] = request.headers as [string, string, string, string];
+      await this.#sendHttp1(request, method, target);
+    } else forwardOverH2(entry, request, this.#h2Context);
+  }
+
+  /** A request over the HTTPS/1.1 keep-alive pool (an API server without HTTP/2, or every session full). */
+  async #sendHttp1(request: H2Request, method: string, target: string): Promise<void> {
+    const outgoing =
+      request.headers[0] === ':method'
+        ? ['host', this.#origin.authority, ...request.headers.slice(H2_REQUEST_LINE_ENTRIES)]
+        : request.headers;
+    const { stream, isRetryable, isRetry } = request;
+    const options = { stream, method, target, outgoing, isRetryable, isRetry };
     // Once the client is set up, a request is sent in the same tick (no await per request).
-    if (this.#agent !== undefined && this.#request !== undefined) this.#send(send, this.#agent, this.#request);
+    if (this.#agent !== undefined && this.#request !== undefined) this.#send(options, this.#agent, this.#request);
     else {
       const agent = await this.#httpsAgent();
       this.#request ??= (await import('node:https')).request;
-      this.#send(send, agent, this.#request);
+      this.#send(options, agent, this.#request);
     }
   }
 
@@ -341,7 +347,8 @@ export class Upstream {
     options: {
       stream: ServerHttp2Stream;
       method: string;
-      target: ApiPath;
+      /** Checked by `checkTarget`. */
+      target: string;
       outgoing: string[];
       isRetryable: boolean;
       isRetry: boolean;
@@ -353,7 +360,7 @@ export class Upstream {
     const req = request({
       host: this.#origin.host,
       port: this.#origin.port,
-      path: options.target.target,
+      path: options.target,
       method: options.method,
       agent,
       headers: options.outgoing,
@@ -363,12 +370,12 @@ export class Upstream {
     // one sweep keeps those deadlines (a socket timer per request, set and cleared, was a visible
     // share of the agent's CPU). A request with a body keeps the socket's idle timer, so that a
     // slow upload that still moves is not cut off.
-    if (options.isRetryable) this.#awaitAnswer(req);
+    if (options.isRetryable) this.#deadlines.await(req);
     else {
       req.setTimeout(this.#answerTimeoutMs, () => req.destroy(timeoutError(ANSWER_TIMEOUT_MESSAGE)));
     }
     req.on('response', (res) => {
-      if (options.isRetryable) this.#awaitingAnswer.delete(req);
+      if (options.isRetryable) this.#deadlines.answered(req);
       else req.setTimeout(0);
       if (stream.destroyed) {
         res.destroy();
@@ -387,8 +394,7 @@ export class Upstream {
         this.#send({ ...options, isRetry: true }, agent, request);
         return;
       }
-      this.#logger.debug(`upstream request failed: ${error.message}`);
-      this.#refuse(stream, 502, 'BadGateway', describeUpstreamFailure(error), UPSTREAM_UNREACHABLE_CODE);
+      this.#refuseUnreachable(stream, error);
     });
     let isAnswered = false;
     const onClose = (): void => {
@@ -398,35 +404,12 @@ export class Upstream {
     stream.once('close', onClose);
     req.once('close', () => {
       stream.off('close', onClose);
-      this.#awaitingAnswer.delete(req);
+      this.#deadlines.answered(req);
     });
     if (options.isRetryable) {
       stream.resume();
       req.end();
     } else pipeline(stream, req, () => {});
-  }
-
-  /** Gives a sent request its answer deadline, kept by the sweep. */
-  #awaitAnswer(req: ClientRequest): void {
-    this.#awaitingAnswer.set(req, Date.now() + this.#answerTimeoutMs);
-    if (this.#answerSweep === undefined) {
-      this.#answerSweep = setInterval(() => this.#expireAnswers(), this.#answerSweepMs);
-      this.#answerSweep.unref();
-    }
-  }
-
-  /** Ends every request whose answer has not started by its deadline; stops when none waits. */
-  #expireAnswers(): void {
-    const now = Date.now();
-    for (const [req, deadline] of this.#awaitingAnswer) {
-      if (deadline > now) continue;
-      this.#awaitingAnswer.delete(req);
-      req.destroy(timeoutError(ANSWER_TIMEOUT_MESSAGE));
-    }
-    if (this.#awaitingAnswer.size === 0) {
-      clearInterval(this.#answerSweep);
-      this.#answerSweep = undefined;
-    }
   }
 
   /** Forwards one upgrade stream: a fresh TLS connection to the API server, then raw bytes both ways. */
@@ -474,8 +457,7 @@ export class Upstream {
     });
     socket.once('error', (error) => {
       clearTimeout(timer);
-      this.#logger.debug(`upstream upgrade failed: ${error.message}`);
-      this.#refuse(stream, 502, 'BadGateway', describeUpstreamFailure(error), UPSTREAM_UNREACHABLE_CODE);
+      this.#refuseUnreachable(stream, error);
     });
     // The hub's end: what the API server still has to be sent goes first (stdin's last bytes).
     stream.on('close', () => closeAfterFlush(socket, UPGRADE_FLUSH_GRACE_MS));
@@ -487,6 +469,12 @@ export class Upstream {
     if (auth !== undefined) list.push('authorization', auth);
     list.push('impersonate-user', identity.user);
     for (const group of identity.groups) list.push('impersonate-group', group);
+  }
+
+  /** The refusal for an API server the agent cannot reach (or that did not answer in time). */
+  #refuseUnreachable(stream: ServerHttp2Stream, error: NodeJS.ErrnoException): void {
+    this.#logger.debug(`upstream request failed: ${error.message}`);
+    this.#refuse(stream, 502, 'BadGateway', describeUpstreamFailure(error), UPSTREAM_UNREACHABLE_CODE);
   }
 
   #refuse(stream: ServerHttp2Stream, code: number, reason: string, message: string, edgeadmCode?: string): void {
@@ -501,10 +489,10 @@ export class Upstream {
     stream.end(statusBody(code, reason, message, edgeadmCode));
   }
 
-  /** Closes idle keep-alive sockets. */
+  /** Closes idle keep-alive sockets and every HTTP/2 session. */
   close(): void {
-    clearInterval(this.#answerSweep);
-    this.#answerSweep = undefined;
+    this.#deadlines.close();
+    this.#h2.close();
     this.#agent?.destroy();
   }
 }
