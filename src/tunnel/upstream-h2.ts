@@ -220,18 +220,21 @@ export class UpstreamH2Pool {
     this.#protocol = 'h2';
     socket.setKeepAlive(true, UPSTREAM_TCP_KEEPALIVE_DELAY_MS);
     const session = h2Connect(`https://${origin.authority}`, { createConnection: () => socket });
-    this.#adopt(session, await this.#remoteSettings(session));
+    const entry = this.#adopt(session);
+    entry.limit = await this.#firstSettings(session);
   }
 
   /**
    * The API server's first SETTINGS: how many streams it allows. A burst of
    * requests sent before they arrive would be refused past that limit, and
-   * each refused request may be sent only once more.
+   * each refused request may be sent only once more. (The session's errors
+   * are heard by {@link UpstreamH2Pool.#adopt}; a failed session closes.)
    */
-  #remoteSettings(session: ClientHttp2Session): Promise<number> {
+  #firstSettings(session: ClientHttp2Session): Promise<number> {
     return new Promise((resolve, reject) => {
       const fail = (error: Error): void => {
         clearTimeout(timer);
+        session.off('close', closed);
         session.destroy();
         reject(error);
       };
@@ -240,20 +243,18 @@ export class UpstreamH2Pool {
         this.#options.connectTimeoutMs ?? UPSTREAM_CONNECT_TIMEOUT_MS,
       );
       const closed = (): void => fail(Object.assign(new Error('the HTTP/2 session closed'), { code: 'ECONNRESET' }));
-      session.once('error', fail);
       session.once('close', closed);
       session.once('remoteSettings', (settings) => {
         clearTimeout(timer);
-        session.off('error', fail);
         session.off('close', closed);
         resolve(settings.maxConcurrentStreams ?? UPSTREAM_H2_ASSUMED_STREAM_LIMIT);
       });
     });
   }
 
-  /** Puts a new session in the pool and drops it again when it goes. */
-  #adopt(session: ClientHttp2Session, limit: number): void {
-    const entry: PooledSession = { session, serial: this.#opened, active: 0, limit, isOpen: true };
+  /** Puts a new session in the pool (taking no stream until its SETTINGS came) and drops it again when it goes. */
+  #adopt(session: ClientHttp2Session): PooledSession {
+    const entry: PooledSession = { session, serial: this.#opened, active: 0, limit: 0, isOpen: true };
     this.#opened += 1;
     const drop = (): void => {
       if (!entry.isOpen) return;
@@ -277,6 +278,7 @@ export class UpstreamH2Pool {
     // As the HTTP/1.1 pool's free sockets: an idle session keeps no agent alive.
     session.unref();
     this.#sessions.push(entry);
+    return entry;
   }
 
   /** Closes every session at once (the agent is stopping). */
