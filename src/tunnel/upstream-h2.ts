@@ -221,7 +221,12 @@ export class UpstreamH2Pool {
     socket.setKeepAlive(true, UPSTREAM_TCP_KEEPALIVE_DELAY_MS);
     const session = h2Connect(`https://${origin.authority}`, { createConnection: () => socket });
     const entry = this.#adopt(session);
-    entry.limit = await this.#firstSettings(session);
+    try {
+      entry.limit = await this.#firstSettings(session);
+    } catch (error) {
+      this.#drop(entry);
+      throw error;
+    }
   }
 
   /**
@@ -256,12 +261,7 @@ export class UpstreamH2Pool {
   #adopt(session: ClientHttp2Session): PooledSession {
     const entry: PooledSession = { session, serial: this.#opened, active: 0, limit: 0, isOpen: true };
     this.#opened += 1;
-    const drop = (): void => {
-      if (!entry.isOpen) return;
-      entry.isOpen = false;
-      const at = this.#sessions.indexOf(entry);
-      if (at !== -1) this.#sessions.splice(at, 1);
-    };
+    const drop = (): void => this.#drop(entry);
     session.on('remoteSettings', (settings) => {
       entry.limit = settings.maxConcurrentStreams ?? entry.limit;
     });
@@ -279,6 +279,14 @@ export class UpstreamH2Pool {
     session.unref();
     this.#sessions.push(entry);
     return entry;
+  }
+
+  /** Takes a session out of the pool: it takes no new stream. */
+  #drop(entry: PooledSession): void {
+    if (!entry.isOpen) return;
+    entry.isOpen = false;
+    const at = this.#sessions.indexOf(entry);
+    if (at !== -1) this.#sessions.splice(at, 1);
   }
 
   /** Closes every session at once (the agent is stopping). */

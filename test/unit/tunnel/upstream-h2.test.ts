@@ -26,6 +26,7 @@ import { silentLogger } from '../../../src/log/run-log.js';
 import { createCa, issueCertificate, type CertificateAndKey } from '../../../src/trust/pki.js';
 import { identityHeaders } from '../../../src/tunnel/protocol.js';
 import { Upstream } from '../../../src/tunnel/upstream.js';
+import { type PooledSession, UpstreamH2Pool } from '../../../src/tunnel/upstream-h2.js';
 
 const AGENT_TOKEN = 'agent-secret-token-0123456789';
 const USER = identityHeaders({ user: 'alice', groups: ['dev', 'ops'] });
@@ -450,6 +451,87 @@ describe('agent upstream: an API server without HTTP/2', () => {
       http1Only.closeAllConnections();
       http1Only.close();
       hub.server.close();
+    }
+  });
+});
+
+describe('agent upstream over HTTP/2: bounds', () => {
+  it('answers 502 (timed out) when a request with a body gets no answer, by its idle timeout', async () => {
+    const quick = new Upstream(
+      { server: `https://127.0.0.1:${apiPort}`, caPem, isInsecureSkipTlsVerify: false, token: AGENT_TOKEN },
+      silentLogger,
+      { answerTimeoutMs: 300, answerSweepMs: ANSWER_SWEEP_MS },
+    );
+    const hub = await serveThrough(() => quick);
+    const held: Http2ServerResponse[] = [];
+    behaviour = (req, res) => {
+      req.resume();
+      held.push(res);
+    };
+    try {
+      const answer = await send(
+        { ':method': 'POST', ':path': '/api/v1/namespaces', ...USER },
+        Buffer.from('{}'),
+        hub.client,
+      );
+      expect(answer.status).toBe(502);
+      expect(JSON.parse(answer.body)).toMatchObject({
+        message: expect.stringContaining('ETIMEDOUT'),
+        details: { causes: [{ reason: 'E_AGENT_UPSTREAM' }] },
+      });
+      expect(seen).toHaveLength(1);
+    } finally {
+      for (const res of held) res.stream.destroy();
+      hub.client.close();
+      quick.close();
+      hub.server.close();
+    }
+  });
+
+  it('gives up on a session whose API server never sends its HTTP/2 settings', async () => {
+    const { createServer: createTlsServer } = await import('node:tls');
+    const mute = createTlsServer({ cert: serving.certPem, key: serving.keyPem, ALPNProtocols: ['h2'] }, (socket) => {
+      socket.on('error', () => {});
+      socket.resume(); // reads the client's preface, never answers
+    });
+    mute.listen(0, '127.0.0.1');
+    await once(mute, 'listening');
+    const { createSecureContext } = await import('node:tls');
+    const pool = new UpstreamH2Pool({
+      origin: { host: '127.0.0.1', port: portOf(mute), authority: `127.0.0.1:${portOf(mute)}`, servername: undefined },
+      tls: () => Promise.resolve({ rejectUnauthorized: true, secureContext: createSecureContext({ ca: caPem }) }),
+      logger: silentLogger,
+      connectTimeoutMs: 200,
+    });
+    try {
+      await expect(pool.acquire()).rejects.toMatchObject({ code: 'ETIMEDOUT' });
+      expect(pool.sessionCount).toBe(0);
+    } finally {
+      pool.close();
+      mute.close();
+    }
+  });
+
+  it('sends a request over HTTP/1.1 rather than queue it when every session it may open is full', async () => {
+    const pool = new UpstreamH2Pool({
+      origin: { host: '127.0.0.1', port: apiPort, authority: `127.0.0.1:${apiPort}`, servername: undefined },
+      tls: async () => {
+        const { createSecureContext } = await import('node:tls');
+        return { rejectUnauthorized: true, secureContext: createSecureContext({ ca: caPem }) };
+      },
+      logger: silentLogger,
+      maxSessions: 1,
+    });
+    try {
+      const taken = [await pool.acquire(), await pool.acquire()];
+      expect(taken.every((entry) => entry !== undefined)).toBe(true);
+      expect(taken[0]).toBe(taken[1]); // MAX_STREAMS (2) streams on the one session
+      expect(await pool.acquire()).toBeUndefined(); // full, and no other session may be opened
+      expect(pool.sessionCount).toBe(1);
+      pool.release(taken[0] as PooledSession);
+      expect(await pool.acquire()).toBe(taken[0]);
+    } finally {
+      pool.close();
     }
   });
 });
