@@ -21,11 +21,10 @@
  *   answers (node:http over the stream). The hub's share of that work is
  *   measured too.
  *
- *   node bench/tunnel/agent-upstream.ts [--requests 20000] [--concurrency 64] [--rounds 2] [--json]
+ *   node --import ./bench/support/register-ts.js bench/tunnel/agent-upstream.ts [--requests 20000] [--concurrency 64] [--rounds 2] [--json]
  */
 import { fork } from 'node:child_process';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
@@ -34,6 +33,7 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { parseArgs } from 'node:util';
+import { makePki } from './peers.js';
 
 const MODES = ['http1', 'h2', 'splice'] as const;
 type Mode = (typeof MODES)[number];
@@ -63,36 +63,11 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-function makePki(dir: string): { ca: string; cert: string; key: string } {
-  const at = (name: string): string => join(dir, name);
-  const openssl = (...args: string[]): void => void execFileSync('openssl', args, { stdio: 'ignore' });
-  openssl('ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', at('ca.key'));
-  openssl('req', '-x509', '-new', '-key', at('ca.key'), '-subj', '/CN=bench-ca', '-days', '2', '-out', at('ca.crt'));
-  writeFileSync(at('ext'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl('ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', at('tls.key'));
-  openssl('req', '-new', '-key', at('tls.key'), '-subj', '/CN=127.0.0.1', '-out', at('tls.csr'));
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    at('tls.csr'),
-    '-CA',
-    at('ca.crt'),
-    '-CAkey',
-    at('ca.key'),
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-extfile',
-    at('ext'),
-    '-out',
-    at('tls.crt'),
-  );
-  return {
-    ca: readFileSync(at('ca.crt'), 'utf8'),
-    cert: readFileSync(at('tls.crt'), 'utf8'),
-    key: readFileSync(at('tls.key'), 'utf8'),
-  };
+/** The CA, and the server certificate every process here serves with (bench/tunnel/peers.ts makes them). */
+function makeServerPki(dir: string): { ca: string; cert: string; key: string } {
+  const pki = makePki(dir);
+  const read = (file: string): string => readFileSync(file, 'utf8');
+  return { ca: read(pki.ca), cert: read(pki.serverCert), key: read(pki.serverKey) };
 }
 
 const role = process.argv[2];
@@ -171,7 +146,7 @@ if (role === '--upstream' || role === '--agent') {
   const REQUESTS = Number(values.requests);
   const CONCURRENCY = Number(values.concurrency);
   const ROUNDS = Number(values.rounds);
-  const pki = makePki(mkdtempSync(join(tmpdir(), 'edgeadm-bench-agent-upstream-')));
+  const pki = makeServerPki(join(mkdtempSync(join(tmpdir(), 'edgeadm-bench-agent-upstream-')), 'pki'));
   const start = (
     args: string[],
     env: Record<string, string>,

@@ -102,7 +102,7 @@ async function freePort(): Promise<number> {
 }
 
 /** A CA and, signed by it, a server certificate for 127.0.0.1 and a client certificate (openssl). */
-function makePki(dir: string): {
+export function makePki(dir: string): {
   ca: string;
   serverCert: string;
   serverKey: string;
