@@ -23,7 +23,7 @@
  * process with the client (so both paths share that cost alike).
  *
  *   test/real/build.sh remotedialer konnectivity chisel   # once: the peers
- *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024] [--ssh on|off] [--peers remotedialer,rancher-proxy,konnectivity,chisel|off] [--rounds 2] [--baseline GIT-REF|DIR] [--profile DIR]
+ *   npm run build && node bench/tunnel/run.ts [--cases a,b,c] [--requests 20000] [--concurrency 64] [--mib 100] [--bulk-mib 1024] [--ssh on|off] [--peers remotedialer,rancher-proxy,konnectivity,chisel|off] [--rounds 2] [--baseline GIT-REF|DIR] [--profile DIR] [--upstream-h2]
  *
  * `--baseline` adds a second hub and agent from another build (a git ref of
  * this repository, built in a scratch directory, or a built checkout; see
@@ -79,6 +79,8 @@ const { values } = parseArgs({
     cases: { type: 'string', default: 'a,b,c' },
     ssh: { type: 'string', default: 'on' },
     peers: { type: 'string' },
+    /** The simulated API server also speaks HTTP/2 (as kube-apiserver does): an agent that offers h2 uses it. Case (a) only. */
+    'upstream-h2': { type: 'boolean' },
     rounds: { type: 'string', default: '2' },
     baseline: { type: 'string' },
     /** Write the hub's and the agent's CPU profiles (node --cpu-prof) into this directory. */
@@ -178,7 +180,9 @@ function call(options: {
 }
 
 // --- set up: edge API server, hub, agent, a user ------------------------------------------
-const sim = await startSimApiServer({ gitVersion: 'v1.30.4+sim' });
+const sim = await startSimApiServer({ gitVersion: 'v1.30.4+sim', http2: values['upstream-h2'] === true });
+if (values['upstream-h2'] === true && values.cases !== 'a')
+  throw new Error('--upstream-h2 measures case (a) only: --cases a');
 const kubeconfig = join(scratch, 'edge.kubeconfig');
 writeFileSync(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
 /** A hub and a connected agent of one build, and a user who may reach the edge cluster. */

@@ -15,6 +15,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createSecureServer } from 'node:http2';
 import { createServer } from 'node:https';
 import type { Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -122,6 +123,12 @@ export interface SimApiServerOptions {
   acceptClientCertificates?: boolean;
   /** Whether bootstrap-token Secrets authenticate. Default true. */
   acceptBootstrapTokens?: boolean;
+  /**
+   * Whether the server also offers HTTP/2 (ALPN `h2`, as kube-apiserver does), HTTP/1.1 clients
+   * and upgrades served as before. Default false. For the tunnel bench's HTTP/2 upstream: plain
+   * requests only (the simulation's watches and log follows flush with HTTP/1.1's `flushHeaders`).
+   */
+  http2?: boolean;
   /**
    * Whether requests without credentials are anonymous (kube-apiserver's
    * default, true) or refused with 401 (`--anonymous-auth=false`, as k3s
@@ -498,18 +505,32 @@ class SimApiServerImpl implements SimApiServer {
   }
 
   async listen(): Promise<void> {
-    const server = createServer({
+    const tls = {
       cert: this.#serving.certPem,
       key: this.#serving.keyPem,
       ca: this.caPem,
       requestCert: this.#options.acceptClientCertificates ?? true,
       rejectUnauthorized: false,
-    });
+    };
+    // With HTTP/2 the compatibility API hands the same handlers a request and response of that
+    // protocol; HTTP/1.1 connections (and their upgrades) go to the same handlers as before.
+    const server = (
+      this.#options.http2 === true ? createSecureServer({ ...tls, allowHTTP1: true }) : createServer(tls)
+    ) as Server;
     server.on('connection', (socket: Socket) => {
       this.#sockets.add(socket);
       socket.on('close', () => this.#sockets.delete(socket));
     });
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      // An HTTP/2 request (compatibility API) has no headersDistinct: made from its raw headers, as HTTP/1.1's.
+      if (req.headersDistinct === undefined) {
+        const distinct: Record<string, string[]> = {};
+        for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+          const name = (req.rawHeaders[i] as string).toLowerCase();
+          if (!name.startsWith(':')) (distinct[name] ??= []).push(req.rawHeaders[i + 1] as string);
+        }
+        Object.defineProperty(req, 'headersDistinct', { value: distinct });
+      }
       void this.#handle(req, res);
     });
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
