@@ -217,6 +217,8 @@ export class UpstreamH2Pool {
       socket.destroy();
       return;
     }
+    if (this.#protocol === 'unknown')
+      logger.debug('the API server speaks HTTP/2: plain requests go over HTTP/2 sessions');
     this.#protocol = 'h2';
     socket.setKeepAlive(true, UPSTREAM_TCP_KEEPALIVE_DELAY_MS);
     const session = h2Connect(`https://${origin.authority}`, { createConnection: () => socket });
