@@ -27,6 +27,7 @@ import { createCa, issueCertificate, type CertificateAndKey } from '../../../src
 import { identityHeaders } from '../../../src/tunnel/protocol.js';
 import { Upstream } from '../../../src/tunnel/upstream.js';
 import { type PooledSession, UpstreamH2Pool } from '../../../src/tunnel/upstream-h2.js';
+import { headerLines, sendStream } from '../../support/tunnel-streams.js';
 
 const AGENT_TOKEN = 'agent-secret-token-0123456789';
 const USER = identityHeaders({ user: 'alice', groups: ['dev', 'ops'] });
@@ -71,15 +72,6 @@ function portOf(server: { address(): unknown }): number {
   return (server.address() as { port: number }).port;
 }
 
-/** The values of one header, one per line, from raw header pairs. */
-function linesOf(rawHeaders: string[], name: string): string[] {
-  const values: string[] = [];
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    if ((rawHeaders[i] as string).toLowerCase() === name) values.push(rawHeaders[i + 1] as string);
-  }
-  return values;
-}
-
 function agentFor(port: number): Upstream {
   return new Upstream(
     { server: `https://127.0.0.1:${port}`, caPem, isInsecureSkipTlsVerify: false, token: AGENT_TOKEN },
@@ -105,24 +97,6 @@ async function serveThrough(target: () => Upstream): Promise<{
   const session = http2Connect(`http://127.0.0.1:${portOf(server)}`);
   session.on('error', () => {});
   return { server, client: session };
-}
-
-/** Sends one stream to the agent side; resolves with the status and body once the answer ends. */
-function send(
-  headers: Record<string, string | string[]>,
-  body?: Buffer,
-  via: ClientHttp2Session = client,
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const stream = via.request(headers, { endStream: body === undefined });
-    const chunks: Buffer[] = [];
-    let status = 0;
-    stream.on('response', (h) => (status = Number(h[':status'])));
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString('utf8') }));
-    stream.on('error', reject);
-    if (body !== undefined) stream.end(body);
-  });
 }
 
 /** Opens a watch through the agent; resolves once its answer has started. */
@@ -217,7 +191,7 @@ afterEach(() => {
 
 describe('agent upstream over HTTP/2: what the API server receives', () => {
   it('speaks HTTP/2 (ALPN h2) with the agent token, the identity, the kept user headers, and nothing the user claims', async () => {
-    const answer = await send({
+    const answer = await sendStream(client, {
       ':method': 'GET',
       ':path': '/api/v1/namespaces?limit=5',
       ...USER,
@@ -234,14 +208,14 @@ describe('agent upstream over HTTP/2: what the API server receives', () => {
     const [request] = seen as [Seen];
     expect(request.httpVersion).toBe('2.0');
     expect(request.target).toBe('/api/v1/namespaces?limit=5');
-    expect(linesOf(request.rawHeaders, ':authority')).toEqual([`127.0.0.1:${apiPort}`]);
-    expect(linesOf(request.rawHeaders, 'authorization')).toEqual([`Bearer ${AGENT_TOKEN}`]);
-    expect(linesOf(request.rawHeaders, 'impersonate-user')).toEqual(['alice']);
-    expect(linesOf(request.rawHeaders, 'impersonate-group')).toEqual(['dev', 'ops']);
-    expect(linesOf(request.rawHeaders, 'accept')).toEqual(['application/json']);
-    expect(linesOf(request.rawHeaders, 'user-agent')).toEqual(['kubectl/v1.30']);
+    expect(headerLines(request.rawHeaders, ':authority')).toEqual([`127.0.0.1:${apiPort}`]);
+    expect(headerLines(request.rawHeaders, 'authorization')).toEqual([`Bearer ${AGENT_TOKEN}`]);
+    expect(headerLines(request.rawHeaders, 'impersonate-user')).toEqual(['alice']);
+    expect(headerLines(request.rawHeaders, 'impersonate-group')).toEqual(['dev', 'ops']);
+    expect(headerLines(request.rawHeaders, 'accept')).toEqual(['application/json']);
+    expect(headerLines(request.rawHeaders, 'user-agent')).toEqual(['kubectl/v1.30']);
     for (const name of ['x-remote-user', 'x-forwarded-for', 'host', 'connection']) {
-      expect(linesOf(request.rawHeaders, name)).toEqual([]);
+      expect(headerLines(request.rawHeaders, name)).toEqual([]);
     }
     expect(request.rawHeaders.some((h) => h.toLowerCase().startsWith('edgeadm-'))).toBe(false);
   });
@@ -278,7 +252,8 @@ describe('agent upstream over HTTP/2: what the API server receives', () => {
         res.end(`${length} ${hash.digest('hex')}`);
       });
     };
-    const answer = await send(
+    const answer = await sendStream(
+      client,
       {
         ':method': 'POST',
         ':path': '/api/v1/namespaces/default/configmaps',
@@ -315,7 +290,7 @@ describe('agent upstream over HTTP/2: long answers and the session pool', () => 
     expect(watches).toHaveLength(count);
     expect(upstream.h2SessionCount).toBeGreaterThanOrEqual(Math.ceil(count / MAX_STREAMS));
     behaviour = answerOk;
-    expect((await send({ ':method': 'GET', ':path': '/api', ...USER })).status).toBe(200);
+    expect((await sendStream(client, { ':method': 'GET', ':path': '/api', ...USER })).status).toBe(200);
     for (const res of watches.splice(0)) res.end();
     await Promise.all(opened.map((w) => once(w.stream, 'end')));
   });
@@ -328,7 +303,9 @@ describe('agent upstream over HTTP/2: long answers and the session pool', () => 
     for (const session of apiSessions) session.close(); // GOAWAY, then close once its streams end
     behaviour = answerOk;
     for (let i = 0; i < 5; i += 1) {
-      expect((await send({ ':method': 'GET', ':path': `/api/v1/namespaces/n${i}`, ...USER })).status).toBe(200);
+      expect(
+        (await sendStream(client, { ':method': 'GET', ':path': `/api/v1/namespaces/n${i}`, ...USER })).status,
+      ).toBe(200);
     }
     const later = seen.slice(1);
     expect(later).toHaveLength(5);
@@ -349,7 +326,7 @@ describe('agent upstream over HTTP/2: long answers and the session pool', () => 
       }
       answerOk(req, res);
     };
-    const answer = await send({ ':method': 'GET', ':path': '/api/v1/nodes', ...USER });
+    const answer = await sendStream(client, { ':method': 'GET', ':path': '/api/v1/nodes', ...USER });
     expect(answer.status).toBe(200);
     expect(seen.map((s) => s.target)).toEqual(['/api/v1/nodes', '/api/v1/nodes']);
   });
@@ -364,7 +341,7 @@ describe('agent upstream over HTTP/2: long answers and the session pool', () => 
       }
       answerOk(req, res);
     };
-    const answer = await send({ ':method': 'GET', ':path': '/api/v1/nodes', ...USER });
+    const answer = await sendStream(client, { ':method': 'GET', ':path': '/api/v1/nodes', ...USER });
     expect(answer.status).toBe(200);
     expect(seen).toHaveLength(2);
     expect(seen[0]?.sessionId).not.toBe(seen[1]?.sessionId);
@@ -374,7 +351,11 @@ describe('agent upstream over HTTP/2: long answers and the session pool', () => 
     behaviour = (req) => {
       req.stream.close(h2.NGHTTP2_REFUSED_STREAM);
     };
-    const answer = await send({ ':method': 'POST', ':path': '/api/v1/namespaces', ...USER }, Buffer.from('{}'));
+    const answer = await sendStream(
+      client,
+      { ':method': 'POST', ':path': '/api/v1/namespaces', ...USER },
+      Buffer.from('{}'),
+    );
     expect(answer.status).toBe(502);
     expect(JSON.parse(answer.body)).toMatchObject({ details: { causes: [{ reason: 'E_AGENT_UPSTREAM' }] } });
     expect(seen).toHaveLength(1);
@@ -404,7 +385,7 @@ describe('agent upstream over HTTP/2: the deadline for an answer to start', () =
     };
     // A session is already open (earlier tests), so the request is sent at once, under fake time.
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
-    const answer = send({ ':method': 'GET', ':path': '/api/v1/pods', ...USER });
+    const answer = sendStream(client, { ':method': 'GET', ':path': '/api/v1/pods', ...USER });
     await isTaken;
     await vi.advanceTimersByTimeAsync(ANSWER_TIMEOUT_MS - ANSWER_SWEEP_MS);
     let isSettled = false;
@@ -441,7 +422,7 @@ describe('agent upstream: an API server without HTTP/2', () => {
     const hub = await serveThrough(() => agent);
     try {
       for (let i = 0; i < 3; i += 1) {
-        expect((await send({ ':method': 'GET', ':path': '/api', ...USER }, undefined, hub.client)).status).toBe(200);
+        expect((await sendStream(hub.client, { ':method': 'GET', ':path': '/api', ...USER })).status).toBe(200);
       }
       expect(heard).toEqual(['1.1', '1.1', '1.1']);
       expect(agent.h2SessionCount).toBe(0);
@@ -469,10 +450,10 @@ describe('agent upstream over HTTP/2: bounds', () => {
       held.push(res);
     };
     try {
-      const answer = await send(
+      const answer = await sendStream(
+        hub.client,
         { ':method': 'POST', ':path': '/api/v1/namespaces', ...USER },
         Buffer.from('{}'),
-        hub.client,
       );
       expect(answer.status).toBe(502);
       expect(JSON.parse(answer.body)).toMatchObject({

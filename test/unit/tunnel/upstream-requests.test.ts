@@ -15,6 +15,7 @@ import { silentLogger } from '../../../src/log/run-log.js';
 import { createCa, issueCertificate } from '../../../src/trust/pki.js';
 import { GROUPS_HEADER, identityHeaders, USER_HEADER } from '../../../src/tunnel/protocol.js';
 import { Upstream } from '../../../src/tunnel/upstream.js';
+import { headerLines, sendStream } from '../../support/tunnel-streams.js';
 
 const AGENT_TOKEN = 'agent-secret-token-0123456789';
 /** How long the agent under test waits for an answer to start, and how often it looks. */
@@ -47,28 +48,6 @@ let behaviour: Behaviour = answerOk;
 
 function portOf(server: { address(): unknown }): number {
   return (server.address() as { port: number }).port;
-}
-
-/** Sends one stream to the agent side; resolves with the status once the answer ends. */
-function send(headers: Record<string, string | string[]>): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const stream = client.request(headers, { endStream: true });
-    const chunks: Buffer[] = [];
-    let status = 0;
-    stream.on('response', (h) => (status = Number(h[':status'])));
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString('utf8') }));
-    stream.on('error', reject);
-  });
-}
-
-/** The values of one header, as separate lines, from raw header pairs (names compared lower-case). */
-function linesOf(rawHeaders: string[], name: string): string[] {
-  const values: string[] = [];
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    if ((rawHeaders[i] as string).toLowerCase() === name) values.push(rawHeaders[i + 1] as string);
-  }
-  return values;
 }
 
 beforeAll(async () => {
@@ -118,7 +97,7 @@ afterEach(() => {
 
 describe('agent upstream: the request head the API server receives', () => {
   it('carries one Host (the API server), the kept user headers, the agent token and every group on its own line', async () => {
-    const answer = await send({
+    const answer = await sendStream(client, {
       ':method': 'GET',
       ':path': '/api/v1/namespaces?limit=5',
       ...identityHeaders({ user: 'alice', groups: ['dev', 'ops', 'system:authenticated'] }),
@@ -132,22 +111,27 @@ describe('agent upstream: the request head the API server receives', () => {
     expect(seen).toHaveLength(1);
     const [request] = seen as [Seen];
     expect(request.target).toBe('/api/v1/namespaces?limit=5');
-    expect(linesOf(request.rawHeaders, 'host')).toEqual([`127.0.0.1:${apiPort}`]);
-    expect(linesOf(request.rawHeaders, 'authorization')).toEqual([`Bearer ${AGENT_TOKEN}`]);
-    expect(linesOf(request.rawHeaders, 'impersonate-user')).toEqual(['alice']);
-    expect(linesOf(request.rawHeaders, 'impersonate-group')).toEqual(['dev', 'ops', 'system:authenticated']);
-    expect(linesOf(request.rawHeaders, 'accept')).toEqual(['application/json']);
-    expect(linesOf(request.rawHeaders, 'user-agent')).toEqual(['kubectl/v1.30']);
-    expect(linesOf(request.rawHeaders, 'x-remote-user')).toEqual([]);
+    expect(headerLines(request.rawHeaders, 'host')).toEqual([`127.0.0.1:${apiPort}`]);
+    expect(headerLines(request.rawHeaders, 'authorization')).toEqual([`Bearer ${AGENT_TOKEN}`]);
+    expect(headerLines(request.rawHeaders, 'impersonate-user')).toEqual(['alice']);
+    expect(headerLines(request.rawHeaders, 'impersonate-group')).toEqual(['dev', 'ops', 'system:authenticated']);
+    expect(headerLines(request.rawHeaders, 'accept')).toEqual(['application/json']);
+    expect(headerLines(request.rawHeaders, 'user-agent')).toEqual(['kubectl/v1.30']);
+    expect(headerLines(request.rawHeaders, 'x-remote-user')).toEqual([]);
     expect(request.rawHeaders.some((h) => h.toLowerCase().startsWith('edgeadm-'))).toBe(false);
   });
 
   it('never lets a group list read before vouch for a user or another list', async () => {
     const groups = JSON.stringify(['dev']);
-    const ok = await send({ ':method': 'GET', ':path': '/api', [USER_HEADER]: 'alice', [GROUPS_HEADER]: groups });
+    const ok = await sendStream(client, {
+      ':method': 'GET',
+      ':path': '/api',
+      [USER_HEADER]: 'alice',
+      [GROUPS_HEADER]: groups,
+    });
     expect(ok.status).toBe(200);
     // The same (kept) list with a user name that would split a request head: refused, as ever.
-    const badUser = await send({
+    const badUser = await sendStream(client, {
       ':method': 'GET',
       ':path': '/api',
       [USER_HEADER]: 'al\u0001ice',
@@ -157,7 +141,7 @@ describe('agent upstream: the request head the API server receives', () => {
     // A list that fails the checks is refused every time it comes (never kept).
     const badGroups = JSON.stringify(['dev', 'o\u0007ps']);
     for (let i = 0; i < 2; i += 1) {
-      const refused = await send({
+      const refused = await sendStream(client, {
         ':method': 'GET',
         ':path': '/api',
         [USER_HEADER]: 'bob',
@@ -166,15 +150,15 @@ describe('agent upstream: the request head the API server receives', () => {
       expect(refused.status).toBe(400);
     }
     // Another list is read as itself.
-    const other = await send({
+    const other = await sendStream(client, {
       ':method': 'GET',
       ':path': '/api',
       [USER_HEADER]: 'bob',
       [GROUPS_HEADER]: JSON.stringify(['ops']),
     });
     expect(other.status).toBe(200);
-    expect(seen.map((s) => linesOf(s.rawHeaders, 'impersonate-group'))).toEqual([['dev'], ['ops']]);
-    expect(seen.map((s) => linesOf(s.rawHeaders, 'impersonate-user'))).toEqual([['alice'], ['bob']]);
+    expect(seen.map((s) => headerLines(s.rawHeaders, 'impersonate-group'))).toEqual([['dev'], ['ops']]);
+    expect(seen.map((s) => headerLines(s.rawHeaders, 'impersonate-user'))).toEqual([['alice'], ['bob']]);
   });
 });
 
@@ -189,7 +173,7 @@ describe('agent upstream: the deadline for an answer to start', () => {
       held.push(res);
       taken();
     };
-    const answer = send({
+    const answer = sendStream(client, {
       ':method': 'GET',
       ':path': '/api/v1/pods',
       ...identityHeaders({ user: 'alice', groups: [] }),

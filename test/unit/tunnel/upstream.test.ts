@@ -23,6 +23,7 @@ import {
   UPGRADE_AUTHORITY,
 } from '../../../src/tunnel/protocol.js';
 import { describeUpstreamFailure, Upstream } from '../../../src/tunnel/upstream.js';
+import { sendStream } from '../../support/tunnel-streams.js';
 
 const AGENT_TOKEN = 'agent-secret-token-0123456789';
 const USER = identityHeaders({ user: 'alice', groups: ['dev'] });
@@ -72,20 +73,6 @@ async function serveThrough(target: Upstream): Promise<ReturnType<typeof createH
 
 function portOf(server: { address(): unknown }): number {
   return (server.address() as { port: number }).port;
-}
-
-/** Sends one stream to the agent side and reads the answer. */
-function send(headers: Record<string, string>, body?: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const stream = client.request(headers, { endStream: body === undefined });
-    const chunks: Buffer[] = [];
-    let status = 0;
-    stream.on('response', (h) => (status = Number(h[':status'])));
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString('utf8') }));
-    stream.on('error', reject);
-    if (body !== undefined) stream.end(body);
-  });
 }
 
 beforeAll(async () => {
@@ -161,7 +148,11 @@ describe('agent upstream: the agent token goes to the API server only', () => {
     '/%2e%2e//127.0.0.1:PORT/steal-me',
   ])('refuses a plain request to %s with 400 and dials nothing', async (template) => {
     for (const port of [trapPort, trapTcpPort]) {
-      const answer = await send({ ':method': 'GET', ':path': template.replace('PORT', String(port)), ...USER });
+      const answer = await sendStream(client, {
+        ':method': 'GET',
+        ':path': template.replace('PORT', String(port)),
+        ...USER,
+      });
       expect(answer.status).toBe(400);
       expect(JSON.parse(answer.body)).toMatchObject({
         kind: 'Status',
@@ -176,9 +167,11 @@ describe('agent upstream: the agent token goes to the API server only', () => {
   it('dials nothing for a target that is not even a path (HTTP/2 itself refuses most)', async () => {
     for (const template of ['https://127.0.0.1:PORT/steal-me', '@127.0.0.1:PORT/steal-me', '127.0.0.1:PORT']) {
       for (const port of [trapPort, trapTcpPort]) {
-        const answer = await send({ ':method': 'GET', ':path': template.replace('PORT', String(port)), ...USER }).catch(
-          () => ({ status: 400, body: '' }),
-        );
+        const answer = await sendStream(client, {
+          ':method': 'GET',
+          ':path': template.replace('PORT', String(port)),
+          ...USER,
+        }).catch(() => ({ status: 400, body: '' }));
         expect(answer.status).toBe(400);
       }
     }
@@ -187,7 +180,7 @@ describe('agent upstream: the agent token goes to the API server only', () => {
   });
 
   it('refuses an upgrade whose path is not an API path, and writes no request head anywhere', async () => {
-    const answer = await send({
+    const answer = await sendStream(client, {
       ':method': 'CONNECT',
       ':authority': UPGRADE_AUTHORITY,
       [REQUEST_HEADER]: encodeUpgradeRequest({
@@ -214,7 +207,7 @@ describe('agent upstream: the agent token goes to the API server only', () => {
   });
 
   it('strips identity headers the user sent (X-Remote-*, front-proxy, forwarded) before the API server', async () => {
-    const answer = await send({
+    const answer = await sendStream(client, {
       ':method': 'GET',
       ':path': '/api/v1/namespaces',
       ...USER,
@@ -340,7 +333,7 @@ describe('agent upstream: the agent token goes to the API server only', () => {
         seen.length = 0;
         let answer: Answer;
         try {
-          answer = await send({ ':method': 'GET', ':path': path, ...USER });
+          answer = await sendStream(client, { ':method': 'GET', ':path': path, ...USER });
         } catch {
           return; // the HTTP/2 client itself would not send it
         }
