@@ -255,17 +255,7 @@ describe('agent upstream: the agent token goes to the API server only', () => {
           ...USER,
         },
       ]) {
-        answers.push(
-          await new Promise<Answer>((resolve, reject) => {
-            const stream = session.request(headers, { endStream: true });
-            const chunks: Buffer[] = [];
-            let status = 0;
-            stream.on('response', (h) => (status = Number(h[':status'])));
-            stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-            stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString('utf8') }));
-            stream.on('error', reject);
-          }),
-        );
+        answers.push(await sendStream(session, headers));
       }
       for (const answer of answers) {
         expect(answer.status).toBe(502);
