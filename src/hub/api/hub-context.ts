@@ -4,6 +4,7 @@
  * `identity/authenticate.ts`, against this same store and clock.
  */
 import type { Logger } from '../../log/run-log.js';
+import type { ClusterHealthView } from '../contract/views.js';
 import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
 import type { ReplicaCoordination } from '../store/coordination.js';
 import type { HubPki } from '../identity/hub-pki.js';
@@ -11,6 +12,15 @@ import type { HubMetrics } from '../metrics.js';
 import type { PeerCredentials } from '../replicas/peer-link.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { HubStore } from '../store/store.js';
+
+/**
+ * What each cluster's agent last reported of its health (nodes, certificate
+ * expiries, the installed package), read when a cluster's view is made. The
+ * part of the hub that receives the agents' health reports provides it.
+ */
+export interface ClusterHealthSource {
+  get(cluster: string): ClusterHealthView | undefined;
+}
 
 /** The hub's shared state. */
 export interface HubContext {
@@ -38,4 +48,6 @@ export interface HubContext {
   coordination?: ReplicaCoordination;
   /** This replica's client certificate towards the others (forwarded operator requests). */
   peerCredentials?: PeerCredentials;
+  /** The clusters' reported health; absent: no cluster view carries any. */
+  clusterHealth?: ClusterHealthSource | undefined;
 }

@@ -32,7 +32,7 @@ import {
 } from '../limits.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { RolloutActor } from '../rollouts/rollout-permissions.js';
-import { refuseClusterFactChange } from '../rollouts/rollout-permissions.js';
+import { actorOf, refuseClusterFactChange } from '../rollouts/rollout-permissions.js';
 import type { ClusterRecord, UserRecord } from '../store/store.js';
 import { changeClusterHold, holdReasonOf, reachableCluster } from './cluster-holds.js';
 
@@ -51,10 +51,6 @@ async function requireUser(context: HubContext, req: IncomingMessage): Promise<U
     throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a valid hub user token is required');
   }
   return user;
-}
-
-function actorOf(user: UserRecord): RolloutActor {
-  return { user: user.name, groups: [...user.groups], clustersSelector: user.clustersSelector, isAdmin: user.isAdmin };
 }
 
 function controllerOf(context: HubContext): RolloutController {

@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { EdgeadmError } from '../../errors.js';
 import type { Logger } from '../../log/run-log.js';
 import type { OpenedHubStore, ReplicaInfo, StoreChange } from '../store/coordination.js';
-import type { HubContext } from '../api/hub-context.js';
+import type { ClusterHealthSource, HubContext } from '../api/hub-context.js';
 import { localHubIdentity, type HubIdentity } from '../identity/hub-identity.js';
 import type { HubPki } from '../identity/hub-pki.js';
 import { startHttpsFront, type HttpsFront } from '../front/https-front.js';
@@ -90,6 +90,8 @@ export interface HubServerOptions {
   openStore?: HubStoreOpener;
   /** This replica's id; random by default. */
   replicaId?: string;
+  /** The clusters' reported health, shown in their views; none by default. */
+  clusterHealth?: ClusterHealthSource | undefined;
   logger: Logger;
 }
 
@@ -247,6 +249,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     now: options.clock ?? (() => new Date()),
     coordination,
     peerCredentials,
+    clusterHealth: options.clusterHealth,
   };
 
   const rollouts = wireRollouts(context, tunnels, coordination, peerCredentials);
@@ -269,11 +272,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     await rollouts.fleet.start();
     await controllers.start();
     tunnels.startSweep();
-    isFirstStart = await identity.ensureAdmin({
-      path: adminConfigPath,
-      server: context.advertiseUrl,
-      caPem: pki.ca.certPem,
-    });
+    isFirstStart = await identity.ensureAdmin({ path: adminConfigPath, server: advertiseUrl, caPem: pki.ca.certPem });
   } catch (error) {
     stopWatch();
     rollouts.stop();

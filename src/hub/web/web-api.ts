@@ -12,8 +12,7 @@ import { clusterReach, mayReachCluster } from '../api/proxy-admission.js';
 import { clustersHeldElsewhere, isHeldElsewhere, viewOf } from '../api/operator-api.js';
 import type { ClusterView } from '../contract/views.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
-import type { RolloutActor } from '../rollouts/rollout-permissions.js';
-import { refuseRolloutChange } from '../rollouts/rollout-permissions.js';
+import { actorOf, refuseRolloutChange } from '../rollouts/rollout-permissions.js';
 import type { ClusterRecord, UserRecord } from '../store/store.js';
 import { SECURITY_HEADERS } from './assets.js';
 import { fleetSummary, parseClusterQuery, queryClusters } from './cluster-query.js';
@@ -41,10 +40,6 @@ async function signedIn(
     throw new HttpError(401, 'E_WEB_UNAUTHORIZED', 'sign in to the hub first (or again: the session has ended)');
   }
   return { session, user };
-}
-
-function actorOf(user: UserRecord): RolloutActor {
-  return { user: user.name, groups: [...user.groups], clustersSelector: user.clustersSelector, isAdmin: user.isAdmin };
 }
 
 function controllerOf(context: HubContext): RolloutController | undefined {
