@@ -8,7 +8,8 @@
  * - the operator API (admin bearer token): clusters here; tokens and users
  *   in access-api.ts;
  * - rollouts, cluster holds and properties (any hub user, within their
- *   clusters: rollout-api.ts).
+ *   clusters: rollout-api.ts);
+ * - the attention list (any hub user, within their clusters: attention-api.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CLUSTER_INFO_PATH } from '../../trust/cluster-info.js';
@@ -18,73 +19,11 @@ import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.j
 import { isClusterName } from '../../kube/names.js';
 import { serveRolloutApi } from './rollout-api.js';
 import { PEER_REPLICA_PATH, servePeerReplica, serveReplicas } from './replicas-api.js';
-import type { ClusterRecord } from '../store/store.js';
-import type { ClusterView } from '../contract/views.js';
 import { discovery, register, renew } from './registration-api.js';
 import { serveAccessApi } from './access-api.js';
 import { decodePathSegment, requireAdmin } from './api-input.js';
-
-/**
- * A cluster as shown. Connected when this replica holds its open tunnel, or
- * when `isHeldElsewhere` (another replica's claim): liveness is never
- * written to the store, so a connected cluster is shown as seen now.
- */
-export function viewOf(context: HubContext, cluster: ClusterRecord, isHeldElsewhere = false): ClusterView {
-  const tunnel = context.tunnels.get(cluster.name);
-  const isConnected = tunnel?.isOpen === true || isHeldElsewhere;
-  const view: ClusterView = {
-    name: cluster.name,
-    labels: cluster.labels,
-    state: isConnected ? 'Connected' : 'Disconnected',
-    registeredAt: cluster.registeredAt,
-    certNotAfter: cluster.certNotAfter,
-  };
-  const lastSeen = isConnected ? new Date().toISOString() : cluster.lastSeen;
-  if (lastSeen !== undefined) view.lastSeen = lastSeen;
-  const version = tunnel?.hello.kubernetesVersion ?? cluster.kubernetesVersion;
-  if (version !== undefined) view.kubernetesVersion = version;
-  const nodeCount = tunnel?.hello.nodeCount ?? cluster.nodeCount;
-  if (nodeCount !== undefined) view.nodeCount = nodeCount;
-  if (cluster.hold !== undefined) view.hold = cluster.hold;
-  if (cluster.properties !== undefined) view.properties = cluster.properties;
-  const health = context.clusterHealth?.get(cluster.name);
-  if (health !== undefined) view.health = health;
-  return view;
-}
-
-/**
- * Whether another replica holds the cluster's tunnel (its claim). Asked only
- * for clusters whose tunnel is not open here; a single replica answers from
- * memory.
- */
-export async function isHeldElsewhere(context: HubContext, cluster: string): Promise<boolean> {
-  const coordination = context.coordination;
-  if (coordination === undefined || context.tunnels.get(cluster)?.isOpen === true) return false;
-  const holder = await coordination.tunnelHolder(cluster);
-  return holder !== undefined && holder.id !== coordination.self.id;
-}
-
-/**
- * The clusters whose tunnels another live replica holds, for a list of many
- * clusters: two reads of the coordination (the claims and the live replicas),
- * whatever the number of clusters. Asking {@link isHeldElsewhere} per cluster
- * costs two store reads each, which at 10,000 clusters overran the store's
- * read deadline and failed the whole list. A single replica answers from
- * memory (nothing is held elsewhere).
- */
-export async function clustersHeldElsewhere(context: HubContext): Promise<ReadonlySet<string>> {
-  const coordination = context.coordination;
-  if (coordination === undefined) return new Set();
-  const [claims, replicas] = await Promise.all([coordination.listClaims(), coordination.listReplicas()]);
-  const live = new Set(replicas.map((replica) => replica.id));
-  const elsewhere = new Set<string>();
-  for (const [cluster, holder] of claims) {
-    if (holder !== coordination.self.id && live.has(holder) && context.tunnels.get(cluster)?.isOpen !== true) {
-      elsewhere.add(cluster);
-    }
-  }
-  return elsewhere;
-}
+import { serveAttentionApi } from './attention-api.js';
+import { clustersHeldElsewhere, isHeldElsewhere, viewOf } from './cluster-views.js';
 
 async function clusters(context: HubContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
   await requireAdmin(context, req);
@@ -184,6 +123,8 @@ export async function serveApi(context: HubContext, req: IncomingMessage, res: S
   if (await serveAccessApi(context, req, res, url)) return true;
   // Rollouts, and the holds and properties of clusters (open to scoped users, within their clusters).
   if (await serveRolloutApi(context, req, res, url, viewOf)) return true;
+  // Which clusters need attention (open to scoped users, within their clusters).
+  if (await serveAttentionApi(context, req, res, url)) return true;
   if (url.pathname === '/hub/v1/clusters' || url.pathname.startsWith('/hub/v1/clusters/')) {
     await clusters(context, req, res, url);
     return true;

@@ -21,7 +21,6 @@ import { placedClusters, wavesOf } from '../../rollout/placement.js';
 import { renderCopy } from '../../rollout/render.js';
 import { parseRollout, type RolloutSpec } from '../../rollout/spec.js';
 import type { HubContext } from './hub-context.js';
-import { authenticateUser } from '../identity/authenticate.js';
 import { HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
 import {
   MAX_API_BODY_BYTES,
@@ -33,7 +32,8 @@ import {
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { RolloutActor } from '../rollouts/rollout-permissions.js';
 import { actorOf, refuseClusterFactChange } from '../rollouts/rollout-permissions.js';
-import type { ClusterRecord, UserRecord } from '../store/store.js';
+import type { ClusterRecord } from '../store/store.js';
+import { requireUser } from './api-input.js';
 import { changeClusterHold, holdReasonOf, reachableCluster } from './cluster-holds.js';
 
 const ROLLOUTS_PREFIX = '/hub/v1/rollouts';
@@ -43,15 +43,6 @@ const PROPERTY_KEY = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,252})$/;
 
 /** Renders a cluster for the operator API (operator-api.ts's view, passed in to keep one definition). */
 export type ClusterViewer = (context: HubContext, cluster: ClusterRecord) => unknown;
-
-async function requireUser(context: HubContext, req: IncomingMessage): Promise<UserRecord> {
-  const user = await authenticateUser(context, req);
-  if (user === undefined) {
-    context.metrics.unauthorizedRequests += 1;
-    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a valid hub user token is required');
-  }
-  return user;
-}
 
 function controllerOf(context: HubContext): RolloutController {
   if (context.rollouts === undefined) {

@@ -9,7 +9,7 @@ import type { HubContext } from '../api/hub-context.js';
 import { authenticateUser, userByTokenHash } from '../identity/authenticate.js';
 import { HttpError } from '../http/http-replies.js';
 import { clusterReach, mayReachCluster } from '../api/proxy-admission.js';
-import { clustersHeldElsewhere, isHeldElsewhere, viewOf } from '../api/operator-api.js';
+import { clustersHeldElsewhere, isHeldElsewhere, viewOf } from '../api/cluster-views.js';
 import type { ClusterView } from '../contract/views.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import { actorOf, refuseRolloutChange } from '../rollouts/rollout-permissions.js';
