@@ -1,6 +1,7 @@
 /**
  * The web view's JSON API under `/ui/api/`: sign-in and out, the fleet and
- * its clusters (as the kube proxy would let the user reach them), a
+ * its clusters (as the kube proxy would let the user reach them), those
+ * that need attention (attention-route.ts), a
  * cluster's page with its nodes read live, rollouts (as the operator API
  * would show them) with pause, resume and abort, and the event stream.
  */
@@ -8,12 +9,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HubContext } from '../api/hub-context.js';
 import { authenticateUser, userByTokenHash } from '../identity/authenticate.js';
 import { HttpError } from '../http/http-replies.js';
-import { clusterReach, mayReachCluster } from '../api/proxy-admission.js';
-import { clustersHeldElsewhere, isHeldElsewhere, viewOf } from '../api/cluster-views.js';
-import type { ClusterView } from '../contract/views.js';
+import { mayReachCluster } from '../api/proxy-admission.js';
+import { isHeldElsewhere } from '../api/cluster-views.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import { actorOf, refuseRolloutChange } from '../rollouts/rollout-permissions.js';
-import type { ClusterRecord, UserRecord } from '../store/store.js';
+import type { UserRecord } from '../store/store.js';
 import { SECURITY_HEADERS } from './assets.js';
 import { fleetSummary, parseClusterQuery, queryClusters } from './cluster-query.js';
 import { serveEventStream, type FleetChange } from './events.js';
@@ -23,6 +23,8 @@ import { clearedSessionCookie, cookieValue, SESSION_COOKIE, sessionCookie, type 
 import { checkCsrf, header, sendWebJson } from './web-request.js';
 import { changeClusterHold, holdReasonOf } from '../api/cluster-holds.js';
 import type { WebState } from './web-state.js';
+import { clusterView, reachableClusters } from './reachable-clusters.js';
+import { serveAttention } from './attention-route.js';
 
 /** The path prefix of the view's API. */
 export const API_PREFIX = '/ui/api/';
@@ -44,29 +46,6 @@ async function signedIn(
 
 function controllerOf(context: HubContext): RolloutController | undefined {
   return context.rollouts;
-}
-
-/**
- * A cluster as the operator API shows it (connected when a tunnel is open
- * here or another replica claims it), with `lastSeen` no older than the
- * last moment the view's watcher saw its tunnel open (the store is written
- * a moment after a disconnect, and a page may ask in between).
- */
-function clusterView(context: HubContext, state: WebState, record: ClusterRecord, isElsewhere: boolean): ClusterView {
-  // Connected as the operator API decides it: a tunnel open here, or another replica's claim.
-  const view = viewOf(context, record, isElsewhere);
-  const openAt = view.state === 'Disconnected' ? state.watcher.lastOpenAt(record.name) : undefined;
-  if (openAt !== undefined && (view.lastSeen === undefined || Date.parse(view.lastSeen) < openAt)) {
-    view.lastSeen = new Date(openAt).toISOString();
-  }
-  return view;
-}
-
-/** The clusters a user may reach, as the operator API shows them. */
-async function reachableClusters(context: HubContext, state: WebState, user: UserRecord): Promise<ClusterView[]> {
-  const mayReach = clusterReach(user);
-  const [all, elsewhere] = await Promise.all([state.clusters.list(), clustersHeldElsewhere(context)]);
-  return all.filter(mayReach).map((cluster) => clusterView(context, state, cluster, elsewhere.has(cluster.name)));
 }
 
 function sessionView(session: WebSession, user: UserRecord): unknown {
@@ -318,6 +297,10 @@ export async function serveApiRoute(context: HubContext, state: WebState, req: I
         return;
       }
       await serveCluster(context, state, signed.user, res, rest);
+      return;
+    case 'attention':
+      if (method !== 'GET' || rest.length > 0) throw new HttpError(404, 'E_WEB_NOT_FOUND', 'only GET reads the list');
+      await serveAttention(context, state, signed.user, res, url.searchParams);
       return;
     case 'rollouts':
       await serveRollouts(context, req, res, signed, rest);
