@@ -14,6 +14,13 @@ import type { HubConfig } from '../hub/contract/hub-config.js';
 import { errorFromApi } from '../hub/contract/api-errors.js';
 import type { ClusterView } from '../hub/contract/views.js';
 import {
+  ATTENTION_API_PATH,
+  type AttentionPage,
+  type AttentionReasonKind,
+  type AttentionRow,
+  type AttentionSortKey,
+} from '../hub/contract/attention.js';
+import {
   STATUS_LONG_POLL_MS,
   type ApplyResult,
   type ClusterHold,
@@ -26,6 +33,7 @@ import type { RolloutState } from '../rollout/progress.js';
 import type { RolloutDocument } from '../rollout/rollout-file.js';
 import { parseBootstrapToken, parseBootstrapTokenId } from '../trust/bootstrap-token.js';
 import {
+  ATTENTION_PAGE_SIZE,
   HUB_CLIENT_TIMEOUT_MS,
   MAX_LARGE_RESPONSE_BYTES,
   MAX_RESPONSE_BYTES,
@@ -63,6 +71,18 @@ export interface CreatedHubUser {
   server: string;
   caPem: string;
 }
+
+/** What {@link HubClient.listAttention} asks for; the hub's defaults for what is left out. */
+export interface AttentionRequest {
+  selector?: string | undefined;
+  reason?: AttentionReasonKind | undefined;
+  offlineForSeconds?: number | undefined;
+  certsWithinDays?: number | undefined;
+  sort?: AttentionSortKey | undefined;
+}
+
+/** The whole attention list, read page by page: every row, the counts and rollouts of its first page. */
+export type AttentionList = Omit<AttentionPage, 'offset' | 'limit'>;
 
 /** Options of one hub HTTPS call. */
 export interface HubCallOptions {
@@ -256,6 +276,37 @@ export class HubClient {
   async listClusters(selector?: string): Promise<ClusterView[]> {
     const query = selector ? `?selector=${encodeURIComponent(selector)}` : '';
     return (await this.#call<{ clusters: ClusterView[] }>('GET', `/hub/v1/clusters${query}`)).clusters;
+  }
+
+  /**
+   * Every cluster that needs attention (`GET /hub/v1/attention`), read page
+   * by page. A cluster that moves across a page boundary while the pages are
+   * read is listed once; one that leaves the list meanwhile may be missed
+   * until the next call.
+   */
+  async listAttention(request: AttentionRequest = {}): Promise<AttentionList> {
+    const params = new URLSearchParams({ limit: String(ATTENTION_PAGE_SIZE) });
+    if (request.selector) params.set('selector', request.selector);
+    if (request.reason !== undefined) params.set('reason', request.reason);
+    if (request.offlineForSeconds !== undefined) params.set('offlineFor', String(request.offlineForSeconds));
+    if (request.certsWithinDays !== undefined) params.set('certsWithin', String(request.certsWithinDays));
+    if (request.sort !== undefined) params.set('sort', request.sort);
+    const page = (offset: number): Promise<AttentionPage> => {
+      params.set('offset', String(offset));
+      return this.#call('GET', `${ATTENTION_API_PATH}?${params.toString()}`);
+    };
+    const first = await page(0);
+    const rows = new Map<string, AttentionRow>(first.rows.map((row) => [row.cluster.name, row]));
+    // Bounded by the first page's total: a list that grows meanwhile is not followed forever.
+    let offset = first.rows.length;
+    while (offset < first.total) {
+      const next = await page(offset);
+      if (next.rows.length === 0) break;
+      for (const row of next.rows) if (!rows.has(row.cluster.name)) rows.set(row.cluster.name, row);
+      offset += next.rows.length;
+    }
+    const { offset: _offset, limit: _limit, ...rest } = first;
+    return { ...rest, rows: [...rows.values()] };
   }
 
   getCluster(name: string): Promise<ClusterView> {

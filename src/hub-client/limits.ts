@@ -21,3 +21,9 @@ export const WATCH_POLL_GRACE_MS = 10_000;
 export const WATCH_RECONNECT_WINDOW_MS = 120_000;
 /** The pause between those tries. */
 export const WATCH_RECONNECT_DELAY_MS = 1_000;
+/**
+ * Rows asked for per page of the attention list: the hub's most
+ * (MAX_ATTENTION_PAGE_SIZE in src/hub/attention/limits.ts). The whole list
+ * is read page by page.
+ */
+export const ATTENTION_PAGE_SIZE = 200;

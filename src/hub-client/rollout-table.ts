@@ -14,6 +14,7 @@ import type {
   RolloutStatusView,
 } from '../rollout/api.js';
 import type { ClusterPhase } from '../rollout/progress.js';
+import { ageOf } from './age.js';
 import { columns } from './columns.js';
 
 /** The states in the order a column reads them: from not yet started to done. */
@@ -42,8 +43,12 @@ export function renderRolloutLine(view: RolloutStatusView): string {
   return `${view.name}  revision ${view.revision}  ${view.state}${halt}${waves}  ready ${view.counts.ready ?? 0}/${total(view.counts)}`;
 }
 
-/** The whole status: header, waves, summaries, and the per-cluster rows when the view has them. */
-export function renderRolloutStatus(view: RolloutStatusView): string {
+/**
+ * The whole status: header, waves, summaries, and the per-cluster rows when
+ * the view has them (LAST SEEN: how long ago a cluster not connected now was
+ * last seen, measured from `now`).
+ */
+export function renderRolloutStatus(view: RolloutStatusView, now: number): string {
   const lines = [
     `Rollout ${view.name}: revision ${view.revision}, ${view.state}${view.haltReason === undefined ? '' : ` (${view.haltReason})`}`,
     `Owner ${view.owner}, updated ${view.updatedAt}`,
@@ -79,12 +84,13 @@ export function renderRolloutStatus(view: RolloutStatusView): string {
     lines.push(
       '',
       columns([
-        ['CLUSTER', 'WAVE', 'PHASE', 'COPY REVISION', 'MESSAGE'],
+        ['CLUSTER', 'WAVE', 'PHASE', 'COPY REVISION', 'LAST SEEN', 'MESSAGE'],
         ...view.clusters.map((row) => [
           row.cluster,
           String(row.wave + 1),
           row.phase,
           row.targetRevision ?? '-',
+          row.lastSeen === undefined ? '-' : ageOf(row.lastSeen, now),
           row.message ?? '',
         ]),
       ]),

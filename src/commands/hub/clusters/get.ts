@@ -14,7 +14,7 @@ export default class HubClustersGet extends BaseCommand<typeof HubClustersGet> {
 
   async run(): Promise<ClusterView> {
     const cluster = await new HubClient(loadHubConfig(this.flags['hub-config'])).getCluster(this.args.name);
-    this.log(renderClusterTable([cluster]));
+    this.log(renderClusterTable([cluster], Date.now()));
     return cluster;
   }
 }

@@ -47,7 +47,7 @@ export default class HubRolloutStatus extends BaseCommand<typeof HubRolloutStatu
     const timeoutMs = this.flags.timeout === undefined ? undefined : parseTimeout(this.flags.timeout);
     if (!this.flags.watch) {
       const view = await client.rolloutStatus(this.args.name, options);
-      this.log(renderRolloutStatus(view));
+      this.log(renderRolloutStatus(view, Date.now()));
       return view;
     }
     const live = new LiveView(process.stdout);
@@ -55,7 +55,7 @@ export default class HubRolloutStatus extends BaseCommand<typeof HubRolloutStatu
     let last: RolloutStatusView | undefined;
     for await (const view of client.watchRollout(this.args.name, { ...options, ...(signal && { signal }) })) {
       last = view;
-      if (!this.jsonEnabled()) live.show(renderRolloutStatus(view), renderRolloutLine(view));
+      if (!this.jsonEnabled()) live.show(renderRolloutStatus(view, Date.now()), renderRolloutLine(view));
     }
     const final = last ?? (await client.rolloutStatus(this.args.name, options));
     const end = watchEndOf(final);
