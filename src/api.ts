@@ -13,7 +13,13 @@
  * ```
  */
 import { resolve } from 'node:path';
-import { HubClient, type HeldClusterView, type WatchRolloutOptions } from './hub-client/hub-client.js';
+import {
+  HubClient,
+  type AttentionList,
+  type AttentionRequest,
+  type HeldClusterView,
+  type WatchRolloutOptions,
+} from './hub-client/hub-client.js';
 import { loadHubConfig, type HubConfig } from './hub/contract/hub-config.js';
 import type { ClusterView } from './hub/contract/views.js';
 import type { ApplyResult, DeleteResult, RolloutListItem, RolloutStatusView } from './rollout/api.js';
@@ -23,11 +29,26 @@ export { EdgeadmError, ValidationError, isEdgeadmError, ExitCode } from './error
 export {
   FINAL_ROLLOUT_STATES,
   HubClient,
+  type AttentionList,
+  type AttentionRequest,
   type HeldClusterView,
   type WatchRolloutOptions,
 } from './hub-client/hub-client.js';
 export type { HubConfig } from './hub/contract/hub-config.js';
-export type { ClusterView } from './hub/contract/views.js';
+export type {
+  CertificateExpiryView,
+  ClusterHealthView,
+  ClusterView,
+  InstalledPackageView,
+} from './hub/contract/views.js';
+export type {
+  AttentionReason,
+  AttentionReasonKind,
+  AttentionRow,
+  AttentionSortKey,
+  HaltedRolloutTarget,
+  HaltedRolloutView,
+} from './hub/contract/attention.js';
 export {
   STATUS_LONG_POLL_MS,
   type ApplyResult,
@@ -86,6 +107,8 @@ export interface RolloutOperations {
 /** Clusters registered with one hub. */
 export interface ClusterOperations {
   list(selector?: string): Promise<ClusterView[]>;
+  /** Those that need someone now, and why, like `edgeadm hub clusters list --attention`. */
+  attention(request?: AttentionRequest): Promise<AttentionList>;
   get(name: string): Promise<ClusterView>;
   /** No rollout changes the cluster until it is released. */
   hold(name: string, reason: string): Promise<HeldClusterView>;
@@ -133,6 +156,7 @@ export function connectHub(config?: string | HubConfig): Hub {
   };
   const clusters: ClusterOperations = {
     list: (selector) => client.listClusters(selector),
+    attention: (request) => client.listAttention(request),
     get: (name) => client.getCluster(name),
     hold: (name, reason) => client.holdCluster(name, reason),
     release: (name) => client.releaseCluster(name),
