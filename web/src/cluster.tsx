@@ -1,7 +1,11 @@
-/** One cluster: its labels and versions, its nodes read live through its tunnel, its rollouts. */
+/**
+ * One cluster: its labels and versions, its health as its agent reported
+ * it, its nodes read live through its tunnel, its rollouts.
+ */
 import { useState } from 'preact/hooks';
 import { ApiError, post } from './api';
 import { DataTable, ErrorNote, Loading, Section, StateBadge, useData } from './components';
+import { HealthSection } from './cluster-health';
 import { ago, when } from './format';
 import { useLive } from './live';
 import { href } from './router';
@@ -118,6 +122,7 @@ export function ClusterPageView({ name }: { name: string }) {
               ))}
             </ul>
           </Section>
+          <HealthSection cluster={cluster} />
           <Section title="Nodes" isWide>
             {cluster.state !== 'Connected' ? (
               <p class="muted">Not connected: nodes are read live through the tunnel when the cluster is connected.</p>

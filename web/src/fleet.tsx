@@ -1,48 +1,47 @@
-/** The fleet at a glance: clusters by state, time offline, version and label; every number links to the list. */
+/**
+ * The fleet at a glance: what needs attention, clusters by state, time
+ * offline, version and label; every number links to the list behind it.
+ */
 import { ErrorNote, Loading, Section, StateBadge, useData } from './components';
 import { OFFLINE_LABELS } from './format';
 import { useLive } from './live';
 import { href } from './router';
-import type { FleetSummary, OfflineBucket, RolloutListItem } from './types';
+import { REASON_TITLES } from './reasons';
+import type { AttentionPage, AttentionReasonKind, FleetSummary, OfflineBucket, RolloutListItem } from './types';
 
 /**
- * Which sites need someone now: clusters held, clusters away for over an
- * hour or never connected, rollouts halted or with failed clusters; each a
- * link to what is behind it.
+ * Which sites need someone now: the counts of the hub's attention list per
+ * reason, each a link to the "Needs attention" page filtered by it, and the
+ * rollouts halted or with failed clusters, each a link to its page.
  */
-function Attention({ summary, rollouts }: { summary: FleetSummary; rollouts: RolloutListItem[] | undefined }) {
-  const away = summary.offline.lt1d + summary.offline.gte1d;
+function Attention({ attention, rollouts }: { attention: AttentionPage; rollouts: RolloutListItem[] | undefined }) {
   const stuck = (rollouts ?? []).filter((rollout) => rollout.state === 'halted' || rollout.counts.failed > 0);
-  const isQuiet = summary.held === 0 && away === 0 && summary.offline.never === 0 && stuck.length === 0;
+  const reasons = (Object.keys(REASON_TITLES) as AttentionReasonKind[]).filter((kind) => attention.counts[kind] > 0);
+  const isQuiet = attention.total === 0 && stuck.length === 0;
   return (
     <Section title="Needs attention" isWide>
       {isQuiet ? (
         <p class="muted" data-testid="attention-none">
-          Nothing: no cluster held, none away for over an hour, no rollout halted or failing.
+          Nothing: no cluster offline, held, with nodes not Ready or certificates expiring; no rollout halted or
+          failing.
         </p>
       ) : (
         <ul class="stats" data-testid="attention">
-          {summary.held > 0 && (
+          {attention.total > 0 && (
             <li>
-              <a href={href(['clusters'], { held: 'true' })} class="stat bad">
-                <strong data-testid="attention-held">{summary.held}</strong> held
+              <a href={href(['attention'])} class="stat bad">
+                <strong data-testid="attention-total">{attention.total}</strong> need attention
               </a>
             </li>
           )}
-          {away > 0 && (
-            <li>
-              <a href={href(['clusters'], { state: 'Disconnected', sort: 'lastSeen' })} class="stat bad">
-                <strong data-testid="attention-away">{away}</strong> away for over an hour
+          {reasons.map((kind) => (
+            <li key={kind}>
+              <a href={href(['attention'], { reason: kind })} class="stat bad">
+                <strong data-testid={`attention-${kind}`}>{attention.counts[kind]}</strong>{' '}
+                {REASON_TITLES[kind].toLowerCase()}
               </a>
             </li>
-          )}
-          {summary.offline.never > 0 && (
-            <li>
-              <a href={href(['clusters'], { state: 'Disconnected', offline: 'never' })} class="stat bad">
-                <strong data-testid="attention-never">{summary.offline.never}</strong> never connected
-              </a>
-            </li>
-          )}
+          ))}
           {stuck.map((rollout) => (
             <li key={rollout.name}>
               <a
@@ -64,8 +63,12 @@ function Attention({ summary, rollouts }: { summary: FleetSummary; rollouts: Rol
 export function FleetView() {
   const fleet = useData<FleetSummary>('fleet');
   const rollouts = useData<{ rollouts: RolloutListItem[] }>('rollouts');
+  // Its counts only: one row, the hub counts every reason over the whole list.
+  const attention = useData<AttentionPage>('attention?limit=1');
   useLive('clusters', fleet.reload);
+  useLive('clusters', attention.reload);
   useLive('rollouts', rollouts.reload);
+  useLive('rollouts', attention.reload);
   const summary = fleet.data;
   return (
     <>
@@ -75,7 +78,8 @@ export function FleetView() {
         <Loading />
       ) : (
         <div class="grid">
-          <Attention summary={summary} rollouts={rollouts.data?.rollouts} />
+          <ErrorNote message={attention.error} />
+          {attention.data !== undefined && <Attention attention={attention.data} rollouts={rollouts.data?.rollouts} />}
           <Section title="Clusters by state">
             <ul class="stats">
               <li>

@@ -1,10 +1,11 @@
 /**
- * The hub's web view: sign-in, then the fleet, clusters and rollouts, kept
+ * The hub's web view: sign-in, then the fleet, what needs attention, clusters and rollouts, kept
  * current by server-sent events. Served by the hub from memory under /ui/.
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, currentSession, onSignedOut, signIn, signOut, type SessionInfo } from './api';
+import { AttentionView } from './attention';
 import { ClusterPageView } from './cluster';
 import { ClustersView } from './clusters';
 import { FleetView } from './fleet';
@@ -58,6 +59,7 @@ function Page({ route }: { route: Route }) {
   const [section = 'fleet', name] = route.path;
   if (section === 'clusters' && name !== undefined) return <ClusterPageView key={name} name={name} />;
   if (section === 'clusters') return <ClustersView route={route} />;
+  if (section === 'attention') return <AttentionView route={route} />;
   if (section === 'rollouts' && name !== undefined) return <RolloutPageView key={name} name={name} />;
   if (section === 'rollouts') return <RolloutsView />;
   return <FleetView />;
@@ -93,6 +95,7 @@ function App() {
         <nav aria-label="Main">
           <strong class="brand">edgeadm hub</strong>
           {link('fleet', 'Fleet')}
+          {link('attention', 'Needs attention')}
           {link('clusters', 'Clusters')}
           {link('rollouts', 'Rollouts')}
         </nav>

@@ -10,7 +10,53 @@ export interface ClusterView {
   kubernetesVersion?: string;
   nodeCount?: number;
   registeredAt: string;
+  certNotAfter: string;
   hold?: { reason: string; since: string; by: string };
+  /** What its agent last reported of its health; absent until a report arrives. */
+  health?: ClusterHealth;
+}
+
+export interface CertificateExpiry {
+  kind: 'cluster-ca' | 'apiserver-serving' | 'hub-client';
+  subject: string;
+  notAfter: string;
+}
+
+export interface ClusterHealth {
+  reportedAt: string;
+  nodes?: { total: number; ready: number; notReady: string[] };
+  certificates: CertificateExpiry[];
+  package?: {
+    name: string;
+    version: string;
+    distribution: string;
+    manifestSha256: string;
+    signer?: string;
+    action: 'init' | 'upgrade';
+    at: string;
+  };
+}
+
+export type AttentionReasonKind = 'offline' | 'rollout-halted' | 'nodes-not-ready' | 'certificate-expiring' | 'held';
+
+export type AttentionReason =
+  | { kind: 'offline'; since: string; isNeverConnected: boolean }
+  | { kind: 'rollout-halted'; since: string; rollouts: { rollout: string; phase: Phase }[] }
+  | { kind: 'nodes-not-ready'; ready: number; total: number; notReady: string[]; reportedAt: string }
+  | { kind: 'certificate-expiring'; certificates: CertificateExpiry[] }
+  | { kind: 'held'; since: string; by: string; reason: string };
+
+export interface AttentionPage {
+  total: number;
+  offset: number;
+  limit: number;
+  rows: { cluster: ClusterView; reasons: AttentionReason[]; since?: string }[];
+  counts: Record<AttentionReasonKind, number>;
+  haltedRollouts: { name: string; haltReason?: string; since: string; clusters: number }[];
+  isRolloutStateKnown: boolean;
+  offlineForSeconds: number;
+  certsWithinDays: number;
+  now: string;
 }
 
 export interface ClusterPage {
