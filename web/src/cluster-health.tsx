@@ -9,8 +9,15 @@ import { until, utc, when } from './format';
 import { CERTIFICATE_TITLES } from './reasons';
 import type { CertificateExpiry, ClusterHealth, ClusterView } from './types';
 
+const DAY_MS = 86_400_000;
 /** What counts as soon for a certificate on this page: the attention list's default. */
-const SOON_MS = 30 * 86_400_000;
+const SOON_MS = 30 * DAY_MS;
+/**
+ * The agent renews its hub certificate (30 days) with 10 days left: before
+ * that it is not soon, whatever SOON_MS says (as the attention list counts
+ * it, src/hub/attention/limits.ts).
+ */
+const HUB_CLIENT_SOON_MS = 10 * DAY_MS;
 
 function Nodes({ nodes }: { nodes: NonNullable<ClusterHealth['nodes']> }) {
   const isAllReady = nodes.ready === nodes.total;
@@ -26,12 +33,13 @@ function Certificates({ certificates, now }: { certificates: CertificateExpiry[]
   return (
     <DataTable columns={['Certificate', 'Subject', 'Expires']}>
       {certificates.map((certificate) => {
-        const isSoon = Date.parse(certificate.notAfter) - now <= SOON_MS;
+        const soonMs = certificate.kind === 'hub-client' ? HUB_CLIENT_SOON_MS : SOON_MS;
+        const isSoon = Date.parse(certificate.notAfter) - now <= soonMs;
         return (
           <tr key={`${certificate.kind} ${certificate.subject}`} data-certificate={certificate.kind}>
             <th scope="row">{CERTIFICATE_TITLES[certificate.kind]}</th>
             <td>{certificate.subject}</td>
-            <td class={isSoon ? 'phase-failed' : undefined}>
+            <td class={isSoon ? 'soon' : undefined}>
               {utc(certificate.notAfter)} ({until(certificate.notAfter, now)})
             </td>
           </tr>

@@ -27,11 +27,11 @@ export const CERTIFICATE_TITLES = {
 /** Most node names spelled out; the rest are counted. */
 const MAX_NAMES_SHOWN = 5;
 
-/** One reason in a sentence: "offline, last seen 3 h ago", "1 of 3 nodes not Ready: node-b". */
+/** One reason in words, after its title: "last seen 3 h ago", "1 of 3 nodes not Ready: node-b". */
 export function reasonText(reason: AttentionReason, now: number): string {
   switch (reason.kind) {
     case 'offline':
-      return reason.isNeverConnected ? 'never connected' : `offline, last seen ${ago(reason.since, now)}`;
+      return reason.isNeverConnected ? 'never connected' : `last seen ${ago(reason.since, now)}`;
     case 'rollout-halted':
       return reason.rollouts.map((r) => `rollout ${r.rollout} halted (${r.phase} here)`).join(', ');
     case 'nodes-not-ready': {

@@ -185,7 +185,7 @@ describe('hub web view in chromium', { timeout: 180_000 }, () => {
     await expect.poll(() => rowNames(page)).toEqual(['shop-002', 'shop-001', 'lab-001']);
   });
 
-  it('names what needs attention on the fleet page: a held cluster, linked to the list of held clusters', async () => {
+  it('names what needs attention on the fleet page: a held cluster, linked to the held ones on "Needs attention"', async () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Fleet' }).click();
     await page.getByTestId('attention-none').waitFor();
     await hubJson(['hub', 'clusters', 'hold', 'shop-002', '--reason', 'opening hours'], hub.adminConfig);
@@ -194,6 +194,7 @@ describe('hub web view in chromium', { timeout: 180_000 }, () => {
       await expect.poll(() => page.getByTestId('attention-held').textContent()).toBe('1');
       await shoot(page, '1b-attention');
       await page.getByTestId('attention-held').click();
+      await expect.poll(() => page.url()).toContain('#/attention?reason=held');
       await expect.poll(() => rowNames(page)).toEqual(['shop-002']);
     } finally {
       await hubJson(['hub', 'clusters', 'release', 'shop-002'], hub.adminConfig);

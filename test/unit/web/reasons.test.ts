@@ -7,7 +7,7 @@ const now = Date.parse('2026-11-28T21:43:10.000Z');
 describe('reasonText', () => {
   it('says what is wrong and since when, in a sentence', () => {
     expect(reasonText({ kind: 'offline', since: '2026-11-28T18:43:10.000Z', isNeverConnected: false }, now)).toBe(
-      'offline, last seen 3 h ago',
+      'last seen 3 h ago',
     );
     expect(reasonText({ kind: 'offline', since: '2026-11-01T00:00:00.000Z', isNeverConnected: true }, now)).toBe(
       'never connected',
