@@ -24,7 +24,19 @@
  *    loads, and the browser's first-contentful-paint;
  * 3. a live cluster's agent killed while the clusters page shows it: from
  *    the kill until the page shows it Disconnected (no reload);
- * 4. the bundle: each file of lib/web-assets.json gzipped.
+ * 4. the bundle: each file of lib/web-assets.json gzipped;
+ * 5. the attention list (`GET /ui/api/attention`, issue #38) in the same
+ *    run, beside the clusters list as its baseline: its first page (most
+ *    severe first) and a page filtered by reason and sorted by since, p50,
+ *    p99, max and the hub's CPU per request (each measure's CPU read from
+ *    /proc before and after it); the operator API's `GET /hub/v1/attention`
+ *    (a store read per request, as `hub clusters list --attention` asks);
+ *    and the attention core alone in this process over N cluster views
+ *    that carry agent health reports (node readiness, certificates), the
+ *    part the stored rows cannot exercise while no agent reports health.
+ *    Every stored row is Disconnected (no agent), so every cluster is in the
+ *    list: the worst case, 10,000 rows sorted per request. About 1 % are
+ *    held and a fifth have an agent certificate past its renewal.
  *
  *   npm run build && npm run bench:web -- [--clusters 10000] [--live 3] [--samples 300] [--loads 5]
  *     [--port 29643] [--json]
@@ -41,6 +53,7 @@ import { gzipSync } from 'node:zlib';
 import type * as HubProcessModule from '../support/hub-process.js';
 import type * as StoreModule from '../../src/hub/store/sqlite-store.js';
 import type * as SimModule from '../../test/support/sim-apiserver/index.js';
+import { measureAttentionCore } from './attention-core.js';
 
 const { values } = parseArgs({
   options: {
@@ -99,12 +112,20 @@ for (let i = 0; i < CLUSTERS; i += 1) {
       size: i % 7 === 0 ? 'large' : 'small',
     },
     certSerial: i.toString(16).padStart(16, '0'),
-    certNotAfter: new Date(now + 365 * 86_400_000).toISOString(),
+    // Agent certificates live 30 days and are renewed with 10 left; a fifth here are overdue.
+    certNotAfter: new Date(now + (5 + ((i * 7) % 25)) * 86_400_000).toISOString(),
     registeredAt: new Date(now - 30 * 86_400_000).toISOString(),
     lastSeen: new Date(now - ((i * 7919) % (3 * 86_400_000))).toISOString(),
     kubernetesVersion: VERSIONS[i % VERSIONS.length] as string,
     nodeCount: 1 + (i % 3),
   });
+  if (i % 100 === 0) {
+    await store.setClusterHold(name, {
+      reason: 'inventory',
+      by: 'bench',
+      since: new Date(now - i * 1000).toISOString(),
+    });
+  }
 }
 await store.close();
 log(`seeded ${CLUSTERS} clusters in ${Math.round(performance.now() - seedStarted)} ms`);
@@ -206,21 +227,24 @@ const timedGet = (path: string): Promise<{ ms: number; bytes: number; body: stri
       })
       .on('error', reject);
   });
-const measure = async (path: string, samples: number) => {
-  await timedGet(path);
+const measure = async (path: string, samples: number, get = timedGet) => {
+  await get(path);
   const times: number[] = [];
   let last = { bytes: 0, body: '' };
+  const cpuAtStart = cpuSeconds(hub.pid);
   for (let i = 0; i < samples; i += 1) {
-    const answer = await timedGet(path);
+    const answer = await get(path);
     times.push(answer.ms);
     last = answer;
   }
+  const cpuMsPerRequest = round(((cpuSeconds(hub.pid) - cpuAtStart) * 1000) / samples);
   times.sort((a, b) => a - b);
   return {
     path,
     p50Ms: round(percentile(times, 50)),
     p99Ms: round(percentile(times, 99)),
     maxMs: round(times.at(-1) ?? NaN),
+    cpuMsPerRequest,
     bytes: last.bytes,
     body: last.body,
   };
@@ -243,6 +267,28 @@ for (let i = 0; i < 3; i += 1) {
 }
 const apiCpuPerRequest = (cpuSeconds(hub.pid) - cpuBefore) / (SAMPLES + 2 * Math.ceil(SAMPLES / 3) + 6);
 log(`list API, filtered page (${filteredTotal} match): p50 ${filtered.p50Ms} ms, p99 ${filtered.p99Ms} ms`);
+
+// 3b. The attention list, beside the list just measured.
+const attentionFirst = await measure('/ui/api/attention?limit=50', SAMPLES);
+const attentionTotal = (JSON.parse(attentionFirst.body) as { total: number }).total;
+const attentionFiltered = await measure(
+  '/ui/api/attention?reason=certificate-expiring&sort=since&offset=50&limit=50',
+  Math.ceil(SAMPLES / 3),
+);
+const attentionFilteredTotal = (JSON.parse(attentionFiltered.body) as { total: number }).total;
+const operatorGet = (path: string): Promise<{ ms: number; bytes: number; body: string }> => {
+  const started = performance.now();
+  return callHub(`${url}${path}`, { token: adminToken, ca }).then((body) => ({
+    ms: performance.now() - started,
+    bytes: body.length,
+    body,
+  }));
+};
+const attentionOperator = await measure('/hub/v1/attention?limit=50', Math.ceil(SAMPLES / 10), operatorGet);
+const core = measureAttentionCore(CLUSTERS, Math.ceil(SAMPLES / 3));
+log(
+  `attention API, first page (${attentionTotal} need attention): p50 ${attentionFirst.p50Ms} ms, p99 ${attentionFirst.p99Ms} ms`,
+);
 
 // 4. The fleet view in chromium, signed in.
 const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
@@ -317,6 +363,12 @@ const result = {
     afterIdleMs: cold.map(round),
     hubCpuMsPerRequest: round(apiCpuPerRequest * 1000),
   },
+  attentionApi: {
+    firstPage: { ...attentionFirst, body: undefined, matching: attentionTotal },
+    filteredPage: { ...attentionFiltered, body: undefined, matching: attentionFilteredTotal },
+    operatorApiFirstPage: { ...attentionOperator, body: undefined },
+    coreWithHealthInProcess: core,
+  },
   fleetView: {
     meaningfulPaintMedianMs: round(percentile(paints, 50)),
     meaningfulPaintMaxMs: round(paints.at(-1) ?? NaN),
@@ -347,6 +399,22 @@ else {
   console.log(`  list API, first page unfiltered: p50 ${firstPage.p50Ms} ms, p99 ${firstPage.p99Ms} ms`);
   console.log(`  fleet summary: p50 ${fleet.p50Ms} ms, p99 ${fleet.p99Ms} ms`);
   console.log(`  hub CPU per API request: ${result.listApi.hubCpuMsPerRequest} ms; hub RSS ${memory.rss} MiB`);
+  const line = (name: string, m: { p50Ms: number; p99Ms: number; maxMs: number; cpuMsPerRequest: number }) =>
+    `  ${name}: p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms, max ${m.maxMs} ms; hub CPU ${m.cpuMsPerRequest} ms/request`;
+  console.log(line(`baseline: list API, filtered page (${SAMPLES} requests)`, filtered));
+  console.log(
+    line(`attention API, first page, ${attentionTotal} need attention (${SAMPLES} requests)`, attentionFirst),
+  );
+  console.log(
+    line(
+      `attention API, reason=certificate-expiring by since, page 2 (${attentionFilteredTotal} match)`,
+      attentionFiltered,
+    ),
+  );
+  console.log(line('operator API GET /hub/v1/attention, first page (a store read each)', attentionOperator));
+  console.log(
+    `  attention core alone, ${CLUSTERS} views with health reports (in this process): p50 ${core.p50Ms} ms, p99 ${core.p99Ms} ms`,
+  );
   console.log(
     `  fleet view meaningful paint: median ${result.fleetView.meaningfulPaintMedianMs} ms, max ${result.fleetView.meaningfulPaintMaxMs} ms (FCP ${result.fleetView.firstContentfulPaintMedianMs} ms)`,
   );
