@@ -43,7 +43,7 @@ export interface AttentionRules {
   halted: ReadonlyMap<string, { since: string; rollouts: HaltedRolloutTarget[] }>;
 }
 
-/** Per cluster, the halted rollouts that place it; `since` the latest halt among them. */
+/** Per cluster, the halted rollouts that place it; `since` the earliest halt among them (it has waited since). */
 export function haltedTargets(
   halted: readonly HaltedRollout[],
 ): Map<string, { since: string; rollouts: HaltedRolloutTarget[] }> {

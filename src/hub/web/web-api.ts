@@ -299,7 +299,8 @@ export async function serveApiRoute(context: HubContext, state: WebState, req: I
       await serveCluster(context, state, signed.user, res, rest);
       return;
     case 'attention':
-      if (method !== 'GET' || rest.length > 0) throw new HttpError(404, 'E_WEB_NOT_FOUND', 'only GET reads the list');
+      if (rest.length > 0) throw new HttpError(404, 'E_WEB_NOT_FOUND', `${url.pathname} is not part of the list`);
+      if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', 'only GET reads the attention list');
       await serveAttention(context, state, signed.user, res, url.searchParams);
       return;
     case 'rollouts':
