@@ -231,3 +231,12 @@ export const MAX_FORWARDED_REPORTS_QUEUED_BYTES = 64 * 1024 * 1024;
 export const PEER_REPORTS_RETRY_MS = 250;
 /** Longest such delay: a new leader is found this soon after it took the lead. */
 export const PEER_REPORTS_RETRY_MAX_MS = 4_000;
+
+/**
+ * How long the hub waits before opening a cluster's health stream again
+ * after it ended while the tunnel stays up; doubling, up to
+ * {@link HEALTH_STREAM_REOPEN_MAX_MS}, while it keeps failing.
+ */
+export const HEALTH_STREAM_REOPEN_MS = 5_000;
+/** The longest wait between two attempts at a cluster's health stream. */
+export const HEALTH_STREAM_REOPEN_MAX_MS = 5 * 60_000;

@@ -13,6 +13,7 @@ import { isRenewalDue, renewAgentCertificate } from './registration.js';
 import { readUpstreamKubeconfig, Upstream, type UpstreamCredentials } from '../tunnel/upstream.js';
 import type { KubeCredentials } from '../kube/kubeconfig.js';
 import { CopyAgent } from '../rollout/copy-agent.js';
+import { HealthReporter } from '../health/health-reporter.js';
 import {
   COPY_POLL_NOT_READY_MS,
   MIN_TEST_COPY_POLL_NOT_READY_MS,
@@ -47,6 +48,7 @@ export async function runAgentService(options: AgentServiceOptions): Promise<voi
     logger: options.logger,
     pollNotReadyMs: copyPollNotReadyMs(options.env ?? process.env),
   });
+  const health = new HealthReporter({ source: upstream, logger: options.logger });
   let isRenewing = false;
   const renewIfDue = async (): Promise<void> => {
     if (isRenewing || !isRenewalDue(state.certPem)) return;
@@ -72,11 +74,12 @@ export async function runAgentService(options: AgentServiceOptions): Promise<voi
       logger: options.logger,
       signal: options.signal,
       onConnected: () => void renewIfDue(),
-      controlRoutes: rollouts.controlRoutes(),
+      controlRoutes: [...rollouts.controlRoutes(), health.route()],
     });
   } finally {
     clearInterval(timer);
     rollouts.close();
+    health.close();
   }
 }
 

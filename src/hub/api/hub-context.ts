@@ -11,6 +11,7 @@ import type { HubMetrics } from '../metrics.js';
 import type { PeerCredentials } from '../replicas/peer-link.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { HubStore } from '../store/store.js';
+import type { ClusterHealthBook } from '../health/health-book.js';
 
 /** The hub's shared state. */
 export interface HubContext {
@@ -34,6 +35,8 @@ export interface HubContext {
    * of other parts), and on a replica that does not lead.
    */
   rollouts?: RolloutController;
+  /** The latest health reports of the tunnels held here; absent where a hub runs without them (tests of other parts). */
+  health?: ClusterHealthBook;
   /** The replicas' coordination: who holds which tunnel. Absent: tunnels held here are all there is. */
   coordination?: ReplicaCoordination;
   /** This replica's client certificate towards the others (forwarded operator requests). */

@@ -47,6 +47,8 @@ export function viewOf(context: HubContext, cluster: ClusterRecord, isHeldElsewh
   if (nodeCount !== undefined) view.nodeCount = nodeCount;
   if (cluster.hold !== undefined) view.hold = cluster.hold;
   if (cluster.properties !== undefined) view.properties = cluster.properties;
+  const health = context.health?.get(cluster.name) ?? cluster.health;
+  if (health !== undefined) view.health = health;
   return view;
 }
 

@@ -42,6 +42,7 @@ import { openHubStore, type EtcdStoreOptions } from './open-store.js';
 import { TunnelRegistry } from '../replicas/tunnel-registry.js';
 import { HubStopping } from './hub-stopping.js';
 import { wireRollouts } from './rollout-wiring.js';
+import { wireHealth } from '../health/health-wiring.js';
 import { handleRequest, handleUpgrade, type ServingParts } from './routes.js';
 import { webClusterChanged } from '../web/web-state.js';
 
@@ -224,8 +225,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   });
   const advertiseUrl = `https://${urlHost(advertiseHost)}:${front.port}`;
   // Known now that the port listens; other replicas read them once this replica joins.
-  coordination.self.advertiseUrl = advertiseUrl;
-  coordination.self.peerUrl = advertiseUrl;
+  Object.assign(coordination.self, { advertiseUrl, peerUrl: advertiseUrl });
   const tunnels = new TunnelRegistry({
     store,
     coordination,
@@ -250,6 +250,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   };
 
   const rollouts = wireRollouts(context, tunnels, coordination, peerCredentials);
+  context.health = wireHealth(context, tunnels);
   const controllers = new RunOnceControllers({
     store,
     coordination,
