@@ -18,6 +18,14 @@
 export const HEALTH_PATH = '/.edgeadm/health';
 /** How often the agent lists its nodes. */
 export const HEALTH_READ_INTERVAL_MS = 15_000;
+/**
+ * The variable edgeadm's own tests set to read the nodes more often than
+ * {@link HEALTH_READ_INTERVAL_MS}, so that their waits for a change are not
+ * spent in real time. Not for operators: nothing else reads it.
+ */
+export const TEST_HEALTH_READ_ENV = 'EDGEADM_TEST_HEALTH_READ_MS';
+/** Shortest read period the test variable may set (the agent must not spin on its API server). */
+export const MIN_TEST_HEALTH_READ_MS = 100;
 /** How often the agent reads its certificates and the installed package (they change rarely). */
 export const HEALTH_SLOW_READ_INTERVAL_MS = 10 * 60_000;
 /** The longest the agent stays silent on the stream when nothing changed. */
@@ -175,7 +183,8 @@ export function parseHealthReport(value: unknown): ClusterHealthReport {
   }
   const report: ClusterHealthReport = { certificates: certificates.map(certificateOf) };
   if (value.nodes !== undefined) report.nodes = nodesOf(value.nodes);
-  if (value.kubernetesVersion !== undefined) report.kubernetesVersion = text(value.kubernetesVersion, 'kubernetesVersion');
+  if (value.kubernetesVersion !== undefined)
+    report.kubernetesVersion = text(value.kubernetesVersion, 'kubernetesVersion');
   if (value.package !== undefined) report.package = packageOf(value.package);
   return report;
 }

@@ -15,6 +15,7 @@ describe('phase trees', () => {
       'control-plane',
       'wait-ready',
       'bootstrap-token',
+      'record-package',
       'upload-certs',
       'edge-addons',
       'edge-autonomy',
