@@ -93,7 +93,10 @@ export function caExpiries(caPem: string | undefined): CertificateExpiryView[] {
  * (verified with the agent's CA, as every request is; unverified only when
  * the agent's kubeconfig itself skips verification). Bounded by a deadline.
  */
-export function readServingCertificate(source: HealthSource): Promise<X509Certificate> {
+export function readServingCertificate(
+  source: HealthSource,
+  timeoutMs = SERVING_CERT_TIMEOUT_MS,
+): Promise<X509Certificate> {
   const url = new URL(source.credentials.server);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const isAddress = /^[\d.:]+$/.test(host);
@@ -106,7 +109,7 @@ export function readServingCertificate(source: HealthSource): Promise<X509Certif
       rejectUnauthorized: !source.credentials.isInsecureSkipTlsVerify,
       ALPNProtocols: ['http/1.1'],
     });
-    socket.setTimeout(SERVING_CERT_TIMEOUT_MS, () => socket.destroy(new Error('the TLS handshake timed out')));
+    socket.setTimeout(timeoutMs, () => socket.destroy(new Error('the TLS handshake timed out')));
     socket.once('secureConnect', () => {
       const peer: PeerCertificate = socket.getPeerCertificate();
       socket.destroy();
