@@ -3,8 +3,9 @@
  * process (`register-cloud --foreground`, with the ServiceAccount
  * `--create-service-account` makes, so the agent reads only what its RBAC
  * gives it) and a SIMULATED API server with two nodes and the
- * installed-package record `init` writes. The agent reads its nodes every
- * 200 ms here (EDGEADM_TEST_HEALTH_READ_MS) instead of 15 s.
+ * installed-package record `init` writes, whose serving certificate
+ * expires in 20 days. The agent reads its nodes every 200 ms here
+ * (EDGEADM_TEST_HEALTH_READ_MS) instead of 15 s.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect } from 'node:tls';
@@ -17,6 +18,9 @@ import type { ClusterView } from '../../../src/hub/contract/views.js';
 import { installedPackageObject } from '../../../src/health/installed-package.js';
 import { TEST_HEALTH_READ_ENV } from '../../../src/health/wire.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
+import { runCli } from '../../support/cli.js';
+import { printedBy } from '../../support/run-output.js';
+import type { CertificateRow } from '../../../src/hub-client/certificate-report.js';
 import { parsePemCertificates } from '../../../src/trust/pem.js';
 import {
   createHubToken,
@@ -85,7 +89,8 @@ describe('hub: each cluster health as its agent reads it', { timeout: 180_000 },
     ensureCliBuilt('index.js', ['src']);
     dataDir = mkdtempSync(join(tmpdir(), 'edgeadm-hub-health-'));
     await startTheHub();
-    cluster = await startEdgeCluster('shop-17');
+    // Its serving certificate expires in 20 days: within the 30 days `hub certs check` warns of.
+    cluster = await startEdgeCluster('shop-17', { servingValidityDays: 20 });
     cluster.api.setObject(nodeObject('edge-a', 'True'));
     cluster.api.setObject(nodeObject('edge-b', 'True'));
     cluster.api.setObject(installedPackageObject(INSTALLED) as Parameters<EdgeCluster['api']['setObject']>[0]);
@@ -132,6 +137,30 @@ describe('hub: each cluster health as its agent reads it', { timeout: 180_000 },
     expect(down).toEqual({ total: 2, ready: 1, notReady: ['edge-b'] });
     cluster.api.setObject(nodeObject('edge-b', 'True'));
     await waitFor('edge-b Ready again', async () => ((await view()).health?.nodes?.ready === 2 ? true : undefined));
+  });
+
+  it('names the certificate that expires within 30 days in `hub certs check`, and exits 9 for it', async () => {
+    const checked = await runCli(['hub', 'certs', 'check', '--hub-config', address.adminConfig, '--json']);
+    expect(checked.exitCode, printedBy(checked)).toBe(9);
+    const report = JSON.parse(checked.stdout) as { within: number; certificates: CertificateRow[] };
+    expect(report.within).toBe(30);
+    const expiring = report.certificates.filter((row) => row.status !== 'ok');
+    expect(expiring).toEqual([
+      expect.objectContaining({ cluster: 'shop-17', kind: 'apiserver-serving', status: 'expiring', daysLeft: 19 }),
+    ]);
+    // Everything else the fleet depends on is there too, soonest first.
+    expect(report.certificates.map((row) => `${row.cluster ?? '(hub)'}/${row.kind}`).sort()).toEqual([
+      '(hub)/hub-ca',
+      '(hub)/hub-serving',
+      'shop-17/apiserver-serving',
+      'shop-17/cluster-ca',
+      'shop-17/hub-client',
+    ]);
+    expect(report.certificates[0]?.kind).toBe('apiserver-serving');
+    const table = await runCli(['hub', 'certs', 'check', '--hub-config', address.adminConfig]);
+    expect(table.stdout).toMatch(/^shop-17\s+apiserver-serving\s+\S+\s+19\s+EXPIRING\s+CN=sim-apiserver$/m);
+    const narrower = await runCli(['hub', 'certs', 'check', '--hub-config', address.adminConfig, '--within', '10']);
+    expect(narrower.exitCode, printedBy(narrower)).toBe(0);
   });
 
   it('keeps the last report while the cluster is away, and across a restart of the hub', async () => {
