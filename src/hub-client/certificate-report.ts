@@ -17,7 +17,6 @@ import { AGENT_CERT_RENEWAL_DAYS } from '../hub/limits.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-
 /** Which certificate a row is about. */
 export type CertificateRowKind = 'hub-ca' | 'hub-serving' | 'hub-client' | 'cluster-ca' | 'apiserver-serving';
 
@@ -54,11 +53,7 @@ export async function readHubCertificates(config: HubConfig): Promise<HubCertifi
   return { ca: ca!.certificate, serving };
 }
 
-function rowOf(
-  fields: Omit<CertificateRow, 'daysLeft' | 'status'>,
-  now: Date,
-  withinDays: number,
-): CertificateRow {
+function rowOf(fields: Omit<CertificateRow, 'daysLeft' | 'status'>, now: Date, withinDays: number): CertificateRow {
   const left = Date.parse(fields.notAfter) - now.getTime();
   if (fields.kind === 'hub-client') withinDays = Math.min(withinDays, AGENT_CERT_RENEWAL_DAYS);
   const status: ExpiryStatus = left <= 0 ? 'expired' : left <= withinDays * DAY_MS ? 'expiring' : 'ok';
@@ -94,9 +89,7 @@ export function certificateReport(options: {
   const name = (row: CertificateRow): string => row.cluster ?? '';
   return rows.sort(
     (a, b) =>
-      Date.parse(a.notAfter) - Date.parse(b.notAfter) ||
-      name(a).localeCompare(name(b)) ||
-      a.kind.localeCompare(b.kind),
+      Date.parse(a.notAfter) - Date.parse(b.notAfter) || name(a).localeCompare(name(b)) || a.kind.localeCompare(b.kind),
   );
 }
 

@@ -43,11 +43,12 @@ export function viewOf(context: HubContext, cluster: ClusterRecord, isHeldElsewh
   if (lastSeen !== undefined) view.lastSeen = lastSeen;
   const version = tunnel?.hello.kubernetesVersion ?? cluster.kubernetesVersion;
   if (version !== undefined) view.kubernetesVersion = version;
-  const nodeCount = tunnel?.hello.nodeCount ?? cluster.nodeCount;
+  // The health stream's count is the freshest (read every heartbeat); the hello's, of the connection.
+  const health = context.health?.get(cluster.name) ?? cluster.health;
+  const nodeCount = (isConnected ? health?.nodes?.total : undefined) ?? tunnel?.hello.nodeCount ?? cluster.nodeCount;
   if (nodeCount !== undefined) view.nodeCount = nodeCount;
   if (cluster.hold !== undefined) view.hold = cluster.hold;
   if (cluster.properties !== undefined) view.properties = cluster.properties;
-  const health = context.health?.get(cluster.name) ?? cluster.health;
   if (health !== undefined) view.health = health;
   return view;
 }
