@@ -198,6 +198,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
         'backup',
         'swap',
         'restart',
+        'record-package',
       ]);
       expect(events.find((e) => e.type === 'phase-skipped')).toMatchObject({ phase: 'health', reason: 'dry run' });
       expect(events.at(-1)).toMatchObject({ type: 'result', ok: true });

@@ -16,6 +16,7 @@ import {
   httpServerDeadlineOptions,
   DEFAULT_HUB_DEADLINES,
 } from '../../../../src/hub/front/socket-deadlines.js';
+import { TUNNEL_PING_INTERVAL_MS } from '../../../../src/tunnel/limits.js';
 
 const DEADLINE_MS = 1000;
 
@@ -153,5 +154,14 @@ describe('httpServerDeadlineOptions', () => {
     });
     const inverted = { ...DEFAULT_HUB_DEADLINES, requestHeadMs: 5000, requestMs: 2000 };
     expect(httpServerDeadlineOptions(inverted).headersTimeout).toBe(2000);
+  });
+});
+
+describe("the hub's judgement of silent agents", () => {
+  it('names an agent gone silent within two heartbeats, and never closes one whose pings are up to half an interval late', () => {
+    const { tunnelSilenceMs, tunnelSweepMs } = DEFAULT_HUB_DEADLINES;
+    // Found by the first sweep after the limit: at most limit + one sweep period after the last frame.
+    expect(tunnelSilenceMs + tunnelSweepMs).toBeLessThanOrEqual(2 * TUNNEL_PING_INTERVAL_MS);
+    expect(tunnelSilenceMs).toBeGreaterThanOrEqual(1.5 * TUNNEL_PING_INTERVAL_MS);
   });
 });
