@@ -1,85 +1,88 @@
 /**
- * The hub's Prometheus metrics, rendered in the text exposition format:
- * connected agents, streams, bytes through the tunnels and kube request
- * latency. Kept in-process and tiny; no client library needed.
+ * The hub's own metrics: connected agents, streams, bytes through the
+ * tunnels, refused connections and requests, and kube request latency, in
+ * the replica's own registry (src/metrics/metrics-registry.ts). The parts
+ * that do the work bump them; the fleet's per-cluster series are rendered
+ * apart, per caller (fleet-metrics.ts).
  */
+import { MetricsRegistry, type Counter, type Gauge, type Histogram } from '../../metrics/metrics-registry.js';
 
 /** Upper bounds (seconds) of the request latency histogram buckets. */
 export const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** Counters and gauges the hub updates as it works. */
+/** One direction of the tunnel byte counter: `inc(bytes)`. */
+export type ByteCounter = Counter.Internal;
+
+/** The counters and gauges a hub replica updates as it works. */
 export class HubMetrics {
-  connectedAgents = 0;
-  activeStreams = 0;
-  streamsTotal = 0;
-  bytesToAgents = 0;
-  bytesFromAgents = 0;
-  tunnelsRefused = 0;
+  readonly #registry = new MetricsRegistry();
+  readonly connectedAgents: Gauge = this.#registry.gauge({
+    name: 'edgeadm_hub_connected_agents',
+    help: 'Agents with an open tunnel.',
+  });
+  readonly activeStreams: Gauge = this.#registry.gauge({
+    name: 'edgeadm_hub_tunnel_streams_active',
+    help: 'Streams open through tunnels.',
+  });
+  readonly streamsTotal: Counter = this.#registry.counter({
+    name: 'edgeadm_hub_tunnel_streams_total',
+    help: 'Streams opened through tunnels.',
+  });
+  readonly #tunnelBytes: Counter<'direction'> = this.#registry.counter({
+    name: 'edgeadm_hub_tunnel_bytes_total',
+    help: 'Bytes carried through tunnels, by direction.',
+    labelNames: ['direction'],
+  });
+  readonly bytesToAgents: ByteCounter = this.#direction('to_agent');
+  readonly bytesFromAgents: ByteCounter = this.#direction('from_agent');
+  readonly tunnelsRefused: Counter = this.#registry.counter({
+    name: 'edgeadm_hub_tunnels_refused_total',
+    help: 'Tunnel attempts refused.',
+  });
   /** Connections closed before TLS because the hub's bound on TLS handshakes in progress was reached. */
-  handshakesRefused = 0;
+  readonly handshakesRefused: Counter = this.#registry.counter({
+    name: 'edgeadm_hub_handshakes_refused_total',
+    help: 'Connections closed before TLS because too many handshakes were in progress.',
+  });
   /** Connections closed because their TLS handshake was not done by its deadline. */
-  handshakesTimedOut = 0;
+  readonly handshakesTimedOut: Counter = this.#registry.counter({
+    name: 'edgeadm_hub_handshakes_timed_out_total',
+    help: 'Connections closed because their TLS handshake was not done by its deadline.',
+  });
   /** TLS connections that resumed an earlier session (a session ticket) instead of a full handshake. */
-  tlsSessionsResumed = 0;
-  unauthorizedRequests = 0;
+  readonly tlsSessionsResumed: Counter = this.#registry.counter({
+    name: 'edgeadm_hub_tls_sessions_resumed_total',
+    help: 'TLS connections that resumed an earlier session instead of a full handshake.',
+  });
+  readonly unauthorizedRequests: Counter = this.#registry.counter({
+    name: 'edgeadm_hub_unauthorized_requests_total',
+    help: 'Requests refused with 401.',
+  });
+  /** Time until a proxied kube request got its response head. */
+  readonly requestDuration: Histogram = this.#registry.histogram({
+    name: 'edgeadm_hub_request_duration_seconds',
+    help: 'Time from a kube request to its response head.',
+    buckets: LATENCY_BUCKETS_SECONDS,
+  });
   /** Stored rollouts quarantined at the controller's start (read at each scrape; none without a controller). */
   rolloutsQuarantined: () => number = () => 0;
-  readonly #buckets = LATENCY_BUCKETS_SECONDS.map(() => 0);
-  #latencyCount = 0;
-  #latencySum = 0;
 
-  /** Records the time until a proxied request got its response head. */
-  observeLatency(seconds: number): void {
-    this.#latencyCount += 1;
-    this.#latencySum += seconds;
-    LATENCY_BUCKETS_SECONDS.forEach((bound, index) => {
-      if (seconds <= bound) this.#buckets[index] = (this.#buckets[index] ?? 0) + 1;
+  constructor() {
+    this.#registry.readGauge({
+      name: 'edgeadm_hub_rollouts_quarantined',
+      help: 'Stored rollouts the hub could not load at its start (see "hub rollout list").',
+      read: () => this.rolloutsQuarantined(),
     });
   }
 
-  /** The text exposition format. */
-  render(): string {
-    const lines = [
-      '# HELP edgeadm_hub_connected_agents Agents with an open tunnel.',
-      '# TYPE edgeadm_hub_connected_agents gauge',
-      `edgeadm_hub_connected_agents ${this.connectedAgents}`,
-      '# HELP edgeadm_hub_tunnel_streams_active Streams open through tunnels.',
-      '# TYPE edgeadm_hub_tunnel_streams_active gauge',
-      `edgeadm_hub_tunnel_streams_active ${this.activeStreams}`,
-      '# HELP edgeadm_hub_tunnel_streams_total Streams opened through tunnels.',
-      '# TYPE edgeadm_hub_tunnel_streams_total counter',
-      `edgeadm_hub_tunnel_streams_total ${this.streamsTotal}`,
-      '# HELP edgeadm_hub_tunnel_bytes_total Bytes carried through tunnels, by direction.',
-      '# TYPE edgeadm_hub_tunnel_bytes_total counter',
-      `edgeadm_hub_tunnel_bytes_total{direction="to_agent"} ${this.bytesToAgents}`,
-      `edgeadm_hub_tunnel_bytes_total{direction="from_agent"} ${this.bytesFromAgents}`,
-      '# HELP edgeadm_hub_tunnels_refused_total Tunnel attempts refused.',
-      '# TYPE edgeadm_hub_tunnels_refused_total counter',
-      `edgeadm_hub_tunnels_refused_total ${this.tunnelsRefused}`,
-      '# HELP edgeadm_hub_handshakes_refused_total Connections closed before TLS because too many handshakes were in progress.',
-      '# TYPE edgeadm_hub_handshakes_refused_total counter',
-      `edgeadm_hub_handshakes_refused_total ${this.handshakesRefused}`,
-      '# HELP edgeadm_hub_handshakes_timed_out_total Connections closed because their TLS handshake was not done by its deadline.',
-      '# TYPE edgeadm_hub_handshakes_timed_out_total counter',
-      `edgeadm_hub_handshakes_timed_out_total ${this.handshakesTimedOut}`,
-      '# HELP edgeadm_hub_tls_sessions_resumed_total TLS connections that resumed an earlier session instead of a full handshake.',
-      '# TYPE edgeadm_hub_tls_sessions_resumed_total counter',
-      `edgeadm_hub_tls_sessions_resumed_total ${this.tlsSessionsResumed}`,
-      '# HELP edgeadm_hub_unauthorized_requests_total Requests refused with 401.',
-      '# TYPE edgeadm_hub_unauthorized_requests_total counter',
-      `edgeadm_hub_unauthorized_requests_total ${this.unauthorizedRequests}`,
-      '# HELP edgeadm_hub_rollouts_quarantined Stored rollouts the hub could not load at its start (see "hub rollout list").',
-      '# TYPE edgeadm_hub_rollouts_quarantined gauge',
-      `edgeadm_hub_rollouts_quarantined ${this.rolloutsQuarantined()}`,
-      '# HELP edgeadm_hub_request_duration_seconds Time from a kube request to its response head.',
-      '# TYPE edgeadm_hub_request_duration_seconds histogram',
-      ...LATENCY_BUCKETS_SECONDS.map(
-        (bound, index) => `edgeadm_hub_request_duration_seconds_bucket{le="${bound}"} ${this.#buckets[index] ?? 0}`,
-      ),
-      `edgeadm_hub_request_duration_seconds_bucket{le="+Inf"} ${this.#latencyCount}`,
-      `edgeadm_hub_request_duration_seconds_sum ${this.#latencySum}`,
-      `edgeadm_hub_request_duration_seconds_count ${this.#latencyCount}`,
-    ];
-    return `${lines.join('\n')}\n`;
+  /** The text exposition format of the replica's own metrics. */
+  render(): Promise<string> {
+    return this.#registry.render();
+  }
+
+  /** One direction of the byte counter, shown (at 0) from the start. */
+  #direction(direction: 'to_agent' | 'from_agent'): ByteCounter {
+    this.#tunnelBytes.inc({ direction }, 0);
+    return this.#tunnelBytes.labels({ direction });
   }
 }
