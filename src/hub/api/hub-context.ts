@@ -7,7 +7,7 @@ import type { Logger } from '../../log/run-log.js';
 import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
 import type { ReplicaCoordination } from '../store/coordination.js';
 import type { HubPki } from '../identity/hub-pki.js';
-import type { HubMetrics } from '../metrics.js';
+import type { HubMetrics } from '../metrics/hub-metrics.js';
 import type { PeerCredentials } from '../replicas/peer-link.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { HubStore } from '../store/store.js';

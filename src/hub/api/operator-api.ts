@@ -1,7 +1,7 @@
 /**
  * The hub's HTTPS routes other than the kube proxy:
  *
- * - `/healthz`, `/readyz`, `/metrics`;
+ * - `/healthz`, `/readyz`, `/metrics` (metrics-api.ts);
  * - the discovery document (`cluster-info`, signed for every usable hub token);
  * - registration (`POST /hub/v1/register`, hub token) and renewal
  *   (`POST /hub/v1/renew`, the cluster's client certificate);
@@ -18,10 +18,12 @@ import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.j
 import { isClusterName } from '../../kube/names.js';
 import { serveRolloutApi } from './rollout-api.js';
 import { PEER_REPLICA_PATH, servePeerReplica, serveReplicas } from './replicas-api.js';
-import type { ClusterRecord } from '../store/store.js';
+import type { ClusterRecord, UserRecord } from '../store/store.js';
 import type { ClusterView } from '../contract/views.js';
 import { discovery, register, renew } from './registration-api.js';
 import { serveAccessApi } from './access-api.js';
+import { serveMetrics } from './metrics-api.js';
+import { clusterReach } from './proxy-admission.js';
 import { decodePathSegment, requireAdmin } from './api-input.js';
 
 /**
@@ -85,6 +87,13 @@ export async function clustersHeldElsewhere(context: HubContext): Promise<Readon
     }
   }
   return elsewhere;
+}
+
+/** The clusters `user`'s selector reaches, as shown: one store read and one read of the claims, whatever their number. */
+export async function reachableClusterViews(context: HubContext, user: UserRecord): Promise<ClusterView[]> {
+  const mayReach = clusterReach(user);
+  const [records, elsewhere] = await Promise.all([context.store.listClusters(), clustersHeldElsewhere(context)]);
+  return records.filter(mayReach).map((record) => viewOf(context, record, elsewhere.has(record.name)));
 }
 
 async function clusters(context: HubContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
@@ -162,7 +171,7 @@ export async function serveApi(context: HubContext, req: IncomingMessage, res: S
       return true;
     }
     case 'GET /metrics':
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(context.metrics.render());
+      await serveMetrics(context, req, res, reachableClusterViews);
       return true;
     case `GET ${CLUSTER_INFO_PATH}`:
       await discovery(context, res);

@@ -21,7 +21,7 @@ import { placedClusters, wavesOf } from '../../rollout/placement.js';
 import { renderCopy } from '../../rollout/render.js';
 import { parseRollout, type RolloutSpec } from '../../rollout/spec.js';
 import type { HubContext } from './hub-context.js';
-import { authenticateUser } from '../identity/authenticate.js';
+import { requireUser } from './api-input.js';
 import { HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
 import {
   MAX_API_BODY_BYTES,
@@ -32,8 +32,8 @@ import {
 } from '../limits.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { RolloutActor } from '../rollouts/rollout-permissions.js';
-import { refuseClusterFactChange } from '../rollouts/rollout-permissions.js';
-import type { ClusterRecord, UserRecord } from '../store/store.js';
+import { refuseClusterFactChange, rolloutActorOf } from '../rollouts/rollout-permissions.js';
+import type { ClusterRecord } from '../store/store.js';
 import { changeClusterHold, holdReasonOf, reachableCluster } from './cluster-holds.js';
 
 const ROLLOUTS_PREFIX = '/hub/v1/rollouts';
@@ -43,19 +43,6 @@ const PROPERTY_KEY = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,252})$/;
 
 /** Renders a cluster for the operator API (operator-api.ts's view, passed in to keep one definition). */
 export type ClusterViewer = (context: HubContext, cluster: ClusterRecord) => unknown;
-
-async function requireUser(context: HubContext, req: IncomingMessage): Promise<UserRecord> {
-  const user = await authenticateUser(context, req);
-  if (user === undefined) {
-    context.metrics.unauthorizedRequests += 1;
-    throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a valid hub user token is required');
-  }
-  return user;
-}
-
-function actorOf(user: UserRecord): RolloutActor {
-  return { user: user.name, groups: [...user.groups], clustersSelector: user.clustersSelector, isAdmin: user.isAdmin };
-}
 
 function controllerOf(context: HubContext): RolloutController {
   if (context.rollouts === undefined) {
@@ -140,7 +127,7 @@ async function applyRollout(
   const controller = controllerOf(context);
   const body = await readJsonBody(req, MAX_ROLLOUT_BODY_BYTES);
   const spec = parseBody(body, name);
-  const actor = actorOf(user);
+  const actor = rolloutActorOf(user);
   if (!user.isAdmin) {
     const reason = controller.outsideScope(spec, user.clustersSelector);
     if (reason !== undefined)
@@ -163,7 +150,7 @@ async function rolloutStatus(
   name: string,
   url: URL,
 ): Promise<void> {
-  const actor = actorOf(await requireUser(context, req));
+  const actor = rolloutActorOf(await requireUser(context, req));
   const controller = controllerOf(context);
   const withClusters = url.searchParams.get('clusters') === 'true';
   const first = controller.status(name, actor, withClusters);
@@ -190,7 +177,7 @@ async function serveRollouts(context: HubContext, req: IncomingMessage, res: Ser
   const method = req.method ?? 'GET';
   if (rest === '') {
     if (method !== 'GET') throw new HttpError(405, 'E_HUB_METHOD', 'only GET lists rollouts');
-    const actor = actorOf(await requireUser(context, req));
+    const actor = rolloutActorOf(await requireUser(context, req));
     const controller = controllerOf(context);
     sendJson(res, 200, { rollouts: controller.list(actor), quarantined: controller.quarantined(actor) });
     return;
@@ -202,19 +189,19 @@ async function serveRollouts(context: HubContext, req: IncomingMessage, res: Ser
     if (method === 'PUT') return applyRollout(context, req, res, name, url);
     if (method === 'GET') return rolloutStatus(context, req, res, name, url);
     if (method === 'DELETE') {
-      const actor = actorOf(await requireUser(context, req));
+      const actor = rolloutActorOf(await requireUser(context, req));
       sendJson(res, 200, await controllerOf(context).delete(name, actor));
       return;
     }
     throw new HttpError(405, 'E_HUB_METHOD', `${method} is not allowed on a rollout`);
   }
   if (action === 'document' && method === 'GET') {
-    const actor = actorOf(await requireUser(context, req));
+    const actor = rolloutActorOf(await requireUser(context, req));
     sendJson(res, 200, await controllerOf(context).document(name, actor));
     return;
   }
   if ((action === 'pause' || action === 'resume' || action === 'abort' || action === 'undo') && method === 'POST') {
-    const actor = actorOf(await requireUser(context, req));
+    const actor = rolloutActorOf(await requireUser(context, req));
     const controller = controllerOf(context);
     const view = action === 'undo' ? await controller.undo(name, actor) : await controller.command(name, action, actor);
     sendJson(res, 200, view);
@@ -270,7 +257,7 @@ async function serveClusterFacts(
     updated = await changeClusterHold(context, user, name, method === 'PUT' ? holdReasonOf(body['reason']) : undefined);
   } else {
     const cluster = await reachableCluster(context, user, name);
-    const refusal = refuseClusterFactChange(actorOf(user), fact);
+    const refusal = refuseClusterFactChange(rolloutActorOf(user), fact);
     if (refusal !== undefined) throw new HttpError(403, 'E_HUB_FORBIDDEN', refusal);
     await context.store.setClusterProperties(cluster.name, propertiesOf(body));
     context.logger.info(`cluster ${cluster.name}: properties set by ${user.name}`);

@@ -21,7 +21,7 @@
  * Pure: no I/O.
  */
 import type { RolloutOwner } from '../../rollout/wire.js';
-import type { RolloutOwnerRecord } from '../store/store.js';
+import type { RolloutOwnerRecord, UserRecord } from '../store/store.js';
 
 /** Who asks, as far as permissions go. */
 export interface RolloutPrincipal {
@@ -33,6 +33,11 @@ export interface RolloutPrincipal {
 /** Who asks: the user whose token the operator API checked, with the clusters selector that scopes them. */
 export interface RolloutActor extends RolloutOwnerRecord {
   isAdmin: boolean;
+}
+
+/** The actor a hub user's request acts as. */
+export function rolloutActorOf(user: UserRecord): RolloutActor {
+  return { user: user.name, groups: [...user.groups], clustersSelector: user.clustersSelector, isAdmin: user.isAdmin };
 }
 
 /** Why a change of a rollout is refused, or undefined when `actor` may make it. */

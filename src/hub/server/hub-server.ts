@@ -34,7 +34,7 @@ import type { HubPki } from '../identity/hub-pki.js';
 import { startHttpsFront, type HttpsFront } from '../front/https-front.js';
 import { newReplicaId } from '../store/local-coordination.js';
 import { MAX_PENDING_HANDSHAKES } from '../limits.js';
-import { HubMetrics } from '../metrics.js';
+import { HubMetrics } from '../metrics/hub-metrics.js';
 import { issueReplicaCredentials } from '../replicas/peer-link.js';
 import { RunOnceControllers } from '../rollouts/run-once-controllers.js';
 import { DEFAULT_HUB_DEADLINES, type HubDeadlines } from '../front/socket-deadlines.js';

@@ -12,8 +12,7 @@ import { clusterReach, mayReachCluster } from '../api/proxy-admission.js';
 import { clustersHeldElsewhere, isHeldElsewhere, viewOf } from '../api/operator-api.js';
 import type { ClusterView } from '../contract/views.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
-import type { RolloutActor } from '../rollouts/rollout-permissions.js';
-import { refuseRolloutChange } from '../rollouts/rollout-permissions.js';
+import { refuseRolloutChange, rolloutActorOf } from '../rollouts/rollout-permissions.js';
 import type { ClusterRecord, UserRecord } from '../store/store.js';
 import { SECURITY_HEADERS } from './assets.js';
 import { fleetSummary, parseClusterQuery, queryClusters } from './cluster-query.js';
@@ -37,14 +36,10 @@ async function signedIn(
   const session = state.sessions.get(cookieValue(header(req, 'cookie'), SESSION_COOKIE));
   const user = session === undefined ? undefined : await userByTokenHash(context, session.tokenHash);
   if (session === undefined || user === undefined || user.name !== session.userName) {
-    context.metrics.unauthorizedRequests += 1;
+    context.metrics.unauthorizedRequests.inc();
     throw new HttpError(401, 'E_WEB_UNAUTHORIZED', 'sign in to the hub first (or again: the session has ended)');
   }
   return { session, user };
-}
-
-function actorOf(user: UserRecord): RolloutActor {
-  return { user: user.name, groups: [...user.groups], clustersSelector: user.clustersSelector, isAdmin: user.isAdmin };
 }
 
 function controllerOf(context: HubContext): RolloutController | undefined {
@@ -91,7 +86,7 @@ async function serveSession(context: HubContext, state: WebState, req: IncomingM
     checkCsrf(req, undefined);
     const user = await authenticateUser(context, req);
     if (user === undefined) {
-      context.metrics.unauthorizedRequests += 1;
+      context.metrics.unauthorizedRequests.inc();
       throw new HttpError(401, 'E_WEB_UNAUTHORIZED', 'that token is not a valid hub user token');
     }
     const { id, session } = state.sessions.create(user);
@@ -129,12 +124,12 @@ const FAILING_FIRST: Record<string, number> = {
 
 /** A rollout's status for the view: per-cluster rows failing first, limited to clusters the user may reach. */
 function rolloutView(controller: RolloutController, name: string, user: UserRecord): unknown {
-  const status = controller.status(name, actorOf(user), true);
+  const status = controller.status(name, rolloutActorOf(user), true);
   const rows = [...(status.clusters ?? [])].sort(
     (a, b) => (FAILING_FIRST[a.phase] ?? 9) - (FAILING_FIRST[b.phase] ?? 9) || (a.cluster < b.cluster ? -1 : 1),
   );
   // Its owner or an admin may pause, resume and abort it (rollout-permissions.ts, the controller's rule).
-  const canChange = refuseRolloutChange(actorOf(user), { name, owner: status.owner }, 'change') === undefined;
+  const canChange = refuseRolloutChange(rolloutActorOf(user), { name, owner: status.owner }, 'change') === undefined;
   return { ...status, clusters: rows, canChange };
 }
 
@@ -167,8 +162,8 @@ async function serveCluster(
   }
   const controller = controllerOf(context);
   const rollouts = [];
-  for (const item of controller?.list(actorOf(user)) ?? []) {
-    const row = controller?.status(item.name, actorOf(user), true).clusters?.find((r) => r.cluster === name);
+  for (const item of controller?.list(rolloutActorOf(user)) ?? []) {
+    const row = controller?.status(item.name, rolloutActorOf(user), true).clusters?.find((r) => r.cluster === name);
     if (row !== undefined) {
       rollouts.push({ name: item.name, state: item.state, revision: item.revision, ...row });
     }
@@ -219,7 +214,7 @@ async function serveRollouts(
   const { user } = signed;
   if (rest.length === 0) {
     if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', 'only GET lists rollouts');
-    sendWebJson(res, 200, { rollouts: controller?.list(actorOf(user)) ?? [] });
+    sendWebJson(res, 200, { rollouts: controller?.list(rolloutActorOf(user)) ?? [] });
     return;
   }
   if (controller === undefined) throw new HttpError(404, 'E_ROLLOUT_NOT_FOUND', 'this hub runs no rollouts');
@@ -232,7 +227,7 @@ async function serveRollouts(
   }
   if ((action === 'pause' || action === 'resume' || action === 'abort') && method === 'POST') {
     checkCsrf(req, signed.session);
-    await controller.command(name, action, actorOf(user));
+    await controller.command(name, action, rolloutActorOf(user));
     context.logger.info(`web view: ${user.name} ${action}d rollout ${name}`);
     sendWebJson(res, 200, rolloutView(controller, name, user));
     return;
@@ -265,7 +260,7 @@ async function serveEvents(
       const record = await context.store.getCluster(item.name);
       if (record !== undefined && mayReachCluster(user, record)) clusters.push(item);
     }
-    const visible = new Set((controllerOf(context)?.list(actorOf(user)) ?? []).map((item) => item.name));
+    const visible = new Set((controllerOf(context)?.list(rolloutActorOf(user)) ?? []).map((item) => item.name));
     // A deleted rollout is no longer listed; its name is passed on only to admins, who could see every rollout.
     const rollouts = change.rollouts.filter((name) => visible.has(name) || user.isAdmin);
     return { clusters, rollouts };
