@@ -67,7 +67,11 @@ export class HubMetrics {
   /** Stored rollouts quarantined at the controller's start (read at each scrape; none without a controller). */
   rolloutsQuarantined: () => number = () => 0;
 
-  constructor() {
+  constructor(startedAt: Date = new Date()) {
+    // The alert rules leave the first minute after a start out of "offline": every agent redials then.
+    this.#registry
+      .gauge({ name: 'edgeadm_hub_start_time_seconds', help: 'When this replica started (Unix seconds).' })
+      .set(startedAt.getTime() / 1000);
     this.#registry.readGauge({
       name: 'edgeadm_hub_rollouts_quarantined',
       help: 'Stored rollouts the hub could not load at its start (see "hub rollout list").',

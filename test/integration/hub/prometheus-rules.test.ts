@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { load } from 'js-yaml';
 import { afterAll, describe, expect, it } from 'vitest';
+import { HubMetrics } from '../../../src/hub/metrics/hub-metrics.js';
 import { renderFleetMetrics } from '../../../src/hub/metrics/fleet-metrics.js';
 import { builtPromtool } from '../../support/real/rig.js';
 
@@ -61,7 +62,9 @@ async function renderedFamilies(): Promise<Set<string>> {
     ],
     rollouts: [{ name: 'web', state: 'halted' }],
   });
-  return new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1] as string));
+  // The replica's own series (its start time) with the fleet's.
+  const own = await new HubMetrics().render();
+  return new Set([...`${text}\n${own}`.matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1] as string));
 }
 
 function runPromtool(args: string[]): { status: number; output: string } {
