@@ -96,6 +96,7 @@ export default tseslint.config(
       'src/packages/**/*.ts',
       'src/trust/**/*.ts',
       'src/log/**/*.ts',
+      'src/metrics/**/*.ts',
       'src/workflow/**/*.ts',
     ],
     rules: {
@@ -128,7 +129,7 @@ export default tseslint.config(
                 '**/rollout/**',
               ],
               message:
-                'An adapter (hosts, kube, packages, trust, log, workflow) never imports a workflow or a service.',
+                'An adapter (hosts, kube, packages, trust, log, metrics, workflow) never imports a workflow or a service.',
             },
           ],
         },

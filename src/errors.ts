@@ -34,6 +34,8 @@ export const ExitCode = {
   RolloutPending: 7,
   /** `hub rollout status --watch --timeout`: the timeout passed while the rollout still moved. */
   RolloutWatchTimeout: 8,
+  /** `hub certs check`: a certificate has expired or expires within the window. */
+  CertificatesExpiring: 9,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

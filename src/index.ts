@@ -53,6 +53,7 @@ import HubClustersHold from './commands/hub/clusters/hold.js';
 import HubClustersRelease from './commands/hub/clusters/release.js';
 import HubClustersSetProperties from './commands/hub/clusters/set-properties.js';
 import HubReplicasList from './commands/hub/replicas/list.js';
+import HubCertsCheck from './commands/hub/certs/check.js';
 import HubRolloutApply from './commands/hub/rollout/apply.js';
 import HubRolloutStatus from './commands/hub/rollout/status.js';
 import HubRolloutList from './commands/hub/rollout/list.js';
@@ -105,6 +106,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'hub:clusters:release': HubClustersRelease,
   'hub:clusters:set-properties': HubClustersSetProperties,
   'hub:replicas:list': HubReplicasList,
+  'hub:certs:check': HubCertsCheck,
   'hub:rollout:apply': HubRolloutApply,
   'hub:rollout:status': HubRolloutStatus,
   'hub:rollout:list': HubRolloutList,

@@ -176,7 +176,8 @@ progress(
 );
 
 async function connectedAgents(): Promise<number> {
-  const metrics = await api('/metrics').catch(() => '');
+  // No token: the hub's own metrics, not the fleet's series for every cluster.
+  const metrics = await callHub(`https://127.0.0.1:${PORT}/metrics`, { ca, pool, timeoutMs: 30_000 }).catch(() => '');
   return Number(/^edgeadm_hub_connected_agents (\d+)$/m.exec(metrics)?.[1] ?? NaN);
 }
 async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {

@@ -95,10 +95,15 @@ export function loadAverage(): string {
   return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 }
 
-/** One call to the hub's API; rejects on a status of 300 or more. */
+/**
+ * One call to the hub's API; rejects on a status of 300 or more. Without a
+ * token no Authorization header is sent: `/metrics` then answers with the
+ * hub's own metrics alone, not the fleet's series it renders per cluster for
+ * a user (what a poll of `edgeadm_hub_connected_agents` should cost).
+ */
 export function callHub(
   url: string,
-  options: { method?: string; body?: unknown; token: string; ca: string; pool?: https.Agent; timeoutMs?: number },
+  options: { method?: string; body?: unknown; token?: string; ca: string; pool?: https.Agent; timeoutMs?: number },
 ): Promise<string> {
   return new Promise((resolve, reject) => {
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
@@ -110,7 +115,7 @@ export function callHub(
         agent: options.pool ?? false,
         timeout: options.timeoutMs ?? 10_000,
         headers: {
-          Authorization: `Bearer ${options.token}`,
+          ...(options.token === undefined ? {} : { Authorization: `Bearer ${options.token}` }),
           ...(payload ? { 'Content-Type': 'application/json' } : {}),
         },
       },

@@ -308,6 +308,8 @@ const admin = { token: adminConfig.token, ca: adminConfig.caPem };
 const pools: https.Agent[] = replicas.map(() => new https.Agent({ keepAlive: true, maxSockets: PROBE_CONCURRENCY }));
 const call = (r: number, path: string, options: { method?: string; body?: unknown; timeoutMs?: number } = {}) =>
   callHub(`${urlOf(r)}${path}`, { ...admin, pool: pools[r]!, ...options });
+/** A replica's own metrics, asked without a token: the fleet's series are not rendered for a poll. */
+const ownMetrics = (r: number): Promise<string> => callHub(`${urlOf(r)}/metrics`, { ca: admin.ca, pool: pools[r]! });
 const created = JSON.parse(await call(0, '/hub/v1/tokens', { method: 'POST', body: { ttlMs: 4 * 3600_000 } })) as {
   token: string;
   caCertHash: string;
@@ -319,7 +321,7 @@ async function gauges(): Promise<(number | undefined)[]> {
   return Promise.all(
     replicas.map(async (_, r) => {
       if (replicas[r]!.child.exitCode !== null || replicas[r]!.child.signalCode !== null) return undefined;
-      const metrics = await call(r, '/metrics').catch(() => '');
+      const metrics = await ownMetrics(r).catch(() => '');
       const value = /^edgeadm_hub_connected_agents (\d+)$/m.exec(metrics)?.[1];
       return value === undefined ? undefined : Number(value);
     }),
@@ -327,7 +329,7 @@ async function gauges(): Promise<(number | undefined)[]> {
 }
 /** Handshake counters of replica r since it started: resumed TLS sessions, refused before TLS (the bound), timed out. */
 async function handshakes(r: number): Promise<{ resumed: number; refused: number; timedOut: number }> {
-  const metrics = await call(r, '/metrics').catch(() => '');
+  const metrics = await ownMetrics(r).catch(() => '');
   const read = (name: string): number => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1] ?? NaN);
   return {
     resumed: read('edgeadm_hub_tls_sessions_resumed_total'),

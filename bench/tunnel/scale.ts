@@ -13,7 +13,16 @@
  *    TLS with that certificate, reversed HTTP/2, hello and welcome); the
  *    time until the hub's `edgeadm_hub_connected_agents` gauge reads N, and
  *    the hub's RSS then and a little later.
- * 3. Reconnect storm: SIGTERM the hub (a graceful stop drains every tunnel),
+ * 3. Silence (`--silence-rounds R`, default 0): R times, one agent process
+ *    is frozen (SIGSTOP) at a random moment, so 1/P of the agents go silent
+ *    at once without closing anything, as a site whose link drops does. The
+ *    clusters list (`GET /hub/v1/clusters`, what `hub clusters list`, the web
+ *    view and the metrics read) is polled every 250 ms: for each silenced
+ *    cluster, the time from the freeze until it is shown Disconnected; and
+ *    every cluster of the other processes shown Disconnected meanwhile (a
+ *    healthy site shown down). The process is then thawed (SIGCONT) and
+ *    every agent connected again before the next round.
+ * 4. Reconnect storm: SIGTERM the hub (a graceful stop drains every tunnel),
  *    start it again on the same port and data directory, and time until all
  *    N are connected again (the agents redial with jittered backoff).
  *
@@ -24,7 +33,7 @@
  * limit allows.
  *
  *   npm run build && node bench/tunnel/scale.ts [--agents 10000] [--processes 4] [--ramp-per-s 0] [--port 29443]
- *     [--state-dir DIR] [--register-budget-s S] [--timeout-s 600] [--json]
+ *     [--state-dir DIR] [--register-budget-s S] [--silence-rounds 0] [--timeout-s 600] [--json]
  *
  * `--state-dir` keeps the hub's data and the agents' credentials, so a
  * second run reuses the registrations (and says so) instead of repeating them.
@@ -49,6 +58,7 @@ const { values } = parseArgs({
     'register-concurrency': { type: 'string', default: '8' },
     'register-budget-s': { type: 'string' },
     'ramp-per-s': { type: 'string', default: '0' },
+    'silence-rounds': { type: 'string', default: '0' },
     'timeout-s': { type: 'string', default: '600' },
     /** NODE_OPTIONS for the hub process only, e.g. "--cpu-prof --cpu-prof-dir=DIR". */
     'hub-node-options': { type: 'string' },
@@ -98,14 +108,14 @@ const pollPool = new https.Agent({ keepAlive: true, maxSockets: 1 });
 
 function call(
   path: string,
-  options: { method?: string; body?: unknown; token: string; ca: string; pool?: https.Agent },
+  options: { method?: string; body?: unknown; token?: string; ca: string; pool?: https.Agent },
 ): Promise<string> {
   return callHub(`https://127.0.0.1:${PORT}${path}`, options);
 }
 
 /** The hub's handshake counters: refused before TLS (the bound) and resumed TLS sessions, since it started. */
 async function handshakeCounters(admin: { token: string; ca: string }): Promise<{ refused: number; resumed: number }> {
-  const metrics = await call('/metrics', { ...admin, pool: pollPool }).catch(() => '');
+  const metrics = await call('/metrics', { ca: admin.ca, pool: pollPool }).catch(() => '');
   const counter = (name: string): number => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1] ?? NaN);
   return {
     refused: counter('edgeadm_hub_handshakes_refused_total'),
@@ -115,7 +125,7 @@ async function handshakeCounters(admin: { token: string; ca: string }): Promise<
 
 async function connectedAgents(admin: { token: string; ca: string }): Promise<number | undefined> {
   try {
-    const metrics = await call('/metrics', { ...admin, pool: pollPool });
+    const metrics = await call('/metrics', { ca: admin.ca, pool: pollPool });
     return Number(/^edgeadm_hub_connected_agents (\d+)$/m.exec(metrics)?.[1]);
   } catch {
     return undefined;
@@ -257,7 +267,62 @@ const agentsRssMiB = workers.reduce((a, w) => a + w.status.rssBytes, 0) / (1024 
 const saidBeforeRestart = workers.map((w) => w.status.said);
 progress(`all ${AGENTS} connected in ${(connect.ms / 1000).toFixed(1)} s; hub RSS ${hubSettled.rss.toFixed(0)} MiB`);
 
-// --- 3. restart the hub: the reconnect storm ---------------------------------------------------
+// --- 3. silence: an agent process frozen, its clusters shown Disconnected -------------------------
+/** Every cluster's state as the clusters list shows it, or undefined when the hub did not answer. */
+async function clusterStates(): Promise<Map<string, string> | undefined> {
+  try {
+    const body = JSON.parse(await call('/hub/v1/clusters', { ...admin, pool: pollPool })) as {
+      clusters: { name: string; state: string }[];
+    };
+    return new Map(body.clusters.map((c) => [c.name, c.state]));
+  } catch {
+    return undefined;
+  }
+}
+
+const silenceRounds: {
+  silenced: number;
+  detectedSeconds: { p50: number; p99: number; max: number };
+  undetectedAfterTimeout: number;
+  othersShownDisconnected: number;
+}[] = [];
+for (let round = 0; round < Number(values['silence-rounds']); round += 1) {
+  const index = round % PROCESSES;
+  const worker = workers[index]!;
+  const silenced = new Set<string>();
+  for (let i = index; i < AGENTS; i += PROCESSES) silenced.add(`sim-${i}`);
+  // A random moment within a heartbeat, so the freeze falls anywhere between two pings.
+  await sleep(Math.random() * 10_000);
+  worker.child.kill('SIGSTOP');
+  const frozenAt = performance.now();
+  const detected = new Map<string, number>();
+  const othersDown = new Set<string>();
+  while (detected.size < silenced.size && performance.now() - frozenAt < 60_000) {
+    const states = await clusterStates();
+    const at = performance.now() - frozenAt;
+    for (const [name, state] of states ?? []) {
+      if (state !== 'Disconnected') continue;
+      if (silenced.has(name)) {
+        if (!detected.has(name)) detected.set(name, at);
+      } else othersDown.add(name);
+    }
+    await sleep(250);
+  }
+  worker.child.kill('SIGCONT');
+  const times = [...detected.values()].sort((a, b) => a - b);
+  const quantile = (q: number): number =>
+    (times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? NaN) / 1000;
+  silenceRounds.push({
+    silenced: silenced.size,
+    detectedSeconds: { p50: quantile(0.5), p99: quantile(0.99), max: (times[times.length - 1] ?? NaN) / 1000 },
+    undetectedAfterTimeout: silenced.size - detected.size,
+    othersShownDisconnected: othersDown.size,
+  });
+  progress(`silence round ${round + 1}: ${JSON.stringify(silenceRounds[round])}`);
+  await untilAllConnected(admin, performance.now());
+}
+
+// --- 4. restart the hub: the reconnect storm ---------------------------------------------------
 const welcomesBefore = workers.reduce((a, w) => a + w.status.welcomes, 0);
 const stopped = performance.now();
 hub.child.kill('SIGTERM');
@@ -305,6 +370,7 @@ const results = {
     handshakes: stormHandshakes,
     course: storm.course,
   },
+  silence: silenceRounds,
   agentLog: { beforeRestart: sumCounts(saidBeforeRestart), total: sumCounts(workers.map((w) => w.status.said)) },
   load: readFileSync('/proc/loadavg', 'utf8').trim(),
 };
@@ -326,6 +392,10 @@ else {
       `    registration: ${registration.registered} registered, ${registration.reused} reused, ${f(registration.seconds)} s`,
       `    connect all: ${f(c.seconds)} s (CPU: hub ${f(c.cpuSeconds.hub)} s, agent processes ${f(c.cpuSeconds.agents)} s; closed before TLS ${c.handshakes.refused}); hub RSS ${f(c.hubRssMiB.allConnected, 0)} MiB when all connected, ${f(c.hubRssMiB.settled, 0)} MiB settled, peak ${f(c.hubRssMiB.peak, 0)} MiB; agent processes ${f(c.agentProcessesRssMiB, 0)} MiB`,
       `    restart: graceful stop ${f(s.shutdownSeconds)} s, listening again after ${f(s.hubListeningAfterSeconds)} s; all reconnected ${f(s.allReconnectedAfterStopSeconds)} s after the stop (${f(s.allReconnectedAfterListeningSeconds)} s after listening; CPU: hub ${f(s.cpuSecondsAfterListening.hub)} s, agent processes ${f(s.cpuSecondsAfterListening.agents)} s; closed before TLS ${s.handshakes.refused}, TLS sessions resumed ${s.handshakes.resumed}); hub RSS ${f(s.hubRssMiB.allReconnected, 0)} MiB, peak ${f(s.hubRssMiB.peak, 0)} MiB`,
+      ...results.silence.map(
+        (r, i) =>
+          `    silence ${i + 1}: ${r.silenced} agents frozen; shown Disconnected after p50 ${f(r.detectedSeconds.p50)} s, p99 ${f(r.detectedSeconds.p99)} s, max ${f(r.detectedSeconds.max)} s; ${r.undetectedAfterTimeout} never; others shown Disconnected ${r.othersShownDisconnected}`,
+      ),
       `    agent log counts: ${JSON.stringify(results.agentLog.total)}; load ${results.load}`,
       '',
     ].join('\n'),

@@ -3,6 +3,7 @@
  * offline install package.
  *
  * preflight → package → runtime → control-plane → wait-ready → bootstrap-token →
+ * record-package →
  * edge-addons and edge-autonomy (with --enable-edge) → show-join-command
  *
  * Every phase checks before it changes, so a re-run after success says
@@ -38,6 +39,7 @@ import { readHostFile, waitForHostFiles } from './host-files.js';
 import { renderJoinCommand } from './join-command.js';
 import type { NodeData } from './node-context.js';
 import { packagePhase } from './package-phase.js';
+import { packageRecordPhase } from './package-record.js';
 import { preflightPhase } from './preflight-phase.js';
 import { runClusterWorkflow } from './run-workflow.js';
 import type { WorkflowEventSink } from '../workflow/events.js';
@@ -305,6 +307,7 @@ export function initPhases(): Phase<InitData>[] {
     controlPlanePhase(),
     waitReadyPhase(),
     bootstrapTokenPhase(),
+    packageRecordPhase<InitData>({ action: 'init', client: adminClient }),
     uploadCertsPhase<InitData>({ adminClient, serverConfig: serverConfigOf }),
     edgeAddonsPhase<InitData>({ adminClient }),
     edgeAutonomyPhase<InitData>({

@@ -22,6 +22,7 @@
 import { isIP } from 'node:net';
 import { ValidationError } from '../errors.js';
 import { silentLogger, type Logger } from '../log/run-log.js';
+import { MetricsRegistry } from '../metrics/metrics-registry.js';
 import { BufferBudget } from './buffer-budget.js';
 import { CachedAnswers } from './cached-answers.js';
 import { DiskCache } from './disk-cache.js';
@@ -34,7 +35,7 @@ import {
   SERVING_CERT_RELOAD_CHECK_MS,
 } from './limits.js';
 import { bindListeners, type HostPort } from './listeners.js';
-import { RequestCounters, renderMetrics } from './metrics.js';
+import { RequestCounters, registerProxyGauges } from './metrics.js';
 import { OfflineAnswers } from './offline-answers.js';
 import { RequestRouter } from './request-router.js';
 import { ensureServingCertificate } from './serving-cert.js';
@@ -96,7 +97,7 @@ export interface RunningEdgeProxy {
   readonly isOnline: boolean;
   readonly cache: DiskCache;
   /** The Prometheus text of `/metrics`. */
-  metrics(): string;
+  metrics(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -122,9 +123,10 @@ function hostForUrl(host: string): string {
   return isIP(host) === 6 ? `[${host}]` : host;
 }
 
-/** The proxy's resources: its bounds, counters, cache, upstream client and online state (probed once). */
+/** The proxy's resources: its bounds, metrics, cache, upstream client and online state (probed once). */
 async function openResources(options: EdgeProxyOptions, logger: Logger) {
-  const counters = new RequestCounters();
+  const registry = new MetricsRegistry();
+  const counters = new RequestCounters(registry);
   const budget = new BufferBudget(options.bounds?.bufferedCacheBytes ?? MAX_BUFFERED_CACHE_BYTES);
   const watchQuota = new WatchQuota(
     options.bounds?.watchesPerIdentity ?? MAX_WATCHES_PER_IDENTITY,
@@ -135,7 +137,7 @@ async function openResources(options: EdgeProxyOptions, logger: Logger) {
     maxBytes: options.cacheMaxBytes,
     maxEntries: options.cacheMaxEntries,
     logger,
-    onCorrupt: () => counters.corruptEntriesDropped++,
+    onCorrupt: () => counters.countCorruptEntry(),
   });
   for (const cn of options.clientCerts.keys()) logger.info(`edge-proxy: client certificate CN ${cn} is mapped`);
   const upstream = await createUpstreamClient({
@@ -152,7 +154,7 @@ async function openResources(options: EdgeProxyOptions, logger: Logger) {
     await cache.flush();
     upstream.close();
   };
-  return { counters, budget, watchQuota, cache, upstream, state, stop };
+  return { registry, counters, budget, watchQuota, cache, upstream, state, stop };
 }
 
 /** Checks the serving certificate files now and then and serves a new pair; returns the stop function. */
@@ -185,7 +187,7 @@ function reloadServingCertificate(
 /** Starts the edge-proxy; resolves once both listeners accept connections. */
 export async function startEdgeProxy(options: EdgeProxyOptions): Promise<RunningEdgeProxy> {
   const logger = options.logger ?? silentLogger;
-  const { counters, budget, watchQuota, cache, upstream, state, stop } = await openResources(options, logger);
+  const { registry, counters, budget, watchQuota, cache, upstream, state, stop } = await openResources(options, logger);
   const serving = options.tls
     ? { ...options.tls, caFile: undefined }
     : await ensureServingCertificate({ dir: `${options.cacheDir}/pki`, host: options.listen.host });
@@ -217,18 +219,16 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
         })
       : undefined,
   });
-  const metrics = (): string =>
-    renderMetrics({
-      isOnline: state.isOnline,
-      isCertificateRejected: state.isCertificateRejected,
-      cacheEntries: cache.entryCount,
-      cacheBytes: cache.byteCount,
-      corruptEntriesDropped: counters.corruptEntriesDropped,
-      heldWatches: router.heldWatches,
-      openWatches: watchQuota.open,
-      bufferedCacheBytes: budget.used,
-      requests: counters.byOutcome,
-    });
+  registerProxyGauges(registry, () => ({
+    isOnline: state.isOnline,
+    isCertificateRejected: state.isCertificateRejected,
+    cacheEntries: cache.entryCount,
+    cacheBytes: cache.byteCount,
+    heldWatches: router.heldWatches,
+    openWatches: watchQuota.open,
+    bufferedCacheBytes: budget.used,
+  }));
+  const metrics = (): Promise<string> => registry.render();
   let listeners;
   try {
     listeners = await bindListeners(

@@ -12,6 +12,7 @@ import type { Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { EdgeadmError } from '../errors.js';
+import { METRICS_CONTENT_TYPE } from '../metrics/metrics-registry.js';
 import { CLIENT_KEEP_ALIVE_TIMEOUT_MS, SHUTDOWN_GRACE_MS } from './limits.js';
 
 /** A listen address. */
@@ -40,14 +41,14 @@ export interface BoundListeners {
   close(): Promise<void>;
 }
 
-/** What the metrics port answers for a path. Pure. */
-export function metricsPortAnswer(
+/** What the metrics port answers for a path; `/metrics` renders `metrics()`, nothing else does I/O. */
+export async function metricsPortAnswer(
   url: string | undefined,
-  metrics: () => string,
-): { status: number; contentType: string; body: string } {
+  metrics: () => Promise<string>,
+): Promise<{ status: number; contentType: string; body: string }> {
   const path = new URL(url ?? '/', 'http://edge-proxy.invalid').pathname;
   if (path === '/healthz') return { status: 200, contentType: 'text/plain', body: 'ok\n' };
-  if (path === '/metrics') return { status: 200, contentType: 'text/plain; version=0.0.4', body: metrics() };
+  if (path === '/metrics') return { status: 200, contentType: METRICS_CONTENT_TYPE, body: await metrics() };
   return {
     status: 404,
     contentType: 'text/plain',
@@ -63,7 +64,7 @@ export async function bindListeners(
   proxy: ProxyListenerOptions,
   listen: HostPort,
   metricsListen: HostPort | undefined,
-  metrics: () => string,
+  metrics: () => Promise<string>,
 ): Promise<BoundListeners> {
   const https = await import('node:https');
   const server: HttpsServer = https.createServer({
@@ -87,9 +88,10 @@ export async function bindListeners(
   if (metricsListen) {
     const http = await import('node:http');
     metricsServer = http.createServer((req, res) => {
-      const answer = metricsPortAnswer(req.url, metrics);
-      res.writeHead(answer.status, { 'content-type': answer.contentType });
-      res.end(answer.body);
+      metricsPortAnswer(req.url, metrics).then(
+        (answer) => res.writeHead(answer.status, { 'content-type': answer.contentType }).end(answer.body),
+        () => res.writeHead(500, { 'content-type': 'text/plain' }).end('the metrics could not be rendered\n'),
+      );
     });
   }
 

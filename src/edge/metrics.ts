@@ -1,7 +1,10 @@
 /**
- * The edge-proxy's state as Prometheus text: online or offline, cache size,
- * and requests by outcome. Counters live here; the proxy bumps them.
+ * The edge-proxy's metrics: online or offline, cache size, watches, and
+ * requests by outcome, in the proxy's own registry
+ * (src/metrics/metrics-registry.ts). The parts that answer requests bump the
+ * counters; the gauges read the proxy's state at each scrape.
  */
+import { MetricsRegistry, type Counter } from '../metrics/metrics-registry.js';
 
 /** How one request ended. */
 export type RequestOutcome =
@@ -23,64 +26,74 @@ export type RequestOutcome =
   /** k3s supervisor: the node's `/v1-k3s/connect` tunnel accepted and held while the server is unreachable. */
   | 'tunnel_held_offline';
 
-/** What {@link renderMetrics} reads. */
-export interface MetricsSnapshot {
+/** What the proxy's gauges read at each scrape ({@link registerProxyGauges}). */
+export interface ProxyState {
   isOnline: boolean;
   /** Offline because the server's certificate does not verify against the proxy's CA (not an outage). */
   isCertificateRejected: boolean;
   cacheEntries: number;
   cacheBytes: number;
-  corruptEntriesDropped: number;
   heldWatches: number;
   openWatches: number;
   bufferedCacheBytes: number;
-  requests: ReadonlyMap<RequestOutcome, number>;
 }
 
-/** Counts requests by outcome. */
+/** Counts requests by outcome, and cache entries dropped as corrupt. */
 export class RequestCounters {
-  readonly byOutcome = new Map<RequestOutcome, number>();
-  corruptEntriesDropped = 0;
+  readonly #requests: Counter<'outcome'>;
+  readonly #corruptEntriesDropped: Counter;
+
+  /** Registers the counters in `registry` (the proxy's; a registry of their own when none is given). */
+  constructor(registry: MetricsRegistry = new MetricsRegistry()) {
+    this.#requests = registry.counter({
+      name: 'edgeadm_edge_proxy_requests_total',
+      help: 'Requests by outcome.',
+      labelNames: ['outcome'],
+    });
+    this.#corruptEntriesDropped = registry.counter({
+      name: 'edgeadm_edge_proxy_cache_corrupt_dropped_total',
+      help: 'Cache entries dropped because their checksum did not match.',
+    });
+  }
 
   count(outcome: RequestOutcome): void {
-    this.byOutcome.set(outcome, (this.byOutcome.get(outcome) ?? 0) + 1);
+    this.#requests.inc({ outcome });
+  }
+
+  countCorruptEntry(): void {
+    this.#corruptEntriesDropped.inc();
   }
 }
 
-/** Renders the Prometheus text exposition format (version 0.0.4). */
-export function renderMetrics(snapshot: MetricsSnapshot): string {
-  const lines = [
-    '# HELP edgeadm_edge_proxy_online Whether the upstream API server is reachable (1) or the proxy serves from its cache (0).',
-    '# TYPE edgeadm_edge_proxy_online gauge',
-    `edgeadm_edge_proxy_online ${snapshot.isOnline ? 1 : 0}`,
-    '# HELP edgeadm_edge_proxy_upstream_certificate_rejected Whether the API server answers with a certificate the CA in the upstream kubeconfig does not verify (1): its CA changed; not an outage.',
-    '# TYPE edgeadm_edge_proxy_upstream_certificate_rejected gauge',
-    `edgeadm_edge_proxy_upstream_certificate_rejected ${snapshot.isCertificateRejected ? 1 : 0}`,
-    '# HELP edgeadm_edge_proxy_cache_entries Entries in the on-disk cache.',
-    '# TYPE edgeadm_edge_proxy_cache_entries gauge',
-    `edgeadm_edge_proxy_cache_entries ${snapshot.cacheEntries}`,
-    '# HELP edgeadm_edge_proxy_cache_bytes Bytes on disk taken by cache entries and writes in progress.',
-    '# TYPE edgeadm_edge_proxy_cache_bytes gauge',
-    `edgeadm_edge_proxy_cache_bytes ${snapshot.cacheBytes}`,
-    '# HELP edgeadm_edge_proxy_cache_corrupt_dropped_total Cache entries dropped because their checksum did not match.',
-    '# TYPE edgeadm_edge_proxy_cache_corrupt_dropped_total counter',
-    `edgeadm_edge_proxy_cache_corrupt_dropped_total ${snapshot.corruptEntriesDropped}`,
-    '# HELP edgeadm_edge_proxy_held_watches Client watches held open while the upstream is away.',
-    '# TYPE edgeadm_edge_proxy_held_watches gauge',
-    `edgeadm_edge_proxy_held_watches ${snapshot.heldWatches}`,
-    '# HELP edgeadm_edge_proxy_open_watches Client watches open (held or streaming).',
-    '# TYPE edgeadm_edge_proxy_open_watches gauge',
-    `edgeadm_edge_proxy_open_watches ${snapshot.openWatches}`,
-    '# HELP edgeadm_edge_proxy_cache_buffered_bytes Bytes of upstream answers held in memory until they are cached.',
-    '# TYPE edgeadm_edge_proxy_cache_buffered_bytes gauge',
-    `edgeadm_edge_proxy_cache_buffered_bytes ${snapshot.bufferedCacheBytes}`,
-    '# HELP edgeadm_edge_proxy_requests_total Requests by outcome.',
-    '# TYPE edgeadm_edge_proxy_requests_total counter',
-    ...[...snapshot.requests.entries()]
-      // Code-unit order: localeCompare would load ICU's collation data on the
-      // first scrape, ~2.5 MiB of resident memory for ASCII label values.
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([outcome, count]) => `edgeadm_edge_proxy_requests_total{outcome="${outcome}"} ${count}`),
-  ];
-  return `${lines.join('\n')}\n`;
+/** Registers the gauges of the proxy's state in `registry`; each reads `read()` at each scrape. */
+export function registerProxyGauges(registry: MetricsRegistry, read: () => ProxyState): void {
+  const gauge = (name: string, help: string, value: (state: ProxyState) => number): void =>
+    registry.readGauge({ name, help, read: () => value(read()) });
+  gauge(
+    'edgeadm_edge_proxy_online',
+    'Whether the upstream API server is reachable (1) or the proxy serves from its cache (0).',
+    (state) => (state.isOnline ? 1 : 0),
+  );
+  gauge(
+    'edgeadm_edge_proxy_upstream_certificate_rejected',
+    'Whether the API server answers with a certificate the CA in the upstream kubeconfig does not verify (1): its CA changed; not an outage.',
+    (state) => (state.isCertificateRejected ? 1 : 0),
+  );
+  gauge('edgeadm_edge_proxy_cache_entries', 'Entries in the on-disk cache.', (state) => state.cacheEntries);
+  gauge(
+    'edgeadm_edge_proxy_cache_bytes',
+    'Bytes on disk taken by cache entries and writes in progress.',
+    (state) => state.cacheBytes,
+  );
+  gauge(
+    'edgeadm_edge_proxy_held_watches',
+    'Client watches held open while the upstream is away.',
+    (state) => state.heldWatches,
+  );
+  gauge('edgeadm_edge_proxy_open_watches', 'Client watches open (held or streaming).', (state) => state.openWatches);
+  gauge(
+    'edgeadm_edge_proxy_cache_buffered_bytes',
+    'Bytes of upstream answers held in memory until they are cached.',
+    (state) => state.bufferedCacheBytes,
+  );
 }

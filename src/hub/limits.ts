@@ -7,6 +7,7 @@
  * or upgraded stream ({@link HTTP_STREAM_IDLE_TIMEOUT_MS}); tunnels have
  * theirs in src/tunnel/limits.ts (accept, then liveness).
  */
+import { CERT_RENEW_AT_LIFETIME_FRACTION } from '../tunnel/limits.js';
 
 /** Largest request head (request line and headers) the hub reads; larger gets 431. */
 export const MAX_REQUEST_HEADER_BYTES = 32 * 1024;
@@ -87,6 +88,12 @@ export const SHUTDOWN_GRACE_MS = 10_000;
 export const UPGRADED_SOCKET_MAX_LISTENERS = 32;
 /** Lifetime of the client certificates the hub issues to agents (renewed at 2/3 of it). */
 export const AGENT_CERT_VALIDITY_DAYS = 30;
+/**
+ * Days before its expiry that an agent renews its certificate for the hub
+ * (a third of its life): until then, a short remaining life is the normal
+ * state of a certificate renewed online, not news; a renewal overdue is.
+ */
+export const AGENT_CERT_RENEWAL_DAYS = AGENT_CERT_VALIDITY_DAYS * (1 - CERT_RENEW_AT_LIFETIME_FRACTION);
 /** Cluster status updates (`lastSeen`, version, node count) arriving within this window share one store commit. */
 export const STATUS_COMMIT_WINDOW_MS = 200;
 /** Most users (and, separately, clusters) the store keeps in its read cache; past it the cache starts over. */
@@ -231,3 +238,12 @@ export const MAX_FORWARDED_REPORTS_QUEUED_BYTES = 64 * 1024 * 1024;
 export const PEER_REPORTS_RETRY_MS = 250;
 /** Longest such delay: a new leader is found this soon after it took the lead. */
 export const PEER_REPORTS_RETRY_MAX_MS = 4_000;
+
+/**
+ * How long the hub waits before opening a cluster's health stream again
+ * after it ended while the tunnel stays up; doubling, up to
+ * {@link HEALTH_STREAM_REOPEN_MAX_MS}, while it keeps failing.
+ */
+export const HEALTH_STREAM_REOPEN_MS = 5_000;
+/** The longest wait between two attempts at a cluster's health stream. */
+export const HEALTH_STREAM_REOPEN_MAX_MS = 5 * 60_000;

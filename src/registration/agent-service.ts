@@ -13,6 +13,8 @@ import { isRenewalDue, renewAgentCertificate } from './registration.js';
 import { readUpstreamKubeconfig, Upstream, type UpstreamCredentials } from '../tunnel/upstream.js';
 import type { KubeCredentials } from '../kube/kubeconfig.js';
 import { CopyAgent } from '../rollout/copy-agent.js';
+import { HealthReporter } from '../health/health-reporter.js';
+import { HEALTH_READ_INTERVAL_MS, MIN_TEST_HEALTH_READ_MS, TEST_HEALTH_READ_ENV } from '../health/wire.js';
 import {
   COPY_POLL_NOT_READY_MS,
   MIN_TEST_COPY_POLL_NOT_READY_MS,
@@ -47,6 +49,11 @@ export async function runAgentService(options: AgentServiceOptions): Promise<voi
     logger: options.logger,
     pollNotReadyMs: copyPollNotReadyMs(options.env ?? process.env),
   });
+  const health = new HealthReporter({
+    source: upstream,
+    logger: options.logger,
+    timing: { readMs: healthReadMs(options.env ?? process.env) },
+  });
   let isRenewing = false;
   const renewIfDue = async (): Promise<void> => {
     if (isRenewing || !isRenewalDue(state.certPem)) return;
@@ -72,11 +79,12 @@ export async function runAgentService(options: AgentServiceOptions): Promise<voi
       logger: options.logger,
       signal: options.signal,
       onConnected: () => void renewIfDue(),
-      controlRoutes: rollouts.controlRoutes(),
+      controlRoutes: [...rollouts.controlRoutes(), health.route()],
     });
   } finally {
     clearInterval(timer);
     rollouts.close();
+    health.close();
   }
 }
 
@@ -93,6 +101,31 @@ export function kubeCredentialsOf(upstream: UpstreamCredentials): KubeCredential
 }
 
 /**
+ * A period edgeadm's own tests shorten with the variable `name`, so that
+ * their waits are not spent in real time: `fallback` when unset. Not for
+ * operators: nothing else reads these variables.
+ *
+ * @throws {ValidationError} `code` when the variable is set to anything but a whole number of
+ *   milliseconds from `min` to `fallback`.
+ */
+function testPeriodMs(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  range: { min: number; fallback: number; code: string },
+): number {
+  const text = env[name];
+  if (text === undefined || text === '') return range.fallback;
+  const ms = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!(ms >= range.min && ms <= range.fallback)) {
+    throw new ValidationError(
+      `${name}=${JSON.stringify(text)} is not a period from ${range.min} to ${range.fallback} ms`,
+      { code: range.code },
+    );
+  }
+  return ms;
+}
+
+/**
  * How often a copy that is not ready is read back: {@link COPY_POLL_NOT_READY_MS},
  * unless edgeadm's own tests shorten it with {@link TEST_COPY_POLL_NOT_READY_ENV}.
  *
@@ -100,14 +133,23 @@ export function kubeCredentialsOf(upstream: UpstreamCredentials): KubeCredential
  *   number of milliseconds from {@link MIN_TEST_COPY_POLL_NOT_READY_MS} to the default.
  */
 export function copyPollNotReadyMs(env: NodeJS.ProcessEnv): number {
-  const text = env[TEST_COPY_POLL_NOT_READY_ENV];
-  if (text === undefined || text === '') return COPY_POLL_NOT_READY_MS;
-  const ms = /^\d+$/.test(text) ? Number(text) : Number.NaN;
-  if (!(ms >= MIN_TEST_COPY_POLL_NOT_READY_MS && ms <= COPY_POLL_NOT_READY_MS)) {
-    throw new ValidationError(
-      `${TEST_COPY_POLL_NOT_READY_ENV}=${JSON.stringify(text)} is not a period from ${MIN_TEST_COPY_POLL_NOT_READY_MS} to ${COPY_POLL_NOT_READY_MS} ms`,
-      { code: 'E_TEST_COPY_POLL' },
-    );
-  }
-  return ms;
+  return testPeriodMs(env, TEST_COPY_POLL_NOT_READY_ENV, {
+    min: MIN_TEST_COPY_POLL_NOT_READY_MS,
+    fallback: COPY_POLL_NOT_READY_MS,
+    code: 'E_TEST_COPY_POLL',
+  });
+}
+
+/**
+ * How often the health reporter lists the nodes: {@link HEALTH_READ_INTERVAL_MS},
+ * unless edgeadm's own tests shorten it with {@link TEST_HEALTH_READ_ENV}.
+ *
+ * @throws {ValidationError} `E_TEST_HEALTH_READ` as {@link copyPollNotReadyMs}.
+ */
+export function healthReadMs(env: NodeJS.ProcessEnv): number {
+  return testPeriodMs(env, TEST_HEALTH_READ_ENV, {
+    min: MIN_TEST_HEALTH_READ_MS,
+    fallback: HEALTH_READ_INTERVAL_MS,
+    code: 'E_TEST_HEALTH_READ',
+  });
 }

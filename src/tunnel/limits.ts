@@ -11,12 +11,24 @@ export const TUNNEL_PING_INTERVAL_MS = 10_000;
 /** A ping not answered within this long means the tunnel is dead: it is closed and the agent redials. */
 export const TUNNEL_PING_TIMEOUT_MS = 20_000;
 /**
- * The hub closes a tunnel when it has read nothing from the agent for this
- * long (the agent pings every {@link TUNNEL_PING_INTERVAL_MS}). The hub does
- * not ping agents itself: one sweep over all tunnels replaces a timer and a
+ * How often the hub sweeps its tunnels for silent ones. The hub does not
+ * ping agents itself: one sweep over all tunnels replaces a timer and a
  * ping per tunnel, which at 10,000 tunnels was a thousand pings a second.
  */
-export const TUNNEL_SILENCE_LIMIT_MS = TUNNEL_PING_INTERVAL_MS + TUNNEL_PING_TIMEOUT_MS;
+export const TUNNEL_SWEEP_MS = TUNNEL_PING_INTERVAL_MS / 2;
+/**
+ * The hub closes a tunnel when, at a sweep, it has read nothing from the
+ * agent for longer than this. The agent pings every
+ * {@link TUNNEL_PING_INTERVAL_MS} (and any frame counts); the hub notices
+ * bytes at its sweeps, so what it last heard is known to within a sweep.
+ * One interval and half a sweep: an agent whose pings arrive is never
+ * closed (its bytes are noticed at most an interval apart, with half a
+ * sweep to spare for late timers), and an agent gone silent is found at the
+ * third sweep after the one that last heard it: within two heartbeats
+ * (20 s) of its last frame, when it is shown Disconnected, named in the
+ * attention list and in the metrics.
+ */
+export const TUNNEL_SILENCE_LIMIT_MS = TUNNEL_PING_INTERVAL_MS + TUNNEL_SWEEP_MS / 2;
 /**
  * How long an agent reuses the cluster facts of its last hello (version, node
  * count) when it redials, instead of asking its API server again. The hub

@@ -7,6 +7,11 @@
 #   coredns/     coredns (github.com/coredns/coredns, the release kubeadm deploys)
 #   cosign/      cosign (github.com/sigstore/cosign/v2/cmd/cosign), for the package
 #                signature differential (test/integration/packages/cosign-differential.test.ts)
+# and, not built by default (its cold build took 871 s on two busy cores, past the
+# five minutes a default set may add to a cold CI run):
+#   promtool/    promtool (github.com/prometheus/prometheus/cmd/promtool), which checks and
+#                unit-tests the hub's alert rules (test/integration/hub/prometheus-rules.test.ts,
+#                which otherwise only parses them)
 # and, for the benchmarks only (not built by default; bench/peers/<set>/go.mod):
 #   remotedialer remotedialer-peer (a server and client driver over Rancher's remotedialer)
 #   konnectivity proxy-server, proxy-agent (sigs.k8s.io/apiserver-network-proxy)
@@ -18,7 +23,7 @@
 # again. Nothing built here is committed or shipped: the binaries go into test
 # install packages (test/real/rig.ts) for the real suites and the --real demo.
 #
-# Usage: test/real/build.sh [kubernetes|etcd|coredns ...]   (default: all)
+# Usage: test/real/build.sh [kubernetes|etcd|coredns|cosign|promtool ...]   (default: kubernetes etcd coredns cosign)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${EDGEADM_RIG_CACHE:-/var/cache/edgeadm-rig}
@@ -72,6 +77,16 @@ build_set() {
       binaries=(cosign)
       packages=(github.com/sigstore/cosign/v2/cmd/cosign)
       ;;
+    promtool)
+      version=$(module_version "$module_dir" github.com/prometheus/prometheus)
+      # Module v0.MMmm.p is Prometheus release M.mm.p (v0.316.0 is 3.16.0); its release build
+      # sets the version so (.promu.yml), and `promtool --version` then names the release.
+      local release_number=${version#v0.}
+      release_number=${release_number%%.*}
+      ldflags="-s -w -X github.com/prometheus/common/version.Version=$((release_number / 100)).$((release_number % 100)).${version##*.}"
+      binaries=(promtool)
+      packages=(github.com/prometheus/prometheus/cmd/promtool)
+      ;;
     remotedialer)
       module_dir="$here/../../bench/peers/$set"
       version=$(module_version "$module_dir" github.com/rancher/remotedialer)
@@ -97,7 +112,7 @@ build_set() {
       binaries=(yurthub)
       packages=(github.com/openyurtio/openyurt/cmd/yurthub)
       ;;
-    *) echo "real-rig: unknown set $set (kubernetes, etcd, coredns, cosign; for the benchmarks remotedialer, konnectivity, chisel, yurthub)" >&2; return 1 ;;
+    *) echo "real-rig: unknown set $set (kubernetes, etcd, coredns, cosign, promtool; for the benchmarks remotedialer, konnectivity, chisel, yurthub)" >&2; return 1 ;;
   esac
   local key out
   # The key covers a driver's own source too (bench/peers/remotedialer/main.go).

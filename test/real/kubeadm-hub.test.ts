@@ -14,10 +14,14 @@
  *   `onFailure: rollback` brings the cluster back to the previous revision
  *   without restarting the pod that kept running (the time is printed for
  *   BENCHMARKS.md);
+ * - the hub shows the cluster's health as the agent reads it (nodes,
+ *   kubeadm's certificates, the package init recorded in the cluster);
  * - deleting the rollout removes its objects from the real cluster; reset
  *   leaves every host as before.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import type { X509Certificate } from 'node:crypto';
+import { connect as tlsConnect } from 'node:tls';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -30,6 +34,9 @@ import { startSimApiServer, UNPULLABLE_IMAGE_REGISTRY } from '../support/sim-api
 import { startTestHosts, type TestHosts } from '../support/test-hosts.js';
 import { waitFor as waitForRig, type WaitOptions } from '../support/real/wait.js';
 import { readinessOf } from '../../src/rollout/readiness.js';
+import type { ClusterView } from '../../src/hub/contract/views.js';
+import { verifyPackage } from '../../src/packages/verify.js';
+import { parsePemCertificates } from '../../src/trust/pem.js';
 
 const CLUSTER = 'site-real';
 const NAMESPACE = 'shop';
@@ -286,6 +293,45 @@ describe('the hub and rollouts on real kubeadm, kubelet and containerd', () => {
     const direct = await cluster.kubectl(['get', 'nodes', '-o', 'jsonpath={.items[*].metadata.name}']);
     expect(through.stdout.split(' ').sort()).toEqual(direct.split(' ').sort());
     expect(direct.split(' ')).toHaveLength(2);
+  });
+
+  it("shows the real cluster's health as its agent reads it: every node Ready, kubeadm's certificates, the package init recorded", async () => {
+    const view = await waitFor('the first health report at the hub', async () => {
+      const printed = await edgeadmOk(['hub', 'clusters', 'get', CLUSTER, '--json', '--hub-config', adminConfig]);
+      const parsed = JSON.parse(printed) as ClusterView;
+      return parsed.health?.nodes !== undefined && parsed.health.package !== undefined ? parsed : undefined;
+    });
+    const health = view.health!;
+    const nodeNames = (await cluster.kubectl(['get', 'nodes', '-o', 'jsonpath={.items[*].metadata.name}'])).split(' ');
+    expect(health.nodes).toEqual({ total: nodeNames.length, ready: nodeNames.length, notReady: [] });
+    expect(health.kubernetesVersion).toBe(cluster.kubernetesVersion);
+    // The package init recorded: the one the rig built, by its manifest's digest (unsigned: no signer).
+    const pkg = await verifyPackage((await rigKubeadmPackage()).file);
+    expect(health.package).toMatchObject({
+      name: pkg.manifest.name,
+      version: cluster.kubernetesVersion,
+      distribution: 'kubeadm',
+      manifestSha256: pkg.manifestSha256,
+      action: 'init',
+    });
+    expect(health.package?.signer).toBeUndefined();
+    // kubeadm's CA (as the admin kubeconfig trusts it) and the API server's serving certificate, read independently.
+    const caPem = Buffer.from(
+      /certificate-authority-data: (\S+)/.exec(readFileSync(cluster.kubeconfig, 'utf8'))![1]!,
+      'base64',
+    ).toString('utf8');
+    const ca = parsePemCertificates(caPem)[0]!.certificate;
+    const serving = await new Promise<X509Certificate>((resolve, reject) => {
+      const socket = tlsConnect({ host: cluster.controlPlane.address, port: 6443, ca: caPem }, () => {
+        resolve(socket.getPeerX509Certificate()!);
+        socket.destroy();
+      });
+      socket.once('error', reject);
+    });
+    expect(health.certificates).toEqual([
+      { kind: 'cluster-ca', subject: 'CN=kubernetes', notAfter: new Date(ca.validTo).toISOString() },
+      { kind: 'apiserver-serving', subject: 'CN=kube-apiserver', notAfter: new Date(serving.validTo).toISOString() },
+    ]);
   });
 
   it('impersonates a hub user on the cluster, so the real RBAC decides; a user of other clusters never reaches it', async () => {

@@ -38,7 +38,8 @@ import { SYSTEM_TOOLS } from '../../hosts/system-tools.js';
 import { runClusterWorkflow } from '../run-workflow.js';
 import { StateRecorder, emptyState, loadState } from '../state.js';
 import type { UpgradeApplyRequest } from './apply-request.js';
-import { apiReadyGate, nodeReadyGate, systemPodsGate } from './health-gates.js';
+import { apiReadyGate, gateClient, nodeReadyGate, systemPodsGate } from './health-gates.js';
+import { packageRecordPhase } from '../package-record.js';
 import { parseKubeVersion } from './kube-version.js';
 import { BACKUP_TIMEOUT_MS } from './limits.js';
 import { distributionOn } from './plan.js';
@@ -195,7 +196,7 @@ function healthPhase(): Phase<UpgradeApplyData> {
 
 /** The upgrade phases of a distribution's control plane, in order. */
 export function upgradeApplyPhases(distribution: DistributionName = 'k3s'): Phase<UpgradeApplyData>[] {
-  if (distribution === 'kubeadm') return [...kubeadmUpgradePhases(), healthPhase()];
+  if (distribution === 'kubeadm') return [...kubeadmUpgradePhases(), healthPhase(), recordPhase()];
   return [
     diskSpacePreflight({ backupPaths: [K3S_SERVER_DIR, `/usr/local/bin/k3s`, K3S_CONFIG_PATH], binaries: ['k3s'] }),
     stagePackagePhase(),
@@ -203,7 +204,16 @@ export function upgradeApplyPhases(distribution: DistributionName = 'k3s'): Phas
     swapPhase(),
     restartPhase(),
     healthPhase(),
+    recordPhase(),
   ];
+}
+
+/** Once healthy: the cluster's record of the package it runs (package-record.ts). */
+function recordPhase(): Phase<UpgradeApplyData> {
+  return packageRecordPhase<UpgradeApplyData>({
+    action: 'upgrade',
+    client: (ctx) => gateClient(gateTarget(ctx, ctx.upgrade.to)),
+  });
 }
 
 /** The rollback phases: the backup restored, the old version started and checked. */

@@ -52,7 +52,8 @@ export class GateError extends EdgeadmError {
   }
 }
 
-async function clientFor(target: GateTarget): Promise<KubeClient> {
+/** A client for the gate's API server, as the host's admin kubeconfig reaches it (read again every time). */
+export async function gateClient(target: GateTarget): Promise<KubeClient> {
   const { host, distribution } = target;
   const text = await readHostFile(host, distribution.adminKubeconfigPath);
   const credentials = await kubeCredentialsOf(text, {
@@ -91,7 +92,7 @@ async function waitFor(gate: GateName, target: GateTarget, check: () => Promise<
 /** The API server answers `/readyz` and reports `version` at `/version`. */
 export function apiReadyGate(target: GateTarget): Promise<void> {
   return waitFor('api-ready', target, async () => {
-    const client = await clientFor(target);
+    const client = await gateClient(target);
     const ready = await client.raw('GET', '/readyz', { timeoutMs: GATE_REQUEST_TIMEOUT_MS });
     if (ready.status !== 200) return `/readyz answered HTTP ${ready.status}`;
     const version = await client.request<{ gitVersion?: string }>('GET', '/version', {
@@ -107,7 +108,7 @@ export function apiReadyGate(target: GateTarget): Promise<void> {
 /** The Node is Ready and its kubelet reports `version`. */
 export function nodeReadyGate(target: GateTarget): Promise<void> {
   return waitFor('node-ready', target, async () => {
-    const client = await clientFor(target);
+    const client = await gateClient(target);
     const node = await client.request<
       NodeObject & { status?: { conditions?: Array<{ type: string; status: string }> } }
     >('GET', `/api/v1/nodes/${encodeURIComponent(target.nodeName)}`, { timeoutMs: GATE_REQUEST_TIMEOUT_MS });
@@ -121,7 +122,7 @@ export function nodeReadyGate(target: GateTarget): Promise<void> {
 /** Every Pod in kube-system is Running or Succeeded. */
 export function systemPodsGate(target: GateTarget): Promise<void> {
   return waitFor('system-pods', target, async () => {
-    const client = await clientFor(target);
+    const client = await gateClient(target);
     const pods = await client.list<PodObject & { status?: { phase?: string } }>('/api/v1/namespaces/kube-system/pods');
     const waiting = pods.filter((pod) => pod.status?.phase !== 'Running' && pod.status?.phase !== 'Succeeded');
     return waiting.length === 0

@@ -20,7 +20,9 @@ export default class HubServe extends BaseCommand<typeof HubServe> {
     'On first start it makes the hub CA, a serving certificate and an admin credential, writes DIR/admin.yaml ' +
     '(mode 0600) and prints the CA pin. State lives in node:sqlite under --data-dir; a restart keeps every ' +
     'registration. With --store etcd, state, CA and admin credential live in etcd (secrets encrypted with ' +
-    '--encryption-key-file) and several replicas can serve one hub. SIGINT or SIGTERM drains the tunnels and stops.';
+    '--encryption-key-file) and several replicas can serve one hub. SIGINT or SIGTERM drains the tunnels and stops. ' +
+    'GET /metrics serves Prometheus metrics, per cluster for a hub user token; alert rules that name the site: ' +
+    'assets/prometheus/edgeadm-hub-rules.yaml in the edgeadm repository (docs/guides/hub-metrics.md).';
   static override examples = [
     '<%= config.bin %> hub serve --listen 0.0.0.0:9443 --data-dir /var/lib/edgeadm-hub --advertise-address hub.example.com',
     '<%= config.bin %> hub serve --listen 0.0.0.0:9443 --data-dir /var/lib/edgeadm-hub --store etcd --etcd-endpoints https://10.0.0.1:2379,https://10.0.0.2:2379,https://10.0.0.3:2379 --etcd-cacert /etc/edgeadm/etcd-ca.crt --etcd-cert /etc/edgeadm/etcd-client.crt --etcd-key /etc/edgeadm/etcd-client.key --encryption-key-file /etc/edgeadm/hub-encryption.key',

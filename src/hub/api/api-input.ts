@@ -1,5 +1,5 @@
 /**
- * What the operator API's routes check of a request before they act: a
+ * What the operator API's routes check of a request before they act: a hub
  * user or an admin caller, whole numbers within range, percent-encoded path segments.
  */
 import type { IncomingMessage } from 'node:http';
@@ -8,11 +8,11 @@ import { HttpError } from '../http/http-replies.js';
 import type { UserRecord } from '../store/store.js';
 import type { HubContext } from './hub-context.js';
 
-/** The caller, any hub user (what they may see is for the route to bound); a 401 otherwise. */
+/** The caller, when their bearer token is a hub user's; a 401 otherwise. */
 export async function requireUser(context: HubContext, req: IncomingMessage): Promise<UserRecord> {
   const user = await authenticateUser(context, req);
   if (user === undefined) {
-    context.metrics.unauthorizedRequests += 1;
+    context.metrics.unauthorizedRequests.inc();
     throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a valid hub user token is required');
   }
   return user;
@@ -22,7 +22,7 @@ export async function requireUser(context: HubContext, req: IncomingMessage): Pr
 export async function requireAdmin(context: HubContext, req: IncomingMessage): Promise<UserRecord> {
   const user = await authenticateUser(context, req);
   if (user === undefined) {
-    context.metrics.unauthorizedRequests += 1;
+    context.metrics.unauthorizedRequests.inc();
     throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a valid hub admin token is required');
   }
   if (!user.isAdmin) throw new HttpError(403, 'E_HUB_FORBIDDEN', `user "${user.name}" is not a hub admin`);

@@ -11,12 +11,15 @@ import { queryAttention } from '../attention/attention.js';
 import { parseAttentionQuery } from '../attention/attention-query.js';
 import { haltedRollouts } from '../attention/halted-rollouts.js';
 import { ATTENTION_API_PATH } from '../contract/attention.js';
+import type { ClusterView } from '../contract/views.js';
 import { HttpError, sendJson } from '../http/http-replies.js';
-import { actorOf } from '../rollouts/rollout-permissions.js';
+import { rolloutActorOf } from '../rollouts/rollout-permissions.js';
+import type { UserRecord } from '../store/store.js';
 import { requireUser } from './api-input.js';
 import type { HubContext } from './hub-context.js';
-import { clustersHeldElsewhere, viewOf } from './cluster-views.js';
-import { clusterReach } from './proxy-admission.js';
+
+/** The clusters a user reaches, as shown (operator-api.ts's, passed in to keep one definition). */
+export type ReachableClusterViews = (context: HubContext, user: UserRecord) => Promise<ClusterView[]>;
 
 /** Serves the attention list; false when `url` is not its path. */
 export async function serveAttentionApi(
@@ -24,15 +27,13 @@ export async function serveAttentionApi(
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
+  reachable: ReachableClusterViews,
 ): Promise<boolean> {
   if (url.pathname !== ATTENTION_API_PATH) return false;
   if (req.method !== 'GET') throw new HttpError(405, 'E_HUB_METHOD', 'only GET reads the attention list');
   const user = await requireUser(context, req);
   const query = parseAttentionQuery(url.searchParams);
-  const mayReach = clusterReach(user);
-  const [records, elsewhere] = await Promise.all([context.store.listClusters(), clustersHeldElsewhere(context)]);
-  const clusters = records.filter(mayReach).map((record) => viewOf(context, record, elsewhere.has(record.name)));
-  const halted = haltedRollouts(context.rollouts, actorOf(user));
-  sendJson(res, 200, queryAttention(clusters, halted, query, context.now().getTime()));
+  const halted = haltedRollouts(context.rollouts, rolloutActorOf(user));
+  sendJson(res, 200, queryAttention(await reachable(context, user), halted, query, context.now().getTime()));
   return true;
 }

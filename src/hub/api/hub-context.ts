@@ -4,23 +4,14 @@
  * `identity/authenticate.ts`, against this same store and clock.
  */
 import type { Logger } from '../../log/run-log.js';
-import type { ClusterHealthView } from '../contract/views.js';
 import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
 import type { ReplicaCoordination } from '../store/coordination.js';
 import type { HubPki } from '../identity/hub-pki.js';
-import type { HubMetrics } from '../metrics.js';
+import type { HubMetrics } from '../metrics/hub-metrics.js';
 import type { PeerCredentials } from '../replicas/peer-link.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { HubStore } from '../store/store.js';
-
-/**
- * What each cluster's agent last reported of its health (nodes, certificate
- * expiries, the installed package), read when a cluster's view is made. The
- * part of the hub that receives the agents' health reports provides it.
- */
-export interface ClusterHealthSource {
-  get(cluster: string): ClusterHealthView | undefined;
-}
+import type { ClusterHealthBook } from '../health/health-book.js';
 
 /** The hub's shared state. */
 export interface HubContext {
@@ -44,10 +35,10 @@ export interface HubContext {
    * of other parts), and on a replica that does not lead.
    */
   rollouts?: RolloutController;
+  /** The latest health reports of the tunnels held here; absent where a hub runs without them (tests of other parts). */
+  health?: ClusterHealthBook;
   /** The replicas' coordination: who holds which tunnel. Absent: tunnels held here are all there is. */
   coordination?: ReplicaCoordination;
   /** This replica's client certificate towards the others (forwarded operator requests). */
   peerCredentials?: PeerCredentials;
-  /** The clusters' reported health; absent: no cluster view carries any. */
-  clusterHealth?: ClusterHealthSource | undefined;
 }

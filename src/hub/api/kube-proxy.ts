@@ -56,7 +56,7 @@ const fromAgentCounters = new WeakMap<HubContext, (chunk: Buffer) => void>();
 function countFromAgents(context: HubContext): (chunk: Buffer) => void {
   let count = fromAgentCounters.get(context);
   if (count === undefined) {
-    count = (chunk) => (context.metrics.bytesFromAgents += chunk.length);
+    count = (chunk) => context.metrics.bytesFromAgents.inc(chunk.length);
     fromAgentCounters.set(context, count);
   }
   return count;
@@ -95,8 +95,8 @@ export async function proxyRequest(
   }
   const started = process.hrtime.bigint();
   const { tunnel, identity } = admitted;
-  context.metrics.activeStreams += 1;
-  context.metrics.streamsTotal += 1;
+  context.metrics.activeStreams.inc();
+  context.metrics.streamsTotal.inc();
   // A request without content-length or transfer-encoding has no body (RFC 9112 §6.3): its
   // stream ends with its HEADERS frame, which saves a frame and a write per request.
   const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
@@ -108,7 +108,7 @@ export async function proxyRequest(
     let size = 0;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      context.metrics.bytesToAgents += chunk.length;
+      context.metrics.bytesToAgents.inc(chunk.length);
       if (size > MAX_PROXY_REQUEST_BODY_BYTES) {
         stream.destroy();
         sendStatus(res, 413, `the request body is larger than ${MAX_PROXY_REQUEST_BODY_BYTES} bytes`);
@@ -117,7 +117,7 @@ export async function proxyRequest(
     });
   }
   stream.on('response', (headers) => {
-    context.metrics.observeLatency(Number(process.hrtime.bigint() - started) / 1e9);
+    context.metrics.requestDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
     const status = Number(headers[':status'] ?? 502);
     res.writeHead(status, forwardableResponseHeaders(headers));
     // An answer of unknown length (watch, logs -f) may wait long for its first bytes: its head
@@ -134,7 +134,7 @@ export async function proxyRequest(
     sendStatus(res, 502, `the tunnel to cluster "${target.cluster}" failed: ${error.message}`);
   });
   stream.on('close', () => {
-    context.metrics.activeStreams -= 1;
+    context.metrics.activeStreams.dec();
     if (!res.writableEnded) res.destroy();
   });
   res.on('close', () => {
@@ -183,8 +183,8 @@ export async function proxyUpgrade(
     return;
   }
   const { tunnel, identity } = admitted;
-  context.metrics.activeStreams += 1;
-  context.metrics.streamsTotal += 1;
+  context.metrics.activeStreams.inc();
+  context.metrics.streamsTotal.inc();
   const stream = tunnel.request({
     ':method': 'CONNECT',
     ':authority': UPGRADE_AUTHORITY,
@@ -202,13 +202,13 @@ export async function proxyUpgrade(
       return;
     }
     if (head.length > 0) stream.write(head);
-    stream.on('data', (chunk: Buffer) => (context.metrics.bytesFromAgents += chunk.length));
-    socket.on('data', (chunk: Buffer) => (context.metrics.bytesToAgents += chunk.length));
+    stream.on('data', (chunk: Buffer) => context.metrics.bytesFromAgents.inc(chunk.length));
+    socket.on('data', (chunk: Buffer) => context.metrics.bytesToAgents.inc(chunk.length));
     relayBothWays(socket, stream);
   });
   stream.on('error', () => socket.destroy());
   stream.on('close', () => {
-    context.metrics.activeStreams -= 1;
+    context.metrics.activeStreams.dec();
     closeAfterFlush(socket, UPGRADE_FLUSH_GRACE_MS);
   });
   socket.on('error', () => stream.destroy());

@@ -1,7 +1,7 @@
 /**
  * The hub's HTTPS routes other than the kube proxy:
  *
- * - `/healthz`, `/readyz`, `/metrics`;
+ * - `/healthz`, `/readyz`, `/metrics` (metrics-api.ts);
  * - the discovery document (`cluster-info`, signed for every usable hub token);
  * - registration (`POST /hub/v1/register`, hub token) and renewal
  *   (`POST /hub/v1/renew`, the cluster's client certificate);
@@ -19,11 +19,84 @@ import { matchesSelector, parseLabelSelector } from '../../kube/label-selector.j
 import { isClusterName } from '../../kube/names.js';
 import { serveRolloutApi } from './rollout-api.js';
 import { PEER_REPLICA_PATH, servePeerReplica, serveReplicas } from './replicas-api.js';
+import type { ClusterRecord, UserRecord } from '../store/store.js';
+import type { ClusterView } from '../contract/views.js';
 import { discovery, register, renew } from './registration-api.js';
 import { serveAccessApi } from './access-api.js';
-import { decodePathSegment, requireAdmin } from './api-input.js';
+import { serveMetrics } from './metrics-api.js';
 import { serveAttentionApi } from './attention-api.js';
-import { clustersHeldElsewhere, isHeldElsewhere, viewOf } from './cluster-views.js';
+import { clusterReach } from './proxy-admission.js';
+import { decodePathSegment, requireAdmin } from './api-input.js';
+
+/**
+ * A cluster as shown. Connected when this replica holds its open tunnel, or
+ * when `isHeldElsewhere` (another replica's claim): liveness is never
+ * written to the store, so a connected cluster is shown as seen now.
+ */
+export function viewOf(context: HubContext, cluster: ClusterRecord, isHeldElsewhere = false): ClusterView {
+  const tunnel = context.tunnels.get(cluster.name);
+  const isConnected = tunnel?.isOpen === true || isHeldElsewhere;
+  const view: ClusterView = {
+    name: cluster.name,
+    labels: cluster.labels,
+    state: isConnected ? 'Connected' : 'Disconnected',
+    registeredAt: cluster.registeredAt,
+    certNotAfter: cluster.certNotAfter,
+  };
+  const lastSeen = isConnected ? new Date().toISOString() : cluster.lastSeen;
+  if (lastSeen !== undefined) view.lastSeen = lastSeen;
+  const version = tunnel?.hello.kubernetesVersion ?? cluster.kubernetesVersion;
+  if (version !== undefined) view.kubernetesVersion = version;
+  // The health stream's count is the freshest (read every heartbeat); the hello's, of the connection.
+  const health = context.health?.get(cluster.name) ?? cluster.health;
+  const nodeCount = (isConnected ? health?.nodes?.total : undefined) ?? tunnel?.hello.nodeCount ?? cluster.nodeCount;
+  if (nodeCount !== undefined) view.nodeCount = nodeCount;
+  if (cluster.hold !== undefined) view.hold = cluster.hold;
+  if (cluster.properties !== undefined) view.properties = cluster.properties;
+  if (health !== undefined) view.health = health;
+  return view;
+}
+
+/**
+ * Whether another replica holds the cluster's tunnel (its claim). Asked only
+ * for clusters whose tunnel is not open here; a single replica answers from
+ * memory.
+ */
+export async function isHeldElsewhere(context: HubContext, cluster: string): Promise<boolean> {
+  const coordination = context.coordination;
+  if (coordination === undefined || context.tunnels.get(cluster)?.isOpen === true) return false;
+  const holder = await coordination.tunnelHolder(cluster);
+  return holder !== undefined && holder.id !== coordination.self.id;
+}
+
+/**
+ * The clusters whose tunnels another live replica holds, for a list of many
+ * clusters: two reads of the coordination (the claims and the live replicas),
+ * whatever the number of clusters. Asking {@link isHeldElsewhere} per cluster
+ * costs two store reads each, which at 10,000 clusters overran the store's
+ * read deadline and failed the whole list. A single replica answers from
+ * memory (nothing is held elsewhere).
+ */
+export async function clustersHeldElsewhere(context: HubContext): Promise<ReadonlySet<string>> {
+  const coordination = context.coordination;
+  if (coordination === undefined) return new Set();
+  const [claims, replicas] = await Promise.all([coordination.listClaims(), coordination.listReplicas()]);
+  const live = new Set(replicas.map((replica) => replica.id));
+  const elsewhere = new Set<string>();
+  for (const [cluster, holder] of claims) {
+    if (holder !== coordination.self.id && live.has(holder) && context.tunnels.get(cluster)?.isOpen !== true) {
+      elsewhere.add(cluster);
+    }
+  }
+  return elsewhere;
+}
+
+/** The clusters `user`'s selector reaches, as shown: one store read and one read of the claims, whatever their number. */
+export async function reachableClusterViews(context: HubContext, user: UserRecord): Promise<ClusterView[]> {
+  const mayReach = clusterReach(user);
+  const [records, elsewhere] = await Promise.all([context.store.listClusters(), clustersHeldElsewhere(context)]);
+  return records.filter(mayReach).map((record) => viewOf(context, record, elsewhere.has(record.name)));
+}
 
 async function clusters(context: HubContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
   await requireAdmin(context, req);
@@ -100,7 +173,7 @@ export async function serveApi(context: HubContext, req: IncomingMessage, res: S
       return true;
     }
     case 'GET /metrics':
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(context.metrics.render());
+      await serveMetrics(context, req, res, reachableClusterViews);
       return true;
     case `GET ${CLUSTER_INFO_PATH}`:
       await discovery(context, res);
@@ -124,7 +197,7 @@ export async function serveApi(context: HubContext, req: IncomingMessage, res: S
   // Rollouts, and the holds and properties of clusters (open to scoped users, within their clusters).
   if (await serveRolloutApi(context, req, res, url, viewOf)) return true;
   // Which clusters need attention (open to scoped users, within their clusters).
-  if (await serveAttentionApi(context, req, res, url)) return true;
+  if (await serveAttentionApi(context, req, res, url, reachableClusterViews)) return true;
   if (url.pathname === '/hub/v1/clusters' || url.pathname.startsWith('/hub/v1/clusters/')) {
     await clusters(context, req, res, url);
     return true;

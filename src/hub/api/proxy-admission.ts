@@ -39,7 +39,7 @@ async function admitForwarded(
 ): Promise<Admitted> {
   const replica = replicaOfConnection(req.socket as TLSSocket, context.now());
   if (replica === undefined) {
-    context.metrics.unauthorizedRequests += 1;
+    context.metrics.unauthorizedRequests.inc();
     throw new HttpError(403, 'E_HUB_PEER_FORBIDDEN', 'only hub replicas may use the forwarded path');
   }
   const identity = peerIdentityOf(req);
@@ -71,7 +71,7 @@ export async function admit(context: HubContext, req: IncomingMessage, target: P
   if (target.isForwarded) return admitForwarded(context, req, target);
   const user = await authenticateUser(context, req);
   if (user === undefined) {
-    context.metrics.unauthorizedRequests += 1;
+    context.metrics.unauthorizedRequests.inc();
     throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'Unauthorized');
   }
   return admitUser(context, user, target);

@@ -106,12 +106,12 @@ export async function register(context: HubContext, req: IncomingMessage, res: S
   try {
     ({ id: tokenId, secret: tokenSecret } = parseBootstrapToken(presented ?? ''));
   } catch {
-    context.metrics.unauthorizedRequests += 1;
+    context.metrics.unauthorizedRequests.inc();
     throw new HttpError(401, 'E_HUB_UNAUTHORIZED', 'a hub token is required');
   }
   const stored = await context.store.getToken(tokenId);
   if (stored === undefined || !secretsEqual(stored.secret, tokenSecret)) {
-    context.metrics.unauthorizedRequests += 1;
+    context.metrics.unauthorizedRequests.inc();
     throw new HttpError(401, 'E_HUB_TOKEN_UNKNOWN', `hub token "${tokenId}" is not valid on this hub`);
   }
   // Answer a dead token before any CSR work; the spend below checks again, atomically.

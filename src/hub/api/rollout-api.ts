@@ -21,6 +21,7 @@ import { placedClusters, wavesOf } from '../../rollout/placement.js';
 import { renderCopy } from '../../rollout/render.js';
 import { parseRollout, type RolloutSpec } from '../../rollout/spec.js';
 import type { HubContext } from './hub-context.js';
+import { requireUser } from './api-input.js';
 import { HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
 import {
   MAX_API_BODY_BYTES,
@@ -31,9 +32,8 @@ import {
 } from '../limits.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { RolloutActor } from '../rollouts/rollout-permissions.js';
-import { actorOf, refuseClusterFactChange } from '../rollouts/rollout-permissions.js';
+import { refuseClusterFactChange, rolloutActorOf } from '../rollouts/rollout-permissions.js';
 import type { ClusterRecord } from '../store/store.js';
-import { requireUser } from './api-input.js';
 import { changeClusterHold, holdReasonOf, reachableCluster } from './cluster-holds.js';
 
 const ROLLOUTS_PREFIX = '/hub/v1/rollouts';
@@ -127,7 +127,7 @@ async function applyRollout(
   const controller = controllerOf(context);
   const body = await readJsonBody(req, MAX_ROLLOUT_BODY_BYTES);
   const spec = parseBody(body, name);
-  const actor = actorOf(user);
+  const actor = rolloutActorOf(user);
   if (!user.isAdmin) {
     const reason = controller.outsideScope(spec, user.clustersSelector);
     if (reason !== undefined)
@@ -150,7 +150,7 @@ async function rolloutStatus(
   name: string,
   url: URL,
 ): Promise<void> {
-  const actor = actorOf(await requireUser(context, req));
+  const actor = rolloutActorOf(await requireUser(context, req));
   const controller = controllerOf(context);
   const withClusters = url.searchParams.get('clusters') === 'true';
   const first = controller.status(name, actor, withClusters);
@@ -177,7 +177,7 @@ async function serveRollouts(context: HubContext, req: IncomingMessage, res: Ser
   const method = req.method ?? 'GET';
   if (rest === '') {
     if (method !== 'GET') throw new HttpError(405, 'E_HUB_METHOD', 'only GET lists rollouts');
-    const actor = actorOf(await requireUser(context, req));
+    const actor = rolloutActorOf(await requireUser(context, req));
     const controller = controllerOf(context);
     sendJson(res, 200, { rollouts: controller.list(actor), quarantined: controller.quarantined(actor) });
     return;
@@ -189,19 +189,19 @@ async function serveRollouts(context: HubContext, req: IncomingMessage, res: Ser
     if (method === 'PUT') return applyRollout(context, req, res, name, url);
     if (method === 'GET') return rolloutStatus(context, req, res, name, url);
     if (method === 'DELETE') {
-      const actor = actorOf(await requireUser(context, req));
+      const actor = rolloutActorOf(await requireUser(context, req));
       sendJson(res, 200, await controllerOf(context).delete(name, actor));
       return;
     }
     throw new HttpError(405, 'E_HUB_METHOD', `${method} is not allowed on a rollout`);
   }
   if (action === 'document' && method === 'GET') {
-    const actor = actorOf(await requireUser(context, req));
+    const actor = rolloutActorOf(await requireUser(context, req));
     sendJson(res, 200, await controllerOf(context).document(name, actor));
     return;
   }
   if ((action === 'pause' || action === 'resume' || action === 'abort' || action === 'undo') && method === 'POST') {
-    const actor = actorOf(await requireUser(context, req));
+    const actor = rolloutActorOf(await requireUser(context, req));
     const controller = controllerOf(context);
     const view = action === 'undo' ? await controller.undo(name, actor) : await controller.command(name, action, actor);
     sendJson(res, 200, view);
@@ -257,7 +257,7 @@ async function serveClusterFacts(
     updated = await changeClusterHold(context, user, name, method === 'PUT' ? holdReasonOf(body['reason']) : undefined);
   } else {
     const cluster = await reachableCluster(context, user, name);
-    const refusal = refuseClusterFactChange(actorOf(user), fact);
+    const refusal = refuseClusterFactChange(rolloutActorOf(user), fact);
     if (refusal !== undefined) throw new HttpError(403, 'E_HUB_FORBIDDEN', refusal);
     await context.store.setClusterProperties(cluster.name, propertiesOf(body));
     context.logger.info(`cluster ${cluster.name}: properties set by ${user.name}`);

@@ -3,8 +3,8 @@
  * its pages, its thresholds and the window in which an agent's own hub
  * certificate counts as expiring.
  */
-import { AGENT_CERT_VALIDITY_DAYS } from '../limits.js';
-import { CERT_RENEW_AT_LIFETIME_FRACTION, CERT_RENEW_CHECK_INTERVAL_MS } from '../../tunnel/limits.js';
+import { AGENT_CERT_RENEWAL_DAYS } from '../limits.js';
+import { CERT_RENEW_CHECK_INTERVAL_MS } from '../../tunnel/limits.js';
 
 const DAY_MS = 86_400_000;
 
@@ -18,10 +18,10 @@ export const MAX_ATTENTION_SELECTOR_LENGTH = 1_000;
 /**
  * Seconds a cluster must have been disconnected to count as offline, by
  * default: none. The hub shows a cluster Disconnected only once its tunnel
- * was silent for TUNNEL_SILENCE_LIMIT_MS (src/tunnel/limits.ts: one ping
- * interval and one ping timeout, three heartbeats), so every Disconnected
- * cluster has already missed two heartbeats: the issue's "offline within two
- * heartbeats" is met by listing it at once.
+ * was silent past TUNNEL_SILENCE_LIMIT_MS at one of its sweeps
+ * (src/tunnel/limits.ts: within two heartbeats of its last frame), and that
+ * silence is the debounce: listing every Disconnected cluster at once names
+ * an offline site within two heartbeats, as issue #38 asks.
  */
 export const DEFAULT_OFFLINE_FOR_S = 0;
 /** Largest `offlineFor`: a year. */
@@ -33,14 +33,13 @@ export const MAX_CERTS_WITHIN_DAYS = 3_650;
 
 /**
  * Time left on an agent's hub client certificate below which it counts as
- * expiring whatever `certsWithin` says. The hub issues it for
- * AGENT_CERT_VALIDITY_DAYS (30) and the agent renews it once
- * CERT_RENEW_AT_LIFETIME_FRACTION of that has passed, so a healthy agent's
- * certificate always has 10 to 30 days left: counted against 30 days, every
- * cluster of the fleet would be listed. It counts once its renewal is
- * overdue by two of the agent's renewal checks (an hour each): the agent
- * could not renew (offline, or refused), and the cluster cannot reconnect
- * once the certificate expires.
+ * expiring, whatever `certsWithin` says. The hub issues it for 30 days and
+ * the agent renews it online AGENT_CERT_RENEWAL_DAYS (10) before it
+ * expires, so a healthy agent's certificate always has 10 to 30 days left:
+ * counted against 30 days, every cluster of the fleet would be listed. It
+ * counts once its renewal is overdue by two of the agent's renewal checks
+ * (an hour each): the agent could not renew (offline, or refused), and the
+ * cluster cannot reconnect once the certificate expires. (`hub certs check`
+ * and the alert rules hold it to the renewal point itself.)
  */
-export const HUB_CLIENT_CERT_OVERDUE_WITHIN_MS =
-  AGENT_CERT_VALIDITY_DAYS * DAY_MS * (1 - CERT_RENEW_AT_LIFETIME_FRACTION) - 2 * CERT_RENEW_CHECK_INTERVAL_MS;
+export const HUB_CLIENT_CERT_OVERDUE_WITHIN_MS = AGENT_CERT_RENEWAL_DAYS * DAY_MS - 2 * CERT_RENEW_CHECK_INTERVAL_MS;

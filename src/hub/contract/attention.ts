@@ -9,8 +9,8 @@
  * parameter):
  * - `offlineFor`: seconds a cluster must have been disconnected to count
  *   as offline (default 0: every disconnected cluster; the hub shows a
- *   cluster Disconnected only after its tunnel was silent past
- *   TUNNEL_SILENCE_LIMIT_MS, three agent heartbeats);
+ *   cluster Disconnected only once its tunnel was silent past
+ *   TUNNEL_SILENCE_LIMIT_MS, within two agent heartbeats of its last frame);
  * - `certsWithin`: days within which a certificate's expiry counts (default 30);
  * - `reason`: only clusters with this reason; `selector`: a label selector;
  * - `sort` (`severity`, `name`, `since`), `order` (`asc`, `desc`), `offset`, `limit`.

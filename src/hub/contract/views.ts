@@ -5,6 +5,15 @@
  * with both sides.
  */
 import type { ClusterHold } from '../../rollout/api.js';
+import type { ClusterHealthView } from '../../health/wire.js';
+
+export type {
+  CertificateExpiryView,
+  CertificateKind,
+  ClusterHealthView,
+  InstalledPackageView,
+  NodeHealthView,
+} from '../../health/wire.js';
 
 /** A cluster as the operator API shows it. */
 export interface ClusterView {
@@ -20,57 +29,8 @@ export interface ClusterView {
   hold?: ClusterHold;
   /** Values rollouts' customization reads (`${property:KEY}`). */
   properties?: Record<string, string>;
-  /** What the cluster's agent last reported of its health; absent until a report arrives. */
+  /** What the cluster's agent last reported of its health (health/wire.ts); absent until a report arrives. */
   health?: ClusterHealthView;
-}
-
-/** Which certificate an expiry is about. */
-export type CertificateKind =
-  /** The cluster's CA, as the agent's upstream trusts it. */
-  | 'cluster-ca'
-  /** The serving certificate the cluster's API server presents. */
-  | 'apiserver-serving'
-  /** The agent's own client certificate for the hub (the hub knows it: `certNotAfter`). */
-  | 'hub-client';
-
-/** A certificate's subject and expiry, as read where it is used. */
-export interface CertificateExpiryView {
-  kind: CertificateKind;
-  subject: string;
-  notAfter: string;
-}
-
-/** The install package a cluster was installed or last upgraded from, as `init` and `upgrade` record it in the cluster. */
-export interface InstalledPackageView {
-  name: string;
-  version: string;
-  distribution: string;
-  /** SHA-256 (hex) of the package's manifest.json: every installed byte is listed there. */
-  manifestSha256: string;
-  /** The signing key's fingerprint (`sha256:` of its DER public key) when the package was verified against a pinned key. */
-  signer?: string;
-  /** The step that installed it. */
-  action: 'init' | 'upgrade';
-  at: string;
-}
-
-/**
- * What a cluster's agent last reported of its health, every heartbeat of
- * the health stream (src/tunnel/health.ts) and kept by the hub across
- * disconnects. Each part is best effort: absent when the agent could not
- * read it (for example no right to list nodes).
- */
-export interface ClusterHealthView {
-  /** When the agent made the report (ISO 8601, the hub's clock when it read it). */
-  reportedAt: string;
-  nodes?: {
-    total: number;
-    ready: number;
-    /** The names of nodes not Ready, at most twenty. */
-    notReady: string[];
-  };
-  certificates: CertificateExpiryView[];
-  package?: InstalledPackageView;
 }
 
 /** A replica as `hub replicas list` shows it. */

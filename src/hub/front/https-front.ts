@@ -25,7 +25,7 @@ import {
   TLS_TICKET_KEY_CHECK_MS,
   UPGRADED_SOCKET_MAX_LISTENERS,
 } from '../limits.js';
-import type { HubMetrics } from '../metrics.js';
+import type { HubMetrics } from '../metrics/hub-metrics.js';
 import { HandshakeGate, httpServerDeadlineOptions, type HubDeadlines } from './socket-deadlines.js';
 import type { HubIdentity } from '../identity/hub-identity.js';
 
@@ -143,8 +143,8 @@ export async function startHttpsFront(options: HttpsFrontOptions): Promise<Https
   const gate = new HandshakeGate({
     maxPending: options.maxPendingHandshakes,
     handshakeMs: deadlines.handshakeMs,
-    onRefused: () => (metrics.handshakesRefused += 1),
-    onExpired: () => (metrics.handshakesTimedOut += 1),
+    onRefused: () => metrics.handshakesRefused.inc(),
+    onExpired: () => metrics.handshakesTimedOut.inc(),
   });
   server.prependListener('connection', (raw: Socket) => gate.admit(raw));
   // Every failed handshake is closed, the handshake timeout included: Node reports that one to
@@ -160,7 +160,7 @@ export async function startHttpsFront(options: HttpsFrontOptions): Promise<Https
   server.removeAllListeners('secureConnection');
   server.on('secureConnection', (socket: TLSSocket) => {
     gate.secured(socket);
-    if (socket.isSessionReused()) metrics.tlsSessionsResumed += 1;
+    if (socket.isSessionReused()) metrics.tlsSessionsResumed.inc();
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', (error) => logger.debug(`connection error: ${error.message}`));

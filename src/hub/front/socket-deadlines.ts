@@ -18,7 +18,7 @@
  */
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { TUNNEL_ACCEPT_TIMEOUT_MS, TUNNEL_PING_INTERVAL_MS, TUNNEL_SILENCE_LIMIT_MS } from '../../tunnel/limits.js';
+import { TUNNEL_ACCEPT_TIMEOUT_MS, TUNNEL_SILENCE_LIMIT_MS, TUNNEL_SWEEP_MS } from '../../tunnel/limits.js';
 import {
   HTTP_KEEP_ALIVE_GRACE_MS,
   HTTP_KEEP_ALIVE_TIMEOUT_MS,
@@ -50,7 +50,7 @@ export interface HubDeadlines {
   tunnelAcceptMs: number;
   /** Nothing read from an accepted tunnel's agent ({@link TUNNEL_SILENCE_LIMIT_MS}). */
   tunnelSilenceMs: number;
-  /** How often the hub sweeps its tunnels for silent ones ({@link TUNNEL_PING_INTERVAL_MS}). */
+  /** How often the hub sweeps its tunnels for silent ones ({@link TUNNEL_SWEEP_MS}). */
   tunnelSweepMs: number;
 }
 
@@ -64,7 +64,7 @@ export const DEFAULT_HUB_DEADLINES: Readonly<HubDeadlines> = {
   streamIdleMs: HTTP_STREAM_IDLE_TIMEOUT_MS,
   tunnelAcceptMs: TUNNEL_ACCEPT_TIMEOUT_MS,
   tunnelSilenceMs: TUNNEL_SILENCE_LIMIT_MS,
-  tunnelSweepMs: TUNNEL_PING_INTERVAL_MS,
+  tunnelSweepMs: TUNNEL_SWEEP_MS,
 };
 
 /**

@@ -15,7 +15,7 @@ import type { Logger } from '../../log/run-log.js';
 import { acceptTunnel, type HubTunnel, type TunnelVerdict } from '../../tunnel/hub-tunnel.js';
 import { isWithinValidity } from '../identity/client-certificate.js';
 import type { ReplicaCoordination } from '../store/coordination.js';
-import type { HubMetrics } from '../metrics.js';
+import type { HubMetrics } from '../metrics/hub-metrics.js';
 import type { HubStore } from '../store/store.js';
 
 /** What other parts of the hub do when a tunnel opens or closes. */
@@ -116,7 +116,7 @@ export class TunnelRegistry {
         acceptTimeoutMs: this.#options.acceptTimeoutMs,
       });
     } catch (error) {
-      metrics.tunnelsRefused += 1;
+      metrics.tunnelsRefused.inc();
       logger.warn(`${(error as EdgeadmError).code ?? 'E_TUNNEL'}: ${(error as Error).message}`);
       return;
     }
@@ -124,7 +124,7 @@ export class TunnelRegistry {
     const previous = this.tunnels.get(cluster);
     this.tunnels.set(cluster, tunnel);
     this.#serials.set(tunnel, serial);
-    metrics.connectedAgents = this.tunnels.size;
+    metrics.connectedAgents.set(this.tunnels.size);
     if (previous) {
       logger.info(`cluster ${cluster} reconnected; closing its previous tunnel`);
       previous.destroy();
@@ -140,7 +140,7 @@ export class TunnelRegistry {
     await tunnel.draining;
     if (this.tunnels.get(cluster) === tunnel) {
       this.tunnels.delete(cluster);
-      metrics.connectedAgents = this.tunnels.size;
+      metrics.connectedAgents.set(this.tunnels.size);
       await coordination
         .releaseTunnel(cluster)
         .catch((error: Error) => logger.debug(`cannot release the tunnel of cluster ${cluster}: ${error.message}`));
@@ -150,7 +150,7 @@ export class TunnelRegistry {
     }
     await tunnel.closed;
     this.#serials.delete(tunnel);
-    metrics.connectedAgents = this.tunnels.size;
+    metrics.connectedAgents.set(this.tunnels.size);
   }
 
   /** Closes a cluster's tunnel at once, if this replica holds it (the cluster was deleted). */

@@ -46,7 +46,7 @@ import {
 } from '../../rollout/wire.js';
 import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
 import type { ReplicaCoordination, ReplicaInfo } from '../store/coordination.js';
-import type { HubMetrics } from '../metrics.js';
+import type { HubMetrics } from '../metrics/hub-metrics.js';
 import { HttpError, readJsonBody, sendJson } from '../http/http-replies.js';
 import {
   MAX_PEER_REPORTS_BODY_BYTES,
@@ -109,7 +109,7 @@ export async function servePeerRollouts(
   // Before anything is read: only a replica of this hub.
   const replica = replicaOfConnection(req.socket as TLSSocket, context.now());
   if (replica === undefined) {
-    context.metrics.unauthorizedRequests += 1;
+    context.metrics.unauthorizedRequests.inc();
     throw new HttpError(403, 'E_HUB_PEER_FORBIDDEN', 'only hub replicas may use the peer rollout paths');
   }
   if (req.method !== 'POST') throw new HttpError(405, 'E_HUB_METHOD', `only POST is served at ${path}`);

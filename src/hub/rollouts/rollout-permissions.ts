@@ -35,8 +35,8 @@ export interface RolloutActor extends RolloutOwnerRecord {
   isAdmin: boolean;
 }
 
-/** A hub user as the rollout views and permissions see them. */
-export function actorOf(user: UserRecord): RolloutActor {
+/** The actor a hub user's request acts as. */
+export function rolloutActorOf(user: UserRecord): RolloutActor {
   return { user: user.name, groups: [...user.groups], clustersSelector: user.clustersSelector, isAdmin: user.isAdmin };
 }
 

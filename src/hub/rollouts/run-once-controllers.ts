@@ -36,7 +36,7 @@
  */
 import type { Logger } from '../../log/run-log.js';
 import type { ReplicaCoordination, Stop } from '../store/coordination.js';
-import type { HubMetrics } from '../metrics.js';
+import type { HubMetrics } from '../metrics/hub-metrics.js';
 import { RolloutController } from './rollout-controller.js';
 import { type RolloutDelivery } from './rollout-delivery.js';
 import type { HubStore } from '../store/store.js';

@@ -28,13 +28,13 @@ import { join } from 'node:path';
 import { EdgeadmError } from '../../errors.js';
 import type { Logger } from '../../log/run-log.js';
 import type { OpenedHubStore, ReplicaInfo, StoreChange } from '../store/coordination.js';
-import type { ClusterHealthSource, HubContext } from '../api/hub-context.js';
+import type { HubContext } from '../api/hub-context.js';
 import { localHubIdentity, type HubIdentity } from '../identity/hub-identity.js';
 import type { HubPki } from '../identity/hub-pki.js';
 import { startHttpsFront, type HttpsFront } from '../front/https-front.js';
 import { newReplicaId } from '../store/local-coordination.js';
 import { MAX_PENDING_HANDSHAKES } from '../limits.js';
-import { HubMetrics } from '../metrics.js';
+import { HubMetrics } from '../metrics/hub-metrics.js';
 import { issueReplicaCredentials } from '../replicas/peer-link.js';
 import { RunOnceControllers } from '../rollouts/run-once-controllers.js';
 import { DEFAULT_HUB_DEADLINES, type HubDeadlines } from '../front/socket-deadlines.js';
@@ -42,6 +42,7 @@ import { openHubStore, type EtcdStoreOptions } from './open-store.js';
 import { TunnelRegistry } from '../replicas/tunnel-registry.js';
 import { HubStopping } from './hub-stopping.js';
 import { wireRollouts } from './rollout-wiring.js';
+import { wireHealth } from '../health/health-wiring.js';
 import { handleRequest, handleUpgrade, type ServingParts } from './routes.js';
 import { webClusterChanged } from '../web/web-state.js';
 
@@ -90,8 +91,6 @@ export interface HubServerOptions {
   openStore?: HubStoreOpener;
   /** This replica's id; random by default. */
   replicaId?: string;
-  /** The clusters' reported health, shown in their views; none by default. */
-  clusterHealth?: ClusterHealthSource | undefined;
   logger: Logger;
 }
 
@@ -226,8 +225,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   });
   const advertiseUrl = `https://${urlHost(advertiseHost)}:${front.port}`;
   // Known now that the port listens; other replicas read them once this replica joins.
-  coordination.self.advertiseUrl = advertiseUrl;
-  coordination.self.peerUrl = advertiseUrl;
+  Object.assign(coordination.self, { advertiseUrl, peerUrl: advertiseUrl });
   const tunnels = new TunnelRegistry({
     store,
     coordination,
@@ -249,10 +247,10 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     now: options.clock ?? (() => new Date()),
     coordination,
     peerCredentials,
-    clusterHealth: options.clusterHealth,
   };
 
   const rollouts = wireRollouts(context, tunnels, coordination, peerCredentials);
+  context.health = wireHealth(context, tunnels);
   const controllers = new RunOnceControllers({
     store,
     coordination,
@@ -272,7 +270,11 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     await rollouts.fleet.start();
     await controllers.start();
     tunnels.startSweep();
-    isFirstStart = await identity.ensureAdmin({ path: adminConfigPath, server: advertiseUrl, caPem: pki.ca.certPem });
+    isFirstStart = await identity.ensureAdmin({
+      path: adminConfigPath,
+      server: context.advertiseUrl,
+      caPem: pki.ca.certPem,
+    });
   } catch (error) {
     stopWatch();
     rollouts.stop();

@@ -6,6 +6,7 @@
  */
 import type { SQLInputValue, DatabaseSync } from 'node:sqlite';
 import type { ClusterHold } from '../../rollout/api.js';
+import type { ClusterHealthView } from '../../health/wire.js';
 import type { ClusterRecord, HubTokenRecord, UserRecord } from './store.js';
 import { existsSync, writeFileSync } from 'node:fs';
 import { EdgeadmError } from '../../errors.js';
@@ -48,6 +49,10 @@ CREATE TABLE IF NOT EXISTS cluster_rollout_facts (
   hold_json TEXT,
   properties_json TEXT
 );
+CREATE TABLE IF NOT EXISTS cluster_health (
+  name TEXT PRIMARY KEY,
+  health_json TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS token_label_limits (
   id TEXT PRIMARY KEY,
   labels_json TEXT NOT NULL
@@ -79,9 +84,9 @@ CREATE TABLE IF NOT EXISTS rollout_pending_removals (
 /** Tokens with their label limit (kept in their own table, so that older stores need no migration). */
 export const SELECT_TOKENS = 'SELECT t.*, l.labels_json FROM tokens t LEFT JOIN token_label_limits l ON l.id = t.id';
 
-/** Clusters with their hold and properties (kept in their own table, so that older stores need no migration). */
-export const SELECT_CLUSTERS = `SELECT c.*, f.hold_json, f.properties_json FROM clusters c
-  LEFT JOIN cluster_rollout_facts f ON f.name = c.name`;
+/** Clusters with their hold, properties and health (kept in their own tables, so that older stores need no migration). */
+export const SELECT_CLUSTERS = `SELECT c.*, f.hold_json, f.properties_json, h.health_json FROM clusters c
+  LEFT JOIN cluster_rollout_facts f ON f.name = c.name LEFT JOIN cluster_health h ON h.name = c.name`;
 
 export type Row = Record<string, SQLInputValue>;
 
@@ -111,6 +116,8 @@ export function clusterFromRow(row: Row): ClusterRecord {
   if (hold !== undefined) cluster.hold = JSON.parse(hold) as ClusterHold;
   const properties = optionalString(row.properties_json);
   if (properties !== undefined) cluster.properties = JSON.parse(properties) as Record<string, string>;
+  const health = optionalString(row.health_json);
+  if (health !== undefined) cluster.health = JSON.parse(health) as ClusterHealthView;
   return cluster;
 }
 

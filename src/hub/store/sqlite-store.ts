@@ -10,6 +10,7 @@ import { SqliteRolloutTables } from './sqlite-rollouts.js';
 import { hubTokenState } from './hub-token-state.js';
 import { STATUS_COMMIT_WINDOW_MS, STORE_READ_CACHE_MAX_ENTRIES } from '../limits.js';
 import type { ClusterHold } from '../../rollout/api.js';
+import type { ClusterHealthView } from '../../health/wire.js';
 import type {
   ClusterRecord,
   ClusterStatusUpdate,
@@ -132,6 +133,7 @@ export class SqliteHubStore implements HubStore {
       this.#transaction(() => {
         this.#prepare('DELETE FROM clusters WHERE name = ?').run(name);
         this.#prepare('DELETE FROM cluster_rollout_facts WHERE name = ?').run(name);
+        this.#prepare('DELETE FROM cluster_health WHERE name = ?').run(name);
       });
     }
     this.#clustersByName.delete(name);
@@ -187,6 +189,17 @@ export class SqliteHubStore implements HubStore {
       if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
       throw error;
     }
+  }
+
+  async updateClusterHealth(name: string, health: ClusterHealthView): Promise<void> {
+    this.#clustersByName.delete(name);
+    this.#transaction(() => {
+      if (this.#prepare('SELECT 1 FROM clusters WHERE name = ?').get(name) === undefined) return;
+      this.#prepare('INSERT OR REPLACE INTO cluster_health (name, health_json) VALUES (?, ?)').run(
+        name,
+        JSON.stringify(health),
+      );
+    });
   }
 
   async updateClusterCertificate(name: string, certSerial: string, certNotAfter: string): Promise<void> {

@@ -34,6 +34,8 @@ export function announcingStore(store: HubStore, emit: ChangeSink): HubStore {
         removed === undefined ? undefined : { kind: 'cluster-deleted', cluster: name },
       ),
     updateClusterStatus: (name, status) => store.updateClusterStatus(name, status),
+    updateClusterHealth: (name, health) =>
+      after(store.updateClusterHealth(name, health), () => ({ kind: 'clusters-changed', cluster: name })),
     updateClusterCertificate: (name, serial, notAfter) => store.updateClusterCertificate(name, serial, notAfter),
     setClusterHold: (name, hold) =>
       after(store.setClusterHold(name, hold), (isSet) =>

@@ -10,6 +10,7 @@
  * every record is read and written whole (no partial updates a key-value
  * store could not do in one put).
  */
+import type { ClusterHealthView } from '../../health/wire.js';
 import type { ClusterHold } from '../../rollout/api.js';
 import type { RolloutProgress } from '../../rollout/progress.js';
 import type { ReportedObject, RolloutOwner } from '../../rollout/wire.js';
@@ -28,6 +29,8 @@ export interface ClusterRecord {
   /** As the agent reported it from its API server. */
   kubernetesVersion?: string;
   nodeCount?: number;
+  /** The last health report of the cluster's agent that said something new (health/wire.ts). */
+  health?: ClusterHealthView;
   /** An operator's hold: no rollout changes the cluster until it is released. */
   hold?: ClusterHold;
   /** Values the operator set for rollouts' customization (`${property:KEY}`). */
@@ -134,6 +137,8 @@ export interface HubStore {
   /** Removes a cluster; returns what was removed. */
   deleteCluster(name: string): Promise<ClusterRecord | undefined>;
   updateClusterStatus(name: string, status: ClusterStatusUpdate): Promise<void>;
+  /** Keeps a cluster's health report (the hub writes one only when it says something new). */
+  updateClusterHealth(name: string, health: ClusterHealthView): Promise<void>;
   /** Records a renewed certificate for a cluster. */
   updateClusterCertificate(name: string, certSerial: string, certNotAfter: string): Promise<void>;
   /** Sets (or, with undefined, releases) a cluster's hold; false when there is no such cluster. */

@@ -9,11 +9,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HubContext } from '../api/hub-context.js';
 import { authenticateUser, userByTokenHash } from '../identity/authenticate.js';
 import { HttpError } from '../http/http-replies.js';
-import { mayReachCluster } from '../api/proxy-admission.js';
-import { isHeldElsewhere } from '../api/cluster-views.js';
+import { clusterReach, mayReachCluster } from '../api/proxy-admission.js';
+import { clustersHeldElsewhere, isHeldElsewhere, viewOf } from '../api/operator-api.js';
+import type { ClusterView } from '../contract/views.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
-import { actorOf, refuseRolloutChange } from '../rollouts/rollout-permissions.js';
-import type { UserRecord } from '../store/store.js';
+import { refuseRolloutChange, rolloutActorOf } from '../rollouts/rollout-permissions.js';
+import type { ClusterRecord, UserRecord } from '../store/store.js';
 import { SECURITY_HEADERS } from './assets.js';
 import { fleetSummary, parseClusterQuery, queryClusters } from './cluster-query.js';
 import { serveEventStream, type FleetChange } from './events.js';
@@ -23,7 +24,6 @@ import { clearedSessionCookie, cookieValue, SESSION_COOKIE, sessionCookie, type 
 import { checkCsrf, header, sendWebJson } from './web-request.js';
 import { changeClusterHold, holdReasonOf } from '../api/cluster-holds.js';
 import type { WebState } from './web-state.js';
-import { clusterView, reachableClusters } from './reachable-clusters.js';
 import { serveAttention } from './attention-route.js';
 
 /** The path prefix of the view's API. */
@@ -38,7 +38,7 @@ async function signedIn(
   const session = state.sessions.get(cookieValue(header(req, 'cookie'), SESSION_COOKIE));
   const user = session === undefined ? undefined : await userByTokenHash(context, session.tokenHash);
   if (session === undefined || user === undefined || user.name !== session.userName) {
-    context.metrics.unauthorizedRequests += 1;
+    context.metrics.unauthorizedRequests.inc();
     throw new HttpError(401, 'E_WEB_UNAUTHORIZED', 'sign in to the hub first (or again: the session has ended)');
   }
   return { session, user };
@@ -46,6 +46,29 @@ async function signedIn(
 
 function controllerOf(context: HubContext): RolloutController | undefined {
   return context.rollouts;
+}
+
+/**
+ * A cluster as the operator API shows it (connected when a tunnel is open
+ * here or another replica claims it), with `lastSeen` no older than the
+ * last moment the view's watcher saw its tunnel open (the store is written
+ * a moment after a disconnect, and a page may ask in between).
+ */
+function clusterView(context: HubContext, state: WebState, record: ClusterRecord, isElsewhere: boolean): ClusterView {
+  // Connected as the operator API decides it: a tunnel open here, or another replica's claim.
+  const view = viewOf(context, record, isElsewhere);
+  const openAt = view.state === 'Disconnected' ? state.watcher.lastOpenAt(record.name) : undefined;
+  if (openAt !== undefined && (view.lastSeen === undefined || Date.parse(view.lastSeen) < openAt)) {
+    view.lastSeen = new Date(openAt).toISOString();
+  }
+  return view;
+}
+
+/** The clusters a user may reach, as the operator API shows them. */
+async function reachableClusters(context: HubContext, state: WebState, user: UserRecord): Promise<ClusterView[]> {
+  const mayReach = clusterReach(user);
+  const [all, elsewhere] = await Promise.all([state.clusters.list(), clustersHeldElsewhere(context)]);
+  return all.filter(mayReach).map((cluster) => clusterView(context, state, cluster, elsewhere.has(cluster.name)));
 }
 
 function sessionView(session: WebSession, user: UserRecord): unknown {
@@ -65,7 +88,7 @@ async function serveSession(context: HubContext, state: WebState, req: IncomingM
     checkCsrf(req, undefined);
     const user = await authenticateUser(context, req);
     if (user === undefined) {
-      context.metrics.unauthorizedRequests += 1;
+      context.metrics.unauthorizedRequests.inc();
       throw new HttpError(401, 'E_WEB_UNAUTHORIZED', 'that token is not a valid hub user token');
     }
     const { id, session } = state.sessions.create(user);
@@ -103,12 +126,12 @@ const FAILING_FIRST: Record<string, number> = {
 
 /** A rollout's status for the view: per-cluster rows failing first, limited to clusters the user may reach. */
 function rolloutView(controller: RolloutController, name: string, user: UserRecord): unknown {
-  const status = controller.status(name, actorOf(user), true);
+  const status = controller.status(name, rolloutActorOf(user), true);
   const rows = [...(status.clusters ?? [])].sort(
     (a, b) => (FAILING_FIRST[a.phase] ?? 9) - (FAILING_FIRST[b.phase] ?? 9) || (a.cluster < b.cluster ? -1 : 1),
   );
   // Its owner or an admin may pause, resume and abort it (rollout-permissions.ts, the controller's rule).
-  const canChange = refuseRolloutChange(actorOf(user), { name, owner: status.owner }, 'change') === undefined;
+  const canChange = refuseRolloutChange(rolloutActorOf(user), { name, owner: status.owner }, 'change') === undefined;
   return { ...status, clusters: rows, canChange };
 }
 
@@ -141,8 +164,8 @@ async function serveCluster(
   }
   const controller = controllerOf(context);
   const rollouts = [];
-  for (const item of controller?.list(actorOf(user)) ?? []) {
-    const row = controller?.status(item.name, actorOf(user), true).clusters?.find((r) => r.cluster === name);
+  for (const item of controller?.list(rolloutActorOf(user)) ?? []) {
+    const row = controller?.status(item.name, rolloutActorOf(user), true).clusters?.find((r) => r.cluster === name);
     if (row !== undefined) {
       rollouts.push({ name: item.name, state: item.state, revision: item.revision, ...row });
     }
@@ -193,7 +216,7 @@ async function serveRollouts(
   const { user } = signed;
   if (rest.length === 0) {
     if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', 'only GET lists rollouts');
-    sendWebJson(res, 200, { rollouts: controller?.list(actorOf(user)) ?? [] });
+    sendWebJson(res, 200, { rollouts: controller?.list(rolloutActorOf(user)) ?? [] });
     return;
   }
   if (controller === undefined) throw new HttpError(404, 'E_ROLLOUT_NOT_FOUND', 'this hub runs no rollouts');
@@ -206,7 +229,7 @@ async function serveRollouts(
   }
   if ((action === 'pause' || action === 'resume' || action === 'abort') && method === 'POST') {
     checkCsrf(req, signed.session);
-    await controller.command(name, action, actorOf(user));
+    await controller.command(name, action, rolloutActorOf(user));
     context.logger.info(`web view: ${user.name} ${action}d rollout ${name}`);
     sendWebJson(res, 200, rolloutView(controller, name, user));
     return;
@@ -239,7 +262,7 @@ async function serveEvents(
       const record = await context.store.getCluster(item.name);
       if (record !== undefined && mayReachCluster(user, record)) clusters.push(item);
     }
-    const visible = new Set((controllerOf(context)?.list(actorOf(user)) ?? []).map((item) => item.name));
+    const visible = new Set((controllerOf(context)?.list(rolloutActorOf(user)) ?? []).map((item) => item.name));
     // A deleted rollout is no longer listed; its name is passed on only to admins, who could see every rollout.
     const rollouts = change.rollouts.filter((name) => visible.has(name) || user.isAdmin);
     return { clusters, rollouts };
@@ -301,7 +324,10 @@ export async function serveApiRoute(context: HubContext, state: WebState, req: I
     case 'attention':
       if (rest.length > 0) throw new HttpError(404, 'E_WEB_NOT_FOUND', `${url.pathname} is not part of the list`);
       if (method !== 'GET') throw new HttpError(405, 'E_WEB_METHOD', 'only GET reads the attention list');
-      await serveAttention(context, state, signed.user, res, url.searchParams);
+      serveAttention(context, res, url.searchParams, {
+        user: signed.user,
+        clusters: await reachableClusters(context, state, signed.user),
+      });
       return;
     case 'rollouts':
       await serveRollouts(context, req, res, signed, rest);

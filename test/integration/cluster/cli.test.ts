@@ -28,6 +28,7 @@ describe('init and join help', () => {
       'control-plane',
       'wait-ready',
       'bootstrap-token',
+      'record-package',
       'edge-addons',
       'edge-autonomy',
       'show-join-command',

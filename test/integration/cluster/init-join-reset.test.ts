@@ -261,6 +261,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'control-plane:changed',
           'wait-ready:unchanged',
           'bootstrap-token:changed',
+          'record-package:changed',
           'upload-certs:skipped',
           'edge-addons:skipped',
           'edge-autonomy:skipped',
@@ -292,7 +293,14 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
         const output = `${run.stdout}\n${run.stderr}`;
         // A check phase checks again; it has nothing to be "already done".
         expect(output).toMatch(/\[preflight\] checked \(/);
-        const changedOnInstall = ['package', 'runtime', 'control-plane', 'bootstrap-token', 'show-join-command'].filter(
+        const changedOnInstall = [
+          'package',
+          'runtime',
+          'control-plane',
+          'bootstrap-token',
+          'record-package',
+          'show-join-command',
+        ].filter(
           (phase) => phase !== 'runtime' || distribution.runtimeOnInstall === 'changed',
         );
         for (const phase of changedOnInstall) {

@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UpgradeApplyResult } from '../../../src/cluster/upgrade/apply.js';
-import { KubeClient } from '../../../src/kube/client.js';
+import { KubeClient, type KubeObject } from '../../../src/kube/client.js';
 import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import type { BuiltPackage } from '../../../src/packages/build.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
@@ -28,6 +28,8 @@ import { startTestHosts, type TestHost, type TestHosts } from '../../support/tes
 import { printedBy } from '../../support/run-output.js';
 import { writeSigningKeys } from '../../support/signed-packages.js';
 import { signPackage } from '../../../src/packages/sign.js';
+import { createHash } from 'node:crypto';
+import { INSTALLED_PACKAGE_PATH } from '../../../src/health/installed-package.js';
 
 const CLI_TIMEOUT_MS = 240_000;
 const TEST_TIMEOUT_MS = 600_000;
@@ -61,6 +63,16 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       '--json',
       ...extra,
     ]);
+
+  /** SHA-256 of a package's manifest.json, as the cluster's record names it. */
+  function manifestDigest(version: string): string {
+    return createHash('sha256').update(packages.get(version)!.manifestBytes).digest('hex');
+  }
+
+  /** The cluster's record of the package it runs (kube-system/edgeadm-installed-package). */
+  async function recordedPackage(): Promise<Record<string, string> | undefined> {
+    return (await (await admin()).get<KubeObject & { data?: Record<string, string> }>(INSTALLED_PACKAGE_PATH))?.data;
+  }
 
   async function admin(): Promise<KubeClient> {
     return new KubeClient(await kubeCredentialsOf(readFileSync(adminKubeconfig, 'utf8'), { what: 'admin' }));
@@ -186,6 +198,7 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
         'backup',
         'swap',
         'restart',
+        'record-package',
       ]);
       expect(events.find((e) => e.type === 'phase-skipped')).toMatchObject({ phase: 'health', reason: 'dry run' });
       expect(events.at(-1)).toMatchObject({ type: 'result', ok: true });
@@ -218,6 +231,8 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
       expect(await env.run(controlPlane(), `ls ${BROKEN_SERVER_MARKER} 2>&1 || true`)).toContain('No such file');
       expect(await installed()).toBe(before);
       expect((await client.request<{ gitVersion: string }>('GET', '/version')).gitVersion).toBe(old);
+      // The cluster still records the package init installed: a rolled-back upgrade records nothing.
+      expect(await recordedPackage()).toMatchObject({ action: 'init', manifestSha256: manifestDigest(old) });
       const kept = await client.request<{ data: { a: string } }>(
         'GET',
         '/api/v1/namespaces/default/configmaps/before-upgrade',
@@ -243,8 +258,12 @@ describe('edgeadm upgrade apply on a simulated k3s control plane', () => {
         `/api/v1/nodes/${controlPlane().name}`,
       );
       expect(node.status.nodeInfo.kubeletVersion).toBe(next);
+      // The cluster records the package it now runs, for its agent to report to the hub.
+      const recorded = await recordedPackage();
+      expect(recorded).toMatchObject({ action: 'upgrade', version: next, manifestSha256: manifestDigest(next) });
       const again = json<UpgradeApplyResult>(await apply(next));
       expect(again.outcome).toBe('already-done');
+      expect(await recordedPackage()).toEqual(recorded);
     },
     TEST_TIMEOUT_MS,
   );

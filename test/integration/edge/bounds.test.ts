@@ -49,8 +49,8 @@ function largeList(selector: string): string {
   });
 }
 
-function metric(name: string): number {
-  const match = new RegExp(`^${name} (\\d+)$`, 'm').exec(proxy.metrics());
+async function metric(name: string): Promise<number> {
+  const match = new RegExp(`^${name} (\\d+)$`, 'm').exec(await proxy.metrics());
   return match ? Number(match[1]) : Number.NaN;
 }
 
@@ -163,8 +163,8 @@ afterEach(async () => {
   // Cleanup, not an assertion: a proxy without the gauge has nothing to wait for.
   await expect
     .poll(
-      () => {
-        const open = metric('edgeadm_edge_proxy_open_watches');
+      async () => {
+        const open = await metric('edgeadm_edge_proxy_open_watches');
         return Number.isNaN(open) ? 0 : open;
       },
       { timeout: STATE_WAIT_MS },
@@ -198,7 +198,7 @@ describe('edge-proxy bounds', () => {
     openClientWatches[0]!.close();
     await expect.poll(() => metric('edgeadm_edge_proxy_open_watches'), { timeout: STATE_WAIT_MS }).toBe(4);
     expect((await watch(ALICE)).status).toBe(200);
-    expect(metric('edgeadm_edge_proxy_open_watches')).toBe(WATCHES_TOTAL);
+    expect(await metric('edgeadm_edge_proxy_open_watches')).toBe(WATCHES_TOTAL);
   });
 
   it('streams a watch in a form it cannot read (protobuf) through, starting the answer at once', async () => {
@@ -221,13 +221,13 @@ describe('edge-proxy bounds', () => {
     for (let i = 0; i < WATCHES_PER_IDENTITY; i++) held.push(await watch(DAVE));
     expect(held.map((stream) => [stream.status, stream.isEnded])).toEqual(held.map(() => [200, false]));
     expect((await tryWatch(DAVE)).status).toBe(429);
-    expect(metric('edgeadm_edge_proxy_held_watches')).toBe(WATCHES_PER_IDENTITY);
+    expect(await metric('edgeadm_edge_proxy_held_watches')).toBe(WATCHES_PER_IDENTITY);
   });
 
   it('streams an answer uncached when the memory budget for buffered answers is spent, and caches again once it is free', async () => {
     const slow = streamingGet(`${CONFIGMAPS}?labelSelector=slow`, ERIN, SLOW_FIRST_PART);
     await slow.firstPart;
-    const bufferedWhileSlow = metric('edgeadm_edge_proxy_cache_buffered_bytes');
+    const bufferedWhileSlow = await metric('edgeadm_edge_proxy_cache_buffered_bytes');
 
     // Past the budget while the slow one holds most of it: the client still gets all of it.
     const fast = await call(target, { path: `${CONFIGMAPS}?labelSelector=fast`, token: ERIN });
@@ -253,7 +253,9 @@ describe('edge-proxy bounds', () => {
 
     expect(bufferedWhileSlow).toBeGreaterThanOrEqual(SLOW_FIRST_PART);
     expect(bufferedWhileSlow).toBeLessThanOrEqual(BUFFER_BUDGET);
-    expect(metric('edgeadm_edge_proxy_cache_buffered_bytes')).toBe(0);
-    expect(proxy.metrics()).toMatch(/^edgeadm_edge_proxy_requests_total\{outcome="not_cached_memory_bound"\} 1$/m);
+    expect(await metric('edgeadm_edge_proxy_cache_buffered_bytes')).toBe(0);
+    expect(await proxy.metrics()).toMatch(
+      /^edgeadm_edge_proxy_requests_total\{outcome="not_cached_memory_bound"\} 1$/m,
+    );
   });
 });

@@ -226,7 +226,7 @@ describe('edge-proxy with the simulated API server as upstream', () => {
     expect(answer.status).toBe(503);
     expect(answer.text).not.toContain('tampered-value');
     expect(cacheFiles()).not.toContain(file);
-    expect(proxy.metrics()).toMatch(/^edgeadm_edge_proxy_cache_corrupt_dropped_total 1$/m);
+    expect(await proxy.metrics()).toMatch(/^edgeadm_edge_proxy_cache_corrupt_dropped_total 1$/m);
     await goOnline();
   });
 

@@ -110,7 +110,7 @@ describe('edge-proxy with a full cache disk', () => {
       expect(entryFiles().filter((name) => name.endsWith('.tmp'))).toEqual([]);
       const onDisk = entryFiles().reduce((sum, name) => sum + statSync(join(cacheDir, 'entries', name)).size, 0);
       expect(proxy.cache.byteCount).toBe(onDisk);
-      expect(proxy.metrics()).toMatch(new RegExp(`^edgeadm_edge_proxy_cache_bytes ${onDisk}$`, 'm'));
+      expect(await proxy.metrics()).toMatch(new RegExp(`^edgeadm_edge_proxy_cache_bytes ${onDisk}$`, 'm'));
 
       await goOffline();
       const answers = [];

@@ -88,9 +88,8 @@ function closed(socket: Socket): Promise<void> {
   });
 }
 
-function proxyCount(outcome: string): number {
-  const line = proxy
-    .metrics()
+async function proxyCount(outcome: string): Promise<number> {
+  const line = (await proxy.metrics())
     .split('\n')
     .find((text) => text.startsWith(`edgeadm_edge_proxy_requests_total{outcome="${outcome}"} `));
   return line === undefined ? 0 : Number(line.split(' ')[1]);
@@ -195,7 +194,7 @@ describe('the k3s supervisor start-up answers through the edge-proxy', () => {
   it("online: the node's tunnel is the server's, forwarded, not held by the proxy", async () => {
     const tunnel = await openTunnel({ cert: nodeCert });
     expect(tunnel.status).toBe(101);
-    expect(proxyCount('tunnel_held_offline')).toBe(0);
+    expect(await proxyCount('tunnel_held_offline')).toBe(0);
     onlineTunnel = tunnel.socket;
     // The server refuses a tunnel to anything but a node (k3s's nodeAuthed), and the proxy passes that on.
     expect((await openTunnel({ cert: kubeProxyCert })).status).toBe(403);
@@ -298,10 +297,10 @@ describe('the k3s supervisor start-up answers through the edge-proxy', () => {
     expect((await openTunnel({ token: TOKEN })).status).toBe(503);
     expect((await openTunnel({ cert: kubeProxyCert })).status).toBe(503);
     expect((await openTunnel({})).status).toBe(503);
-    expect(proxyCount('tunnel_held_offline')).toBe(0);
+    expect(await proxyCount('tunnel_held_offline')).toBe(0);
     const held = await openTunnel({ cert: nodeCert });
     expect(held.status).toBe(101);
-    expect(proxyCount('tunnel_held_offline')).toBe(1);
+    expect(await proxyCount('tunnel_held_offline')).toBe(1);
     onlineTunnel = held.socket;
   });
 
@@ -325,14 +324,14 @@ describe('the k3s supervisor start-up answers through the edge-proxy', () => {
     await expect.poll(() => proxy.isOnline, { timeout: STATE_WAIT_MS }).toBe(true);
     await closed(onlineTunnel!);
     for (const socket of heldExtra) await closed(socket);
-    const heldSoFar = proxyCount('tunnel_held_offline');
+    const heldSoFar = await proxyCount('tunnel_held_offline');
     const tunnel = await openTunnel({ cert: nodeCert });
     expect(tunnel.status).toBe(101);
-    expect(proxyCount('tunnel_held_offline')).toBe(heldSoFar);
+    expect(await proxyCount('tunnel_held_offline')).toBe(heldSoFar);
     tunnel.socket?.destroy();
     // Online, /readyz is the server's again: the proxy does not answer it.
-    const answered = proxyCount('answered_by_proxy');
+    const answered = await proxyCount('answered_by_proxy');
     expect((await call(target, { path: '/readyz', cert: nodeCert })).status).toBe(200);
-    expect(proxyCount('answered_by_proxy')).toBe(answered);
+    expect(await proxyCount('answered_by_proxy')).toBe(answered);
   });
 });

@@ -145,8 +145,11 @@ export interface EdgeCluster {
 }
 
 /** Starts a simulated API server for one edge cluster. */
-export async function startEdgeCluster(name: string): Promise<EdgeCluster> {
-  const api = await startSimApiServer({ recordRequests: true, gitVersion: 'v1.30.4+sim' });
+export async function startEdgeCluster(
+  name: string,
+  options: Parameters<typeof startSimApiServer>[0] = {},
+): Promise<EdgeCluster> {
+  const api = await startSimApiServer({ recordRequests: true, gitVersion: 'v1.30.4+sim', ...options });
   const dir = mkdtempSync(join(tmpdir(), `edgeadm-edge-${name}-`));
   const kubeconfigPath = join(dir, 'admin.kubeconfig');
   writeFileSync(kubeconfigPath, api.kubeconfig(), { mode: 0o600 });

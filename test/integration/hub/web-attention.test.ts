@@ -2,11 +2,14 @@
  * The web view's "Needs attention" page end to end, in a real browser:
  * Debian's chromium driven by playwright-core, against a real hub in this
  * process (`startHub`), with five edge clusters registered by edgeadm's
- * real registration and connected by its real tunnel agent (their API
- * server SIMULATED, test/support/sim-apiserver). One is then cut off, one
- * held by the admin, and two report health (a node not Ready; an API server
- * certificate expiring in 9 days) through the hub's ClusterHealthSource,
- * the seam the agents' health reports fill. The fifth needs nothing.
+ * real registration and run by its real agent service (tunnel, health
+ * reporter, rollouts) in this process, each with its own SIMULATED API
+ * server (test/support/sim-apiserver). One site is then cut off, one held
+ * by the admin; one has a node that is not Ready, one an API server
+ * certificate that expires in 9 days, as their agents read and report
+ * them. The fifth needs nothing. The agents read their nodes every 200 ms
+ * here instead of 15 s (the test read period, passed in as their
+ * environment).
  *
  * From the fleet page's count to the page and its rows, a reason's filter,
  * a cluster's page with its health; the API as a scoped user sees it and
@@ -22,12 +25,13 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterHealthView } from '../../../src/hub/contract/views.js';
+import { installedPackageObject } from '../../../src/health/installed-package.js';
+import { TEST_HEALTH_READ_ENV } from '../../../src/health/wire.js';
+import type { ClusterView } from '../../../src/hub/contract/views.js';
 import { startHub, type RunningHub } from '../../../src/hub/server/hub-server.js';
 import { silentLogger } from '../../../src/log/run-log.js';
+import { runAgentService } from '../../../src/registration/agent-service.js';
 import { registerCluster } from '../../../src/registration/registration.js';
-import { runTunnelAgent } from '../../../src/tunnel/agent.js';
-import { readUpstreamKubeconfig, Upstream } from '../../../src/tunnel/upstream.js';
 import { ensureCliBuilt } from '../../support/cli-build.js';
 import { REPO_ROOT } from '../../support/cli.js';
 import { startSimApiServer, type SimApiServer } from '../../support/sim-apiserver/index.js';
@@ -41,7 +45,23 @@ import {
   webRequest,
 } from '../../support/web-view.js';
 
-const DAY = 86_400_000;
+const INSTALLED = {
+  name: 'edge-k3s-v1.30.4-amd64',
+  version: 'v1.30.4',
+  distribution: 'k3s',
+  manifestSha256: 'ab'.repeat(32),
+  action: 'init' as const,
+  at: '2026-10-20T04:00:00.000Z',
+};
+
+function nodeObject(name: string, ready: 'True' | 'False'): Parameters<SimApiServer['setObject']>[0] {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name },
+    status: { conditions: [{ type: 'Ready', status: ready }], nodeInfo: { kubeletVersion: 'v1.30.4+sim' } },
+  } as Parameters<SimApiServer['setObject']>[0];
+}
 const SITES: [string, string][] = [
   ['shop-cut', 'env=prod,region=eu'],
   ['shop-held', 'env=prod,region=eu'],
@@ -53,11 +73,9 @@ const SITES: [string, string][] = [
 describe('the "Needs attention" page in chromium', { timeout: 180_000 }, () => {
   const root = mkdtempSync(join(tmpdir(), 'hub-web-attention-'));
   const dataDir = join(root, 'hub');
-  const reports = new Map<string, ClusterHealthView>();
+  const sims = new Map<string, SimApiServer>();
   const agents = new Map<string, { stop: AbortController; run: Promise<void> }>();
   let hub: RunningHub;
-  let sim: SimApiServer;
-  let upstream: Upstream;
   let adminToken: string;
   let browser: Browser;
   let page: Page;
@@ -84,8 +102,8 @@ describe('the "Needs attention" page in chromium', { timeout: 180_000 }, () => {
       req.on('error', reject);
       req.end(body === undefined ? undefined : JSON.stringify(body));
     });
-  const stateOf = async (name: string): Promise<string> =>
-    ((await operator('GET', `/hub/v1/clusters/${name}`)).json as { state: string }).state;
+  const clusterOf = async (name: string): Promise<ClusterView> =>
+    (await operator('GET', `/hub/v1/clusters/${name}`)).json as ClusterView;
   const rows = (target: Page): Promise<[string, string][]> =>
     target
       .locator('table.attention tbody tr')
@@ -98,34 +116,32 @@ describe('the "Needs attention" page in chromium', { timeout: 180_000 }, () => {
     ensureCliBuilt('commands/hub/clusters/list.js', ['src']);
     shots = screenshotDir('attention');
     console.log(`attention page screenshots: ${shots}`);
-    hub = await startHub({ listen: '127.0.0.1:0', dataDir, logger: silentLogger, clusterHealth: reports });
+    hub = await startHub({ listen: '127.0.0.1:0', dataDir, logger: silentLogger });
     adminToken = tokenOf(hub.adminConfigPath);
-    sim = await startSimApiServer({ gitVersion: 'v1.30.4+sim' });
-    // What the cluster page reads live through a tunnel (one simulated API server behind every site).
-    const nodes: [string, string][] = [
-      ['shop-nodes-a', 'True'],
-      ['shop-nodes-b', 'False'],
-    ];
-    for (const [node, ready] of nodes) {
-      sim.setObject({
-        apiVersion: 'v1',
-        kind: 'Node',
-        metadata: { name: node },
-        status: { conditions: [{ type: 'Ready', status: ready }], nodeInfo: { kubeletVersion: 'v1.30.4+sim' } },
-      });
-    }
-    sim.setObject({
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: 'hub-admin' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'edgeadm-hub-admin' }],
-    });
-    const kubeconfig = join(root, 'edge.kubeconfig');
-    writeFileSync(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
-    upstream = new Upstream(await readUpstreamKubeconfig(kubeconfig), silentLogger);
     const { token } = (await operator('POST', '/hub/v1/tokens', { ttlMs: 600_000 })).json as { token: string };
     for (const [name, labels] of SITES) {
+      // shop-certs: its API server's certificate expires in 9 days.
+      const sim = await startSimApiServer({
+        gitVersion: 'v1.30.4+sim',
+        ...(name === 'shop-certs' ? { servingValidityDays: 9 } : {}),
+      });
+      sims.set(name, sim);
+      sim.setObject(nodeObject(`${name}-a`, 'True'));
+      if (name === 'shop-nodes') {
+        sim.setObject(nodeObject('shop-nodes-b', 'False'));
+        sim.setObject(nodeObject('shop-nodes-c', 'True'));
+        sim.setObject(installedPackageObject(INSTALLED) as Parameters<SimApiServer['setObject']>[0]);
+        // The hub admin reads the nodes on the cluster's page as itself (impersonated): this cluster lets it.
+        sim.setObject({
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRoleBinding',
+          metadata: { name: 'hub-admin' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'edgeadm-hub-admin' }],
+        } as Parameters<SimApiServer['setObject']>[0]);
+      }
+      const kubeconfig = join(root, `${name}.kubeconfig`);
+      writeFileSync(kubeconfig, sim.kubeconfig(), { mode: 0o600 });
       const { state } = await registerCluster({
         hub: new URL(hub.url).host,
         token,
@@ -139,47 +155,27 @@ describe('the "Needs attention" page in chromium', { timeout: 180_000 }, () => {
         logger: silentLogger,
       });
       const stop = new AbortController();
-      const run = runTunnelAgent({
-        hubServer: hub.url,
-        hubCaPem: state.hubCaPem,
-        identity: () => ({ cluster: name, certPem: state.certPem, keyPem: state.keyPem }),
-        upstream,
+      const run = runAgentService({
+        dataDir: join(root, name),
+        state,
         logger: silentLogger,
         signal: stop.signal,
+        env: { [TEST_HEALTH_READ_ENV]: '200' },
       }).catch(() => undefined);
       agents.set(name, { stop, run });
     }
-    for (const [name] of SITES)
-      await waitFor(`${name} to connect`, async () => (await stateOf(name)) === 'Connected' || undefined);
-    // What needs attention: one site cut off, one held, two reporting trouble; shop-fine needs nothing.
+    for (const [name] of SITES) {
+      await waitFor(`${name} to connect and report its health`, async () => {
+        const view = await clusterOf(name);
+        return view.state === 'Connected' && view.health !== undefined ? true : undefined;
+      });
+    }
+    // What needs attention: one site cut off, one held; shop-nodes and shop-certs report trouble.
     agents.get('shop-cut')?.stop.abort();
-    await waitFor(
-      'shop-cut to be disconnected',
-      async () => (await stateOf('shop-cut')) === 'Disconnected' || undefined,
+    await waitFor('shop-cut to be disconnected', async () =>
+      (await clusterOf('shop-cut')).state === 'Disconnected' ? true : undefined,
     );
     expect((await operator('PUT', '/hub/v1/clusters/shop-held/hold', { reason: 'inventory count' })).status).toBe(200);
-    const now = Date.now();
-    reports.set('shop-nodes', {
-      reportedAt: new Date(now).toISOString(),
-      nodes: { total: 3, ready: 2, notReady: ['shop-nodes-b'] },
-      certificates: [
-        { kind: 'apiserver-serving', subject: 'CN=k3s', notAfter: new Date(now + 300 * DAY).toISOString() },
-      ],
-      package: {
-        name: 'edge-k3s',
-        version: '1.30.4',
-        distribution: 'k3s',
-        manifestSha256: 'ab'.repeat(32),
-        action: 'init',
-        at: new Date(now - 40 * DAY).toISOString(),
-      },
-    });
-    reports.set('shop-certs', {
-      reportedAt: new Date(now).toISOString(),
-      nodes: { total: 1, ready: 1, notReady: [] },
-      certificates: [{ kind: 'apiserver-serving', subject: 'CN=k3s', notAfter: new Date(now + 9 * DAY).toISOString() }],
-    });
-    reports.set('shop-fine', { reportedAt: new Date(now).toISOString(), certificates: [] });
     browser = await launchChromium();
     const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 860 } });
     page = await context.newPage();
@@ -190,8 +186,7 @@ describe('the "Needs attention" page in chromium', { timeout: 180_000 }, () => {
     for (const agent of agents.values()) agent.stop.abort();
     await Promise.all([...agents.values()].map((agent) => agent.run));
     await hub?.close();
-    upstream?.close();
-    await sim?.stop();
+    for (const sim of sims.values()) await sim.stop();
   });
 
   it('counts them on the fleet page, and the count leads to the page with each cluster and its reasons', async () => {
@@ -214,7 +209,7 @@ describe('the "Needs attention" page in chromium', { timeout: 180_000 }, () => {
     const text = (name: string) => page.locator(`tr[data-cluster="${name}"]`).textContent();
     expect(await text('shop-cut')).toMatch(/Offline\s*last seen \d+ s ago/);
     expect(await text('shop-nodes')).toContain('1 of 3 nodes not Ready: shop-nodes-b');
-    expect(await text('shop-certs')).toContain('API server certificate expires in 8 d');
+    expect(await text('shop-certs')).toMatch(/API server certificate expires in [89] d/);
     expect(await text('shop-held')).toContain('held by edgeadm-hub-admin: inventory count');
     expect(await page.getByTestId('attention-count').textContent()).toBe('1–4 of 4 clusters');
     await page.screenshot({ path: join(shots, 'attention.png'), fullPage: true });
@@ -227,9 +222,9 @@ describe('the "Needs attention" page in chromium', { timeout: 180_000 }, () => {
     const health = page.getByRole('region', { name: 'Health' });
     await expect.poll(() => page.getByTestId('health-nodes').textContent()).toContain('2 of 3 nodes Ready');
     expect(await page.getByTestId('health-nodes').textContent()).toContain('not Ready: shop-nodes-b');
-    expect(await health.locator('tr[data-certificate="apiserver-serving"]').textContent()).toContain('in 299 d');
+    expect(await health.locator('tr[data-certificate="apiserver-serving"]').textContent()).toMatch(/\(in 36[45] d\)/);
     expect(await health.locator('tr[data-certificate="hub-client"]').count()).toBe(1);
-    expect(await page.getByTestId('health-package').textContent()).toContain('edge-k3s 1.30.4 (k3s)');
+    expect(await page.getByTestId('health-package').textContent()).toContain('edge-k3s-v1.30.4-amd64 v1.30.4 (k3s)');
     await page.locator('tr[data-node="shop-nodes-b"]').waitFor();
     await page.screenshot({ path: join(shots, 'attention-cluster-health.png'), fullPage: true });
   });

@@ -59,7 +59,7 @@ export const DEBIAN_PROGRAMS = {
 } as const;
 
 /** The rig's programs of one set, or a clear error saying how to build them. */
-export function builtSet(set: 'kubernetes' | 'etcd' | 'coredns' | 'cosign'): BuiltSet {
+export function builtSet(set: 'kubernetes' | 'etcd' | 'coredns' | 'cosign' | 'promtool'): BuiltSet {
   const dir = join(RIG_CACHE, 'out', set);
   const record = join(dir, 'versions.json');
   if (!existsSync(record)) {
@@ -71,17 +71,27 @@ export function builtSet(set: 'kubernetes' | 'etcd' | 'coredns' | 'cosign'): Bui
 }
 
 /**
- * The cosign test/real/build.sh built from its Go module (the package
- * signature differential), or why there is none.
+ * A program test/real/build.sh built from its Go module for a test that
+ * checks edgeadm against it, or why there is none.
  */
-export function builtCosign(): { binary: string; version: string } | { reason: string } {
-  const dir = join(RIG_CACHE, 'out', 'cosign');
-  if (!existsSync(join(dir, 'versions.json')) || !existsSync(join(dir, 'cosign'))) {
+function builtProgram(set: 'cosign' | 'promtool'): { binary: string; version: string } | { reason: string } {
+  const dir = join(RIG_CACHE, 'out', set);
+  if (!existsSync(join(dir, 'versions.json')) || !existsSync(join(dir, set))) {
     return {
-      reason: `cosign is not built in ${dir}: run ${RIG_BUILD_SCRIPT} cosign (it builds cosign from its Go module)`,
+      reason: `${set} is not built in ${dir}: run ${RIG_BUILD_SCRIPT} ${set} (it builds ${set} from its Go module)`,
     };
   }
-  return { binary: join(dir, 'cosign'), version: builtSet('cosign').version };
+  return { binary: join(dir, set), version: builtSet(set).version };
+}
+
+/** The cosign of the package signature differential, or why there is none. */
+export function builtCosign(): { binary: string; version: string } | { reason: string } {
+  return builtProgram('cosign');
+}
+
+/** The promtool that checks and unit-tests the hub's alert rules, or why there is none. */
+export function builtPromtool(): { binary: string; version: string } | { reason: string } {
+  return builtProgram('promtool');
 }
 
 /** Why the rig cannot run on this machine, or undefined when it can. */

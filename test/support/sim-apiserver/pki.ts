@@ -110,13 +110,14 @@ export class SimCertificateAuthority {
   }
 
   /** Issues a TLS serving certificate valid for the given DNS names and IP addresses. */
-  async issueServing(sans: string[]): Promise<CertificateAndKey> {
+  async issueServing(sans: string[], validityDays = LEAF_VALIDITY_DAYS): Promise<CertificateAndKey> {
     const unique = [...new Set(sans)];
     const names = unique.map((value) => ({ type: isIP(value) ? ('ip' as const) : ('dns' as const), value }));
     return this.#issue({
       subject: [{ CN: ['sim-apiserver'] }],
       usage: x509.ExtendedKeyUsage.serverAuth,
       extraExtensions: [new x509.SubjectAlternativeNameExtension(names)],
+      validityDays,
     });
   }
 
@@ -133,6 +134,7 @@ export class SimCertificateAuthority {
     subject: x509.JsonName;
     usage: string;
     extraExtensions: x509.Extension[];
+    validityDays?: number;
   }): Promise<CertificateAndKey> {
     const keys = await generateKeys();
     const cert = await x509.X509CertificateGenerator.create({
@@ -142,7 +144,7 @@ export class SimCertificateAuthority {
       publicKey: keys.publicKey,
       signingKey: this.#privateKey,
       signingAlgorithm: SIGNING_ALGORITHM,
-      ...validity(LEAF_VALIDITY_DAYS),
+      ...validity(spec.validityDays ?? LEAF_VALIDITY_DAYS),
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),

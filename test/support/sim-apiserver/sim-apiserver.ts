@@ -113,6 +113,8 @@ export interface SimApiServerOptions {
   port?: number;
   /** Extra DNS names or IPs for the serving certificate (the listen address, localhost and 127.0.0.1 are always in). */
   sans?: string[];
+  /** Days the serving certificate is valid (365 by default): a short one tests expiry reports. */
+  servingValidityDays?: number;
   /** Objects to create at start, after the system namespaces. */
   objects?: KubeObject[];
   /** Static bearer tokens. */
@@ -1436,7 +1438,10 @@ export async function startSimApiServer(options: SimApiServerOptions = {}): Prom
     ? await SimCertificateAuthority.load(options.ca.certPem, options.ca.keyPem)
     : await SimCertificateAuthority.generate();
   const host = options.host ?? '127.0.0.1';
-  const serving = await ca.issueServing([host, 'localhost', '127.0.0.1', '::1', ...(options.sans ?? [])]);
+  const serving = await ca.issueServing(
+    [host, 'localhost', '127.0.0.1', '::1', ...(options.sans ?? [])],
+    options.servingValidityDays,
+  );
   const server = new SimApiServerImpl(options, ca, serving);
   await server.listen();
   return server;

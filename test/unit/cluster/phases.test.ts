@@ -15,6 +15,7 @@ describe('phase trees', () => {
       'control-plane',
       'wait-ready',
       'bootstrap-token',
+      'record-package',
       'upload-certs',
       'edge-addons',
       'edge-autonomy',
@@ -71,7 +72,7 @@ describe('phase trees', () => {
 
   it('lists the tree for --help with each summary', () => {
     const help = describePhases(initPhases());
-    expect(help.split('\n')).toHaveLength(10);
+    expect(help.split('\n')).toHaveLength(11);
     expect(help).toMatch(/^preflight\s+Run the pre-flight checks/);
   });
 });

@@ -8,7 +8,8 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { renderMetrics } from '../../../src/edge/metrics.js';
+import { registerProxyGauges } from '../../../src/edge/metrics.js';
+import { MetricsRegistry } from '../../../src/metrics/metrics-registry.js';
 import { createUpstreamClient } from '../../../src/edge/upstream-client.js';
 import { CERTIFICATE_REJECTED_HINT, UpstreamStateMachine } from '../../../src/edge/upstream-state.js';
 import { silentLogger, type Logger } from '../../../src/log/run-log.js';
@@ -79,17 +80,17 @@ describe('the upstream probe after the server CA changed', () => {
       expect(logger.errors).toHaveLength(1);
       expect(logger.errors[0]).toContain('not an outage');
       expect(logger.errors[0]).toContain(CERTIFICATE_REJECTED_HINT);
-      const metrics = renderMetrics({
+      const registry = new MetricsRegistry();
+      registerProxyGauges(registry, () => ({
         isOnline: state.isOnline,
         isCertificateRejected: state.isCertificateRejected,
         cacheEntries: 0,
         cacheBytes: 0,
-        corruptEntriesDropped: 0,
         heldWatches: 0,
         openWatches: 0,
         bufferedCacheBytes: 0,
-        requests: new Map(),
-      });
+      }));
+      const metrics = await registry.render();
       expect(metrics).toContain('edgeadm_edge_proxy_upstream_certificate_rejected 1');
       expect(metrics).toContain('edgeadm_edge_proxy_online 0');
 

@@ -29,6 +29,7 @@
 import { EdgeadmError } from '../../../errors.js';
 import { hubTokenState } from '../hub-token-state.js';
 import type { ClusterHold } from '../../../rollout/api.js';
+import type { ClusterHealthView } from '../../../health/wire.js';
 import type {
   ClusterRecord,
   ClusterStatusUpdate,
@@ -191,6 +192,10 @@ export class EtcdHubStore implements HubStore {
         ...(status.nodeCount === undefined ? {} : { nodeCount: status.nodeCount }),
       };
     });
+  }
+
+  async updateClusterHealth(name: string, health: ClusterHealthView): Promise<void> {
+    await this.#updateCluster(name, (cluster) => ({ ...cluster, health }));
   }
 
   async updateClusterCertificate(name: string, certSerial: string, certNotAfter: string): Promise<void> {

@@ -3,16 +3,16 @@
  * hub's request handler calls it, against the real store (SQLite in
  * memory) and the real rollout controller (its delivery refused by one
  * cluster, so that the rollout halts): what an admin and a scoped user see,
- * the health the agents reported, and 400s that name the parameter.
+ * the health the agents reported (as the hub stores it), and 400s that name
+ * the parameter.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ClusterHealthSource, HubContext } from '../../../../src/hub/api/hub-context.js';
+import type { HubContext } from '../../../../src/hub/api/hub-context.js';
 import type { AttentionPage } from '../../../../src/hub/contract/attention.js';
-import type { ClusterHealthView } from '../../../../src/hub/contract/views.js';
 import { HUB_ADMIN_USER } from '../../../../src/hub/identity/authenticate.js';
 import type { HubPki } from '../../../../src/hub/identity/hub-pki.js';
 import { hashUserToken, newUserToken } from '../../../../src/hub/identity/hub-tokens.js';
-import { HubMetrics } from '../../../../src/hub/metrics.js';
+import { HubMetrics } from '../../../../src/hub/metrics/hub-metrics.js';
 import { RolloutController } from '../../../../src/hub/rollouts/rollout-controller.js';
 import type { DeliveryOutcome } from '../../../../src/hub/rollouts/rollout-delivery.js';
 import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
@@ -29,8 +29,6 @@ const euToken = newUserToken();
 let store: SqliteHubStore;
 let controller: RolloutController | undefined;
 let context: HubContext;
-const reports = new Map<string, ClusterHealthView>();
-const health: ClusterHealthSource = { get: (cluster) => reports.get(cluster) };
 
 async function addCluster(name: string, labels: Record<string, string>, lastSeen?: string): Promise<void> {
   await store.addCluster({
@@ -79,7 +77,6 @@ beforeEach(async () => {
   await addCluster('eu-2', { env: 'prod', region: 'eu' });
   await addCluster('eu-3', { env: 'dev', region: 'eu' }, '2026-03-01T09:00:00.000Z');
   await addCluster('us-1', { env: 'prod', region: 'us' }, '2026-02-28T10:00:00.000Z');
-  reports.clear();
   controller = undefined;
   context = {
     store,
@@ -93,7 +90,6 @@ beforeEach(async () => {
       ['eu-2', openTunnel()],
     ]),
     closeTunnel: () => {},
-    clusterHealth: health,
   };
 });
 
@@ -112,7 +108,8 @@ describe('GET /hub/v1/attention', () => {
   });
 
   it('lists the disconnected clusters and the nodes not Ready the agents reported, with the thresholds', async () => {
-    reports.set('eu-2', {
+    // As the hub keeps an agent's report (health/health-book.ts): in the store, shown in the cluster's view.
+    await store.updateClusterHealth('eu-2', {
       reportedAt: '2026-03-01T09:59:50.000Z',
       nodes: { total: 3, ready: 2, notReady: ['eu-2-b'] },
       certificates: [{ kind: 'apiserver-serving', subject: 'CN=kube-apiserver', notAfter: '2026-03-10T00:00:00.000Z' }],

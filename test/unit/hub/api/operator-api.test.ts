@@ -20,7 +20,7 @@ import { formatHubToken, hashUserToken, newHubToken, newUserToken } from '../../
 import { HttpError } from '../../../../src/hub/http/http-replies.js';
 import { MAX_API_TTL_MS, MAX_HUB_TOKEN_USAGES } from '../../../../src/hub/limits.js';
 import { AGENT_CERT_ORGANIZATION } from '../../../../src/hub/contract/agent-certificate.js';
-import { HubMetrics } from '../../../../src/hub/metrics.js';
+import { HubMetrics } from '../../../../src/hub/metrics/hub-metrics.js';
 import { serveApi } from '../../../../src/hub/api/operator-api.js';
 import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
 import { silentLogger } from '../../../../src/log/run-log.js';

@@ -10,7 +10,7 @@ import type { HubContext } from '../../../../src/hub/api/hub-context.js';
 import { HUB_ADMIN_USER } from '../../../../src/hub/identity/authenticate.js';
 import { hashUserToken, newUserToken } from '../../../../src/hub/identity/hub-tokens.js';
 import { MAX_API_BODY_BYTES, MAX_ROLLOUT_BODY_BYTES } from '../../../../src/hub/limits.js';
-import { HubMetrics } from '../../../../src/hub/metrics.js';
+import { HubMetrics } from '../../../../src/hub/metrics/hub-metrics.js';
 import { RolloutController } from '../../../../src/hub/rollouts/rollout-controller.js';
 import { type DeliveryOutcome } from '../../../../src/hub/rollouts/rollout-delivery.js';
 import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';

@@ -16,6 +16,7 @@ import {
   httpServerDeadlineOptions,
   DEFAULT_HUB_DEADLINES,
 } from '../../../../src/hub/front/socket-deadlines.js';
+import { TUNNEL_PING_INTERVAL_MS } from '../../../../src/tunnel/limits.js';
 
 const DEADLINE_MS = 1000;
 
@@ -153,5 +154,17 @@ describe('httpServerDeadlineOptions', () => {
     });
     const inverted = { ...DEFAULT_HUB_DEADLINES, requestHeadMs: 5000, requestMs: 2000 };
     expect(httpServerDeadlineOptions(inverted).headersTimeout).toBe(2000);
+  });
+});
+
+describe("the hub's judgement of silent agents", () => {
+  it('names an agent gone silent within two heartbeats, and never closes one whose pings arrive', () => {
+    const { tunnelSilenceMs: limit, tunnelSweepMs: sweep } = DEFAULT_HUB_DEADLINES;
+    // What the hub last heard is the sweep that noticed it (up to one sweep after the frame); it is
+    // judged silent at the first sweep more than `limit` later.
+    const worstDetection = sweep + (Math.floor(limit / sweep) + 1) * sweep;
+    expect(worstDetection).toBeLessThanOrEqual(2 * TUNNEL_PING_INTERVAL_MS);
+    // Pings on time are noticed at most an interval apart: never past the limit, with half a sweep to spare.
+    expect(limit - TUNNEL_PING_INTERVAL_MS).toBeGreaterThanOrEqual(sweep / 2);
   });
 });

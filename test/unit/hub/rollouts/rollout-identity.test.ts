@@ -17,7 +17,7 @@ import type { HubContext } from '../../../../src/hub/api/hub-context.js';
 import { HUB_ADMIN_USER } from '../../../../src/hub/identity/authenticate.js';
 import type { HubPki } from '../../../../src/hub/identity/hub-pki.js';
 import { hashUserToken, newUserToken } from '../../../../src/hub/identity/hub-tokens.js';
-import { HubMetrics } from '../../../../src/hub/metrics.js';
+import { HubMetrics } from '../../../../src/hub/metrics/hub-metrics.js';
 import { RolloutController } from '../../../../src/hub/rollouts/rollout-controller.js';
 import { type DeliveryOutcome } from '../../../../src/hub/rollouts/rollout-delivery.js';
 import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';

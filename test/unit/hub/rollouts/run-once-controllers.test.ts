@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { OpenedHubStore } from '../../../../src/hub/store/coordination.js';
 import type { HubContext } from '../../../../src/hub/api/hub-context.js';
 import { LocalCoordination } from '../../../../src/hub/store/local-coordination.js';
-import { HubMetrics } from '../../../../src/hub/metrics.js';
+import { HubMetrics } from '../../../../src/hub/metrics/hub-metrics.js';
 import { TunnelRolloutDelivery } from '../../../../src/hub/rollouts/rollout-tunnel.js';
 import { RunOnceControllers } from '../../../../src/hub/rollouts/run-once-controllers.js';
 import { silentLogger } from '../../../../src/log/run-log.js';
