@@ -108,7 +108,7 @@ describe('followHealth', () => {
     });
     followHealth(tunnel, sink, silentLogger, { reopenMs: 10, reopenMaxMs: 10 });
     await sink.waitFor(2);
-    expect((sink as unknown as { taken: ClusterHealthReport[] }).taken.slice(0, 2)).toEqual([good(1), good(2)]);
+    expect(sink.taken.slice(0, 2)).toEqual([good(1), good(2)]);
   });
 
   it('does not ask again an agent that has no health stream', async () => {
