@@ -247,3 +247,10 @@ export const PEER_REPORTS_RETRY_MAX_MS = 4_000;
 export const HEALTH_STREAM_REOPEN_MS = 5_000;
 /** The longest wait between two attempts at a cluster's health stream. */
 export const HEALTH_STREAM_REOPEN_MAX_MS = 5 * 60_000;
+/**
+ * The shortest time between two writes of one cluster's health report to
+ * the store: a report that changes sooner is written when the interval has
+ * passed (the latest one), so the store's load is bounded whatever an
+ * agent sends.
+ */
+export const HEALTH_STORE_MIN_INTERVAL_MS = 10_000;

@@ -46,6 +46,8 @@ export interface RolloutStandInOptions {
    * stream that breaks before its answer.
    */
   refuseReports?: Array<'503' | 'reset'>;
+  /** Given every other control stream first: true when it answered it (the health stream, say). */
+  onControl?: (path: string, stream: ServerHttp2Stream) => boolean;
 }
 
 /** A connected stand-in agent. */
@@ -161,6 +163,7 @@ export async function connectRolloutStandIn(options: RolloutStandInOptions): Pro
       return;
     }
     agent.controlHeaders.push(headers);
+    if (options.onControl?.(String(path), stream) === true) return;
     if (kind === 'unknown-path-404') {
       stream.resume();
       stream.respond({ ':status': 404 });
