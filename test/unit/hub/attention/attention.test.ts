@@ -66,6 +66,22 @@ describe('reasonsOf', () => {
     expect(kinds(cut(60_000), { offlineForMs: 60_000 })).toEqual(['offline']);
   });
 
+  it('reads times written another way than the hub writes them, and is not fooled by one that is no time', () => {
+    // Without milliseconds, or with an offset: parsed, not compared as text.
+    const seen = (lastSeen: string) => healthy('a', { state: 'Disconnected', lastSeen });
+    const noMs = (ms: number) => at(ms).replace(/\.\d{3}Z$/, 'Z');
+    expect(kinds(seen(noMs(-59_000)), { offlineForMs: 60_000 })).toEqual([]);
+    expect(kinds(seen(noMs(-60_000)), { offlineForMs: 60_000 })).toEqual(['offline']);
+    expect(kinds(seen('2026-06-01T13:59:30+02:00'), { offlineForMs: 60_000 })).toEqual([]);
+    expect(kinds(seen('2026-06-01T13:58:30+02:00'), { offlineForMs: 60_000 })).toEqual(['offline']);
+    // A disconnected cluster whose last-seen time cannot be read is listed, not hidden.
+    expect(kinds(seen('yesterday'), { offlineForMs: DAY })).toEqual(['offline']);
+    const certificate = (notAfter: string) =>
+      healthy('a', { health: health({ certificates: [{ kind: 'cluster-ca', subject: 'CN=ca', notAfter }] }) });
+    expect(kinds(certificate(noMs(30 * DAY)))).toEqual(['certificate-expiring']);
+    expect(kinds(certificate(noMs(30 * DAY + 1_000)))).toEqual([]);
+  });
+
   it('lists a cluster that never connected as offline since its registration, whatever the threshold', () => {
     const never = healthy('a', { state: 'Disconnected', lastSeen: undefined });
     expect(reasonsOf(never, rules({ offlineForMs: 365 * DAY }))).toEqual([
