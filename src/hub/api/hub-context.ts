@@ -12,6 +12,7 @@ import type { PeerCredentials } from '../replicas/peer-link.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { HubStore } from '../store/store.js';
 import type { ClusterHealthBook } from '../health/health-book.js';
+import type { ClusterListCache } from '../store/cluster-list-cache.js';
 
 /** The hub's shared state. */
 export interface HubContext {
@@ -35,6 +36,12 @@ export interface HubContext {
    * of other parts), and on a replica that does not lead.
    */
   rollouts?: RolloutController;
+  /**
+   * The registered clusters, one store read shared by the requests of a
+   * second (the web view, the attention list, the metrics); absent where a
+   * hub runs without it (tests of other parts), which then read the store.
+   */
+  clusterList?: ClusterListCache;
   /** The latest health reports of the tunnels held here; absent where a hub runs without them (tests of other parts). */
   health?: ClusterHealthBook;
   /** The replicas' coordination: who holds which tunnel. Absent: tunnels held here are all there is. */

@@ -91,10 +91,13 @@ export async function clustersHeldElsewhere(context: HubContext): Promise<Readon
   return elsewhere;
 }
 
-/** The clusters `user`'s selector reaches, as shown: one store read and one read of the claims, whatever their number. */
+/** The clusters `user`'s selector reaches, as shown: one (shared) store read and one read of the claims, whatever their number. */
 export async function reachableClusterViews(context: HubContext, user: UserRecord): Promise<ClusterView[]> {
   const mayReach = clusterReach(user);
-  const [records, elsewhere] = await Promise.all([context.store.listClusters(), clustersHeldElsewhere(context)]);
+  const [records, elsewhere] = await Promise.all([
+    context.clusterList?.list() ?? context.store.listClusters(),
+    clustersHeldElsewhere(context),
+  ]);
   return records.filter(mayReach).map((record) => viewOf(context, record, elsewhere.has(record.name)));
 }
 

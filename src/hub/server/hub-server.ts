@@ -43,6 +43,7 @@ import { TunnelRegistry } from '../replicas/tunnel-registry.js';
 import { HubStopping } from './hub-stopping.js';
 import { wireRollouts } from './rollout-wiring.js';
 import { wireHealth } from '../health/health-wiring.js';
+import { ClusterListCache } from '../store/cluster-list-cache.js';
 import { handleRequest, handleUpgrade, type ServingParts } from './routes.js';
 import { webClusterChanged } from '../web/web-state.js';
 
@@ -181,6 +182,15 @@ async function openReplicaStore(
   }
 }
 
+/** The registry's deadlines of a tunnel: to be accepted, and of silence once accepted. */
+function tunnelLiveness(deadlines: HubDeadlines): { acceptTimeoutMs: number; silenceMs: number; sweepMs: number } {
+  return {
+    acceptTimeoutMs: deadlines.tunnelAcceptMs,
+    silenceMs: deadlines.tunnelSilenceMs,
+    sweepMs: deadlines.tunnelSweepMs,
+  };
+}
+
 /** Starts the hub. */
 export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   const { logger } = options;
@@ -226,15 +236,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
   const advertiseUrl = `https://${urlHost(advertiseHost)}:${front.port}`;
   // Known now that the port listens; other replicas read them once this replica joins.
   Object.assign(coordination.self, { advertiseUrl, peerUrl: advertiseUrl });
-  const tunnels = new TunnelRegistry({
-    store,
-    coordination,
-    metrics,
-    logger,
-    acceptTimeoutMs: deadlines.tunnelAcceptMs,
-    silenceMs: deadlines.tunnelSilenceMs,
-    sweepMs: deadlines.tunnelSweepMs,
-  });
+  const tunnels = new TunnelRegistry({ store, coordination, metrics, logger, ...tunnelLiveness(deadlines) });
   const peerCredentials = await issueReplicaCredentials(pki, replicaId);
   const context: HubContext = {
     store,
@@ -247,6 +249,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     now: options.clock ?? (() => new Date()),
     coordination,
     peerCredentials,
+    clusterList: new ClusterListCache({ store }),
   };
 
   const rollouts = wireRollouts(context, tunnels, coordination, peerCredentials);
@@ -315,6 +318,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
 function onStoreChange(change: StoreChange, context: HubContext, tunnels: TunnelRegistry): void {
   switch (change.kind) {
     case 'cluster-deleted':
+      context.clusterList?.invalidate();
       if (tunnels.tunnels.has(change.cluster)) {
         context.logger.info(`cluster ${change.cluster} was deleted; closing its tunnel`);
         tunnels.close(change.cluster);

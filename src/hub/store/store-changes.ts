@@ -34,8 +34,8 @@ export function announcingStore(store: HubStore, emit: ChangeSink): HubStore {
         removed === undefined ? undefined : { kind: 'cluster-deleted', cluster: name },
       ),
     updateClusterStatus: (name, status) => store.updateClusterStatus(name, status),
-    updateClusterHealth: (name, health) =>
-      after(store.updateClusterHealth(name, health), () => ({ kind: 'clusters-changed', cluster: name })),
+    // Not announced: placement does not read health, and the views re-read the store within a second.
+    updateClusterHealth: (name, health) => store.updateClusterHealth(name, health),
     updateClusterCertificate: (name, serial, notAfter) => store.updateClusterCertificate(name, serial, notAfter),
     setClusterHold: (name, hold) =>
       after(store.setClusterHold(name, hold), (isSet) =>

@@ -77,18 +77,3 @@ export const MAX_NODES_SHOWN = 500;
 
 /** Largest sign-in or command body. */
 export const MAX_WEB_BODY_BYTES = 4 * 1024;
-
-/**
- * The web view reads the registered clusters from the store at most this
- * often: requests within it share one read (at 10,000 clusters a read costs
- * about 100 ms, more than a page may take). Connection state is never
- * cached: it is read from the open tunnels at every request.
- */
-export const CLUSTER_LIST_FRESH_MS = 1_000;
-/**
- * Past {@link CLUSTER_LIST_FRESH_MS} and up to this age, a request is
- * answered from the last read while a new read runs; past it, the request
- * waits for a new read. So labels, registrations and deletions show in the
- * view at most this late.
- */
-export const CLUSTER_LIST_STALE_MS = 5_000;

@@ -5,7 +5,7 @@
  */
 import type { HubContext } from '../api/hub-context.js';
 import { WebAssets } from './assets.js';
-import { ClusterListCache } from './cluster-cache.js';
+import { ClusterListCache } from '../store/cluster-list-cache.js';
 import { FleetWatcher } from './events.js';
 import {
   MAX_WEB_SESSION_LIFETIME_MS,
@@ -49,7 +49,7 @@ export function stateOf(context: HubContext): WebState {
       assets: WebAssets.load(),
       sessions,
       watcher: new FleetWatcher(context),
-      clusters: new ClusterListCache({ store: context.store }),
+      clusters: context.clusterList ?? new ClusterListCache({ store: context.store }),
       streams: 0,
       streamsByUser: new Map(),
     };

@@ -1,11 +1,11 @@
 /**
- * The web view's cache of registered clusters (src/hub/web/cluster-cache.ts):
+ * The web view's cache of registered clusters (src/hub/store/cluster-list-cache.ts):
  * one store read per fresh period however many requests, a stale copy only
  * within its bound (with one new read started), and never older.
  */
 import { describe, expect, it } from 'vitest';
 import type { ClusterRecord, HubStore } from '../../../../src/hub/store/store.js';
-import { ClusterListCache } from '../../../../src/hub/web/cluster-cache.js';
+import { ClusterListCache } from '../../../../src/hub/store/cluster-list-cache.js';
 
 function fakeStore(): { store: HubStore; reads: () => number; put: (names: string[]) => void } {
   let reads = 0;

@@ -1,5 +1,6 @@
 /**
- * The registered clusters as the web view reads them: one store read shared
+ * The registered clusters as the web view, the attention list and the
+ * metrics read them: one store read shared
  * by every request within {@link CLUSTER_LIST_FRESH_MS}, and a stale copy
  * served (while one new read runs) up to {@link CLUSTER_LIST_STALE_MS}. A
  * page of the clusters list then costs filtering and sorting, not a full
@@ -7,8 +8,8 @@
  * cluster (labels, versions, last seen); whether it is connected is read
  * from the open tunnels on every request, never from here.
  */
-import type { ClusterRecord, HubStore } from '../store/store.js';
-import { CLUSTER_LIST_FRESH_MS, CLUSTER_LIST_STALE_MS } from './limits.js';
+import type { ClusterRecord, HubStore } from './store.js';
+import { CLUSTER_LIST_FRESH_MS, CLUSTER_LIST_STALE_MS } from '../limits.js';
 
 /** The cached list of registered clusters. */
 export class ClusterListCache {
