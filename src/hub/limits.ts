@@ -98,6 +98,8 @@ export const AGENT_CERT_RENEWAL_DAYS = AGENT_CERT_VALIDITY_DAYS * (1 - CERT_RENE
 export const STATUS_COMMIT_WINDOW_MS = 200;
 /** Most users (and, separately, clusters) the store keeps in its read cache; past it the cache starts over. */
 export const STORE_READ_CACHE_MAX_ENTRIES = 50_000;
+/** Rows the SQLite store reads between two turns of the event loop when it lists every cluster. */
+export const STORE_LIST_PAGE_ROWS = 500;
 /**
  * Most TLS handshakes the hub has in progress at once. A connection past it is
  * closed before TLS starts, which costs the hub almost nothing and sends the

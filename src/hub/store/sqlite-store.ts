@@ -8,7 +8,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { EdgeadmError } from '../../errors.js';
 import { SqliteRolloutTables } from './sqlite-rollouts.js';
 import { hubTokenState } from './hub-token-state.js';
-import { STATUS_COMMIT_WINDOW_MS, STORE_READ_CACHE_MAX_ENTRIES } from '../limits.js';
+import { STATUS_COMMIT_WINDOW_MS, STORE_LIST_PAGE_ROWS, STORE_READ_CACHE_MAX_ENTRIES } from '../limits.js';
 import type { ClusterHold } from '../../rollout/api.js';
 import type { ClusterHealthView } from '../../health/wire.js';
 import type {
@@ -123,8 +123,21 @@ export class SqliteHubStore implements HubStore {
     return remember(this.#clustersByName, name, Object.freeze(cluster));
   }
 
+  /**
+   * Every cluster, by name, read a page at a time with a turn of the event
+   * loop between pages: SQLite answers synchronously, and 10,000 rows with
+   * their health reports read at once held the hub for 100 to 300 ms.
+   */
   async listClusters(): Promise<ClusterRecord[]> {
-    return (this.#prepare(`${SELECT_CLUSTERS} ORDER BY c.name`).all() as Row[]).map(clusterFromRow);
+    const clusters: ClusterRecord[] = [];
+    const page = this.#prepare(`${SELECT_CLUSTERS} WHERE c.name > ? ORDER BY c.name LIMIT ${STORE_LIST_PAGE_ROWS}`);
+    for (let after = ''; ; ) {
+      const rows = page.all(after) as Row[];
+      for (const row of rows) clusters.push(clusterFromRow(row));
+      if (rows.length < STORE_LIST_PAGE_ROWS) return clusters;
+      after = String(rows[rows.length - 1]!.name);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   async deleteCluster(name: string): Promise<ClusterRecord | undefined> {

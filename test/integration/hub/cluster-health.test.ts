@@ -161,6 +161,17 @@ describe('hub: each cluster health as its agent reads it', { timeout: 180_000 },
     expect(table.stdout).toMatch(/^shop-17\s+apiserver-serving\s+\S+\s+19\s+EXPIRING\s+CN=sim-apiserver$/m);
     const narrower = await runCli(['hub', 'certs', 'check', '--hub-config', address.adminConfig, '--within', '10']);
     expect(narrower.exitCode, printedBy(narrower)).toBe(0);
+    // The metrics carry the same expiry, for the alert rule.
+    const metrics = await hubRequest({ hub: address, path: '/metrics', token: adminToken });
+    const serving = expiring[0]!;
+    expect(metrics.body).toContain(
+      `edgeadm_hub_certificate_expiry_seconds{cluster="shop-17",kind="apiserver-serving"} ${Date.parse(serving.notAfter) / 1000}`,
+    );
+    // And the attention list names it, with the 30 days by default.
+    const attention = await hubRequest({ hub: address, path: '/hub/v1/attention', token: adminToken });
+    expect(JSON.parse(attention.body)).toMatchObject({
+      rows: [{ cluster: { name: 'shop-17' }, reasons: [{ kind: 'certificate-expiring' }] }],
+    });
   });
 
   it('keeps the last report while the cluster is away, and across a restart of the hub', async () => {

@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHubConfig } from '../../../src/hub/contract/hub-config.js';
+import type { AttentionPage } from '../../../src/hub/contract/attention.js';
 import {
   createHubToken,
   hubRequest,
@@ -95,7 +96,7 @@ describe("a real hub's /metrics", () => {
     const silent = clusters[1] as EdgeCluster;
     const stoppedAt = Date.now() / 1000;
     silent.agent?.process.kill('SIGSTOP');
-    // The hub closes a tunnel after 30 s with nothing read (agents ping every 10 s); the bound is a safety net.
+    // The hub closes a tunnel within two heartbeats of its last frame (agents ping every 10 s); the bound is a safety net.
     const text = await waitFor('store-043 to read as disconnected in /metrics', async () => {
       const now = await scrape(adminToken);
       return sample(now, 'edgeadm_hub_cluster_connected{cluster="store-043"}') === 0 ? now : undefined;
@@ -104,5 +105,14 @@ describe("a real hub's /metrics", () => {
     const lastSeen = sample(text, 'edgeadm_hub_cluster_last_seen_seconds{cluster="store-043"}');
     expect(lastSeen).toBeGreaterThan(stoppedAt - 60);
     expect(lastSeen).toBeLessThan(Date.now() / 1000);
+    // The attention list names it, offline since that moment, and not the cluster still connected.
+    const answer = await hubRequest({ hub, path: '/hub/v1/attention', token: adminToken });
+    expect(answer.status, answer.body).toBe(200);
+    const page = JSON.parse(answer.body) as AttentionPage;
+    expect(page.rows.map((row) => [row.cluster.name, row.reasons.map((reason) => reason.kind)])).toEqual([
+      ['store-043', ['offline']],
+    ]);
+    expect(Date.parse(page.rows[0]!.since!) / 1000).toBeCloseTo(lastSeen!, -1);
+    silent.agent?.process.kill('SIGCONT');
   });
 });

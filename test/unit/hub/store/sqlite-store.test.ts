@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { newHubToken } from '../../../../src/hub/identity/hub-tokens.js';
 import { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
+import { STORE_LIST_PAGE_ROWS } from '../../../../src/hub/limits.js';
 
 const cluster = {
   name: 'store-1',
@@ -27,6 +28,18 @@ describe('SqliteHubStore', () => {
     expect(await reopened.getCluster('store-1')).toEqual(cluster);
     expect(await reopened.isCertificateRevoked('ab12')).toBe(true);
     await reopened.close();
+  });
+
+  it('lists every cluster in name order across the pages it reads, with their health reports', async () => {
+    const store = await SqliteHubStore.open(':memory:');
+    const names = Array.from({ length: STORE_LIST_PAGE_ROWS * 2 + 37 }, (_, i) => `site-${String(i).padStart(5, '0')}`);
+    for (const name of [...names].reverse()) await store.addCluster({ ...cluster, name });
+    const health = { reportedAt: '2030-01-01T00:00:00.000Z', certificates: [] };
+    await store.updateClusterHealth(names[STORE_LIST_PAGE_ROWS]!, health);
+    const listed = await store.listClusters();
+    expect(listed.map((c) => c.name)).toEqual(names);
+    expect(listed.filter((c) => c.health !== undefined).map((c) => c.name)).toEqual([names[STORE_LIST_PAGE_ROWS]]);
+    await store.close();
   });
 
   it('uses a limited token exactly as often as allowed, and never an expired one', async () => {
