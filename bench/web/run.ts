@@ -421,7 +421,7 @@ else {
       attentionFiltered,
     ),
   );
-  console.log(line('operator API GET /hub/v1/attention, first page (a store read each)', attentionOperator));
+  console.log(line('operator API GET /hub/v1/attention, first page (the shared store read)', attentionOperator));
   console.log(
     `  fleet view meaningful paint: median ${result.fleetView.meaningfulPaintMedianMs} ms, max ${result.fleetView.meaningfulPaintMaxMs} ms (FCP ${result.fleetView.firstContentfulPaintMedianMs} ms)`,
   );
