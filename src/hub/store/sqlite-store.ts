@@ -131,7 +131,7 @@ export class SqliteHubStore implements HubStore {
   async listClusters(): Promise<ClusterRecord[]> {
     const clusters: ClusterRecord[] = [];
     const page = this.#prepare(`${SELECT_CLUSTERS} WHERE c.name > ? ORDER BY c.name LIMIT ${STORE_LIST_PAGE_ROWS}`);
-    for (let after = ''; ; ) {
+    for (let after = ''; ;) {
       const rows = page.all(after) as Row[];
       for (const row of rows) clusters.push(clusterFromRow(row));
       if (rows.length < STORE_LIST_PAGE_ROWS) return clusters;

@@ -300,9 +300,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'bootstrap-token',
           'record-package',
           'show-join-command',
-        ].filter(
-          (phase) => phase !== 'runtime' || distribution.runtimeOnInstall === 'changed',
-        );
+        ].filter((phase) => phase !== 'runtime' || distribution.runtimeOnInstall === 'changed');
         for (const phase of changedOnInstall) {
           expect(output).toMatch(new RegExp(`\\[${phase}\\] already done \\(unchanged`));
         }
