@@ -184,10 +184,20 @@ describe('edgeadm hub rollout status', () => {
       '0',
     ]);
     expect(lines.find((line) => line.startsWith('min-available'))?.split(/\s+/)).toEqual(['min-available', '2', '3']);
+    // CLUSTER, WAVE, PHASE, COPY REVISION, LAST SEEN (connected, or never seen: "-"), MESSAGE.
+    expect(lines.find((line) => line.startsWith('CLUSTER'))?.split(/\s{2,}/)).toEqual([
+      'CLUSTER',
+      'WAVE',
+      'PHASE',
+      'COPY REVISION',
+      'LAST SEEN',
+      'MESSAGE',
+    ]);
     expect(lines.find((line) => line.startsWith('store-2'))?.split(/\s{2,}/)).toEqual([
       'store-2',
       '2',
       'held',
+      '-',
       '-',
       'opening hours',
     ]);
