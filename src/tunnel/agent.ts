@@ -57,6 +57,13 @@ export interface AgentControlRoute extends ControlRouteKey {
   handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void>;
 }
 
+/**
+ * Where the agent sends the streams the far end opens: the cluster's API
+ * server ({@link Upstream}) for the hub's agent, a node's own kubelet for the
+ * node tunnel (src/node-tunnel/kubelet-forwarder.ts).
+ */
+export type TunnelUpstream = Pick<Upstream, 'forwardRequest' | 'forwardUpgrade' | 'getJson' | 'close'>;
+
 /** Options of {@link connectTunnel} and {@link runTunnelAgent}. */
 export interface TunnelAgentOptions {
   /** `https://host:port` of the hub. */
@@ -67,7 +74,7 @@ export interface TunnelAgentOptions {
   hubCaPem: string;
   /** Read before every dial, so a renewed certificate is used at the next connection. */
   identity: () => AgentIdentity;
-  upstream: Upstream;
+  upstream: TunnelUpstream;
   logger: Logger;
   /** Dial the hub through this HTTP proxy (CONNECT); TLS to the hub runs inside, pinned as ever. */
   proxy?: HttpProxy;
@@ -133,7 +140,7 @@ export function keepAlive(session: Http2Session, onDead: (why: string) => void):
 }
 
 /** What the agent tells the hub about its cluster; version and node count are best effort. */
-async function helloOf(cluster: string, upstream: Upstream, logger: Logger): Promise<AgentHello> {
+async function helloOf(cluster: string, upstream: TunnelUpstream, logger: Logger): Promise<AgentHello> {
   const hello: AgentHello = { cluster };
   try {
     const version = (await upstream.getJson('/version')) as { gitVersion?: unknown };

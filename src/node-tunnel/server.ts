@@ -1,0 +1,75 @@
+/**
+ * The node tunnel's control-plane server (`edgeadm agent node-tunnel-server`):
+ * the Nodes it routes by, the live tunnels, the API server's Unix socket and
+ * the nodes' TLS port, put together and run until the signal aborts.
+ */
+import { chmodSync, rmSync } from 'node:fs';
+import { createServer as createUnixServer, type Server } from 'node:net';
+import type { KubeClient } from '../kube/client.js';
+import type { Logger } from '../log/run-log.js';
+import { serveEgressConnection } from './egress-server.js';
+import { NodeTable } from './node-table.js';
+import { TunnelRegistry } from './tunnel-registry.js';
+import { createTunnelListener, type TunnelListenerTls } from './tunnel-listener.js';
+
+/** Options of {@link runNodeTunnelServer}. */
+export interface NodeTunnelServerOptions {
+  /** The Unix socket the API server's egress selector dials. */
+  socketPath: string;
+  /** Where the nodes' agents connect. */
+  listen: { host: string; port: number };
+  tls: TunnelListenerTls;
+  /** Lists Nodes (their addresses, kubelet ports and the edge label). */
+  client: Pick<KubeClient, 'list'>;
+  logger: Logger;
+  signal: AbortSignal;
+  /** Told once both listeners listen (tests). */
+  onListening?: (addresses: { port: number }) => void;
+}
+
+function listen(server: Server, ...args: [string] | [number, string]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(...(args as [number, string]), () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** Runs the server until `signal` aborts. */
+export async function runNodeTunnelServer(options: NodeTunnelServerOptions): Promise<void> {
+  const { logger } = options;
+  const nodes = new NodeTable({ client: options.client, logger });
+  const tunnels = new TunnelRegistry({ logger });
+  await nodes.start();
+  tunnels.start();
+  const tunnelPort = createTunnelListener({ tls: options.tls, nodes, tunnels, logger });
+  const egress = createUnixServer({ pauseOnConnect: false }, (socket) =>
+    serveEgressConnection(socket, { nodes, tunnels, logger }),
+  );
+  // A socket left by a previous run would make listen fail (EADDRINUSE).
+  rmSync(options.socketPath, { force: true });
+  try {
+    await listen(egress, options.socketPath);
+    // The API server runs as root; nobody else may send connections through the nodes.
+    chmodSync(options.socketPath, 0o600);
+    await listen(tunnelPort, options.listen.port, options.listen.host);
+    const address = tunnelPort.address();
+    const port = typeof address === 'object' && address !== null ? address.port : options.listen.port;
+    logger.info(
+      `node tunnel: API server egress on ${options.socketPath}, node agents on ${options.listen.host}:${port}`,
+    );
+    options.onListening?.({ port });
+    await new Promise<void>((resolve) => {
+      if (options.signal.aborted) resolve();
+      options.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+  } finally {
+    nodes.stop();
+    tunnels.close();
+    tunnelPort.close();
+    egress.close();
+    rmSync(options.socketPath, { force: true });
+  }
+}

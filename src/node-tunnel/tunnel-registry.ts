@@ -1,0 +1,81 @@
+/**
+ * The live tunnels, one per node: a newer tunnel of a node replaces the
+ * older (drained), a closed one leaves, and one sweep closes tunnels that
+ * sent nothing (not even the agent's pings) for the silence limit.
+ */
+import type { ClientHttp2Stream } from 'node:http2';
+import type { Logger } from '../log/run-log.js';
+import type { HubTunnel } from '../tunnel/hub-tunnel.js';
+import { SILENCE_SWEEP_INTERVAL_MS } from './limits.js';
+
+/** What the registry says about one node's tunnel (for logs and metrics). */
+export interface TunnelRecord {
+  node: string;
+  connectedAt: number;
+  streams: number;
+}
+
+/** The live tunnels by node name. */
+export class TunnelRegistry {
+  readonly #tunnels = new Map<string, { tunnel: HubTunnel; record: TunnelRecord }>();
+  readonly #logger: Logger;
+  #sweep: NodeJS.Timeout | undefined;
+
+  constructor(options: { logger: Logger }) {
+    this.#logger = options.logger;
+  }
+
+  /** Takes a tunnel accepted for `tunnel.cluster` (the node's name). */
+  add(tunnel: HubTunnel): void {
+    const node = tunnel.cluster;
+    const previous = this.#tunnels.get(node);
+    const entry = { tunnel, record: { node, connectedAt: Date.now(), streams: 0 } };
+    this.#tunnels.set(node, entry);
+    if (previous) void previous.tunnel.drain();
+    this.#logger.info(`node ${node}: tunnel up${previous ? ' (replaces the previous one)' : ''}`);
+    void tunnel.closed.then(() => {
+      if (this.#tunnels.get(node) !== entry) return;
+      this.#tunnels.delete(node);
+      this.#logger.info(`node ${node}: tunnel closed`);
+    });
+  }
+
+  /** Whether `node` has a tunnel that takes new streams. */
+  has(node: string): boolean {
+    return this.#tunnels.get(node)?.tunnel.isOpen === true;
+  }
+
+  /** Opens a CONNECT stream to `authority` through `node`'s tunnel; undefined without one. */
+  open(node: string, authority: string): ClientHttp2Stream | undefined {
+    const entry = this.#tunnels.get(node);
+    if (!entry?.tunnel.isOpen) return undefined;
+    entry.record.streams += 1;
+    return entry.tunnel.request({ ':method': 'CONNECT', ':authority': authority });
+  }
+
+  /** One record per live tunnel. */
+  records(): TunnelRecord[] {
+    return [...this.#tunnels.values()].map((entry) => ({ ...entry.record }));
+  }
+
+  /** Starts the silence sweep. */
+  start(): void {
+    this.#sweep = setInterval(() => {
+      const now = Date.now();
+      for (const { tunnel } of this.#tunnels.values()) {
+        if (tunnel.isSilent(now)) {
+          this.#logger.warn(`node ${tunnel.cluster}: tunnel silent too long; closing it`);
+          tunnel.destroy();
+        }
+      }
+    }, SILENCE_SWEEP_INTERVAL_MS);
+    this.#sweep.unref();
+  }
+
+  /** Stops the sweep and closes every tunnel. */
+  close(): void {
+    clearInterval(this.#sweep);
+    for (const { tunnel } of this.#tunnels.values()) tunnel.destroy();
+    this.#tunnels.clear();
+  }
+}
