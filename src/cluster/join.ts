@@ -25,6 +25,7 @@ import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import { readHostFile, readHostFiles, waitForAndReadHostFiles } from './host-files.js';
 import { controlPlaneJoinPhase, verifyControlPlaneJoin, type ControlPlaneJoinData } from './control-plane-join.js';
+import { nodeTunnelAgentPhase } from './node-tunnel-phase.js';
 import {
   edgeAgentConfig,
   edgeNodePhase,
@@ -276,6 +277,7 @@ export function joinPhases(): Phase<JoinData>[] {
     edgeNodePhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery, configureAgent }),
     waitReadyPhase(),
     labelsPhase(),
+    nodeTunnelAgentPhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery }),
   ];
 }
 
