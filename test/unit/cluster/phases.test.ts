@@ -12,6 +12,7 @@ describe('phase trees', () => {
       'preflight',
       'package',
       'runtime',
+      'egress-selector',
       'control-plane',
       'wait-ready',
       'bootstrap-token',
@@ -19,6 +20,7 @@ describe('phase trees', () => {
       'upload-certs',
       'edge-addons',
       'edge-autonomy',
+      'node-tunnel',
       'show-join-command',
     ]);
   });
@@ -35,6 +37,7 @@ describe('phase trees', () => {
       'edge',
       'wait-ready',
       'labels',
+      'node-tunnel',
     ]);
     expect(paths.indexOf('discovery')).toBeLessThan(paths.indexOf('package'));
   });
@@ -72,7 +75,7 @@ describe('phase trees', () => {
 
   it('lists the tree for --help with each summary', () => {
     const help = describePhases(initPhases());
-    expect(help.split('\n')).toHaveLength(10);
+    expect(help.split('\n')).toHaveLength(13);
     expect(help).toMatch(/^preflight\s+Run the pre-flight checks/);
   });
 });
