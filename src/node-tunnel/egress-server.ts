@@ -24,6 +24,7 @@ import {
   RELAY_IDLE_TIMEOUT_MS,
   TUNNEL_OPEN_TIMEOUT_MS,
 } from './limits.js';
+import type { NodeTunnelCounters } from './metrics.js';
 import { parseConnectHead, routeOf, type ConnectTarget, type KnownNode } from './routing.js';
 import type { TunnelRegistry } from './tunnel-registry.js';
 
@@ -31,8 +32,12 @@ import type { TunnelRegistry } from './tunnel-registry.js';
 export interface EgressDeps {
   nodes: { readonly nodes: readonly KnownNode[]; refreshIfStale(): Promise<void> };
   tunnels: Pick<TunnelRegistry, 'has' | 'open'>;
+  counters: NodeTunnelCounters;
   logger: Logger;
 }
+
+/** The answer that opens a relay; counted out of the bytes a node's connection carried. */
+const ESTABLISHED = 'HTTP/1.1 200 Connection established\r\n\r\n';
 
 /** The status line of a refusal: no CR or LF from a reason reaches it. */
 function answer(socket: Socket, status: number, reason: string): void {
@@ -46,7 +51,7 @@ function relay(
   other: Duplex & { setTimeout?: (ms: number, cb: () => void) => unknown },
   rest: Buffer,
 ): void {
-  socket.write('HTTP/1.1 200 Connection established\r\n\r\n');
+  socket.write(ESTABLISHED);
   if (rest.length > 0) other.write(rest);
   socket.setTimeout(RELAY_IDLE_TIMEOUT_MS, () => socket.destroy());
   relayBothWays(socket, other);
@@ -64,6 +69,7 @@ function throughTunnel(socket: Socket, node: string, target: ConnectTarget, rest
   }
   const timer = setTimeout(() => {
     stream.close();
+    deps.counters.countConnect('tunnel_failed');
     answer(socket, 504, `node ${node} did not connect its kubelet through its tunnel in time`);
   }, TUNNEL_OPEN_TIMEOUT_MS);
   stream.once('response', (headers) => {
@@ -71,14 +77,21 @@ function throughTunnel(socket: Socket, node: string, target: ConnectTarget, rest
     const status = Number(headers[':status']);
     if (status !== 200) {
       stream.close();
+      deps.counters.countConnect('tunnel_failed');
       answer(socket, 502, `node ${node} could not connect to its kubelet (${status})`);
       return;
     }
     stream.setTimeout(RELAY_IDLE_TIMEOUT_MS, () => stream.close());
+    // What the API server sent after its head, and what it was sent after the answer.
+    const readBefore = socket.bytesRead - rest.length;
+    socket.once('close', () =>
+      deps.counters.addBytes(node, socket.bytesRead - readBefore, socket.bytesWritten - ESTABLISHED.length),
+    );
     relay(socket, stream, rest);
   });
   stream.once('error', (error) => {
     clearTimeout(timer);
+    deps.counters.countConnect('tunnel_failed');
     if (!socket.destroyed && socket.bytesWritten === 0)
       answer(socket, 502, `node ${node}'s tunnel failed: ${error.message}`);
     else socket.destroy();
@@ -111,6 +124,7 @@ async function route(socket: Socket, target: ConnectTarget, rest: Buffer, deps: 
   if (socket.destroyed) return;
   const decided = routeOf(target, deps.nodes.nodes, (node) => deps.tunnels.has(node));
   deps.logger.debug(`CONNECT ${target.authority}: ${decided.kind}${'node' in decided ? ` (${decided.node})` : ''}`);
+  deps.counters.countConnect(decided.kind);
   switch (decided.kind) {
     case 'tunnel':
       throughTunnel(socket, decided.node, target, rest, deps);
@@ -140,6 +154,7 @@ export function serveEgressConnection(socket: Socket, deps: EgressDeps): void {
     socket.pause();
     socket.setTimeout(0);
     if (head.kind === 'invalid') {
+      deps.counters.countConnect('invalid');
       answer(socket, 400, head.reason);
       return;
     }

@@ -4,6 +4,8 @@
 
 /** The control plane's port where edge nodes' tunnel agents connect (TLS, the kubelet's client certificate). */
 export const NODE_TUNNEL_PORT = 10350;
+/** The server's plain-HTTP /metrics and /healthz, on the control plane's loopback. */
+export const NODE_TUNNEL_METRICS_LISTEN = '127.0.0.1:10351';
 /** The kubelet's default port, where an edge node's agent carries the API server's connections. */
 export const KUBELET_PORT = 10250;
 /** Where init writes what the API server's egress selector reads, and where the server listens for it. */

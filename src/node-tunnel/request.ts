@@ -13,6 +13,8 @@ export interface NodeTunnelServerRequest {
   kubeconfigPath: string;
   socketPath: string;
   listen: { host: string; port: number };
+  /** Plain HTTP /metrics and /healthz; undefined: none. */
+  metricsListen: { host: string; port: number } | undefined;
   caFile: string;
   tlsCertFile: string;
   tlsKeyFile: string;
@@ -48,6 +50,7 @@ export function parseNodeTunnelServerRequest(flags: {
   kubeconfig: string;
   socket: string;
   listen: string;
+  'metrics-listen': string;
   'ca-file': string;
   'tls-cert': string;
   'tls-key': string;
@@ -56,6 +59,7 @@ export function parseNodeTunnelServerRequest(flags: {
     kubeconfigPath: absolute(flags.kubeconfig, 'kubeconfig'),
     socketPath: absolute(flags.socket, 'socket'),
     listen: hostPort(flags.listen, 'listen'),
+    metricsListen: flags['metrics-listen'] === 'none' ? undefined : hostPort(flags['metrics-listen'], 'metrics-listen'),
     caFile: absolute(flags['ca-file'], 'ca-file'),
     tlsCertFile: absolute(flags['tls-cert'], 'tls-cert'),
     tlsKeyFile: absolute(flags['tls-key'], 'tls-key'),

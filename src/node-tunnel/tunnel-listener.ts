@@ -58,6 +58,8 @@ export function createTunnelListener(options: {
   });
   server.on('tlsClientError', (error) => options.logger.debug(`tunnel port: ${error.message}`));
   server.on('secureConnection', (socket: TLSSocket) => {
+    // Read now: a socket that is closed no longer knows its peer.
+    const peer = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
     socket.on('error', (error) => options.logger.debug(`tunnel socket: ${error.message}`));
     if (socket.alpnProtocol !== TUNNEL_ALPN_PROTOCOL) {
       socket.destroy();
@@ -69,9 +71,7 @@ export function createTunnelListener(options: {
       logger: options.logger,
     })
       .then((tunnel) => options.tunnels.add(tunnel))
-      .catch((error: Error) =>
-        options.logger.warn(`tunnel from ${socket.remoteAddress ?? '?'} not accepted: ${error.message}`),
-      );
+      .catch((error: Error) => options.logger.warn(`tunnel from ${peer} not accepted: ${error.message}`));
   });
   return server;
 }

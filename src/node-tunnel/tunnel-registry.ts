@@ -11,7 +11,10 @@ import { SILENCE_SWEEP_INTERVAL_MS } from './limits.js';
 /** What the registry says about one node's tunnel (for logs and metrics). */
 export interface TunnelRecord {
   node: string;
+  /** Epoch ms. */
   connectedAt: number;
+  /** Epoch ms, to within the silence sweep. */
+  lastHeardAt: number;
   streams: number;
 }
 
@@ -29,7 +32,7 @@ export class TunnelRegistry {
   add(tunnel: HubTunnel): void {
     const node = tunnel.cluster;
     const previous = this.#tunnels.get(node);
-    const entry = { tunnel, record: { node, connectedAt: Date.now(), streams: 0 } };
+    const entry = { tunnel, record: { node, connectedAt: Date.now(), lastHeardAt: Date.now(), streams: 0 } };
     this.#tunnels.set(node, entry);
     if (previous) void previous.tunnel.drain();
     this.#logger.info(`node ${node}: tunnel up${previous ? ' (replaces the previous one)' : ''}`);
@@ -55,7 +58,7 @@ export class TunnelRegistry {
 
   /** One record per live tunnel. */
   records(): TunnelRecord[] {
-    return [...this.#tunnels.values()].map((entry) => ({ ...entry.record }));
+    return [...this.#tunnels.values()].map((entry) => ({ ...entry.record, lastHeardAt: entry.tunnel.lastHeardAt }));
   }
 
   /** Starts the silence sweep. */

@@ -91,6 +91,11 @@ export class HubTunnel {
     return now - this.#heardAt > limitMs;
   }
 
+  /** When the agent was last heard from, as of the last {@link isSilent} call (epoch ms). */
+  get lastHeardAt(): number {
+    return this.#heardAt;
+  }
+
   /** Whether new streams can be opened. */
   get isOpen(): boolean {
     return !this.#session.closed && !this.#session.destroyed;

@@ -4,7 +4,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { KubeClient } from '../../kube/client.js';
 import { readKubeconfigFile } from '../../kube/kubeconfig.js';
 import { serviceLogger, stopSignal } from '../../log/service-logger.js';
-import { EGRESS_SOCKET_PATH, NODE_TUNNEL_PORT } from '../../node-tunnel/limits.js';
+import { EGRESS_SOCKET_PATH, NODE_TUNNEL_METRICS_LISTEN, NODE_TUNNEL_PORT } from '../../node-tunnel/limits.js';
 import { parseNodeTunnelServerRequest, type NodeTunnelServerRequest } from '../../node-tunnel/request.js';
 import { runNodeTunnelServer } from '../../node-tunnel/server.js';
 
@@ -21,6 +21,10 @@ export default class AgentNodeTunnelServer extends BaseCommand<typeof AgentNodeT
     listen: Flags.string({
       summary: 'ADDRESS:PORT where node agents connect.',
       default: `0.0.0.0:${NODE_TUNNEL_PORT}`,
+    }),
+    'metrics-listen': Flags.string({
+      summary: 'ADDRESS:PORT of the plain-HTTP /metrics and /healthz; "none" turns it off.',
+      default: NODE_TUNNEL_METRICS_LISTEN,
     }),
     'ca-file': Flags.string({
       summary: "The cluster CA: nodes' kubelet client certificates must chain to it.",
@@ -40,6 +44,7 @@ export default class AgentNodeTunnelServer extends BaseCommand<typeof AgentNodeT
     await runNodeTunnelServer({
       socketPath: request.socketPath,
       listen: request.listen,
+      metricsListen: request.metricsListen,
       tls: {
         caPem: readFileSync(request.caFile, 'utf8'),
         certPem: readFileSync(request.tlsCertFile, 'utf8'),

@@ -8,7 +8,7 @@
  * the real kubelet (test/real/kubeadm-node-tunnel.test.ts).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect as connectUnix, createServer, type Server } from 'node:net';
+import { connect as connectUnix, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,10 +30,7 @@ function node(name: string, address: string): NodeObject {
 }
 
 /** One CONNECT on the server's socket: the status line, and the socket if it was 200. */
-function connectThrough(
-  socketPath: string,
-  authority: string,
-): Promise<{ statusLine: string; socket: import('node:net').Socket }> {
+function connectThrough(socketPath: string, authority: string): Promise<{ statusLine: string; socket: Socket }> {
   return new Promise((resolve, reject) => {
     const socket = connectUnix(socketPath);
     let received = '';
@@ -51,7 +48,7 @@ function connectThrough(
   });
 }
 
-function echoOnce(socket: import('node:net').Socket, text: string): Promise<string> {
+function echoOnce(socket: Socket, text: string): Promise<string> {
   return new Promise((resolve) => {
     let echoed = '';
     socket.on('data', (chunk: Buffer) => {
@@ -79,7 +76,8 @@ describe('the node tunnel between its server and an agent', () => {
   let kubelet: Server;
   let kubeletPort = 0;
   let tunnelPort = 0;
-  const files: Record<string, string> = {};
+  let edge1Credentials = '';
+  let metricsPort = 0;
   let server: Promise<void>;
   let agent: Promise<void>;
 
@@ -113,7 +111,7 @@ describe('the node tunnel between its server and an agent', () => {
       ipAddresses: ['127.0.0.1'],
       usages: ['server'],
     });
-    files.edge1 = await nodeCredentials('edge-1', ca);
+    edge1Credentials = await nodeCredentials('edge-1', ca);
     kubelet = createServer((socket) => socket.pipe(socket));
     await new Promise<void>((resolve) => kubelet.listen(0, '127.0.0.1', resolve));
     kubeletPort = (kubelet.address() as { port: number }).port;
@@ -121,17 +119,21 @@ describe('the node tunnel between its server and an agent', () => {
       server = runNodeTunnelServer({
         socketPath,
         listen: { host: '127.0.0.1', port: 0 },
+        metricsListen: { host: '127.0.0.1', port: 0 },
         tls: { caPem: ca.certPem, certPem: serving.certPem, keyPem: serving.keyPem },
         client: {
           list: () => Promise.resolve([node('edge-1', EDGE1_ADDRESS), node('edge-2', EDGE2_ADDRESS)] as never),
         },
         logger: silentLogger,
         signal: stop.signal,
-        onListening: ({ port }) => resolve(port),
+        onListening: (ports) => {
+          metricsPort = ports.metricsPort ?? 0;
+          resolve(ports.port);
+        },
       });
     });
     tunnelPort = await listening;
-    agent = startAgent('edge-1', files.edge1, stop.signal);
+    agent = startAgent('edge-1', edge1Credentials, stop.signal);
     await eventually(async () => {
       const { statusLine, socket } = await connectThrough(socketPath, `${EDGE1_ADDRESS}:10250`);
       socket.destroy();
@@ -171,7 +173,7 @@ describe('the node tunnel between its server and an agent', () => {
 
   it("refuses an agent whose hello names another node than its certificate, and keeps the node's own tunnel", async () => {
     const attempt = new AbortController();
-    await expect(startAgent('edge-2', files.edge1, attempt.signal)).rejects.toMatchObject({
+    await expect(startAgent('edge-2', edge1Credentials, attempt.signal)).rejects.toMatchObject({
       code: 'E_TUNNEL_REFUSED',
       message: expect.stringContaining('this certificate is for cluster "edge-1", not "edge-2"'),
     });
@@ -194,6 +196,15 @@ describe('the node tunnel between its server and an agent', () => {
     );
     attempt.abort();
     await running.catch(() => undefined);
+  });
+
+  it('reports the connected nodes, when each was last heard from, and the bytes their connections carried', async () => {
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/^edgeadm_node_tunnel_connected 1$/m);
+    expect(metrics).toMatch(/^edgeadm_node_tunnel_last_seen_seconds\{node="edge-1"\} \d+$/m);
+    // 'through the tunnel' went to the kubelet and came back, in the first test.
+    expect(metrics).toMatch(/^edgeadm_node_tunnel_bytes_total\{node="edge-1",direction="to_node"\} ([1-9]\d+)$/m);
+    expect(metrics).toMatch(/^edgeadm_node_tunnel_connects_total\{outcome="offline"\} [1-9]/m);
   });
 
   it('refuses a head that is not a CONNECT', async () => {

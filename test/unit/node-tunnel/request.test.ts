@@ -37,11 +37,13 @@ describe('the node tunnel requests', () => {
       kubeconfig: '/etc/kubernetes/admin.conf',
       socket: '/etc/kubernetes/edgeadm/egress.sock',
       listen: '0.0.0.0:10350',
+      'metrics-listen': '127.0.0.1:10351',
       'ca-file': '/etc/kubernetes/pki/ca.crt',
       'tls-cert': '/etc/kubernetes/pki/apiserver.crt',
       'tls-key': '/etc/kubernetes/pki/apiserver.key',
     };
     expect(parseNodeTunnelServerRequest(flags).listen).toEqual({ host: '0.0.0.0', port: 10350 });
+    expect(parseNodeTunnelServerRequest({ ...flags, 'metrics-listen': 'none' }).metricsListen).toBeUndefined();
     expect(() => parseNodeTunnelServerRequest({ ...flags, listen: '0.0.0.0' })).toThrow(
       expect.objectContaining({ code: 'E_NODE_TUNNEL_FLAG' }),
     );
