@@ -115,6 +115,25 @@ describe('the node tunnel on real kubeadm, kubelet and containerd', () => {
     }
   });
 
+  it('kubectl exec -it runs an interactive shell on a terminal in a pod on an edge node', async () => {
+    const pod = podOn(cluster.edges[1]!);
+    // script(1) gives kubectl a terminal, as an operator's would be.
+    const session = await execa(
+      'script',
+      [
+        '-q',
+        '-e',
+        '-c',
+        `${kubectlProgram} --kubeconfig ${cluster.kubeconfig} exec -it ${pod} -- /bin/sh`,
+        '/dev/null',
+      ],
+      { input: 'tty; echo "interactive $((6 * 7))"; exit\n', all: true, reject: false, timeout: 120_000 },
+    );
+    expect(session.exitCode, session.all).toBe(0);
+    expect(session.all).toMatch(/^\/dev\/pts\/\d+\r?$/m);
+    expect(session.all).toMatch(/^interactive 42\r?$/m);
+  });
+
   it('kubectl port-forward reaches a server in a pod on an edge node', async () => {
     const pod = podOn(cluster.edges[1]!);
     const started = await kubectlResult([
@@ -143,6 +162,20 @@ describe('the node tunnel on real kubeadm, kubelet and containerd', () => {
     } finally {
       forward.kill();
       await forward;
+    }
+  });
+
+  it('the server reports both edge nodes connected and the bytes their connections carried', async () => {
+    const metrics = await hosts.run(cluster.controlPlane, 'curl -sS --max-time 5 http://127.0.0.1:10351/metrics');
+    expect(metrics).toMatch(/^edgeadm_node_tunnel_connected 2$/m);
+    for (const edge of cluster.edges) {
+      expect(metrics).toMatch(new RegExp(`^edgeadm_node_tunnel_last_seen_seconds\\{node="${edge.name}"\\} \\d+$`, 'm'));
+      // At least the 1 MiB sent to wc in a pod on each node.
+      const sent = new RegExp(
+        `^edgeadm_node_tunnel_bytes_total\\{node="${edge.name}",direction="to_node"\\} (\\d+)$`,
+        'm',
+      ).exec(metrics);
+      expect(Number(sent?.[1])).toBeGreaterThan(1024 * 1024);
     }
   });
 
