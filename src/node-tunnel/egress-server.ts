@@ -64,7 +64,7 @@ function relay(
 function throughTunnel(socket: Socket, node: string, target: ConnectTarget, rest: Buffer, deps: EgressDeps): void {
   const stream = deps.tunnels.open(node, target.authority);
   if (!stream) {
-    answer(socket, 503, `node ${node} is offline: its edgeadm node tunnel is not connected`);
+    answer(socket, 503, `node ${node} is offline: its node tunnel agent is not connected`);
     return;
   }
   const timer = setTimeout(() => {
@@ -130,7 +130,7 @@ async function route(socket: Socket, target: ConnectTarget, rest: Buffer, deps: 
       throughTunnel(socket, decided.node, target, rest, deps);
       return;
     case 'offline':
-      answer(socket, 503, `node ${decided.node} is offline: its edgeadm node tunnel is not connected`);
+      answer(socket, 503, `node ${decided.node} is offline: its node tunnel agent is not connected`);
       return;
     case 'refused':
       deps.logger.warn(`CONNECT ${target.authority} refused: ${decided.reason}`);

@@ -250,7 +250,7 @@ describe('the node tunnel on real kubeadm, kubelet and containerd', () => {
       const logs = await kubectlResult(['logs', pod]);
       return logs.exitCode === 0 ? undefined : logs;
     });
-    expect(offline.all).toContain(`node ${edge.name} is offline: its edgeadm node tunnel is not connected`);
+    expect(offline.all).toContain(`node ${edge.name} is offline: its node tunnel agent is not connected`);
     await hosts.run(
       edge,
       `iptables -D OUTPUT -d ${cluster.controlPlane.address} -p tcp --dport ${TUNNEL_PORT} -j REJECT`,

@@ -156,7 +156,7 @@ describe('the node tunnel between its server and an agent', () => {
 
   it('answers at once that a node without a tunnel is offline, naming it', async () => {
     const { statusLine } = await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`);
-    expect(statusLine).toBe('HTTP/1.1 503 node edge-2 is offline: its edgeadm node tunnel is not connected');
+    expect(statusLine).toBe('HTTP/1.1 503 node edge-2 is offline: its node tunnel agent is not connected');
   });
 
   it("refuses an edge node's address at any port but its kubelet's", async () => {
