@@ -9,8 +9,20 @@
 import { readFileSync } from 'node:fs';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
-import { runTunnelAgent, type AgentIdentity } from '../tunnel/agent.js';
+import { runTunnelAgent, type AgentIdentity, type TunnelFarEnd } from '../tunnel/agent.js';
 import { kubeletForwarder, type KubeletAddress } from './kubelet-forwarder.js';
+
+/** The control plane, as the node's agent names it. */
+const NODE_TUNNEL_FAR_END: TunnelFarEnd = {
+  name: "the control plane's node tunnel",
+  refusalHints: [
+    "The agent's --node-name must be the node its kubelet certificate names (CN=system:node:NAME), and the Node must exist.",
+  ],
+  stopHints: [
+    'The node was deleted, or this agent names another node than its kubelet certificate: it cannot connect as it is.',
+    'Join the node again with "edgeadm join --enable-edge" (after "edgeadm reset"); it installs the agent as it should be.',
+  ],
+};
 
 /** Options of {@link runNodeTunnelAgent}. */
 export interface NodeTunnelAgentOptions {
@@ -63,5 +75,6 @@ export async function runNodeTunnelAgent(options: NodeTunnelAgentOptions): Promi
     upstream: kubeletForwarder({ kubelet: options.kubelet, logger: options.logger }),
     logger: options.logger,
     signal: options.signal,
+    farEnd: NODE_TUNNEL_FAR_END,
   });
 }

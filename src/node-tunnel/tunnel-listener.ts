@@ -69,6 +69,7 @@ export function createTunnelListener(options: {
       socket,
       authorize: (certificate) => verdictOf(certificate.subject as CertificateSubject | undefined, options.nodes),
       logger: options.logger,
+      peerKind: 'node',
     })
       .then((tunnel) => options.tunnels.add(tunnel))
       .catch((error: Error) => options.logger.warn(`tunnel from ${peer} not accepted: ${error.message}`));

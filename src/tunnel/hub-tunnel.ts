@@ -30,6 +30,8 @@ export interface AcceptTunnelOptions {
   /** Decides from the verified peer certificate which cluster the agent may serve, if any. */
   authorize: (certificate: PeerCertificate) => Promise<TunnelVerdict>;
   logger: Logger;
+  /** What a tunnel serves, in refusals (`cluster` by default; the node tunnel's are `node`s). */
+  peerKind?: 'cluster' | 'node';
   /** How long the agent has to be accepted; {@link TUNNEL_ACCEPT_TIMEOUT_MS} by default. */
   acceptTimeoutMs?: number;
 }
@@ -221,7 +223,7 @@ async function negotiate(options: AcceptTunnelOptions, session: ClientHttp2Sessi
   }
   if (hello.cluster !== verdict.cluster) {
     return refuse(
-      `this certificate is for cluster ${JSON.stringify(verdict.cluster)}, not ${JSON.stringify(hello.cluster)}`,
+      `this certificate is for ${options.peerKind ?? 'cluster'} ${JSON.stringify(verdict.cluster)}, not ${JSON.stringify(hello.cluster)}`,
     );
   }
   await sendControl(session, WELCOME_PATH, { cluster: verdict.cluster });

@@ -197,7 +197,7 @@ describe('the node tunnel on real kubeadm, kubelet and containerd', () => {
       first,
       `EDGEADM_HOME=/var/lib/edgeadm/node-tunnel /usr/local/bin/edgeadm agent node-tunnel --server https://${cluster.controlPlane.address}:${TUNNEL_PORT} --node-name ${second.name} 2>&1; echo "exit $?"`,
     );
-    expect(printed).toContain(`this certificate is for cluster "${first.name}", not "${second.name}"`);
+    expect(printed).toContain(`this certificate is for node "${first.name}", not "${second.name}"`);
     expect(printed.trim().split('\n').at(-1)).toBe('exit 4');
   });
 

@@ -175,7 +175,7 @@ describe('the node tunnel between its server and an agent', () => {
     const attempt = new AbortController();
     await expect(startAgent('edge-2', edge1Credentials, attempt.signal)).rejects.toMatchObject({
       code: 'E_TUNNEL_REFUSED',
-      message: expect.stringContaining('this certificate is for cluster "edge-1", not "edge-2"'),
+      message: expect.stringContaining('this certificate is for node "edge-1", not "edge-2"'),
     });
     expect((await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`)).statusLine).toMatch(
       / 503 node edge-2 is offline/,
