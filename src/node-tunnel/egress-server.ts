@@ -67,20 +67,29 @@ function throughTunnel(socket: Socket, node: string, target: ConnectTarget, rest
     answer(socket, 503, `node ${node} is offline: its node tunnel agent is not connected`);
     return;
   }
-  const timer = setTimeout(() => {
-    stream.close();
-    deps.counters.countConnect('tunnel_failed');
-    answer(socket, 504, `node ${node} did not connect its kubelet through its tunnel in time`);
-  }, TUNNEL_OPEN_TIMEOUT_MS);
-  stream.once('response', (headers) => {
+  // The API server waits for the answer without a deadline: every way the stream can end before it answers.
+  let isAnswered = false;
+  const fail = (status: number, reason: string): void => {
+    if (isAnswered) return;
+    isAnswered = true;
     clearTimeout(timer);
+    deps.counters.countConnect('tunnel_failed');
+    if (!stream.destroyed) stream.close();
+    answer(socket, status, reason);
+  };
+  const timer = setTimeout(
+    () => fail(504, `node ${node} did not connect its kubelet through its tunnel in time`),
+    TUNNEL_OPEN_TIMEOUT_MS,
+  );
+  stream.once('response', (headers) => {
     const status = Number(headers[':status']);
     if (status !== 200) {
-      stream.close();
-      deps.counters.countConnect('tunnel_failed');
-      answer(socket, 502, `node ${node} could not connect to its kubelet (${status})`);
+      fail(502, `node ${node} could not connect to its kubelet (${status})`);
       return;
     }
+    if (isAnswered) return;
+    isAnswered = true;
+    clearTimeout(timer);
     stream.setTimeout(RELAY_IDLE_TIMEOUT_MS, () => stream.close());
     // What the API server sent after its head, and what it was sent after the answer.
     const readBefore = socket.bytesRead - rest.length;
@@ -89,16 +98,14 @@ function throughTunnel(socket: Socket, node: string, target: ConnectTarget, rest
     );
     relay(socket, stream, rest);
   });
-  stream.once('error', (error) => {
-    clearTimeout(timer);
-    deps.counters.countConnect('tunnel_failed');
-    if (!socket.destroyed && socket.bytesWritten === 0)
-      answer(socket, 502, `node ${node}'s tunnel failed: ${error.message}`);
-    else socket.destroy();
-  });
+  // Once relayed, the relay handles an error (it destroys the other side).
+  stream.once('error', (error) => fail(502, `node ${node}'s tunnel failed: ${error.message}`));
+  stream.once('close', () => fail(502, `node ${node}'s tunnel closed the connection before its kubelet answered`));
   socket.once('close', () => {
+    if (isAnswered) return;
+    isAnswered = true;
     clearTimeout(timer);
-    if (!stream.destroyed && stream.pending) stream.close();
+    stream.close();
   });
 }
 

@@ -29,7 +29,8 @@ export function kubeletForwarder(options: { kubelet: KubeletAddress; logger: Log
     forwardUpgrade(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
       logger.debug(`stream for ${String(headers[':authority'])}: to the kubelet at ${kubelet.host}:${kubelet.port}`);
       const socket = connect({ host: kubelet.host, port: kubelet.port, timeout: KUBELET_DIAL_TIMEOUT_MS });
-      socket.once('timeout', () => socket.destroy(new Error('connecting to the kubelet timed out')));
+      // The dial's deadline, then (setTimeout below) the idle one.
+      socket.on('timeout', () => socket.destroy(new Error('the kubelet connection timed out')));
       socket.once('connect', () => {
         if (stream.destroyed) {
           socket.destroy();

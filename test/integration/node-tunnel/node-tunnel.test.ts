@@ -12,7 +12,7 @@ import { connect as connectUnix, createServer, type Server, type Socket } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../../src/log/run-log.js';
+import { silentLogger, type Logger } from '../../../src/log/run-log.js';
 import { runNodeTunnelAgent } from '../../../src/node-tunnel/agent.js';
 import type { NodeObject } from '../../../src/node-tunnel/routing.js';
 import { runNodeTunnelServer } from '../../../src/node-tunnel/server.js';
@@ -92,14 +92,19 @@ describe('the node tunnel between its server and an agent', () => {
     writeFileSync(file, issued.certPem + issued.keyPem);
     return file;
   };
-  const startAgent = (nodeName: string, credentialsFile: string, signal: AbortSignal): Promise<void> =>
+  const startAgent = (
+    nodeName: string,
+    credentialsFile: string,
+    signal: AbortSignal,
+    logger: Logger = silentLogger,
+  ): Promise<void> =>
     runNodeTunnelAgent({
       server: `https://127.0.0.1:${tunnelPort}`,
       caPem: ca.certPem,
       nodeName,
       credentialsFile,
       kubelet: { host: '127.0.0.1', port: kubeletPort },
-      logger: silentLogger,
+      logger,
       signal,
     });
 
@@ -189,8 +194,14 @@ describe('the node tunnel between its server and an agent', () => {
     const stranger = await createCa({ commonName: 'stranger' });
     const file = await nodeCredentials('edge-2', stranger);
     const attempt = new AbortController();
-    const running = startAgent('edge-2', file, attempt.signal);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const warnings: string[] = [];
+    const running = startAgent('edge-2', file, attempt.signal, {
+      ...silentLogger,
+      warn: (line) => warnings.push(line),
+    });
+    // Its first dial has ended, one way or the other, when the agent warns.
+    await eventually(() => Promise.resolve(warnings.length > 0 ? true : undefined));
+    expect(warnings[0]).toMatch(/^E_TUNNEL_(CONNECT|REFUSED): /);
     expect((await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`)).statusLine).toMatch(
       / 503 node edge-2 is offline/,
     );
@@ -216,5 +227,11 @@ describe('the node tunnel between its server and an agent', () => {
       socket.once('close', () => resolve({ statusLine: received.split('\r\n')[0] ?? '' }));
     });
     expect(statusLine).toBe('HTTP/1.1 400 only CONNECT host:port HTTP/1.1 is served');
+  });
+
+  it("says so when the node's kubelet does not answer (this test stops it: keep it last)", async () => {
+    await new Promise<void>((resolve) => kubelet.close(() => resolve()));
+    const { statusLine } = await connectThrough(socketPath, `${EDGE1_ADDRESS}:10250`);
+    expect(statusLine).toBe('HTTP/1.1 502 node edge-1 could not connect to its kubelet (502)');
   });
 });
