@@ -42,6 +42,12 @@ export const RELAY_IDLE_TIMEOUT_MS = 4 * 60 * 60_000;
 export const RELAY_FLUSH_GRACE_MS = 5_000;
 /** How long a TLS handshake on the tunnel port may take. */
 export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+/**
+ * How often the server reads its TLS files again: `kubeadm certs renew` and
+ * `kubeadm upgrade` replace the API server's certificate it serves with, and
+ * kubelets rotate the cluster's node certificates against the same CA.
+ */
+export const TLS_RELOAD_INTERVAL_MS = 10 * 60_000;
 /** How often the server lists Nodes (their addresses and labels). */
 export const NODE_LIST_INTERVAL_MS = 10_000;
 /** A CONNECT to an unknown address lists Nodes again if the last list is older than this. */

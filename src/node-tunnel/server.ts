@@ -9,6 +9,7 @@ import { createServer as createUnixServer, type Server } from 'node:net';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log/run-log.js';
 import { serveEgressConnection } from './egress-server.js';
+import { TLS_RELOAD_INTERVAL_MS } from './limits.js';
 import { NodeTunnelCounters, renderNodeTunnelMetrics } from './metrics.js';
 import { NodeTable } from './node-table.js';
 import { TunnelRegistry } from './tunnel-registry.js';
@@ -23,6 +24,10 @@ export interface NodeTunnelServerOptions {
   /** Plain HTTP `/metrics` and `/healthz`; none without. */
   metricsListen?: { host: string; port: number } | undefined;
   tls: TunnelListenerTls;
+  /** Reads the TLS files again, every {@link TLS_RELOAD_INTERVAL_MS}; a change is served from the next handshake. */
+  reloadTls?: () => TunnelListenerTls;
+  /** {@link TLS_RELOAD_INTERVAL_MS} by default. */
+  tlsReloadIntervalMs?: number;
   /** Lists Nodes (their addresses, kubelet ports and the edge label). */
   client: Pick<KubeClient, 'list'>;
   logger: Logger;
@@ -50,6 +55,20 @@ export async function runNodeTunnelServer(options: NodeTunnelServerOptions): Pro
   await nodes.start();
   tunnels.start();
   const tunnelPort = createTunnelListener({ tls: options.tls, nodes, tunnels, logger });
+  let served = options.tls;
+  const reload = setInterval(() => {
+    if (!options.reloadTls) return;
+    try {
+      const next = options.reloadTls();
+      if (next.certPem === served.certPem && next.keyPem === served.keyPem && next.caPem === served.caPem) return;
+      tunnelPort.setSecureContext({ ca: next.caPem, cert: next.certPem, key: next.keyPem });
+      served = next;
+      logger.info('node tunnel: serving the renewed certificate (or CA) from now on');
+    } catch (error) {
+      logger.warn(`cannot read the TLS files again (keeping the ones served): ${(error as Error).message}`);
+    }
+  }, options.tlsReloadIntervalMs ?? TLS_RELOAD_INTERVAL_MS);
+  reload.unref();
   const egress = createUnixServer({ pauseOnConnect: false }, (socket) =>
     serveEgressConnection(socket, { nodes, tunnels, counters, logger }),
   );
@@ -89,6 +108,7 @@ export async function runNodeTunnelServer(options: NodeTunnelServerOptions): Pro
       options.signal.addEventListener('abort', () => resolve(), { once: true });
     });
   } finally {
+    clearInterval(reload);
     nodes.stop();
     tunnels.close();
     tunnelPort.close();

@@ -7,6 +7,7 @@ import { serviceLogger, stopSignal } from '../../log/service-logger.js';
 import { EGRESS_SOCKET_PATH, NODE_TUNNEL_METRICS_LISTEN, NODE_TUNNEL_PORT } from '../../node-tunnel/limits.js';
 import { parseNodeTunnelServerRequest, type NodeTunnelServerRequest } from '../../node-tunnel/request.js';
 import { runNodeTunnelServer } from '../../node-tunnel/server.js';
+import type { TunnelListenerTls } from '../../node-tunnel/tunnel-listener.js';
 
 export default class AgentNodeTunnelServer extends BaseCommand<typeof AgentNodeTunnelServer> {
   static override summary =
@@ -41,15 +42,17 @@ export default class AgentNodeTunnelServer extends BaseCommand<typeof AgentNodeT
     const request = parseNodeTunnelServerRequest(this.flags);
     const logger = serviceLogger({ logger: this.logger, redactor: this.redactor, isVerbose: this.flags.verbose });
     const client = new KubeClient(await readKubeconfigFile(request.kubeconfigPath));
+    const readTls = (): TunnelListenerTls => ({
+      caPem: readFileSync(request.caFile, 'utf8'),
+      certPem: readFileSync(request.tlsCertFile, 'utf8'),
+      keyPem: readFileSync(request.tlsKeyFile, 'utf8'),
+    });
     await runNodeTunnelServer({
       socketPath: request.socketPath,
       listen: request.listen,
       metricsListen: request.metricsListen,
-      tls: {
-        caPem: readFileSync(request.caFile, 'utf8'),
-        certPem: readFileSync(request.tlsCertFile, 'utf8'),
-        keyPem: readFileSync(request.tlsKeyFile, 'utf8'),
-      },
+      tls: readTls(),
+      reloadTls: readTls,
       client,
       logger,
       signal: stopSignal(),
