@@ -20,6 +20,7 @@ import {
   CONNECT_HEAD_MAX_BYTES,
   CONNECT_HEAD_TIMEOUT_MS,
   DIRECT_DIAL_TIMEOUT_MS,
+  KUBELET_PORT,
   RELAY_FLUSH_GRACE_MS,
   RELAY_IDLE_TIMEOUT_MS,
   TUNNEL_OPEN_TIMEOUT_MS,
@@ -126,8 +127,12 @@ function direct(socket: Socket, target: ConnectTarget, rest: Buffer): void {
 }
 
 async function route(socket: Socket, target: ConnectTarget, rest: Buffer, deps: EgressDeps): Promise<void> {
-  const isKnown = (): boolean => deps.nodes.nodes.some((node) => node.addresses.includes(target.host));
-  if (!isKnown()) await deps.nodes.refreshIfStale();
+  const isKnown = deps.nodes.nodes.some((node) => node.addresses.includes(target.host));
+  // A kubelet port at an address no Node has: a node that just joined. Webhooks and aggregated APIs
+  // (other ports) do not list the Nodes again at every call.
+  const isKubeletPort =
+    target.port === KUBELET_PORT || deps.nodes.nodes.some((node) => node.kubeletPort === target.port);
+  if (!isKnown && isKubeletPort) await deps.nodes.refreshIfStale();
   if (socket.destroyed) return;
   const decided = routeOf(target, deps.nodes.nodes, (node) => deps.tunnels.has(node));
   deps.logger.debug(`CONNECT ${target.authority}: ${decided.kind}${'node' in decided ? ` (${decided.node})` : ''}`);
