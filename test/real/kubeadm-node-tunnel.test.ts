@@ -13,11 +13,12 @@
  * Offline: a node whose agent is gone fails at once with a clear message.
  */
 import { connect } from 'node:tls';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resetRealCluster, runEdgeWorkload, startRealCluster, type RealCluster } from '../support/real/main-job.js';
-import { builtSet, realEdgeadm } from '../support/real/rig.js';
+import { builtSet, realEdgeadm, RIG_WORKLOAD_IMAGE } from '../support/real/rig.js';
 import { waitFor } from '../support/real/wait.js';
 import { startTestHosts, type TestHost, type TestHosts } from '../support/test-hosts.js';
 
@@ -177,6 +178,54 @@ describe('the node tunnel on real kubeadm, kubelet and containerd', () => {
       ).exec(metrics);
       expect(Number(sent?.[1])).toBeGreaterThan(1024 * 1024);
     }
+  });
+
+  it('carries 256 MiB of exec stdin to an edge node (through the tunnel) and to the control plane (direct); times logged', async () => {
+    const name = 'on-control-plane';
+    const manifest = join(hosts.dir, `${name}.json`);
+    writeFileSync(
+      manifest,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'default' },
+        spec: {
+          nodeName: cluster.controlPlane.name,
+          tolerations: [{ operator: 'Exists' }],
+          automountServiceAccountToken: false,
+          containers: [
+            {
+              name: 'main',
+              image: RIG_WORKLOAD_IMAGE,
+              imagePullPolicy: 'Never',
+              command: ['/bin/sh', '-c', 'while :; do sleep 5; done'],
+            },
+          ],
+        },
+      }),
+    );
+    await cluster.kubectl(['apply', '-f', manifest]);
+    await cluster.kubectl(['wait', '--for=condition=Ready', `pod/${name}`, '--timeout=180s']);
+    const input = Buffer.alloc(256 * 1024 * 1024, 0x61);
+    const seconds = { tunnel: 0, direct: 0 };
+    for (const [path, pod] of [
+      ['tunnel', podOn(cluster.edges[0]!)],
+      ['direct', name],
+    ] as const) {
+      const started = process.hrtime.bigint();
+      const counted = await execa(
+        kubectlProgram,
+        ['--kubeconfig', cluster.kubeconfig, 'exec', '-i', pod, '--', '/bin/busybox', 'wc', '-c'],
+        { input, reject: false, timeout: 300_000 },
+      );
+      seconds[path] = Number(process.hrtime.bigint() - started) / 1e9;
+      expect(counted.stdout.trim(), counted.stderr).toBe(String(input.length));
+    }
+    // The numbers BENCHMARKS.md records (two shared cores; not a pass/fail criterion).
+    // "direct": a pod on the control plane, dialled directly by the same server from the egress socket.
+    const rate = (s: number): string => `${s.toFixed(1)} s, ${(256 / s).toFixed(0)} MiB/s`;
+    console.log(`exec stdin 256 MiB: node tunnel ${rate(seconds.tunnel)}; direct ${rate(seconds.direct)}`);
+    await cluster.kubectl(['delete', 'pod', name, '--wait=true', '--timeout=60s']);
   });
 
   it("logs of the control plane's own pods still go direct", async () => {
