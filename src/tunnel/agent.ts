@@ -229,8 +229,7 @@ function connectFailure(message: string, cause?: Error): EdgeadmError {
  * reached or the handshake does not finish.
  */
 export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentConnection> {
-  const { connect, createSecureContext } = await import('node:tls');
-  const http2 = await import('node:http2');
+  const [{ connect, createSecureContext }, http2] = await Promise.all([import('node:tls'), import('node:http2')]);
   const identity = options.identity();
   const farEnd = options.farEnd ?? HUB_FAR_END;
   const hub = new URL(options.hubServer);
