@@ -32,7 +32,7 @@ import type { TunnelRegistry } from './tunnel-registry.js';
 /** What one CONNECT needs. */
 export interface EgressDeps {
   nodes: { readonly nodes: readonly KnownNode[]; refreshIfStale(): Promise<void> };
-  tunnels: Pick<TunnelRegistry, 'has' | 'open'>;
+  tunnels: Pick<TunnelRegistry, 'has' | 'isAlive' | 'open'>;
   counters: NodeTunnelCounters;
   logger: Logger;
 }
@@ -62,10 +62,21 @@ function relay(
   other.once('close', () => closeAfterFlush(socket, RELAY_FLUSH_GRACE_MS));
 }
 
-function throughTunnel(socket: Socket, node: string, target: ConnectTarget, rest: Buffer, deps: EgressDeps): void {
-  const stream = deps.tunnels.open(node, target.authority);
+async function throughTunnel(
+  socket: Socket,
+  node: string,
+  target: ConnectTarget,
+  rest: Buffer,
+  deps: EgressDeps,
+): Promise<void> {
+  if (!(await deps.tunnels.isAlive(node))) {
+    deps.counters.countConnect('offline');
+    answer(socket, 503, `node ${node} is offline: its node tunnel does not answer`);
+    return;
+  }
+  const stream = socket.destroyed ? undefined : deps.tunnels.open(node, target.authority);
   if (!stream) {
-    answer(socket, 503, `node ${node} is offline: its node tunnel agent is not connected`);
+    if (!socket.destroyed) answer(socket, 503, `node ${node} is offline: its node tunnel agent is not connected`);
     return;
   }
   // The API server waits for the answer without a deadline: every way the stream can end before it answers.
@@ -139,7 +150,7 @@ async function route(socket: Socket, target: ConnectTarget, rest: Buffer, deps: 
   deps.counters.countConnect(decided.kind);
   switch (decided.kind) {
     case 'tunnel':
-      throughTunnel(socket, decided.node, target, rest, deps);
+      await throughTunnel(socket, decided.node, target, rest, deps);
       return;
     case 'offline':
       answer(socket, 503, `node ${decided.node} is offline: its node tunnel agent is not connected`);

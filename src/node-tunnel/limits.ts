@@ -28,6 +28,12 @@ export const CONNECT_HEAD_TIMEOUT_MS = 10_000;
  * bound a kubectl waits at most for a node that stalls.
  */
 export const TUNNEL_OPEN_TIMEOUT_MS = 10_000;
+/**
+ * How long a node's tunnel has to answer the PING sent before each
+ * connection: a tunnel whose link died without a word (a cut uplink sends
+ * no FIN) is answered "offline" after this, not after the silence sweep.
+ */
+export const TUNNEL_PROBE_TIMEOUT_MS = 3_000;
 /** How long a direct connection (an address that is no edge node's) may take to open. */
 export const DIRECT_DIAL_TIMEOUT_MS = 10_000;
 /** How long the agent's connection to its own kubelet may take to open. */

@@ -6,7 +6,7 @@
 import type { ClientHttp2Stream } from 'node:http2';
 import type { Logger } from '../log/run-log.js';
 import type { HubTunnel } from '../tunnel/hub-tunnel.js';
-import { SILENCE_SWEEP_INTERVAL_MS } from './limits.js';
+import { SILENCE_SWEEP_INTERVAL_MS, TUNNEL_PROBE_TIMEOUT_MS } from './limits.js';
 
 /** What the registry says about one node's tunnel (for logs and metrics). */
 export interface TunnelRecord {
@@ -20,7 +20,7 @@ export interface TunnelRecord {
 
 /** The live tunnels by node name. */
 export class TunnelRegistry {
-  readonly #tunnels = new Map<string, { tunnel: HubTunnel; record: TunnelRecord }>();
+  readonly #tunnels = new Map<string, { tunnel: HubTunnel; record: TunnelRecord; isDraining: boolean }>();
   readonly #logger: Logger;
   #sweep: NodeJS.Timeout | undefined;
 
@@ -32,9 +32,15 @@ export class TunnelRegistry {
   add(tunnel: HubTunnel): void {
     const node = tunnel.cluster;
     const previous = this.#tunnels.get(node);
-    const entry = { tunnel, record: { node, connectedAt: Date.now(), lastHeardAt: Date.now(), streams: 0 } };
+    const entry = {
+      tunnel,
+      record: { node, connectedAt: Date.now(), lastHeardAt: Date.now(), streams: 0 },
+      isDraining: false,
+    };
     this.#tunnels.set(node, entry);
     if (previous) void previous.tunnel.drain();
+    // An agent that stops (GOAWAY) takes no new connection from then on (as the hub's, issue #30).
+    void tunnel.draining.then(() => (entry.isDraining = true));
     this.#logger.info(`node ${node}: tunnel up${previous ? ' (replaces the previous one)' : ''}`);
     void tunnel.closed.then(() => {
       if (this.#tunnels.get(node) !== entry) return;
@@ -45,13 +51,27 @@ export class TunnelRegistry {
 
   /** Whether `node` has a tunnel that takes new streams. */
   has(node: string): boolean {
-    return this.#tunnels.get(node)?.tunnel.isOpen === true;
+    const entry = this.#tunnels.get(node);
+    return entry !== undefined && entry.tunnel.isOpen && !entry.isDraining;
+  }
+
+  /**
+   * Whether `node`'s tunnel answers a PING now ({@link TUNNEL_PROBE_TIMEOUT_MS});
+   * one that does not is closed, so the node is offline from then on.
+   */
+  async isAlive(node: string): Promise<boolean> {
+    const entry = this.#tunnels.get(node);
+    if (entry === undefined || !this.has(node)) return false;
+    if (await entry.tunnel.ping(TUNNEL_PROBE_TIMEOUT_MS)) return true;
+    this.#logger.warn(`node ${node}: its tunnel did not answer a ping; closing it`);
+    entry.tunnel.destroy();
+    return false;
   }
 
   /** Opens a CONNECT stream to `authority` through `node`'s tunnel; undefined without one. */
   open(node: string, authority: string): ClientHttp2Stream | undefined {
     const entry = this.#tunnels.get(node);
-    if (!entry?.tunnel.isOpen) return undefined;
+    if (entry === undefined || !this.has(node)) return undefined;
     entry.record.streams += 1;
     return entry.tunnel.request({ ':method': 'CONNECT', ':authority': authority });
   }

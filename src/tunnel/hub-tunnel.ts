@@ -98,6 +98,30 @@ export class HubTunnel {
     return this.#heardAt;
   }
 
+  /**
+   * Whether the agent answers a PING within `timeoutMs`: a link that died
+   * without a word is found here at once rather than by the silence sweep.
+   * Past the session's bound on outstanding pings, an open tunnel counts as
+   * live.
+   */
+  ping(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      if (!this.isOpen) {
+        resolve(false);
+        return;
+      }
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const sent = this.#session.ping((error) => {
+        clearTimeout(timer);
+        resolve(error === null);
+      });
+      if (!sent) {
+        clearTimeout(timer);
+        resolve(this.isOpen);
+      }
+    });
+  }
+
   /** Whether new streams can be opened. */
   get isOpen(): boolean {
     return !this.#session.closed && !this.#session.destroyed;

@@ -97,9 +97,10 @@ describe('the node tunnel between its server and an agent', () => {
     credentialsFile: string,
     signal: AbortSignal,
     logger: Logger = silentLogger,
+    port = tunnelPort,
   ): Promise<void> =>
     runNodeTunnelAgent({
-      server: `https://127.0.0.1:${tunnelPort}`,
+      server: `https://127.0.0.1:${port}`,
       caPem: ca.certPem,
       nodeName,
       credentialsFile,
@@ -227,6 +228,45 @@ describe('the node tunnel between its server and an agent', () => {
       socket.once('close', () => resolve({ statusLine: received.split('\r\n')[0] ?? '' }));
     });
     expect(statusLine).toBe('HTTP/1.1 400 only CONNECT host:port HTTP/1.1 is served');
+  });
+
+  it("answers offline within the probe deadline when a tunnel's link dies without a word", async () => {
+    // A link that can go silent: bytes stop both ways and nothing closes (a cut uplink behind NAT).
+    const pairs: Array<[Socket, Socket]> = [];
+    const link = createServer((fromAgent) => {
+      const toServer = connectUnix({ host: '127.0.0.1', port: tunnelPort });
+      fromAgent.pipe(toServer);
+      toServer.pipe(fromAgent);
+      pairs.push([fromAgent, toServer]);
+    });
+    await new Promise<void>((resolve) => link.listen(0, '127.0.0.1', resolve));
+    const linkPort = (link.address() as { port: number }).port;
+    const edge2 = await nodeCredentials('edge-2', ca);
+    const attempt = new AbortController();
+    const running = startAgent('edge-2', edge2, attempt.signal, silentLogger, linkPort);
+    try {
+      await eventually(async () => {
+        const { statusLine, socket } = await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`);
+        socket.destroy();
+        return statusLine.includes(' 200 ') ? true : undefined;
+      });
+      for (const [a, b] of pairs) {
+        a.unpipe(b);
+        b.unpipe(a);
+        a.pause();
+        b.pause();
+      }
+      const { statusLine } = await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`);
+      expect(statusLine).toBe('HTTP/1.1 503 node edge-2 is offline: its node tunnel does not answer');
+      expect((await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`)).statusLine).toMatch(
+        / 503 node edge-2 is offline/,
+      );
+    } finally {
+      attempt.abort();
+      for (const pair of pairs) for (const socket of pair) socket.destroy();
+      link.close();
+      await running.catch(() => undefined);
+    }
   });
 
   it("says so when the node's kubelet does not answer (this test stops it: keep it last)", async () => {
