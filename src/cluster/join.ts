@@ -25,7 +25,7 @@ import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import { readHostFile, readHostFiles, waitForAndReadHostFiles } from './host-files.js';
 import { controlPlaneJoinPhase, verifyControlPlaneJoin, type ControlPlaneJoinData } from './control-plane-join.js';
-import { nodeTunnelAgentPhase } from './node-tunnel-phase.js';
+import { egressSelectorPhase, nodeTunnelAgentPhase } from './node-tunnel-phase.js';
 import {
   edgeAgentConfig,
   edgeNodePhase,
@@ -265,6 +265,17 @@ function labelsPhase(): Phase<JoinData> {
   };
 }
 
+/** Whether the cluster another control plane joins is an edge cluster (its edge settings exist). */
+async function isJoiningEdgeCluster(ctx: JoinData): Promise<boolean> {
+  try {
+    await ensureEdgeSettings(ctx, await ensureDiscovery(ctx));
+    return true;
+  } catch (error) {
+    if (error instanceof EdgeadmError && error.code === 'E_EDGE_NOT_ENABLED') return false;
+    throw error;
+  }
+}
+
 /** The join phase tree. */
 export function joinPhases(): Phase<JoinData>[] {
   return [
@@ -273,6 +284,7 @@ export function joinPhases(): Phase<JoinData>[] {
     packagePhase<JoinData>(),
     runtimePhase<JoinData>(),
     nodeJoinPhase(),
+    egressSelectorPhase<JoinData>({ isEdgeCluster: isJoiningEdgeCluster }),
     controlPlaneJoinPhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery }),
     edgeNodePhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery, configureAgent }),
     waitReadyPhase(),

@@ -30,9 +30,17 @@ import {
 /** What the phases need of a workflow. */
 export interface NodeTunnelData extends NodeData {
   enableEdge: boolean;
+  /**
+   * Another control plane joining an edge cluster (join --control-plane):
+   * kubeadm gives its API server the cluster's flags, the egress selector's
+   * among them, so it needs the same file and server. Decided by the join's
+   * egress-selector phase.
+   */
+  isEdgeCluster?: boolean;
 }
 
-const isNodeTunnelled = (ctx: NodeTunnelData): boolean => ctx.enableEdge && ctx.distribution.nodeTunnel !== undefined;
+const isNodeTunnelled = (ctx: NodeTunnelData): boolean =>
+  (ctx.enableEdge || ctx.isEdgeCluster === true) && ctx.distribution.nodeTunnel !== undefined;
 
 /** Uploads the binary if this edgeadm is it, records and installs `unit`, and makes sure it runs. */
 async function installService(
@@ -65,13 +73,29 @@ async function installService(
   return isChanged ? 'changed' : 'unchanged';
 }
 
-/** init: the API server's egress selector configuration, written before the control plane starts. */
-export function egressSelectorPhase<C extends NodeTunnelData>(): Phase<C> {
+/**
+ * The API server's egress selector configuration, written before the control
+ * plane starts: by init with --enable-edge, and by join --control-plane when
+ * `isEdgeCluster` says the cluster it joins is an edge cluster.
+ */
+export function egressSelectorPhase<C extends NodeTunnelData>(
+  deps: { isEdgeCluster?: (ctx: C) => Promise<boolean> } = {},
+): Phase<C> {
   return {
     name: 'egress-selector',
-    summary: "With --enable-edge (kubeadm): send the API server's connections to kubelets through the node tunnel",
-    runIf: isNodeTunnelled,
+    summary:
+      "With --enable-edge, or joining an edge cluster's control plane (kubeadm): send the API server's connections to kubelets through the node tunnel",
+    runIf: (ctx) =>
+      isNodeTunnelled(ctx) ||
+      (deps.isEdgeCluster !== undefined && ctx.role === 'control-plane' && ctx.distribution.nodeTunnel !== undefined),
     async run(ctx) {
+      if (!isNodeTunnelled(ctx) && deps.isEdgeCluster) {
+        ctx.isEdgeCluster = await deps.isEdgeCluster(ctx);
+        if (!ctx.isEdgeCluster) {
+          ctx.say('the cluster is not an edge cluster: its API servers reach kubelets directly');
+          return 'unchanged';
+        }
+      }
       const text = renderEgressSelectorConfiguration(EGRESS_SOCKET_PATH);
       if (ctx.isDryRun) {
         ctx.say(`Would write ${EGRESS_CONFIG_PATH} (cluster egress: HTTP CONNECT on ${EGRESS_SOCKET_PATH})`);
@@ -98,35 +122,37 @@ export function nodeTunnelServerPhase<C extends NodeTunnelData>(): Phase<C> {
     name: 'node-tunnel',
     summary: "With --enable-edge (kubeadm): run the node tunnel server (the API server reaches edge nodes' kubelets)",
     runIf: isNodeTunnelled,
-    async run(ctx) {
-      const { distribution } = ctx;
-      const files = distribution.nodeTunnel!;
-      const binary = resolveEdgeadmBinary({
-        packageName: ctx.package.manifest.name,
-        packageFiles: ctx.package.manifest.files.map((file) => file.path),
-        binDir: distribution.binDir,
-        ...runningEdgeadm(),
-      });
-      const unit = {
-        name: NODE_TUNNEL_SERVER_UNIT_NAME,
-        content: renderNodeTunnelServerUnit({
-          edgeadmBin: binary.path,
-          kubeconfig: distribution.adminKubeconfigPath,
-          socket: EGRESS_SOCKET_PATH,
-          socketDir: EGRESS_DIR,
-          listen: `0.0.0.0:${NODE_TUNNEL_PORT}`,
-          caFile: distribution.caPath,
-          tlsCert: files.servingCertPath,
-          tlsKey: files.servingKeyPath,
-        }),
-      };
-      if (ctx.isDryRun) {
-        ctx.say(`Would write the unit ${ctx.serviceManager.filesOf(unit.name)[0]} and start ${unit.name}`);
-        return 'unchanged';
-      }
-      return installService(ctx, { unit, dataDir: NODE_TUNNEL_SERVER_DATA_DIR, binary });
-    },
+    run: installServer,
   };
+}
+
+async function installServer(ctx: NodeTunnelData): Promise<PhaseOutcome> {
+  const { distribution } = ctx;
+  const files = distribution.nodeTunnel!;
+  const binary = resolveEdgeadmBinary({
+    packageName: ctx.package.manifest.name,
+    packageFiles: ctx.package.manifest.files.map((file) => file.path),
+    binDir: distribution.binDir,
+    ...runningEdgeadm(),
+  });
+  const unit = {
+    name: NODE_TUNNEL_SERVER_UNIT_NAME,
+    content: renderNodeTunnelServerUnit({
+      edgeadmBin: binary.path,
+      kubeconfig: distribution.adminKubeconfigPath,
+      socket: EGRESS_SOCKET_PATH,
+      socketDir: EGRESS_DIR,
+      listen: `0.0.0.0:${NODE_TUNNEL_PORT}`,
+      caFile: distribution.caPath,
+      tlsCert: files.servingCertPath,
+      tlsKey: files.servingKeyPath,
+    }),
+  };
+  if (ctx.isDryRun) {
+    ctx.say(`Would write the unit ${ctx.serviceManager.filesOf(unit.name)[0]} and start ${unit.name}`);
+    return 'unchanged';
+  }
+  return installService(ctx, { unit, dataDir: NODE_TUNNEL_SERVER_DATA_DIR, binary });
 }
 
 /** What join's node-tunnel phase needs beyond the node's data. */

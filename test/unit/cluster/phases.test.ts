@@ -33,6 +33,7 @@ describe('phase trees', () => {
       'package',
       'runtime',
       'node-join',
+      'egress-selector',
       'control-plane-join',
       'edge',
       'wait-ready',
