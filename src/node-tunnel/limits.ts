@@ -58,5 +58,7 @@ export const TLS_RELOAD_INTERVAL_MS = 10 * 60_000;
 export const NODE_LIST_INTERVAL_MS = 10_000;
 /** A CONNECT to an unknown address lists Nodes again if the last list is older than this. */
 export const NODE_LIST_MIN_AGE_MS = 1_000;
-/** How often the server closes tunnels it has heard nothing from (see TUNNEL_SILENCE_LIMIT_MS). */
-export const SILENCE_SWEEP_INTERVAL_MS = 5_000;
+/** How often the server looks at its tunnels: pings the quiet ones, closes the silent ones (TUNNEL_SILENCE_LIMIT_MS). */
+export const SILENCE_SWEEP_INTERVAL_MS = 1_000;
+/** A tunnel the server has read nothing from for this long is pinged (see TUNNEL_PROBE_TIMEOUT_MS). */
+export const TUNNEL_QUIET_MS = 2_000;

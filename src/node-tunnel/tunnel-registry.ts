@@ -6,7 +6,7 @@
 import type { ClientHttp2Stream } from 'node:http2';
 import type { Logger } from '../log/run-log.js';
 import type { HubTunnel } from '../tunnel/hub-tunnel.js';
-import { SILENCE_SWEEP_INTERVAL_MS, TUNNEL_PROBE_TIMEOUT_MS } from './limits.js';
+import { SILENCE_SWEEP_INTERVAL_MS, TUNNEL_PROBE_TIMEOUT_MS, TUNNEL_QUIET_MS } from './limits.js';
 
 /** What the registry says about one node's tunnel (for logs and metrics). */
 export interface TunnelRecord {
@@ -20,7 +20,10 @@ export interface TunnelRecord {
 
 /** The live tunnels by node name. */
 export class TunnelRegistry {
-  readonly #tunnels = new Map<string, { tunnel: HubTunnel; record: TunnelRecord; isDraining: boolean }>();
+  readonly #tunnels = new Map<
+    string,
+    { tunnel: HubTunnel; record: TunnelRecord; isDraining: boolean; isProbing: boolean }
+  >();
   readonly #logger: Logger;
   #sweep: NodeJS.Timeout | undefined;
 
@@ -36,6 +39,7 @@ export class TunnelRegistry {
       tunnel,
       record: { node, connectedAt: Date.now(), lastHeardAt: Date.now(), streams: 0 },
       isDraining: false,
+      isProbing: false,
     };
     this.#tunnels.set(node, entry);
     if (previous) void previous.tunnel.drain();
@@ -81,14 +85,29 @@ export class TunnelRegistry {
     return [...this.#tunnels.values()].map((entry) => ({ ...entry.record, lastHeardAt: entry.tunnel.lastHeardAt }));
   }
 
-  /** Starts the silence sweep. */
+  /**
+   * Starts the sweep: a tunnel quiet for {@link TUNNEL_QUIET_MS} is pinged, and
+   * closed when the ping goes unanswered ({@link TUNNEL_PROBE_TIMEOUT_MS}), so
+   * a link cut without a word ends the node's open connections (the API
+   * server's pooled kubelet connections among them) within seconds, not after
+   * the agent's 30 s silence limit, which stays as the backstop.
+   */
   start(): void {
     this.#sweep = setInterval(() => {
       const now = Date.now();
-      for (const { tunnel } of this.#tunnels.values()) {
+      for (const entry of this.#tunnels.values()) {
+        const { tunnel } = entry;
         if (tunnel.isSilent(now)) {
           this.#logger.warn(`node ${tunnel.cluster}: tunnel silent too long; closing it`);
           tunnel.destroy();
+        } else if (!entry.isProbing && now - tunnel.lastHeardAt >= TUNNEL_QUIET_MS) {
+          entry.isProbing = true;
+          void tunnel.ping(TUNNEL_PROBE_TIMEOUT_MS).then((isAnswered) => {
+            entry.isProbing = false;
+            if (isAnswered || !tunnel.isOpen) return;
+            this.#logger.warn(`node ${tunnel.cluster}: its tunnel did not answer a ping; closing it`);
+            tunnel.destroy();
+          });
         }
       }
     }, SILENCE_SWEEP_INTERVAL_MS);

@@ -290,7 +290,21 @@ describe('the node tunnel on real kubeadm, kubelet and containerd', () => {
       `node ${edge.name} is offline: its node tunnel (does not answer|agent is not connected)`,
     );
     const launcher = 'launcher=$(cat /var/lib/edgeadm/services/edgeadm-node-tunnel.service.pid)';
-    const cut = `iptables -I OUTPUT -d ${cluster.controlPlane.address} -p tcp --dport ${TUNNEL_PORT} -j DROP`;
+    // Both ways, as an uplink that goes down: the node's packets to the tunnel port and the control plane's back.
+    const cp = cluster.controlPlane.address;
+    const cutRules = (action: '-I' | '-D'): string =>
+      [
+        `iptables ${action} OUTPUT -d ${cp} -p tcp --dport ${TUNNEL_PORT} -j DROP`,
+        `iptables ${action} INPUT -s ${cp} -p tcp --sport ${TUNNEL_PORT} -j DROP`,
+      ].join('\n');
+    const cut = cutRules('-I');
+    const mend = cutRules('-D');
+    const diagnose = async (): Promise<void> => {
+      console.log(await hosts.run(edge, 'iptables -L -v -n 2>&1 | head -40'));
+      console.log(
+        await hosts.run(cluster.controlPlane, 'tail -n 30 /var/lib/edgeadm/node-tunnel-server/logs/*.log 2>&1'),
+      );
+    };
     const failedLogs = async (): Promise<string> => {
       const started = Date.now();
       const logs = await kubectlResult(['logs', pod]);
@@ -318,13 +332,15 @@ describe('the node tunnel on real kubeadm, kubelet and containerd', () => {
       ].join('\n'),
     );
     expect(await failedLogs()).toMatch(offlineMessage);
-    await hosts.run(edge, cut.replace(' -I ', ' -D '));
+    await hosts.run(edge, mend);
     await backAgain();
 
     // 2. The link is cut under a live tunnel: nothing closes, the server's ping before the connection goes unanswered.
     await hosts.run(edge, cut);
-    expect(await failedLogs()).toMatch(offlineMessage);
-    await hosts.run(edge, cut.replace(' -I ', ' -D '));
+    const cutOff = await failedLogs();
+    if (!offlineMessage.test(cutOff)) await diagnose();
+    expect(cutOff).toMatch(offlineMessage);
+    await hosts.run(edge, mend);
     await backAgain();
   });
 

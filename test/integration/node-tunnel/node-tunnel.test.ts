@@ -230,8 +230,8 @@ describe('the node tunnel between its server and an agent', () => {
     expect(statusLine).toBe('HTTP/1.1 400 only CONNECT host:port HTTP/1.1 is served');
   });
 
-  it("answers offline within the probe deadline when a tunnel's link dies without a word", async () => {
-    // A link that can go silent: bytes stop both ways and nothing closes (a cut uplink behind NAT).
+  /** An edge-2 agent behind a link that can go silent: bytes stop both ways and nothing closes (a cut uplink). */
+  const agentBehindLink = async (): Promise<{ cut: () => void; stop: () => Promise<void> }> => {
     const pairs: Array<[Socket, Socket]> = [];
     const link = createServer((fromAgent) => {
       const toServer = connectUnix({ host: '127.0.0.1', port: tunnelPort });
@@ -241,31 +241,61 @@ describe('the node tunnel between its server and an agent', () => {
     });
     await new Promise<void>((resolve) => link.listen(0, '127.0.0.1', resolve));
     const linkPort = (link.address() as { port: number }).port;
-    const edge2 = await nodeCredentials('edge-2', ca);
     const attempt = new AbortController();
-    const running = startAgent('edge-2', edge2, attempt.signal, silentLogger, linkPort);
+    const running = startAgent('edge-2', await nodeCredentials('edge-2', ca), attempt.signal, silentLogger, linkPort);
+    await eventually(async () => {
+      const { statusLine, socket } = await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`);
+      socket.destroy();
+      return statusLine.includes(' 200 ') ? true : undefined;
+    });
+    return {
+      cut: () => {
+        link.close();
+        for (const [a, b] of pairs) {
+          a.unpipe(b);
+          b.unpipe(a);
+          a.pause();
+          b.pause();
+        }
+      },
+      stop: async () => {
+        attempt.abort();
+        for (const pair of pairs) for (const socket of pair) socket.destroy();
+        await running.catch(() => undefined);
+      },
+    };
+  };
+
+  it("answers offline within the probe deadline when a tunnel's link dies without a word", async () => {
+    const edge2 = await agentBehindLink();
     try {
-      await eventually(async () => {
-        const { statusLine, socket } = await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`);
-        socket.destroy();
-        return statusLine.includes(' 200 ') ? true : undefined;
-      });
-      for (const [a, b] of pairs) {
-        a.unpipe(b);
-        b.unpipe(a);
-        a.pause();
-        b.pause();
-      }
+      edge2.cut();
       const { statusLine } = await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`);
       expect(statusLine).toBe('HTTP/1.1 503 node edge-2 is offline: its node tunnel does not answer');
       expect((await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`)).statusLine).toMatch(
         / 503 node edge-2 is offline/,
       );
     } finally {
-      attempt.abort();
-      for (const pair of pairs) for (const socket of pair) socket.destroy();
-      link.close();
-      await running.catch(() => undefined);
+      await edge2.stop();
+    }
+  });
+
+  it('closes a tunnel whose link died, with no connection asking, and ends its open connections', async () => {
+    const edge2 = await agentBehindLink();
+    try {
+      const open = await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`);
+      expect(open.statusLine).toBe('HTTP/1.1 200 Connection established');
+      const ended = new Promise<void>((resolve) => open.socket.once('close', () => resolve()));
+      edge2.cut();
+      // The sweep pings the quiet tunnel; unanswered, it is closed, and the relayed connection with it.
+      await ended;
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metrics).not.toContain('node="edge-2"} ');
+      expect((await connectThrough(socketPath, `${EDGE2_ADDRESS}:10250`)).statusLine).toBe(
+        'HTTP/1.1 503 node edge-2 is offline: its node tunnel agent is not connected',
+      );
+    } finally {
+      await edge2.stop();
     }
   });
 
