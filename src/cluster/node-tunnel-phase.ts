@@ -86,8 +86,8 @@ export function egressSelectorPhase<C extends NodeTunnelData>(
     summary:
       "With --enable-edge, or joining an edge cluster's control plane (kubeadm): send the API server's connections to kubelets through the node tunnel",
     runIf: (ctx) =>
-      isNodeTunnelled(ctx) ||
-      (deps.isEdgeCluster !== undefined && ctx.role === 'control-plane' && ctx.distribution.nodeTunnel !== undefined),
+      ctx.role === 'control-plane' &&
+      (isNodeTunnelled(ctx) || (deps.isEdgeCluster !== undefined && ctx.distribution.nodeTunnel !== undefined)),
     async run(ctx) {
       if (!isNodeTunnelled(ctx) && deps.isEdgeCluster) {
         ctx.isEdgeCluster = await deps.isEdgeCluster(ctx);
