@@ -258,6 +258,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'preflight:unchanged',
           'package:changed',
           `runtime:${distribution.runtimeOnInstall}`,
+          'egress-selector:skipped',
           'control-plane:changed',
           'wait-ready:unchanged',
           'bootstrap-token:changed',
@@ -265,6 +266,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'upload-certs:skipped',
           'edge-addons:skipped',
           'edge-autonomy:skipped',
+          'node-tunnel:skipped',
           'show-join-command:changed',
         ]);
         expect(result.joinCommand).toMatch(
@@ -300,9 +302,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'bootstrap-token',
           'record-package',
           'show-join-command',
-        ].filter(
-          (phase) => phase !== 'runtime' || distribution.runtimeOnInstall === 'changed',
-        );
+        ].filter((phase) => phase !== 'runtime' || distribution.runtimeOnInstall === 'changed');
         for (const phase of changedOnInstall) {
           expect(output).toMatch(new RegExp(`\\[${phase}\\] already done \\(unchanged`));
         }
