@@ -161,7 +161,11 @@ export interface NodeTunnelAgentData extends NodeTunnelData {
   edgeadmBinary?: EdgeadmBinary;
 }
 
-/** join: the node's tunnel agent, dialling the control plane the node joined through. */
+/**
+ * join: an edge node's tunnel agent, dialling the control plane the node
+ * joined through; or, on another control plane of an edge cluster, the
+ * server its API server's egress selector sends to.
+ */
 export function nodeTunnelAgentPhase<C extends NodeTunnelAgentData>(deps: {
   nodeName(ctx: C): string;
   discovery(ctx: C): Promise<DiscoveryResult>;
@@ -169,9 +173,10 @@ export function nodeTunnelAgentPhase<C extends NodeTunnelAgentData>(deps: {
   return {
     name: 'node-tunnel',
     summary:
-      "With --enable-edge (kubeadm): run the node's tunnel agent (the API server reaches its kubelet behind NAT)",
-    runIf: (ctx) => isNodeTunnelled(ctx) && ctx.role === 'worker',
+      "With --enable-edge (kubeadm): run the node's tunnel agent (the API server reaches its kubelet behind NAT); on an edge cluster's control plane, the server",
+    runIf: isNodeTunnelled,
     async run(ctx) {
+      if (ctx.role === 'control-plane') return installServer(ctx);
       const files = ctx.distribution.nodeTunnel!;
       const binary = ctx.edgeadmBinary;
       if (!binary)
