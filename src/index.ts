@@ -66,6 +66,8 @@ import HubRolloutDelete from './commands/hub/rollout/delete.js';
 import RegisterCloud from './commands/register-cloud.js';
 import Kubeconfig from './commands/kubeconfig.js';
 import Kubectl from './commands/kubectl.js';
+import AgentNodeTunnel from './commands/agent/node-tunnel.js';
+import AgentNodeTunnelServer from './commands/agent/node-tunnel-server.js';
 import AgentTunnel from './commands/agent/tunnel.js';
 import AgentUninstall from './commands/agent/uninstall.js';
 
@@ -119,6 +121,8 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'register-cloud': RegisterCloud,
   kubeconfig: Kubeconfig,
   kubectl: Kubectl,
+  'agent:node-tunnel': AgentNodeTunnel,
+  'agent:node-tunnel-server': AgentNodeTunnelServer,
   'agent:tunnel': AgentTunnel,
   'agent:uninstall': AgentUninstall,
   init: Init,

@@ -35,6 +35,7 @@ import { uploadCertsPhase } from './control-plane-join.js';
 import { cgroupDriverOf, type ServerConfigInput } from './distributions/distribution.js';
 import { edgeAddonsPhase } from './edge-addons-phase.js';
 import { edgeAutonomyPhase } from './edge-autonomy-phase.js';
+import { egressSelectorPhase, nodeTunnelServerPhase } from './node-tunnel-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import { renderJoinCommand } from './join-command.js';
 import type { NodeData } from './node-context.js';
@@ -130,6 +131,7 @@ export function serverConfigOf(ctx: InitData): ServerConfigInput {
     serviceCidr: ctx.serviceCidr,
     kubernetesVersion: ctx.package.manifest.kubernetesVersion,
     ...(ctx.controlPlaneEndpoint ? { isClusterInit: true, controlPlaneEndpoint: joinAddressOf(ctx) } : {}),
+    ...(ctx.enableEdge && ctx.distribution.nodeTunnel ? { isEgressThroughNodeTunnel: true } : {}),
   };
 }
 
@@ -304,6 +306,7 @@ export function initPhases(): Phase<InitData>[] {
     preflightPhase<InitData>(),
     packagePhase<InitData>(),
     runtimePhase<InitData>(),
+    egressSelectorPhase<InitData>(),
     controlPlanePhase(),
     waitReadyPhase(),
     bootstrapTokenPhase(),
@@ -316,6 +319,7 @@ export function initPhases(): Phase<InitData>[] {
         return serverOf(ctx);
       },
     }),
+    nodeTunnelServerPhase<InitData>(),
     showJoinCommandPhase(),
   ];
 }

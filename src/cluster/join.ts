@@ -25,6 +25,7 @@ import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import type { PhaseResult } from '../workflow/runner.js';
 import { readHostFile, readHostFiles, waitForAndReadHostFiles } from './host-files.js';
 import { controlPlaneJoinPhase, verifyControlPlaneJoin, type ControlPlaneJoinData } from './control-plane-join.js';
+import { egressSelectorPhase, nodeTunnelAgentPhase } from './node-tunnel-phase.js';
 import {
   edgeAgentConfig,
   edgeNodePhase,
@@ -264,6 +265,17 @@ function labelsPhase(): Phase<JoinData> {
   };
 }
 
+/** Whether the cluster another control plane joins is an edge cluster (its edge settings exist). */
+async function isJoiningEdgeCluster(ctx: JoinData): Promise<boolean> {
+  try {
+    await ensureEdgeSettings(ctx, await ensureDiscovery(ctx));
+    return true;
+  } catch (error) {
+    if (error instanceof EdgeadmError && error.code === 'E_EDGE_NOT_ENABLED') return false;
+    throw error;
+  }
+}
+
 /** The join phase tree. */
 export function joinPhases(): Phase<JoinData>[] {
   return [
@@ -272,10 +284,12 @@ export function joinPhases(): Phase<JoinData>[] {
     packagePhase<JoinData>(),
     runtimePhase<JoinData>(),
     nodeJoinPhase(),
+    egressSelectorPhase<JoinData>({ isEdgeCluster: isJoiningEdgeCluster }),
     controlPlaneJoinPhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery }),
     edgeNodePhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery, configureAgent }),
     waitReadyPhase(),
     labelsPhase(),
+    nodeTunnelAgentPhase<JoinData>({ nodeName: nodeNameOf, discovery: ensureDiscovery }),
   ];
 }
 

@@ -57,6 +57,33 @@ export interface AgentControlRoute extends ControlRouteKey {
   handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void>;
 }
 
+/**
+ * Where the agent sends the streams the far end opens: the cluster's API
+ * server ({@link Upstream}) for the hub's agent, a node's own kubelet for the
+ * node tunnel (src/node-tunnel/kubelet-forwarder.ts).
+ */
+export type TunnelUpstream = Pick<Upstream, 'forwardRequest' | 'forwardUpgrade' | 'getJson' | 'close'>;
+
+/** How the agent's messages name the end it dials, and what they advise when it refuses. */
+export interface TunnelFarEnd {
+  /** `the hub`; `the control plane's node tunnel` */
+  name: string;
+  /** Advice with one refusal. */
+  refusalHints: readonly string[];
+  /** Advice when the agent stops after {@link TUNNEL_REFUSALS_BEFORE_STOP} refusals. */
+  stopHints: readonly string[];
+}
+
+/** The hub, as register-cloud's agent dials it. */
+export const HUB_FAR_END: TunnelFarEnd = {
+  name: 'the hub',
+  refusalHints: ['The cluster may have been deleted from the hub; register it again with "edgeadm register-cloud".'],
+  stopHints: [
+    'The cluster was deleted from the hub, or its certificate revoked or expired: this agent cannot connect again.',
+    'Register the cluster again with "edgeadm register-cloud" (remove its --data-dir first); it installs a new agent.',
+  ],
+};
+
 /** Options of {@link connectTunnel} and {@link runTunnelAgent}. */
 export interface TunnelAgentOptions {
   /** `https://host:port` of the hub. */
@@ -67,7 +94,7 @@ export interface TunnelAgentOptions {
   hubCaPem: string;
   /** Read before every dial, so a renewed certificate is used at the next connection. */
   identity: () => AgentIdentity;
-  upstream: Upstream;
+  upstream: TunnelUpstream;
   logger: Logger;
   /** Dial the hub through this HTTP proxy (CONNECT); TLS to the hub runs inside, pinned as ever. */
   proxy?: HttpProxy;
@@ -75,6 +102,8 @@ export interface TunnelAgentOptions {
   tlsSession?: TunnelTlsSession;
   /** The last hello, reused for {@link TUNNEL_HELLO_REUSE_MS} by the next dials. */
   helloCache?: AgentHelloCache;
+  /** How messages name the far end; {@link HUB_FAR_END} by default. */
+  farEnd?: TunnelFarEnd;
   /** Control streams served besides the tunnel's own, once the hub has welcomed the agent. */
   controlRoutes?: readonly AgentControlRoute[];
 }
@@ -133,7 +162,7 @@ export function keepAlive(session: Http2Session, onDead: (why: string) => void):
 }
 
 /** What the agent tells the hub about its cluster; version and node count are best effort. */
-async function helloOf(cluster: string, upstream: Upstream, logger: Logger): Promise<AgentHello> {
+async function helloOf(cluster: string, upstream: TunnelUpstream, logger: Logger): Promise<AgentHello> {
   const hello: AgentHello = { cluster };
   try {
     const version = (await upstream.getJson('/version')) as { gitVersion?: unknown };
@@ -184,6 +213,14 @@ function serveControlRoute(options: {
 /** Largest control message body. */
 const MAX_CONTROL_BODY_BYTES = 16 * 1024;
 
+/** A dial that did not end in a tunnel: unreachable, closed, or not accepted in time. */
+function connectFailure(message: string, cause?: Error): EdgeadmError {
+  return new EdgeadmError(
+    message,
+    cause === undefined ? { code: 'E_TUNNEL_CONNECT' } : { code: 'E_TUNNEL_CONNECT', cause },
+  );
+}
+
 /**
  * Dials the hub once and resolves when the hub welcomes the agent.
  *
@@ -192,9 +229,9 @@ const MAX_CONTROL_BODY_BYTES = 16 * 1024;
  * reached or the handshake does not finish.
  */
 export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentConnection> {
-  const { connect, createSecureContext } = await import('node:tls');
-  const http2 = await import('node:http2');
+  const [{ connect, createSecureContext }, http2] = await Promise.all([import('node:tls'), import('node:http2')]);
   const identity = options.identity();
+  const farEnd = options.farEnd ?? HUB_FAR_END;
   const hub = new URL(options.hubServer);
   const host = hub.hostname.replace(/^\[|\]$/g, '');
   const port = Number(hub.port || 443);
@@ -243,20 +280,18 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
       reject(error);
     };
     const timer = setTimeout(
-      () => fail(new EdgeadmError('the hub did not accept the tunnel in time', { code: 'E_TUNNEL_CONNECT' })),
+      () => fail(connectFailure(`${farEnd.name} did not accept the tunnel in time`)),
       TUNNEL_CONNECT_TIMEOUT_MS,
     );
-    socket.once('error', (error) =>
-      fail(new EdgeadmError(`cannot connect to the hub: ${error.message}`, { code: 'E_TUNNEL_CONNECT', cause: error })),
-    );
+    socket.once('error', (error) => fail(connectFailure(`cannot connect to ${farEnd.name}: ${error.message}`, error)));
     socket.once('close', () => {
-      fail(new EdgeadmError('the hub closed the connection', { code: 'E_TUNNEL_CONNECT' }));
+      fail(connectFailure(`${farEnd.name} closed the connection`));
       stopKeepAlive();
       resolveClosed();
     });
     socket.once('secureConnect', () => {
       if (socket.alpnProtocol !== TUNNEL_ALPN_PROTOCOL) {
-        fail(new EdgeadmError(`the hub does not speak ${TUNNEL_ALPN_PROTOCOL}`, { code: 'E_TUNNEL_CONNECT' }));
+        fail(connectFailure(`${farEnd.name} does not speak ${TUNNEL_ALPN_PROTOCOL}`));
         return;
       }
       const serverSession = http2.performServerHandshake(socket, {
@@ -325,7 +360,7 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
         clearTimeout(timer);
         const active = session;
         stopKeepAlive = keepAlive(active, (why) => {
-          options.logger.warn(`tunnel to the hub is dead (${why}); reconnecting`);
+          options.logger.warn(`tunnel to ${farEnd.name} is dead (${why}); reconnecting`);
           active.destroy();
           socket.destroy();
         });
@@ -349,9 +384,9 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
           // keep the default
         }
         fail(
-          new EdgeadmError(`the hub refused the tunnel: ${reason}`, {
+          new EdgeadmError(`${farEnd.name} refused the tunnel: ${reason}`, {
             code: 'E_TUNNEL_REFUSED',
-            hints: ['The cluster may have been deleted from the hub; register it again with "edgeadm register-cloud".'],
+            hints: [...farEnd.refusalHints],
           }),
         );
       }
@@ -438,14 +473,15 @@ export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<vo
       options.signal.addEventListener('abort', onAbort, { once: true });
       await connection.closed;
       options.signal.removeEventListener('abort', onAbort);
-      if (!options.signal.aborted) options.logger.warn('tunnel to the hub closed; reconnecting');
+      if (!options.signal.aborted)
+        options.logger.warn(`tunnel to ${(options.farEnd ?? HUB_FAR_END).name} closed; reconnecting`);
     } catch (error) {
       const failure = error as EdgeadmError;
       options.logger.warn(`${failure.code ?? 'E_TUNNEL_CONNECT'}: ${failure.message}`);
       refusals = failure.code === 'E_TUNNEL_REFUSED' ? refusals + 1 : 0;
       if (refusals >= TUNNEL_REFUSALS_BEFORE_STOP) {
         options.upstream.close();
-        throw refusedForGood(failure, refusals);
+        throw refusedForGood(failure, refusals, options.farEnd ?? HUB_FAR_END);
       }
     }
     if (options.signal.aborted) break;
@@ -459,14 +495,11 @@ export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<vo
   options.upstream.close();
 }
 
-/** The error that ends the agent after the hub's last refusal. */
-function refusedForGood(last: EdgeadmError, refusals: number): EdgeadmError {
+/** The error that ends the agent after the far end's last refusal. */
+function refusedForGood(last: EdgeadmError, refusals: number, farEnd: TunnelFarEnd): EdgeadmError {
   return new EdgeadmError(`${last.message} (${refusals} times in a row); the agent stops`, {
     code: 'E_TUNNEL_REFUSED',
     exitCode: ExitCode.Refused,
-    hints: [
-      'The cluster was deleted from the hub, or its certificate revoked or expired: this agent cannot connect again.',
-      'Register the cluster again with "edgeadm register-cloud" (remove its --data-dir first); it installs a new agent.',
-    ],
+    hints: [...farEnd.stopHints],
   });
 }

@@ -30,6 +30,8 @@ export interface AcceptTunnelOptions {
   /** Decides from the verified peer certificate which cluster the agent may serve, if any. */
   authorize: (certificate: PeerCertificate) => Promise<TunnelVerdict>;
   logger: Logger;
+  /** What a tunnel serves, in refusals (`cluster` by default; the node tunnel's are `node`s). */
+  peerKind?: 'cluster' | 'node';
   /** How long the agent has to be accepted; {@link TUNNEL_ACCEPT_TIMEOUT_MS} by default. */
   acceptTimeoutMs?: number;
 }
@@ -89,6 +91,35 @@ export class HubTunnel {
       return false;
     }
     return now - this.#heardAt > limitMs;
+  }
+
+  /** When the agent was last heard from, as of the last {@link isSilent} call (epoch ms). */
+  get lastHeardAt(): number {
+    return this.#heardAt;
+  }
+
+  /**
+   * Whether the agent answers a PING within `timeoutMs`: a link that died
+   * without a word is found here at once rather than by the silence sweep.
+   * Past the session's bound on outstanding pings, an open tunnel counts as
+   * live.
+   */
+  ping(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      if (!this.isOpen) {
+        resolve(false);
+        return;
+      }
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const sent = this.#session.ping((error) => {
+        clearTimeout(timer);
+        resolve(error === null);
+      });
+      if (!sent) {
+        clearTimeout(timer);
+        resolve(this.isOpen);
+      }
+    });
   }
 
   /** Whether new streams can be opened. */
@@ -216,7 +247,7 @@ async function negotiate(options: AcceptTunnelOptions, session: ClientHttp2Sessi
   }
   if (hello.cluster !== verdict.cluster) {
     return refuse(
-      `this certificate is for cluster ${JSON.stringify(verdict.cluster)}, not ${JSON.stringify(hello.cluster)}`,
+      `this certificate is for ${options.peerKind ?? 'cluster'} ${JSON.stringify(verdict.cluster)}, not ${JSON.stringify(hello.cluster)}`,
     );
   }
   await sendControl(session, WELCOME_PATH, { cluster: verdict.cluster });

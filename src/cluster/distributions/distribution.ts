@@ -41,6 +41,8 @@ export interface ServerConfigInput {
   certificateKey?: string;
   /** The CA bundle discovery verified, for another control plane (kubeadm pins it again in its own discovery). */
   caPem?: string;
+  /** The API server sends its cluster egress through edgeadm's node tunnel (init --enable-edge, a distribution with one). */
+  isEgressThroughNodeTunnel?: boolean;
 }
 
 /** What a container runtime's configuration depends on beyond the distribution. */
@@ -228,4 +230,19 @@ export interface Distribution {
   readonly edgeSupervisor?: EdgeSupervisor;
   /** Objects the control plane needs so that bootstrap tokens let nodes join (kubeadm's node bootstrap RBAC). */
   bootstrapObjects?(): KubeObject[];
+  /**
+   * With --enable-edge, the API server reaches edge nodes' kubelets through
+   * edgeadm's node tunnel (kubeadm); none: the distribution has its own
+   * (k3s's agent tunnel).
+   */
+  readonly nodeTunnel?: NodeTunnelFiles;
+}
+
+/** The files the node tunnel takes its identities from. */
+export interface NodeTunnelFiles {
+  /** On a node: the kubelet's client certificate and key, one PEM file the kubelet rotates. */
+  readonly kubeletCredentialsPath: string;
+  /** On the control plane: a serving certificate from the cluster CA for the API server's addresses, and its key. */
+  readonly servingCertPath: string;
+  readonly servingKeyPath: string;
 }

@@ -36,6 +36,7 @@ import type { KubeObject } from '../../kube/client.js';
 import { DEFAULT_BOOTSTRAP_TOKEN_GROUP, formatBootstrapToken } from '../../trust/bootstrap-token.js';
 import { caPinsOfPem } from '../../trust/ca-pin.js';
 import { KUBEADM_CA_PATH } from '../../trust/local-ca.js';
+import { apiServerEgress } from '../../node-tunnel/egress-config.js';
 import type {
   AgentConfigInput,
   ContainerRuntime,
@@ -170,7 +171,10 @@ export function renderKubeadmInitConfig(input: ServerConfigInput): string {
     kind: 'ClusterConfiguration',
     ...(input.kubernetesVersion ? { kubernetesVersion: input.kubernetesVersion } : {}),
     controlPlaneEndpoint: input.controlPlaneEndpoint ?? `${input.advertiseAddress}:${port}`,
-    apiServer: { certSANs: [...new Set([input.advertiseAddress, ...input.certSans])] },
+    apiServer: {
+      certSANs: [...new Set([input.advertiseAddress, ...input.certSans])],
+      ...(input.isEgressThroughNodeTunnel ? apiServerEgress() : {}),
+    },
     ...(Object.keys(networking).length > 0 ? { networking } : {}),
   };
   const kubelet = {
@@ -405,6 +409,12 @@ export const kubeadmDistribution: Distribution = {
   },
   resetCommand: `if [ -x ${KUBEADM_BIN} ]; then ${KUBEADM_BIN} reset -f; fi`,
   bootstrapObjects: kubeadmBootstrapObjects,
+  nodeTunnel: {
+    kubeletCredentialsPath: '/var/lib/kubelet/pki/kubelet-client-current.pem',
+    // The API server's own: from the cluster CA, for the addresses nodes already reach the control plane at.
+    servingCertPath: '/etc/kubernetes/pki/apiserver.crt',
+    servingKeyPath: '/etc/kubernetes/pki/apiserver.key',
+  },
   networkCleanupScript: () =>
     [
       'for link in cni0 flannel.1 flannel-v6.1 kube-ipvs0 cilium_host cilium_net cilium_vxlan vxlan.calico; do',

@@ -308,11 +308,14 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'package:changed',
           `runtime:${distribution.runtimeOnInstall}`,
           'node-join:changed',
+          'egress-selector:skipped',
           'control-plane-join:skipped',
           'edge:changed',
           'wait-ready:unchanged',
           // The labels came with the agent's configuration; the autonomy duration annotation is written here.
           'labels:changed',
+          // kubeadm's edge nodes carry the API server's kubelet connections themselves (k3s: its agent's tunnel).
+          `node-tunnel:${distribution.name === 'kubeadm' ? 'changed' : 'skipped'}`,
         ]);
         expect(result.node).toEqual({ name: edgeNode().name, isReady: true });
 

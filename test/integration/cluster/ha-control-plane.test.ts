@@ -419,10 +419,13 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
             'package:changed',
             `runtime:${distribution.runtimeOnInstall}`,
             'node-join:skipped',
+            // kubeadm asks whether the cluster is an edge one (its API servers then need the node tunnel).
+            `egress-selector:${distribution.name === 'kubeadm' ? 'unchanged' : 'skipped'}`,
             'control-plane-join:changed',
             'edge:skipped',
             'wait-ready:unchanged',
             'labels:skipped',
+            'node-tunnel:skipped',
           ]);
           expect(result.node).toEqual({ name: host.name, isReady: true });
           await specifics.expectJoinedControlPlane(suite, host, freshKey);

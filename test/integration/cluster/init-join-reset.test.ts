@@ -258,6 +258,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'preflight:unchanged',
           'package:changed',
           `runtime:${distribution.runtimeOnInstall}`,
+          'egress-selector:skipped',
           'control-plane:changed',
           'wait-ready:unchanged',
           'bootstrap-token:changed',
@@ -265,6 +266,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'upload-certs:skipped',
           'edge-addons:skipped',
           'edge-autonomy:skipped',
+          'node-tunnel:skipped',
           'show-join-command:changed',
         ]);
         expect(result.joinCommand).toMatch(

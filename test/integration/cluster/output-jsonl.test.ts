@@ -85,15 +85,19 @@ describe('--output jsonl (simulated k3s)', () => {
       'phase-started package',
       'phase-finished package',
       'phase-skipped runtime',
+      'phase-skipped egress-selector',
       'phase-started control-plane',
       'phase-finished control-plane',
       'phase-started wait-ready',
       'phase-finished wait-ready',
       'phase-started bootstrap-token',
       'phase-finished bootstrap-token',
+      'phase-started record-package',
+      'phase-finished record-package',
       'phase-skipped upload-certs',
       'phase-skipped edge-addons',
       'phase-skipped edge-autonomy',
+      'phase-skipped node-tunnel',
       'phase-started show-join-command',
       'phase-finished show-join-command',
     ]);
@@ -106,6 +110,8 @@ describe('--output jsonl (simulated k3s)', () => {
       'done',
       'done',
       'checked',
+      'done',
+      // record-package
       'done',
       // Without a kubeconfig to write, the join command is only shown.
       'already-done',

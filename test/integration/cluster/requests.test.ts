@@ -170,6 +170,7 @@ describe('each phase run alone refuses malformed input with no connection made',
       'preflight',
       'package',
       'runtime',
+      'egress-selector',
       'control-plane',
       'wait-ready',
       'bootstrap-token',
@@ -177,6 +178,7 @@ describe('each phase run alone refuses malformed input with no connection made',
       'upload-certs',
       'edge-addons',
       'edge-autonomy',
+      'node-tunnel',
       'show-join-command',
     ]);
     expect(phaseCommands('join').map((argv) => argv.slice(2).join('/'))).toEqual([
@@ -184,10 +186,12 @@ describe('each phase run alone refuses malformed input with no connection made',
       'package',
       'runtime',
       'node-join',
+      'egress-selector',
       'control-plane-join',
       'edge',
       'wait-ready',
       'labels',
+      'node-tunnel',
     ]);
   });
 

@@ -12,6 +12,7 @@ describe('phase trees', () => {
       'preflight',
       'package',
       'runtime',
+      'egress-selector',
       'control-plane',
       'wait-ready',
       'bootstrap-token',
@@ -19,6 +20,7 @@ describe('phase trees', () => {
       'upload-certs',
       'edge-addons',
       'edge-autonomy',
+      'node-tunnel',
       'show-join-command',
     ]);
   });
@@ -31,10 +33,12 @@ describe('phase trees', () => {
       'package',
       'runtime',
       'node-join',
+      'egress-selector',
       'control-plane-join',
       'edge',
       'wait-ready',
       'labels',
+      'node-tunnel',
     ]);
     expect(paths.indexOf('discovery')).toBeLessThan(paths.indexOf('package'));
   });
@@ -72,7 +76,7 @@ describe('phase trees', () => {
 
   it('lists the tree for --help with each summary', () => {
     const help = describePhases(initPhases());
-    expect(help.split('\n')).toHaveLength(11);
+    expect(help.split('\n')).toHaveLength(13);
     expect(help).toMatch(/^preflight\s+Run the pre-flight checks/);
   });
 });
