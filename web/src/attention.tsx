@@ -4,7 +4,7 @@
  * filters in the URL so that the fleet page can link to each reason.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { ErrorNote, Loading, StateBadge, useData } from './components';
+import { ErrorNote, Loading, Pager, StateBadge, useData } from './components';
 import { ago } from './format';
 import { useLive } from './live';
 import { REASON_TITLES, reasonText } from './reasons';
@@ -229,24 +229,7 @@ export function AttentionView({ route }: { route: Route }) {
               <Rows data={data} />
             </table>
           </div>
-          <nav class="pager" aria-label="Pages">
-            <button
-              type="button"
-              disabled={offset === 0}
-              onClick={() =>
-                navigate(href(['attention'], { ...params, offset: String(Math.max(0, offset - PAGE_SIZE)) }))
-              }
-            >
-              Previous page
-            </button>
-            <button
-              type="button"
-              disabled={offset + PAGE_SIZE >= data.total}
-              onClick={() => navigate(href(['attention'], { ...params, offset: String(offset + PAGE_SIZE) }))}
-            >
-              Next page
-            </button>
-          </nav>
+          <Pager page="attention" params={params} offset={offset} pageSize={PAGE_SIZE} total={data.total} />
         </>
       )}
     </>

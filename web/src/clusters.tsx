@@ -1,6 +1,6 @@
 /** The clusters table: filtered, sorted and paged by the hub; the filters live in the URL. */
 import { useEffect, useState } from 'preact/hooks';
-import { ErrorNote, Loading, StateBadge, useData } from './components';
+import { ErrorNote, Loading, Pager, StateBadge, useData } from './components';
 import { ago } from './format';
 import { useLive } from './live';
 import { href, navigate, type Route } from './router';
@@ -156,24 +156,7 @@ export function ClustersView({ route }: { route: Route }) {
               </tbody>
             </table>
           </div>
-          <nav class="pager" aria-label="Pages">
-            <button
-              type="button"
-              disabled={offset === 0}
-              onClick={() =>
-                navigate(href(['clusters'], { ...params, offset: String(Math.max(0, offset - PAGE_SIZE)) }))
-              }
-            >
-              Previous page
-            </button>
-            <button
-              type="button"
-              disabled={offset + PAGE_SIZE >= data.total}
-              onClick={() => navigate(href(['clusters'], { ...params, offset: String(offset + PAGE_SIZE) }))}
-            >
-              Next page
-            </button>
-          </nav>
+          <Pager page="clusters" params={params} offset={offset} pageSize={PAGE_SIZE} total={data.total} />
         </>
       )}
     </>

@@ -2,6 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError, get } from './api';
+import { href, navigate } from './router';
 
 /** Loads `path` and loads it again on `reload()` or when `path` changes. */
 export function useData<T>(path: string | undefined): {
@@ -100,5 +101,32 @@ export function Section({
       <h2 id={id}>{title}</h2>
       {children}
     </section>
+  );
+}
+
+/** Previous and next page of a paged list (`offset` in the page's query). */
+export function Pager({
+  page,
+  params,
+  offset,
+  pageSize,
+  total,
+}: {
+  page: string;
+  params: Record<string, string | undefined>;
+  offset: number;
+  pageSize: number;
+  total: number;
+}) {
+  const go = (to: number) => navigate(href([page], { ...params, offset: String(to) }));
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" disabled={offset === 0} onClick={() => go(Math.max(0, offset - pageSize))}>
+        Previous page
+      </button>
+      <button type="button" disabled={offset + pageSize >= total} onClick={() => go(offset + pageSize)}>
+        Next page
+      </button>
+    </nav>
   );
 }
