@@ -15,7 +15,10 @@
  */
 import { once } from 'node:events';
 import { constants, performServerHandshake, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
-import { connect as tlsConnect } from 'node:tls';
+import { connect as tlsConnect, createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { silentLogger } from '../../src/log/run-log.js';
+import { createCa, issueCertificate } from '../../src/trust/pki.js';
+import { acceptTunnel, type HubTunnel } from '../../src/tunnel/hub-tunnel.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../../src/tunnel/limits.js';
 import { HELLO_PATH, WELCOME_PATH } from '../../src/tunnel/protocol.js';
 import {
@@ -226,4 +229,48 @@ export async function connectRolloutStandIn(options: RolloutStandInOptions): Pro
     }
   });
   return agent;
+}
+
+/**
+ * A hub end (edgeadm's real `acceptTunnel`, on a TLS server with its own CA)
+ * and a stand-in agent for cluster `c1`, connected. `close` ends both.
+ */
+export async function connectStandInPair(
+  options: Omit<RolloutStandInOptions, 'port' | 'caPem' | 'certPem' | 'keyPem' | 'cluster'> = {},
+): Promise<{ tunnel: HubTunnel; agent: RolloutStandIn; close: () => void }> {
+  const ca = await createCa({ commonName: 'test hub CA' });
+  const serving = await issueCertificate({ ca, commonName: 'hub', ipAddresses: ['127.0.0.1'], usages: ['server'] });
+  const client = await issueCertificate({ ca, commonName: 'c1', usages: ['client'] });
+  const server = createTlsServer({
+    cert: serving.certPem,
+    key: serving.keyPem,
+    ca: ca.certPem,
+    requestCert: true,
+    ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
+  });
+  const accepted = new Promise<HubTunnel>((resolve, reject) => {
+    server.on('secureConnection', (socket: TLSSocket) => {
+      acceptTunnel({ socket, authorize: async () => ({ cluster: 'c1' }), logger: silentLogger }).then(resolve, reject);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const agent = await connectRolloutStandIn({
+    ...options,
+    port: (server.address() as { port: number }).port,
+    caPem: ca.certPem,
+    certPem: client.certPem,
+    keyPem: client.keyPem,
+    cluster: 'c1',
+  });
+  const tunnel = await accepted;
+  return {
+    tunnel,
+    agent,
+    close: () => {
+      tunnel.destroy();
+      agent.close();
+      server.close();
+    },
+  };
 }

@@ -6,17 +6,13 @@
  * stream the agent ends is opened again; an agent without the stream is
  * not asked again.
  */
-import { once } from 'node:events';
 import type { ServerHttp2Stream } from 'node:http2';
-import { createServer, type TLSSocket } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { followHealth, type HealthSink } from '../../../../src/hub/health/health-stream.js';
 import { HEALTH_PATH, MAX_HEALTH_LINE_BYTES, type ClusterHealthReport } from '../../../../src/health/wire.js';
 import { silentLogger } from '../../../../src/log/run-log.js';
-import { acceptTunnel, type HubTunnel } from '../../../../src/tunnel/hub-tunnel.js';
-import { TUNNEL_ALPN_PROTOCOL } from '../../../../src/tunnel/limits.js';
-import { createCa, issueCertificate } from '../../../../src/trust/pki.js';
-import { connectRolloutStandIn } from '../../../support/rollout-agent-stand-in.js';
+import type { HubTunnel } from '../../../../src/tunnel/hub-tunnel.js';
+import { connectStandInPair } from '../../../support/rollout-agent-stand-in.js';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -25,30 +21,8 @@ afterEach(() => {
 
 /** A hub end and a stand-in agent whose health stream `serve` answers; every opening is counted. */
 async function connect(serve: (stream: ServerHttp2Stream, opening: number) => void): Promise<HubTunnel> {
-  const ca = await createCa({ commonName: 'test hub CA' });
-  const serving = await issueCertificate({ ca, commonName: 'hub', ipAddresses: ['127.0.0.1'], usages: ['server'] });
-  const client = await issueCertificate({ ca, commonName: 'c1', usages: ['client'] });
-  const server = createServer({
-    cert: serving.certPem,
-    key: serving.keyPem,
-    ca: ca.certPem,
-    requestCert: true,
-    ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
-  });
-  const accepted = new Promise<HubTunnel>((resolve, reject) => {
-    server.on('secureConnection', (socket: TLSSocket) => {
-      acceptTunnel({ socket, authorize: async () => ({ cluster: 'c1' }), logger: silentLogger }).then(resolve, reject);
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
   let openings = 0;
-  const agent = await connectRolloutStandIn({
-    port: (server.address() as { port: number }).port,
-    caPem: ca.certPem,
-    certPem: client.certPem,
-    keyPem: client.keyPem,
-    cluster: 'c1',
+  const pair = await connectStandInPair({
     onControl: (path, stream) => {
       if (path !== HEALTH_PATH) return false;
       openings += 1;
@@ -56,13 +30,8 @@ async function connect(serve: (stream: ServerHttp2Stream, opening: number) => vo
       return true;
     },
   });
-  const tunnel = await accepted;
-  cleanups.push(() => {
-    tunnel.destroy();
-    agent.close();
-    server.close();
-  });
-  return tunnel;
+  cleanups.push(pair.close);
+  return pair.tunnel;
 }
 
 const good = (ready: number): ClusterHealthReport => ({ nodes: { total: 2, ready, notReady: [] }, certificates: [] });

@@ -6,8 +6,6 @@
  * report lines are dropped without harm, and an agent without rollouts is
  * shown as such. Waits are on events (the status version), never on time.
  */
-import { once } from 'node:events';
-import { createServer, type TLSSocket } from 'node:tls';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RolloutController } from '../../../../src/hub/rollouts/rollout-controller.js';
@@ -24,15 +22,9 @@ import {
   type CopyMessage,
   type ReportMessage,
 } from '../../../../src/rollout/wire.js';
-import { createCa, issueCertificate } from '../../../../src/trust/pki.js';
-import { acceptTunnel, type HubTunnel } from '../../../../src/tunnel/hub-tunnel.js';
-import { TUNNEL_ALPN_PROTOCOL } from '../../../../src/tunnel/limits.js';
+import type { HubTunnel } from '../../../../src/tunnel/hub-tunnel.js';
 import { GROUPS_HEADER, USER_HEADER } from '../../../../src/tunnel/protocol.js';
-import {
-  connectRolloutStandIn,
-  type RolloutStandIn,
-  type StandInKind,
-} from '../../../support/rollout-agent-stand-in.js';
+import { connectStandInPair, type RolloutStandIn, type StandInKind } from '../../../support/rollout-agent-stand-in.js';
 import { rolloutDocument } from '../../rollout/fixtures.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -45,39 +37,9 @@ async function connectPair(options: {
   kind: StandInKind;
   refuseReports?: Array<'503' | 'reset'>;
 }): Promise<{ tunnel: HubTunnel; agent: RolloutStandIn }> {
-  const ca = await createCa({ commonName: 'test hub CA' });
-  const serving = await issueCertificate({ ca, commonName: 'hub', ipAddresses: ['127.0.0.1'], usages: ['server'] });
-  const client = await issueCertificate({ ca, commonName: 'c1', usages: ['client'] });
-  const server = createServer({
-    cert: serving.certPem,
-    key: serving.keyPem,
-    ca: ca.certPem,
-    requestCert: true,
-    ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
-  });
-  const accepted = new Promise<HubTunnel>((resolve, reject) => {
-    server.on('secureConnection', (socket: TLSSocket) => {
-      acceptTunnel({ socket, authorize: async () => ({ cluster: 'c1' }), logger: silentLogger }).then(resolve, reject);
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(() => void server.close());
-  const agent = await connectRolloutStandIn({
-    port: (server.address() as { port: number }).port,
-    caPem: ca.certPem,
-    certPem: client.certPem,
-    keyPem: client.keyPem,
-    cluster: 'c1',
-    kind: options.kind,
-    ...(options.refuseReports === undefined ? {} : { refuseReports: options.refuseReports }),
-  });
-  const tunnel = await accepted;
-  cleanups.push(() => {
-    tunnel.destroy();
-    agent.close();
-  });
-  return { tunnel, agent };
+  const pair = await connectStandInPair(options);
+  cleanups.push(pair.close);
+  return pair;
 }
 
 const owner: RolloutActor = { user: 'alice', groups: ['ops', 'shops'], clustersSelector: '', isAdmin: true };
