@@ -107,6 +107,11 @@ export interface StepInput {
 
 /** The output of one step. */
 export interface StepOutput {
+  /**
+   * The next progress. A cluster's entry is a new object only when it
+   * changed: an entry that did not is the input's own, so a caller can
+   * write just the replaced ones.
+   */
   progress: RolloutProgress;
   deliveries: Delivery[];
   /** Clusters still registered that the rollout no longer places: their copy is to be removed. */
@@ -183,14 +188,14 @@ export function stepRollout(input: StepInput): StepOutput {
     const seen = observed.get(name) as ObservedCluster;
     if (cluster.wave > progress.currentWave) continue;
     if (seen.isHeld) {
-      if (cluster.phase !== 'ready') clusters[name] = { ...cluster, phase: 'held' };
+      if (cluster.phase !== 'ready' && cluster.phase !== 'held') clusters[name] = { ...cluster, phase: 'held' };
       continue;
     }
     if (cluster.phase === 'held') clusters[name] = { ...cluster, phase: 'waiting' };
     const current = clusters[name] as ClusterProgress;
-    const isWaitingForCopy = current.phase === 'waiting' || current.phase === 'offline-pending';
-    if (isWaitingForCopy) {
-      clusters[name] = { ...current, phase: seen.isConnected ? 'waiting' : 'offline-pending' };
+    const waitingPhase = seen.isConnected ? 'waiting' : 'offline-pending';
+    if (current.phase === 'waiting' || current.phase === 'offline-pending') {
+      if (current.phase !== waitingPhase) clusters[name] = { ...current, phase: waitingPhase };
     } else if (
       (current.phase === 'applying' || current.phase === 'progressing') &&
       current.deliveredAt !== undefined &&

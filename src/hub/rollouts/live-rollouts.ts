@@ -10,7 +10,13 @@ import type { RolloutStatusView } from '../../rollout/api.js';
 import { recordReport, type ClusterProgress, type CopyReport } from '../../rollout/progress.js';
 import type { RolloutSpec } from '../../rollout/spec.js';
 import type { ReportMessage, RolloutOwner } from '../../rollout/wire.js';
-import type { HubStore, ReportedCopyRecord, RolloutOwnerRecord, RolloutRecord } from '../store/store.js';
+import type {
+  HubStore,
+  ReportedCopyRecord,
+  RolloutOwnerRecord,
+  RolloutRecord,
+  RolloutWrite,
+} from '../store/store.js';
 import { loadStoredRollout, RolloutQuarantine } from './stored-rollout.js';
 
 /** A report line about a copy (not a removal). */
@@ -46,6 +52,13 @@ export class LiveRollouts {
   readonly #dirtyReports = new Map<string, ReportedCopyRecord>();
   /** By rollout, reports recorded since its record was last written: settled by the next write of it. */
   readonly #unwritten = new Map<string, PromiseWithResolvers<void>[]>();
+  /**
+   * Per rollout (the object: a new revision is a new one), its clusters'
+   * progress entries as last written. Entries are replaced, never changed
+   * in place (stepRollout's contract, recordOne), so an entry that is not
+   * the one written has changed. A rollout without one is written whole.
+   */
+  readonly #written = new WeakMap<LiveRollout, Map<string, ClusterProgress>>();
 
   constructor(store: HubStore, logger: Logger) {
     this.#store = store;
@@ -152,20 +165,53 @@ export class LiveRollouts {
     return { rollout: message.rollout, written: written.promise };
   }
 
-  /** Writes rollout records and the reports gathered since the last write. */
+  /**
+   * Writes rollout records and the reports gathered since the last write:
+   * of each record's progress only the clusters whose entry changed since
+   * it was last written (all of them the first time, or after a failed
+   * write: the written entries are remembered only once the store took them).
+   */
   async save(records: readonly LiveRollout[]): Promise<void> {
     const reports = [...this.#dirtyReports.values()].filter((report) => this.#byName.has(report.rollout));
     this.#dirtyReports.clear();
     // The reports recorded so far are in what is written now; later ones wait for the next write.
     const waiters = records.flatMap((live) => this.takeUnwritten(live.record.name));
+    const writes = records.map((live) => this.#writeOf(live));
     try {
-      await this.#store.putRollouts(records.map((live) => live.record));
+      await this.#store.putRollouts(writes.map(({ write }) => write));
       await this.#store.putReportedCopies(reports);
     } catch (error) {
       for (const waiter of waiters) waiter.reject(error);
       throw error;
     }
+    for (const { live, entries } of writes) this.#remember(live, entries);
     for (const waiter of waiters) waiter.resolve();
+  }
+
+  /** One rollout's write, and the entries it writes as they are now (absent: removed). */
+  #writeOf(live: LiveRollout): {
+    live: LiveRollout;
+    write: RolloutWrite;
+    entries: [string, ClusterProgress | undefined][];
+  } {
+    const clusters = live.record.progress.clusters;
+    const written = this.#written.get(live);
+    if (written === undefined) return { live, write: { record: live.record }, entries: Object.entries(clusters) };
+    const entries: [string, ClusterProgress | undefined][] = [];
+    for (const [name, progress] of Object.entries(clusters)) {
+      if (written.get(name) !== progress) entries.push([name, progress]);
+    }
+    for (const name of written.keys()) if (clusters[name] === undefined) entries.push([name, undefined]);
+    return { live, write: { record: live.record, changedClusters: entries.map(([name]) => name) }, entries };
+  }
+
+  #remember(live: LiveRollout, entries: readonly [string, ClusterProgress | undefined][]): void {
+    const written = this.#written.get(live) ?? new Map<string, ClusterProgress>();
+    for (const [name, progress] of entries) {
+      if (progress === undefined) written.delete(name);
+      else written.set(name, progress);
+    }
+    this.#written.set(live, written);
   }
 
   /** Takes the waiters of `rollout`'s reports not yet written. */

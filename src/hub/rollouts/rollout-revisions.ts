@@ -144,7 +144,7 @@ export class RolloutRevisions {
     const next = await this.write(live, previous.spec, previous.document, canonicalJson(previous.document), actor);
     next.record.progress.rollbackOf = rollback;
     next.viewKey = this.#options.viewKeyOf(next);
-    await store.putRollouts([next.record]);
+    await store.putRollouts([{ record: next.record }]);
     logger.warn(
       `rollout ${name}: revision ${rollback.revision} halted (${rollback.reason}); rolled back to revision ` +
         `${previous.revision}'s document as revision ${next.record.revision}`,

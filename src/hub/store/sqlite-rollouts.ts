@@ -1,10 +1,19 @@
 /**
- * The rollout tables of the SQLite store: rollouts, their stored
+ * The rollout tables of the SQLite store: rollouts (a head row and a row
+ * per cluster's progress, rollout-progress-rows.ts), their stored
  * revisions, what each cluster last reported, and the removals owed to
  * clusters. Every write is one statement or one transaction.
  */
 import type { StatementSync } from 'node:sqlite';
-import type { PendingRemovalRecord, ReportedCopyRecord, RolloutRecord, RolloutRevisionRecord } from './store.js';
+import type { ClusterProgress } from '../../rollout/progress.js';
+import { headOf, joinRollout, rowChangesOf } from './rollout-progress-rows.js';
+import type {
+  PendingRemovalRecord,
+  ReportedCopyRecord,
+  RolloutRecord,
+  RolloutRevisionRecord,
+  RolloutWrite,
+} from './store.js';
 
 type Row = Record<string, unknown>;
 
@@ -32,16 +41,45 @@ export class SqliteRolloutTables {
     return this.#db.transaction(work);
   }
 
-  #writeRollout(record: RolloutRecord): void {
+  /** Writes a rollout's head and the cluster rows the write changes. */
+  #writeRollout(write: RolloutWrite): void {
+    const { record } = write;
     this.#prepare('INSERT OR REPLACE INTO rollouts (name, record_json) VALUES (?, ?)').run(
       record.name,
-      JSON.stringify(record),
+      JSON.stringify(headOf(record)),
     );
+    const changes = rowChangesOf(write);
+    if (changes.isWhole) this.#prepare('DELETE FROM rollout_progress WHERE rollout = ?').run(record.name);
+    const upsert = this.#prepare(
+      'INSERT OR REPLACE INTO rollout_progress (rollout, cluster, record_json) VALUES (?, ?, ?)',
+    );
+    for (const [cluster, progress] of changes.put) upsert.run(record.name, cluster, JSON.stringify(progress));
+    const remove = this.#prepare('DELETE FROM rollout_progress WHERE rollout = ? AND cluster = ?');
+    for (const cluster of changes.removed) remove.run(record.name, cluster);
+  }
+
+  /** The cluster rows of one rollout, or of all (keyed by rollout). */
+  #progressRows(rollout?: string): Map<string, [string, ClusterProgress][]> {
+    const rows = (
+      rollout === undefined
+        ? this.#prepare('SELECT rollout, cluster, record_json FROM rollout_progress ORDER BY rollout, cluster').all()
+        : this.#prepare(
+            'SELECT rollout, cluster, record_json FROM rollout_progress WHERE rollout = ? ORDER BY cluster',
+          ).all(rollout)
+    ) as Row[];
+    const byRollout = new Map<string, [string, ClusterProgress][]>();
+    for (const row of rows) {
+      const name = String(row.rollout);
+      const list = byRollout.get(name) ?? [];
+      list.push([String(row.cluster), JSON.parse(String(row.record_json)) as ClusterProgress]);
+      byRollout.set(name, list);
+    }
+    return byRollout;
   }
 
   async putRollout(record: RolloutRecord, revision?: RolloutRevisionRecord, keepRevisions?: number): Promise<void> {
     this.#transaction(() => {
-      this.#writeRollout(record);
+      this.#writeRollout({ record });
       if (revision === undefined) return;
       this.#prepare('INSERT OR REPLACE INTO rollout_revisions (name, revision, record_json) VALUES (?, ?, ?)').run(
         revision.name,
@@ -57,22 +95,26 @@ export class SqliteRolloutTables {
     });
   }
 
-  async putRollouts(records: readonly RolloutRecord[]): Promise<void> {
-    if (records.length === 0) return;
+  async putRollouts(writes: readonly RolloutWrite[]): Promise<void> {
+    if (writes.length === 0) return;
     this.#transaction(() => {
-      for (const record of records) this.#writeRollout(record);
+      for (const write of writes) this.#writeRollout(write);
     });
   }
 
   async getRollout(name: string): Promise<RolloutRecord | undefined> {
     const row = this.#prepare('SELECT record_json FROM rollouts WHERE name = ?').get(name) as Row | undefined;
-    return row === undefined ? undefined : (JSON.parse(String(row.record_json)) as RolloutRecord);
+    if (row === undefined) return undefined;
+    const head = JSON.parse(String(row.record_json)) as RolloutRecord;
+    return joinRollout(head, this.#progressRows(name).get(name) ?? []);
   }
 
   async listRollouts(): Promise<RolloutRecord[]> {
-    return (this.#prepare('SELECT record_json FROM rollouts ORDER BY name').all() as Row[]).map(
-      (row) => JSON.parse(String(row.record_json)) as RolloutRecord,
-    );
+    const rows = this.#progressRows();
+    return (this.#prepare('SELECT record_json FROM rollouts ORDER BY name').all() as Row[]).map((row) => {
+      const head = JSON.parse(String(row.record_json)) as RolloutRecord;
+      return joinRollout(head, rows.get(head.name) ?? []);
+    });
   }
 
   async getRolloutRevision(name: string, revision: number): Promise<RolloutRevisionRecord | undefined> {
@@ -92,6 +134,7 @@ export class SqliteRolloutTables {
   async deleteRollout(name: string, pendingRemovals: readonly PendingRemovalRecord[]): Promise<boolean> {
     return this.#transaction(() => {
       const result = this.#prepare('DELETE FROM rollouts WHERE name = ?').run(name);
+      this.#prepare('DELETE FROM rollout_progress WHERE rollout = ?').run(name);
       this.#prepare('DELETE FROM rollout_revisions WHERE name = ?').run(name);
       this.#prepare('DELETE FROM rollout_reports WHERE rollout = ?').run(name);
       this.#insertPendingRemovals(pendingRemovals);

@@ -61,6 +61,12 @@ CREATE TABLE IF NOT EXISTS rollouts (
   name TEXT PRIMARY KEY,
   record_json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS rollout_progress (
+  rollout TEXT NOT NULL,
+  cluster TEXT NOT NULL,
+  record_json TEXT NOT NULL,
+  PRIMARY KEY (rollout, cluster)
+);
 CREATE TABLE IF NOT EXISTS rollout_revisions (
   name TEXT NOT NULL,
   revision INTEGER NOT NULL,

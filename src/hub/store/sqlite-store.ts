@@ -20,6 +20,7 @@ import type {
   ReportedCopyRecord,
   RolloutRecord,
   RolloutRevisionRecord,
+  RolloutWrite,
   TokenRegistration,
   TokenUse,
   UserRecord,
@@ -372,8 +373,8 @@ export class SqliteHubStore implements HubStore {
     return this.#rollouts.putRollout(record, revision, keepRevisions);
   }
 
-  putRollouts(records: readonly RolloutRecord[]): Promise<void> {
-    return this.#rollouts.putRollouts(records);
+  putRollouts(writes: readonly RolloutWrite[]): Promise<void> {
+    return this.#rollouts.putRollouts(writes);
   }
 
   getRollout(name: string): Promise<RolloutRecord | undefined> {

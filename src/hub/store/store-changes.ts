@@ -69,7 +69,7 @@ export function announcingStore(store: HubStore, emit: ChangeSink): HubStore {
     isCertificateRevoked: (serial) => store.isCertificateRevoked(serial),
     putRollout: (record, revision, keep) =>
       after(store.putRollout(record, revision, keep), () => ({ kind: 'rollouts-changed', rollout: record.name })),
-    putRollouts: (records) => store.putRollouts(records),
+    putRollouts: (writes) => store.putRollouts(writes),
     getRollout: (name) => store.getRollout(name),
     listRollouts: () => store.listRollouts(),
     getRolloutRevision: (name, revision) => store.getRolloutRevision(name, revision),

@@ -8,7 +8,9 @@
  * several hub replicas can implement the same interface later. Methods are
  * asynchronous for that reason, even though SQLite answers at once, and
  * every record is read and written whole (no partial updates a key-value
- * store could not do in one put).
+ * store could not do in one put), except a rollout's progress: each
+ * cluster's progress is its own record (rollout-progress-rows.ts), so that
+ * a controller pass writes only the clusters it changed.
  */
 import type { ClusterHealthView } from '../../health/wire.js';
 import type { ClusterHold } from '../../rollout/api.js';
@@ -103,6 +105,13 @@ export interface RolloutRecord {
   updatedAt: string;
 }
 
+/** One rollout of a controller pass's write (putRollouts). */
+export interface RolloutWrite {
+  record: RolloutRecord;
+  /** The clusters whose progress changed since the record was last written; all of them when absent. */
+  changedClusters?: readonly string[];
+}
+
 /** One stored revision of a rollout's document. */
 export interface RolloutRevisionRecord {
   name: string;
@@ -180,8 +189,13 @@ export interface HubStore {
    * of the rollout are kept.
    */
   putRollout(record: RolloutRecord, revision?: RolloutRevisionRecord, keepRevisions?: number): Promise<void>;
-  /** Writes several rollout records at once (the controller's pass), in one transaction. */
-  putRollouts(records: readonly RolloutRecord[]): Promise<void>;
+  /**
+   * Writes several rollouts at once (the controller's pass): each record's
+   * head, and of its progress only the clusters `changedClusters` names
+   * (written, or removed when the record no longer has them); without
+   * `changedClusters`, every cluster's (the progress replaced whole).
+   */
+  putRollouts(writes: readonly RolloutWrite[]): Promise<void>;
   getRollout(name: string): Promise<RolloutRecord | undefined>;
   listRollouts(): Promise<RolloutRecord[]>;
   /** A stored revision's document. */

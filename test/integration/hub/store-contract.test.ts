@@ -302,7 +302,7 @@ describe.each(kinds)('HubStore contract on $name', (kind) => {
         appliedBy: 'a',
         appliedAt: 'x',
       });
-      await store.putRollouts([{ ...rollout('api', 1) }, { ...rollout('web', 3), statusVersion: 9 }]);
+      await store.putRollouts([{ record: rollout('api', 1) }, { record: { ...rollout('web', 3), statusVersion: 9 } }]);
       await store.putReportedCopies([
         { rollout: 'web', cluster: 'shop-2', revision: '3-abc', objects: [] },
         {
@@ -333,6 +333,50 @@ describe.each(kinds)('HubStore contract on $name', (kind) => {
       expect(await other.listRolloutRevisions('webapp')).toEqual([1]);
       expect(await other.listReportedCopies('webapp')).toHaveLength(1);
       expect(await other.listPendingRemovals()).toEqual([{ rollout: 'web', cluster: 'shop-9', owner }]);
+    }));
+
+  it("writes a pass's changed clusters alone, and a whole write replaces every cluster's progress", () =>
+    withWorld(async ({ store, another }) => {
+      const record = rollout('web', 2);
+      const clusters = record.progress.clusters;
+      for (const name of ['shop-2', 'shop-3']) clusters[name] = { wave: 0, phase: 'waiting' };
+      await store.putRollout(record);
+      await store.putRollout(rollout('webapp', 1));
+      const other = await another();
+      expect(Object.keys((await other.getRollout('web'))!.progress.clusters).sort()).toEqual([
+        'shop-1',
+        'shop-2',
+        'shop-3',
+      ]);
+
+      // A pass: shop-1 ready, shop-4 placed, shop-3 left; shop-2's entry changed in memory but is not named,
+      // so what is stored of it is what was written before.
+      clusters['shop-1'] = { ...clusters['shop-1']!, phase: 'ready' };
+      clusters['shop-2'] = { wave: 0, phase: 'applying' };
+      clusters['shop-4'] = { wave: 1, phase: 'waiting' };
+      delete clusters['shop-3'];
+      record.progress.currentWave = 1;
+      await store.putRollouts([{ record, changedClusters: ['shop-1', 'shop-3', 'shop-4'] }]);
+      const read = (await other.getRollout('web'))!;
+      expect(read.progress.currentWave).toBe(1);
+      expect(read.progress.clusters).toEqual({
+        'shop-1': { ...clusters['shop-1'] },
+        'shop-2': { wave: 0, phase: 'waiting' },
+        'shop-4': { wave: 1, phase: 'waiting' },
+      });
+      expect((await other.listRollouts()).find((r) => r.name === 'web')?.progress.clusters).toEqual(
+        read.progress.clusters,
+      );
+
+      // A whole write (a new revision's fresh progress) leaves no cluster of the old one behind.
+      await store.putRollouts([{ record: { ...record, revision: 3, progress: newProgress(3) } }]);
+      expect((await other.getRollout('web'))!.progress.clusters).toEqual({});
+      // Another rollout whose name starts like this one's kept its clusters.
+      expect(Object.keys((await other.getRollout('webapp'))!.progress.clusters)).toEqual(['shop-1']);
+      await store.putRollout({ ...record, revision: 4 });
+      expect(await store.deleteRollout('web', [])).toBe(true);
+      await store.putRollout(rollout('web', 5));
+      expect(Object.keys((await other.getRollout('web'))!.progress.clusters)).toEqual(['shop-1']);
     }));
 
   it('lists pending removals by cluster then rollout, replaces one for the same pair, and deletes one', () =>

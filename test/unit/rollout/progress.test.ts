@@ -224,4 +224,25 @@ describe('stepRollout', () => {
     expect(out.deliveries).toHaveLength(1);
     expect(out.deliveries[0]?.copy.revision).toMatch(/^3-/);
   });
+
+  it('keeps the entry of every cluster whose progress did not change (the hub writes only replaced entries)', () => {
+    const clusters = [
+      ...fleet(3),
+      ...fleet(2, { isConnected: false }).map((c, i) => ({ ...c, name: `offline-${i}` })),
+      ...fleet(2, { isHeld: true }).map((c, i) => ({ ...c, name: `held-${i}` })),
+    ];
+    const world = new World(spec({ waves: ['100%'], maxUnavailable: 1 }), clusters);
+    world.step();
+    world.step();
+    const before = world.progress.clusters;
+    world.now += 1_000;
+    const after = world.step().progress.clusters;
+    const replaced = Object.keys(after).filter((name) => after[name] !== before[name]);
+    // Waiting, offline-pending and held clusters stay as they were; nothing is delivered while one is in flight.
+    expect(world.delivered()).toEqual([]);
+    expect(replaced).toEqual([]);
+    world.clusters = world.clusters.map((c) => (c.name === 'offline-0' ? { ...c, isConnected: true } : c));
+    const next = world.step().progress.clusters;
+    expect(Object.keys(next).filter((name) => next[name] !== after[name])).toEqual(['offline-0']);
+  });
 });

@@ -17,6 +17,7 @@ export const ETCD_KEYS = {
   userTokens: 'user-tokens/',
   revoked: 'revoked/',
   rollouts: 'rollouts/',
+  rolloutProgress: 'rollout-progress/',
   rolloutRevisions: 'rollout-revisions/',
   rolloutReports: 'rollout-reports/',
   pendingRemovals: 'pending-removals/',

@@ -1,12 +1,21 @@
 /**
- * The rollout records of the etcd store: rollouts, their stored revisions
+ * The rollout records of the etcd store: rollouts (a head key and a key
+ * per cluster's progress, rollout-progress-rows.ts), their stored revisions
  * (documents sealed: a Rollout may carry Secret objects), what each cluster
  * last reported (objects sealed), and the removals owed to clusters.
  */
-import type { PendingRemovalRecord, ReportedCopyRecord, RolloutRecord, RolloutRevisionRecord } from '../store.js';
+import type { ClusterProgress } from '../../../rollout/progress.js';
+import { headOf, joinRollout, rowChangesOf } from '../rollout-progress-rows.js';
+import type {
+  PendingRemovalRecord,
+  ReportedCopyRecord,
+  RolloutRecord,
+  RolloutRevisionRecord,
+  RolloutWrite,
+} from '../store.js';
 import type { EncryptionKeys } from './encryption.js';
 import { parseStoredRecord } from './errors.js';
-import { ETCD_KEYS, revisionKey, type EtcdKeyspace } from './etcd-keyspace.js';
+import { ETCD_KEYS, revisionKey, type EtcdKeyspace, type TxnOp } from './etcd-keyspace.js';
 import { ETCD_MAX_TXN_OPS } from './limits.js';
 
 /** A rollout revision as stored: the document sealed. */
@@ -52,9 +61,54 @@ export class EtcdRolloutRecords {
     return { ...rest, objects: JSON.parse(this.#keys.open(sealedObjects, etcdKey)) as ReportedCopyRecord['objects'] };
   }
 
+  /**
+   * The operations on one rollout's cluster keys for a write. A whole
+   * write of a record with clusters reads which keys are stored, to delete
+   * those it no longer has (etcd refuses a transaction that puts a key
+   * inside a range it deletes); one without clusters deletes the range.
+   */
+  async #rowOps(write: RolloutWrite): Promise<TxnOp[]> {
+    const { record } = write;
+    const prefix = `${ETCD_KEYS.rolloutProgress}${record.name}/`;
+    const changes = rowChangesOf(write);
+    if (changes.isWhole && changes.put.length === 0) return [this.#space.deletePrefix(prefix)];
+    const removed = [...changes.removed];
+    if (changes.isWhole) {
+      const full = this.#space.key(prefix);
+      for (const entry of await this.#space.entries(prefix)) {
+        const cluster = entry.key.slice(full.length);
+        if (record.progress.clusters[cluster] === undefined) removed.push(cluster);
+      }
+    }
+    return [
+      ...changes.put.map(([cluster, progress]) => this.#space.put(`${prefix}${cluster}`, progress)),
+      ...removed.map((cluster) => this.#space.delete(`${prefix}${cluster}`)),
+    ];
+  }
+
+  #headOp(record: RolloutRecord): TxnOp {
+    return this.#space.put(`${ETCD_KEYS.rollouts}${record.name}`, headOf(record));
+  }
+
+  /** The records of heads, with their cluster keys. */
+  async #joined(heads: readonly RolloutRecord[]): Promise<RolloutRecord[]> {
+    return Promise.all(
+      heads.map(async (head) => {
+        const prefix = `${ETCD_KEYS.rolloutProgress}${head.name}/`;
+        const full = this.#space.key(prefix);
+        const rows = (await this.#space.entries(prefix)).map(
+          (entry) => [entry.key.slice(full.length), parseStoredRecord<ClusterProgress>(entry)] as const,
+        );
+        return joinRollout(head, rows);
+      }),
+    );
+  }
+
   async putRollout(record: RolloutRecord, revision?: RolloutRevisionRecord, keepRevisions?: number): Promise<void> {
     this.#space.checkOpen();
-    const ops = [this.#space.put(`${ETCD_KEYS.rollouts}${record.name}`, record)];
+    // The cluster keys first, then the head and its revision's document together.
+    const rows = await this.#rowOps({ record });
+    const ops = [this.#headOp(record)];
     if (revision !== undefined) {
       const revisionsPrefix = `${ETCD_KEYS.rolloutRevisions}${revision.name}/`;
       const relative = `${revisionsPrefix}${revisionKey(revision.revision)}`;
@@ -67,21 +121,26 @@ export class EtcdRolloutRecords {
         }
       }
     }
+    await this.#space.commitInChunks(rows);
     await this.#space.commitInChunks(ops);
   }
 
-  async putRollouts(records: readonly RolloutRecord[]): Promise<void> {
-    await this.#space.commitInChunks(
-      records.map((record) => this.#space.put(`${ETCD_KEYS.rollouts}${record.name}`, record)),
-    );
+  async putRollouts(writes: readonly RolloutWrite[]): Promise<void> {
+    this.#space.checkOpen();
+    const rows: TxnOp[] = [];
+    for (const write of writes) rows.push(...(await this.#rowOps(write)));
+    // The heads after every cluster key, so that no head is ahead of its rows.
+    await this.#space.commitInChunks(rows);
+    await this.#space.commitInChunks(writes.map((write) => this.#headOp(write.record)));
   }
 
   async getRollout(name: string): Promise<RolloutRecord | undefined> {
-    return (await this.#space.get<RolloutRecord>(`${ETCD_KEYS.rollouts}${name}`))?.record;
+    const head = (await this.#space.get<RolloutRecord>(`${ETCD_KEYS.rollouts}${name}`))?.record;
+    return head === undefined ? undefined : (await this.#joined([head]))[0];
   }
 
   async listRollouts(): Promise<RolloutRecord[]> {
-    return this.#space.list<RolloutRecord>(ETCD_KEYS.rollouts);
+    return this.#joined(await this.#space.list<RolloutRecord>(ETCD_KEYS.rollouts));
   }
 
   async getRolloutRevision(name: string, revision: number): Promise<RolloutRevisionRecord | undefined> {
@@ -111,11 +170,12 @@ export class EtcdRolloutRecords {
     const removals = pendingRemovals.map((removal) =>
       this.#space.put(`${ETCD_KEYS.pendingRemovals}${removal.rollout}/${removal.cluster}`, removal),
     );
-    const head = ETCD_MAX_TXN_OPS - 3;
+    const head = ETCD_MAX_TXN_OPS - 4;
     const existed = await this.#space.compareAndSwap([relative], ([entry]) => ({
       result: entry !== undefined,
       ops: [
         ...(entry === undefined ? [] : [this.#space.delete(relative)]),
+        this.#space.deletePrefix(`${ETCD_KEYS.rolloutProgress}${name}/`),
         this.#space.deletePrefix(`${ETCD_KEYS.rolloutRevisions}${name}/`),
         this.#space.deletePrefix(`${ETCD_KEYS.rolloutReports}${name}/`),
         ...removals.slice(0, head),

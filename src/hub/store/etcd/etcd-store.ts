@@ -13,7 +13,8 @@
  *   users/NAME                    UserRecord
  *   user-tokens/HASH              NAME (the index findUserByTokenHash reads)
  *   revoked/SERIAL                { reason, revokedAt }
- *   rollouts/NAME                 RolloutRecord
+ *   rollouts/NAME                 RolloutRecord, its progress without the clusters' (the head)
+ *   rollout-progress/NAME/CLUSTER ClusterProgress of one cluster (rollout-progress-rows.ts)
  *   rollout-revisions/NAME/REV    RolloutRevisionRecord, its document encrypted (REV zero-padded, so key
  *                                 order is number order)
  *   rollout-reports/NAME/CLUSTER  ReportedCopyRecord, its objects (and their status) encrypted
@@ -39,6 +40,7 @@ import type {
   ReportedCopyRecord,
   RolloutRecord,
   RolloutRevisionRecord,
+  RolloutWrite,
   TokenRegistration,
   TokenUse,
   UserRecord,
@@ -366,8 +368,8 @@ export class EtcdHubStore implements HubStore {
     return this.#rollouts.putRollout(record, revision, keepRevisions);
   }
 
-  putRollouts(records: readonly RolloutRecord[]): Promise<void> {
-    return this.#rollouts.putRollouts(records);
+  putRollouts(writes: readonly RolloutWrite[]): Promise<void> {
+    return this.#rollouts.putRollouts(writes);
   }
 
   getRollout(name: string): Promise<RolloutRecord | undefined> {

@@ -1,5 +1,8 @@
 /** The controller's state and persistence (src/hub/rollouts/live-rollouts.ts), against a real store. */
+import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { RolloutWrite } from '../../../../src/hub/store/store.js';
+import type { ClusterProgress } from '../../../../src/rollout/progress.js';
 import { canonicalJson, LiveRollouts, type CopyReportMessage } from '../../../../src/hub/rollouts/live-rollouts.js';
 import type { SqliteHubStore } from '../../../../src/hub/store/sqlite-store.js';
 import { silentLogger } from '../../../../src/log/run-log.js';
@@ -61,5 +64,75 @@ describe('the live rollouts', () => {
     const unwritten = rollouts.record('a', report)?.written;
     rollouts.rejectUnwritten(new Error('the rollout controller has stopped'));
     await expect(unwritten).rejects.toThrow('stopped');
+  });
+
+  it("writes only the clusters whose progress entry was replaced, and all of them after a failed write", async () => {
+    const { store, rollouts } = await withWeb();
+    const live = rollouts.get('web')!;
+    const clusters = live.record.progress.clusters;
+    for (let i = 0; i < 100; i += 1) clusters[`shop-${i}`] = { wave: 1, phase: 'waiting' };
+    const writes: RolloutWrite[] = [];
+    const put = store.putRollouts.bind(store);
+    vi.spyOn(store, 'putRollouts').mockImplementation(async (batch) => {
+      writes.push(...batch);
+      return put(batch);
+    });
+    await rollouts.save([live]);
+    expect(writes.at(-1)?.changedClusters).toBeUndefined();
+    // An unchanged pass writes the head alone.
+    await rollouts.save([live]);
+    expect(writes.at(-1)?.changedClusters).toEqual([]);
+    clusters['shop-7'] = { wave: 1, phase: 'applying', targetRevision: '1-x', deliveredAt: 2 };
+    delete clusters['shop-8'];
+    await rollouts.save([live]);
+    expect(writes.at(-1)?.changedClusters).toEqual(['shop-7', 'shop-8']);
+    // Refused by the store: what it did not take is written again with the next change.
+    clusters['shop-9'] = { wave: 1, phase: 'failed', message: 'x' };
+    vi.mocked(store.putRollouts).mockRejectedValueOnce(new Error('disk full'));
+    await expect(rollouts.save([live])).rejects.toThrow('disk full');
+    clusters['shop-10'] = { wave: 1, phase: 'ready' };
+    await rollouts.save([live]);
+    expect(writes.at(-1)?.changedClusters).toEqual(['shop-9', 'shop-10']);
+    expect((await store.getRollout('web'))?.progress.clusters).toEqual(clusters);
+  });
+
+  it('keeps the store equal to the progress in memory over any sequence of changes, writes and refused writes', async () => {
+    const { store, rollouts } = await withWeb();
+    const live = rollouts.get('web')!;
+    const put = store.putRollouts.bind(store);
+    let refuse = false;
+    /** A change made while the write is in flight (a report recorded meanwhile): it belongs to the next write. */
+    let during: (() => void) | undefined;
+    vi.spyOn(store, 'putRollouts').mockImplementation(async (batch) => {
+      if (refuse) throw new Error('refused');
+      await put(batch);
+      during?.();
+    });
+    const step = fc.oneof(
+      fc.record({ kind: fc.constant('set' as const), cluster: fc.nat(12), phase: fc.constantFrom('waiting', 'ready') }),
+      fc.record({ kind: fc.constant('delete' as const), cluster: fc.nat(12) }),
+      fc.record({ kind: fc.constant('save' as const), isRefused: fc.boolean(), changeDuring: fc.option(fc.nat(12)) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { maxLength: 40 }), async (steps) => {
+        for (const action of steps) {
+          const clusters = live.record.progress.clusters;
+          if (action.kind === 'set') {
+            clusters[`c${action.cluster}`] = { wave: 0, phase: action.phase } as ClusterProgress;
+          } else if (action.kind === 'delete') delete clusters[`c${action.cluster}`];
+          else {
+            refuse = action.isRefused;
+            const changed = action.changeDuring;
+            if (changed !== null) during = () => void (clusters[`c${changed}`] = { wave: 0, phase: 'failed' });
+            await rollouts.save([live]).catch(() => undefined);
+            refuse = false;
+            during = undefined;
+          }
+        }
+        await rollouts.save([live]);
+        expect((await store.getRollout('web'))?.progress.clusters).toEqual(live.record.progress.clusters);
+      }),
+      { numRuns: 60 },
+    );
   });
 });

@@ -160,10 +160,10 @@ describe('rollout controller', () => {
     const write = w.store.putRollouts.bind(w.store);
     let written: string[] = [];
     let refusal: string | undefined;
-    vi.spyOn(w.store, 'putRollouts').mockImplementation(async (records) => {
+    vi.spyOn(w.store, 'putRollouts').mockImplementation(async (writes) => {
       if (refusal !== undefined) throw new Error(refusal);
-      await write(records);
-      written = records.map((record) => `${record.name}:${record.progress.clusters['a']?.phase ?? '-'}`);
+      await write(writes);
+      written = writes.map(({ record }) => `${record.name}:${record.progress.clusters['a']?.phase ?? '-'}`);
     });
     const line = (readiness: 'ready' | 'progressing'): ReportMessage => ({
       kind: 'copy',
