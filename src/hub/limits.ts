@@ -161,6 +161,23 @@ export const ROLLOUT_PASS_INTERVAL_MS = 200;
  * at 1 Mbit/s is 80 s); past it the cluster's copy counts as failed.
  */
 export const ROLLOUT_DELIVERY_TIMEOUT_MS = 120_000;
+/**
+ * Copies being rendered and sent at once, over all clusters: at most this
+ * many bytes (a copy weighs its document's size) and this many copies. A
+ * step only names each cluster's copy revision; the copy is rendered when
+ * its turn comes, so a 10 MiB Rollout at `maxUnavailable: 100%` over
+ * 10,000 clusters holds a few copies in memory, not 10,000. One copy
+ * larger than the budget still goes, alone.
+ */
+export const ROLLOUT_COPIES_IN_FLIGHT_BYTES = 64 * 1024 * 1024;
+/** See {@link ROLLOUT_COPIES_IN_FLIGHT_BYTES}: enough for 10,000 small copies in seconds. */
+export const ROLLOUT_COPIES_IN_FLIGHT = 256;
+/**
+ * Rendered copies kept for the next clusters whose copy is the same (same
+ * revision), by bytes: a Rollout without per-cluster values is rendered
+ * once for the whole fleet.
+ */
+export const ROLLOUT_RENDERED_COPIES_BYTES = 64 * 1024 * 1024;
 /** Longest report line the hub reads from an agent's report stream; longer lines are dropped whole. */
 export const MAX_ROLLOUT_REPORT_LINE_BYTES = 4 * 1024 * 1024;
 /**
@@ -270,3 +287,20 @@ export const CLUSTER_LIST_FRESH_MS = 1_000;
  * views at most this late.
  */
 export const CLUSTER_LIST_STALE_MS = 5_000;
+
+/**
+ * Spreading the agents over the replicas again (replicas/rebalancer.ts):
+ * every {@link REBALANCE_INTERVAL_MS}, a replica holding more than its share
+ * × (1 + {@link REBALANCE_MARGIN}) + {@link REBALANCE_SLACK} tunnels asks
+ * at most {@link REBALANCE_MAX_MOVES_PER_ROUND} of its idle ones (no user
+ * stream open, connected for {@link REBALANCE_MIN_TUNNEL_AGE_MS} at least)
+ * to move to a replica below its share. With three replicas, 10 % keeps
+ * each under 37 % of the agents; 250 moves in 5 s is 50 resumed TLS
+ * handshakes a second, a small part of what a replica takes in a storm.
+ */
+export const REBALANCE_INTERVAL_MS = 5_000;
+export const REBALANCE_MARGIN = 0.1;
+export const REBALANCE_SLACK = 16;
+export const REBALANCE_MAX_MOVES_PER_ROUND = 250;
+/** A tunnel that just arrived is not sent on at once (no ping-pong while counts catch up). */
+export const REBALANCE_MIN_TUNNEL_AGE_MS = 30_000;

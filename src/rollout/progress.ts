@@ -30,7 +30,7 @@
  */
 import { resolveClusterCount, type RolloutSpec } from './spec.js';
 import { placedClusters, wavesOf, type PlaceableCluster } from './placement.js';
-import { renderCopy, type ClusterFacts, type RenderedCopy } from './render.js';
+import { copyRevisionOf, type ClusterFacts } from './render.js';
 import type { LabelSelector } from '../kube/label-selector.js';
 
 /** Where one cluster stands. */
@@ -89,10 +89,14 @@ export interface CopyReport {
   message?: string;
 }
 
-/** A copy to send to a cluster. */
+/**
+ * A copy to send to a cluster: its revision and the facts it is rendered
+ * from, rendered only when it is sent (a step holds no copy in memory).
+ */
 export interface Delivery {
   cluster: string;
-  copy: RenderedCopy;
+  revision: string;
+  facts: ClusterFacts;
 }
 
 /** The input of one step. */
@@ -233,7 +237,7 @@ export function stepRollout(input: StepInput): StepOutput {
     for (const [name, cluster] of started) {
       if (cluster.phase !== 'waiting' || inFlight >= allowedInFlight) continue;
       const seen = observed.get(name) as ObservedCluster;
-      const rendered = renderCopy(spec, progress.revision, seen);
+      const rendered = copyRevisionOf(spec, progress.revision, seen);
       if (!rendered.ok) {
         clusters[name] = {
           ...cluster,
@@ -241,9 +245,9 @@ export function stepRollout(input: StepInput): StepOutput {
           message: `${rendered.failure.field}: ${rendered.failure.message}`,
         };
       } else {
-        deliveries.push({ cluster: name, copy: rendered.copy });
+        deliveries.push({ cluster: name, revision: rendered.revision, facts: seen });
         const { message: _previous, ...rest } = cluster;
-        clusters[name] = { ...rest, phase: 'applying', targetRevision: rendered.copy.revision, deliveredAt: now };
+        clusters[name] = { ...rest, phase: 'applying', targetRevision: rendered.revision, deliveredAt: now };
       }
       inFlight += 1;
     }

@@ -13,8 +13,9 @@
  * - `${label:KEY|fallback}` and `${property:KEY|fallback}`: with a fallback when it has none;
  * - `$${` writes a literal `${`.
  */
-import { createHash } from 'node:crypto';
 import { matchesSelector } from '../kube/label-selector.js';
+import { copyKeyOf } from './copy-key.js';
+import { PlaceholderError, substituteAll, type ClusterFacts } from './placeholders.js';
 import type { RolloutResource, RolloutSpec } from './spec.js';
 
 /** The label every object of a rollout carries, with the rollout's name. */
@@ -22,16 +23,15 @@ export const ROLLOUT_LABEL = 'edgeadm.io/rollout';
 /** The annotation that carries the copy's revision, which status reports quote back. */
 export const ROLLOUT_REVISION_ANNOTATION = 'edgeadm.io/rollout-revision';
 
-/** What customization reads of a cluster. */
-export interface ClusterFacts {
-  name: string;
-  labels: Readonly<Record<string, string>>;
-  properties: Readonly<Record<string, string>>;
-}
+export type { ClusterFacts } from './placeholders.js';
 
 /** One cluster's rendered copy. */
 export interface RenderedCopy {
-  /** `<rollout revision>-<hash of this copy>`: changes when anything this cluster receives changes. */
+  /**
+   * `<rollout revision>-<copy key>` (copy-key.ts): changes when anything
+   * this cluster receives changes, and is the same for clusters whose
+   * copies are the same.
+   */
   revision: string;
   objects: RolloutResource[];
 }
@@ -46,76 +46,11 @@ export interface RenderFailure {
 /** The outcome for one cluster. */
 export type RenderResult = { ok: true; copy: RenderedCopy } | { ok: false; failure: RenderFailure };
 
+/** A cluster's copy revision, or why its copy cannot be rendered, without keeping the copy. */
+export type CopyRevisionResult = { ok: true; revision: string } | { ok: false; failure: RenderFailure };
+
 /** Application order of kinds; everything else comes after, cluster-scoped before namespaced. */
 const KIND_ORDER = ['CustomResourceDefinition', 'Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'];
-
-class PlaceholderError extends Error {
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-function substitute(text: string, cluster: ClusterFacts, field: string): string {
-  if (!text.includes('${')) return text;
-  let out = '';
-  let at = 0;
-  while (at < text.length) {
-    const start = text.indexOf('${', at);
-    if (start === -1) {
-      out += text.slice(at);
-      break;
-    }
-    if (start > 0 && text[start - 1] === '$') {
-      // `$${` is a literal `${`: drop the escaping `$` and go on after the brace.
-      out += text.slice(at, start - 1) + '${';
-      at = start + 2;
-      continue;
-    }
-    const end = text.indexOf('}', start);
-    if (end === -1) throw new PlaceholderError(field, `"${text.slice(start)}" has no closing "}"`);
-    out += text.slice(at, start) + resolvePlaceholder(text.slice(start + 2, end), cluster, field);
-    at = end + 1;
-  }
-  return out;
-}
-
-function resolvePlaceholder(expression: string, cluster: ClusterFacts, field: string): string {
-  if (expression === 'cluster.name') return cluster.name;
-  const match = /^(label|property):([^|}]+)(?:\|(.*))?$/.exec(expression);
-  if (!match) {
-    throw new PlaceholderError(
-      field,
-      `unknown placeholder "\${${expression}}": use \${cluster.name}, \${label:KEY} or \${property:KEY}`,
-    );
-  }
-  const [, source, key = '', fallback] = match;
-  const values = source === 'label' ? cluster.labels : cluster.properties;
-  const value = Object.hasOwn(values, key) ? values[key] : fallback;
-  if (value === undefined) {
-    throw new PlaceholderError(
-      field,
-      `cluster "${cluster.name}" has no ${source} "${key}" and the placeholder has no fallback`,
-    );
-  }
-  return value;
-}
-
-function substituteAll(value: unknown, cluster: ClusterFacts, field: string): unknown {
-  if (typeof value === 'string') return substitute(value, cluster, field);
-  if (Array.isArray(value)) return value.map((item, index) => substituteAll(item, cluster, `${field}[${index}]`));
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).map(([key, item]) => [
-        substitute(key, cluster, `${field}.${key}`),
-        substituteAll(item, cluster, `${field}.${key}`),
-      ]),
-    );
-  }
-  return value;
-}
 
 /** RFC 7386 JSON merge patch: objects merge, `null` deletes, anything else replaces. */
 export function mergePatch(target: unknown, patch: unknown): unknown {
@@ -131,16 +66,6 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   return base;
 }
 
-/** Canonical JSON (keys sorted) so that equal objects hash equally. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonical(item)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /** Orders objects so that each can be applied after what it depends on. */
 export function applyOrderOf(objects: readonly RolloutResource[]): RolloutResource[] {
   const rank = (object: RolloutResource): number => {
@@ -154,11 +79,11 @@ export function applyOrderOf(objects: readonly RolloutResource[]): RolloutResour
     .map(({ object }) => object);
 }
 
-/**
- * Renders the copy of `rollout` (at `revision`) for one cluster.
- * Never throws for a customization mistake: it is returned as a failure.
- */
-export function renderCopy(rollout: RolloutSpec, revision: number, cluster: ClusterFacts): RenderResult {
+/** The objects of one cluster's copy, unmarked, in apply order. */
+function renderObjects(
+  rollout: RolloutSpec,
+  cluster: ClusterFacts,
+): { ok: true; objects: RolloutResource[] } | { ok: false; failure: RenderFailure } {
   try {
     const objects = rollout.resources.map((resource, index) => {
       let object = substituteAll(resource, cluster, `spec.resources[${index}]`) as RolloutResource;
@@ -176,18 +101,40 @@ export function renderCopy(rollout: RolloutSpec, revision: number, cluster: Clus
       });
       return object;
     });
-    const ordered = applyOrderOf(objects);
-    const copyHash = createHash('sha256').update(canonical(ordered)).digest('hex').slice(0, 12);
-    const copyRevision = `${revision}-${copyHash}`;
-    return {
-      ok: true,
-      copy: { revision: copyRevision, objects: ordered.map((object) => marked(object, rollout.name, copyRevision)) },
-    };
+    return { ok: true, objects: applyOrderOf(objects) };
   } catch (error) {
     if (error instanceof PlaceholderError)
       return { ok: false, failure: { field: error.field, message: error.message } };
     throw error;
   }
+}
+
+/**
+ * The revision of `rollout`'s copy (at `revision`) for one cluster, or why
+ * it cannot be rendered, at the cost of a few lookups: the copy is
+ * rendered here only when its key says it might fail (copy-key.ts).
+ */
+export function copyRevisionOf(rollout: RolloutSpec, revision: number, cluster: ClusterFacts): CopyRevisionResult {
+  const key = copyKeyOf(rollout, cluster);
+  if (key.needsCheck) {
+    const rendered = renderObjects(rollout, cluster);
+    if (!rendered.ok) return rendered;
+  }
+  return { ok: true, revision: `${revision}-${key.hash}` };
+}
+
+/**
+ * Renders the copy of `rollout` (at `revision`) for one cluster.
+ * Never throws for a customization mistake: it is returned as a failure.
+ */
+export function renderCopy(rollout: RolloutSpec, revision: number, cluster: ClusterFacts): RenderResult {
+  const rendered = renderObjects(rollout, cluster);
+  if (!rendered.ok) return rendered;
+  const copyRevision = `${revision}-${copyKeyOf(rollout, cluster).hash}`;
+  return {
+    ok: true,
+    copy: { revision: copyRevision, objects: rendered.objects.map((o) => marked(o, rollout.name, copyRevision)) },
+  };
 }
 
 function marked(object: RolloutResource, rolloutName: string, revision: string): RolloutResource {

@@ -54,6 +54,19 @@ export interface CopyMessage {
   copy: RenderedCopy;
 }
 
+/** Each rendered copy's JSON, made once however many clusters the copy goes to. */
+const copyJson = new WeakMap<RenderedCopy, string>();
+
+/** A copy message as JSON (what `JSON.stringify` gives), the copy serialized once per rendered copy. */
+export function copyMessageJson(message: CopyMessage): string {
+  let copy = copyJson.get(message.copy);
+  if (copy === undefined) {
+    copy = JSON.stringify(message.copy);
+    copyJson.set(message.copy, copy);
+  }
+  return `{"rollout":${JSON.stringify(message.rollout)},"owner":${JSON.stringify(message.owner)},"copy":${copy}}`;
+}
+
 /** Remove everything a rollout applied on this cluster (its inventory). */
 export interface RemoveMessage {
   rollout: string;

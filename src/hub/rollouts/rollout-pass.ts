@@ -5,7 +5,7 @@
  * of each whose view changed, write, owe the removals the steps decided,
  * roll back what `onFailure: rollback` asks for, and set the next wake.
  */
-import { renderCopy } from '../../rollout/render.js';
+import { copyRevisionOf } from '../../rollout/render.js';
 import { rollbackFor } from '../../rollout/rollback.js';
 import { stepRollout, type ObservedCluster, type RollbackRecord } from '../../rollout/progress.js';
 import type { RolloutStatusView } from '../../rollout/api.js';
@@ -139,12 +139,12 @@ export function refreshChangedCopies(
     for (const cluster of changed) {
       const progress = live.record.progress.clusters[cluster.name];
       if (progress?.targetRevision === undefined) continue;
-      const rendered = renderCopy(live.spec, live.record.revision, {
+      const rendered = copyRevisionOf(live.spec, live.record.revision, {
         name: cluster.name,
         labels: cluster.labels,
         properties: cluster.properties ?? {},
       });
-      if (rendered.ok && rendered.copy.revision === progress.targetRevision) continue;
+      if (rendered.ok && rendered.revision === progress.targetRevision) continue;
       live.record.progress.clusters[cluster.name] = { wave: progress.wave, phase: 'waiting' };
       live.unconfirmed.delete(cluster.name);
     }

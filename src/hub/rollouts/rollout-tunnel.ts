@@ -12,6 +12,7 @@ import type { Logger } from '../../log/run-log.js';
 import type { DeliveryOutcome, RolloutDelivery } from './rollout-delivery.js';
 import type { HubTunnel } from '../../tunnel/hub-tunnel.js';
 import {
+  copyMessageJson,
   MAX_COPY_MESSAGE_BYTES,
   ROLLOUT_APPLY_PATH,
   ROLLOUT_REMOVE_PATH,
@@ -55,20 +56,20 @@ export class TunnelRolloutDelivery implements RolloutDelivery {
   }
 
   sendCopy(cluster: string, message: CopyMessage): Promise<DeliveryOutcome> {
-    return this.#send(cluster, ROLLOUT_APPLY_PATH, message);
+    return this.#send(cluster, ROLLOUT_APPLY_PATH, () => copyMessageJson(message));
   }
 
   sendRemove(cluster: string, message: RemoveMessage): Promise<DeliveryOutcome> {
-    return this.#send(cluster, ROLLOUT_REMOVE_PATH, message);
+    return this.#send(cluster, ROLLOUT_REMOVE_PATH, () => JSON.stringify(message));
   }
 
-  #send(cluster: string, path: string, message: unknown): Promise<DeliveryOutcome> {
+  #send(cluster: string, path: string, json: () => string): Promise<DeliveryOutcome> {
     const tunnel = this.#tunnels.get(cluster);
     if (tunnel === undefined || !tunnel.isOpen) return Promise.resolve({ status: 'disconnected' });
     if (this.#unsupported.has(cluster)) {
       return Promise.resolve({ status: 'failed', message: unsupportedMessage(cluster) });
     }
-    const body = Buffer.from(JSON.stringify(message), 'utf8');
+    const body = Buffer.from(json(), 'utf8');
     if (body.length > MAX_COPY_MESSAGE_BYTES) {
       return Promise.resolve({
         status: 'failed',

@@ -142,7 +142,7 @@ describe('stepRollout', () => {
     world.set('store-000', { isConnected: true });
     const out = world.step();
     expect(out.deliveries.map((d) => d.cluster)).toEqual(['store-000']);
-    expect(out.deliveries[0]?.copy.revision).toMatch(/^1-/);
+    expect(out.deliveries[0]?.revision).toMatch(/^1-/);
   });
 
   it('a wave with offline clusters within maxUnavailable completes; beyond it, it waits for them', () => {
@@ -222,7 +222,7 @@ describe('stepRollout', () => {
     world.set('store-000', { isConnected: true });
     const out = world.step();
     expect(out.deliveries).toHaveLength(1);
-    expect(out.deliveries[0]?.copy.revision).toMatch(/^3-/);
+    expect(out.deliveries[0]?.revision).toMatch(/^3-/);
   });
 
   it('keeps the entry of every cluster whose progress did not change (the hub writes only replaced entries)', () => {

@@ -1,5 +1,12 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ROLLOUT_LABEL, ROLLOUT_REVISION_ANNOTATION, mergePatch, renderCopy } from '../../../src/rollout/render.js';
+import {
+  ROLLOUT_LABEL,
+  ROLLOUT_REVISION_ANNOTATION,
+  copyRevisionOf,
+  mergePatch,
+  renderCopy,
+} from '../../../src/rollout/render.js';
 import { rollout } from './fixtures.js';
 
 const store42 = { name: 'store-042', labels: { env: 'prod', region: 'eu' }, properties: { tag: '2.1' } };
@@ -91,5 +98,84 @@ describe('mergePatch (RFC 7386)', () => {
       b: { d: 3, x: 1 },
       e: [3],
     });
+  });
+});
+
+describe('the copy revision without rendering (copyRevisionOf)', () => {
+  /** Placeholders with and without fallbacks, in values and keys, and patches that are safe or touch a name or kind. */
+  const spec = rollout({
+    resources: [
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'site-${label:tier|std}', namespace: 'shop' },
+        data: { region: '${label:region}', '${property:key|k}': '${property:tag|1.0}', literal: '$${x}' },
+      },
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } },
+    ],
+    customization: {
+      patches: [
+        { clusterSelector: 'region=eu', target: { kind: 'ConfigMap' }, patch: { data: { eu: '${property:eu}' } } },
+        { clusterSelector: 'tier=gold', target: { kind: 'ConfigMap' }, patch: { metadata: { name: null } } },
+        { clusterSelector: 'zone=north', target: { kind: 'ConfigMap' }, patch: { data: { zoned: 'yes' } } },
+        { clusterSelector: 'tier=silver', target: { kind: 'Namespace' }, patch: { kind: '${label:kind|Namespace}' } },
+      ],
+    },
+  });
+  const value = fc.constantFrom('eu', 'us', 'gold', 'silver', 'std', 'north', 'Namespace', 'Secret');
+  const cluster = fc.record({
+    name: fc.constantFrom('a', 'b', 'c'),
+    labels: fc.dictionary(fc.constantFrom('region', 'tier', 'kind', 'zone'), value),
+    properties: fc.dictionary(fc.constantFrom('tag', 'key', 'eu'), value),
+  });
+
+  it('agrees with rendering on every cluster: the same outcome, the same failure, the same revision', () => {
+    fc.assert(
+      fc.property(cluster, (facts) => {
+        const rendered = renderCopy(spec, 4, facts);
+        const named = copyRevisionOf(spec, 4, facts);
+        if (rendered.ok) expect(named).toEqual({ ok: true, revision: rendered.copy.revision });
+        else expect(named).toEqual(rendered);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('names two clusters alike exactly when their copies are alike', () => {
+    // The other cluster is the first with one label or property changed or removed, or another cluster.
+    const edit = fc.record({
+      on: fc.constantFrom('labels' as const, 'properties' as const),
+      key: fc.constantFrom('region', 'tier', 'kind', 'zone', 'tag', 'key', 'eu'),
+      value: fc.option(value),
+    });
+    fc.assert(
+      fc.property(cluster, fc.oneof(edit, cluster), (one, change) => {
+        let other = change as typeof one;
+        if ('on' in change) {
+          const values: Record<string, string> = { ...one[change.on] };
+          if (change.value === null) delete values[change.key];
+          else values[change.key] = change.value;
+          other = { ...one, [change.on]: values };
+        }
+        const [a, b] = [renderCopy(spec, 4, one), renderCopy(spec, 4, other)];
+        fc.pre(a.ok && b.ok);
+        if (!a.ok || !b.ok) return;
+        // Copies that differ never share a revision (a cluster is never left on another's copy).
+        if (JSON.stringify(a.copy.objects) !== JSON.stringify(b.copy.objects)) {
+          expect(a.copy.revision).not.toBe(b.copy.revision);
+        }
+        // A revision names one copy.
+        if (a.copy.revision === b.copy.revision) expect(a.copy.objects).toEqual(b.copy.objects);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('gives every cluster of a Rollout without per-cluster values one revision', () => {
+    const plain = rollout({
+      resources: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', namespace: 'shop' }, data: {} }],
+    });
+    const revisions = ['a', 'b', 'c'].map((name) => copyRevisionOf(plain, 2, { name, labels: {}, properties: {} }));
+    expect(new Set(revisions.map((r) => (r.ok ? r.revision : 'failed'))).size).toBe(1);
   });
 });
