@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type * as HubServerModule from '../src/hub/server/hub-server.js';
 import type * as RegistrationModule from '../src/registration/registration.js';
-import type * as AgentModule from '../src/tunnel/agent.js';
+import type * as AgentModule from '../src/tunnel/agent-loop.js';
 import type * as UpstreamModule from '../src/tunnel/upstream.js';
 import type * as SimModule from '../test/support/sim-apiserver/index.js';
 
@@ -24,7 +24,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const built = (path: string): Promise<unknown> => import(new URL(`../lib/${path}`, import.meta.url).href);
 const { startHub } = (await built('hub/server/hub-server.js')) as typeof HubServerModule;
 const { registerCluster } = (await built('registration/registration.js')) as typeof RegistrationModule;
-const { runTunnelAgent } = (await built('tunnel/agent.js')) as typeof AgentModule;
+const { runTunnelAgent } = (await built('tunnel/agent-loop.js')) as typeof AgentModule;
 const { Upstream, readUpstreamKubeconfig } = (await built('tunnel/upstream.js')) as typeof UpstreamModule;
 const { startSimApiServer } = (await import('../test/support/sim-apiserver/index.js')) as typeof SimModule;
 const { chromium } = await import('playwright-core');

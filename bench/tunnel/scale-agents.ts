@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import type * as AgentCertificateModule from '../../src/hub/contract/agent-certificate.js';
 import type * as PkiModule from '../../src/trust/pki.js';
 import type * as AgentStateModule from '../../src/registration/agent-state.js';
-import type * as AgentModule from '../../src/tunnel/agent.js';
+import type * as AgentModule from '../../src/tunnel/agent-loop.js';
 import type * as RegistrationModule from '../../src/registration/registration.js';
 import type * as UpstreamModule from '../../src/tunnel/upstream.js';
 import type * as CopyAgentModule from '../../src/rollout/copy-agent.js';
@@ -40,7 +40,7 @@ await import(new URL('../support/register-ts.js', import.meta.url).href);
 const { startSimApiServer } = await import('../../test/support/sim-apiserver/index.js');
 /** A module of the built CLI (lib/, what `bin/run.js` runs), typed by its source. */
 const built = (path: string): Promise<unknown> => import(new URL(`../../lib/${path}`, import.meta.url).href);
-const { runTunnelAgent } = (await built('tunnel/agent.js')) as typeof AgentModule;
+const { runTunnelAgent } = (await built('tunnel/agent-loop.js')) as typeof AgentModule;
 const { Upstream, readUpstreamKubeconfig } = (await built('tunnel/upstream.js')) as typeof UpstreamModule;
 const { registerCluster } = (await built('registration/registration.js')) as typeof RegistrationModule;
 const { readAgentState, writeAgentState } = (await built('registration/agent-state.js')) as typeof AgentStateModule;

@@ -9,7 +9,8 @@
 import { readFileSync } from 'node:fs';
 import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
-import { runTunnelAgent, type AgentIdentity, type TunnelFarEnd } from '../tunnel/agent.js';
+import type { AgentIdentity, TunnelFarEnd } from '../tunnel/agent.js';
+import { runTunnelAgent } from '../tunnel/agent-loop.js';
 import { kubeletForwarder, type KubeletAddress } from './kubelet-forwarder.js';
 
 /** The control plane, as the node's agent names it. */

@@ -7,7 +7,7 @@
 import type { Logger } from '../log/run-log.js';
 import { readAgentState, type AgentState } from './agent-state.js';
 import { hubRoute, proxyDisplay } from '../tunnel/http-proxy.js';
-import { runTunnelAgent } from '../tunnel/agent.js';
+import { runTunnelAgent } from '../tunnel/agent-loop.js';
 import { CERT_RENEW_CHECK_INTERVAL_MS } from '../tunnel/limits.js';
 import { isRenewalDue, renewAgentCertificate } from './registration.js';
 import { readUpstreamKubeconfig, Upstream, type UpstreamCredentials } from '../tunnel/upstream.js';

@@ -10,13 +10,10 @@
 import type { Http2Session, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { SecureContext, TLSSocket } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EdgeadmError, ExitCode } from '../errors.js';
+import { EdgeadmError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
-import { reconnectDelayMs } from './backoff.js';
-import { hubCandidates, hubServersOf, systemLookup, type HubCandidate, type HubLookup } from './hub-addresses.js';
 import { connectThroughProxy, type HttpProxy } from './http-proxy.js';
 import {
-  HUB_ADDRESS_LOOKUP_TIMEOUT_MS,
   TUNNEL_ALPN_PROTOCOL,
   TUNNEL_CONNECT_TIMEOUT_MS,
   TUNNEL_CONNECTION_WINDOW_BYTES,
@@ -27,17 +24,18 @@ import {
   TUNNEL_MAX_HEADER_LIST_BYTES,
   TUNNEL_MAX_SESSION_MEMORY_MB,
   TUNNEL_PING_INTERVAL_MS,
-  TUNNEL_REFUSALS_BEFORE_STOP,
   TUNNEL_PING_TIMEOUT_MS,
   TUNNEL_STREAM_WINDOW_BYTES,
 } from './limits.js';
 import {
   controlPathOf,
   HELLO_PATH,
+  MOVE_PATH,
   REFUSE_PATH,
   WELCOME_PATH,
   type AgentHello,
   type ControlRouteKey,
+  type MoveRequest,
 } from './protocol.js';
 import type { Upstream } from './upstream.js';
 
@@ -144,6 +142,8 @@ export interface AgentConnection {
   closed: Promise<void>;
   /** Stops taking new streams, lets open ones finish (bounded), then closes. */
   drain(): Promise<void>;
+  /** The replica address the hub asked this tunnel to move to (MOVE_PATH), if it did. */
+  movedTo(): string | undefined;
 }
 
 /** Pings `session` periodically and destroys it when a ping goes unanswered. */
@@ -210,8 +210,28 @@ function serveControlRoute(options: {
     .catch((error: Error) => options.logger.debug(`control stream ${route.path} failed: ${error.message}`));
 }
 
+/** Stops taking new streams, lets open ones finish (bounded by the drain timeout), then closes. */
+async function drainSession(session: ServerHttp2Session, socket: TLSSocket, closed: Promise<void>): Promise<void> {
+  if (session.closed) return;
+  session.close();
+  const limit = sleep(TUNNEL_DRAIN_TIMEOUT_MS, undefined, { ref: false });
+  await Promise.race([closed, limit]);
+  session.destroy();
+  socket.destroy();
+}
+
 /** Largest control message body. */
 const MAX_CONTROL_BODY_BYTES = 16 * 1024;
+
+/** The replica address of a move request, if it is one (an https URL). */
+function moveTargetOf(body: string): string | undefined {
+  try {
+    const to = (JSON.parse(body) as Partial<MoveRequest>).to;
+    return typeof to === 'string' && new URL(to).protocol === 'https:' ? to : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** A dial that did not end in a tunnel: unreachable, closed, or not accepted in time. */
 function connectFailure(message: string, cause?: Error): EdgeadmError {
@@ -269,6 +289,8 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
     let isWelcomed = false;
     let session: ServerHttp2Session | undefined;
     let stopKeepAlive = (): void => {};
+    let drainActive = async (): Promise<void> => {};
+    let movedTo: string | undefined;
     let resolveClosed = (): void => {};
     const closed = new Promise<void>((r) => (resolveClosed = r));
     const fail = (error: EdgeadmError): void => {
@@ -364,17 +386,13 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
           active.destroy();
           socket.destroy();
         });
-        resolve({
-          closed,
-          drain: async () => {
-            if (active.closed) return;
-            active.close();
-            const limit = sleep(TUNNEL_DRAIN_TIMEOUT_MS, undefined, { ref: false });
-            await Promise.race([closed, limit]);
-            active.destroy();
-            socket.destroy();
-          },
-        });
+        drainActive = () => drainSession(active, socket, closed);
+        resolve({ closed, drain: () => drainActive(), movedTo: () => movedTo });
+      } else if (path === MOVE_PATH && isWelcomed) {
+        movedTo = moveTargetOf(body);
+        if (movedTo === undefined) return;
+        options.logger.info(`${farEnd.name} asked this tunnel to move to ${movedTo}; moving`);
+        await drainActive();
       } else if (path === REFUSE_PATH) {
         kept.session = undefined;
         let reason = 'no reason given';
@@ -391,115 +409,5 @@ export async function connectTunnel(options: TunnelAgentOptions): Promise<AgentC
         );
       }
     };
-  });
-}
-
-/** Options of {@link runTunnelAgent}. */
-export interface RunTunnelAgentOptions extends TunnelAgentOptions {
-  /** Aborting it drains the tunnel and ends the loop. */
-  signal: AbortSignal;
-  /** Called after each welcome: the place for certificate renewal checks. */
-  onConnected?: () => void;
-  /**
-   * Every hub address (one per replica, `hubServer` among them); the agent
-   * keeps one tunnel to one of them and moves to the next when it goes away.
-   * Just `hubServer` by default.
-   */
-  hubServers?: readonly string[];
-  /** Resolves hub names to all their addresses; the system resolver by default. */
-  lookup?: HubLookup;
-  /** A number in [0, 1) for the backoff's jitter; `Math.random` by default. */
-  random?: () => number;
-  /** Waits `ms` (or until `signal` aborts); a timer by default (tests run the loop without waiting). */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
-}
-
-async function lookupWithDeadline(lookup: HubLookup, hostname: string): Promise<string[]> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<string[]>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error('lookup timed out')), HUB_ADDRESS_LOOKUP_TIMEOUT_MS);
-    timer.unref();
-  });
-  try {
-    return await Promise.race([lookup(hostname), deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/**
- * Keeps a tunnel to the hub open until `signal` aborts: connect, wait for
- * the tunnel to close, back off, redial.
- *
- * @throws {EdgeadmError} `E_TUNNEL_REFUSED` (exit 4) once the hub has
- * refused the agent {@link TUNNEL_REFUSALS_BEFORE_STOP} times in a row: its
- * cluster is gone or its certificate revoked, and redialling cannot help.
- */
-export async function runTunnelAgent(options: RunTunnelAgentOptions): Promise<void> {
-  let attempt = 0;
-  let refusals = 0;
-  const tlsSession: TunnelTlsSession = options.tlsSession ?? {};
-  const helloCache: AgentHelloCache = options.helloCache ?? {};
-  const servers = hubServersOf(options.hubServer, options.hubServers);
-  const lookup = options.lookup ?? systemLookup;
-  const wait =
-    options.sleep ?? ((ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }).then(() => undefined));
-  /** The candidates of this round, and the next one to dial: a round ends when each was tried once. */
-  let candidates: HubCandidate[] = [];
-  let next = 0;
-  while (!options.signal.aborted) {
-    if (next >= candidates.length) {
-      // Names are looked up again at each round: replicas come and go.
-      candidates = await hubCandidates(servers, (name) => lookupWithDeadline(lookup, name));
-      next = 0;
-    }
-    const candidate = candidates[next] as HubCandidate;
-    next += 1;
-    const target = candidate.address === undefined ? candidate.server : `${candidate.server} (${candidate.address})`;
-    let connection: AgentConnection | undefined;
-    try {
-      connection = await connectTunnel({
-        ...options,
-        hubServer: candidate.server,
-        ...(candidate.address === undefined ? {} : { hubAddress: candidate.address }),
-        tlsSession,
-        helloCache,
-      });
-      attempt = 0;
-      refusals = 0;
-      options.logger.info(`tunnel to ${target} is up`);
-      options.onConnected?.();
-      const onAbort = (): void => void connection?.drain();
-      options.signal.addEventListener('abort', onAbort, { once: true });
-      await connection.closed;
-      options.signal.removeEventListener('abort', onAbort);
-      if (!options.signal.aborted)
-        options.logger.warn(`tunnel to ${(options.farEnd ?? HUB_FAR_END).name} closed; reconnecting`);
-    } catch (error) {
-      const failure = error as EdgeadmError;
-      options.logger.warn(`${failure.code ?? 'E_TUNNEL_CONNECT'}: ${failure.message}`);
-      refusals = failure.code === 'E_TUNNEL_REFUSED' ? refusals + 1 : 0;
-      if (refusals >= TUNNEL_REFUSALS_BEFORE_STOP) {
-        options.upstream.close();
-        throw refusedForGood(failure, refusals, options.farEnd ?? HUB_FAR_END);
-      }
-    }
-    if (options.signal.aborted) break;
-    // The next dial goes to the next candidate (a replica that went away is not dialled again
-    // first), after a jittered delay that grows with each failure in a row.
-    const delay = reconnectDelayMs({ attempt, ...(options.random === undefined ? {} : { random: options.random }) });
-    attempt += 1;
-    options.logger.debug(`redialling the hub in ${delay} ms`);
-    await wait(delay, options.signal).catch(() => undefined);
-  }
-  options.upstream.close();
-}
-
-/** The error that ends the agent after the far end's last refusal. */
-function refusedForGood(last: EdgeadmError, refusals: number, farEnd: TunnelFarEnd): EdgeadmError {
-  return new EdgeadmError(`${last.message} (${refusals} times in a row); the agent stops`, {
-    code: 'E_TUNNEL_REFUSED',
-    exitCode: ExitCode.Refused,
-    hints: [...farEnd.stopHints],
   });
 }

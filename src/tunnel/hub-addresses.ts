@@ -55,3 +55,23 @@ export async function hubCandidates(servers: readonly string[], lookup: HubLooku
 export function hubServersOf(hubServer: string, others: readonly string[] = []): string[] {
   return [...new Set([hubServer, ...others])];
 }
+
+/**
+ * Whether dialling `candidate` reaches the replica at `replicaUrl` (a
+ * replica's `https://host:port`): the same URL, or the same address and
+ * port when the candidate came from a name with several addresses.
+ */
+export function isCandidateFor(candidate: HubCandidate, replicaUrl: string): boolean {
+  let replica: URL;
+  let server: URL;
+  try {
+    replica = new URL(replicaUrl);
+    server = new URL(candidate.server);
+  } catch {
+    return false;
+  }
+  if (replica.port !== server.port) return false;
+  const host = (url: URL): string => url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (candidate.address === undefined) return host(server) === host(replica);
+  return candidate.address.toLowerCase() === host(replica);
+}

@@ -16,7 +16,15 @@ import {
   TUNNEL_MAX_SESSION_MEMORY_MB,
   TUNNEL_SILENCE_LIMIT_MS,
 } from './limits.js';
-import { HELLO_PATH, REFUSE_PATH, WELCOME_PATH, type AgentHello } from './protocol.js';
+import {
+  HELLO_PATH,
+  MOVE_PATH,
+  REFUSE_PATH,
+  USER_HEADER,
+  WELCOME_PATH,
+  type AgentHello,
+  type MoveRequest,
+} from './protocol.js';
 
 /** Largest hello body the hub reads. */
 const MAX_HELLO_BYTES = 16 * 1024;
@@ -54,6 +62,9 @@ export class HubTunnel {
   readonly #socket: TLSSocket;
   #bytesReadSeen = 0;
   #heardAt = Date.now();
+  #userStreams = 0;
+  /** When the tunnel was accepted (epoch ms). */
+  readonly openedAt = Date.now();
 
   constructor(options: {
     cluster: string;
@@ -129,7 +140,40 @@ export class HubTunnel {
 
   /** Opens one stream to the agent; headers as an object or a flat `[name, value, …]` list. */
   request(headers: OutgoingHttpHeaders | readonly string[], options: { endStream?: boolean } = {}): ClientHttp2Stream {
-    return this.#session.request(headers, { endStream: options.endStream ?? false });
+    const stream = this.#session.request(headers, { endStream: options.endStream ?? false });
+    if (isUserStream(headers)) {
+      this.#userStreams += 1;
+      stream.once('close', () => (this.#userStreams -= 1));
+    }
+    return stream;
+  }
+
+  /** Streams of users (kubectl requests, watches, exec sessions) open now; control streams not counted. */
+  get userStreams(): number {
+    return this.#userStreams;
+  }
+
+  /**
+   * Asks the agent to move its tunnel to the replica at `to` (MOVE_PATH).
+   * An agent that does not take the request (an older one) is drained
+   * instead, and reconnects to its next hub address. Resolves once asked.
+   */
+  async move(to: string): Promise<void> {
+    if (!this.isOpen) return;
+    const body: MoveRequest = { to };
+    const status = await new Promise<number>((resolve) => {
+      const stream = this.#session.request({
+        ':method': 'POST',
+        ':path': MOVE_PATH,
+        'content-type': 'application/json',
+      });
+      stream.on('response', (headers) => resolve(Number(headers[':status'])));
+      stream.on('error', () => resolve(0));
+      stream.on('close', () => resolve(0));
+      stream.resume();
+      stream.end(JSON.stringify(body));
+    });
+    if (status !== 204) await this.drain();
   }
 
   /** Closes at once: open streams are reset. */
@@ -147,6 +191,13 @@ export class HubTunnel {
     clearTimeout(timer);
     this.#socket.destroy();
   }
+}
+
+/** Whether a stream's headers carry a user's identity (every user stream does; control streams never). */
+function isUserStream(headers: OutgoingHttpHeaders | readonly string[]): boolean {
+  if (!Array.isArray(headers)) return (headers as OutgoingHttpHeaders)[USER_HEADER] !== undefined;
+  for (let i = 0; i < headers.length; i += 2) if (headers[i] === USER_HEADER) return true;
+  return false;
 }
 
 function sendControl(session: ClientHttp2Session, path: string, body: unknown): Promise<void> {

@@ -35,6 +35,19 @@ export const HELLO_PATH = '/.edgeadm/hello';
 export const WELCOME_PATH = '/.edgeadm/welcome';
 /** The hub refuses the agent; the body says why. */
 export const REFUSE_PATH = '/.edgeadm/refuse';
+/**
+ * The hub asks the agent to move its tunnel to another replica (body
+ * `{"to": "https://host:port"}`, a replica's address): to spread the
+ * agents over the replicas again after one came back. The agent answers
+ * 204, drains this tunnel and dials that replica next if it is one of its
+ * own hub addresses (else its next address, as after any closed tunnel).
+ */
+export const MOVE_PATH = '/.edgeadm/move';
+
+/** A move request's body. */
+export interface MoveRequest {
+  to: string;
+}
 /** The `:authority` of upgrade streams (the agent knows its one upstream). */
 export const UPGRADE_AUTHORITY = 'kube-apiserver.edgeadm.invalid';
 
@@ -254,7 +267,7 @@ export function controlPathOf(
   const method = headers[':method'];
   const path = headers[':path'];
   if (method === 'GET' && path === HELLO_PATH) return HELLO_PATH;
-  if (method === 'POST' && (path === WELCOME_PATH || path === REFUSE_PATH)) return path;
+  if (method === 'POST' && (path === WELCOME_PATH || path === REFUSE_PATH || path === MOVE_PATH)) return path;
   const extra = extraRoutes.find((route) => route.method === method && route.path === path);
   return extra?.path;
 }

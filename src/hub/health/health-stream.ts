@@ -95,6 +95,7 @@ export function followHealth(
     clearTimeout(reopen);
     stream?.close();
   };
-  void tunnel.closed.then(stop);
+  // A draining tunnel (the agent stops or moves) takes nothing new, and waits for this stream to end.
+  void tunnel.draining.then(stop);
   return stop;
 }

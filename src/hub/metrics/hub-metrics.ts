@@ -49,6 +49,11 @@ export class HubMetrics {
     name: 'edgeadm_hub_handshakes_timed_out_total',
     help: 'Connections closed because their TLS handshake was not done by its deadline.',
   });
+  /** Tunnels this replica asked to move to another replica, to spread the agents again (rebalancer.ts). */
+  readonly tunnelsMoved: Counter = this.#registry.counter({
+    name: 'edgeadm_hub_tunnels_moved_total',
+    help: 'Tunnels this replica asked to move to another replica, to spread the agents over the replicas again.',
+  });
   /** TLS connections that resumed an earlier session (a session ticket) instead of a full handshake. */
   readonly tlsSessionsResumed: Counter = this.#registry.counter({
     name: 'edgeadm_hub_tls_sessions_resumed_total',

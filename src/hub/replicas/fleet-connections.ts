@@ -106,6 +106,13 @@ export class FleetConnections {
     return [...all];
   }
 
+  /** How many tunnels each other replica claims, by replica id. */
+  claimCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const holder of this.#claims.values()) counts.set(holder, (counts.get(holder) ?? 0) + 1);
+    return counts;
+  }
+
   /** The replica that holds a cluster's tunnel, as this one knows it: `self` for its own. */
   #holder(cluster: string): string | undefined {
     return this.#local.has(cluster) ? 'self' : this.#claims.get(cluster);

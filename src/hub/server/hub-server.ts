@@ -42,6 +42,7 @@ import { openHubStore, type EtcdStoreOptions } from './open-store.js';
 import { TunnelRegistry } from '../replicas/tunnel-registry.js';
 import { HubStopping } from './hub-stopping.js';
 import { wireRollouts } from './rollout-wiring.js';
+import type { RebalanceSettings } from '../replicas/rebalancer.js';
 import { wireHealth } from '../health/health-wiring.js';
 import { ClusterListCache } from '../store/cluster-list-cache.js';
 import { handleRequest, handleUpgrade, type ServingParts } from './routes.js';
@@ -92,6 +93,8 @@ export interface HubServerOptions {
   openStore?: HubStoreOpener;
   /** This replica's id; random by default. */
   replicaId?: string;
+  /** How the agents are spread over the replicas again; the hub's limits by default (tests make them small). */
+  rebalance?: RebalanceSettings;
   logger: Logger;
 }
 
@@ -252,7 +255,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     clusterList: new ClusterListCache({ store }),
   };
 
-  const rollouts = wireRollouts(context, tunnels, coordination, peerCredentials);
+  const rollouts = wireRollouts(context, tunnels, coordination, peerCredentials, options.rebalance);
   context.health = wireHealth(context, tunnels);
   const controllers = new RunOnceControllers({
     store,
@@ -270,7 +273,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     // revoked certificate is closed.
     stopWatch = coordination.watch((change) => onStoreChange(change, context, tunnels));
     // Every replica's tunnels before the controllers: the leader hands copies to clusters wherever they are.
-    await rollouts.fleet.start();
+    await rollouts.start();
     await controllers.start();
     tunnels.startSweep();
     isFirstStart = await identity.ensureAdmin({

@@ -1,7 +1,8 @@
 /**
  * Rollouts on this replica: delivery over the tunnels it holds (or through
  * the replica holding a tunnel, when this one leads), every replica's
- * connected clusters for the controller, and each tunnel's report stream fed
+ * connected clusters for the controller (and for the rebalancer, which
+ * spreads the agents over the replicas), and each tunnel's report stream fed
  * to the controller when this replica runs it, or forwarded to the one that does.
  */
 import type { ReplicaCoordination } from '../store/coordination.js';
@@ -14,6 +15,7 @@ import { TunnelRolloutDelivery } from '../rollouts/rollout-tunnel.js';
 import { followReports } from '../rollouts/report-stream.js';
 import type { RolloutController } from '../rollouts/rollout-controller.js';
 import type { TunnelRegistry } from '../replicas/tunnel-registry.js';
+import { Rebalancer, type RebalanceSettings } from '../replicas/rebalancer.js';
 
 /** Rollouts on this replica and across replicas, as {@link wireRollouts} wires them. */
 export interface RolloutWiring {
@@ -23,6 +25,8 @@ export interface RolloutWiring {
   fleetDelivery: FleetRolloutDelivery;
   /** Every cluster connected to some replica. */
   fleet: FleetConnections;
+  /** Follows the other replicas' tunnels, then starts spreading the agents over the replicas (rebalancer.ts). */
+  start: () => Promise<void>;
   /** Stops each open tunnel's report stream (at shutdown, before the tunnels drain). */
   followers: Set<() => void>;
   stop: () => void;
@@ -39,10 +43,19 @@ export function wireRollouts(
   tunnels: TunnelRegistry,
   coordination: ReplicaCoordination,
   credentials: PeerCredentials,
+  rebalance?: RebalanceSettings,
 ): RolloutWiring {
   const { logger } = context;
   const delivery = new TunnelRolloutDelivery({ tunnels: tunnels.tunnels, logger });
   const fleet = new FleetConnections({ coordination, logger });
+  const rebalancer = new Rebalancer({
+    coordination,
+    tunnels: tunnels.tunnels,
+    fleet,
+    metrics: context.metrics,
+    logger,
+    ...(rebalance === undefined ? {} : { settings: rebalance }),
+  });
   const fleetDelivery = new FleetRolloutDelivery({
     local: delivery,
     tunnels: tunnels.tunnels,
@@ -67,6 +80,8 @@ export function wireRollouts(
       delivery.tunnelOpened(tunnel.cluster);
       const stopReports = followReports(tunnel, reportSink, logger);
       followers.add(stopReports);
+      // A draining tunnel (the agent stops or moves) waits for its open streams: this one ends then.
+      void tunnel.draining.then(stopReports);
       void tunnel.closed.then(() => followers.delete(stopReports));
       fleet.localOpened(tunnel.cluster);
     },
@@ -79,8 +94,13 @@ export function wireRollouts(
     delivery,
     fleetDelivery,
     fleet,
+    start: async () => {
+      await fleet.start();
+      rebalancer.start();
+    },
     followers,
     stop: () => {
+      rebalancer.stop();
       fleet.stop();
       forwarder.stop();
     },

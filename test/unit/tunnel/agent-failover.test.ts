@@ -12,7 +12,7 @@ import { createServer, type Server, type TLSSocket } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { createCa, issueCertificate, type CertificateAuthority } from '../../../src/trust/pki.js';
-import { runTunnelAgent, type RunTunnelAgentOptions } from '../../../src/tunnel/agent.js';
+import { runTunnelAgent, type RunTunnelAgentOptions } from '../../../src/tunnel/agent-loop.js';
 import { acceptTunnel, type HubTunnel } from '../../../src/tunnel/hub-tunnel.js';
 import { hubAddressesOf } from '../../../src/registration/register-request.js';
 import { hubCandidates } from '../../../src/tunnel/hub-addresses.js';

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../../src/errors.js';
 import { silentLogger } from '../../../src/log/run-log.js';
 import { createCa, issueCertificate } from '../../../src/trust/pki.js';
-import { runTunnelAgent } from '../../../src/tunnel/agent.js';
+import { runTunnelAgent } from '../../../src/tunnel/agent-loop.js';
 import { acceptTunnel } from '../../../src/tunnel/hub-tunnel.js';
 import { TUNNEL_ALPN_PROTOCOL, TUNNEL_REFUSALS_BEFORE_STOP } from '../../../src/tunnel/limits.js';
 import type { Upstream } from '../../../src/tunnel/upstream.js';
