@@ -63,6 +63,7 @@ export class HubTunnel {
   #bytesReadSeen = 0;
   #heardAt = Date.now();
   #userStreams = 0;
+  #isMoving = false;
   /** When the tunnel was accepted (epoch ms). */
   readonly openedAt = Date.now();
 
@@ -148,6 +149,11 @@ export class HubTunnel {
     return stream;
   }
 
+  /** Whether the agent was asked to move (it is on its way to another replica). */
+  get isMoving(): boolean {
+    return this.#isMoving;
+  }
+
   /** Streams of users (kubectl requests, watches, exec sessions) open now; control streams not counted. */
   get userStreams(): number {
     return this.#userStreams;
@@ -159,7 +165,8 @@ export class HubTunnel {
    * instead, and reconnects to its next hub address. Resolves once asked.
    */
   async move(to: string): Promise<void> {
-    if (!this.isOpen) return;
+    if (!this.isOpen || this.#isMoving) return;
+    this.#isMoving = true;
     const body: MoveRequest = { to };
     const status = await new Promise<number>((resolve) => {
       const stream = this.#session.request({

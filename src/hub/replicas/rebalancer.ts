@@ -103,7 +103,8 @@ export class Rebalancer {
     const self = coordination.self;
     const replicas = await coordination.listReplicas();
     const claims = fleet.claimCounts();
-    const open = [...tunnels.values()].filter((tunnel) => tunnel.isOpen);
+    // A tunnel on its way to another replica is not counted here, nor asked again.
+    const open = [...tunnels.values()].filter((tunnel) => tunnel.isOpen && !tunnel.isMoving);
     const loads = replicas.map((replica) => ({
       id: replica.id,
       tunnels: replica.id === self.id ? open.length : (claims.get(replica.id) ?? 0),

@@ -151,6 +151,41 @@ describe('tunnel agent with several hub replicas', () => {
     await run;
   });
 
+  it('moves to the replica the hub names when asked, not to the next one, and drains the old tunnel', async () => {
+    const keys = await pki();
+    const dials: string[] = [];
+    const [a, b, c] = [
+      await startFakeHub('a', keys, dials),
+      await startFakeHub('b', keys, dials),
+      await startFakeHub('c', keys, dials),
+    ];
+    const stop = new AbortController();
+    cleanups.push(() => stop.abort());
+    const run = runTunnelAgent(
+      agentOptions(keys, stop, {
+        hubServer: a.url,
+        hubServers: [a.url, b.url, c.url],
+        random: () => 0,
+        sleep: () => Promise.resolve(),
+      }),
+    );
+    await until(() => a.tunnels.length === 1);
+    const first = a.tunnels[0]!;
+    // The rebalancer asks only tunnels with no user stream open.
+    expect(first.userStreams).toBe(0);
+    await first.move(c.url);
+    await first.closed;
+    await until(() => c.tunnels.length === 1);
+    expect(dials).toEqual(['a', 'c']);
+    // A replica the agent was not given is no address of its own: it dials its next one, as after any close.
+    await c.tunnels[0]!.move('https://127.0.0.9:1');
+    await until(() => a.tunnels.length === 2);
+    expect(dials).toEqual(['a', 'c', 'a']);
+    stop.abort();
+    a.tunnels[1]!.destroy();
+    await run;
+  });
+
   it('dials the replicas in turn while none answers, the delay doubling up to its bound', async () => {
     const dials: string[] = [];
     const a = await startDeadEnd('a', dials);
