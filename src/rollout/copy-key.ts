@@ -23,6 +23,8 @@ interface CopyPlan {
   isUnclosed: boolean;
   /** Per patch: whether applying it could change an object's kind or name (checked by rendering). */
   isPatchRisky: boolean[];
+  /** Per resource: whether it has a placeholder (one without is the same in every copy, and not walked). */
+  hasPlaceholders: boolean[];
 }
 
 /** A cluster's copy key. */
@@ -73,15 +75,28 @@ function planOf(spec: RolloutSpec): CopyPlan {
   const known = plans.get(spec);
   if (known !== undefined) return known;
   const expressions = new Set<string>();
-  let isClosed = collect(spec.resources, expressions);
+  let isClosed = true;
+  const hasPlaceholders = spec.resources.map((resource) => {
+    const own = new Set<string>();
+    isClosed = collect(resource, own) && isClosed;
+    for (const expression of own) expressions.add(expression);
+    // A `$${` escape is rewritten by substitution too: such a resource is walked.
+    return own.size > 0 || JSON.stringify(resource).includes('${');
+  });
   for (const patch of spec.customization.patches) isClosed = collect(patch.patch, expressions) && isClosed;
   const plan: CopyPlan = {
     expressions: [...expressions],
     isUnclosed: !isClosed,
     isPatchRisky: spec.customization.patches.map(isRisky),
+    hasPlaceholders,
   };
   plans.set(spec, plan);
   return plan;
+}
+
+/** Whether resource `index` of `spec` has anything to fill (else every copy has it as it is). */
+export function hasPlaceholders(spec: RolloutSpec, index: number): boolean {
+  return planOf(spec).hasPlaceholders[index] !== false;
 }
 
 /** The key of `cluster`'s copy of `spec`. */

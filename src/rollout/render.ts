@@ -14,7 +14,7 @@
  * - `$${` writes a literal `${`.
  */
 import { matchesSelector } from '../kube/label-selector.js';
-import { copyKeyOf } from './copy-key.js';
+import { copyKeyOf, hasPlaceholders } from './copy-key.js';
 import { PlaceholderError, substituteAll, type ClusterFacts } from './placeholders.js';
 import type { RolloutResource, RolloutSpec } from './spec.js';
 
@@ -86,7 +86,10 @@ function renderObjects(
 ): { ok: true; objects: RolloutResource[] } | { ok: false; failure: RenderFailure } {
   try {
     const objects = rollout.resources.map((resource, index) => {
-      let object = substituteAll(resource, cluster, `spec.resources[${index}]`) as RolloutResource;
+      // Shared, not copied, when there is nothing to fill: nothing below changes an object in place.
+      let object = hasPlaceholders(rollout, index)
+        ? (substituteAll(resource, cluster, `spec.resources[${index}]`) as RolloutResource)
+        : resource;
       rollout.customization.patches.forEach((patch, patchIndex) => {
         if (!matchesSelector(patch.selector, cluster.labels)) return;
         const { kind, name, namespace } = patch.target;
