@@ -37,6 +37,12 @@
  *   npm run build && node bench/rollout/run.ts [--clusters 1000] [--processes 4] [--ready-after-ms 0]
  *     [--offline-percent 30] [--push-sample 200] [--port 29543] [--state-dir DIR] [--timeout-s 600]
  *     [--hub-node-options "--cpu-prof --cpu-prof-dir=DIR"] [--json]
+ *     [--document-mib 10] [--only-online] [--hub-root DIR]
+ *
+ * `--document-mib M` adds M ConfigMaps of 1 MiB (nothing to fill) to each
+ * Rollout; `--only-online` stops after step 1, whose figures then include
+ * the hub's peak RSS growth from the apply on; `--hub-root DIR` runs the
+ * hub of another checkout (built), for a baseline in the same run.
  *
  * `--state-dir` keeps the hub's data and the agents' credentials, so a
  * second run reuses the registrations (as bench/tunnel/scale.ts does). At
@@ -67,6 +73,9 @@ const { values } = parseArgs({
     'register-concurrency': { type: 'string', default: '8' },
     'timeout-s': { type: 'string', default: '600' },
     'hub-node-options': { type: 'string' },
+    'document-mib': { type: 'string', default: '0' },
+    'only-online': { type: 'boolean' },
+    'hub-root': { type: 'string' },
     json: { type: 'boolean' },
   },
 });
@@ -77,6 +86,8 @@ const TIMEOUT_MS = Number(values['timeout-s']) * 1000;
 const READY_AFTER_MS = Number(values['ready-after-ms']);
 const OFFLINE_PERCENT = Number(values['offline-percent']);
 const PUSH_SAMPLE = Math.min(Number(values['push-sample']), CLUSTERS);
+/** MiB of ConfigMaps (1 MiB each, nothing to fill) added to each Rollout: a large document. */
+const DOCUMENT_MIB = Number(values['document-mib']);
 /** How often the status view is read while waiting (over one kept-alive connection). */
 const POLL_MS = 100;
 /** The agent's read-back interval of a copy that is not ready (COPY_POLL_NOT_READY_MS), used by the push path too. */
@@ -109,7 +120,8 @@ const { KubeClient } = (await built('kube/client.js')) as typeof KubeClientModul
 // --- hub and agents --------------------------------------------------------------------------
 const isReused = existsSync(join(hubDir, 'admin.yaml'));
 const hub = startHubProcess({
-  root,
+  // Another checkout's hub (its bin/run.js, built) for a baseline in the same run; this one's by default.
+  root: values['hub-root'] ?? root,
   port: PORT,
   dataDir: hubDir,
   home: join(stateDir, 'home'),
@@ -225,6 +237,12 @@ function rolloutDocument(name: string): string {
           metadata: { name: `${name}-site`, namespace: 'bench', labels: { site: '${cluster.name}' } },
           data: { site: '${cluster.name}', bench: '${label:bench|none}' },
         },
+        ...Array.from({ length: DOCUMENT_MIB }, (_, i) => ({
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `${name}-blob-${i}`, namespace: 'bench' },
+          data: { blob: 'x'.repeat(1024 * 1024 - 64) },
+        })),
         {
           apiVersion: 'apps/v1',
           kind: 'Deployment',
@@ -347,6 +365,9 @@ await resetTimes();
 const agentsCpu = (): number => workers.reduce((a, w) => a + cpuSeconds(w.pid ?? 0), 0);
 const cpu1 = cpuSeconds(hub.pid);
 const agentsCpu1 = agentsCpu();
+// The hub's peak RSS from here on: Linux resets VmHWM to the current RSS when told (proc(5), clear_refs 5).
+const rssBeforeApply = rssMiB(hub.pid).rss;
+writeFileSync(`/proc/${hub.pid}/clear_refs`, '5');
 const apply1 = await applyWithCli(ROLLOUT_A);
 const ready1 = await untilReady(ROLLOUT_A, CLUSTERS);
 const cpuRollout1 = cpuSeconds(hub.pid) - cpu1;
@@ -367,9 +388,27 @@ const online = {
   hubCpuSeconds: cpuRollout1,
   hubCpuMsPerCluster: (cpuRollout1 * 1000) / CLUSTERS,
   hubRssMiB: rss1,
+  hubRssBeforeApplyMiB: rssBeforeApply,
+  hubRssPeakGrowthMiB: rss1.peak - rssBeforeApply,
+  documentMiB: DOCUMENT_MIB,
   load: load1,
 };
 progress(`all online: ${JSON.stringify(online)}`);
+if (values['only-online']) {
+  // What the hub still holds once every tunnel is gone: per-connection buffers, or not.
+  for (const w of workers) w.kill('SIGKILL');
+  await until('every agent gone', async () => ((await connectedAgents()) === 0 ? true : undefined));
+  await sleep(5_000);
+  const afterAgentsGone = rssMiB(hub.pid).rss;
+  progress(`hub RSS ${afterAgentsGone.toFixed(0)} MiB once every agent is gone`);
+  if (values.json)
+    process.stdout.write(
+      `${JSON.stringify({ online: { ...online, hubRssAfterAgentsGoneMiB: afterAgentsGone } }, null, 2)}\n`,
+    );
+  hub.child.kill('SIGTERM');
+  await Promise.race([hub.exited, sleep(15_000)]);
+  process.exit(0);
+}
 const idleStart = cpuSeconds(hub.pid);
 await sleep(IDLE_WINDOW_MS);
 const idleCpuPerSecond = (cpuSeconds(hub.pid) - idleStart) / (IDLE_WINDOW_MS / 1000);
