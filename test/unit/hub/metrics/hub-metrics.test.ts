@@ -20,6 +20,7 @@ describe('HubMetrics', () => {
       'edgeadm_hub_handshakes_refused_total',
       'edgeadm_hub_handshakes_timed_out_total',
       'edgeadm_hub_tls_sessions_resumed_total',
+      'edgeadm_hub_tunnels_moved_total',
       'edgeadm_hub_unauthorized_requests_total',
       'edgeadm_hub_rollouts_quarantined',
       'edgeadm_hub_request_duration_seconds_count',
