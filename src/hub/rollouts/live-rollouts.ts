@@ -198,10 +198,20 @@ export class LiveRollouts {
     const written = this.#written.get(live);
     if (written === undefined) return { live, write: { record: live.record }, entries: Object.entries(clusters) };
     const entries: [string, ClusterProgress | undefined][] = [];
-    for (const [name, progress] of Object.entries(clusters)) {
-      if (written.get(name) !== progress) entries.push([name, progress]);
+    let count = 0;
+    let added = 0;
+    for (const name in clusters) {
+      const progress = clusters[name] as ClusterProgress;
+      count += 1;
+      const before = written.get(name);
+      if (before === progress) continue;
+      if (before === undefined) added += 1;
+      entries.push([name, progress]);
     }
-    for (const name of written.keys()) if (clusters[name] === undefined) entries.push([name, undefined]);
+    // Some written cluster is gone only when the counts do not add up: only then are they looked for.
+    if (written.size + added !== count) {
+      for (const name of written.keys()) if (clusters[name] === undefined) entries.push([name, undefined]);
+    }
     return { live, write: { record: live.record, changedClusters: entries.map(([name]) => name) }, entries };
   }
 
