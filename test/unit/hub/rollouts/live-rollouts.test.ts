@@ -131,6 +131,9 @@ describe('the live rollouts', () => {
         }
         await rollouts.save([live]);
         expect((await store.getRollout('web'))?.progress.clusters).toEqual(live.record.progress.clusters);
+        // What the next leader (or this hub after a restart) loads.
+        const loaded = (await store.listRollouts()).find((record) => record.name === 'web');
+        expect(loaded?.progress.clusters).toEqual(live.record.progress.clusters);
       }),
       { numRuns: 60 },
     );
