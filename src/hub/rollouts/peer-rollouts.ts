@@ -39,6 +39,7 @@ import type { Logger } from '../../log/run-log.js';
 import { parseCopyMessage, parseRemoveMessage } from '../../rollout/copy-messages.js';
 import { MAX_REMOVE_MESSAGE_BYTES } from '../../rollout/limits.js';
 import {
+  copyMessageJson,
   MAX_COPY_MESSAGE_BYTES,
   type CopyMessage,
   type RemoveMessage,
@@ -188,13 +189,15 @@ export function peerPost(options: {
   to: ReplicaInfo;
   credentials: PeerCredentials;
   path: string;
-  body: unknown;
+  /** The JSON body: `json` as it is, or `body` serialized. */
+  body?: unknown;
+  json?: string;
   timeoutMs: number;
 }): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const url = new URL(options.to.peerUrl);
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    const payload = Buffer.from(JSON.stringify(options.body), 'utf8');
+    const payload = Buffer.from(options.json ?? JSON.stringify(options.body), 'utf8');
     const outgoing = request({
       host,
       port: Number(url.port || 443),
@@ -281,12 +284,13 @@ export class FleetRolloutDelivery implements RolloutDelivery {
 
   sendCopy(cluster: string, message: CopyMessage): Promise<DeliveryOutcome> {
     if (this.#isLocal(cluster)) return this.#options.local.sendCopy(cluster, message);
-    return this.#viaHolder(cluster, 'apply', message);
+    // Serialized once for every attempt, the rendered copy once for every cluster it goes to (wire.ts).
+    return this.#viaHolder(cluster, 'apply', copyMessageJson(message));
   }
 
   sendRemove(cluster: string, message: RemoveMessage): Promise<DeliveryOutcome> {
     if (this.#isLocal(cluster)) return this.#options.local.sendRemove(cluster, message);
-    return this.#viaHolder(cluster, 'remove', message);
+    return this.#viaHolder(cluster, 'remove', JSON.stringify(message));
   }
 
   #isLocal(cluster: string): boolean {
@@ -301,7 +305,7 @@ export class FleetRolloutDelivery implements RolloutDelivery {
    * that died loses its claim with its lease, and a new tunnel elsewhere is
    * told to the controller, which sends the copy again.
    */
-  async #viaHolder(cluster: string, action: 'apply' | 'remove', message: unknown): Promise<DeliveryOutcome> {
+  async #viaHolder(cluster: string, action: 'apply' | 'remove', json: string): Promise<DeliveryOutcome> {
     const { coordination, logger } = this.#options;
     let trouble = '';
     for (let attempt = 0; attempt < PEER_ROLLOUT_DELIVERY_ATTEMPTS; attempt += 1) {
@@ -315,7 +319,7 @@ export class FleetRolloutDelivery implements RolloutDelivery {
         continue;
       }
       if (holder === undefined || holder.id === coordination.self.id) return { status: 'disconnected' };
-      const outcome = await this.#once(holder, cluster, action, message);
+      const outcome = await this.#once(holder, cluster, action, json);
       if (typeof outcome !== 'string') return outcome;
       trouble = outcome;
     }
@@ -328,14 +332,14 @@ export class FleetRolloutDelivery implements RolloutDelivery {
     holder: ReplicaInfo,
     cluster: string,
     action: 'apply' | 'remove',
-    message: unknown,
+    json: string,
   ): Promise<DeliveryOutcome | string> {
     try {
       const answer = await peerPost({
         to: holder,
         credentials: this.#options.credentials,
         path: peerControlPath(cluster, action),
-        body: message,
+        json,
         timeoutMs: this.#options.timeoutMs ?? PEER_ROLLOUT_DELIVERY_TIMEOUT_MS,
       });
       const outcome = outcomeOf(answer.body);
