@@ -32,7 +32,9 @@
  *    victim's lease has run out (its claims deleted by etcd), CPU per
  *    reconnect of the survivors, the agents and etcd, the survivors' RSS.
  *    Then the victim starts again (same port and data directory; a new
- *    replica id) and the registrations are counted in etcd.
+ *    replica id) and the registrations are counted in etcd; then, before
+ *    the next kill, the time until no replica holds more than 40 % of the
+ *    agents (the replicas move idle tunnels to the restarted one).
  * 5. After the last kill: every cluster counted in etcd and through
  *    `GET /hub/v1/clusters`, and every agent's cluster reached once through
  *    a replica: registrations lost = N minus what is there and works.
@@ -548,6 +550,33 @@ interface KillResult {
   clustersInEtcd: number;
   claimsInEtcd: number;
   notWorking: number;
+  /** From the restarted victim listening until no replica holds more than REBALANCED_SHARE of the agents (NaN: not within the wait). */
+  rebalancedAfterS: number;
+  /** The agents each replica holds at the end of that wait. */
+  sharesAfter: number[];
+}
+/** The issue's bound on one replica's part of the agents after rebalancing. */
+const REBALANCED_SHARE = 0.4;
+/** How long a restarted replica is given to take its share before the next kill. */
+const REBALANCE_WAIT_MS = 180_000;
+/** After a restart: until every replica holds at most REBALANCED_SHARE of the agents, by the agents' own account. */
+async function untilRebalanced(k: number): Promise<{ rebalancedAfterS: number; sharesAfter: number[] }> {
+  const started = performance.now();
+  let shares: number[] = [];
+  let lastLogged = started;
+  while (performance.now() - started < REBALANCE_WAIT_MS) {
+    const { up } = await where();
+    shares = allReplicas.map((r) => [...up.values()].filter((at) => at.replica === r).length);
+    if (Math.max(...shares) <= REBALANCED_SHARE * AGENTS) {
+      return { rebalancedAfterS: (performance.now() - started) / 1000, sharesAfter: shares };
+    }
+    if (performance.now() - lastLogged > 5000) {
+      lastLogged = performance.now();
+      progress(`kill ${k + 1}: rebalancing, agents per replica ${shares.join(' / ')}`);
+    }
+    await sleep(1000);
+  }
+  return { rebalancedAfterS: NaN, sharesAfter: shares };
 }
 const f = (x: number, d = 1): string => x.toFixed(d);
 /** One kill in one line, as printed after each kill (so a run cut short still has them) and at the end. */
@@ -557,7 +586,8 @@ function killLine(k: KillResult, i: number): string {
     `work again p50 ${f(k.worksAgainS.p50)} s (forwarded sample p50 ${f(k.forwardedWorksAgainS.p50)} s), all after ${f(k.allWorkAfterS)} s; collateral ${k.collateral}; claims wrong ${k.claimsWrong}; ` +
     `survivors' handshakes ${k.survivorHandshakes.resumed} resumed, ${k.survivorHandshakes.refused} refused, ${k.survivorHandshakes.timedOut} timed out; ` +
     `etcd ${f(k.etcdWritesPerReconnect, 2)} writes/reconnect; CPU ms/reconnect survivors ${f(k.cpuMsPerReconnect.survivors, 2)}, agents ${f(k.cpuMsPerReconnect.agents, 2)}, etcd ${f(k.cpuMsPerReconnect.etcd, 2)}; ` +
-    `survivors RSS ${k.survivorsRssMiB.map((m) => f(m, 0)).join(' / ')} MiB; restart ${f(k.restartS)} s; ${k.clustersInEtcd} clusters in etcd`
+    `survivors RSS ${k.survivorsRssMiB.map((m) => f(m, 0)).join(' / ')} MiB; restart ${f(k.restartS)} s; ${k.clustersInEtcd} clusters in etcd; ` +
+    `rebalanced (each ≤ ${REBALANCED_SHARE * 100} %) ${f(k.rebalancedAfterS)} s after the restart: ${k.sharesAfter.join(' / ')}`
   );
 }
 const kills: KillResult[] = [];
@@ -670,6 +700,7 @@ for (let k = 0; k < KILLS; k += 1) {
   await replicas[victim]!.listening;
   const restartS = (performance.now() - restartStarted) / 1000;
   await untilAllConnected(`after kill ${k + 1}`, performance.now());
+  const rebalance = await untilRebalanced(k);
   const result: KillResult = {
     victim,
     affected: affected.length,
@@ -699,6 +730,7 @@ for (let k = 0; k < KILLS; k += 1) {
     clustersInEtcd: await etcdCount(ETCD_KEYS.clusters),
     claimsInEtcd: await etcdCount('tunnels/'),
     notWorking: pending.size,
+    ...rebalance,
   };
   kills.push(result);
   progress(killLine(result, k));
