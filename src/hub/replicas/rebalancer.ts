@@ -54,6 +54,33 @@ export interface RebalancerOptions {
   logger: Logger;
   settings?: RebalanceSettings;
   now?: () => number;
+  /** Whether a replica's address takes connections; a TCP connect with a deadline by default. */
+  isReachable?: (replicaUrl: string) => Promise<boolean>;
+}
+
+/** How long a replica's port has to take a TCP connection before tunnels are sent to it. */
+const REACHABLE_TIMEOUT_MS = 1_000;
+
+/**
+ * Whether a replica's port takes a TCP connection within the deadline. A
+ * replica that died stays listed (and looks empty, its claims taken over)
+ * until its lease runs out: tunnels sent there would only bounce.
+ */
+export function tcpReachable(replicaUrl: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const url = new URL(replicaUrl);
+    void import('node:net').then(({ connect }) => {
+      const socket = connect({ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 443) });
+      const done = (isUp: boolean): void => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(isUp);
+      };
+      const timer = setTimeout(() => done(false), REACHABLE_TIMEOUT_MS);
+      socket.once('connect', () => done(true));
+      socket.once('error', () => done(false));
+    });
+  });
 }
 
 /** One round's outcome, for the log and tests. */
@@ -117,9 +144,10 @@ export class Rebalancer {
       (tunnel) => tunnel.userStreams === 0 && now - tunnel.openedAt >= this.#settings.minTunnelAgeMs,
     );
     const asks: (() => Promise<void>)[] = [];
+    const isReachable = this.#options.isReachable ?? tcpReachable;
     for (const move of moves) {
       const target = replicas.find((replica) => replica.id === move.to);
-      if (target === undefined) continue;
+      if (target === undefined || !(await isReachable(target.advertiseUrl))) continue;
       for (const tunnel of idle.splice(0, move.count)) {
         asks.push(() => tunnel.move(target.advertiseUrl));
         moved.set(move.to, (moved.get(move.to) ?? 0) + 1);

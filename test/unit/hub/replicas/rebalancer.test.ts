@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { HubMetrics } from '../../../../src/hub/metrics/hub-metrics.js';
 import { FleetConnections } from '../../../../src/hub/replicas/fleet-connections.js';
-import { Rebalancer, DEFAULT_REBALANCE } from '../../../../src/hub/replicas/rebalancer.js';
+import { Rebalancer, DEFAULT_REBALANCE, tcpReachable } from '../../../../src/hub/replicas/rebalancer.js';
 import type { ReplicaCoordination, ReplicaInfo } from '../../../../src/hub/store/coordination.js';
 import { silentLogger } from '../../../../src/log/run-log.js';
 import type { HubTunnel } from '../../../../src/tunnel/hub-tunnel.js';
@@ -36,7 +36,12 @@ function tunnel(cluster: string, extra: { userStreams?: number; openedAt?: numbe
   return { stand: stand as unknown as HubTunnel, asked };
 }
 
-async function world(ownTunnels: ReturnType<typeof tunnel>[], others: Record<string, number>, now = 60_000) {
+async function world(
+  ownTunnels: ReturnType<typeof tunnel>[],
+  others: Record<string, number>,
+  reachable: (url: string) => boolean = () => true,
+) {
+  const now = 60_000;
   const claims = new Map<string, string>();
   for (const [id, count] of Object.entries(others)) {
     for (let i = 0; i < count; i += 1) claims.set(`${id}-cluster-${i}`, id);
@@ -58,6 +63,7 @@ async function world(ownTunnels: ReturnType<typeof tunnel>[], others: Record<str
     logger: silentLogger,
     settings: { ...DEFAULT_REBALANCE, slack: 0, maxMovesPerRound: 100 },
     now: () => now,
+    isReachable: (url) => Promise.resolve(reachable(url)),
   });
   return { rebalancer, metrics };
 }
@@ -94,5 +100,25 @@ describe('the rebalancer', () => {
     const { rebalancer } = await world(own, { b: 300, c: 0 });
     expect((await rebalancer.round()).moved.size).toBe(0);
     expect(own.every((t) => t.asked.length === 0)).toBe(true);
+  });
+
+  it('sends no tunnel to a replica whose port does not answer (one that died, still listed until its lease runs out)', async () => {
+    const own = Array.from({ length: 300 }, (_, i) => tunnel(`own-${i}`));
+    const { rebalancer } = await world(own, { dead: 0 }, (url) => !url.includes('dead'));
+    expect((await rebalancer.round()).moved.size).toBe(0);
+    expect(own.every((t) => t.asked.length === 0)).toBe(true);
+    // The same replica answering: it gets its tunnels.
+    const { rebalancer: again } = await world(own, { dead: 0 });
+    expect(Object.fromEntries((await again.round()).moved)).toEqual({ dead: 100 });
+  });
+
+  it('finds a live port reachable and a closed one not', async () => {
+    const { createServer } = await import('node:net');
+    const server = createServer().listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as { port: number };
+    expect(await tcpReachable(`https://127.0.0.1:${port}`)).toBe(true);
+    await new Promise((resolve) => server.close(resolve));
+    expect(await tcpReachable(`https://127.0.0.1:${port}`)).toBe(false);
   });
 });
