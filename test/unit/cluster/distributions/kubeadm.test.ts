@@ -112,6 +112,10 @@ describe('kubeadm init configuration of an edge cluster (the node tunnel)', () =
     expect(cluster.apiServer.extraVolumes).toBeUndefined();
   });
 
+  it("has reset remove kubeadm upgrade's backups (a copy of etcd's data), which kubeadm reset leaves", () => {
+    expect(kubeadmDistribution.ownedDirectories).toContain('/etc/kubernetes/tmp');
+  });
+
   it("upgrade apply gives kubeadm an UpgradeConfiguration only: the API server's flags come from the cluster's ClusterConfiguration", () => {
     const docs = loadAll(renderKubeadmUpgradeConfig('v1.34.4')) as Doc[];
     expect(docs.map((d) => d.kind)).toEqual(['UpgradeConfiguration']);
