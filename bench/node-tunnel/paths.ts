@@ -171,9 +171,11 @@ async function startKonnectivity(bench: BenchCluster, mode: 'grpc' | 'http-conne
     name: mode === 'grpc' ? 'konnectivity-grpc' : 'konnectivity-http-connect',
     processes: { server: async () => [server], agent: async () => [agent] },
     async stop() {
-      await cluster.hosts.run(controlPlane, `kill ${server} 2>/dev/null || true`);
-      await cluster.hosts.run(edge, `kill ${agent} 2>/dev/null || true`);
-      await sleep(500);
+      // Gone before the next path (or reset's comparison) starts: TERM, then KILL after 5 s.
+      const stop = (pid: number): string =>
+        `kill ${pid} 2>/dev/null; i=0; while kill -0 ${pid} 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; kill -9 ${pid} 2>/dev/null || true`;
+      await cluster.hosts.run(controlPlane, stop(server));
+      await cluster.hosts.run(edge, stop(agent));
     },
   };
 }

@@ -149,11 +149,14 @@ async function measurePath(
   }
 }
 
-const median = (values: number[]): number =>
-  percentile(
-    [...values].sort((a, b) => a - b),
-    50,
-  );
+/** The median (the mean of the middle two for an even count). */
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+/** Round trips held back by Nagle's algorithm until a delayed ACK (about 40 ms) stand out above this. */
+const SLOW_ECHO_MS = 30;
 const sumCpu = (runs: Array<{ cpu: CpuSpent }>, key: keyof CpuSpent): number =>
   runs.reduce((s, r) => s + r.cpu[key], 0);
 
@@ -163,8 +166,8 @@ function report(results: Map<PathName, PathResults>, started: Date, loadStart: n
   const lines = [
     `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadEnd.map((l) => l.toFixed(2)).join(' ')}; ${settings.passes} passes × ${settings.copies} copies of ${settings.mib} MiB, ${settings.execs} execs and ${settings.echoes} echo round trips per pass`,
     '',
-    '| path | cp median (min–max) | MiB/s | × direct | CPU s per cp: server + agent | API server CPU s per cp | exec p50 / p99 ms | CPU ms per exec: server + agent | echo p50 / p99 ms | 1-min load during |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| path | cp median (min–max) | MiB/s | × direct | CPU s per cp: server + agent | API server CPU s per cp | exec p50 / p99 ms | CPU ms per exec: server + agent | echo p50 / p99 ms | echoes over 30 ms | 1-min load during |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const [name, r] of results) {
     const seconds = r.copies.map((c) => c.seconds);
@@ -186,6 +189,7 @@ function report(results: Map<PathName, PathResults>, started: Date, loadStart: n
         `${percentile(execMs, 50).toFixed(0)} / ${percentile(execMs, 99).toFixed(0)}`,
         tunnelled ? `${perExec('server')} + ${perExec('agent')}` : '–',
         `${percentile(echoMs, 50).toFixed(2)} / ${percentile(echoMs, 99).toFixed(2)}`,
+        `${echoMs.filter((ms) => ms > SLOW_ECHO_MS).length} of ${echoMs.length}`,
         `${Math.min(...r.load).toFixed(1)}–${Math.max(...r.load).toFixed(1)}`,
       ]
         .join(' | ')
