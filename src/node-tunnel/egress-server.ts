@@ -122,7 +122,8 @@ async function throughTunnel(
 }
 
 function direct(socket: Socket, target: ConnectTarget, rest: Buffer): void {
-  const upstream = connect({ host: target.host, port: target.port, timeout: DIRECT_DIAL_TIMEOUT_MS });
+  // noDelay: the API server's own dials set TCP_NODELAY (Go's default); small TLS records are not held back.
+  const upstream = connect({ host: target.host, port: target.port, timeout: DIRECT_DIAL_TIMEOUT_MS, noDelay: true });
   upstream.once('timeout', () => upstream.destroy(new Error('timed out')));
   upstream.once('connect', () => {
     upstream.setTimeout(RELAY_IDLE_TIMEOUT_MS);

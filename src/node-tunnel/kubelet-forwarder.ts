@@ -28,7 +28,13 @@ export function kubeletForwarder(options: { kubelet: KubeletAddress; logger: Log
     },
     forwardUpgrade(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
       logger.debug(`stream for ${String(headers[':authority'])}: to the kubelet at ${kubelet.host}:${kubelet.port}`);
-      const socket = connect({ host: kubelet.host, port: kubelet.port, timeout: KUBELET_DIAL_TIMEOUT_MS });
+      // noDelay: as the API server's own dial of a kubelet (Go's default), so an exec's small writes go at once.
+      const socket = connect({
+        host: kubelet.host,
+        port: kubelet.port,
+        timeout: KUBELET_DIAL_TIMEOUT_MS,
+        noDelay: true,
+      });
       // The dial's deadline, then (setTimeout below) the idle one.
       socket.on('timeout', () => socket.destroy(new Error('the kubelet connection timed out')));
       socket.once('connect', () => {

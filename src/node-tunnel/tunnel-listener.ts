@@ -55,6 +55,8 @@ export function createTunnelListener(options: {
     ALPNProtocols: [TUNNEL_ALPN_PROTOCOL],
     handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
     minVersion: 'TLSv1.2',
+    // Every small write (an exec's keystroke, a stream's HEADERS) goes at once; the agent's end does the same.
+    noDelay: true,
   });
   server.on('tlsClientError', (error) => options.logger.debug(`tunnel port: ${error.message}`));
   server.on('secureConnection', (socket: TLSSocket) => {

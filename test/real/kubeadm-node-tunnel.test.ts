@@ -13,11 +13,14 @@
  * Offline: a node whose agent is stopped, or whose link is cut under a live
  * tunnel, is answered offline with a clear message, not after a 30 s hang.
  */
+import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createWriteStream, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:tls';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderKubeadmUpgradeConfig } from '../../src/cluster/upgrade/kubeadm-upgrade-phases.js';
 import { resetRealCluster, runEdgeWorkload, startRealCluster, type RealCluster } from '../support/real/main-job.js';
 import { builtSet, realEdgeadm, RIG_WORKLOAD_IMAGE } from '../support/real/rig.js';
 import { waitFor } from '../support/real/wait.js';
@@ -227,6 +230,81 @@ describe('the node tunnel on real kubeadm, kubelet and containerd', () => {
     const rate = (s: number): string => `${s.toFixed(1)} s, ${(256 / s).toFixed(0)} MiB/s`;
     console.log(`exec stdin 256 MiB: node tunnel ${rate(seconds.tunnel)}; direct ${rate(seconds.direct)}`);
     await cluster.kubectl(['delete', 'pod', name, '--wait=true', '--timeout=60s']);
+  });
+
+  it('kubectl cp of 1 GiB to a pod on an edge node arrives whole through the tunnel (sha256 on both sides); time logged', async () => {
+    const pod = podOn(cluster.edges[0]!);
+    const file = join(hosts.dir, 'one-gib.bin');
+    const hash = createHash('sha256');
+    const out = createWriteStream(file);
+    for (let i = 0; i < 1024; i += 1) {
+      const chunk = randomBytes(1024 * 1024);
+      hash.update(chunk);
+      if (!out.write(chunk)) await once(out, 'drain');
+    }
+    out.end();
+    await once(out, 'finish');
+    const started = process.hrtime.bigint();
+    const copied = await execa(
+      kubectlProgram,
+      ['--kubeconfig', cluster.kubeconfig, 'cp', file, `${pod}:/tmp/one-gib.bin`],
+      {
+        all: true,
+        reject: false,
+        timeout: 600_000,
+      },
+    );
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    expect(copied.exitCode, copied.all).toBe(0);
+    const summed = await kubectlResult(['exec', pod, '--', 'sha256sum', '/tmp/one-gib.bin']);
+    expect(summed.all?.split(/\s+/)[0]).toBe(hash.digest('hex'));
+    await kubectlResult(['exec', pod, '--', 'rm', '-f', '/tmp/one-gib.bin']);
+    rmSync(file, { force: true });
+    // Not a pass/fail criterion: bench/node-tunnel measures it against direct and Konnectivity.
+    console.log(
+      `kubectl cp 1 GiB through the node tunnel: ${seconds.toFixed(1)} s, ${(1024 / seconds).toFixed(0)} MiB/s`,
+    );
+  });
+
+  it("kubeadm upgrade apply makes the API server's manifest again with the egress selector, and the tunnel carries exec after it", async () => {
+    // kubeadm writes every control plane's manifest from the ClusterConfiguration it keeps in kubeadm-config.
+    const stored = await cluster.kubectl([
+      '-n',
+      'kube-system',
+      'get',
+      'configmap',
+      'kubeadm-config',
+      '-o',
+      'jsonpath={.data.ClusterConfiguration}',
+    ]);
+    expect(stored).toContain('egress-selector-config-file');
+    expect(stored).toContain('hostPath: /etc/kubernetes/edgeadm');
+    // What edgeadm upgrade apply runs on the first control plane (same version: the rig builds one).
+    // The rig's pause stand-in never exits, so kubeadm's CreateJob health check (a Job of the pause
+    // image with -v, which a real pause answers and exits) cannot pass here.
+    const config = Buffer.from(renderKubeadmUpgradeConfig(cluster.kubernetesVersion)).toString('base64');
+    const upgraded = await hosts.run(
+      cluster.controlPlane,
+      [
+        `echo '${config}' | base64 -d > /etc/kubernetes/edgeadm-upgrade-test.yaml`,
+        `kubeadm upgrade apply ${cluster.kubernetesVersion} --config /etc/kubernetes/edgeadm-upgrade-test.yaml --yes --ignore-preflight-errors=CreateJob 2>&1; echo "exit $?"`,
+        'rm -f /etc/kubernetes/edgeadm-upgrade-test.yaml',
+      ].join('\n'),
+    );
+    expect(upgraded.trim().split('\n').at(-1), upgraded).toBe('exit 0');
+    const manifest = await hosts.run(cluster.controlPlane, 'cat /etc/kubernetes/manifests/kube-apiserver.yaml');
+    expect(manifest).toContain('- --egress-selector-config-file=/etc/kubernetes/edgeadm/egress-selector.yaml');
+    expect(manifest).toContain('mountPath: /etc/kubernetes/edgeadm');
+    expect(manifest).toMatch(/hostPath:\s*\n\s*path: \/etc\/kubernetes\/edgeadm\n/);
+    // Both services live through it, and the tunnel carries the API server's kubelet connections again.
+    const pod = podOn(cluster.edges[0]!);
+    const after = await waitFor('exec through the tunnel after the upgrade', async () => {
+      const run = await kubectlResult(['exec', pod, '--', 'echo', 'after the upgrade']);
+      return run.exitCode === 0 ? run : undefined;
+    });
+    expect(after.all).toBe('after the upgrade');
+    const metrics = await hosts.run(cluster.controlPlane, 'curl -sS --max-time 5 http://127.0.0.1:10351/metrics');
+    expect(metrics).toMatch(/^edgeadm_node_tunnel_connected 2$/m);
   });
 
   it("logs of the control plane's own pods still go direct", async () => {

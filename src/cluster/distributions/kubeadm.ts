@@ -373,7 +373,15 @@ export const kubeadmDistribution: Distribution = {
   nodeKubeconfigPath: KUBEADM_KUBELET_KUBECONFIG_PATH,
   // The cluster CA signs the kubelet's client certificates (TLS bootstrap and rotation); kubeadm join writes it here.
   nodeClientCaPath: KUBEADM_CA_PATH,
-  ownedDirectories: ['/etc/kubernetes/manifests', '/etc/kubernetes/pki', '/var/lib/kubelet', '/var/lib/etcd'],
+  // /etc/kubernetes/tmp: kubeadm upgrade's own backups (a copy of etcd's data among them), which
+  // kubeadm reset leaves behind.
+  ownedDirectories: [
+    '/etc/kubernetes/manifests',
+    '/etc/kubernetes/pki',
+    '/etc/kubernetes/tmp',
+    '/var/lib/kubelet',
+    '/var/lib/etcd',
+  ],
   ownedFiles: [
     KUBEADM_ADMIN_KUBECONFIG_PATH,
     '/etc/kubernetes/super-admin.conf',

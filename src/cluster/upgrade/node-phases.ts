@@ -13,6 +13,7 @@ import type { Phase } from '../../workflow/phase.js';
 import type { Distribution } from '../distributions/distribution.js';
 import { K3S_CONFIG_PATH } from '../distributions/k3s.js';
 import { EDGE_PROXY_UNIT_NAME } from '../edge-proxy-unit.js';
+import { NODE_TUNNEL_AGENT_UNIT_NAME } from '../node-tunnel-units.js';
 import type { EdgeadmBinary } from '../edge-node-phase.js';
 import { readHostFile } from '../host-files.js';
 import { stagePackage } from '../package-phase.js';
@@ -111,14 +112,23 @@ async function installedUnit(ctx: UpgradeNodeData, fallback: ServiceUnit): Promi
   return { ...fallback, content: await readHostFile(ctx.host, path) };
 }
 
-/** Restarts the edge-proxy (edge nodes; on the cache it has) and then the node's service. */
+/** Restarts an edgeadm service of an edge node where join installed it (the swap replaced the binary it runs). */
+async function restartEdgeService(ctx: UpgradeNodeData, name: string): Promise<void> {
+  const unit = await installedUnit(ctx, { name, content: '' });
+  if (unit.content !== '') await ctx.serviceManager.ensureRunning(ctx.host, unit, { isRestartNeeded: true });
+}
+
+/**
+ * Restarts the edge-proxy (edge nodes; on the cache it has), then the node's
+ * service, then the node tunnel agent (kubeadm edge nodes): a process keeps
+ * running the binary it started from, so without a restart the agent would
+ * go on as the old edgeadm after the swap.
+ */
 async function restartServices(ctx: UpgradeNodeData): Promise<void> {
-  if (ctx.isEdge) {
-    const unit = await installedUnit(ctx, { name: EDGE_PROXY_UNIT_NAME, content: '' });
-    if (unit.content !== '') await ctx.serviceManager.ensureRunning(ctx.host, unit, { isRestartNeeded: true });
-  }
+  if (ctx.isEdge) await restartEdgeService(ctx, EDGE_PROXY_UNIT_NAME);
   const unit = await installedUnit(ctx, ctx.distribution.serviceUnit('worker'));
   await ctx.serviceManager.ensureRunning(ctx.host, unit, { isRestartNeeded: true });
+  if (ctx.isEdge) await restartEdgeService(ctx, NODE_TUNNEL_AGENT_UNIT_NAME);
 }
 
 function gateTarget(ctx: UpgradeNodeData, version: string): GateTarget {
@@ -267,7 +277,8 @@ function swapPhase(): Phase<UpgradeNodeData> {
 function restartPhase(): Phase<UpgradeNodeData> {
   return {
     name: 'restart',
-    summary: "Restart the edge-proxy (edge nodes, on its cache) and the node's service on the new binaries",
+    summary:
+      "Restart the edge-proxy (edge nodes, on its cache), the node's service and the node tunnel agent (kubeadm edge nodes) on the new binaries",
     async run(ctx) {
       await restartServices(ctx);
       return 'changed';

@@ -17,7 +17,7 @@ export default class UpgradeNode extends BaseCommand<typeof UpgradeNode> {
     'DaemonSet and static Pods stay; a bare Pod, a Pod with emptyDir data, or a PodDisruptionBudget that still ' +
     'refuses at --drain-timeout stops it (E_DRAIN_*) unless --force. If the node is not Ready at the new version ' +
     'within --gate-timeout, the backed-up binaries are restored and the node uncordoned (E_UPGRADE_ROLLED_BACK). ' +
-    'Edge nodes also get the new edgeadm for their edge-proxy; its cache is kept. A re-run finishes an interrupted upgrade.';
+    'Edge nodes also get the new edgeadm for their edge-proxy (its cache is kept) and, on kubeadm, their node tunnel agent, both restarted on it. A re-run finishes an interrupted upgrade.';
   static override examples = [
     '<%= config.bin %> upgrade node --host root@10.1.0.7 --control-plane root@10.0.0.10 --install-pkg-path ./edge-k3s-v1.32.1+k3s1-amd64.tar.gz',
     '<%= config.bin %> upgrade node --host root@10.1.0.7 --control-plane root@10.0.0.10 --install-pkg-path ./edge-kubeadm-v1.32.1-amd64.tar.gz --drain-timeout 10m --force',

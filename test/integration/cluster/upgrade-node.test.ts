@@ -21,6 +21,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UpgradeNodeResult } from '../../../src/cluster/upgrade/node.js';
+import { NODE_TUNNEL_AGENT_UNIT_NAME } from '../../../src/cluster/node-tunnel-units.js';
+import { DIRECT_SERVICE_DIR } from '../../../src/hosts/service-manager.js';
 import { KubeClient } from '../../../src/kube/client.js';
 import { kubeCredentialsOf } from '../../../src/kube/kubeconfig.js';
 import type { BuiltPackage } from '../../../src/packages/build.js';
@@ -58,6 +60,11 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
   const controlPlane = (): TestHost => env.targets[0]!;
   const plainNode = (): TestHost => env.targets[1]!;
   const edgeNode = (): TestHost => env.targets[2]!;
+  /** The node tunnel agent's own pid on the edge node (the direct service manager's file), '' without one. */
+  const tunnelAgentPid = async (): Promise<string> =>
+    (
+      await env.run(edgeNode(), `cat ${DIRECT_SERVICE_DIR}/${NODE_TUNNEL_AGENT_UNIT_NAME}.main.pid 2>/dev/null || true`)
+    ).trim();
   /** A package of `version`; `isBroken`: its node agent (k3s agent, kubelet) exits at once. */
   const build = (version: string, isBroken = false): Promise<BuiltPackage> =>
     distribution.name === 'k3s'
@@ -273,6 +280,15 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
       const marker = `${CACHE_DIR}/upgrade-test-marker`;
       await env.run(edgeNode(), `mkdir -p ${CACHE_DIR} && echo kept > ${marker}`);
       const cacheBefore = await env.run(edgeNode(), `cd ${CACHE_DIR} && find . -type f | sort`);
+      // kubeadm edge nodes run the node tunnel agent from the edgeadm the upgrade replaces (k3s: none).
+      const hasTunnelAgent = distribution.name === 'kubeadm';
+      const agentBefore = await tunnelAgentPid();
+      expect(agentBefore !== '').toBe(hasTunnelAgent);
+      if (hasTunnelAgent) {
+        // It runs steadily (RestartSec=5 would have replaced a failing one), so a new pid after the upgrade is the restart.
+        await new Promise((resolve) => setTimeout(resolve, 6_000));
+        expect(await tunnelAgentPid()).toBe(agentBefore);
+      }
       const result = json<UpgradeNodeResult>(await upgradeNode(edgeNode(), versions.next));
       expect(result).toMatchObject({ outcome: 'upgraded', from: versions.old, to: versions.next, isEdge: true });
       expect(await env.run(edgeNode(), `cat ${marker}`)).toBe('kept\n');
@@ -283,6 +299,13 @@ describe.each(DISTRIBUTIONS)('edgeadm upgrade node ($name, simulated)', (distrib
       expect(await env.run(edgeNode(), 'cat /usr/local/bin/edgeadm')).toContain(
         `shipped in the ${versions.next} test package`,
       );
+      if (hasTunnelAgent) {
+        // Restarted, so it runs the new edgeadm, and running.
+        const agentAfter = await tunnelAgentPid();
+        expect(agentAfter).not.toBe('');
+        expect(agentAfter).not.toBe(agentBefore);
+        expect(await env.run(edgeNode(), `kill -0 ${agentAfter} && echo running`)).toBe('running\n');
+      }
 
       const again = json<UpgradeNodeResult>(await upgradeNode(edgeNode(), versions.next));
       expect(again.outcome).toBe('already-done');

@@ -152,6 +152,10 @@ const BUSYBOX_APPLETS = [
   'head',
   'seq',
   'httpd',
+  // kubectl cp runs `tar` in the container; the node tunnel's 1 GiB copy checks it with sha256sum.
+  'tar',
+  'sha256sum',
+  'rm',
 ];
 
 function busyboxRoot(): ImageFile[] {
@@ -269,7 +273,12 @@ export async function rigKubeadmPackage(
     kubernetes: kubernetes.sha256,
     etcd: builtSet('etcd').sha256,
     coredns: builtSet('coredns').sha256,
-    images: specs.map((s) => s.reference),
+    // What each image holds by path (a busybox applet added is a new image), its entry point too.
+    images: specs.map((s) => ({
+      reference: s.reference,
+      files: s.files.map((f) => ('symlinkTo' in f ? `${f.path}->${f.symlinkTo}` : f.path)),
+      entrypoint: s.entrypoint,
+    })),
     debian: Object.values(DEBIAN_PROGRAMS).map(
       (p) => `${p}:${existsSync(p) ? execFileSync('stat', ['-c', '%s %Y', p], { encoding: 'utf8' }).trim() : '-'}`,
     ),

@@ -18,7 +18,10 @@ import {
   KUBELET_UNIT,
   renderKubeletEdgeDropIn,
 } from '../../../../src/cluster/distributions/kubeadm-units.js';
+import { renderKubeadmUpgradeConfig } from '../../../../src/cluster/upgrade/kubeadm-upgrade-phases.js';
 import { effectiveUnitOf } from '../../../../src/hosts/direct-unit.js';
+import { apiServerEgress } from '../../../../src/node-tunnel/egress-config.js';
+import { EGRESS_CONFIG_PATH, EGRESS_DIR } from '../../../../src/node-tunnel/limits.js';
 
 const execStartOf = (content: string): string => effectiveUnitOf({ name: 'unit.service', content }).execStart;
 import { caPinsOfPem } from '../../../../src/trust/ca-pin.js';
@@ -73,6 +76,50 @@ describe('kubeadm init configuration', () => {
     expect(isKubeletSettableLabel('example.k8s.io/x')).toBe(false);
     expect(isKubeletSettableLabel('kubelet.kubernetes.io/x')).toBe(true);
     expect(isKubeletSettableLabel('example.com/x')).toBe(true);
+  });
+});
+
+describe('kubeadm init configuration of an edge cluster (the node tunnel)', () => {
+  const input = {
+    nodeName: 'cp-1',
+    nodeLabels: {},
+    advertiseAddress: '10.0.0.10',
+    certSans: [],
+    kubernetesVersion: 'v1.34.4',
+  };
+  const clusterOf = (text: string): Doc => (loadAll(text) as Doc[]).find((d) => d.kind === 'ClusterConfiguration')!;
+
+  it("puts the egress selector's flag and volume in the ClusterConfiguration, which kubeadm upgrade apply, upgrade node and join --control-plane make the API server's manifest from", () => {
+    const cluster = clusterOf(renderKubeadmInitConfig({ ...input, isEgressThroughNodeTunnel: true }));
+    // kubeadm keeps this document in kube-system/kubeadm-config and writes every control plane's
+    // kube-apiserver manifest from it again: what is here survives an upgrade; an edit of the
+    // manifest alone would not.
+    expect(cluster.apiServer.extraArgs).toEqual(apiServerEgress().extraArgs);
+    expect(cluster.apiServer.extraArgs).toContainEqual({
+      name: 'egress-selector-config-file',
+      value: EGRESS_CONFIG_PATH,
+    });
+    expect(cluster.apiServer.extraVolumes).toEqual(apiServerEgress().extraVolumes);
+    expect(cluster.apiServer.extraVolumes).toContainEqual(
+      expect.objectContaining({ hostPath: EGRESS_DIR, mountPath: EGRESS_DIR }),
+    );
+    expect(cluster.apiServer.certSANs).toEqual(['10.0.0.10']);
+  });
+
+  it('gives a cluster without --enable-edge no egress selector', () => {
+    const cluster = clusterOf(renderKubeadmInitConfig(input));
+    expect(cluster.apiServer.extraArgs).toBeUndefined();
+    expect(cluster.apiServer.extraVolumes).toBeUndefined();
+  });
+
+  it("has reset remove kubeadm upgrade's backups (a copy of etcd's data), which kubeadm reset leaves", () => {
+    expect(kubeadmDistribution.ownedDirectories).toContain('/etc/kubernetes/tmp');
+  });
+
+  it("upgrade apply gives kubeadm an UpgradeConfiguration only: the API server's flags come from the cluster's ClusterConfiguration", () => {
+    const docs = loadAll(renderKubeadmUpgradeConfig('v1.34.4')) as Doc[];
+    expect(docs.map((d) => d.kind)).toEqual(['UpgradeConfiguration']);
+    expect(JSON.stringify(docs)).not.toMatch(/apiServer|extraArgs|extraVolumes/);
   });
 });
 
