@@ -557,6 +557,23 @@ interface KillResult {
 }
 /** The issue's bound on one replica's part of the agents after rebalancing. */
 const REBALANCED_SHARE = 0.4;
+/** No tunnel moved for this long: the rebalancing is over (twice the replicas' interval). */
+const REBALANCE_QUIET_MS = 10_000;
+/** Tunnels every live replica asked to move, since each started. */
+async function movedTotal(): Promise<number> {
+  const each = await Promise.all(
+    allReplicas.map(async (r) => {
+      const metrics = await ownMetrics(r).catch(() => '');
+      return Number(/^edgeadm_hub_tunnels_moved_total (\d+)$/m.exec(metrics)?.[1] ?? 0);
+    }),
+  );
+  return each.reduce((a, b) => a + b, 0);
+}
+/** The agents each replica holds, by the agents' own account. */
+async function sharesNow(): Promise<number[]> {
+  const { up } = await where();
+  return allReplicas.map((r) => [...up.values()].filter((at) => at.replica === r).length);
+}
 /** How long a restarted replica is given to take its share before the next kill. */
 const REBALANCE_WAIT_MS = 180_000;
 /** After a restart: until every replica holds at most REBALANCED_SHARE of the agents, by the agents' own account. */
@@ -565,10 +582,19 @@ async function untilRebalanced(k: number): Promise<{ rebalancedAfterS: number; s
   let shares: number[] = [];
   let lastLogged = started;
   while (performance.now() - started < REBALANCE_WAIT_MS) {
-    const { up } = await where();
-    shares = allReplicas.map((r) => [...up.values()].filter((at) => at.replica === r).length);
+    shares = await sharesNow();
     if (Math.max(...shares) <= REBALANCED_SHARE * AGENTS) {
-      return { rebalancedAfterS: (performance.now() - started) / 1000, sharesAfter: shares };
+      const rebalancedAfterS = (performance.now() - started) / 1000;
+      // The next kill waits for the moves to end: an agent moving away from the next victim as it dies would be
+      // counted as the victim's and never as up again.
+      let moved = await movedTotal();
+      for (;;) {
+        await sleep(REBALANCE_QUIET_MS);
+        const now = await movedTotal();
+        if (now === moved) break;
+        moved = now;
+      }
+      return { rebalancedAfterS, sharesAfter: await sharesNow() };
     }
     if (performance.now() - lastLogged > 5000) {
       lastLogged = performance.now();
