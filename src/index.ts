@@ -32,6 +32,7 @@ import TokenCreate from './commands/token/create.js';
 import TokenDelete from './commands/token/delete.js';
 import TokenGenerate from './commands/token/generate.js';
 import TokenList from './commands/token/list.js';
+import SitesList from './commands/sites/list.js';
 import UpgradeApply from './commands/upgrade/apply.js';
 import UpgradePlan from './commands/upgrade/plan.js';
 import UpgradeNode from './commands/upgrade/node.js';
@@ -90,6 +91,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'package:keygen': PackageKeygen,
   'package:sign': PackageSign,
   'token:generate': TokenGenerate,
+  'sites:list': SitesList,
   'certs:ca-hash': CertsCaHash,
   'join:phase:discovery': JoinPhaseDiscovery,
   'hub:serve': HubServe,
