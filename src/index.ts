@@ -6,6 +6,7 @@ import type { Command } from '@oclif/core';
 import { notBuiltCommand } from './cli/not-built.js';
 import { PLANNED_COMMANDS } from './cli/planned-commands.js';
 import AgentAutonomy from './commands/agent/autonomy.js';
+import AgentSiteGridController from './commands/agent/site-grid-controller.js';
 import AgentEdgeProxy from './commands/agent/edge-proxy.js';
 import CertsCaHash from './commands/certs/ca-hash.js';
 import ConfigPrint from './commands/config/print.js';
@@ -76,6 +77,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   completion: Completion,
   version: Version,
   'agent:autonomy': AgentAutonomy,
+  'agent:site-grid-controller': AgentSiteGridController,
   'agent:edge-proxy': AgentEdgeProxy,
   'host:check': HostCheck,
   'host:resolve': HostResolve,

@@ -31,6 +31,7 @@ describe('init and join help', () => {
       'record-package',
       'edge-addons',
       'edge-autonomy',
+      'edge-site-grids',
       'show-join-command',
     ]) {
       expect(stdout).toMatch(new RegExp(`^\\s+${phase}\\s+\\S`, 'm'));

@@ -266,6 +266,7 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'upload-certs:skipped',
           'edge-addons:skipped',
           'edge-autonomy:skipped',
+          'edge-site-grids:skipped',
           'node-tunnel:skipped',
           'show-join-command:changed',
         ]);

@@ -97,6 +97,7 @@ describe('--output jsonl (simulated k3s)', () => {
       'phase-skipped upload-certs',
       'phase-skipped edge-addons',
       'phase-skipped edge-autonomy',
+      'phase-skipped edge-site-grids',
       'phase-skipped node-tunnel',
       'phase-started show-join-command',
       'phase-finished show-join-command',

@@ -178,6 +178,7 @@ describe('each phase run alone refuses malformed input with no connection made',
       'upload-certs',
       'edge-addons',
       'edge-autonomy',
+      'edge-site-grids',
       'node-tunnel',
       'show-join-command',
     ]);

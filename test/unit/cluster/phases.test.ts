@@ -20,6 +20,7 @@ describe('phase trees', () => {
       'upload-certs',
       'edge-addons',
       'edge-autonomy',
+      'edge-site-grids',
       'node-tunnel',
       'show-join-command',
     ]);
