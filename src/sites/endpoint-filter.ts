@@ -38,7 +38,7 @@ export function filterEndpointSlice<T extends EndpointSliceLike>(slice: T, site:
 
 /** Which answers the filter rewrites: EndpointSlice lists, objects and watches (discovery.k8s.io/v1). */
 export function isEndpointSlicePath(path: string): boolean {
-  return /^\/apis\/discovery\.k8s\.io\/v1\/(namespaces\/[^/]+\/)?endpointslices(\/[^/]+)?$/.test(path);
+  return /^\/apis\/discovery\.k8s\.io\/v1\/(watch\/)?(namespaces\/[^/]+\/)?endpointslices(\/[^/]+)?$/.test(path);
 }
 
 /**

@@ -77,7 +77,7 @@ describe('phase trees', () => {
 
   it('lists the tree for --help with each summary', () => {
     const help = describePhases(initPhases());
-    expect(help.split('\n')).toHaveLength(13);
+    expect(help.split('\n')).toHaveLength(14);
     expect(help).toMatch(/^preflight\s+Run the pre-flight checks/);
   });
 });
