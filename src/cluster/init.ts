@@ -36,6 +36,7 @@ import { cgroupDriverOf, type ServerConfigInput } from './distributions/distribu
 import { edgeAddonsPhase } from './edge-addons-phase.js';
 import { edgeAutonomyPhase } from './edge-autonomy-phase.js';
 import { edgeSiteGridPhase } from './edge-site-grid-phase.js';
+import { edgeKubeProxyPhase } from './edge-kube-proxy.js';
 import { egressSelectorPhase, nodeTunnelServerPhase } from './node-tunnel-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import { renderJoinCommand } from './join-command.js';
@@ -314,6 +315,7 @@ export function initPhases(): Phase<InitData>[] {
     packageRecordPhase<InitData>({ action: 'init', client: adminClient }),
     uploadCertsPhase<InitData>({ adminClient, serverConfig: serverConfigOf }),
     edgeAddonsPhase<InitData>({ adminClient }),
+    edgeKubeProxyPhase<InitData>({ adminClient }),
     edgeAutonomyPhase<InitData>({
       server: async (ctx) => {
         await ensureFacts(ctx);

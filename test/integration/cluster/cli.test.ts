@@ -30,6 +30,7 @@ describe('init and join help', () => {
       'bootstrap-token',
       'record-package',
       'edge-addons',
+      'edge-kube-proxy',
       'edge-autonomy',
       'edge-site-grids',
       'show-join-command',

@@ -96,6 +96,7 @@ describe('--output jsonl (simulated k3s)', () => {
       'phase-finished record-package',
       'phase-skipped upload-certs',
       'phase-skipped edge-addons',
+      'phase-skipped edge-kube-proxy',
       'phase-skipped edge-autonomy',
       'phase-skipped edge-site-grids',
       'phase-skipped node-tunnel',
