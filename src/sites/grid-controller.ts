@@ -40,7 +40,7 @@ export function siteGridPath(options: { namespace?: string; name?: string; subre
   return options.subresource === undefined ? base : `${base}/${options.subresource}`;
 }
 
-/** Reads the Nodes into sites, with the labels all of a site's nodes share. */
+/** Reads the Nodes into sites (by name), with the labels all of a site's nodes share. */
 export async function observeSites(client: KubeClient): Promise<ObservedSite[]> {
   const nodes = await client.list<SiteNodeObject>(corePath('nodes'), { labelSelector: SITE_LABEL });
   const bySite = new Map<string, SiteNodeObject[]>();
@@ -48,7 +48,8 @@ export async function observeSites(client: KubeClient): Promise<ObservedSite[]> 
     const site = node.metadata?.labels?.[SITE_LABEL];
     if (site) bySite.set(site, [...(bySite.get(site) ?? []), node]);
   }
-  return [...bySite].map(([name, members]) => ({
+  const sorted = [...bySite].sort(([a], [b]) => a.localeCompare(b));
+  return sorted.map(([name, members]) => ({
     name,
     labels: sharedLabels(members.map((node) => node.metadata?.labels ?? {})),
     nodes: members.length,
