@@ -208,6 +208,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   const joinLine = /^\s*(edgeadm join \S.*)$/m.exec(printed)?.[1];
   if (joinLine === undefined) throw new Error(`init printed no join command:\n${printed}`);
   const joinArgs = joinLine.trim().split(/\s+/).slice(1);
+  await setRigKubeProxyConntrack(kubectl, hosts.dir);
   const join = async (node: TestHost, flags: string[] = []): Promise<void> => {
     // The printed command names the package and --enable-edge when init had them; they are added only if not.
     const args = [...joinArgs, ...ssh(node), ...flags];
@@ -236,6 +237,31 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     before,
     seconds: { init: initSeconds, joins },
   };
+}
+
+/**
+ * A rig setting (test/real/README.md): kube-proxy leaves the conntrack
+ * table's size and TCP timeouts as they are. It sets them by default, and
+ * `nf_conntrack_max` can only be written from the machine's first network
+ * namespace, which a test host is not: kube-proxy would exit ("open
+ * /proc/sys/net/netfilter/nf_conntrack_max: permission denied") and no
+ * Service would work. An operator's node is its machine's first namespace.
+ * Both kube-proxy configurations (kubeadm's, and edgeadm's for edge nodes)
+ * are changed and kubeadm's pod restarted; the edge nodes join afterwards.
+ */
+async function setRigKubeProxyConntrack(kubectl: (args: string[]) => Promise<string>, dir: string): Promise<void> {
+  for (const name of ['kube-proxy', 'kube-proxy-edge']) {
+    const configMap = JSON.parse(await kubectl(['-n', 'kube-system', 'get', 'configmap', name, '-o', 'json'])) as {
+      data: Record<string, string>;
+    };
+    configMap.data['config.conf'] = configMap.data['config.conf']!.replace(/^(\s+maxPerCore:).*$/m, '$1 0')
+      .replace(/^(\s+tcpCloseWaitTimeout:).*$/m, '$1 0s')
+      .replace(/^(\s+tcpEstablishedTimeout:).*$/m, '$1 0s');
+    const file = joinPath(dir, `${name}-configmap.json`);
+    writeFileSync(file, JSON.stringify(configMap));
+    await kubectl(['replace', '-f', file]);
+  }
+  await kubectl(['-n', 'kube-system', 'delete', 'pod', '-l', 'k8s-app=kube-proxy', '--wait=false']);
 }
 
 /** reset of every host (edge nodes first), then what differs on each from before init. */
