@@ -282,7 +282,11 @@ describe('site grids on real kubeadm, kubelets and kube-proxy', () => {
       const left = await cluster.kubectl(['get', 'deployment,service', '-l', 'edgeadm.io/site=shop-b', '-o', 'name']);
       return left.trim() === '' ? true : undefined;
     });
-    const sites = (await gridStatus()).sites?.map((s) => s.site);
+    // The status is written after the deletions, in the same pass.
+    const sites = await waitFor('the grid status without shop-b', async () => {
+      const listed = (await gridStatus()).sites?.map((s) => s.site);
+      return listed?.includes('shop-b') === false ? listed : undefined;
+    });
     expect(sites).toEqual(['shop-a', 'shop-c']);
   });
 });
