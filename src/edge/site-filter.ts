@@ -59,10 +59,10 @@ export function siteFilteredAnswer(
   const write = res.write.bind(res) as (chunk: string | Buffer, callback?: WriteCallback) => boolean;
   const end = res.end.bind(res);
   const writeHead = res.writeHead.bind(res) as (status: number, ...rest: unknown[]) => ServerResponse;
-  res.writeHead = ((status: number, ...rest: unknown[]) => {
+  res.writeHead = (status: number, ...rest: unknown[]) => {
     res.removeHeader('content-length');
     return writeHead(status, ...rest.map(withoutContentLength));
-  });
+  };
   let pending = '';
   const take = (chunk: unknown): void => {
     if (chunk === undefined || chunk === null || typeof chunk === 'function') return;

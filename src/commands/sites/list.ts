@@ -4,7 +4,8 @@ import { clientFromKubeconfig, defaultKubeconfigPath } from '../../cluster/token
 import { listSites, type SiteListing } from '../../sites/site-list.js';
 
 export default class SitesList extends BaseCommand<typeof SitesList> {
-  static override summary = 'List the sites of the cluster (nodes labelled edgeadm.io/site), their nodes and readiness.';
+  static override summary =
+    'List the sites of the cluster (nodes labelled edgeadm.io/site), their nodes and readiness.';
   static override description =
     'A site is the set of Nodes labelled edgeadm.io/site=NAME ("edgeadm join --site NAME" sets it). Nodes without the label are counted apart.';
   static override examples = [
