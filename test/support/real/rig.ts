@@ -281,11 +281,12 @@ export async function rigKubeadmPackage(
     kubernetes: kubernetes.sha256,
     etcd: builtSet('etcd').sha256,
     coredns: builtSet('coredns').sha256,
-    images: specs.map((s) => s.reference),
+    // What each image holds, not only its name: a file added to an image makes a new package.
+    images: specs.map((s) => ({ reference: s.reference, files: s.files.map((file) => file.path) })),
     debian: Object.values(DEBIAN_PROGRAMS).map(
       (p) => `${p}:${existsSync(p) ? execFileSync('stat', ['-c', '%s %Y', p], { encoding: 'utf8' }).trim() : '-'}`,
     ),
-    format: 1,
+    format: 2,
   });
   const dir = await once(join(RIG_CACHE, 'packages', `kubeadm-${key}`), async (tmp) => {
     const source = join(tmp, 'source');
@@ -330,7 +331,8 @@ export async function rigKubeadmPackage(
   return {
     file: join(dir, 'kubeadm.tar.gz'),
     kubernetesVersion: kubernetes.version,
-    images: specs.map((s) => s.reference),
+    // What each image holds, not only its name: a file added to an image makes a new package.
+    images: specs.map((s) => ({ reference: s.reference, files: s.files.map((file) => file.path) })),
   };
 }
 
