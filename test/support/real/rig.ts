@@ -331,8 +331,7 @@ export async function rigKubeadmPackage(
   return {
     file: join(dir, 'kubeadm.tar.gz'),
     kubernetesVersion: kubernetes.version,
-    // What each image holds, not only its name: a file added to an image makes a new package.
-    images: specs.map((s) => ({ reference: s.reference, files: s.files.map((file) => file.path) })),
+    images: specs.map((s) => s.reference),
   };
 }
 
