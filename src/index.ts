@@ -6,6 +6,7 @@ import type { Command } from '@oclif/core';
 import { notBuiltCommand } from './cli/not-built.js';
 import { PLANNED_COMMANDS } from './cli/planned-commands.js';
 import AgentAutonomy from './commands/agent/autonomy.js';
+import AgentSiteGridController from './commands/agent/site-grid-controller.js';
 import AgentEdgeProxy from './commands/agent/edge-proxy.js';
 import CertsCaHash from './commands/certs/ca-hash.js';
 import ConfigPrint from './commands/config/print.js';
@@ -32,6 +33,7 @@ import TokenCreate from './commands/token/create.js';
 import TokenDelete from './commands/token/delete.js';
 import TokenGenerate from './commands/token/generate.js';
 import TokenList from './commands/token/list.js';
+import SitesList from './commands/sites/list.js';
 import UpgradeApply from './commands/upgrade/apply.js';
 import UpgradePlan from './commands/upgrade/plan.js';
 import UpgradeNode from './commands/upgrade/node.js';
@@ -75,6 +77,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   completion: Completion,
   version: Version,
   'agent:autonomy': AgentAutonomy,
+  'agent:site-grid-controller': AgentSiteGridController,
   'agent:edge-proxy': AgentEdgeProxy,
   'host:check': HostCheck,
   'host:resolve': HostResolve,
@@ -90,6 +93,7 @@ const BUILT_COMMANDS: Record<string, Command.Class> = {
   'package:keygen': PackageKeygen,
   'package:sign': PackageSign,
   'token:generate': TokenGenerate,
+  'sites:list': SitesList,
   'certs:ca-hash': CertsCaHash,
   'join:phase:discovery': JoinPhaseDiscovery,
   'hub:serve': HubServe,

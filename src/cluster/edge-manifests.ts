@@ -76,8 +76,242 @@ subjects:
     name: 'system:nodes'
 `;
 
+/** manifests/site-grid-crd.yaml */
+export const SITE_GRID_CRD_MANIFEST = `# The SiteGrid resource: one workload and Service, one copy per site (nodes
+# labelled edgeadm.io/site=NAME), with per-site overrides. The edgeadm site
+# grid controller keeps the copies; see docs/guides/site-grids.md.
+# Applied by "edgeadm init --enable-edge" (phase edge-addons).
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: sitegrids.edgeadm.io
+  labels:
+    app.kubernetes.io/managed-by: edgeadm
+    app.kubernetes.io/component: site-grids
+spec:
+  group: edgeadm.io
+  scope: Namespaced
+  names:
+    kind: SiteGrid
+    listKind: SiteGridList
+    plural: sitegrids
+    singular: sitegrid
+    shortNames: [sg]
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      subresources:
+        status: {}
+      additionalPrinterColumns:
+        - { name: Kind, type: string, jsonPath: .spec.workload.kind }
+        - { name: Age, type: date, jsonPath: .metadata.creationTimestamp }
+      schema:
+        openAPIV3Schema:
+          type: object
+          required: [spec]
+          properties:
+            spec:
+              type: object
+              required: [workload]
+              properties:
+                sites:
+                  description: Which sites get a copy, by name and/or by the labels all their nodes share; every site when both are absent.
+                  type: object
+                  properties:
+                    names:
+                      type: array
+                      maxItems: 1000
+                      items: { type: string, maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' }
+                    selector: &selector
+                      type: object
+                      properties:
+                        matchLabels:
+                          type: object
+                          additionalProperties: { type: string, maxLength: 63 }
+                        matchExpressions:
+                          type: array
+                          maxItems: 20
+                          items:
+                            type: object
+                            required: [key, operator]
+                            properties:
+                              key: { type: string, maxLength: 317 }
+                              operator: { type: string, enum: [In, NotIn, Exists, DoesNotExist] }
+                              values: { type: array, maxItems: 100, items: { type: string, maxLength: 63 } }
+                workload:
+                  type: object
+                  required: [kind, template]
+                  properties:
+                    kind: { type: string, enum: [Deployment, StatefulSet] }
+                    replicas: { type: integer, minimum: 0, maximum: 1000 }
+                    template:
+                      description: A pod template (PodTemplateSpec); the controller adds the site's labels, node selector and the edge taint's toleration.
+                      type: object
+                      required: [spec]
+                      x-kubernetes-preserve-unknown-fields: true
+                      properties:
+                        metadata:
+                          type: object
+                          x-kubernetes-preserve-unknown-fields: true
+                        spec:
+                          type: object
+                          required: [containers]
+                          x-kubernetes-preserve-unknown-fields: true
+                          properties:
+                            containers:
+                              type: array
+                              minItems: 1
+                              items:
+                                type: object
+                                required: [name]
+                                x-kubernetes-preserve-unknown-fields: true
+                                properties:
+                                  name: { type: string, maxLength: 63 }
+                service:
+                  description: The Service of every copy (its ports and type); the grid's own Service keeps each site's clients in their site.
+                  type: object
+                  required: [ports]
+                  properties:
+                    type: { type: string, enum: [ClusterIP, NodePort] }
+                    ports:
+                      type: array
+                      minItems: 1
+                      maxItems: 100
+                      items:
+                        type: object
+                        required: [port]
+                        x-kubernetes-preserve-unknown-fields: true
+                        properties:
+                          port: { type: integer, minimum: 1, maximum: 65535 }
+                overrides:
+                  description: Per-site changes, in order (a later one wins), for sites by name or by label.
+                  type: array
+                  maxItems: 1000
+                  items:
+                    type: object
+                    x-kubernetes-validations:
+                      - rule: has(self.sites) || has(self.siteSelector)
+                        message: an override names its sites or selects them by label
+                    properties:
+                      sites:
+                        type: array
+                        maxItems: 1000
+                        items: { type: string, maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' }
+                      siteSelector: *selector
+                      replicas: { type: integer, minimum: 0, maximum: 1000 }
+                      container: { type: string, maxLength: 63 }
+                      image: { type: string, minLength: 1, maxLength: 1024 }
+                      env:
+                        type: array
+                        maxItems: 200
+                        items:
+                          type: object
+                          required: [name]
+                          x-kubernetes-preserve-unknown-fields: true
+                          properties:
+                            name: { type: string, minLength: 1, maxLength: 253 }
+                            value: { type: string }
+                      resources:
+                        type: object
+                        x-kubernetes-preserve-unknown-fields: true
+            status:
+              type: object
+              properties:
+                observedGeneration: { type: integer }
+                sites:
+                  type: array
+                  items:
+                    type: object
+                    required: [site, state]
+                    properties:
+                      site: { type: string }
+                      state: { type: string, enum: [Ready, Progressing, Offline, Invalid] }
+                      nodes: { type: integer }
+                      readyNodes: { type: integer }
+                      replicas: { type: integer }
+                      readyReplicas: { type: integer }
+                      observedGeneration: { type: integer }
+                      message: { type: string }
+`;
+
+/** manifests/site-grid-controller.yaml */
+export const SITE_GRID_CONTROLLER_MANIFEST = `# The site grid controller's identity and rights: it runs as this service
+# account (edgeadm agent site-grid-controller, a service on the control
+# plane), with only what keeping the copies needs. It reads Nodes (to see
+# sites), reads SiteGrids and writes their status, and manages Deployments,
+# StatefulSets and Services; it deletes only those a grid owns (owner
+# reference), a rule of its code that RBAC cannot state. See SECURITY.md.
+#
+# Template values: {{SITE_GRID_CONTROLLER}}.
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: '{{SITE_GRID_CONTROLLER}}'
+  namespace: kube-system
+  labels:
+    app.kubernetes.io/managed-by: edgeadm
+    app.kubernetes.io/component: site-grids
+---
+# A long-lived token for the service on the control plane (it has no pod to
+# get a projected one); kept in kube-system, readable by cluster admins only.
+apiVersion: v1
+kind: Secret
+type: kubernetes.io/service-account-token
+metadata:
+  name: '{{SITE_GRID_CONTROLLER}}-token'
+  namespace: kube-system
+  labels:
+    app.kubernetes.io/managed-by: edgeadm
+    app.kubernetes.io/component: site-grids
+  annotations:
+    kubernetes.io/service-account.name: '{{SITE_GRID_CONTROLLER}}'
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: 'edgeadm:site-grid-controller'
+  labels:
+    app.kubernetes.io/managed-by: edgeadm
+    app.kubernetes.io/component: site-grids
+rules:
+  - apiGroups: ['']
+    resources: ['nodes']
+    verbs: ['get', 'list', 'watch']
+  - apiGroups: ['edgeadm.io']
+    resources: ['sitegrids']
+    verbs: ['get', 'list', 'watch']
+  - apiGroups: ['edgeadm.io']
+    resources: ['sitegrids/status']
+    verbs: ['get', 'patch', 'update']
+  - apiGroups: ['apps']
+    resources: ['deployments', 'statefulsets']
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete']
+  - apiGroups: ['']
+    resources: ['services']
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete']
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: 'edgeadm:site-grid-controller'
+  labels:
+    app.kubernetes.io/managed-by: edgeadm
+    app.kubernetes.io/component: site-grids
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: 'edgeadm:site-grid-controller'
+subjects:
+  - kind: ServiceAccount
+    name: '{{SITE_GRID_CONTROLLER}}'
+    namespace: kube-system
+`;
+
 /** The edge addon templates in the order init applies them, by file name. */
 export const EDGE_ADDON_MANIFESTS: ReadonlyArray<{ file: string; template: string }> = [
   { file: 'edge-node-config.yaml', template: EDGE_NODE_CONFIG_MANIFEST },
   { file: 'edge-join-rbac.yaml', template: EDGE_JOIN_RBAC_MANIFEST },
+  { file: 'site-grid-crd.yaml', template: SITE_GRID_CRD_MANIFEST },
+  { file: 'site-grid-controller.yaml', template: SITE_GRID_CONTROLLER_MANIFEST },
 ];

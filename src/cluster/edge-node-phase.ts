@@ -46,6 +46,7 @@ import type { DiscoveryResult } from '../trust/discovery.js';
 import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import { readEdgeSettings, type EdgeSettings } from './edge-settings.js';
 import { EDGE_PROXY_UNIT_NAME, renderEdgeProxyUnit, type EdgeProxyUnitInput } from './edge-proxy-unit.js';
+import { SITE_LABEL } from '../sites/site-label.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import type { NodeData } from './node-context.js';
 import type { EdgeSupervisor } from './distributions/distribution.js';
@@ -131,6 +132,8 @@ export interface EdgeNodeData extends NodeData {
   edgeadmBinary?: EdgeadmBinary;
   /** Read from the cluster by the first phase that needs them. */
   edgeSettings?: EdgeSettings;
+  /** The Node's labels: its `edgeadm.io/site` (join --site) is the site the edge-proxy keeps grid traffic in. */
+  nodeLabels: Record<string, string>;
 }
 
 /** The cluster's edge settings, read once with the bootstrap token from the server discovery verified. */
@@ -250,10 +253,15 @@ async function writeSupervisorUpstream(
   return !upstream.skipped;
 }
 
-/** The unit's k3s supervisor flags: the node's serving certificate and the agent's mapped identities. Pure. */
-function supervisorUnitInput(supervisor: EdgeSupervisor | undefined): Pick<EdgeProxyUnitInput, 'k3sSupervisor'> {
-  if (!supervisor) return {};
+/** The unit's k3s supervisor part (k3s only) and the node's site (join --site), when there are. */
+function supervisorUnitInput(
+  supervisor: EdgeSupervisor | undefined,
+  site: string | undefined,
+): Pick<EdgeProxyUnitInput, 'k3sSupervisor' | 'site'> {
+  const siteInput = site === undefined ? {} : { site };
+  if (!supervisor) return siteInput;
   return {
+    ...siteInput,
     k3sSupervisor: {
       servingCertFile: supervisor.servingCertPath,
       servingKeyFile: supervisor.servingKeyPath,
@@ -419,7 +427,7 @@ export function edgeNodePhase<C extends EdgeNodeData>(deps: EdgeNodePhaseDeps<C>
               },
             }
           : {}),
-        ...supervisorUnitInput(supervisor),
+        ...supervisorUnitInput(supervisor, ctx.nodeLabels[SITE_LABEL]),
       };
       const unit = { name: EDGE_PROXY_UNIT_NAME, content: renderEdgeProxyUnit(unitInput) };
       const isUnitChanged = await serviceManager.install(host, unit);

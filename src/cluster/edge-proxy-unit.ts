@@ -130,6 +130,8 @@ export interface EdgeProxyUnitInput {
    * certificates mapped to themselves. Rendered after the client
    * certificate flags, in the same place of the command line.
    */
+  /** The node's site (join --site): grid Services' endpoints are kept to it (src/sites/endpoint-filter.ts). */
+  site?: string;
   k3sSupervisor?: {
     servingCertFile: string;
     servingKeyFile: string;
@@ -171,6 +173,7 @@ export function renderEdgeProxyUnit(input: EdgeProxyUnitInput): string {
         ),
       ].join('')
     : '';
+  const siteFlag = input.site === undefined ? '' : ` \\\n  --site ${safe(input.site, 'the site')}`;
   // The comment that explains the template values goes; the values take its place.
   const lines = EDGE_PROXY_UNIT_TEMPLATE.split('\n');
   const start = lines.findIndex((line) => line.startsWith('# Template values:'));
@@ -182,5 +185,5 @@ export function renderEdgeProxyUnit(input: EdgeProxyUnitInput): string {
     .replaceAll('{{UPSTREAM_KUBECONFIG}}', safe(input.upstreamKubeconfig, 'the node kubeconfig path'))
     .replaceAll('{{CACHE_MAX_BYTES}}', safe(input.cacheMaxBytes, 'the cache size'))
     .replaceAll('{{CACHE_MAX_ENTRIES}}', String(input.cacheMaxEntries))
-    .replaceAll('{{CLIENT_CERT_FLAGS}}', certFlags + supervisorFlags);
+    .replaceAll('{{CLIENT_CERT_FLAGS}}', certFlags + supervisorFlags + siteFlag);
 }

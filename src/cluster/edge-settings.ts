@@ -22,6 +22,7 @@ import { EdgeadmError, ValidationError } from '../errors.js';
 import { KubeApiError, corePath, type KubeClient, type KubeObject } from '../kube/client.js';
 import { EDGE_ADDON_MANIFESTS } from './edge-manifests.js';
 import { renderManifest } from './manifests.js';
+import { SITE_GRID_CONTROLLER_ACCOUNT } from '../sites/site-grid.js';
 
 /** The ConfigMap (in kube-system) that holds the edge settings. */
 export const EDGE_CONFIG_NAME = 'edgeadm-edge';
@@ -63,6 +64,7 @@ export function edgeAddonObjects(settings: EdgeSettings): KubeObject[] {
     PROXY_CACHE_MAX_BYTES: settings.proxyCacheMaxBytes,
     PROXY_CACHE_MAX_ENTRIES: String(settings.proxyCacheMaxEntries),
     AUTONOMY_DURATION: formatAutonomyDuration(settings.autonomyDuration),
+    SITE_GRID_CONTROLLER: SITE_GRID_CONTROLLER_ACCOUNT,
   };
   return EDGE_ADDON_MANIFESTS.flatMap(({ file, template }) => renderManifest(template, values, `manifests/${file}`));
 }

@@ -35,6 +35,8 @@ import { uploadCertsPhase } from './control-plane-join.js';
 import { cgroupDriverOf, type ServerConfigInput } from './distributions/distribution.js';
 import { edgeAddonsPhase } from './edge-addons-phase.js';
 import { edgeAutonomyPhase } from './edge-autonomy-phase.js';
+import { edgeSiteGridPhase } from './edge-site-grid-phase.js';
+import { edgeKubeProxyPhase } from './edge-kube-proxy.js';
 import { egressSelectorPhase, nodeTunnelServerPhase } from './node-tunnel-phase.js';
 import { readHostFile, waitForHostFiles } from './host-files.js';
 import { renderJoinCommand } from './join-command.js';
@@ -313,11 +315,19 @@ export function initPhases(): Phase<InitData>[] {
     packageRecordPhase<InitData>({ action: 'init', client: adminClient }),
     uploadCertsPhase<InitData>({ adminClient, serverConfig: serverConfigOf }),
     edgeAddonsPhase<InitData>({ adminClient }),
+    edgeKubeProxyPhase<InitData>({ adminClient }),
     edgeAutonomyPhase<InitData>({
       server: async (ctx) => {
         await ensureFacts(ctx);
         return serverOf(ctx);
       },
+    }),
+    edgeSiteGridPhase<InitData>({
+      server: async (ctx) => {
+        await ensureFacts(ctx);
+        return serverOf(ctx);
+      },
+      adminClient,
     }),
     nodeTunnelServerPhase<InitData>(),
     showJoinCommandPhase(),

@@ -1,7 +1,7 @@
 /**
  * `edgeadm join`'s one request: built once from the flags and the config
  * file, checked with no I/O, and then passed down as it is. A malformed
- * token, pin, endpoint, duration, label, key or phase name fails here, with
+ * token, pin, endpoint, duration, label, site, key or phase name fails here, with
  * one error code per kind of mistake, before the package is read or any
  * host is reached; the layers below take the parsed types and do not check
  * them again.
@@ -15,6 +15,7 @@ import { parseEdgeAutonomyFlag } from './init-request.js';
 import { joinPhases } from './join.js';
 import { parseNodeRequest, type NodeRequest } from './node-request.js';
 import { parseRunRequest, type RunFlagValues, type RunRequest } from './run-request.js';
+import { withSiteLabels } from '../sites/site-label.js';
 
 /** Everything a join does, parsed. Secrets in it: the token, the certificate key. */
 export interface JoinRequest extends NodeRequest {
@@ -41,6 +42,8 @@ export interface JoinFlagValues extends RunFlagValues {
   'install-pkg-path'?: string | undefined;
   'node-name'?: string | undefined;
   'node-labels'?: string | undefined;
+  /** `--site NAME`: the node's site (labels `edgeadm.io/site` and the zone). */
+  site?: string | undefined;
   'enable-edge'?: boolean | undefined;
   'autonomy-duration'?: string | undefined;
   'control-plane'?: boolean | undefined;
@@ -99,7 +102,7 @@ export function parseJoinRequest(input: JoinInput): JoinRequest {
     isUnsafeSkipCaVerification: settings.unsafeSkipCaVerification,
     timeoutMs: parseDiscoveryTimeout(settings.discoveryTimeout),
   });
-  const node = parseNodeRequest({
+  const parsedNode = parseNodeRequest({
     distribution: flags.distribution ?? 'k3s',
     ...(settings.installPackage === undefined ? {} : { installPackage: settings.installPackage }),
     trustedKeys: settings.trustedKeys,
@@ -107,6 +110,8 @@ export function parseJoinRequest(input: JoinInput): JoinRequest {
     ...(flags['node-labels'] === undefined ? {} : { nodeLabelsFlag: flags['node-labels'] }),
     nodeLabels: settings.nodeLabels,
   });
+  // The site is checked before any I/O like every other flag; it adds the site's two labels.
+  const node = { ...parsedNode, nodeLabels: withSiteLabels(parsedNode.nodeLabels, flags.site) };
   const autonomyDuration = parseEdgeAutonomyFlag(flags['autonomy-duration'], settings.enableEdge);
   const isControlPlane = flags['control-plane'] === true;
   const certificateKey = flags['certificate-key'];

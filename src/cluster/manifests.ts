@@ -19,6 +19,8 @@ const RESOURCES: Record<string, { resource: string; isNamespaced: boolean }> = {
   'rbac.authorization.k8s.io/v1/RoleBinding': { resource: 'rolebindings', isNamespaced: true },
   'rbac.authorization.k8s.io/v1/ClusterRole': { resource: 'clusterroles', isNamespaced: false },
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': { resource: 'clusterrolebindings', isNamespaced: false },
+  'apps/v1/DaemonSet': { resource: 'daemonsets', isNamespaced: true },
+  'apiextensions.k8s.io/v1/CustomResourceDefinition': { resource: 'customresourcedefinitions', isNamespaced: false },
 };
 
 /** A template value may not break out of the quoted YAML scalar it fills. */

@@ -8,7 +8,7 @@ import { requestedServiceManager } from '../hosts/service-manager.js';
 import { formatBootstrapToken } from '../trust/bootstrap-token.js';
 import { describePhases } from '../workflow/phase.js';
 import { controlPlaneJoinFlags } from '../cli/flags/control-plane-flags.js';
-import { nodeFlags, readConfigFile } from '../cli/flags/node-flags.js';
+import { nodeFlags, readConfigFile, siteFlags } from '../cli/flags/node-flags.js';
 import { discoveryFlags } from '../cli/flags/discovery-flags.js';
 
 export default class Join extends BaseCommand<typeof Join> {
@@ -18,6 +18,7 @@ export default class Join extends BaseCommand<typeof Join> {
   static override description = `Phases (skip with --skip-phases, run one with "edgeadm join phase <name>"):\n\n${describePhases(joinPhases())}\n\nDiscovery runs on this machine before anything reaches the host: a wrong token, a wrong pin or an unreachable control plane installs nothing.`;
   static override examples = [
     '<%= config.bin %> join 10.0.0.10:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:<hash> --install-pkg-path ./pkg.tar.gz',
+    '<%= config.bin %> join 10.0.0.10:6443 --site shop-lyon-1 --enable-edge --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:<hash> --install-pkg-path ./pkg.tar.gz',
     '<%= config.bin %> join 10.0.0.10:6443 --host root@10.0.0.21 --token … --discovery-token-ca-cert-hash sha256:<hash> --install-pkg-path ./pkg.tar.gz',
     '<%= config.bin %> join 10.0.0.10:6443 --host root@10.0.0.11 --control-plane --certificate-key <key> --token … --discovery-token-ca-cert-hash sha256:<hash> --install-pkg-path ./pkg.tar.gz',
   ];
@@ -28,6 +29,7 @@ export default class Join extends BaseCommand<typeof Join> {
     ...sshFlags,
     ...outputFlags,
     ...nodeFlags,
+    ...siteFlags,
     ...discoveryFlags,
     ...controlPlaneJoinFlags,
   };

@@ -10,6 +10,7 @@ import { setFlagsFromString } from 'node:v8';
 import { ValidationError } from '../errors.js';
 import type { Logger } from '../log/run-log.js';
 import { parseGoDuration } from '../trust/duration.js';
+import { parseSiteName } from '../sites/site-label.js';
 import { parseByteSize } from './byte-size.js';
 import { parseHostPort, startEdgeProxy } from './edge-proxy.js';
 import { loadClientCertMappings, parseClientCertMapping, readUpstreamConfig } from './upstream-config.js';
@@ -40,6 +41,8 @@ export interface EdgeProxyAgentFlags {
   'health-interval': string;
   /** Stand in for the k3s supervisor while the server is unreachable (k3s-supervisor.ts). */
   'k3s-supervisor'?: boolean | undefined;
+  /** The node's site: grid Services' endpoints are kept to it (src/sites/endpoint-filter.ts). */
+  site?: string | undefined;
 }
 
 /** What `--json` prints once the proxy has stopped. */
@@ -79,6 +82,7 @@ export async function runEdgeProxyAgent(flags: EdgeProxyAgentFlags, io: EdgeProx
     clientCerts: loadClientCertMappings(flags['client-cert-map'].map(parseClientCertMapping)),
     healthIntervalMs,
     isK3sSupervisor: flags['k3s-supervisor'] === true,
+    site: flags.site === undefined ? undefined : parseSiteName(flags.site),
     logger: io.logger,
   });
   io.announce(

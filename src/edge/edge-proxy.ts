@@ -70,6 +70,8 @@ export interface EdgeProxyOptions {
   healthIntervalMs: number;
   /** Keep the k3s supervisor's start-up answers for offline starts of the node's k3s agent (k3s-supervisor.ts). */
   isK3sSupervisor?: boolean;
+  /** The node's site: grid Services' EndpointSlices are answered with its endpoints only (site-filter.ts). */
+  site?: string | undefined;
   /** Bounds of limits.ts, overridable so tests can reach them with small numbers. */
   bounds?: Partial<EdgeProxyBounds>;
   logger?: Logger;
@@ -207,6 +209,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     counters,
     logger,
     mappedCns: options.clientCerts,
+    site: options.site,
     k3sSupervisor: options.isK3sSupervisor
       ? new K3sSupervisorAnswers({
           cache,
@@ -228,7 +231,6 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
     openWatches: watchQuota.open,
     bufferedCacheBytes: budget.used,
   }));
-  const metrics = (): Promise<string> => registry.render();
   let listeners;
   try {
     listeners = await bindListeners(
@@ -241,7 +243,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
       },
       options.listen,
       options.metricsListen,
-      metrics,
+      () => registry.render(),
     );
   } catch (error) {
     await stop().catch(() => {});
@@ -262,7 +264,7 @@ export async function startEdgeProxy(options: EdgeProxyOptions): Promise<Running
       return state.isOnline;
     },
     cache,
-    metrics,
+    metrics: () => registry.render(),
     close: async () => {
       state.stop(); // no probe while the listeners drain
       stopReload();

@@ -23,6 +23,7 @@ import type { OfflineAnswers } from './offline-answers.js';
 import { peerCertificateOf, resolveIdentity, type ResolvedIdentity } from './request-identity.js';
 import type { UpstreamClient } from './upstream-client.js';
 import type { UpstreamState } from './upstream-state.js';
+import { siteFilteredAnswer } from './site-filter.js';
 import { relayWatch } from './watch-relay.js';
 import type { WatchQuota, WatchQuotaRefusal } from './watch-quota.js';
 
@@ -41,6 +42,8 @@ export interface RouterParts {
   mappedCns: { has(cn: string): boolean };
   /** The k3s supervisor's start-up answers (`--k3s-supervisor`); none: `/v1-k3s/` is forwarded as any path. */
   k3sSupervisor?: K3sSupervisorAnswers | undefined;
+  /** The node's site: grid Services' EndpointSlices are answered with its endpoints only (site-filter.ts). */
+  site?: string | undefined;
 }
 
 /** The 400 for a request target that fails the one path rule. Pure. */
@@ -72,12 +75,15 @@ export class RequestRouter {
   constructor(private readonly parts: RouterParts) {}
 
   /** The server's `request` handler. */
-  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+  readonly handle = (req: IncomingMessage, response: ServerResponse): void => {
+    let res = response;
     const target = this.#checkedTarget(req, (status) => {
       req.resume();
       sendStatus(res, status);
     });
     if (!target) return;
+    // From here every answer to an EndpointSlice read, forwarded, relayed or cached, passes the site filter.
+    if (this.parts.site !== undefined) res = siteFilteredAnswer(req, res, target.path, this.parts.site);
     const resolved = this.#resolve(req);
     if ('refusal' in resolved) {
       req.resume();

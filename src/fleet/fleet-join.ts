@@ -29,6 +29,7 @@ import {
 import { FleetPackages, runDistribution, type FleetPackageTrust } from './fleet-packages.js';
 import { fleetHostConnectOptions } from './host-connect.js';
 import { sharedDiscovery } from './shared-discovery.js';
+import { withSiteLabels } from '../sites/site-label.js';
 
 /** Options of {@link fleetJoin}. */
 export interface FleetJoinOptions extends Omit<FleetRunOptions, 'command' | 'task'> {
@@ -118,7 +119,8 @@ export async function fleetJoin(options: FleetJoinOptions): Promise<FleetJoinRes
               installPackage: (fleetHost.packagePath ?? options.installPackage)!,
               trustedKeyFiles: options.trustedKeyFiles ?? [],
               discovery,
-              nodeLabels: fleetHost.labels,
+              // An inventory's edgeadm.io/site label brings the zone with it, as join --site does.
+              nodeLabels: withSiteLabels(fleetHost.labels),
               // Edge nodes are workers: a control plane joins without the edge additions.
               enableEdge: fleetHost.isEdge && !isControlPlane,
               isControlPlane,

@@ -261,6 +261,57 @@ export class KubeClient {
     });
   }
 
+  /**
+   * A GET whose answer is streamed (a WATCH): resolves with the response
+   * once its head arrives (2xx only; otherwise the error as {@link request}
+   * throws it). The caller reads it with backpressure and ends it by
+   * aborting `signal`; the connection is never the keep-alive pool's.
+   */
+  async stream(path: string, query: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
+    const { https, createSecureContext } = await loadTransport();
+    const url = new URL(this.server + path);
+    for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
+    const credentials = this.#credentials;
+    const headers: Record<string, string | string[]> = { Accept: 'application/json' };
+    if (credentials.token !== undefined) headers.Authorization = `Bearer ${credentials.token}`;
+    const secureContext = (this.#connections.secureContext ??= createSecureContext({
+      ...(credentials.caPem === undefined ? {} : { ca: credentials.caPem }),
+      ...(credentials.clientCertificatePem === undefined ? {} : { cert: credentials.clientCertificatePem }),
+      ...(credentials.clientKeyPem === undefined ? {} : { key: credentials.clientKeyPem }),
+    }));
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const options: HttpsModule.RequestOptions & { secureContext: SecureContext } = {
+        method: 'GET',
+        headers,
+        secureContext,
+        agent: false,
+        signal,
+      };
+      const req = https.request(url, options, (response) => {
+        // The head came: from here the stream may be quiet for long; its reader bounds it (the watch's timeoutSeconds).
+        req.setTimeout(0);
+        resolve(response);
+      });
+      req.setTimeout(KUBE_REQUEST_TIMEOUT_MS, () =>
+        req.destroy(new Error(`no answer within ${KUBE_REQUEST_TIMEOUT_MS} ms`)),
+      );
+      req.on('error', (error: Error) =>
+        reject(
+          new EdgeadmError(`cannot reach the API server at ${this.server}: ${error.message}`, {
+            code: 'E_KUBE_UNREACHABLE',
+            cause: error,
+          }),
+        ),
+      );
+      req.end();
+    });
+    const status = response.statusCode ?? 0;
+    if (status >= 200 && status < 300) return response;
+    const chunks: Buffer[] = [];
+    for await (const chunk of response) chunks.push(chunk as Buffer);
+    throw apiError('GET', path, { status, body: Buffer.concat(chunks).toString('utf8').slice(0, 4096) });
+  }
+
   /** A request whose answer must be 2xx; returns the parsed body. */
   async request<T>(method: string, path: string, options: KubeRequestOptions = {}): Promise<T> {
     const response = await this.raw(method, path, options);

@@ -50,3 +50,12 @@ export const nodeFlags = {
     helpGroup,
   }),
 };
+
+/** join's `--site`: the site the node belongs to (docs/guides/site-grids.md). */
+export const siteFlags = {
+  site: Flags.string({
+    summary:
+      'The site this node belongs to (a DNS label, e.g. shop-lyon-1): labels the Node edgeadm.io/site and topology.kubernetes.io/zone with it, for site grids.',
+    helpGroup,
+  }),
+};

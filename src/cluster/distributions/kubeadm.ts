@@ -96,13 +96,22 @@ const RBAC = 'rbac.authorization.k8s.io/v1';
 const RBAC_GROUP = 'rbac.authorization.k8s.io';
 
 /**
+ * The well-known topology labels the kubelet may set in the kubernetes.io
+ * namespace (k8s.io/kubelet `IsKubeletLabel`): a site's zone is set at
+ * registration, so the EndpointSlices of its first pods already carry it.
+ */
+const KUBELET_TOPOLOGY_LABELS = new Set(['topology.kubernetes.io/zone', 'topology.kubernetes.io/region']);
+
+/**
  * Labels the kubelet may not set on its own Node (NodeRestriction): the
- * kubernetes.io and k8s.io namespaces, except the kubelet's and node's own.
- * edgeadm's labels phase sets them through the API instead.
+ * kubernetes.io and k8s.io namespaces, except the kubelet's and node's own
+ * and the topology labels. edgeadm's labels phase sets them through the API
+ * instead.
  */
 export function isKubeletSettableLabel(key: string): boolean {
   const slash = key.indexOf('/');
   if (slash < 0) return true;
+  if (KUBELET_TOPOLOGY_LABELS.has(key)) return true;
   const prefix = key.slice(0, slash);
   const isRestricted = /(^|\.)(kubernetes\.io|k8s\.io)$/.test(prefix);
   const isAllowed = /(^|\.)(kubelet|node)\.kubernetes\.io$/.test(prefix);

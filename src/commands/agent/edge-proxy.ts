@@ -68,6 +68,12 @@ export default class AgentEdgeProxy extends BaseCommand<typeof AgentEdgeProxy> {
       description:
         "For a k3s agent whose server is this proxy (join --enable-edge on k3s): /cacerts and the agent's start-up answers are kept and given back offline only to the same credentials, node name and password; /v1-k3s/apiservers names this proxy; offline, the node's own kubelet certificate may hold its /v1-k3s/connect tunnel and gets /readyz from the proxy. See src/edge/README.md.",
     }),
+    site: Flags.string({
+      summary:
+        "This node's site (join --site): the grid Services' EndpointSlices it relays hold only this site's endpoints.",
+      description:
+        "Every EndpointSlice of a SiteGrid's Service (label edgeadm.io/site-grid, no edgeadm.io/site) that the proxy answers, relays in a watch or serves from its cache keeps only the endpoints whose zone is this site, so the node's kube-proxy sends the grid's traffic to its own site. See docs/guides/site-grids.md.",
+    }),
   };
 
   async run(): Promise<EdgeProxyRunResult> {

@@ -18,11 +18,13 @@
  * - SSH users: POSIX portable user names (`A-Z a-z 0-9 . _ -`, not starting
  *   with `-`, at most 32);
  * - bastions: `[user@]address[:port]`, each part as above;
- * - labels: Kubernetes label keys and values (src/kube/names.ts);
+ * - labels: Kubernetes label keys and values (src/kube/names.ts), and an
+ *   `edgeadm.io/site` label a site name (src/sites/site-label.ts);
  * - every other text field (key files, package paths): no control characters.
  */
 import { isIP } from 'node:net';
 import { labelProblem } from '../../kube/names.js';
+import { withSiteLabels } from '../../sites/site-label.js';
 import { inventoryError, type InventorySource } from './inventory-error.js';
 
 /** Longest host or group name (a DNS name's bound). */
@@ -121,6 +123,12 @@ export function checkLabels(
 ): void {
   const problem = labelProblem(labels);
   if (problem !== undefined) throw inventoryError(source, path, `${hostPrefix(host)}${problem}`);
+  try {
+    withSiteLabels(labels);
+  } catch (error) {
+    // A site label that is no site name, or that disagrees with the zone: refused with the file's position.
+    throw inventoryError(source, path, `${hostPrefix(host)}${(error as Error).message}`);
+  }
 }
 
 /** Refuses a text field holding a control character (a newline would split output lines). */

@@ -30,7 +30,9 @@ describe('init and join help', () => {
       'bootstrap-token',
       'record-package',
       'edge-addons',
+      'edge-kube-proxy',
       'edge-autonomy',
+      'edge-site-grids',
       'show-join-command',
     ]) {
       expect(stdout).toMatch(new RegExp(`^\\s+${phase}\\s+\\S`, 'm'));

@@ -265,7 +265,9 @@ describe.each(DISTRIBUTIONS)('$name', (distribution: TestDistribution) => {
           'record-package:changed',
           'upload-certs:skipped',
           'edge-addons:skipped',
+          'edge-kube-proxy:skipped',
           'edge-autonomy:skipped',
+          'edge-site-grids:skipped',
           'node-tunnel:skipped',
           'show-join-command:changed',
         ]);

@@ -8,7 +8,7 @@
  * module (./rig.ts). Shared by the real suite and `npm run demo -- --real`.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join as joinPath } from 'node:path';
 import { execa } from 'execa';
 import type { TestHost, TestHosts } from '../test-hosts.js';
 import { hostSnapshot, prepareRigHosts, snapshotDifference } from './cluster-hosts.js';
@@ -128,6 +128,8 @@ export interface RealCluster {
   edgeadm(title: string, args: string[], options?: { all?: boolean }): Promise<string>;
   /** The SSH flags that reach `host`. */
   ssh(host: TestHost): string[];
+  /** Joins `node` as an edge node (the join command init printed), with `flags` added. */
+  join(node: TestHost, flags?: string[]): Promise<void>;
   /** Each host as it was before init. */
   before: Map<string, Record<string, string>>;
   seconds: { init: number; joins: number[] };
@@ -141,6 +143,8 @@ export interface RealClusterOptions {
   reporter?: MainJobReporter;
   /** Extra flags for init (`--autonomy-duration 10m`). */
   initFlags?: string[];
+  /** Extra flags for one edge node's join (`--site shop-a`); undefined: not joined now ({@link RealCluster.join} later). All joined without it. */
+  joinFlags?: (node: TestHost, index: number) => string[] | undefined;
 }
 
 /** init (kubeadm, --enable-edge) on the first host and join --enable-edge of the others; every node Ready. */
@@ -150,15 +154,15 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   const { hosts } = options;
   const reporter = options.reporter ?? { step: () => undefined, output: () => undefined };
   const [controlPlane, ...edges] = hosts.targets as [TestHost, ...TestHost[]];
-  const home = mkdtempSync(join(hosts.dir, 'operator-'));
+  const home = mkdtempSync(joinPath(hosts.dir, 'operator-'));
   const env = {
     HOME: home,
-    EDGEADM_HOME: join(home, '.edgeadm'),
+    EDGEADM_HOME: joinPath(home, '.edgeadm'),
     EDGEADM_SERVICE_MANAGER: 'direct',
     SSH_AUTH_SOCK: '',
   };
-  const kubeconfig = join(home, 'admin.yaml');
-  const kubectlProgram = join(builtSet('kubernetes').dir, 'kubectl');
+  const kubeconfig = joinPath(home, 'admin.yaml');
+  const kubectlProgram = joinPath(builtSet('kubernetes').dir, 'kubectl');
   const ssh = (host: TestHost): string[] => [
     '--host',
     `root@${host.address}`,
@@ -204,14 +208,20 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   const joinLine = /^\s*(edgeadm join \S.*)$/m.exec(printed)?.[1];
   if (joinLine === undefined) throw new Error(`init printed no join command:\n${printed}`);
   const joinArgs = joinLine.trim().split(/\s+/).slice(1);
-  const joins: number[] = [];
-  for (const node of edges) {
-    const joinStarted = Date.now();
+  await setRigKubeProxyConntrack(kubectl, hosts.dir);
+  const join = async (node: TestHost, flags: string[] = []): Promise<void> => {
     // The printed command names the package and --enable-edge when init had them; they are added only if not.
-    const args = [...joinArgs, ...ssh(node)];
+    const args = [...joinArgs, ...ssh(node), ...flags];
     if (!args.includes('--install-pkg-path')) args.push('--install-pkg-path', pkg.file);
     if (!args.includes('--enable-edge')) args.push('--enable-edge');
     await edgeadm(`join ${node.name} as an edge node`, args);
+  };
+  const joins: number[] = [];
+  for (const [index, node] of edges.entries()) {
+    const flags = options.joinFlags ? options.joinFlags(node, index) : [];
+    if (flags === undefined) continue;
+    const joinStarted = Date.now();
+    await join(node, flags);
     joins.push((Date.now() - joinStarted) / 1000);
   }
   return {
@@ -223,9 +233,35 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     kubectl,
     edgeadm,
     ssh,
+    join,
     before,
     seconds: { init: initSeconds, joins },
   };
+}
+
+/**
+ * A rig setting (test/real/README.md): kube-proxy leaves the conntrack
+ * table's size and TCP timeouts as they are. It sets them by default, and
+ * `nf_conntrack_max` can only be written from the machine's first network
+ * namespace, which a test host is not: kube-proxy would exit ("open
+ * /proc/sys/net/netfilter/nf_conntrack_max: permission denied") and no
+ * Service would work. An operator's node is its machine's first namespace.
+ * Both kube-proxy configurations (kubeadm's, and edgeadm's for edge nodes)
+ * are changed and kubeadm's pod restarted; the edge nodes join afterwards.
+ */
+async function setRigKubeProxyConntrack(kubectl: (args: string[]) => Promise<string>, dir: string): Promise<void> {
+  for (const name of ['kube-proxy', 'kube-proxy-edge']) {
+    const configMap = JSON.parse(await kubectl(['-n', 'kube-system', 'get', 'configmap', name, '-o', 'json'])) as {
+      data: Record<string, string>;
+    };
+    configMap.data['config.conf'] = configMap.data['config.conf']!.replace(/^(\s+maxPerCore:).*$/m, '$1 0')
+      .replace(/^(\s+tcpCloseWaitTimeout:).*$/m, '$1 0s')
+      .replace(/^(\s+tcpEstablishedTimeout:).*$/m, '$1 0s');
+    const file = joinPath(dir, `${name}-configmap.json`);
+    writeFileSync(file, JSON.stringify(configMap));
+    await kubectl(['replace', '-f', file]);
+  }
+  await kubectl(['-n', 'kube-system', 'delete', 'pod', '-l', 'k8s-app=kube-proxy', '--wait=false']);
 }
 
 /** reset of every host (edge nodes first), then what differs on each from before init. */
@@ -297,7 +333,7 @@ export async function runEdgeWorkload(
   options: WorkloadOptions = {},
 ): Promise<Array<{ name: string; node: string; uid: string }>> {
   const { kubectl } = cluster;
-  const workload = join(cluster.hosts.dir, `${name}.json`);
+  const workload = joinPath(cluster.hosts.dir, `${name}.json`);
   writeFileSync(workload, JSON.stringify(edgeWorkload(name, options)));
   await kubectl(['apply', '-f', workload], 'a Deployment whose pods run on the edge nodes');
   await kubectl(['rollout', 'status', `deployment/${name}`, '--timeout=300s'], 'wait until its pods run');

@@ -27,7 +27,13 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { programWithLibraries, writeImageArchive, type ImageFile, type ImageSpec } from './oci-image.js';
+import {
+  programWithLibraries,
+  sharedLibrariesOf,
+  writeImageArchive,
+  type ImageFile,
+  type ImageSpec,
+} from './oci-image.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 /** Where the rig keeps its Go caches, built programs, images and packages (test/real/build.sh uses the same). */
@@ -188,11 +194,17 @@ export function kubeadmImageSpecs(): ImageSpec[] {
     'ip6tables-save',
     'ip6tables-restore',
   ].map((name) => ({ path: `/usr/sbin/${name}`, symlinkTo: 'xtables-nft-multi' }));
-  const xtablesModules = readdirSync(DEBIAN_PROGRAMS.xtablesModules).map((name) => ({
-    path: join(DEBIAN_PROGRAMS.xtablesModules, name),
-    from: join(DEBIAN_PROGRAMS.xtablesModules, name),
-    mode: 0o644,
-  }));
+  // With the libraries the modules load themselves: libxt_statistic.so (the random choice among a
+  // Service's endpoints, used from two endpoints on) needs libm, which iptables itself does not.
+  const moduleFiles = readdirSync(DEBIAN_PROGRAMS.xtablesModules).flatMap((name) => [
+    { path: join(DEBIAN_PROGRAMS.xtablesModules, name), from: join(DEBIAN_PROGRAMS.xtablesModules, name), mode: 0o644 },
+    ...sharedLibrariesOf(join(DEBIAN_PROGRAMS.xtablesModules, name)).map((library) => ({
+      path: library,
+      from: library,
+      mode: 0o755,
+    })),
+  ]);
+  const xtablesModules = [...new Map(moduleFiles.map((file) => [file.path, file])).values()];
   // pause: PID 1 of every pod sandbox; a stand-in that sleeps, reaps and exits on TERM.
   const pauseLoop = ['/bin/sh', '-c', "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"];
   return [
@@ -282,7 +294,7 @@ export async function rigKubeadmPackage(
     debian: Object.values(DEBIAN_PROGRAMS).map(
       (p) => `${p}:${existsSync(p) ? execFileSync('stat', ['-c', '%s %Y', p], { encoding: 'utf8' }).trim() : '-'}`,
     ),
-    format: 1,
+    format: 2,
   });
   const dir = await once(join(RIG_CACHE, 'packages', `kubeadm-${key}`), async (tmp) => {
     const source = join(tmp, 'source');

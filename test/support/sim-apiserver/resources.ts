@@ -108,6 +108,13 @@ export const BUILTIN_RESOURCES: readonly ResourceDefinition[] = [
     subresources: ['status'],
     categories: ['all'],
   }),
+  // Stored only: a CRD's schema is not enforced and serves nothing; SiteGrid is served as if its CRD were (edge-addons applies it).
+  define('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'customresourcedefinitions', {
+    namespaced: false,
+    shortNames: ['crd'],
+    subresources: ['status'],
+  }),
+  define('edgeadm.io/v1alpha1', 'SiteGrid', 'sitegrids', { shortNames: ['sg'], subresources: ['status'] }),
   define('batch/v1', 'Job', 'jobs', { subresources: ['status'], categories: ['all'] }),
   define('policy/v1', 'PodDisruptionBudget', 'poddisruptionbudgets', { shortNames: ['pdb'], subresources: ['status'] }),
   define('authentication.k8s.io/v1', 'SelfSubjectReview', 'selfsubjectreviews', {

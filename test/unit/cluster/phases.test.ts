@@ -19,7 +19,9 @@ describe('phase trees', () => {
       'record-package',
       'upload-certs',
       'edge-addons',
+      'edge-kube-proxy',
       'edge-autonomy',
+      'edge-site-grids',
       'node-tunnel',
       'show-join-command',
     ]);
@@ -76,7 +78,7 @@ describe('phase trees', () => {
 
   it('lists the tree for --help with each summary', () => {
     const help = describePhases(initPhases());
-    expect(help.split('\n')).toHaveLength(13);
+    expect(help.split('\n')).toHaveLength(15);
     expect(help).toMatch(/^preflight\s+Run the pre-flight checks/);
   });
 });
