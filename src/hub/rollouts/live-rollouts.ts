@@ -10,13 +10,7 @@ import type { RolloutStatusView } from '../../rollout/api.js';
 import { recordReport, type ClusterProgress, type CopyReport } from '../../rollout/progress.js';
 import type { RolloutSpec } from '../../rollout/spec.js';
 import type { ReportMessage, RolloutOwner } from '../../rollout/wire.js';
-import type {
-  HubStore,
-  ReportedCopyRecord,
-  RolloutOwnerRecord,
-  RolloutRecord,
-  RolloutWrite,
-} from '../store/store.js';
+import type { HubStore, ReportedCopyRecord, RolloutOwnerRecord, RolloutRecord, RolloutWrite } from '../store/store.js';
 import { loadStoredRollout, RolloutQuarantine } from './stored-rollout.js';
 
 /** A report line about a copy (not a removal). */

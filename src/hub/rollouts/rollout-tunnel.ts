@@ -164,4 +164,3 @@ async function writeInPieces(stream: ClientHttp2Stream, body: Buffer): Promise<v
   }
   if (!stream.destroyed && !stream.closed) stream.end();
 }
-

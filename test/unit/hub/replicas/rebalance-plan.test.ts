@@ -25,8 +25,19 @@ const fleets = fc
 
 describe('the rebalancing plan', () => {
   it('leaves a fleet alone while no replica is past its share and the margin', () => {
-    expect(round([{ id: 'a', tunnels: 3_600 }, { id: 'b', tunnels: 3_300 }, { id: 'c', tunnels: 3_100 }]).moved).toBe(0);
-    expect(round([{ id: 'a', tunnels: 20 }, { id: 'b', tunnels: 0 }]).moved).toBe(0);
+    expect(
+      round([
+        { id: 'a', tunnels: 3_600 },
+        { id: 'b', tunnels: 3_300 },
+        { id: 'c', tunnels: 3_100 },
+      ]).moved,
+    ).toBe(0);
+    expect(
+      round([
+        { id: 'a', tunnels: 20 },
+        { id: 'b', tunnels: 0 },
+      ]).moved,
+    ).toBe(0);
     expect(rebalanceMoves('a', [{ id: 'a', tunnels: 10_000 }], policy)).toEqual([]);
   });
 

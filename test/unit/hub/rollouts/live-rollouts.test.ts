@@ -66,7 +66,7 @@ describe('the live rollouts', () => {
     await expect(unwritten).rejects.toThrow('stopped');
   });
 
-  it("writes only the clusters whose progress entry was replaced, and all of them after a failed write", async () => {
+  it('writes only the clusters whose progress entry was replaced, and all of them after a failed write', async () => {
     const { store, rollouts } = await withWeb();
     const live = rollouts.get('web')!;
     const clusters = live.record.progress.clusters;
