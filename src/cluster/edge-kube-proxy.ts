@@ -19,7 +19,7 @@
  */
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { corePath, groupPath } from '../kube/client.js';
-import type { Phase } from '../workflow/phase.js';
+import type { Phase, PhaseOutcome } from '../workflow/phase.js';
 import { EDGE_PROXY_SERVING_CA, EDGE_PROXY_URL } from './edge-node-phase.js';
 import { EDGE_NODE_LABEL } from './edge-settings.js';
 import { applyObjects, describeObject } from './manifests.js';
@@ -137,21 +137,27 @@ export function edgeKubeProxyPhase<C extends EdgeKubeProxyData>(deps: {
         ctx.say(`Would run kube-proxy on edge nodes as ${EDGE_KUBE_PROXY_NAME}, through ${EDGE_PROXY_URL}`);
         return 'unchanged';
       }
-      const client = await deps.adminClient(ctx);
-      const daemonSet = await client.get<DaemonSetLike>(
-        groupPath('apps/v1', 'daemonsets', { namespace: 'kube-system', name: 'kube-proxy' }),
-      );
-      const configMap = await client.get(corePath('configmaps', { namespace: 'kube-system', name: 'kube-proxy' }));
-      if (daemonSet === undefined || configMap === undefined) {
-        ctx.say('no kube-proxy DaemonSet in kube-system: nothing to route');
-        return 'unchanged';
-      }
-      const objects = edgeKubeProxyObjects(daemonSet, configMap);
-      const changed = await applyObjects(client, objects);
-      for (const object of objects) {
-        ctx.say(`${changed.includes(object) ? 'applied' : 'already applied'} ${describeObject(object)}`);
-      }
-      return changed.length > 0 ? 'changed' : 'unchanged';
+      return routeEdgeKubeProxy(await deps.adminClient(ctx), ctx.say);
     },
   };
+}
+
+/**
+ * Applies kube-proxy's objects for edge nodes from kubeadm's DaemonSet and
+ * ConfigMap as they are now (init; again after `kubeadm upgrade apply`
+ * rewrote kubeadm's DaemonSet, its image and its affinity).
+ */
+export async function routeEdgeKubeProxy(client: KubeClient, say: (line: string) => void): Promise<PhaseOutcome> {
+  const daemonSet = await client.get<DaemonSetLike>(
+    groupPath('apps/v1', 'daemonsets', { namespace: 'kube-system', name: 'kube-proxy' }),
+  );
+  const configMap = await client.get(corePath('configmaps', { namespace: 'kube-system', name: 'kube-proxy' }));
+  if (daemonSet === undefined || configMap === undefined) {
+    say('no kube-proxy DaemonSet in kube-system: nothing to route');
+    return 'unchanged';
+  }
+  const objects = edgeKubeProxyObjects(daemonSet, configMap);
+  const changed = await applyObjects(client, objects);
+  for (const object of objects) say(`${changed.includes(object) ? 'applied' : 'already applied'} ${describeObject(object)}`);
+  return changed.length > 0 ? 'changed' : 'unchanged';
 }

@@ -43,6 +43,7 @@ import { packageRecordPhase } from '../package-record.js';
 import { parseKubeVersion } from './kube-version.js';
 import { BACKUP_TIMEOUT_MS } from './limits.js';
 import { distributionOn } from './plan.js';
+import { edgeKubeProxyUpgradePhase } from './edge-kube-proxy-upgrade.js';
 import {
   kubeadmAbandonBackup,
   kubeadmLocalApiServer,
@@ -196,7 +197,9 @@ function healthPhase(): Phase<UpgradeApplyData> {
 
 /** The upgrade phases of a distribution's control plane, in order. */
 export function upgradeApplyPhases(distribution: DistributionName = 'k3s'): Phase<UpgradeApplyData>[] {
-  if (distribution === 'kubeadm') return [...kubeadmUpgradePhases(), healthPhase(), recordPhase()];
+  if (distribution === 'kubeadm') {
+    return [...kubeadmUpgradePhases(), healthPhase(), edgeKubeProxyUpgradePhase(), recordPhase()];
+  }
   return [
     diskSpacePreflight({ backupPaths: [K3S_SERVER_DIR, `/usr/local/bin/k3s`, K3S_CONFIG_PATH], binaries: ['k3s'] }),
     stagePackagePhase(),
