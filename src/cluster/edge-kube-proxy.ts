@@ -158,6 +158,7 @@ export async function routeEdgeKubeProxy(client: KubeClient, say: (line: string)
   }
   const objects = edgeKubeProxyObjects(daemonSet, configMap);
   const changed = await applyObjects(client, objects);
-  for (const object of objects) say(`${changed.includes(object) ? 'applied' : 'already applied'} ${describeObject(object)}`);
+  for (const object of objects)
+    say(`${changed.includes(object) ? 'applied' : 'already applied'} ${describeObject(object)}`);
   return changed.length > 0 ? 'changed' : 'unchanged';
 }
