@@ -17,7 +17,7 @@
 import { dirname } from 'node:path/posix';
 import { ValidationError } from '../errors.js';
 import type { Phase } from '../workflow/phase.js';
-import { resolveEdgeadmBinary, runningEdgeadm } from './edge-node-phase.js';
+import { packagedEdgeadm } from './edge-node-phase.js';
 import type { NodeData } from './node-context.js';
 
 /** The unit name. */
@@ -89,12 +89,7 @@ export function edgeAutonomyPhase<C extends EdgeAutonomyData>(deps: { server: (c
     runIf: (ctx) => ctx.enableEdge,
     async run(ctx) {
       const { host, state, serviceManager, distribution } = ctx;
-      const binary = resolveEdgeadmBinary({
-        packageName: ctx.package.manifest.name,
-        packageFiles: ctx.package.manifest.files.map((file) => file.path),
-        binDir: distribution.binDir,
-        ...runningEdgeadm(),
-      });
+      const binary = packagedEdgeadm(ctx);
       const server = await deps.server(ctx);
       const unit = {
         name: AUTONOMY_UNIT_NAME,

@@ -119,6 +119,19 @@ export function runningEdgeadm(): { isSingleBinary: boolean; execPath: string } 
   return { isSingleBinary: isSea(), execPath: process.execPath };
 }
 
+/** The edgeadm binary of a phase on this host: the package's bin/edgeadm, or this single binary (resolveEdgeadmBinary). */
+export function packagedEdgeadm(ctx: {
+  package: { manifest: { name: string; files: readonly { path: string }[] } };
+  distribution: { binDir: string };
+}): EdgeadmBinary {
+  return resolveEdgeadmBinary({
+    packageName: ctx.package.manifest.name,
+    packageFiles: ctx.package.manifest.files.map((file) => file.path),
+    binDir: ctx.distribution.binDir,
+    ...runningEdgeadm(),
+  });
+}
+
 /** Node's `process.arch` in Go's names, as host facts report the node's. */
 function goArch(arch: string): string {
   return arch === 'x64' ? 'amd64' : arch;

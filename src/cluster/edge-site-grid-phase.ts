@@ -17,7 +17,7 @@ import { renderKubeconfig } from '../kube/kubeconfig.js';
 import { SITE_GRID_CONTROLLER_ACCOUNT } from '../sites/site-grid.js';
 import type { Phase } from '../workflow/phase.js';
 import { renderAutonomyUnit } from './edge-autonomy-phase.js';
-import { resolveEdgeadmBinary, runningEdgeadm } from './edge-node-phase.js';
+import { packagedEdgeadm } from './edge-node-phase.js';
 import type { NodeData } from './node-context.js';
 
 /** The unit name. */
@@ -81,13 +81,8 @@ export function edgeSiteGridPhase<C extends EdgeSiteGridData>(deps: {
     summary: 'With --enable-edge: run the site grid controller on the control plane, as its own service account',
     runIf: (ctx) => ctx.enableEdge,
     async run(ctx) {
-      const { host, state, serviceManager, distribution } = ctx;
-      const binary = resolveEdgeadmBinary({
-        packageName: ctx.package.manifest.name,
-        packageFiles: ctx.package.manifest.files.map((file) => file.path),
-        binDir: distribution.binDir,
-        ...runningEdgeadm(),
-      });
+      const { host, state, serviceManager } = ctx;
+      const binary = packagedEdgeadm(ctx);
       const server = await deps.server(ctx);
       const unit = {
         name: SITE_GRID_UNIT_NAME,

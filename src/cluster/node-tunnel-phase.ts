@@ -16,7 +16,7 @@ import { renderEgressSelectorConfiguration } from '../node-tunnel/egress-config.
 import { EGRESS_CONFIG_PATH, EGRESS_DIR, EGRESS_SOCKET_PATH, NODE_TUNNEL_PORT } from '../node-tunnel/limits.js';
 import type { DiscoveryResult } from '../trust/discovery.js';
 import type { Phase, PhaseOutcome } from '../workflow/phase.js';
-import { resolveEdgeadmBinary, runningEdgeadm, type EdgeadmBinary } from './edge-node-phase.js';
+import { packagedEdgeadm, type EdgeadmBinary } from './edge-node-phase.js';
 import type { NodeData } from './node-context.js';
 import {
   NODE_TUNNEL_AGENT_DATA_DIR,
@@ -129,12 +129,7 @@ export function nodeTunnelServerPhase<C extends NodeTunnelData>(): Phase<C> {
 async function installServer(ctx: NodeTunnelData): Promise<PhaseOutcome> {
   const { distribution } = ctx;
   const files = distribution.nodeTunnel!;
-  const binary = resolveEdgeadmBinary({
-    packageName: ctx.package.manifest.name,
-    packageFiles: ctx.package.manifest.files.map((file) => file.path),
-    binDir: distribution.binDir,
-    ...runningEdgeadm(),
-  });
+  const binary = packagedEdgeadm(ctx);
   const unit = {
     name: NODE_TUNNEL_SERVER_UNIT_NAME,
     content: renderNodeTunnelServerUnit({
