@@ -37,12 +37,23 @@
  *   npm run build && node bench/rollout/run.ts [--clusters 1000] [--processes 4] [--ready-after-ms 0]
  *     [--offline-percent 30] [--push-sample 200] [--port 29543] [--state-dir DIR] [--timeout-s 600]
  *     [--hub-node-options "--cpu-prof --cpu-prof-dir=DIR"] [--json]
- *     [--document-mib 10] [--only-online] [--hub-root DIR]
+ *     [--document-mib 10] [--only-online] [--hub-root DIR] [--hub-args "--max-queued-handshakes 0"]
+ *     [--agents-nice 10] [--agents-node-options=--perf-basic-prof] [--ready-poll-ms 300000]
  *
  * `--document-mib M` adds M ConfigMaps of 1 MiB (nothing to fill) to each
  * Rollout; `--only-online` stops after step 1, whose figures then include
  * the hub's peak RSS growth from the apply on; `--hub-root DIR` runs the
- * hub of another checkout (built), for a baseline in the same run.
+ * hub of another checkout (built), for a baseline in the same run;
+ * `--hub-args` adds `hub serve` flags; `--agents-nice N` runs the agent
+ * processes at that niceness (the simulated side yielding the CPU to the
+ * hub; 0 by default: on this machine starved agents miss their pings and
+ * deadlines, which is the simulation failing, not the hub);
+ * `--agents-node-options` are Node flags of the agent processes.
+ * `--ready-poll-ms` is the simulated clusters' read-back interval of a ready
+ * copy (300 s; the product's is 30 s): each cluster polls its own API
+ * server, which a real fleet spreads over its clusters, but 10,000 clusters
+ * polling here are 2,000 HTTPS requests a second on the hub's 2 cores, and
+ * a poll that finds nothing changed sends the hub nothing.
  *
  * `--state-dir` keeps the hub's data and the agents' credentials, so a
  * second run reuses the registrations (as bench/tunnel/scale.ts does). At
@@ -52,7 +63,7 @@
 import { fork, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -76,6 +87,10 @@ const { values } = parseArgs({
     'document-mib': { type: 'string', default: '0' },
     'only-online': { type: 'boolean' },
     'hub-root': { type: 'string' },
+    'hub-args': { type: 'string' },
+    'agents-nice': { type: 'string', default: '0' },
+    'agents-node-options': { type: 'string' },
+    'ready-poll-ms': { type: 'string', default: '300000' },
     json: { type: 'boolean' },
   },
 });
@@ -85,6 +100,7 @@ const PORT = Number(values.port);
 const TIMEOUT_MS = Number(values['timeout-s']) * 1000;
 const READY_AFTER_MS = Number(values['ready-after-ms']);
 const OFFLINE_PERCENT = Number(values['offline-percent']);
+const AGENTS_NICE = Number(values['agents-nice']);
 const PUSH_SAMPLE = Math.min(Number(values['push-sample']), CLUSTERS);
 /** MiB of ConfigMaps (1 MiB each, nothing to fill) added to each Rollout: a large document. */
 const DOCUMENT_MIB = Number(values['document-mib']);
@@ -127,6 +143,7 @@ const hub = startHubProcess({
   home: join(stateDir, 'home'),
   timeoutMs: TIMEOUT_MS,
   ...(values['hub-node-options'] === undefined ? {} : { nodeOptions: values['hub-node-options'] }),
+  ...(values['hub-args'] === undefined ? {} : { args: values['hub-args'].split(/\s+/).filter(Boolean) }),
 });
 const hubUrl = await hub.listening;
 const ca = readFileSync(join(hubDir, 'pki', 'ca.crt'), 'utf8');
@@ -145,8 +162,12 @@ const workers: ChildProcess[] = [];
 for (let i = 0; i < PROCESSES; i += 1) {
   const child = fork(join(root, 'bench/tunnel/scale-agents.ts'), [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    ...(values['agents-node-options'] === undefined
+      ? {}
+      : { execArgv: [...process.execArgv, ...values['agents-node-options'].split(/\s+/).filter(Boolean)] }),
   });
   process.once('exit', () => child.kill('SIGKILL'));
+  if (child.pid !== undefined && AGENTS_NICE !== 0) setPriority(child.pid, AGENTS_NICE);
   child.on('message', (message: { type: string }) => {
     if (message.type === 'failed') {
       progress(`an agent process failed: ${JSON.stringify(message)}`);
@@ -208,7 +229,12 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>): Prom
 }
 const connectStarted = performance.now();
 for (const w of workers)
-  w.send({ type: 'connect', below: CLUSTERS, intervalMs: 0, rollouts: { readyAfterMs: READY_AFTER_MS } });
+  w.send({
+    type: 'connect',
+    below: CLUSTERS,
+    intervalMs: 0,
+    rollouts: { readyAfterMs: READY_AFTER_MS, pollReadyMs: Number(values['ready-poll-ms']) },
+  });
 await until(`all ${CLUSTERS} connected`, async () => ((await connectedAgents()) >= CLUSTERS ? true : undefined));
 progress(`all ${CLUSTERS} connected in ${((performance.now() - connectStarted) / 1000).toFixed(1)} s`);
 await sleep(3000);

@@ -73,6 +73,8 @@ interface RegisterMessage {
  */
 interface RolloutMode {
   readyAfterMs: number;
+  /** The rollout agents' read-back interval of a ready copy (the product's 30 s when absent). */
+  pollReadyMs?: number;
 }
 type Message =
   | RegisterMessage
@@ -264,12 +266,15 @@ async function register(message: RegisterMessage): Promise<void> {
  * before they could be handled: an artefact of many agents sharing a
  * process, which real agents (one per cluster) do not have.
  */
+let pollReadyMs: number | undefined;
+
 async function connect(below: number, intervalMs: number, rollouts?: RolloutMode, replicas?: string[]): Promise<void> {
   if (range === undefined || upstream === undefined) throw new Error('register first');
   hubServer = `https://${range.hub}`;
   hubs = replicas ?? [];
   hubCaPem = readAgentState(join(range.stateDir, 'agents', `sim-${range.first}`)).hubCaPem;
   if (rollouts !== undefined) mini = await startMini(rollouts.readyAfterMs);
+  pollReadyMs = rollouts?.pollReadyMs;
   for (const { index, ...identity } of identities) {
     if (index >= below) continue;
     await new Promise((resolve) => (intervalMs > 0 ? setTimeout(resolve, intervalMs) : setImmediate(resolve)));
@@ -295,6 +300,7 @@ function startAgent(index: number, identity: { cluster: string; certPem: string;
       cluster: identity.cluster,
       credentials: { contextName: 'bench', server: mini.url, caPem: mini.caPem, token: identity.cluster },
       logger,
+      ...(pollReadyMs === undefined ? {} : { pollReadyMs }),
     });
   }
   const received = copyReceived;

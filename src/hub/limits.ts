@@ -108,6 +108,25 @@ export const STORE_LIST_PAGE_ROWS = 500;
  */
 export const MAX_PENDING_HANDSHAKES = 128;
 /**
+ * Most accepted connections waiting for one of the
+ * {@link MAX_PENDING_HANDSHAKES} places; a connection past both is closed
+ * before TLS starts. A waiting connection costs the hub a socket and its
+ * unread hello, and its wait counts toward {@link TLS_HANDSHAKE_TIMEOUT_MS}.
+ * Without the queue, a burst of thousands of returning agents was mostly
+ * refused and sent into backoff while the hub's CPU sat between handshakes;
+ * sized by measurement (BENCHMARKS.md, "Reconnect storms").
+ */
+export const MAX_QUEUED_HANDSHAKES = 2048;
+/**
+ * Longest a connection waits for a handshake place; one that waited longer
+ * is closed instead of started. An agent gives up on a connection
+ * `TUNNEL_CONNECT_TIMEOUT_MS` (15 s, tunnel/limits.ts) after dialling, TCP retries
+ * (when the kernel's accept queue overflowed), the wait, TLS and its hello
+ * included: a handshake started late is the hub's CPU spent for an agent
+ * that is gone, which in a storm is most of them.
+ */
+export const HANDSHAKE_QUEUE_WAIT_MS = 2_000;
+/**
  * How long a TLS handshake may take, counted from the TCP accept, before the
  * hub closes the connection. Absolute: a peer that sends nothing, stalls
  * mid-handshake or trickles its hello a byte at a time is closed all the
@@ -155,6 +174,17 @@ export const MAX_STORED_ROLLOUT_REVISIONS = 10;
  * costs a few passes per second, not 10,000.
  */
 export const ROLLOUT_PASS_INTERVAL_MS = 200;
+/**
+ * Most of the hub's time rollout passes may take while events keep coming:
+ * a pass that took `d` ms is followed by at least `d × (1 / share − 1)` ms
+ * without one (on top of {@link ROLLOUT_PASS_INTERVAL_MS}). A pass steps
+ * every marked rollout over all its clusters; at 10,000 clusters and a few
+ * rollouts that is tens of milliseconds, and a reconnect storm marks every
+ * rollout every interval. Without this bound the passes took over a third of
+ * the hub's CPU in a 3,000-agent return and left too little for the TLS
+ * handshakes of the agents returning (BENCHMARKS.md, "Reconnect storms").
+ */
+export const ROLLOUT_PASS_MAX_SHARE = 0.25;
 /**
  * How long an agent has to accept a copy or a removal (answer 202) on its
  * control stream. A copy can be tens of MiB and an edge link slow (10 MiB

@@ -1,6 +1,6 @@
 import { reconcileAdminServer } from '../../cli/hub-advertise.js';
 import { resolve } from 'node:path';
-import { MAX_PENDING_HANDSHAKES } from '../../hub/limits.js';
+import { MAX_PENDING_HANDSHAKES, MAX_QUEUED_HANDSHAKES } from '../../hub/limits.js';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { etcdStoreFlags, parseHubStoreFlags } from '../../cli/flags/hub-store-flags.js';
@@ -44,9 +44,14 @@ export default class HubServe extends BaseCommand<typeof HubServe> {
     'ca-key': Flags.string({ summary: 'The key of --ca-cert.', dependsOn: ['ca-cert'] }),
     'max-pending-handshakes': Flags.integer({
       min: 1,
-      summary:
-        'Most TLS handshakes in progress at once; connections past it are closed before TLS and the agents retry.',
+      summary: 'Most TLS handshakes in progress at once; connections past it wait their turn.',
       default: MAX_PENDING_HANDSHAKES,
+    }),
+    'max-queued-handshakes': Flags.integer({
+      min: 0,
+      summary:
+        'Most connections waiting for a handshake place; connections past it are closed before TLS and the agents retry.',
+      default: MAX_QUEUED_HANDSHAKES,
     }),
   };
 
@@ -61,6 +66,7 @@ export default class HubServe extends BaseCommand<typeof HubServe> {
       logger,
       ...(flags['advertise-address'] === undefined ? {} : { advertiseAddress: flags['advertise-address'] }),
       maxPendingHandshakes: flags['max-pending-handshakes'],
+      maxQueuedHandshakes: flags['max-queued-handshakes'],
       ...(etcd === undefined ? {} : { etcd }),
       ...(flags['ca-cert'] === undefined ? {} : { caCertFile: flags['ca-cert'], caKeyFile: flags['ca-key'] }),
     });

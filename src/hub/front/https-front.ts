@@ -18,6 +18,9 @@ import type { Logger } from '../../log/run-log.js';
 import { TUNNEL_ALPN_PROTOCOL } from '../../tunnel/limits.js';
 import type { HubPki } from '../identity/hub-pki.js';
 import {
+  HANDSHAKE_QUEUE_WAIT_MS,
+  MAX_PENDING_HANDSHAKES,
+  MAX_QUEUED_HANDSHAKES,
   MAX_REFUSED_BODY_DRAIN_BYTES,
   MAX_REQUEST_HEADER_BYTES,
   SHUTDOWN_GRACE_MS,
@@ -29,6 +32,34 @@ import type { HubMetrics } from '../metrics/hub-metrics.js';
 import { HandshakeGate, httpServerDeadlineOptions, type HubDeadlines } from './socket-deadlines.js';
 import type { HubIdentity } from '../identity/hub-identity.js';
 
+/**
+ * Admission control and the handshake deadline: past the bound a connection
+ * waits its turn (TLS not started), past the queue or its wait it is closed
+ * before TLS starts; a handshake not done by its deadline is closed. The
+ * gate starts TLS itself: the TLS server's own `connection` listener is
+ * taken over (the server still listens, so its HTTP deadlines apply as to
+ * any listening server).
+ */
+function gateHandshakes(server: HttpsServer, options: HttpsFrontOptions): HandshakeGate {
+  const { metrics, handshakes } = options;
+  const gate = new HandshakeGate({
+    maxPending: handshakes.maxPendingHandshakes ?? MAX_PENDING_HANDSHAKES,
+    maxQueued: handshakes.maxQueuedHandshakes ?? MAX_QUEUED_HANDSHAKES,
+    maxWaitMs: HANDSHAKE_QUEUE_WAIT_MS,
+    handshakeMs: options.deadlines.handshakeMs,
+    onRefused: () => metrics.handshakesRefused.inc(),
+    onExpired: () => metrics.handshakesTimedOut.inc(),
+  });
+  const startTls = server.listeners('connection') as ((raw: Socket) => void)[];
+  server.removeAllListeners('connection');
+  server.on('connection', (raw: Socket) => {
+    gate.admit(raw, () => {
+      for (const listener of startTls) listener.call(server, raw);
+    });
+  });
+  return gate;
+}
+
 /** Options of {@link startHttpsFront}. */
 export interface HttpsFrontOptions {
   host: string;
@@ -39,7 +70,12 @@ export interface HttpsFrontOptions {
   /** Where the TLS session-ticket key is kept (hub-identity.ts). */
   identity: Pick<HubIdentity, 'ensureTicketKey'>;
   deadlines: HubDeadlines;
-  maxPendingHandshakes: number;
+  /**
+   * Most TLS handshakes in progress ({@link MAX_PENDING_HANDSHAKES} by default) and most
+   * connections waiting for a place ({@link MAX_QUEUED_HANDSHAKES}); past both a connection is
+   * closed before TLS.
+   */
+  handshakes: { maxPendingHandshakes?: number | undefined; maxQueuedHandshakes?: number | undefined };
   metrics: HubMetrics;
   logger: Logger;
   onTunnel(socket: TLSSocket): void;
@@ -138,15 +174,7 @@ export async function startHttpsFront(options: HttpsFrontOptions): Promise<Https
     socket.setMaxListeners(UPGRADED_SOCKET_MAX_LISTENERS);
     options.onUpgrade(req, socket, head);
   });
-  // Admission control and the handshake deadline: past the bound, a connection is closed before
-  // TLS starts; a handshake not done by its deadline is closed.
-  const gate = new HandshakeGate({
-    maxPending: options.maxPendingHandshakes,
-    handshakeMs: deadlines.handshakeMs,
-    onRefused: () => metrics.handshakesRefused.inc(),
-    onExpired: () => metrics.handshakesTimedOut.inc(),
-  });
-  server.prependListener('connection', (raw: Socket) => gate.admit(raw));
+  const gate = gateHandshakes(server, options);
   // Every failed handshake is closed, the handshake timeout included: Node reports that one to
   // `tlsClientError` listeners without closing anything (this listener replaces https' own).
   server.removeAllListeners('tlsClientError');

@@ -97,25 +97,49 @@ export function httpServerDeadlineOptions(deadlines: HubDeadlines): {
   };
 }
 
+/** What {@link HandshakeGate.admit} did with a connection. */
+export type Admission = 'handshake' | 'queued' | 'refused';
+
 /**
  * Admission and deadline of TCP connections on their way through TLS. At
- * most `maxPending` connections may be in the handshake at once (past it a
- * new connection is closed before TLS starts, which costs the hub almost
- * nothing), and each is closed `handshakeMs` after its accept unless its
- * handshake is done. A place is released exactly once, by whichever comes
- * first: the handshake's end ({@link HandshakeGate.secured}), the deadline,
- * or the connection's close (error, reset, refusal by TLS).
+ * most `maxPending` connections are in the handshake at once; the next
+ * `maxQueued` wait, in the order they came, for a place (their hello waits
+ * in the socket, unread by TLS), each `maxWaitMs` at most; past both, or
+ * past its wait, a connection is closed before TLS starts, which costs the
+ * hub almost nothing. A burst of reconnecting
+ * agents is so taken in at the pace the hub's CPU finishes handshakes,
+ * instead of being sent into their backoff. Each connection is closed
+ * `handshakeMs` after its accept unless its handshake is done, whether it
+ * waited or not. A place (or a turn in the queue) is released exactly once,
+ * by whichever comes first: the handshake's end
+ * ({@link HandshakeGate.secured}), the deadline, or the connection's close
+ * (error, reset, refusal by TLS).
  */
 export class HandshakeGate {
   readonly #maxPending: number;
+  readonly #maxQueued: number;
   readonly #handshakeMs: number;
   readonly #onRefused: () => void;
   readonly #onExpired: () => void;
-  /** The pending connections, by their peer's `address:port` (as the TLS socket reports it too). */
+  /** The connections in the handshake, by their peer's `address:port` (as the TLS socket reports it too). */
   readonly #pending = new Map<string, () => void>();
+  /** The connections waiting for a place, oldest first; each with what starts its handshake. */
+  readonly #queued = new Map<string, { release: () => void; start: () => void; raw: Socket; since: number }>();
 
-  constructor(options: { maxPending: number; handshakeMs: number; onRefused?: () => void; onExpired?: () => void }) {
+  readonly #maxWaitMs: number;
+
+  constructor(options: {
+    maxPending: number;
+    maxQueued?: number;
+    /** Longest a connection waits for a place; one that waited longer is closed instead of started. */
+    maxWaitMs?: number;
+    handshakeMs: number;
+    onRefused?: () => void;
+    onExpired?: () => void;
+  }) {
     this.#maxPending = options.maxPending;
+    this.#maxQueued = options.maxQueued ?? 0;
+    this.#maxWaitMs = options.maxWaitMs ?? options.handshakeMs;
     this.#handshakeMs = options.handshakeMs;
     this.#onRefused = options.onRefused ?? (() => undefined);
     this.#onExpired = options.onExpired ?? (() => undefined);
@@ -126,17 +150,30 @@ export class HandshakeGate {
     return this.#pending.size;
   }
 
+  /** Connections waiting for a place now. */
+  get queuedCount(): number {
+    return this.#queued.size;
+  }
+
   /**
-   * Called first on every accepted TCP connection: admits it (and starts its
-   * deadline), or closes it. Returns whether it was admitted.
+   * Called first on every accepted TCP connection, with what starts its TLS
+   * handshake: starts it now, queues it (and starts it when a place frees),
+   * or closes the connection. Its deadline runs from here either way.
    */
-  admit(raw: Socket): boolean {
+  admit(raw: Socket, startHandshake: () => void): Admission {
     const key = peerKey(raw);
+    const isFull = this.#pending.size >= this.#maxPending;
+    if (isFull) this.#closeStale();
     // No peer address: the connection is already gone. A peer key held by a live connection cannot be taken twice.
-    if (key === undefined || this.#pending.has(key) || this.#pending.size >= this.#maxPending) {
+    if (
+      key === undefined ||
+      this.#pending.has(key) ||
+      this.#queued.has(key) ||
+      (isFull && this.#queued.size >= this.#maxQueued)
+    ) {
       this.#onRefused();
       raw.destroy();
-      return false;
+      return 'refused';
     }
     const timer = setTimeout(() => {
       release();
@@ -146,17 +183,55 @@ export class HandshakeGate {
     }, this.#handshakeMs);
     const release = (): void => {
       clearTimeout(timer);
-      if (this.#pending.get(key) === release) this.#pending.delete(key);
+      if (this.#pending.get(key) === release) {
+        this.#pending.delete(key);
+        this.#startWaiting();
+      } else if (this.#queued.get(key)?.release === release) {
+        this.#queued.delete(key);
+      }
     };
-    this.#pending.set(key, release);
     raw.once('close', release);
-    return true;
+    if (isFull) {
+      this.#queued.set(key, { release, start: startHandshake, raw, since: Date.now() });
+      return 'queued';
+    }
+    this.#pending.set(key, release);
+    startHandshake();
+    return 'handshake';
   }
 
   /** Called when a connection's TLS handshake is done: frees its place and ends its handshake deadline. */
   secured(socket: TLSSocket): void {
     const key = peerKey(socket);
     if (key !== undefined) this.#pending.get(key)?.();
+  }
+
+  /**
+   * Closes the waiting connections that waited past `maxWaitMs` (the oldest
+   * come first): their agents are about to give up, and a handshake started
+   * now would be the hub's work for nobody.
+   */
+  #closeStale(): void {
+    const oldest = Date.now() - this.#maxWaitMs;
+    for (const [, waiting] of this.#queued) {
+      if (waiting.since > oldest) return;
+      waiting.release();
+      this.#onRefused();
+      waiting.raw.destroy();
+    }
+  }
+
+  /** Gives the free places to the oldest waiting connections that have not waited too long. */
+  #startWaiting(): void {
+    this.#closeStale();
+    while (this.#pending.size < this.#maxPending) {
+      const next = this.#queued.entries().next();
+      if (next.done === true) return;
+      const [key, waiting] = next.value;
+      this.#queued.delete(key);
+      this.#pending.set(key, waiting.release);
+      waiting.start();
+    }
   }
 }
 

@@ -29,9 +29,9 @@ export interface LiveRollout {
   /** What the status view showed at the last version bump. */
   viewKey: string;
   /**
-   * The full status view as of the last pass, at `record.statusVersion`:
-   * what every status request and watcher is answered from, so that many
-   * watchers cost one computation per change, not one each.
+   * The full status view at `record.statusVersion`, made when first asked
+   * for: what every status request and watcher of that version is answered
+   * from, so that many watchers cost one computation per change, not one each.
    */
   view?: RolloutStatusView;
 }

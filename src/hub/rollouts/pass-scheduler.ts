@@ -2,7 +2,9 @@
  * When the rollout controller runs a pass, and with what: events only mark
  * (a rollout, all of them, a cluster that just connected, the clusters to
  * read again); one pass then takes the marks, at most every `intervalMs`,
- * so a reconnect storm of 10,000 clusters is a few passes, not 10,000. A
+ * so a reconnect storm of 10,000 clusters is a few passes, not 10,000; and
+ * after a pass that took long, the rest before the next one grows with it,
+ * so passes never take more than `maxShare` of the hub's time. A
  * wake timer marks everything at the next soak end or delivery deadline.
  * Passes and operations run one at a time ({@link PassScheduler.exclusive}):
  * one writer of the rollouts.
@@ -24,6 +26,12 @@ export interface PassSchedulerOptions {
   clock: RolloutClock;
   /** Shortest time between the starts of two passes (0: as soon as marked). */
   intervalMs: number;
+  /**
+   * Most of the time passes may take, in (0, 1]: after a pass of `d` ms the
+   * next starts no sooner than `d × (1 / maxShare − 1)` ms after its end; 1
+   * (no rest) by default.
+   */
+  maxShare?: number;
   logger: Logger;
   /** One pass; it takes its marks with {@link PassScheduler.takeClusterReload} and {@link PassScheduler.takeMarks}. */
   pass: () => Promise<void>;
@@ -42,6 +50,8 @@ export class PassScheduler {
   #isPassScheduled = false;
   #isPassRunning = false;
   #lastPassAt = Number.NEGATIVE_INFINITY;
+  /** When the last pass may be followed by the next, by its cost (the clock's time). */
+  #restedAt = Number.NEGATIVE_INFINITY;
   #wakeTimer: unknown;
   #lock: Promise<unknown> = Promise.resolve();
   #idleWaiters: (() => void)[] = [];
@@ -154,7 +164,7 @@ export class PassScheduler {
     if (this.#isStopped || this.#isPassScheduled || this.#isPassRunning) return;
     this.#isPassScheduled = true;
     const { clock, intervalMs, logger } = this.#options;
-    const delay = Math.max(0, this.#lastPassAt + intervalMs - clock.now());
+    const delay = Math.max(0, this.#lastPassAt + intervalMs - clock.now(), this.#restedAt - clock.now());
     const run = (): void => {
       this.#passTimer = undefined;
       this.#isPassScheduled = false;
@@ -162,17 +172,20 @@ export class PassScheduler {
         logger.error(`rollout controller pass failed: ${error.message}`),
       );
     };
-    if (delay === 0 || intervalMs === 0) setImmediate(run);
+    if (delay === 0) setImmediate(run);
     else this.#passTimer = clock.setTimeout(run, delay);
   }
 
   async #run(): Promise<void> {
     if (this.#isStopped) return;
     this.#isPassRunning = true;
-    this.#lastPassAt = this.#options.clock.now();
+    const { clock, maxShare = 1 } = this.#options;
+    const startedAt = (this.#lastPassAt = clock.now());
     try {
       await this.#options.pass();
     } finally {
+      const endedAt = clock.now();
+      this.#restedAt = endedAt + (endedAt - startedAt) * (1 / maxShare - 1);
       this.#isPassRunning = false;
       if (!this.#isStopped && this.#hasMarks()) this.#schedule();
       else if (this.#options.isDrained()) this.notifyIdle();

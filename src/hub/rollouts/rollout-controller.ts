@@ -32,7 +32,7 @@ import type {
 import type { ObservedCluster } from '../../rollout/progress.js';
 import type { RolloutSpec } from '../../rollout/spec.js';
 import type { ReportMessage } from '../../rollout/wire.js';
-import { ROLLOUT_PASS_INTERVAL_MS } from '../limits.js';
+import { ROLLOUT_PASS_INTERVAL_MS, ROLLOUT_PASS_MAX_SHARE } from '../limits.js';
 import type { HubStore, PendingRemovalRecord } from '../store/store.js';
 import { CopyDelivery } from './copy-delivery.js';
 import { DeliveryQueues } from './delivery-queues.js';
@@ -87,7 +87,8 @@ export class RolloutController {
     const pass = (): Promise<void> => passes.run();
     const isDrained = (): boolean => queues.inFlight === 0;
     const intervalMs = options.passIntervalMs ?? ROLLOUT_PASS_INTERVAL_MS;
-    const scheduler = (this.#scheduler = new PassScheduler({ clock, intervalMs, logger, pass, isDrained }));
+    const maxShare = ROLLOUT_PASS_MAX_SHARE;
+    const scheduler = (this.#scheduler = new PassScheduler({ clock, intervalMs, maxShare, logger, pass, isDrained }));
     const wake = (name: string): void => waiters.wake(name);
     const mark = (name: string): void => scheduler.mark(name);
     const viewKey = (live: LiveRollout): string => viewKeyOf(live, clusters);
@@ -264,8 +265,9 @@ export class RolloutController {
   status(name: string, actor: RolloutActor, withClusters: boolean): RolloutStatusView {
     this.#rollouts.quarantine.refuse(name, actor);
     const live = this.#operations.visible(name, actor);
-    const view =
-      live.view?.statusVersion === live.record.statusVersion ? live.view : statusViewOf(live, true, this.#clusters);
+    // Made once per version, for every request and watcher of it.
+    if (live.view?.statusVersion !== live.record.statusVersion) live.view = statusViewOf(live, true, this.#clusters);
+    const view = live.view;
     if (withClusters) return view;
     const { clusters: _rows, ...withoutRows } = view;
     return withoutRows;

@@ -8,7 +8,6 @@
 import { copyRevisionOf } from '../../rollout/render.js';
 import { rollbackFor } from '../../rollout/rollback.js';
 import { stepRollout, type ObservedCluster, type RollbackRecord } from '../../rollout/progress.js';
-import type { RolloutStatusView } from '../../rollout/api.js';
 import type { ClusterRecord, HubStore, PendingRemovalRecord } from '../store/store.js';
 import type { CopyDelivery } from './copy-delivery.js';
 import type { KnownClusters } from './known-clusters.js';
@@ -112,8 +111,8 @@ export class RolloutPass {
     live.viewKey = key;
     live.record.statusVersion += 1;
     live.record.updatedAt = new Date(now).toISOString();
-    live.view = { ...(live.view as RolloutStatusView), statusVersion: live.record.statusVersion };
-    live.view.updatedAt = live.record.updatedAt;
+    // Made again when first asked for at the new version.
+    delete live.view;
     this.#options.wake(live.record.name);
   }
 }

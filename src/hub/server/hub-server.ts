@@ -33,7 +33,6 @@ import { localHubIdentity, type HubIdentity } from '../identity/hub-identity.js'
 import type { HubPki } from '../identity/hub-pki.js';
 import { startHttpsFront, type HttpsFront } from '../front/https-front.js';
 import { newReplicaId } from '../store/local-coordination.js';
-import { MAX_PENDING_HANDSHAKES } from '../limits.js';
 import { HubMetrics } from '../metrics/hub-metrics.js';
 import { issueReplicaCredentials } from '../replicas/peer-link.js';
 import { RunOnceControllers } from '../rollouts/run-once-controllers.js';
@@ -77,8 +76,10 @@ export interface HubServerOptions {
   /** A CA to adopt on first start. */
   caCertFile?: string | undefined;
   caKeyFile?: string | undefined;
-  /** Most TLS handshakes in progress at once; {@link MAX_PENDING_HANDSHAKES} by default. */
+  /** Most TLS handshakes in progress at once; `MAX_PENDING_HANDSHAKES` (limits.ts) by default. */
   maxPendingHandshakes?: number;
+  /** Most connections waiting for a handshake place; `MAX_QUEUED_HANDSHAKES` (limits.ts) by default. */
+  maxQueuedHandshakes?: number;
   /** Socket deadlines other than the defaults of limits.ts (tests make them short). */
   deadlines?: Partial<HubDeadlines>;
   /** The clock expiry decisions read; the system clock by default (tests set the time instead of sleeping). */
@@ -219,7 +220,7 @@ export async function startHub(options: HubServerOptions): Promise<RunningHub> {
     pki,
     identity,
     deadlines,
-    maxPendingHandshakes: options.maxPendingHandshakes ?? MAX_PENDING_HANDSHAKES,
+    handshakes: options,
     metrics,
     logger,
     onTunnel: (socket) => {

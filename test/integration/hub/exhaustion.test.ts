@@ -40,8 +40,9 @@ import { connectWebSocket, startSimApiServer, type SimApiServer } from '../../su
 
 /** The tunnel liveness of a third hub, to which only mute agents connect. */
 const SHORT_LIVENESS: Partial<HubDeadlines> = { tunnelSilenceMs: 1000, tunnelSweepMs: 100 };
-/** The attacked hub's bound on handshakes in progress. */
+/** The attacked hub's bound on handshakes in progress, and on connections waiting for a place. */
 const BOUND = 4;
+const QUEUE = 3;
 
 type Outcome = 'closed' | 'open';
 
@@ -161,6 +162,7 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
       dataDir: join(root, 'hub'),
       logger: silentLogger,
       maxPendingHandshakes: BOUND,
+      maxQueuedHandshakes: QUEUE,
       deadlines: SHORT_HUB_DEADLINES,
     });
     // The control: the default deadlines (10 s handshake, 30 s head, 15 s keep-alive), a bound as large.
@@ -169,6 +171,7 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
       dataDir: join(root, 'control'),
       logger: silentLogger,
       maxPendingHandshakes: BOUND,
+      maxQueuedHandshakes: QUEUE,
     });
     lively = await startHub({
       listen: '127.0.0.1:0',
@@ -196,19 +199,22 @@ describe('hub: resource exhaustion', { timeout: 120_000 }, () => {
     await sim?.stop();
   });
 
-  it('(a) closes silent TCP connections that fill the handshake bound; then answers /healthz and admits an agent', async () => {
+  it('(a) closes silent TCP connections that fill the handshake bound and its queue; then answers /healthz and admits an agent', async () => {
     const site = await register('silent-a');
     const timedOutBefore = await metric('edgeadm_hub_handshakes_timed_out_total');
-    // The attack: as many connections as the bound and more, none of which ever says a word.
-    const silent = await Promise.all(Array.from({ length: BOUND + 2 }, () => rawConnect(hub.port)));
+    const refusedBefore = await metric('edgeadm_hub_handshakes_refused_total');
+    // The attack: as many connections as the places and the queue, and more, none of which ever says a word.
+    const silent = await Promise.all(Array.from({ length: BOUND + QUEUE + 2 }, () => rawConnect(hub.port)));
     const controlSilent = await rawConnect(control.port);
-    // While they hold every place, a real client is refused before TLS.
+    // While they hold every place and turn, a real client is refused before TLS.
     await expect(healthz(hub.port)).rejects.toThrow();
     expect(await Promise.all(silent.map((socket) => closure(socket)))).toEqual(silent.map(() => 'closed'));
     // The hub with the default (10 s) deadline still holds its own: the deadline closed them, nothing else.
     expect(isOpen(controlSilent)).toBe(true);
     controlSilent.destroy();
-    expect(await metric('edgeadm_hub_handshakes_timed_out_total')).toBe(timedOutBefore + BOUND);
+    // Those in a place and those waiting for one are closed by the deadline; the rest (and the client) were refused.
+    expect(await metric('edgeadm_hub_handshakes_timed_out_total')).toBe(timedOutBefore + BOUND + QUEUE);
+    expect(await metric('edgeadm_hub_handshakes_refused_total')).toBe(refusedBefore + 3);
     // The places are free again: the hub answers, and an agent connects.
     expect(await healthz(hub.port)).toBe(200);
     const tunnel = await connectTunnel({

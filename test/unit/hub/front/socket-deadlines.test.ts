@@ -1,10 +1,14 @@
 /**
  * The handshake gate against a model: for generated sequences of
  * connections, finished handshakes, resets and passing time, the places it
- * counts are exactly the connections still in their handshake, whatever
- * path each one took; a connection past its deadline is closed and counted
- * once; a full gate refuses; a late close never frees another connection's
- * place. Sockets are stand-ins (events only), the clock is vitest's.
+ * counts are exactly the connections still in their handshake and its queue
+ * exactly those waiting, oldest first, whatever path each one took; a
+ * waiting connection's handshake starts once, when a place frees, unless it
+ * waited too long by then (closed instead, as when a full gate is asked
+ * again); a connection past its deadline (from its accept, waiting or not) is closed
+ * and counted once; a full gate with a full queue refuses; a late close
+ * never frees another connection's place. Sockets are stand-ins (events
+ * only), the clock is vitest's.
  */
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
@@ -64,69 +68,117 @@ describe('HandshakeGate', () => {
     vi.useRealTimers();
   });
 
-  it('counts exactly the connections still in their handshake, closes each at its deadline once, refuses past the bound', () => {
+  it('counts exactly the connections in their handshake and those waiting, starts each once in order, closes each at its deadline once, refuses past both', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 4 }), fc.array(step, { maxLength: 60 }), (bound, steps) => {
-        let refused = 0;
-        let expired = 0;
-        const gate = new HandshakeGate({
-          maxPending: bound,
-          handshakeMs: DEADLINE_MS,
-          onRefused: () => (refused += 1),
-          onExpired: () => (expired += 1),
-        });
-        // The model: each admitted connection and when its deadline falls; secured ones leave it.
-        let now = 0;
-        const inHandshake = new Map<FakeConnection, number>();
-        const open: FakeConnection[] = [];
-        let expectedRefused = 0;
-        let expectedExpired = 0;
-        for (const s of steps) {
-          if (s.kind === 'connect') {
-            // Two live TCP connections never share a peer port.
-            if (open.some((c) => c.remotePort === s.port)) continue;
-            const connection = new FakeConnection(s.port);
-            const isAdmitted = gate.admit(connection as unknown as Socket);
-            expect(isAdmitted).toBe(inHandshake.size < bound);
-            if (isAdmitted) {
-              inHandshake.set(connection, now + DEADLINE_MS);
-              open.push(connection);
-            } else {
+      fc.property(
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 1, max: DEADLINE_MS + 200 }),
+        fc.array(step, { maxLength: 60 }),
+        (bound, queue, maxWaitMs, steps) => {
+          let refused = 0;
+          let expired = 0;
+          const gate = new HandshakeGate({
+            maxPending: bound,
+            maxQueued: queue,
+            maxWaitMs,
+            handshakeMs: DEADLINE_MS,
+            onRefused: () => (refused += 1),
+            onExpired: () => (expired += 1),
+          });
+          // The model: each admitted connection's deadline; in a place, or waiting in order; started ones.
+          let now = 0;
+          const deadlineOf = new Map<FakeConnection, number>();
+          const inHandshake = new Set<FakeConnection>();
+          const waiting: FakeConnection[] = [];
+          const open: FakeConnection[] = [];
+          const starts = new Map<FakeConnection, number>();
+          const startsExpected = new Map<FakeConnection, number>();
+          let expectedRefused = 0;
+          let expectedExpired = 0;
+          const take = (connection: FakeConnection): void => {
+            inHandshake.add(connection);
+            startsExpected.set(connection, 1);
+          };
+          const since = new Map<FakeConnection, number>();
+          // Those that waited maxWaitMs or more are closed (refused), oldest first.
+          const closeStale = (at: number): void => {
+            while (waiting.length > 0 && at - (since.get(waiting[0] as FakeConnection) as number) >= maxWaitMs) {
+              const stale = waiting.shift() as FakeConnection;
+              deadlineOf.delete(stale);
+              open.splice(open.indexOf(stale), 1);
               expectedRefused += 1;
-              expect(connection.isDestroyed).toBe(true);
+              expect(stale.destroyedBy).toBe('gate');
             }
-          } else if (s.kind === 'secure' || s.kind === 'reset') {
-            const connection = open[s.pick % Math.max(open.length, 1)];
-            if (connection === undefined) continue;
-            if (s.kind === 'secure') {
-              if (!inHandshake.has(connection)) continue;
-              gate.secured(connection as unknown as TLSSocket);
-              inHandshake.delete(connection);
+          };
+          const promote = (at: number): void => {
+            closeStale(at);
+            while (inHandshake.size < bound && waiting.length > 0) take(waiting.shift() as FakeConnection);
+          };
+          const leave = (connection: FakeConnection, at: number): void => {
+            deadlineOf.delete(connection);
+            if (inHandshake.delete(connection)) promote(at);
+            else if (waiting.includes(connection)) waiting.splice(waiting.indexOf(connection), 1);
+          };
+          for (const s of steps) {
+            if (s.kind === 'connect') {
+              // Two live TCP connections never share a peer port.
+              if (open.some((c) => c.remotePort === s.port)) continue;
+              const connection = new FakeConnection(s.port);
+              if (inHandshake.size >= bound) closeStale(now);
+              const admission = gate.admit(connection as unknown as Socket, () =>
+                starts.set(connection, (starts.get(connection) ?? 0) + 1),
+              );
+              const expected = inHandshake.size < bound ? 'handshake' : waiting.length < queue ? 'queued' : 'refused';
+              expect(admission).toBe(expected);
+              if (expected === 'refused') {
+                expectedRefused += 1;
+                expect(connection.isDestroyed).toBe(true);
+                continue;
+              }
+              deadlineOf.set(connection, now + DEADLINE_MS);
+              since.set(connection, now);
+              open.push(connection);
+              if (expected === 'handshake') take(connection);
+              else waiting.push(connection);
+            } else if (s.kind === 'secure' || s.kind === 'reset') {
+              const connection = open[s.pick % Math.max(open.length, 1)];
+              if (connection === undefined) continue;
+              if (s.kind === 'secure') {
+                if (!inHandshake.has(connection)) continue;
+                gate.secured(connection as unknown as TLSSocket);
+                leave(connection, now);
+              } else {
+                connection.destroyedBy ??= 'peer';
+                connection.close();
+                leave(connection, now);
+                open.splice(open.indexOf(connection), 1);
+              }
             } else {
-              connection.destroyedBy ??= 'peer';
-              connection.close();
-              inHandshake.delete(connection);
-              open.splice(open.indexOf(connection), 1);
-            }
-          } else {
-            now += s.ms;
-            for (const [connection, deadline] of inHandshake) {
-              if (deadline <= now) {
-                inHandshake.delete(connection);
+              now += s.ms;
+              // Deadlines fall in accept order; one that frees a place lets the oldest waiting one in first
+              // (those that waited too long by then are closed instead).
+              for (;;) {
+                const next = [...deadlineOf].filter(([, deadline]) => deadline <= now).sort((a, b) => a[1] - b[1])[0];
+                if (next === undefined) break;
+                const [connection, deadline] = next;
+                leave(connection, deadline);
                 open.splice(open.indexOf(connection), 1);
                 expectedExpired += 1;
               }
+              vi.advanceTimersByTime(s.ms);
             }
-            vi.advanceTimersByTime(s.ms);
+            expect(gate.pendingCount).toBe(inHandshake.size);
+            expect(gate.queuedCount).toBe(waiting.length);
+            expect(starts).toEqual(startsExpected);
           }
-          expect(gate.pendingCount).toBe(inHandshake.size);
-        }
-        expect(refused).toBe(expectedRefused);
-        expect(expired).toBe(expectedExpired);
-        // Nothing the gate let through the handshake, or lost to a reset, was closed by it.
-        for (const connection of open) expect(connection.isDestroyed).toBe(false);
-        vi.clearAllTimers();
-      }),
+          expect(refused).toBe(expectedRefused);
+          expect(expired).toBe(expectedExpired);
+          // Nothing the gate let through the handshake, kept waiting, or lost to a reset, was closed by it.
+          for (const connection of open) expect(connection.isDestroyed).toBe(false);
+          vi.clearAllTimers();
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -134,13 +186,13 @@ describe('HandshakeGate', () => {
   it('does not let a late close of a finished connection free the place of a new one on the same port', () => {
     const gate = new HandshakeGate({ maxPending: 1, handshakeMs: DEADLINE_MS });
     const first = new FakeConnection(7);
-    expect(gate.admit(first as unknown as Socket)).toBe(true);
+    expect(gate.admit(first as unknown as Socket, () => undefined)).toBe('handshake');
     gate.secured(first as unknown as TLSSocket);
     const second = new FakeConnection(7);
-    expect(gate.admit(second as unknown as Socket)).toBe(true);
+    expect(gate.admit(second as unknown as Socket, () => undefined)).toBe('handshake');
     first.close();
     expect(gate.pendingCount).toBe(1);
-    expect(gate.admit(new FakeConnection(8) as unknown as Socket)).toBe(false);
+    expect(gate.admit(new FakeConnection(8) as unknown as Socket, () => undefined)).toBe('refused');
   });
 });
 

@@ -4,17 +4,22 @@ import { PassScheduler, type PassMarks } from '../../../../src/hub/rollouts/pass
 import { silentLogger } from '../../../../src/log/run-log.js';
 import { FakeClock } from './controller-fakes.js';
 
-/** A scheduler whose passes record the marks they took. */
-function scheduler(intervalMs: number): { scheduler: PassScheduler; clock: FakeClock; passes: PassMarks[] } {
+/** A scheduler whose passes record the marks they took; each pass takes `passMs` of the clock's time. */
+function scheduler(
+  intervalMs: number,
+  options: { maxShare?: number; passMs?: number } = {},
+): { scheduler: PassScheduler; clock: FakeClock; passes: PassMarks[] } {
   const clock = new FakeClock();
   const passes: PassMarks[] = [];
   const created: PassScheduler = new PassScheduler({
     clock,
     intervalMs,
+    ...(options.maxShare === undefined ? {} : { maxShare: options.maxShare }),
     logger: silentLogger,
     isDrained: () => true,
     pass: async () => {
       passes.push(created.takeMarks());
+      clock.time += options.passMs ?? 0;
     },
   });
   return { scheduler: created, clock, passes };
@@ -42,6 +47,29 @@ describe('the pass scheduler', () => {
     clock.advance(200);
     await passes.settled();
     expect(taken.at(-1)).toEqual({ isAll: true, names: ['api'], justConnected: [] });
+  });
+
+  it('rests after a long pass in proportion to its cost, so passes take at most their share of the time', async () => {
+    const { scheduler: passes, clock, passes: taken } = scheduler(200, { maxShare: 0.25, passMs: 100 });
+    passes.mark('web');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(taken).toHaveLength(1);
+    // The pass took 100 ms: at a quarter of the time, the next starts 300 ms after its end, not 200 ms after its start.
+    passes.connected('shop-1');
+    clock.advance(199);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(taken).toHaveLength(1);
+    clock.advance(200);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(taken).toHaveLength(2);
+    // A cheap pass rests only the interval.
+    const cheap = scheduler(200, { maxShare: 0.25, passMs: 10 });
+    cheap.scheduler.mark('web');
+    await new Promise((resolve) => setImmediate(resolve));
+    cheap.scheduler.mark('api');
+    cheap.clock.advance(200);
+    await cheap.scheduler.settled();
+    expect(cheap.passes).toHaveLength(2);
   });
 
   it('asks for the clusters to be read again once, and wakes everything at the due time', async () => {
