@@ -101,6 +101,8 @@ describe('HandshakeGate', () => {
             startsExpected.set(connection, 1);
           };
           const since = new Map<FakeConnection, number>();
+          // The model decides before the gate acts: what it says the gate closes is checked after each step.
+          const closedByGate: FakeConnection[] = [];
           // Those that waited maxWaitMs or more are closed (refused), oldest first.
           const closeStale = (at: number): void => {
             while (waiting.length > 0 && at - (since.get(waiting[0] as FakeConnection) as number) >= maxWaitMs) {
@@ -108,7 +110,7 @@ describe('HandshakeGate', () => {
               deadlineOf.delete(stale);
               open.splice(open.indexOf(stale), 1);
               expectedRefused += 1;
-              expect(stale.destroyedBy).toBe('gate');
+              closedByGate.push(stale);
             }
           };
           const promote = (at: number): void => {
@@ -134,13 +136,13 @@ describe('HandshakeGate', () => {
               if (expected === 'refused') {
                 expectedRefused += 1;
                 expect(connection.isDestroyed).toBe(true);
-                continue;
+              } else {
+                deadlineOf.set(connection, now + DEADLINE_MS);
+                since.set(connection, now);
+                open.push(connection);
+                if (expected === 'handshake') take(connection);
+                else waiting.push(connection);
               }
-              deadlineOf.set(connection, now + DEADLINE_MS);
-              since.set(connection, now);
-              open.push(connection);
-              if (expected === 'handshake') take(connection);
-              else waiting.push(connection);
             } else if (s.kind === 'secure' || s.kind === 'reset') {
               const connection = open[s.pick % Math.max(open.length, 1)];
               if (connection === undefined) continue;
@@ -168,6 +170,7 @@ describe('HandshakeGate', () => {
               }
               vi.advanceTimersByTime(s.ms);
             }
+            for (const stale of closedByGate.splice(0)) expect(stale.destroyedBy).toBe('gate');
             expect(gate.pendingCount).toBe(inHandshake.size);
             expect(gate.queuedCount).toBe(waiting.length);
             expect(starts).toEqual(startsExpected);
