@@ -113,8 +113,10 @@ export const MAX_PENDING_HANDSHAKES = 128;
  * before TLS starts. A waiting connection costs the hub a socket and its
  * unread hello, and its wait counts toward {@link TLS_HANDSHAKE_TIMEOUT_MS}.
  * Without the queue, a burst of thousands of returning agents was mostly
- * refused and sent into backoff while the hub's CPU sat between handshakes;
- * sized by measurement (BENCHMARKS.md, "Reconnect storms").
+ * refused and sent into backoff. 2,048 holds most of a replica's share of
+ * the agents of a dead replica at 10,000 (about 1,750 each); other sizes
+ * were not compared (BENCHMARKS.md, "10,000 agents, 10 kills, with
+ * rebalancing").
  */
 export const MAX_QUEUED_HANDSHAKES = 2048;
 /**
@@ -180,9 +182,10 @@ export const ROLLOUT_PASS_INTERVAL_MS = 200;
  * without one (on top of {@link ROLLOUT_PASS_INTERVAL_MS}). A pass steps
  * every marked rollout over all its clusters; at 10,000 clusters and a few
  * rollouts that is tens of milliseconds, and a reconnect storm marks every
- * rollout every interval. Without this bound the passes took over a third of
- * the hub's CPU in a 3,000-agent return and left too little for the TLS
- * handshakes of the agents returning (BENCHMARKS.md, "Reconnect storms").
+ * rollout every interval. Without this bound, passes took 76 of the hub's
+ * 137 CPU seconds while 10,000 agents dialled at once, and left too little
+ * for their TLS handshakes (BENCHMARKS.md, "10,000 clusters: one wave, and
+ * 3,000 returning at once").
  */
 export const ROLLOUT_PASS_MAX_SHARE = 0.25;
 /**
