@@ -118,6 +118,7 @@ export type Admission = 'handshake' | 'queued' | 'refused';
 export class HandshakeGate {
   readonly #maxPending: number;
   readonly #maxQueued: number;
+  readonly #maxWaitMs: number;
   readonly #handshakeMs: number;
   readonly #onRefused: () => void;
   readonly #onExpired: () => void;
@@ -125,8 +126,6 @@ export class HandshakeGate {
   readonly #pending = new Map<string, () => void>();
   /** The connections waiting for a place, oldest first; each with what starts its handshake. */
   readonly #queued = new Map<string, { release: () => void; start: () => void; raw: Socket; since: number }>();
-
-  readonly #maxWaitMs: number;
 
   constructor(options: {
     maxPending: number;
